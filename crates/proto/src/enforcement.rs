@@ -1,0 +1,91 @@
+//! What a sandbox really enforces, as measured by the jail while setting it up.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkMode {
+    /// Own network namespace with loopback only.
+    #[default]
+    None,
+    /// The host's network namespace (explicit opt-in).
+    Full,
+}
+
+/// State of one hardening layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LayerState {
+    /// Applied and in force.
+    Enforced,
+    /// Not applied because the operator allowed this downgrade; `reason` says why.
+    Downgraded { reason: String },
+    /// Not requested by the sandbox spec (for example no memory limit was asked).
+    NotRequested,
+}
+
+impl LayerState {
+    pub fn is_enforced(&self) -> bool {
+        matches!(self, LayerState::Enforced)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupEnforcement {
+    /// "v2" or "v1".
+    pub version: String,
+    pub memory_bytes: Option<u64>,
+    pub pids: Option<u64>,
+    /// CPU quota in millicpus (1000 = one core).
+    pub cpu_millis: Option<u64>,
+    /// Host path(s) of the sandbox's cgroup(s).
+    pub paths: Vec<String>,
+}
+
+/// Every layer the jail set up, reported by the guest's `info`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Enforcement {
+    /// Namespaces the guest really lives in (user, mount, pid, net, ipc, uts, cgroup).
+    pub namespaces: Vec<String>,
+    /// Host uid that sandbox uid 0 maps to, and how many uids are mapped.
+    pub uid_map: Option<(u32, u32, u32)>,
+    pub gid_map: Option<(u32, u32, u32)>,
+    pub pivot_root: LayerState,
+    pub read_only_workspace: bool,
+    pub network: NetworkMode,
+    pub cgroup: Option<CgroupEnforcement>,
+    pub cgroup_state: LayerState,
+    pub rlimits: LayerState,
+    pub capabilities_dropped: LayerState,
+    pub no_new_privs: LayerState,
+    /// Landlock ABI version in force, when enforced.
+    pub landlock_abi: Option<u32>,
+    pub landlock: LayerState,
+    pub seccomp: LayerState,
+    /// Syscalls the seccomp filter denies.
+    pub seccomp_denied: Vec<String>,
+}
+
+impl Enforcement {
+    /// The report of a guest that runs with no jail at all (development and tests
+    /// of the guest itself): every layer is listed as not requested.
+    pub fn unconfined() -> Self {
+        Self {
+            namespaces: Vec::new(),
+            uid_map: None,
+            gid_map: None,
+            pivot_root: LayerState::NotRequested,
+            read_only_workspace: false,
+            network: NetworkMode::Full,
+            cgroup: None,
+            cgroup_state: LayerState::NotRequested,
+            rlimits: LayerState::NotRequested,
+            capabilities_dropped: LayerState::NotRequested,
+            no_new_privs: LayerState::NotRequested,
+            landlock_abi: None,
+            landlock: LayerState::NotRequested,
+            seccomp: LayerState::NotRequested,
+            seccomp_denied: Vec::new(),
+        }
+    }
+}

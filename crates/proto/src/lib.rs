@@ -1,0 +1,33 @@
+//! Host <-> guest wire protocol.
+//!
+//! One connection carries length-prefixed frames. Each frame is a JSON header
+//! (the message) followed by an optional raw byte payload, so bulk data
+//! (command output, file contents, stdin) travels without base64. Requests carry
+//! a host-chosen id; every guest frame answering a request repeats that id, so
+//! many requests run at once over one connection. A request gets zero or more
+//! [`Event`] frames and then exactly one final frame: a [`Reply`] or an
+//! [`ErrorInfo`].
+//!
+//! The first request on a connection must be [`Request::Hello`]; the guest
+//! refuses everything else until the versions agree.
+
+mod enforcement;
+mod frame;
+mod messages;
+
+pub use enforcement::{CgroupEnforcement, Enforcement, LayerState, NetworkMode};
+pub use frame::{
+    FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame,
+    decode_header, encode_frame,
+};
+pub use messages::{
+    DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
+    GuestMessage, HostFrame, OutputStream, ProcessInfo, Reply, Request, SearchMatch, SearchSpec,
+    StdinMode,
+};
+
+/// Version of this protocol. Bumped on any incompatible change to framing or messages.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Where the workspace is mounted inside every sandbox.
+pub const WORKSPACE_MOUNT: &str = "/workspace";

@@ -1,0 +1,353 @@
+//! Requests the host sends, and the events, replies and errors the guest answers with.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Enforcement;
+
+/// Host -> guest frame header. Payload use is documented per request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFrame {
+    /// Chosen by the host, unique among its in-flight requests on this connection.
+    pub id: u64,
+    pub request: Request,
+}
+
+/// Guest -> host frame header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestFrame {
+    /// The id of the request this frame answers.
+    pub id: u64,
+    pub message: GuestMessage,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GuestMessage {
+    /// A non-final event; more frames for this id follow.
+    Event(Event),
+    /// The final, successful answer.
+    Reply(Reply),
+    /// The final, failed answer.
+    Error(ErrorInfo),
+}
+
+impl GuestMessage {
+    pub fn is_final(&self) -> bool {
+        !matches!(self, GuestMessage::Event(_))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Must be first. Reply: [`Reply::Hello`].
+    Hello { version: u32 },
+    /// Reply: [`Reply::Info`].
+    Info,
+    /// Runs a command to completion. Payload: stdin bytes when `stdin` is
+    /// [`StdinMode::Payload`]. Events: [`Event::Started`], then [`Event::Output`]
+    /// (payload = bytes). Reply: [`Reply::Exited`].
+    Exec(ExecSpec),
+    /// More stdin for a running `Exec` (`target` = its request id) started with
+    /// [`StdinMode::Stream`]. Payload: bytes. `eof` closes stdin after them. Reply: [`Reply::Ok`].
+    ExecStdin { target: u64, eof: bool },
+    /// Sends a signal to the process group of a running `Exec`. Reply: [`Reply::Ok`].
+    ExecSignal { target: u64, signal: i32 },
+
+    /// Starts a background process. Reply: [`Reply::ProcessStarted`].
+    ProcessStart(ExecSpec),
+    /// Reply: [`Reply::Processes`].
+    ProcessList,
+    /// Reads combined output from byte `offset` (absolute since start).
+    /// Reply: [`Reply::ProcessOutput`], payload = bytes.
+    ProcessRead {
+        handle: u64,
+        offset: u64,
+        max_bytes: u64,
+    },
+    /// Payload: bytes for the process's stdin. Reply: [`Reply::Ok`].
+    ProcessWrite { handle: u64, eof: bool },
+    /// Reply: [`Reply::Ok`].
+    ProcessSignal { handle: u64, signal: i32 },
+    /// Waits for exit, up to `timeout_ms` when given. Reply: [`Reply::ProcessStatus`].
+    ProcessWait {
+        handle: u64,
+        timeout_ms: Option<u64>,
+    },
+
+    /// Reply: [`Reply::FileData`], payload = bytes `[offset, offset+len)` (clamped to the file).
+    FileRead {
+        path: String,
+        offset: u64,
+        len: Option<u64>,
+    },
+    /// Atomically replaces (or creates) the file with the payload.
+    /// Reply: [`Reply::FileWritten`].
+    FileWrite {
+        path: String,
+        mode: Option<u32>,
+        create_parents: bool,
+    },
+    /// Reply: [`Reply::DirEntries`].
+    FileList { path: String },
+    /// Does not follow a final symlink. Reply: [`Reply::Stat`].
+    FileStat { path: String },
+    /// Reply: [`Reply::Ok`].
+    Mkdir { path: String, parents: bool },
+    /// Reply: [`Reply::Ok`].
+    Remove { path: String, recursive: bool },
+    /// Reply: [`Reply::Ok`].
+    Rename { from: String, to: String },
+    /// Reply: [`Reply::SearchResults`].
+    Search(SearchSpec),
+
+    /// Ends the guest (and so the sandbox). Reply: [`Reply::Ok`], then the connection closes.
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecSpec {
+    /// Program and arguments, looked up on PATH. Exactly one of `argv` / `shell` is set.
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// A script for `/bin/sh -c`.
+    #[serde(default)]
+    pub shell: Option<String>,
+    /// Working directory, resolved inside the workspace; default the workspace root.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Added to the sandbox's base environment (PATH, HOME, LANG, TERM).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub stdin: StdinMode,
+    /// Kill the process group after this long. None = no timeout.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Most bytes of stdout+stderr sent back; the rest is read and dropped. None = no cap.
+    #[serde(default)]
+    pub output_cap: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StdinMode {
+    /// stdin is /dev/null.
+    #[default]
+    Null,
+    /// stdin is the request's payload, then end of file.
+    Payload,
+    /// stdin arrives in later `ExecStdin` / `ProcessWrite` requests.
+    Stream,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchSpec {
+    /// Directory to search under, resolved inside the workspace.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Glob on file names (`*.rs`), matched against the last path component.
+    #[serde(default)]
+    pub name_glob: Option<String>,
+    /// Literal text to find in file contents; matches are reported per line.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// Stop after this many matches; the reply says when it stopped early.
+    pub max_results: u32,
+    /// Files larger than this are not searched by content.
+    #[serde(default)]
+    pub max_file_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The command is running, with this pid inside the sandbox.
+    Started { pid: u32 },
+    /// Output bytes ride in the payload.
+    Output { stream: OutputStream },
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    /// Exit code when it exited normally.
+    pub code: Option<i32>,
+    /// Signal number when a signal ended it.
+    pub signal: Option<i32>,
+    /// Killed because its timeout passed.
+    pub timed_out: bool,
+    /// Output went past the cap and was dropped from there on.
+    pub truncated: bool,
+    pub duration_ms: u64,
+}
+
+impl ExitInfo {
+    /// Shell convention: the exit code, or 128 + signal.
+    pub fn shell_code(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(code), _) => code,
+            (None, Some(sig)) => 128 + sig,
+            (None, None) => 255,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub handle: u64,
+    pub pid: u32,
+    pub command: Vec<String>,
+    pub running: bool,
+    pub exit: Option<ExitInfo>,
+    /// Total output bytes produced so far (the next offset a reader would get).
+    pub output_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStat {
+    pub kind: FileKind,
+    pub size: u64,
+    /// Permission bits (`0o7777` mask).
+    pub mode: u32,
+    pub mtime_ms: i64,
+    /// Target of a symlink, as stored.
+    pub link_target: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirEntry {
+    pub name: String,
+    pub stat: FileStat,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchMatch {
+    /// Path relative to the workspace root.
+    pub path: String,
+    /// 1-based line number for content matches, None for name matches.
+    pub line: Option<u64>,
+    /// The matching line (trimmed to a sane length) for content matches.
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Ok,
+    Hello {
+        version: u32,
+        agent_version: String,
+    },
+    Info {
+        version: u32,
+        agent_version: String,
+        enforcement: Enforcement,
+    },
+    Exited(ExitInfo),
+    ProcessStarted {
+        handle: u64,
+        pid: u32,
+    },
+    Processes {
+        processes: Vec<ProcessInfo>,
+    },
+    ProcessOutput {
+        /// Offset of the first payload byte (later than asked when older output was dropped).
+        offset: u64,
+        /// Offset to ask for next.
+        next_offset: u64,
+        /// Bytes between the asked offset and `offset` that the bounded buffer no longer holds.
+        dropped: u64,
+        running: bool,
+        exit: Option<ExitInfo>,
+    },
+    ProcessStatus {
+        running: bool,
+        exit: Option<ExitInfo>,
+    },
+    FileData {
+        /// Size of the whole file.
+        size: u64,
+        offset: u64,
+    },
+    FileWritten {
+        bytes: u64,
+    },
+    DirEntries {
+        entries: Vec<DirEntry>,
+    },
+    Stat(FileStat),
+    SearchResults {
+        matches: Vec<SearchMatch>,
+        /// True when `max_results` cut the search short.
+        truncated: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Malformed or out-of-order request.
+    BadRequest,
+    /// Hello with a version this guest does not speak.
+    VersionMismatch,
+    /// The path leaves the workspace (`..`, absolute elsewhere, symlink out).
+    PathEscape,
+    NotFound,
+    AlreadyExists,
+    PermissionDenied,
+    /// The target is read-only (read-only sandbox).
+    ReadOnly,
+    NotADirectory,
+    IsADirectory,
+    DirectoryNotEmpty,
+    /// A size limit was hit (payload, file, output).
+    TooLarge,
+    UnknownProcess,
+    /// Spawning the command failed (not found, not executable).
+    SpawnFailed,
+    Timeout,
+    Io,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ErrorInfo {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ErrorInfo {}
