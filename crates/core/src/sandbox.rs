@@ -1,0 +1,1 @@
+//! Sandbox port: what every sandbox backend offers.

@@ -1,0 +1,1 @@
+//! Store port: the control plane persistence contract.
