@@ -220,7 +220,13 @@ mod tests {
         let cut = &buf[..buf.len() - 2];
         let err = FrameReader::new(cut).read_frame().await.unwrap_err();
         assert!(
-            matches!(err, FrameError::Truncated { received: 4, expected: 6 }),
+            matches!(
+                err,
+                FrameError::Truncated {
+                    received: 4,
+                    expected: 6
+                }
+            ),
             "{err:?}"
         );
     }
@@ -231,7 +237,11 @@ mod tests {
         buf.extend_from_slice(&3u32.to_be_bytes());
         buf.extend_from_slice(&0u32.to_be_bytes());
         buf.extend_from_slice(b"{{{");
-        let frame = FrameReader::new(&buf[..]).read_frame().await.unwrap().unwrap();
+        let frame = FrameReader::new(&buf[..])
+            .read_frame()
+            .await
+            .unwrap()
+            .unwrap();
         assert!(matches!(
             frame.decode::<HostFrame>(),
             Err(FrameError::DecodeHeader(_))

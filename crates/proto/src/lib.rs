@@ -17,8 +17,8 @@ mod messages;
 
 pub use enforcement::{CgroupEnforcement, Enforcement, LayerState, NetworkMode};
 pub use frame::{
-    FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame,
-    decode_header, encode_frame,
+    FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame, decode_header,
+    encode_frame,
 };
 pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,

@@ -22,8 +22,13 @@ pub struct GuestFrame {
     pub message: GuestMessage,
 }
 
+/// Tagged `type`, a name no Rust field can take by accident: the tag shares
+/// one JSON object with the fields of the reply it carries (`Reply::Stat`'s
+/// `FileStat` has a `kind`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+// One message is decoded per frame and moved, never stored in bulk: size is irrelevant.
+#[allow(clippy::large_enum_variant)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum GuestMessage {
     /// A non-final event; more frames for this id follow.
     Event(Event),
@@ -250,6 +255,8 @@ pub struct SearchMatch {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// As with GuestMessage: one per frame, so the Info variant's size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum Reply {
     Ok,
@@ -351,3 +358,27 @@ impl std::fmt::Display for ErrorInfo {
 }
 
 impl std::error::Error for ErrorInfo {}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The message tag shares a JSON object with the reply's own fields, so a
+    /// field named like the tag would make the frame undecodable.
+    #[test]
+    fn a_stat_reply_round_trips() {
+        let frame = GuestFrame {
+            id: 3,
+            message: GuestMessage::Reply(Reply::Stat(FileStat {
+                kind: FileKind::Symlink,
+                size: 4,
+                mode: 0o777,
+                mtime_ms: 1,
+                link_target: Some("/etc".into()),
+            })),
+        };
+        let json = serde_json::to_vec(&frame).unwrap();
+        assert_eq!(serde_json::from_slice::<GuestFrame>(&json).unwrap(), frame);
+    }
+}
