@@ -4,31 +4,75 @@
 //! (every block carries a `// SAFETY:` comment). [`enter`] is called by
 //! `paddock-guest` in a fresh, single-threaded process and turns it into a
 //! sandbox: namespaces -> mounts -> pivot_root -> cgroup -> rlimits -> caps ->
-//! no_new_privs -> landlock -> seccomp.
+//! no_new_privs -> landlock -> seccomp. docs/security.md describes the result.
 #![allow(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod capabilities;
+mod cgroup;
+#[cfg(test)]
+mod doc_check;
+mod error;
+mod etc;
+mod idmap_mount;
+mod ids;
+mod init;
+mod landlock_rules;
+mod layout;
+mod monitor;
+mod mount_ops;
+mod net;
+mod prepare;
+mod probe;
+mod reaper;
+mod rlimits;
+mod seccomp_bpf;
+mod seccomp_rules;
 mod spec;
+mod sync;
+mod sys;
+mod threads;
+mod validate;
 
+pub use cgroup::remove_sandbox_cgroups;
+pub use error::JailError;
+pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
+pub use reaper::{ReaperError, fork_reaper};
+pub use seccomp_bpf::CommandFilter;
 pub use spec::{IdMapping, JailSpec, Layer, Limits};
 
 use paddock_proto::Enforcement;
 
-#[derive(Debug, thiserror::Error)]
-pub enum JailError {
-    #[error("jail setup is not implemented yet")]
-    NotImplemented,
-}
-
 /// Turns the calling process into a sandbox.
 ///
 /// Must be called from a fresh single-threaded process (the guest's `main`,
-/// before any thread exists). The calling process becomes the *monitor*: it
-/// clones the sandbox init into new namespaces, writes its id maps, waits for it
-/// and exits with its status; it never returns from this call. The cloned
-/// sandbox init returns `Ok` with what is really enforced, hardened and ready to
-/// serve. An `Err` means a layer could not be applied and the caller did not
-/// allow that downgrade: the caller must report it and exit.
+/// before any thread exists; checked). The calling process becomes the
+/// *monitor*: it creates and joins the sandbox cgroups, clones the sandbox
+/// init into new namespaces, writes its id maps, waits for it, removes the
+/// cgroups and exits with its status (128 + signal when it was killed); it
+/// never returns `Ok`. It returns `Err` only when something failed before
+/// the init could run (nothing is left behind then).
+///
+/// The cloned sandbox init (PID 1 of the new pid namespace) returns `Ok` with
+/// what is really enforced, hardened and ready to serve: fd 0, 1 and 2 are
+/// kept as they were, every other descriptor is closed, the environment is
+/// empty, the working directory is `/`. An `Err` there means a layer could
+/// not be applied and the caller did not allow that downgrade: the caller
+/// must print it to stderr and exit non-zero; the monitor then exits with
+/// that status.
 pub fn enter(spec: &JailSpec) -> Result<Enforcement, JailError> {
-    let _ = spec;
-    Err(JailError::NotImplemented)
+    let prepared = prepare::prepare(spec)?;
+    monitor::run(spec, prepared)
+}
+
+/// An error and its sources, joined by ": ".
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }

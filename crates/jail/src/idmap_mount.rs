@@ -1,0 +1,72 @@
+//! The idmapped bind of the workspace. Host root makes it in the monitor,
+//! before the clone; the sandbox init inherits the detached tree and moves it
+//! onto /workspace.
+//!
+//! An idmapped mount reads the on-disk id as an id *inside* the mapping's user
+//! namespace and shows its *outside* id. So a throwaway user namespace with
+//! `owner -> host id of sandbox root` makes the workspace owner's files appear
+//! owned by sandbox root, and files sandbox root creates land on disk owned by
+//! the workspace owner.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::waitpid;
+use nix::unistd::Pid;
+
+use crate::ids::WorkspaceIdmap;
+use crate::sys;
+use crate::threads::SingleThreaded;
+
+/// A detached clone of `workspace` with the idmapping applied (and
+/// read-only when asked), ready for move_mount.
+pub(crate) fn idmapped_tree(
+    workspace: &Path,
+    map: &WorkspaceIdmap,
+    read_only: bool,
+    single: &SingleThreaded,
+) -> io::Result<OwnedFd> {
+    let userns = user_namespace_with(map, single)?;
+    let tree = sys::open_tree_clone(workspace)?;
+    let mut attrs = sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
+    if read_only {
+        attrs |= sys::MOUNT_ATTR_RDONLY;
+    }
+    sys::set_tree_attrs(tree.as_fd(), attrs, Some(userns.as_fd()))?;
+    Ok(tree)
+}
+
+/// A parked child in a new user namespace; killed and reaped on drop.
+struct Helper(Pid);
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = kill(self.0, Signal::SIGKILL);
+        let _ = waitpid(self.0, None);
+    }
+}
+
+fn user_namespace_with(map: &WorkspaceIdmap, single: &SingleThreaded) -> io::Result<OwnedFd> {
+    let pid = sys::clone_process(libc::CLONE_NEWUSER as libc::c_ulong, single)?;
+    if pid == 0 {
+        park();
+    }
+    let helper = Helper(Pid::from_raw(pid));
+    let proc_dir = format!("/proc/{pid}");
+    std::fs::write(format!("{proc_dir}/uid_map"), map.uid.line())?;
+    std::fs::write(format!("{proc_dir}/gid_map"), map.gid.line())?;
+    let ns = File::open(format!("{proc_dir}/ns/user"))?;
+    drop(helper);
+    Ok(OwnedFd::from(ns))
+}
+
+fn park() -> ! {
+    let _ = sys::set_parent_death_signal(libc::SIGKILL);
+    loop {
+        // SAFETY: pause() only waits for a signal; SIGKILL from the parent ends us.
+        unsafe { libc::pause() };
+    }
+}

@@ -1,0 +1,100 @@
+//! The sandbox init (PID 1 of the new pid namespace): waits for its id maps,
+//! becomes root inside, then applies every layer in order and reports what
+//! is in force.
+
+use std::os::fd::OwnedFd;
+
+use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
+use paddock_proto::{Enforcement, LayerState, NetworkMode};
+
+use crate::ids::IdPlan;
+use crate::prepare::Prepared;
+use crate::{
+    JailError, JailSpec, Layer, capabilities, landlock_rules, monitor, mount_ops, net, rlimits,
+    seccomp_bpf, seccomp_rules, sync, sys,
+};
+
+pub(crate) fn run(
+    spec: &JailSpec,
+    prepared: Prepared,
+    channel: OwnedFd,
+) -> Result<Enforcement, JailError> {
+    sys::set_parent_death_signal(libc::SIGKILL).map_err(JailError::ParentDeathSignal)?;
+    // Leave the caller's session: no controlling terminal of the host.
+    let _ = nix::unistd::setsid();
+    match sync::recv(&channel).map_err(JailError::ReceiveStart)? {
+        Some(sync::START) => {}
+        _ => return Err(JailError::MonitorGone),
+    }
+    become_root(&prepared.ids)?;
+    // Changing credentials cleared the parent-death signal: arm it again, then
+    // make sure the monitor did not die in between.
+    sys::set_parent_death_signal(libc::SIGKILL).map_err(JailError::ParentDeathSignal)?;
+    if sync::peer_gone(&channel) {
+        return Err(JailError::MonitorGone);
+    }
+    nix::unistd::sethostname(&prepared.hostname).map_err(|e| JailError::SetHostname {
+        name: prepared.hostname.clone(),
+        source: e.into(),
+    })?;
+    if spec.network == NetworkMode::None {
+        net::loopback_up().map_err(JailError::LoopbackUp)?;
+    }
+    mount_ops::pivot_into_fresh_root()?;
+    mount_ops::apply(&prepared.layout, prepared.workspace_tree)?;
+    rlimits::apply(&spec.limits)?;
+    capabilities::drop_all()?;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
+    if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
+        return Err(JailError::NoNewPrivs(std::io::Error::other(
+            "no_new_privs reads back as unset",
+        )));
+    }
+    let allowed = |layer| spec.allow_downgrade.contains(&layer);
+    let (landlock_abi, landlock) = landlock_rules::enforce(
+        spec.read_only,
+        prepared.landlock_abi,
+        allowed(Layer::Landlock),
+    )?;
+    let seccomp = seccomp_bpf::install(&prepared.seccomp, allowed(Layer::Seccomp))?;
+    // SAFETY: the process is single-threaded and holds no pointer into the
+    // environment.
+    unsafe { libc::clearenv() };
+    sync::send(&channel, sync::READY).map_err(JailError::ReportReady)?;
+    drop(channel);
+    sys::close_from(3).map_err(JailError::CloseFds)?;
+    let seccomp_denied = if seccomp.is_enforced() {
+        seccomp_rules::denied_labels()
+    } else {
+        Vec::new()
+    };
+    Ok(Enforcement {
+        namespaces: monitor::namespaces(spec.network).1,
+        uid_map: Some(prepared.ids.uid.as_tuple()),
+        gid_map: Some(prepared.ids.gid.as_tuple()),
+        pivot_root: LayerState::Enforced,
+        read_only_workspace: spec.read_only,
+        network: spec.network,
+        cgroup: prepared.cgroup_report,
+        cgroup_state: prepared.cgroup_state,
+        rlimits: LayerState::Enforced,
+        capabilities_dropped: LayerState::Enforced,
+        no_new_privs: LayerState::Enforced,
+        landlock_abi,
+        landlock,
+        seccomp,
+        seccomp_denied,
+    })
+}
+
+fn become_root(ids: &IdPlan) -> Result<(), JailError> {
+    let root_gid = Gid::from_raw(0);
+    let root_uid = Uid::from_raw(0);
+    setresgid(root_gid, root_gid, root_gid).map_err(|e| JailError::BecomeRoot(e.into()))?;
+    if !ids.deny_setgroups {
+        // Drop the caller's supplementary groups: they would still grant
+        // host group access through group permission bits.
+        setgroups(&[]).map_err(|e| JailError::BecomeRoot(e.into()))?;
+    }
+    setresuid(root_uid, root_uid, root_uid).map_err(|e| JailError::BecomeRoot(e.into()))
+}

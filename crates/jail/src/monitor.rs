@@ -1,0 +1,165 @@
+//! The monitor: the calling process stays in the host namespaces, clones the
+//! sandbox init, writes its id maps, lets it start, then waits for it, removes
+//! the cgroups and exits with its status.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::errno::Errno;
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::Pid;
+use paddock_proto::{Enforcement, NetworkMode};
+
+use crate::cgroup::SandboxCgroups;
+use crate::ids::IdPlan;
+use crate::prepare::Prepared;
+use crate::{JailError, JailSpec, error_chain, init, sync, sys};
+
+/// Namespaces of the sandbox init: clone flags and the names reported.
+pub(crate) fn namespaces(network: NetworkMode) -> (libc::c_ulong, Vec<String>) {
+    let mut list = vec![
+        (libc::CLONE_NEWUSER, "user"),
+        (libc::CLONE_NEWNS, "mount"),
+        (libc::CLONE_NEWPID, "pid"),
+        (libc::CLONE_NEWIPC, "ipc"),
+        (libc::CLONE_NEWUTS, "uts"),
+        (libc::CLONE_NEWCGROUP, "cgroup"),
+    ];
+    if network == NetworkMode::None {
+        list.push((libc::CLONE_NEWNET, "net"));
+    }
+    let flags = list
+        .iter()
+        .fold(0, |f, (flag, _)| f | *flag as libc::c_ulong);
+    (
+        flags,
+        list.iter().map(|(_, name)| (*name).to_owned()).collect(),
+    )
+}
+
+pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, JailError> {
+    let (monitor_end, init_end) = match sync::pair() {
+        Ok(pair) => pair,
+        Err(e) => {
+            abandon(prepared.cgroups.as_ref());
+            return Err(JailError::SyncSocket(e));
+        }
+    };
+    let (flags, _) = namespaces(spec.network);
+    let pid = match sys::clone_process(flags, &prepared.single) {
+        Ok(0) => {
+            drop(monitor_end);
+            return init::run(spec, prepared, init_end);
+        }
+        Ok(pid) => Pid::from_raw(pid),
+        Err(e) => {
+            abandon(prepared.cgroups.as_ref());
+            return Err(JailError::Clone(e));
+        }
+    };
+    drop(init_end);
+    // The init inherited the idmapped tree; this copy is no longer needed.
+    drop(prepared.workspace_tree);
+    let handed_over = write_id_maps(pid, &prepared.ids)
+        .and_then(|()| sync::send(&monitor_end, sync::START).map_err(JailError::SendStart));
+    if let Err(e) = handed_over {
+        let _ = kill(pid, Signal::SIGKILL);
+        let _ = waitpid(pid, None);
+        abandon(prepared.cgroups.as_ref());
+        return Err(e);
+    }
+    supervise(pid, monitor_end, prepared.cgroups)
+}
+
+fn abandon(cgroups: Option<&SandboxCgroups>) {
+    if let Some(cgroups) = cgroups {
+        let _ = cgroups.leave_and_remove();
+    }
+}
+
+fn write_id_maps(pid: Pid, ids: &IdPlan) -> Result<(), JailError> {
+    let write = |name: &str, contents: &str| {
+        let path = format!("/proc/{pid}/{name}");
+        fs::write(&path, contents).map_err(|source| JailError::WriteIdMap {
+            path: path.into(),
+            source,
+        })
+    };
+    write("uid_map", &ids.uid.line())?;
+    if ids.deny_setgroups {
+        write("setgroups", "deny")?;
+    }
+    write("gid_map", &ids.gid.line())
+}
+
+/// Pid of the sandbox init, for the signal handler.
+static INIT_PID: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn kill_init(_signal: libc::c_int) {
+    let pid = INIT_PID.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe and takes plain integers.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+fn supervise(pid: Pid, channel: OwnedFd, cgroups: Option<SandboxCgroups>) -> ! {
+    INIT_PID.store(pid.as_raw(), Ordering::SeqCst);
+    // Terminating the monitor kills the sandbox and still cleans up.
+    let action = SigAction::new(
+        SigHandler::Handler(kill_init),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        // SAFETY: the handler only calls the async-signal-safe kill(2).
+        let _ = unsafe { sigaction(signal, &action) };
+    }
+    release_stdin();
+    let ready = matches!(sync::recv(&channel), Ok(Some(sync::READY)));
+    drop(channel);
+    let status = wait_for(pid);
+    if let Some(cgroups) = cgroups
+        && let Err(e) = cgroups.leave_and_remove()
+    {
+        eprintln!("paddock-jail: {}", error_chain(&e));
+    }
+    let code = match status {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, signal, _) => 128 + signal as i32,
+        _ => 1,
+    };
+    if ready {
+        std::process::exit(code);
+    }
+    // Setup failed: the init reported its error itself (the caller of enter
+    // prints it), unless it never got the chance.
+    if let WaitStatus::Signaled(_, signal, _) = status {
+        eprintln!("paddock-jail: the sandbox init was killed by {signal} during setup");
+    }
+    std::process::exit(if code == 0 { 1 } else { code })
+}
+
+/// fd 0 is the host connection, which belongs to the sandbox init now: the
+/// monitor's copy is replaced by /dev/null so the host sees EOF when the init
+/// goes.
+fn release_stdin() {
+    if let Ok(null) = fs::File::open("/dev/null") {
+        let _ = nix::unistd::dup2_stdin(&null);
+    } else {
+        // SAFETY: closing fd 0, which no Rust handle in the monitor owns.
+        unsafe { libc::close(0) };
+    }
+}
+
+fn wait_for(pid: Pid) -> WaitStatus {
+    loop {
+        match waitpid(pid, None) {
+            Ok(status @ (WaitStatus::Exited(..) | WaitStatus::Signaled(..))) => return status,
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return WaitStatus::Exited(pid, 1),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Everything the monitor decides and builds before the clone: validated
+//! names, the id mapping, the idmapped workspace tree, the mount plan, the
+//! compiled seccomp program and the cgroups (created and joined last).
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use paddock_proto::{CgroupEnforcement, LayerState, NetworkMode};
+use seccompiler::BpfProgram;
+
+use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
+use crate::ids::{self, Caller, IdPlan, Owner};
+use crate::layout::{self, LayoutInput, MountOp, RealHost};
+use crate::threads::{SingleThreaded, ensure_single_threaded};
+use crate::{JailError, JailSpec, Layer, error_chain, idmap_mount, seccomp_bpf, sys, validate};
+
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub single: SingleThreaded,
+    pub ids: IdPlan,
+    /// The idmapped workspace tree; the init inherits the descriptor.
+    pub workspace_tree: Option<OwnedFd>,
+    pub layout: Vec<MountOp>,
+    pub hostname: String,
+    pub seccomp: BpfProgram,
+    pub landlock_abi: Option<u32>,
+    pub cgroups: Option<SandboxCgroups>,
+    pub cgroup_state: LayerState,
+    pub cgroup_report: Option<CgroupEnforcement>,
+}
+
+pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
+    let single = ensure_single_threaded()?;
+    validate::sandbox_id(&spec.sandbox_id)?;
+    validate::cgroup_parent(&spec.cgroup_parent)?;
+    validate::limits(&spec.limits)?;
+    let workspace = canonical_dir(&spec.workspace)?;
+    let rootfs = spec.rootfs.as_deref().map(canonical_dir).transpose()?;
+    let meta = fs::metadata(&workspace).map_err(|source| JailError::ResolvePath {
+        path: workspace.clone(),
+        source,
+    })?;
+    let owner = Owner {
+        uid: meta.uid(),
+        gid: meta.gid(),
+    };
+    let caller = Caller {
+        euid: nix::unistd::geteuid().as_raw(),
+        egid: nix::unistd::getegid().as_raw(),
+    };
+    let mut ids = ids::plan(caller, spec.id_mapping, owner)?;
+    let mut workspace_tree = None;
+    if let Some(map) = ids.workspace_idmap {
+        match idmap_mount::idmapped_tree(&workspace, &map, spec.read_only, &single) {
+            Ok(tree) => workspace_tree = Some(tree),
+            Err(_) if spec.allow_downgrade.contains(&Layer::IdmappedWorkspace) => {
+                ids = ids::without_idmap(owner).ok_or_else(|| JailError::WorkspaceOwnedByRoot {
+                    path: workspace.clone(),
+                })?;
+            }
+            Err(source) => {
+                return Err(JailError::IdmapWorkspace {
+                    path: workspace,
+                    source,
+                });
+            }
+        }
+    }
+    let hostname = validate::hostname(&spec.sandbox_id);
+    let layout = layout::plan(
+        &LayoutInput {
+            system_root: rootfs.as_deref().unwrap_or(Path::new("/")),
+            workspace: &workspace,
+            workspace_idmapped: workspace_tree.is_some(),
+            read_only: spec.read_only,
+            network_full: spec.network == NetworkMode::Full,
+            tmp_bytes: spec.limits.tmp_bytes,
+            hostname: &hostname,
+        },
+        &RealHost,
+    );
+    let seccomp = seccomp_bpf::compile_table()?;
+    let (cgroups, cgroup_state) = setup_cgroups(spec)?;
+    let cgroup_report = cgroups.as_ref().map(|c| c.report(&spec.limits));
+    Ok(Prepared {
+        single,
+        ids,
+        workspace_tree,
+        layout,
+        hostname,
+        seccomp,
+        landlock_abi: sys::landlock_abi(),
+        cgroups,
+        cgroup_state,
+        cgroup_report,
+    })
+}
+
+fn canonical_dir(path: &Path) -> Result<PathBuf, JailError> {
+    let canonical = fs::canonicalize(path).map_err(|source| JailError::ResolvePath {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !canonical.is_dir() {
+        return Err(JailError::NotADirectory { path: canonical });
+    }
+    Ok(canonical)
+}
+
+/// Creates and joins the sandbox cgroups; nothing when no limit is asked.
+fn setup_cgroups(spec: &JailSpec) -> Result<(Option<SandboxCgroups>, LayerState), JailError> {
+    let limits = &spec.limits;
+    if limits.memory_bytes.is_none() && limits.pids.is_none() && limits.cpu_millis.is_none() {
+        return Ok((None, LayerState::NotRequested));
+    }
+    let attempt = || -> Result<SandboxCgroups, JailError> {
+        let mounts = CgroupMounts::read()?;
+        let hierarchies = Hierarchies::choose(&mounts, &mounts.v2_controllers());
+        let cgroups =
+            SandboxCgroups::create(&hierarchies, &spec.cgroup_parent, &spec.sandbox_id, limits)?;
+        if let Err(e) = cgroups.join_self() {
+            let _ = cgroups.leave_and_remove();
+            return Err(e);
+        }
+        Ok(cgroups)
+    };
+    match attempt() {
+        Ok(cgroups) => Ok((Some(cgroups), LayerState::Enforced)),
+        Err(e) if spec.allow_downgrade.contains(&Layer::Cgroups) => Ok((
+            None,
+            LayerState::Downgraded {
+                reason: error_chain(&e),
+            },
+        )),
+        Err(e) => Err(e),
+    }
+}

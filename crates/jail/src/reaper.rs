@@ -1,0 +1,116 @@
+//! PID 1 duties of the sandbox init, split off from the agent.
+//!
+//! The guest agent must not reap with `waitpid(-1)` itself: its async runtime
+//! waits for its own children by pid, and a catch-all reaper in the same process
+//! would steal their statuses. So the init forks once: the parent stays PID 1
+//! (or the subreaper, outside a jail) and only reaps; the child runs the agent.
+
+use nix::errno::Errno;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork, getpid, getppid};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReaperError {
+    #[error("counting the threads of the sandbox init in /proc/self/stat")]
+    CountThreads(#[source] std::io::Error),
+    #[error("the sandbox init has {threads} threads; fork_reaper needs exactly one")]
+    NotSingleThreaded { threads: u64 },
+    #[error("marking inherited file descriptors close-on-exec")]
+    CloseOnExec(#[source] Errno),
+    #[error("forking the agent from the sandbox init")]
+    Fork(#[source] Errno),
+    #[error("setting the agent's parent-death signal")]
+    ParentDeathSignal(#[source] Errno),
+}
+
+/// Forks the agent off the calling process.
+///
+/// Returns `Ok(())` in the child (the agent), which gets SIGKILL if the parent
+/// dies. The parent never returns: it reaps every child that is handed to it
+/// (its own and every orphan of the sandbox) and, when the agent exits, exits
+/// with the agent's status (128 + signal when a signal ended it). The parent
+/// installs no signal handler, so as PID 1 of a pid namespace it keeps ignoring
+/// signals sent from inside the sandbox.
+///
+/// Before forking, every descriptor above stderr is marked close-on-exec, so
+/// nothing the agent runs inherits one by accident (the host connection, a
+/// build tool's jobserver pipe, ...).
+///
+/// Must be called while the process has a single thread; that is checked.
+pub fn fork_reaper() -> Result<(), ReaperError> {
+    let threads = thread_count().map_err(ReaperError::CountThreads)?;
+    if threads != 1 {
+        return Err(ReaperError::NotSingleThreaded { threads });
+    }
+    cloexec_above_stdio().map_err(ReaperError::CloseOnExec)?;
+    let init = getpid();
+    // SAFETY: the process has exactly one thread (checked just above), so the
+    // child is a full copy with no lock held by a vanished thread and may run
+    // arbitrary code, including allocating and building an async runtime.
+    match unsafe { fork() }.map_err(ReaperError::Fork)? {
+        ForkResult::Child => {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+                .map_err(ReaperError::ParentDeathSignal)?;
+            if getppid() != init {
+                // The init died before the death signal was armed.
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        ForkResult::Parent { child } => reap_until(child),
+    }
+}
+
+fn cloexec_above_stdio() -> Result<(), Errno> {
+    // SAFETY: with CLOSE_RANGE_CLOEXEC, close_range closes nothing and touches
+    // no memory; it only sets the close-on-exec flag on descriptors 3 and up,
+    // which every owner of those descriptors in this process is fine with.
+    let rc = unsafe { libc::close_range(3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
+    Errno::result(rc).map(drop)
+}
+
+fn reap_until(agent: Pid) -> ! {
+    loop {
+        match waitpid(None::<Pid>, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == agent => std::process::exit(code),
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => {
+                std::process::exit(128 + signal as i32)
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            // ECHILD cannot happen while the agent lives; anything else leaves
+            // the init unable to do its job, and its exit ends the sandbox.
+            Err(_) => std::process::exit(1),
+        }
+    }
+}
+
+pub(crate) fn thread_count() -> std::io::Result<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    parse_thread_count(&stat).ok_or_else(|| std::io::Error::other("no thread count field"))
+}
+
+/// num_threads is field 20 of /proc/PID/stat, the 18th after the
+/// parenthesised command name (which may itself contain spaces and parens).
+fn parse_thread_count(stat: &str) -> Option<u64> {
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(17)?.parse().ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_thread_count_past_a_tricky_command_name() {
+        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 7 0 123 456";
+        assert_eq!(parse_thread_count(stat), Some(7));
+        assert_eq!(parse_thread_count("42 (x) S 1"), None);
+    }
+
+    #[test]
+    fn reads_a_thread_count_for_this_process() {
+        assert!(thread_count().unwrap() >= 1);
+    }
+}

@@ -1,0 +1,310 @@
+//! Thin wrappers over the system calls that nix does not cover (new mount
+//! API, raw clone, close_range, capset, landlock and seccomp probes).
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::threads::SingleThreaded;
+
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+pub(crate) const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn check_int(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+pub(crate) fn cstring(path: impl AsRef<OsStr>) -> io::Result<CString> {
+    CString::new(path.as_ref().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// A fork-like clone: the child continues from this call with a copy of the
+/// address space and returns `Ok(0)`; the parent gets the child's pid.
+/// `SingleThreaded` proves no other thread could hold a lock the child would
+/// inherit forever.
+pub(crate) fn clone_process(
+    flags: libc::c_ulong,
+    _single: &SingleThreaded,
+) -> io::Result<libc::pid_t> {
+    // SAFETY: clone without CLONE_VM, without a new stack and without tid or
+    // TLS pointers behaves like fork(2): the child runs on a copy-on-write copy
+    // of this stack, and the process has a single thread (the token).
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags | libc::SIGCHLD as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    Ok(check(ret)? as libc::pid_t)
+}
+
+/// open_tree(OPEN_TREE_CLONE): a detached copy of the mount at `path`.
+pub(crate) fn open_tree_clone(path: &Path) -> io::Result<OwnedFd> {
+    let path = cstring(path)?;
+    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+        )
+    };
+    let fd = check(ret)? as RawFd;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// mount_setattr(2) on a detached tree, setting `attrs` and, when given, the
+/// idmapping of the user namespace `userns`.
+pub(crate) fn set_tree_attrs(
+    tree: BorrowedFd<'_>,
+    attrs: u64,
+    userns: Option<BorrowedFd<'_>>,
+) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: attrs
+            | if userns.is_some() {
+                MOUNT_ATTR_IDMAP
+            } else {
+                0
+            },
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns.map_or(0, |fd| fd.as_raw_fd() as u64),
+    };
+    // SAFETY: the empty path is a valid C string; `attr` is a properly laid
+    // out struct mount_attr whose size is passed along.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(ret).map(drop)
+}
+
+/// mount_setattr(2) on the mount at `path`: adds `attrs` (MOUNT_ATTR_*), to
+/// every mount below it too when `recursive`. Only ever adds restrictions, so
+/// it works on mounts whose flags are locked by a less privileged namespace.
+pub(crate) fn restrict_mount(path: &Path, attrs: u64, recursive: bool) -> io::Result<()> {
+    let path = cstring(path)?;
+    let attr = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: valid C string and struct mount_attr, both outliving the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(ret).map(drop)
+}
+
+/// move_mount(2) of a detached tree onto `target`.
+pub(crate) fn move_tree(tree: BorrowedFd<'_>, target: &Path) -> io::Result<()> {
+    let target = cstring(target)?;
+    // SAFETY: valid descriptor and C strings that outlive the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    check(ret).map(drop)
+}
+
+/// Closes every descriptor from `first` on.
+pub(crate) fn close_from(first: libc::c_uint) -> io::Result<()> {
+    // SAFETY: close_range only closes descriptors; the callers own every
+    // descriptor at or above `first` and hold no Rust handle to them afterwards.
+    check_int(unsafe { libc::close_range(first, libc::c_uint::MAX, 0) }).map(drop)
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Empties the effective, permitted and inheritable sets of this thread.
+pub(crate) fn capset_empty() -> io::Result<()> {
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData::default(); 2];
+    // SAFETY: header and a two-element data array as capset(2) expects for v3.
+    check(unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) }).map(drop)
+}
+
+/// (effective, permitted, inheritable) of this thread, as 64-bit masks.
+pub(crate) fn capget() -> io::Result<(u64, u64, u64)> {
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: header and a writable two-element data array, as capget(2) expects for v3.
+    check(unsafe { libc::syscall(libc::SYS_capget, &header, data.as_mut_ptr()) })?;
+    let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    Ok((
+        join(data[0].effective, data[1].effective),
+        join(data[0].permitted, data[1].permitted),
+        join(data[0].inheritable, data[1].inheritable),
+    ))
+}
+
+/// The landlock ABI version the kernel offers, None when landlock is absent.
+pub(crate) fn landlock_abi() -> Option<u32> {
+    // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call only
+    // returns the ABI version (or an error); it touches no memory.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(ret).ok().filter(|&abi| abi > 0)
+}
+
+/// Whether the kernel's seccomp filter mode supports the return action `action`.
+pub(crate) fn seccomp_action_available(action: u32) -> bool {
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 from the pointer we pass.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &action as *const u32,
+        )
+    };
+    ret == 0
+}
+
+/// Whether mount_setattr(2), which idmapped mounts need, exists in this kernel.
+pub(crate) fn mount_setattr_exists() -> bool {
+    // SAFETY: an invalid descriptor and a NULL attr: the kernel rejects the
+    // call before reading anything (EBADF/EINVAL); ENOSYS means it is absent.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            -1,
+            std::ptr::null::<libc::c_char>(),
+            0,
+            std::ptr::null::<MountAttr>(),
+            0usize,
+        )
+    };
+    !(ret < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS))
+}
+
+/// Installs a seccomp program on the calling thread without allocating
+/// (usable between fork and exec).
+pub(crate) fn install_seccomp(program: &[seccompiler::sock_filter]) -> io::Result<()> {
+    #[repr(C)]
+    struct SockFprog {
+        len: libc::c_ushort,
+        filter: *const seccompiler::sock_filter,
+    }
+    let len = libc::c_ushort::try_from(program.len())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let prog = SockFprog {
+        len,
+        filter: program.as_ptr(),
+    };
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes integers only.
+    check_int(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+    // SAFETY: `prog` points at `program`, a live array of `len` classic BPF
+    // instructions with the kernel's struct sock_filter layout.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &prog as *const SockFprog,
+        )
+    })
+    .map(drop)
+}
+
+/// Sets the signal the kernel sends this process when its parent dies.
+pub(crate) fn set_parent_death_signal(signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and touches no memory.
+    check_int(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) })
+        .map(drop)
+}
+
+/// prctl(2) with integer arguments only.
+pub(crate) fn prctl(
+    option: libc::c_int,
+    arg2: libc::c_ulong,
+    arg3: libc::c_ulong,
+) -> io::Result<libc::c_int> {
+    // SAFETY: every option passed by this crate takes integer arguments only
+    // (PR_CAPBSET_*, PR_CAP_AMBIENT, PR_SET/GET_SECUREBITS, PR_*_NO_NEW_PRIVS).
+    check_int(unsafe { libc::prctl(option, arg2, arg3, 0 as libc::c_ulong, 0 as libc::c_ulong) })
+}
