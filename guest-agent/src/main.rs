@@ -1,1 +1,155 @@
-fn main() {}
+//! `paddock-guest`: the agent inside every sandbox.
+//!
+//! Start-up order matters: the jail (when asked) is entered first, while the
+//! process has one thread; then the init forks the agent off and stays behind
+//! as the reaper; only the agent builds the async runtime and serves.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod agent;
+mod cli;
+mod conn;
+mod error;
+mod exec;
+mod files;
+mod processes;
+mod server;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use paddock_proto::{Enforcement, WORKSPACE_MOUNT};
+use tracing::Instrument;
+
+use crate::agent::Agent;
+use crate::cli::{Cli, JailArgs, Mode, ServeArgs};
+use crate::files::Workspace;
+
+/// sysexits: bad command line / input data.
+const EXIT_USAGE: u8 = 64;
+/// sysexits: the workspace directory is missing.
+const EXIT_NO_INPUT: u8 = 66;
+/// sysexits: internal software error (jail setup, start-up).
+const EXIT_SOFTWARE: u8 = 70;
+
+/// Threads for blocking file work.
+const MAX_FILE_THREADS: usize = 8;
+
+struct Startup {
+    root: PathBuf,
+    enforcement: Enforcement,
+    command_filter: Option<paddock_jail::CommandFilter>,
+    sandbox_id: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let startup = match &cli.mode {
+        Mode::Serve(args) => prepare_serve(args),
+        Mode::Jail(args) => prepare_jail(args),
+    };
+    let startup = match startup {
+        Ok(startup) => startup,
+        Err(code) => return ExitCode::from(code),
+    };
+    // The caller stays behind as PID 1 (the reaper); we continue as the agent.
+    if let Err(e) = paddock_jail::fork_reaper() {
+        eprintln!("paddock-guest: starting the agent: {}", server::chain(&e));
+        return ExitCode::from(EXIT_SOFTWARE);
+    }
+    init_logging(&cli.log);
+    match run_agent(startup, cli.process_buffer_bytes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "guest agent failed");
+            ExitCode::from(EXIT_SOFTWARE)
+        }
+    }
+}
+
+fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
+    let root = std::fs::canonicalize(&args.workspace).map_err(|e| {
+        eprintln!("paddock-guest: workspace {}: {e}", args.workspace.display());
+        EXIT_NO_INPUT
+    })?;
+    // Outside a jail, orphans of our commands come to the reaper instead of
+    // the host's init.
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        eprintln!("paddock-guest: cannot become a child subreaper: {e}");
+    }
+    Ok(Startup {
+        root,
+        enforcement: Enforcement::unconfined(),
+        command_filter: None,
+        sandbox_id: None,
+    })
+}
+
+fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
+    let spec: paddock_jail::JailSpec = serde_json::from_str(&args.spec).map_err(|e| {
+        eprintln!("paddock-guest: invalid --spec: {e}");
+        EXIT_USAGE
+    })?;
+    // Before anything else: enter() needs a process with a single thread.
+    let enforcement = paddock_jail::enter(&spec).map_err(|e| {
+        eprintln!("paddock-guest: sandbox setup failed: {}", server::chain(&e));
+        EXIT_SOFTWARE
+    })?;
+    // Commands lose openat2 on top of the sandbox filter (see CommandFilter).
+    let command_filter = paddock_jail::CommandFilter::new().map_err(|e| {
+        eprintln!("paddock-guest: building the command filter: {}", server::chain(&e));
+        EXIT_SOFTWARE
+    })?;
+    Ok(Startup {
+        root: PathBuf::from(WORKSPACE_MOUNT),
+        enforcement,
+        command_filter: Some(command_filter),
+        sandbox_id: Some(spec.sandbox_id),
+    })
+}
+
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
+    let conn = conn::take_connection().context("taking the host connection")?;
+    let workspace = Workspace::open_root(startup.root.clone())
+        .with_context(|| format!("opening workspace {}", startup.root.display()))?;
+    let agent = Arc::new(Agent::new(
+        workspace,
+        startup.enforcement,
+        startup.command_filter,
+        ring_bytes,
+    ));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        // File requests run here; a sandbox's pids limit also counts threads.
+        .max_blocking_threads(MAX_FILE_THREADS)
+        .build()
+        .context("building the async runtime")?;
+    let span = tracing::info_span!("guest", sandbox_id = startup.sandbox_id.as_deref());
+    let served = runtime.block_on(
+        async move {
+            let stream =
+                tokio::net::UnixStream::from_std(conn).context("registering the connection")?;
+            let (reader, writer) = stream.into_split();
+            tracing::info!(workspace = %startup.root.display(), "serving");
+            server::serve(agent, reader, writer).await;
+            Ok(())
+        }
+        .instrument(span),
+    );
+    // Do not wait for blocking file work still in flight.
+    runtime.shutdown_background();
+    served
+}

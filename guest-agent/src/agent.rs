@@ -1,0 +1,40 @@
+//! Everything one connection's requests share.
+
+use paddock_jail::CommandFilter;
+use paddock_proto::Enforcement;
+
+use crate::exec::ExecRegistry;
+use crate::exec::groups::ProcessGroups;
+use crate::files::Workspace;
+use crate::processes::ProcessTable;
+
+#[derive(Debug)]
+pub struct Agent {
+    pub workspace: Workspace,
+    /// What the jail reported (or `Enforcement::unconfined()`), for `Info`.
+    pub enforcement: Enforcement,
+    /// Extra seccomp filter for every command (jail mode only).
+    pub command_filter: Option<CommandFilter>,
+    pub execs: ExecRegistry,
+    pub processes: ProcessTable,
+    /// Every process group started, killed when the connection ends.
+    pub groups: ProcessGroups,
+}
+
+impl Agent {
+    pub fn new(
+        workspace: Workspace,
+        enforcement: Enforcement,
+        command_filter: Option<CommandFilter>,
+        ring_bytes: usize,
+    ) -> Self {
+        Self {
+            workspace,
+            enforcement,
+            command_filter,
+            execs: ExecRegistry::default(),
+            processes: ProcessTable::new(ring_bytes),
+            groups: ProcessGroups::default(),
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Watching one child to the end: stream its output to a sink (up to a cap),
+//! enforce its timeout, and stop waiting for its pipes shortly after it exits.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use paddock_proto::{ExitInfo, OutputStream};
+use tokio::io::AsyncReadExt;
+use tokio::time::{Instant, sleep_until};
+
+use super::command::Spawned;
+use super::groups::kill_group;
+
+/// After the child exits, how long its pipes may stay quiet but open (held by
+/// a grandchild left running) before the rest of its group is killed, and the
+/// most this drain may take even while output keeps coming.
+const DRAIN_QUIET: Duration = Duration::from_millis(250);
+const DRAIN_MAX: Duration = Duration::from_secs(2);
+/// After that kill, the same for a writer that left the group: past these,
+/// the pipes are abandoned.
+const FINAL_QUIET: Duration = Duration::from_secs(1);
+const FINAL_MAX: Duration = Duration::from_secs(5);
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Where output goes.
+pub trait OutputSink {
+    fn output(&mut self, stream: OutputStream, data: &[u8]) -> impl Future<Output = ()> + Send;
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    pub timeout: Option<Duration>,
+    /// Most bytes of stdout+stderr passed to the sink.
+    pub output_cap: Option<u64>,
+}
+
+pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &mut S) -> ExitInfo {
+    let Spawned {
+        mut child,
+        pid,
+        mut stdout,
+        mut stderr,
+        started,
+        ..
+    } = spawned;
+    let pgid = i32::try_from(pid).unwrap_or(i32::MAX);
+    let mut capped = Capped {
+        sink,
+        left: limits.output_cap,
+        truncated: false,
+    };
+    let mut out_buf = vec![0u8; READ_CHUNK];
+    let mut err_buf = vec![0u8; READ_CHUNK];
+    let (mut out_open, mut err_open) = (true, true);
+    let deadline = limits.timeout.map(|t| started + t);
+    let mut timed_out = false;
+    let mut status: Option<Option<std::process::ExitStatus>> = None;
+    // After the child exits: when the pipes stay quiet (or the drain runs too
+    // long), the group is killed; the second time, the pipes are abandoned.
+    // Killing loses nothing: bytes already in a pipe stay readable.
+    let mut drain: Option<Drain> = None;
+
+    while status.is_none() || out_open || err_open {
+        tokio::select! {
+            // Timers and the exit before output, so endless output can starve
+            // none of them.
+            biased;
+            () = sleep_until(far(deadline)), if deadline.is_some() && !timed_out && status.is_none() => {
+                kill_group(pgid, Signal::SIGKILL);
+                timed_out = true;
+            },
+            waited = child.wait(), if status.is_none() => {
+                if let Err(e) = &waited {
+                    tracing::warn!(pid, error = %e, "waiting for child failed");
+                }
+                status = Some(waited.ok());
+                drain = Some(Drain::start(DRAIN_QUIET, DRAIN_MAX));
+            },
+            () = sleep_until(far(drain.as_ref().map(Drain::due))), if drain.is_some() => {
+                if drain.as_ref().is_some_and(|d| d.final_phase) {
+                    tracing::debug!(pid, "pipes held open outside the group; abandoning them");
+                    break;
+                }
+                tracing::debug!(pid, "pipes still open after exit; killing the group");
+                kill_group(pgid, Signal::SIGKILL);
+                drain = Some(Drain { final_phase: true, ..Drain::start(FINAL_QUIET, FINAL_MAX) });
+            },
+            read = stdout.read(&mut out_buf), if out_open => {
+                match read {
+                    Ok(n) if n > 0 => capped.output(OutputStream::Stdout, &out_buf[..n]).await,
+                    _ => out_open = false,
+                }
+                if let Some(drain) = drain.as_mut() { drain.activity(); }
+            },
+            read = stderr.read(&mut err_buf), if err_open => {
+                match read {
+                    Ok(n) if n > 0 => capped.output(OutputStream::Stderr, &err_buf[..n]).await,
+                    _ => err_open = false,
+                }
+                if let Some(drain) = drain.as_mut() { drain.activity(); }
+            },
+        }
+    }
+
+    let status = status.flatten();
+    ExitInfo {
+        code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        timed_out,
+        truncated: capped.truncated,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// One phase of draining the pipes after the child exited.
+#[derive(Debug)]
+struct Drain {
+    quiet: Duration,
+    /// Hard end of the phase, however busy the pipes are.
+    end: Instant,
+    /// End of the phase if the pipes stay quiet from now on.
+    quiet_end: Instant,
+    final_phase: bool,
+}
+
+impl Drain {
+    fn start(quiet: Duration, max: Duration) -> Self {
+        let now = Instant::now();
+        Self {
+            quiet,
+            end: now + max,
+            quiet_end: now + quiet,
+            final_phase: false,
+        }
+    }
+
+    fn activity(&mut self) {
+        self.quiet_end = Instant::now() + self.quiet;
+    }
+
+    fn due(&self) -> Instant {
+        self.quiet_end.min(self.end)
+    }
+}
+
+fn far(at: Option<Instant>) -> Instant {
+    at.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
+}
+
+/// Passes output through until the cap, then only notes that some was dropped.
+struct Capped<'a, S> {
+    sink: &'a mut S,
+    left: Option<u64>,
+    truncated: bool,
+}
+
+impl<S: OutputSink> Capped<'_, S> {
+    async fn output(&mut self, stream: OutputStream, data: &[u8]) {
+        let allowed = match self.left {
+            None => data.len(),
+            Some(left) => usize::try_from(left).unwrap_or(usize::MAX).min(data.len()),
+        };
+        if allowed < data.len() {
+            self.truncated = true;
+        }
+        if let Some(left) = self.left.as_mut() {
+            *left -= allowed as u64;
+        }
+        if allowed > 0 {
+            self.sink.output(stream, &data[..allowed]).await;
+        }
+    }
+}

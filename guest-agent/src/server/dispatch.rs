@@ -1,0 +1,202 @@
+//! Routing each request to its handler.
+//!
+//! Requests run concurrently in their own tasks, except the few whose effect
+//! must keep arrival order: stdin chunks are queued before the next frame is
+//! read, and an `Exec` is registered before its `ExecStdin`/`ExecSignal` can
+//! arrive.
+
+use std::sync::Arc;
+
+use paddock_proto::{ErrorCode, ErrorInfo, HostFrame, PROTOCOL_VERSION, Reply, Request};
+
+use super::outbox::Outbox;
+use crate::agent::Agent;
+use crate::error::{Handled, bad_request};
+use crate::exec::stdin::Ack;
+use crate::{exec, files, processes};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Shutdown,
+}
+
+const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[derive(Debug)]
+pub struct Session {
+    agent: Arc<Agent>,
+    outbox: Outbox,
+    greeted: bool,
+}
+
+fn ok() -> Handled {
+    Ok((Reply::Ok, Vec::new()))
+}
+
+impl Session {
+    pub fn new(agent: Arc<Agent>, outbox: Outbox) -> Self {
+        Self {
+            agent,
+            outbox,
+            greeted: false,
+        }
+    }
+
+    pub async fn dispatch(&mut self, frame: HostFrame, payload: Vec<u8>) -> Flow {
+        let HostFrame { id, request } = frame;
+        tracing::debug!(id, op = op_name(&request), "request");
+        if let Request::Hello { version } = request {
+            let result = hello(version);
+            self.greeted |= result.is_ok();
+            self.outbox.finish(id, result).await;
+            return Flow::Continue;
+        }
+        if !self.greeted {
+            let error = bad_request("the first request must be hello");
+            self.outbox.finish(id, Err(error)).await;
+            return Flow::Continue;
+        }
+        let agent = &self.agent;
+        let result = match request {
+            // Answered above.
+            Request::Hello { .. } => return Flow::Continue,
+            Request::Shutdown => {
+                self.outbox.finish(id, ok()).await;
+                return Flow::Shutdown;
+            }
+            Request::Info => Ok((
+                Reply::Info {
+                    version: PROTOCOL_VERSION,
+                    agent_version: AGENT_VERSION.to_string(),
+                    enforcement: agent.enforcement.clone(),
+                },
+                Vec::new(),
+            )),
+            Request::Exec(spec) => {
+                exec::start(agent, &self.outbox, id, spec, payload);
+                return Flow::Continue;
+            }
+            Request::ExecStdin { target, eof } => {
+                match agent.execs.stdin(target) {
+                    Ok(feed) => self.acknowledge(id, feed.submit(payload, eof)),
+                    Err(e) => self.outbox.finish(id, Err(e)).await,
+                }
+                return Flow::Continue;
+            }
+            Request::ExecSignal { target, signal } => {
+                agent.execs.signal(target, signal).and_then(|()| ok())
+            }
+            Request::ProcessStart(spec) => processes::start(agent, spec, payload),
+            Request::ProcessList => agent.processes.list(),
+            Request::ProcessRead {
+                handle,
+                offset,
+                max_bytes,
+            } => agent.processes.read(handle, offset, max_bytes),
+            Request::ProcessWrite { handle, eof } => {
+                match agent.processes.write(handle, payload, eof) {
+                    Ok(ack) => self.acknowledge(id, ack),
+                    Err(e) => self.outbox.finish(id, Err(e)).await,
+                }
+                return Flow::Continue;
+            }
+            Request::ProcessSignal { handle, signal } => agent.processes.signal(handle, signal),
+            Request::ProcessWait { handle, timeout_ms } => {
+                let agent = agent.clone();
+                let outbox = self.outbox.clone();
+                tokio::spawn(async move {
+                    let result = agent.processes.wait(handle, timeout_ms).await;
+                    outbox.finish(id, result).await;
+                });
+                return Flow::Continue;
+            }
+            file_request @ (Request::FileRead { .. }
+            | Request::FileWrite { .. }
+            | Request::FileList { .. }
+            | Request::FileStat { .. }
+            | Request::Mkdir { .. }
+            | Request::Remove { .. }
+            | Request::Rename { .. }
+            | Request::Search(_)) => {
+                self.file_request(id, file_request, payload);
+                return Flow::Continue;
+            }
+        };
+        self.outbox.finish(id, result).await;
+        Flow::Continue
+    }
+
+    /// Replies once the stdin chunk is written (or failed).
+    fn acknowledge(&self, id: u64, ack: Ack) {
+        let outbox = self.outbox.clone();
+        tokio::spawn(async move {
+            let result = match ack.await {
+                Ok(Ok(())) => ok(),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(ErrorInfo::new(ErrorCode::Io, "stdin is closed")),
+            };
+            outbox.finish(id, result).await;
+        });
+    }
+
+    /// File I/O blocks, so it runs on the blocking pool.
+    fn file_request(&self, id: u64, request: Request, payload: Vec<u8>) {
+        let agent = self.agent.clone();
+        let outbox = self.outbox.clone();
+        tokio::spawn(async move {
+            let work = tokio::task::spawn_blocking(move || {
+                files::handle(&agent.workspace, request, payload)
+            });
+            let result = match work.await {
+                Ok(result) => result,
+                Err(e) => Err(ErrorInfo::new(
+                    ErrorCode::Io,
+                    format!("file request failed: {e}"),
+                )),
+            };
+            outbox.finish(id, result).await;
+        });
+    }
+}
+
+fn hello(version: u32) -> Handled {
+    if version != PROTOCOL_VERSION {
+        return Err(ErrorInfo::new(
+            ErrorCode::VersionMismatch,
+            format!("this guest speaks protocol version {PROTOCOL_VERSION}, not {version}"),
+        ));
+    }
+    Ok((
+        Reply::Hello {
+            version: PROTOCOL_VERSION,
+            agent_version: AGENT_VERSION.to_string(),
+        },
+        Vec::new(),
+    ))
+}
+
+fn op_name(request: &Request) -> &'static str {
+    match request {
+        Request::Hello { .. } => "hello",
+        Request::Info => "info",
+        Request::Exec(_) => "exec",
+        Request::ExecStdin { .. } => "exec_stdin",
+        Request::ExecSignal { .. } => "exec_signal",
+        Request::ProcessStart(_) => "process_start",
+        Request::ProcessList => "process_list",
+        Request::ProcessRead { .. } => "process_read",
+        Request::ProcessWrite { .. } => "process_write",
+        Request::ProcessSignal { .. } => "process_signal",
+        Request::ProcessWait { .. } => "process_wait",
+        Request::FileRead { .. } => "file_read",
+        Request::FileWrite { .. } => "file_write",
+        Request::FileList { .. } => "file_list",
+        Request::FileStat { .. } => "file_stat",
+        Request::Mkdir { .. } => "mkdir",
+        Request::Remove { .. } => "remove",
+        Request::Rename { .. } => "rename",
+        Request::Search(_) => "search",
+        Request::Shutdown => "shutdown",
+    }
+}

@@ -1,0 +1,99 @@
+//! Serving the one host connection: a reader loop that decodes frames and
+//! dispatches them, and a single writer ([`outbox::Outbox`]).
+
+mod dispatch;
+pub mod outbox;
+
+use std::error::Error;
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_proto::{FrameReader, HostFrame};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use self::dispatch::{Flow, Session};
+use self::outbox::Outbox;
+use crate::agent::Agent;
+use crate::error::bad_request;
+
+/// How long queued frames get to reach the host when the guest shuts down.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Serves until the host closes the connection, sends `Shutdown`, or sends a
+/// frame that cannot even be attributed to a request. Then kills every
+/// process group it started.
+pub async fn serve<R, W>(agent: Arc<Agent>, reader: R, writer: W)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (outbox, mut writer_stopped) = Outbox::start(writer);
+    let mut frames = FrameReader::new(reader);
+    let mut session = Session::new(agent.clone(), outbox.clone());
+    loop {
+        let read = tokio::select! {
+            read = frames.read_frame() => read,
+            _ = &mut writer_stopped => {
+                tracing::info!("connection lost while writing");
+                break;
+            }
+        };
+        let raw = match read {
+            Ok(Some(raw)) => raw,
+            Ok(None) => {
+                tracing::info!("host closed the connection");
+                break;
+            }
+            Err(e) => {
+                // The stream is out of step (or gone): no later frame can be trusted.
+                tracing::warn!(error = %chain(&e), "unreadable frame; closing the connection");
+                break;
+            }
+        };
+        let frame: HostFrame = match raw.decode() {
+            Ok(frame) => frame,
+            Err(e) => match request_id(&raw.header) {
+                Some(id) => {
+                    let error = bad_request(format!("malformed request: {}", chain(&e)));
+                    outbox.finish(id, Err(error)).await;
+                    continue;
+                }
+                None => {
+                    tracing::warn!(error = %chain(&e), "frame without a request id; closing the connection");
+                    break;
+                }
+            },
+        };
+        if session.dispatch(frame, raw.payload).await == Flow::Shutdown {
+            tracing::info!("shutdown requested");
+            break;
+        }
+    }
+    agent.groups.kill_all();
+    if tokio::time::timeout(FLUSH_TIMEOUT, outbox.flush())
+        .await
+        .is_err()
+    {
+        tracing::warn!("host did not take the last frames");
+    }
+}
+
+/// The id of a request whose header is JSON but not a valid request.
+fn request_id(header: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<serde_json::Value>(header)
+        .ok()?
+        .get("id")?
+        .as_u64()
+}
+
+/// An error and its sources, joined.
+pub fn chain(err: &dyn Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
