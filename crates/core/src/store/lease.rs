@@ -1,0 +1,28 @@
+//! Leases: one driver per resource (a session) at a time, with fencing tokens.
+
+use serde::{Deserialize, Serialize};
+
+use super::Timestamp;
+use crate::ids::SessionId;
+
+/// A time-limited claim on a resource.
+///
+/// `token` grows every time the lease is granted (to a new owner, or again to the
+/// same one) and is never reused, even after release. Every write made by the
+/// holder carries the lease; the store refuses it once a higher token exists, so a
+/// holder that stalled past its expiry cannot overwrite its successor's work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub resource: String,
+    pub owner: String,
+    pub token: u64,
+    pub expires_at: Timestamp,
+}
+
+impl Lease {
+    /// The lease resource that guards writes to a session (its runs, events and
+    /// tool invocations).
+    pub fn session_resource(session: &SessionId) -> String {
+        format!("session:{session}")
+    }
+}

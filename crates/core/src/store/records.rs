@@ -1,0 +1,132 @@
+//! Rows of the control plane that are not part of a run: tenants, workspaces,
+//! sandboxes, sessions and snapshots.
+
+use serde::{Deserialize, Serialize};
+
+use super::Timestamp;
+use crate::ids::{SessionId, SnapshotId, TenantId, WorkspaceId};
+use crate::sandbox::SandboxId;
+
+/// One customer of the orchestrator; every other row belongs to exactly one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub name: String,
+    pub created_at: Timestamp,
+}
+
+/// The files an agent works on; sandboxes mount it and sessions work in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    pub id: WorkspaceId,
+    pub tenant: TenantId,
+    pub name: String,
+    pub created_at: Timestamp,
+}
+
+impl Workspace {
+    pub fn new(tenant: TenantId, name: impl Into<String>, now: Timestamp) -> Self {
+        Self {
+            id: WorkspaceId::generate(),
+            tenant,
+            name: name.into(),
+            created_at: now,
+        }
+    }
+}
+
+text_enum!(
+    /// What the control plane believes about a sandbox process.
+    SandboxState {
+        Running => "running",
+        Stopped => "stopped",
+        /// Recorded as running, but its process was gone when the orchestrator
+        /// reconciled after a restart.
+        Lost => "lost",
+    }
+);
+
+/// A sandbox the orchestrator owns over time (it outlives one CLI call).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxRecord {
+    pub id: SandboxId,
+    pub tenant: TenantId,
+    pub workspace: Option<WorkspaceId>,
+    /// Backend that runs it: `native`, `docker`, `microvm`.
+    pub backend: String,
+    /// Orchestrator node that owns the process; reconciliation looks at its own.
+    pub node: String,
+    pub state: SandboxState,
+    /// The sandbox's spec (limits, network, read-only) as a JSON document; the
+    /// store keeps it opaque.
+    pub spec: String,
+    /// Host pid of the sandbox's init process while it runs.
+    pub pid: Option<u32>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Last API activity; idle expiry counts from here.
+    pub last_active_at: Timestamp,
+    /// Hard end of life (max lifetime), if any.
+    pub expires_at: Option<Timestamp>,
+}
+
+text_enum!(
+    SessionStatus {
+        Active => "active",
+        Archived => "archived",
+    }
+);
+
+/// One agent session in a workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: SessionId,
+    pub tenant: TenantId,
+    pub workspace: WorkspaceId,
+    pub title: String,
+    pub status: SessionStatus,
+    /// The session this one was forked from.
+    pub forked_from: Option<SessionId>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Session {
+    pub fn new(
+        tenant: TenantId,
+        workspace: WorkspaceId,
+        title: impl Into<String>,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id: SessionId::generate(),
+            tenant,
+            workspace,
+            title: title.into(),
+            status: SessionStatus::Active,
+            forked_from: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
+/// A captured workspace state: a tar + zstd blob addressed by its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotRecord {
+    pub id: SnapshotId,
+    pub tenant: TenantId,
+    pub workspace: Option<WorkspaceId>,
+    pub source_sandbox: Option<SandboxId>,
+    pub session: Option<SessionId>,
+    /// The snapshot this one was restored from, when it was taken in a restored sandbox.
+    pub parent: Option<SnapshotId>,
+    pub file_count: u64,
+    pub bytes_raw: u64,
+    pub bytes_compressed: u64,
+    /// Path patterns left out of the archive.
+    pub excludes: Vec<String>,
+    /// Content hash of the compressed blob (its key in the blob store).
+    pub blob_hash: String,
+    pub created_at: Timestamp,
+}

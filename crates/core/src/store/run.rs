@@ -1,0 +1,190 @@
+//! A session's runs and what they record: events and tool invocations.
+
+use serde::{Deserialize, Serialize};
+
+use super::Timestamp;
+use crate::ids::{RunId, SessionId, TenantId, ToolInvocationId};
+
+text_enum!(
+    /// The run state machine: preparing -> planning -> acting -> observing /
+    /// verifying -> completed, with the side exits below.
+    RunState {
+        Preparing => "preparing",
+        Planning => "planning",
+        Acting => "acting",
+        Observing => "observing",
+        Verifying => "verifying",
+        AwaitingUser => "awaiting_user",
+        Cancelling => "cancelling",
+        Completed => "completed",
+        Cancelled => "cancelled",
+        Failed => "failed",
+        /// The process driving it died; a resume starts a new run.
+        Interrupted => "interrupted",
+    }
+);
+
+impl RunState {
+    /// No further transition happens from a terminal state.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunState::Completed | RunState::Cancelled | RunState::Failed | RunState::Interrupted
+        )
+    }
+}
+
+/// One attempt at a session's goal. Resume creates a new run with `parent_run`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: RunId,
+    pub tenant: TenantId,
+    pub session: SessionId,
+    pub parent_run: Option<RunId>,
+    pub state: RunState,
+    pub goal: String,
+    /// Why the run failed or was interrupted.
+    pub error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Set when the run reaches a terminal state.
+    pub finished_at: Option<Timestamp>,
+}
+
+impl Run {
+    pub fn new(
+        tenant: TenantId,
+        session: SessionId,
+        goal: impl Into<String>,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id: RunId::generate(),
+            tenant,
+            session,
+            parent_run: None,
+            state: RunState::Preparing,
+            goal: goal.into(),
+            error: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+        }
+    }
+}
+
+/// A state change of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunUpdate {
+    pub state: RunState,
+    pub error: Option<String>,
+}
+
+/// An event to append to a session's log; the store assigns its sequence number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewEvent {
+    pub session: SessionId,
+    pub run: Option<RunId>,
+    /// Event type, e.g. `run.state`, `tool.call`, `model.message`.
+    pub kind: String,
+    /// JSON document; the store keeps it opaque.
+    pub payload: String,
+}
+
+/// One entry of a session's append-only event log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEvent {
+    pub tenant: TenantId,
+    pub session: SessionId,
+    /// 1, 2, 3, ... per session, without gaps; SSE sends it as the event id.
+    pub seq: u64,
+    pub run: Option<RunId>,
+    pub kind: String,
+    pub payload: String,
+    pub created_at: Timestamp,
+}
+
+text_enum!(
+    ToolStatus {
+        Running => "running",
+        Succeeded => "succeeded",
+        Failed => "failed",
+    }
+);
+
+/// One tool call of a run and, once finished, its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolInvocation {
+    pub id: ToolInvocationId,
+    pub tenant: TenantId,
+    pub session: SessionId,
+    pub run: RunId,
+    pub tool: String,
+    /// Arguments as a JSON document.
+    pub input: String,
+    pub status: ToolStatus,
+    /// Result as a JSON document, once finished.
+    pub output: Option<String>,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+}
+
+impl ToolInvocation {
+    /// A call that is starting now.
+    pub fn start(
+        run: &Run,
+        tool: impl Into<String>,
+        input: impl Into<String>,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id: ToolInvocationId::generate(),
+            tenant: run.tenant.clone(),
+            session: run.session.clone(),
+            run: run.id.clone(),
+            tool: tool.into(),
+            input: input.into(),
+            status: ToolStatus::Running,
+            output: None,
+            started_at: now,
+            finished_at: None,
+        }
+    }
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    pub status: ToolStatus,
+    pub output: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip_through_their_text() -> Result<(), serde_json::Error> {
+        for state in RunState::ALL {
+            assert_eq!(RunState::parse(state.as_str()), Some(*state));
+            let json = serde_json::to_string(state)?;
+            assert_eq!(json, format!("\"{}\"", state.as_str()));
+            assert_eq!(serde_json::from_str::<RunState>(&json)?, *state);
+        }
+        assert_eq!(RunState::parse("done"), None);
+        Ok(())
+    }
+
+    #[test]
+    fn only_end_states_are_terminal() {
+        let terminal: Vec<_> = RunState::ALL
+            .iter()
+            .filter(|s| s.is_terminal())
+            .map(|s| s.as_str())
+            .collect();
+        assert_eq!(
+            terminal,
+            ["completed", "cancelled", "failed", "interrupted"]
+        );
+    }
+}

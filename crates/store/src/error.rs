@@ -1,0 +1,53 @@
+//! Turning sqlx errors into [`StoreError`]s that name the operation.
+
+use paddock_core::store::StoreError;
+use sqlx::error::ErrorKind;
+
+/// Maps a sqlx error of `operation`: unreachable database -> `Unavailable`,
+/// anything else -> `Database`.
+pub(crate) fn db(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |e| {
+        if is_unavailable(&e) {
+            StoreError::Unavailable {
+                operation,
+                source: Box::new(e),
+            }
+        } else {
+            StoreError::Database {
+                operation,
+                source: Box::new(e),
+            }
+        }
+    }
+}
+
+fn is_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolClosed
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        // Postgres class 08 (connection exception) and 57P (server shutting down).
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
+        _ => false,
+    }
+}
+
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.kind() == ErrorKind::UniqueViolation)
+}
+
+pub(crate) fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.kind() == ErrorKind::ForeignKeyViolation)
+}
+
+/// A u64 as the database's signed 64-bit integer.
+pub(crate) fn to_i64(field: &'static str, value: u64) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::Invalid {
+        field,
+        reason: format!("{value} is larger than {}", i64::MAX),
+    })
+}

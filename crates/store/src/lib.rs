@@ -1,0 +1,25 @@
+//! The control plane's [`Store`](paddock_core::store::Store) on sqlx: SQLite (one
+//! file in WAL mode, the embedded default) and Postgres (shared by several
+//! orchestrator nodes), chosen by the database URL.
+//!
+//! Both engines run the same runtime-checked SQL through sqlx's `Any` driver;
+//! where they differ (transaction start, row locks) [`Engine`] says how. Migrations
+//! under `migrations/{sqlite,postgres}` are compiled in and applied by
+//! [`SqlStore::open`].
+
+mod engine;
+mod error;
+mod events;
+mod fence;
+mod leases;
+mod migrations;
+mod open;
+mod port;
+mod records;
+mod rows;
+mod runs;
+mod snapshots;
+mod tools;
+
+pub use engine::Engine;
+pub use open::{SqlStore, StoreOptions};

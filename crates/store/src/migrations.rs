@@ -1,0 +1,160 @@
+//! The schema migrations, compiled in from `migrations/{sqlite,postgres}` and
+//! applied with sqlx's migrator (which records them in `_sqlx_migrations`, refuses
+//! an applied file whose text changed, and serialises concurrent nodes on Postgres).
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+
+use paddock_core::store::StoreError;
+use sqlx::AnyPool;
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+
+use crate::engine::Engine;
+
+/// One migration file: `NNNN_description.sql`.
+struct Embedded {
+    file: &'static str,
+    sql: &'static str,
+}
+
+macro_rules! embed {
+    ($engine:literal, $($file:literal),+ $(,)?) => {
+        &[$(Embedded {
+            file: $file,
+            sql: include_str!(concat!("../../../migrations/", $engine, "/", $file)),
+        }),+]
+    };
+}
+
+// Append-only: add new files at the end, never edit an applied one.
+const SQLITE: &[Embedded] = embed!("sqlite", "0001_control_plane.sql");
+const POSTGRES: &[Embedded] = embed!("postgres", "0001_control_plane.sql");
+
+fn embedded(engine: Engine) -> &'static [Embedded] {
+    match engine {
+        Engine::Sqlite => SQLITE,
+        Engine::Postgres => POSTGRES,
+    }
+}
+
+/// `0001_control_plane.sql` -> (1, "control plane").
+fn parse_file_name(file: &str) -> Option<(i64, String)> {
+    let stem = file.strip_suffix(".sql")?;
+    let (version, description) = stem.split_once('_')?;
+    Some((version.parse().ok()?, description.replace('_', " ")))
+}
+
+#[derive(Debug)]
+struct Source(Engine);
+
+impl MigrationSource<'static> for Source {
+    fn resolve(
+        self,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, BoxDynError>> + Send + 'static>> {
+        let migrations = embedded(self.0)
+            .iter()
+            .map(|m| {
+                let (version, description) = parse_file_name(m.file).ok_or_else(|| {
+                    format!("migration file name {} is not NNNN_name.sql", m.file)
+                })?;
+                Ok(Migration::new(
+                    version,
+                    Cow::Owned(description),
+                    MigrationType::Simple,
+                    Cow::Borrowed(m.sql),
+                    false,
+                ))
+            })
+            .collect::<Result<Vec<_>, BoxDynError>>();
+        Box::pin(std::future::ready(migrations))
+    }
+}
+
+pub(crate) async fn run(pool: &AnyPool, engine: Engine) -> Result<(), StoreError> {
+    let error = |source| StoreError::Migrate {
+        engine: engine.name(),
+        source,
+    };
+    let migrator = Migrator::new(Source(engine))
+        .await
+        .map_err(|e| error(Box::new(e)))?;
+    migrator.run(pool).await.map_err(|e| error(Box::new(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file in the migrations directory is compiled in, in order.
+    fn assert_embeds_directory(engine: Engine) -> anyhow::Result<()> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../migrations")
+            .join(engine.name());
+        let mut on_disk = Vec::new();
+        for entry in std::fs::read_dir(&dir)? {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".sql") {
+                on_disk.push(name);
+            }
+        }
+        on_disk.sort();
+        let listed: Vec<&str> = embedded(engine).iter().map(|m| m.file).collect();
+        assert_eq!(on_disk, listed, "{} migrations", engine.name());
+        for (i, file) in listed.iter().enumerate() {
+            let version = parse_file_name(file).map(|(v, _)| v);
+            assert_eq!(version, Some(i as i64 + 1), "{file} is out of sequence");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn sqlite_migrations_are_all_embedded() -> anyhow::Result<()> {
+        assert_embeds_directory(Engine::Sqlite)
+    }
+
+    #[test]
+    fn postgres_migrations_are_all_embedded() -> anyhow::Result<()> {
+        assert_embeds_directory(Engine::Postgres)
+    }
+
+    #[test]
+    fn both_engines_create_the_same_tables() {
+        let tables = |engine| {
+            let mut names: Vec<String> = embedded(engine)
+                .iter()
+                .flat_map(|m| m.sql.lines())
+                .filter_map(|l| l.strip_prefix("CREATE TABLE "))
+                .filter_map(|l| l.split_whitespace().next())
+                .map(str::to_owned)
+                .collect();
+            names.sort();
+            names
+        };
+        let sqlite = tables(Engine::Sqlite);
+        assert_eq!(sqlite, tables(Engine::Postgres));
+        for required in [
+            "workspaces",
+            "sandboxes",
+            "sessions",
+            "leases",
+            "snapshots",
+            "runs",
+            "run_events",
+            "tool_invocations",
+        ] {
+            assert!(sqlite.iter().any(|t| t == required), "missing {required}");
+        }
+    }
+
+    #[test]
+    fn file_names_give_version_and_description() {
+        assert_eq!(
+            parse_file_name("0012_add_memory_records.sql"),
+            Some((12, "add memory records".to_owned()))
+        );
+        assert_eq!(parse_file_name("notes.md"), None);
+        assert_eq!(parse_file_name("x_y.sql"), None);
+    }
+}

@@ -1,0 +1,168 @@
+//! Opening a store: pool, per-connection settings, migrations.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_core::store::{Clock, StoreError, SystemClock};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+
+use crate::engine::Engine;
+use crate::migrations;
+
+/// Settings of [`SqlStore::open_with`].
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// The clock that stamps rows and decides lease expiry.
+    pub clock: Arc<dyn Clock>,
+    pub max_connections: u32,
+    /// How long an operation waits for a connection (including reconnecting to
+    /// a database that went away) before failing with `Unavailable`.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A [`Store`](paddock_core::store::Store) on SQLite or Postgres.
+#[derive(Debug, Clone)]
+pub struct SqlStore {
+    pub(crate) pool: AnyPool,
+    pub(crate) engine: Engine,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl SqlStore {
+    /// Opens the database at `url` (`sqlite://PATH?mode=rwc` or
+    /// `postgres://USER@HOST:PORT/DB`) with default options and applies pending
+    /// migrations.
+    pub async fn open(url: &str) -> Result<SqlStore, StoreError> {
+        Self::open_with(url, StoreOptions::default()).await
+    }
+
+    pub async fn open_with(url: &str, options: StoreOptions) -> Result<SqlStore, StoreError> {
+        let open_error = |source| StoreError::Open {
+            url: redact(url),
+            source,
+        };
+        let engine = Engine::from_url(url)
+            .ok_or_else(|| open_error("expected a sqlite: or postgres:// URL".into()))?;
+        sqlx::any::install_default_drivers();
+        let connect = AnyConnectOptions::from_str(&with_sqlite_create(engine, url))
+            .map_err(|e| open_error(Box::new(e)))?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if engine == Engine::Sqlite {
+                        conn.execute(SQLITE_PRAGMAS).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(connect)
+            .await
+            .map_err(|e| open_error(Box::new(e)))?;
+        migrations::run(&pool, engine).await?;
+        tracing::info!(engine = engine.name(), url = %redact(url), "store opened");
+        Ok(SqlStore {
+            pool,
+            engine,
+            clock: options.clock,
+        })
+    }
+
+    pub fn engine_kind(&self) -> Engine {
+        self.engine
+    }
+
+    /// Starts a transaction that will write (see [`Engine::begin_write_sql`]).
+    pub(crate) async fn begin_write(
+        &self,
+        operation: &'static str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+        self.pool
+            .begin_with(self.engine.begin_write_sql())
+            .await
+            .map_err(crate::error::db(operation))
+    }
+}
+
+/// Every SQLite connection: WAL (one file, readers beside the writer), foreign
+/// keys enforced, and up to 5 s of waiting for another writer's lock.
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;";
+
+/// A SQLite URL without `mode=` gets `mode=rwc`, so the file is created.
+fn with_sqlite_create(engine: Engine, url: &str) -> String {
+    if engine != Engine::Sqlite || url.contains("mode=") {
+        url.to_owned()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+/// The URL with the password (if any) replaced, fit for logs and errors.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(
+            redact("postgres://paddock:s3cr3t@127.0.0.1:5432/db?x=1"),
+            "postgres://paddock:***@127.0.0.1:5432/db?x=1"
+        );
+        assert_eq!(
+            redact("postgres://paddock@127.0.0.1/db"),
+            "postgres://paddock@127.0.0.1/db"
+        );
+        assert_eq!(redact("sqlite:///tmp/a.db"), "sqlite:///tmp/a.db");
+    }
+
+    #[test]
+    fn sqlite_files_are_created_unless_a_mode_is_given() {
+        assert_eq!(
+            with_sqlite_create(Engine::Sqlite, "sqlite:///a.db"),
+            "sqlite:///a.db?mode=rwc"
+        );
+        assert_eq!(
+            with_sqlite_create(Engine::Sqlite, "sqlite:///a.db?cache=shared"),
+            "sqlite:///a.db?cache=shared&mode=rwc"
+        );
+        assert_eq!(
+            with_sqlite_create(Engine::Sqlite, "sqlite:///a.db?mode=ro"),
+            "sqlite:///a.db?mode=ro"
+        );
+        assert_eq!(
+            with_sqlite_create(Engine::Postgres, "postgres://h/db"),
+            "postgres://h/db"
+        );
+    }
+}

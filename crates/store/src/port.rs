@@ -1,0 +1,243 @@
+//! `impl Store for SqlStore`: each operation lives in the module of its table.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use paddock_core::ids::{RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId};
+use paddock_core::sandbox::SandboxId;
+use paddock_core::store::{
+    Lease, NewEvent, Page, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
+    SnapshotFilter, SnapshotRecord, Store, StoreError, Tenant, Timestamp, ToolInvocation,
+    ToolOutcome, Workspace,
+};
+
+use crate::error::db;
+use crate::open::SqlStore;
+use crate::{events, leases, records, runs, snapshots, tools};
+
+#[async_trait]
+impl Store for SqlStore {
+    fn engine(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(db("ping"))
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn ensure_tenant(&self, tenant: &Tenant) -> Result<Tenant, StoreError> {
+        records::ensure_tenant(self, tenant).await
+    }
+
+    async fn get_tenant(&self, id: &TenantId) -> Result<Tenant, StoreError> {
+        records::get_tenant(self, id).await
+    }
+
+    async fn create_workspace(&self, workspace: &Workspace) -> Result<(), StoreError> {
+        records::create_workspace(self, workspace).await
+    }
+
+    async fn get_workspace(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+    ) -> Result<Workspace, StoreError> {
+        records::get_workspace(self, tenant, id).await
+    }
+
+    async fn list_workspaces(
+        &self,
+        tenant: &TenantId,
+        page: &Page,
+    ) -> Result<Vec<Workspace>, StoreError> {
+        records::list_workspaces(self, tenant, page).await
+    }
+
+    async fn create_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError> {
+        records::create_sandbox(self, sandbox).await
+    }
+
+    async fn get_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+    ) -> Result<SandboxRecord, StoreError> {
+        records::get_sandbox(self, tenant, id).await
+    }
+
+    async fn list_sandboxes(
+        &self,
+        tenant: &TenantId,
+        state: Option<SandboxState>,
+        page: &Page,
+    ) -> Result<Vec<SandboxRecord>, StoreError> {
+        records::list_sandboxes(self, tenant, state, page).await
+    }
+
+    async fn set_sandbox_state(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        state: SandboxState,
+    ) -> Result<SandboxRecord, StoreError> {
+        records::set_sandbox_state(self, tenant, id, state).await
+    }
+
+    async fn touch_sandbox(&self, tenant: &TenantId, id: &SandboxId) -> Result<(), StoreError> {
+        records::touch_sandbox(self, tenant, id).await
+    }
+
+    async fn list_node_sandboxes(
+        &self,
+        node: &str,
+        state: SandboxState,
+    ) -> Result<Vec<SandboxRecord>, StoreError> {
+        records::list_node_sandboxes(self, node, state).await
+    }
+
+    async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
+        records::create_session(self, session).await
+    }
+
+    async fn get_session(&self, tenant: &TenantId, id: &SessionId) -> Result<Session, StoreError> {
+        records::get_session(self, tenant, id).await
+    }
+
+    async fn list_sessions(
+        &self,
+        tenant: &TenantId,
+        workspace: Option<&WorkspaceId>,
+        page: &Page,
+    ) -> Result<Vec<Session>, StoreError> {
+        records::list_sessions(self, tenant, workspace, page).await
+    }
+
+    async fn acquire_lease(
+        &self,
+        resource: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        leases::acquire(self, resource, owner, ttl).await
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        leases::renew(self, lease, ttl).await
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        leases::release(self, lease).await
+    }
+
+    async fn get_lease(&self, resource: &str) -> Result<Option<Lease>, StoreError> {
+        leases::get(self, resource).await
+    }
+
+    async fn create_run(&self, lease: &Lease, run: &Run) -> Result<(), StoreError> {
+        runs::create(self, lease, run).await
+    }
+
+    async fn update_run(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        id: &RunId,
+        update: &RunUpdate,
+    ) -> Result<Run, StoreError> {
+        runs::update(self, lease, tenant, id, update).await
+    }
+
+    async fn get_run(&self, tenant: &TenantId, id: &RunId) -> Result<Run, StoreError> {
+        runs::get(self, tenant, id).await
+    }
+
+    async fn list_runs(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Run>, StoreError> {
+        runs::list(self, tenant, session).await
+    }
+
+    async fn append_event(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        event: &NewEvent,
+    ) -> Result<RunEvent, StoreError> {
+        events::append(self, lease, tenant, event).await
+    }
+
+    async fn list_events(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<RunEvent>, StoreError> {
+        events::list(self, tenant, session, after_seq, limit).await
+    }
+
+    async fn record_tool_invocation(
+        &self,
+        lease: &Lease,
+        invocation: &ToolInvocation,
+    ) -> Result<(), StoreError> {
+        tools::record(self, lease, invocation).await
+    }
+
+    async fn finish_tool_invocation(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        id: &ToolInvocationId,
+        outcome: &ToolOutcome,
+    ) -> Result<ToolInvocation, StoreError> {
+        tools::finish(self, lease, tenant, id, outcome).await
+    }
+
+    async fn list_tool_invocations(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<ToolInvocation>, StoreError> {
+        tools::list(self, tenant, run).await
+    }
+
+    async fn create_snapshot(&self, snapshot: &SnapshotRecord) -> Result<(), StoreError> {
+        snapshots::create(self, snapshot).await
+    }
+
+    async fn get_snapshot(
+        &self,
+        tenant: &TenantId,
+        id: &SnapshotId,
+    ) -> Result<SnapshotRecord, StoreError> {
+        snapshots::get(self, tenant, id).await
+    }
+
+    async fn list_snapshots(
+        &self,
+        tenant: &TenantId,
+        filter: &SnapshotFilter,
+        page: &Page,
+    ) -> Result<Vec<SnapshotRecord>, StoreError> {
+        snapshots::list(self, tenant, filter, page).await
+    }
+
+    async fn delete_snapshot(&self, tenant: &TenantId, id: &SnapshotId) -> Result<(), StoreError> {
+        snapshots::delete(self, tenant, id).await
+    }
+}
