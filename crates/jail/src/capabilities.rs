@@ -1,6 +1,8 @@
 //! Drops every capability the sandbox init holds in its user namespace, then
 //! checks that none is left in any set.
 
+use caps::CapSet;
+
 use crate::JailError;
 use crate::sys;
 
@@ -25,23 +27,33 @@ pub(crate) const SECUREBITS: libc::c_ulong = SECBIT_NOROOT
 
 /// Bounding set, ambient set, securebits, then effective, permitted and
 /// inheritable (the last step gives up CAP_SETPCAP, needed by the others).
+/// The caps crate drops what it knows; `verify` then checks every number the
+/// kernel knows, so a capability newer than the crate still fails closed.
 pub(crate) fn drop_all() -> Result<(), JailError> {
-    for cap in 0..=MAX_CAP {
-        match sys::prctl(libc::PR_CAPBSET_DROP, cap.into(), 0) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => break,
-            Err(e) => return Err(JailError::DropCapabilities(e)),
-        }
+    for set in [CapSet::Bounding, CapSet::Ambient] {
+        caps::clear(None, set).map_err(|e| JailError::ClearCapabilities {
+            set: set_name(set),
+            source: e,
+        })?;
     }
-    sys::prctl(
-        libc::PR_CAP_AMBIENT,
-        libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-        0,
-    )
-    .map_err(JailError::DropCapabilities)?;
     sys::prctl(libc::PR_SET_SECUREBITS, SECUREBITS, 0).map_err(JailError::DropCapabilities)?;
-    sys::capset_empty().map_err(JailError::DropCapabilities)?;
+    for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
+        caps::clear(None, set).map_err(|e| JailError::ClearCapabilities {
+            set: set_name(set),
+            source: e,
+        })?;
+    }
     verify()
+}
+
+fn set_name(set: CapSet) -> &'static str {
+    match set {
+        CapSet::Ambient => "ambient",
+        CapSet::Bounding => "bounding",
+        CapSet::Effective => "effective",
+        CapSet::Inheritable => "inheritable",
+        CapSet::Permitted => "permitted",
+    }
 }
 
 fn verify() -> Result<(), JailError> {

@@ -95,6 +95,12 @@ pub enum JailError {
     },
     #[error("dropping capabilities")]
     DropCapabilities(#[source] io::Error),
+    #[error("clearing the {set} capability set")]
+    ClearCapabilities {
+        set: &'static str,
+        #[source]
+        source: caps::errors::CapsError,
+    },
     #[error("capability {cap} is still in the {set} set after dropping")]
     CapabilityRemains { set: &'static str, cap: u32 },
     #[error("setting no_new_privs")]

@@ -188,17 +188,6 @@ struct CapData {
     inheritable: u32,
 }
 
-/// Empties the effective, permitted and inheritable sets of this thread.
-pub(crate) fn capset_empty() -> io::Result<()> {
-    let header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let data = [CapData::default(); 2];
-    // SAFETY: header and a two-element data array as capset(2) expects for v3.
-    check(unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) }).map(drop)
-}
-
 /// (effective, permitted, inheritable) of this thread, as 64-bit masks.
 pub(crate) fn capget() -> io::Result<(u64, u64, u64)> {
     let header = CapHeader {
