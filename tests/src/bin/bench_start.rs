@@ -1,0 +1,330 @@
+//! `paddock-bench-start`: start latency, from "create" to "first command
+//! finished" for `true`, of Paddock and of the usual alternatives, measured
+//! side by side in one run. Not a test: it prints a table.
+//!
+//! Build and run it in release mode, with the binaries it measures:
+//!   cargo build --release -p paddock -p paddock-guest -p paddock-tests
+//!   target/x86_64-unknown-linux-gnu/release/paddock-bench-start [--runs 50]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use paddock_core::sandbox::{GuestOps, SandboxSpec};
+use paddock_proto::ExecSpec;
+use paddock_sandbox::{NativeBackend, NativeConfig};
+use paddock_tests::bins::profile_dir;
+
+#[derive(Debug, Parser)]
+#[command(about = "Median start latency of paddock vs unshare, bwrap and docker")]
+struct Args {
+    /// Timed runs per line.
+    #[arg(long, default_value_t = 50)]
+    runs: usize,
+    /// Untimed runs first, per line.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    /// Docker image for the docker line (default: the first local one of
+    /// busybox, alpine, debian).
+    #[arg(long)]
+    docker_image: Option<String>,
+}
+
+/// Timings of one line, sorted.
+#[derive(Debug)]
+struct Line {
+    name: String,
+    samples: Vec<Duration>,
+}
+
+impl Line {
+    fn quantile(&self, q: f64) -> Duration {
+        let idx = ((self.samples.len() - 1) as f64 * q).round() as usize;
+        self.samples[idx]
+    }
+
+    fn median(&self) -> Duration {
+        self.quantile(0.5)
+    }
+}
+
+/// One way to start a sandbox and run `true`; returns the measured time.
+type Sample = Box<dyn FnMut() -> anyhow::Result<Duration>>;
+
+/// A named line of the table and how to take one sample of it.
+struct Contender {
+    name: String,
+    sample: Sample,
+}
+
+impl Contender {
+    fn new(name: impl Into<String>, sample: Sample) -> Self {
+        Self {
+            name: name.into(),
+            sample,
+        }
+    }
+}
+
+/// Runs every contender once per round, round after round, so load from the
+/// rest of the machine falls on all lines alike.
+fn measure_interleaved(mut contenders: Vec<Contender>, args: &Args) -> anyhow::Result<Vec<Line>> {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(args.runs); contenders.len()];
+    for round in 0..args.warmup + args.runs {
+        for (i, c) in contenders.iter_mut().enumerate() {
+            let name = &c.name;
+            let d = (c.sample)().with_context(|| format!("{name}: round {round}"))?;
+            if round >= args.warmup {
+                samples[i].push(d);
+            }
+        }
+    }
+    Ok(contenders
+        .into_iter()
+        .zip(samples)
+        .map(|(c, mut samples)| {
+            samples.sort();
+            Line {
+                name: c.name,
+                samples,
+            }
+        })
+        .collect())
+}
+
+/// Spawns `cmd` and times it until it exits; it must succeed.
+fn time_process(cmd: &mut Command) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .with_context(|| format!("spawning {cmd:?}"))?;
+    let elapsed = start.elapsed();
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(elapsed)
+}
+
+fn binary(name: &str) -> anyhow::Result<PathBuf> {
+    let path = profile_dir().join(name);
+    if !path.is_file() {
+        bail!(
+            "{} is missing: cargo build --release -p paddock -p paddock-guest -p paddock-tests",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(tool))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Library path: create a sandbox, run `true`, get its result. The destroy
+/// that follows is not part of the measured time (it is in the CLI line).
+fn paddock_library() -> anyhow::Result<Sample> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let backend = NativeBackend::new(NativeConfig::new(binary("paddock-guest")?));
+    Ok(Box::new(move || {
+        runtime.block_on(async {
+            let start = Instant::now();
+            let sandbox = backend.create_native(SandboxSpec::default()).await?;
+            let spec = ExecSpec {
+                argv: vec!["true".into()],
+                ..ExecSpec::default()
+            };
+            let result = sandbox.client().exec_output(spec, &[]).await;
+            let elapsed = start.elapsed();
+            sandbox.destroy().await?;
+            let out = result?;
+            if out.exit.code != Some(0) {
+                bail!("true exited {:?}", out.exit);
+            }
+            Ok(elapsed)
+        })
+    }))
+}
+
+fn process(program: PathBuf, args: Vec<String>) -> Sample {
+    Box::new(move || time_process(Command::new(&program).args(&args)))
+}
+
+/// bwrap over the host's /usr, with the merged-/usr symlinks (or binds) a
+/// command needs, its own /proc, /dev and /tmp.
+fn bwrap_args() -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    .map(String::from)
+    .to_vec();
+    for dir in ["/bin", "/sbin", "/lib", "/lib64"] {
+        let p = Path::new(dir);
+        match std::fs::read_link(p) {
+            Ok(target) => a.extend(["--symlink".into(), target.display().to_string(), dir.into()]),
+            Err(_) if p.is_dir() => a.extend(["--ro-bind".into(), dir.into(), dir.into()]),
+            Err(_) => {}
+        }
+    }
+    a.extend(
+        [
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true",
+        ]
+        .map(String::from),
+    );
+    a
+}
+
+/// The docker image to run, or why there is no docker line.
+fn docker_image(tool: &Path, args: &Args) -> Result<String, String> {
+    let engine = Command::new(tool)
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    if !engine.is_ok_and(|o| o.status.success()) {
+        return Err("no docker engine answers".into());
+    }
+    if let Some(i) = &args.docker_image {
+        return Ok(i.clone());
+    }
+    ["busybox", "alpine", "debian"]
+        .into_iter()
+        .find_map(|i| {
+            let out = Command::new(tool).args(["images", "-q", i]).output().ok()?;
+            (!out.stdout.is_empty()).then(|| i.to_owned())
+        })
+        .ok_or_else(|| "no local image (busybox, alpine, debian); pass --docker-image".into())
+}
+
+/// Every line this machine can measure, and notes on those it cannot.
+fn contenders(args: &Args) -> anyhow::Result<(Vec<Contender>, Vec<String>)> {
+    let mut lines = vec![
+        Contender::new("paddock library: create + exec true", paddock_library()?),
+        Contender::new(
+            "paddock sandbox run -- true",
+            process(
+                binary("paddock")?,
+                ["sandbox", "run", "--", "true"].map(String::from).to_vec(),
+            ),
+        ),
+    ];
+    let mut notes = Vec::new();
+    match which("unshare") {
+        Some(tool) => lines.push(Contender::new(
+            "unshare -m -p -f -n -i -u true",
+            process(
+                tool,
+                [
+                    "--mount", "--pid", "--fork", "--net", "--ipc", "--uts", "true",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+        )),
+        None => notes.push("unshare: not installed".to_owned()),
+    }
+    match which("bwrap") {
+        Some(tool) => lines.push(Contender::new(BWRAP, process(tool, bwrap_args()))),
+        None => notes.push("bwrap: not installed (Debian package bubblewrap)".to_owned()),
+    }
+    match which("docker") {
+        None => notes.push("docker: skipped, not installed".to_owned()),
+        Some(tool) => match docker_image(&tool, args) {
+            Ok(image) => lines.push(Contender::new(
+                format!("docker run --rm {image} true"),
+                process(
+                    tool,
+                    ["run", "--rm", &image, "true"].map(String::from).to_vec(),
+                ),
+            )),
+            Err(why) => notes.push(format!("docker: skipped, {why}")),
+        },
+    }
+    Ok((lines, notes))
+}
+
+const BWRAP: &str = "bwrap --unshare-all ... true";
+
+fn ms(d: Duration) -> String {
+    format!("{:8.2}", d.as_secs_f64() * 1000.0)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    println!(
+        "start latency of `true`: {} runs per line after {} warm-up runs ({profile} build)",
+        args.runs, args.warmup
+    );
+    if profile == "debug" {
+        println!("note: a debug build; measure with the release binaries");
+    }
+    let (contenders, notes) = contenders(&args)?;
+    let lines = measure_interleaved(contenders, &args)?;
+    let bwrap_median = lines.iter().find(|l| l.name == BWRAP).map(Line::median);
+    println!();
+    println!(
+        "{:<40} {:>8} {:>8} {:>8} {:>9}",
+        "line", "median", "p90", "min", "vs bwrap"
+    );
+    for l in &lines {
+        let ratio = bwrap_median
+            .map(|b| format!("{:8.2}x", l.median().as_secs_f64() / b.as_secs_f64()))
+            .unwrap_or_else(|| "      n/a".into());
+        println!(
+            "{:<40} {} {} {} {ratio}",
+            l.name,
+            ms(l.median()),
+            ms(l.quantile(0.9)),
+            ms(l.samples[0])
+        );
+    }
+    println!(
+        "(milliseconds; the library line excludes destroy, the CLI line is the whole process)"
+    );
+    for n in &notes {
+        println!("{n}");
+    }
+    let paddock = lines[0].median();
+    println!();
+    println!(
+        "floor: paddock median under 15 ms: {} ({} ms)",
+        if paddock < Duration::from_millis(15) {
+            "met"
+        } else {
+            "NOT met"
+        },
+        ms(paddock).trim()
+    );
+    if let Some(b) = bwrap_median {
+        println!(
+            "floor: paddock median at most 2x bwrap: {} ({:.2}x)",
+            if paddock <= b * 2 { "met" } else { "NOT met" },
+            paddock.as_secs_f64() / b.as_secs_f64()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! `paddock-test-probe`: small, harmless helpers the scenario tests run inside a
+//! sandbox, where the root filesystem may lack tools like nc or python.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Allocates and touches BYTES of memory, then prints "allocated BYTES".
+    Alloc { bytes: u64 },
+    /// Spawns `sleep` children until spawning fails (at most MAX), prints how
+    /// many ran, then kills them.
+    SpawnUntilFail { max: usize },
+    /// A TCP round trip over 127.0.0.1 inside the sandbox.
+    Loopback,
+    /// Connects to ADDR (ip:port); exit 0 when connected, 1 when not.
+    Connect { addr: SocketAddr },
+    /// Prints the network interfaces, one per line.
+    Interfaces,
+}
+
+fn main() -> anyhow::Result<()> {
+    match Args::parse().cmd {
+        Cmd::Alloc { bytes } => alloc(bytes),
+        Cmd::SpawnUntilFail { max } => spawn_until_fail(max),
+        Cmd::Loopback => loopback(),
+        Cmd::Connect { addr } => connect(addr),
+        Cmd::Interfaces => interfaces(),
+    }
+}
+
+fn alloc(bytes: u64) -> anyhow::Result<()> {
+    const CHUNK: usize = 4 << 20;
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut total = 0u64;
+    while total < bytes {
+        let mut chunk = vec![0u8; CHUNK];
+        // Touch every page so the memory is really charged.
+        for i in (0..CHUNK).step_by(4096) {
+            chunk[i] = 1;
+        }
+        chunks.push(chunk);
+        total += CHUNK as u64;
+    }
+    println!("allocated {total}");
+    Ok(())
+}
+
+fn spawn_until_fail(max: usize) -> anyhow::Result<()> {
+    let mut children: Vec<Child> = Vec::new();
+    let mut error = None;
+    while children.len() < max {
+        match Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => children.push(c),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let n = children.len();
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    match error {
+        Some(e) => println!("spawned {n} then failed: {e}"),
+        None => println!("spawned {n} without failing"),
+    }
+    Ok(())
+}
+
+fn loopback() -> anyhow::Result<()> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("bind 127.0.0.1")?;
+    let addr = listener.local_addr()?;
+    let mut client = TcpStream::connect(addr).context("connect")?;
+    let (mut server, _) = listener.accept().context("accept")?;
+    client.write_all(b"ping")?;
+    let mut buf = [0u8; 4];
+    server.read_exact(&mut buf)?;
+    if &buf != b"ping" {
+        bail!("bytes changed in transit");
+    }
+    println!("loopback ok {addr}");
+    Ok(())
+}
+
+fn connect(addr: SocketAddr) -> anyhow::Result<()> {
+    match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+        Ok(_) => {
+            println!("connected {addr}");
+            Ok(())
+        }
+        Err(e) => {
+            println!("failed {addr}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn interfaces() -> anyhow::Result<()> {
+    let dev = std::fs::read_to_string("/proc/net/dev").context("reading /proc/net/dev")?;
+    for name in dev.lines().skip(2).filter_map(|l| l.split(':').next()) {
+        println!("{}", name.trim());
+    }
+    Ok(())
+}

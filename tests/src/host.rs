@@ -1,0 +1,202 @@
+//! Looking at the host from outside the sandboxes: are we root, and did any
+//! sandbox leave a process, a mount or a cgroup behind?
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::run::wait_until;
+
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+const CGROUP_PARENT: &str = "paddock";
+const GUEST_COMM: &str = "paddock-guest";
+
+/// The scenario tests create namespaces, cgroups and mounts: they need root.
+/// Fails loudly instead of skipping, so a non-root run never looks green.
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "the Paddock scenario tests must run as root (namespaces, cgroups, id-mapped \
+         mounts); run scripts/test.sh as root"
+    );
+}
+
+/// What the host looked like at one moment, for leak comparisons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSnapshot {
+    pub guest_pids: BTreeSet<u32>,
+    pub mounts: BTreeSet<String>,
+    pub cgroup_dirs: BTreeSet<PathBuf>,
+}
+
+impl HostSnapshot {
+    pub fn capture() -> Self {
+        Self {
+            guest_pids: processes_named(GUEST_COMM),
+            mounts: mountinfo(),
+            cgroup_dirs: sandbox_cgroup_dirs(),
+        }
+    }
+
+    /// Everything present now that was not in `before`, one line each.
+    pub fn leaks_since(&self, before: &HostSnapshot) -> Vec<String> {
+        let mut leaks = Vec::new();
+        for pid in self.guest_pids.difference(&before.guest_pids) {
+            leaks.push(format!("process {pid} ({})", cmdline(*pid)));
+        }
+        for m in self.mounts.difference(&before.mounts) {
+            leaks.push(format!("mount {m}"));
+        }
+        for d in self.cgroup_dirs.difference(&before.cgroup_dirs) {
+            leaks.push(format!("cgroup {}", d.display()));
+        }
+        leaks
+    }
+}
+
+/// Waits (bounded) until nothing new is left since `before`; returns what is
+/// still leaked when the time is up (empty = clean).
+pub fn wait_for_no_leaks(before: &HostSnapshot, timeout: Duration) -> Vec<String> {
+    let mut leaks = Vec::new();
+    wait_until(timeout, || {
+        leaks = HostSnapshot::capture().leaks_since(before);
+        leaks.is_empty()
+    });
+    leaks
+}
+
+/// pids of host processes whose command name is `comm`.
+pub fn processes_named(comm: &str) -> BTreeSet<u32> {
+    all_pids()
+        .into_iter()
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == comm)
+        })
+        .collect()
+}
+
+/// pids of host processes whose command line contains `needle`.
+pub fn processes_with_cmdline(needle: &str) -> BTreeSet<u32> {
+    all_pids()
+        .into_iter()
+        .filter(|pid| cmdline(*pid).contains(needle))
+        .collect()
+}
+
+fn all_pids() -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// The command line of a host process, arguments separated by spaces.
+pub fn cmdline(pid: u32) -> String {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            raw.split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// The lines of this process's mountinfo (mount ids make each line unique).
+pub fn mountinfo() -> BTreeSet<String> {
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every per-sandbox cgroup directory: `/sys/fs/cgroup/<hierarchy>/paddock/<id>`
+/// on v1 hosts, `/sys/fs/cgroup/paddock/<id>` on a v2-only host.
+pub fn sandbox_cgroup_dirs() -> BTreeSet<PathBuf> {
+    let mut dirs = BTreeSet::new();
+    let root = Path::new(CGROUP_ROOT);
+    let mut parents = vec![root.join(CGROUP_PARENT)];
+    if let Ok(entries) = fs::read_dir(root) {
+        parents.extend(entries.flatten().map(|e| e.path().join(CGROUP_PARENT)));
+    }
+    for parent in parents {
+        if let Ok(entries) = fs::read_dir(&parent) {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    dirs
+}
+
+/// The cgroup directories that belong to one sandbox.
+pub fn cgroup_dirs_of(sandbox_id: &str) -> Vec<PathBuf> {
+    sandbox_cgroup_dirs()
+        .into_iter()
+        .filter(|d| d.file_name().is_some_and(|n| n == sandbox_id))
+        .collect()
+}
+
+/// Waits (bounded) until the sandbox's cgroups are gone; returns those left.
+pub fn wait_for_cgroups_gone(sandbox_id: &str, timeout: Duration) -> Vec<PathBuf> {
+    let mut left = Vec::new();
+    wait_until(timeout, || {
+        left = cgroup_dirs_of(sandbox_id);
+        left.is_empty()
+    });
+    left
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn snapshot(pids: &[u32], mounts: &[&str], cgroups: &[&str]) -> HostSnapshot {
+        HostSnapshot {
+            guest_pids: pids.iter().copied().collect(),
+            mounts: mounts.iter().map(|m| (*m).to_owned()).collect(),
+            cgroup_dirs: cgroups.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    #[test]
+    fn only_what_appeared_since_counts_as_a_leak() {
+        let before = snapshot(
+            &[10],
+            &["22 1 0:1 / / rw"],
+            &["/sys/fs/cgroup/pids/paddock/a"],
+        );
+        let after = snapshot(
+            &[10, 4_000_000],
+            &["22 1 0:1 / / rw", "99 22 0:5 / /x rw"],
+            &[
+                "/sys/fs/cgroup/pids/paddock/a",
+                "/sys/fs/cgroup/memory/paddock/b",
+            ],
+        );
+        let leaks = after.leaks_since(&before);
+        assert_eq!(leaks.len(), 3, "{leaks:?}");
+        assert!(leaks[0].starts_with("process 4000000"));
+        assert_eq!(leaks[1], "mount 99 22 0:5 / /x rw");
+        assert_eq!(leaks[2], "cgroup /sys/fs/cgroup/memory/paddock/b");
+        // Things that went away are not leaks.
+        assert!(before.leaks_since(&after).is_empty());
+    }
+
+    #[test]
+    fn cmdline_of_this_process_is_readable() {
+        let me = cmdline(std::process::id());
+        assert!(!me.is_empty());
+        assert!(processes_with_cmdline(&me).contains(&std::process::id()));
+    }
+}
