@@ -100,7 +100,10 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
     })?;
     // Commands lose openat2 on top of the sandbox filter (see CommandFilter).
     let command_filter = paddock_jail::CommandFilter::new().map_err(|e| {
-        eprintln!("paddock-guest: building the command filter: {}", server::chain(&e));
+        eprintln!(
+            "paddock-guest: building the command filter: {}",
+            server::chain(&e)
+        );
         EXIT_SOFTWARE
     })?;
     Ok(Startup {

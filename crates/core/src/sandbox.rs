@@ -1,1 +1,24 @@
-//! Sandbox port: what every sandbox backend offers.
+//! Sandbox port: what every sandbox backend (native, docker, microvm) offers.
+//!
+//! A [`SandboxBackend`] turns a [`SandboxSpec`] into a running [`Sandbox`]; the
+//! sandbox hands out its guest agent as [`GuestOps`], through which every
+//! protocol operation (exec, background processes, files, search, info) runs.
+//! Callers above the adapters (runtime, API, CLI) use only these types and the
+//! wire types of `paddock_proto`.
+
+mod error;
+mod guest;
+mod id;
+mod orphans;
+mod port;
+mod spec;
+
+pub use error::{BoxError, GuestError, SandboxError};
+pub use guest::{
+    ExecEvent, ExecOutput, Execution, FileData, GuestInfo, GuestOps, ProcessOutput, ProcessStarted,
+    ProcessStatus, SearchResults, WriteOptions,
+};
+pub use id::{InvalidSandboxId, SandboxId};
+pub use orphans::OrphanReport;
+pub use port::{Sandbox, SandboxBackend};
+pub use spec::{DowngradeLayer, SandboxInfo, SandboxLimits, SandboxSpec};

@@ -1,1 +1,15 @@
-//! placeholder
+//! Sandbox backends and the host side of the guest protocol.
+//!
+//! [`GuestClient`] speaks `paddock_proto` to one guest agent over one
+//! connection. [`NativeBackend`] implements the core `SandboxBackend` port with
+//! Linux namespaces: it launches `paddock-guest jail` (the jail monitor) with
+//! one end of a socketpair as its stdin and talks to the guest over the other.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod client;
+mod native;
+
+pub use client::{ExecStream, GuestClient};
+pub use native::{
+    GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,
+};

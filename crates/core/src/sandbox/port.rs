@@ -1,0 +1,55 @@
+//! The backend port itself.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{GuestOps, OrphanReport, SandboxError, SandboxId, SandboxInfo, SandboxSpec};
+
+/// Makes sandboxes. Implemented by the native backend (and later docker, microvm).
+#[async_trait]
+pub trait SandboxBackend: Send + Sync + Debug {
+    /// Short name of the backend ("native", ...).
+    fn name(&self) -> &'static str;
+
+    /// Creates a sandbox and completes the handshake with its guest: when this
+    /// returns, the guest is ready to serve requests.
+    async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError>;
+
+    /// Whether the backend can make sandboxes now (for health checks).
+    async fn check(&self) -> Result<(), SandboxError> {
+        Ok(())
+    }
+
+    /// Kills and removes what sandboxes of this backend left on the host
+    /// (processes, cgroups, temporary workspaces) when their owner died
+    /// without destroying them, except the sandboxes in `keep`. Only touches
+    /// what this backend's configuration owns, so several owners can share a
+    /// host. The server calls it at startup.
+    async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
+        let _ = keep;
+        Ok(OrphanReport::default())
+    }
+}
+
+/// A running sandbox. Dropping it without [`Sandbox::destroy`] still kills it,
+/// but only `destroy` reports whether everything was cleaned up.
+#[async_trait]
+pub trait Sandbox: Send + Sync + Debug {
+    fn info(&self) -> &SandboxInfo;
+
+    /// The guest agent inside. Clones stay usable until the sandbox is
+    /// destroyed; after that every call fails with `GuestError::Disconnected`.
+    fn guest(&self) -> Arc<dyn GuestOps>;
+
+    /// Host pid of the process that holds the sandbox (the native jail
+    /// monitor), recorded so a restarted owner can tell whether it is gone.
+    fn host_pid(&self) -> Option<u32> {
+        None
+    }
+
+    /// Stops the guest and every process of the sandbox and removes what the
+    /// sandbox left on the host (cgroups, temporary workspace).
+    async fn destroy(self: Box<Self>) -> Result<(), SandboxError>;
+}

@@ -1,0 +1,67 @@
+//! A running exec: its events, in order, ending with the exit.
+
+use async_trait::async_trait;
+use paddock_core::sandbox::{ExecEvent, Execution, GuestError};
+use paddock_proto::{Event, GuestMessage, Reply, Request};
+
+use super::{Call, GuestClient, ops};
+
+/// Kills the command's process group when dropped before it exited, so an
+/// abandoned (cancelled) exec never keeps running in the sandbox.
+#[derive(Debug)]
+pub struct ExecStream {
+    id: u64,
+    /// None once the final frame (or an error) was returned.
+    call: Option<Call>,
+    client: GuestClient,
+}
+
+impl ExecStream {
+    pub(super) fn new(call: Call, client: GuestClient) -> Self {
+        Self {
+            id: call.id,
+            call: Some(call),
+            client,
+        }
+    }
+}
+
+#[async_trait]
+impl Execution for ExecStream {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    async fn next_event(&mut self) -> Result<Option<ExecEvent>, GuestError> {
+        let Some(call) = self.call.as_mut() else {
+            return Ok(None);
+        };
+        let op = call.op;
+        let next = call.next().await;
+        let event = match next {
+            Ok((GuestMessage::Event(Event::Started { pid }), _)) => {
+                return Ok(Some(ExecEvent::Started { pid }));
+            }
+            Ok((GuestMessage::Event(Event::Output { stream }), data)) => {
+                return Ok(Some(ExecEvent::Output { stream, data }));
+            }
+            Ok((GuestMessage::Reply(Reply::Exited(exit)), _)) => Ok(Some(ExecEvent::Exited(exit))),
+            Ok((GuestMessage::Reply(other), _)) => Err(ops::unexpected(op, &other)),
+            Ok((GuestMessage::Error(error), _)) => Err(GuestError::Refused { op, error }),
+            Err(err) => Err(err),
+        };
+        self.call = None;
+        event
+    }
+}
+
+impl Drop for ExecStream {
+    fn drop(&mut self) {
+        if self.call.is_some() {
+            self.client.send_detached(Request::ExecSignal {
+                target: self.id,
+                signal: libc::SIGKILL,
+            });
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! Creating native sandboxes.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use paddock_core::sandbox::{
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
+    SandboxSpec,
+};
+use paddock_jail::IdMapping;
+use tokio::process::{Child, Command};
+
+use super::jail_spec::jail_spec;
+use super::sandbox::{NativeSandbox, Teardown};
+use super::stderr::{self, StderrTail};
+use crate::GuestClient;
+
+#[derive(Debug, Clone)]
+pub struct NativeConfig {
+    /// The `paddock-guest` binary (see [`crate::locate_guest_bin`]).
+    pub guest_bin: PathBuf,
+    /// Development only: run the guest with no jail at all
+    /// (`paddock-guest serve`). Nothing is isolated in this mode.
+    pub unconfined: bool,
+    /// Parent cgroup name under each hierarchy.
+    pub cgroup_parent: String,
+    /// How sandbox uids map to host uids; None lets the jail choose.
+    pub id_mapping: Option<IdMapping>,
+    /// A root filesystem directory used instead of the host's system directories.
+    pub rootfs: Option<PathBuf>,
+    /// Where temporary workspaces are made; None: the system temp directory.
+    pub temp_root: Option<PathBuf>,
+    /// How long `create` waits for the guest's handshake.
+    pub start_timeout: Duration,
+    /// How long `destroy` waits for the guest to stop before killing it.
+    pub stop_timeout: Duration,
+}
+
+impl NativeConfig {
+    pub fn new(guest_bin: PathBuf) -> Self {
+        Self {
+            guest_bin,
+            unconfined: false,
+            cgroup_parent: "paddock".to_owned(),
+            id_mapping: None,
+            rootfs: None,
+            temp_root: None,
+            start_timeout: Duration::from_secs(10),
+            stop_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Makes native sandboxes; cheap, holds only its configuration.
+#[derive(Debug, Clone)]
+pub struct NativeBackend {
+    config: NativeConfig,
+}
+
+impl NativeBackend {
+    pub fn new(config: NativeConfig) -> Self {
+        if config.unconfined {
+            tracing::warn!(
+                "native backend in unconfined development mode: sandboxes are NOT isolated"
+            );
+        }
+        Self { config }
+    }
+
+    pub fn config(&self) -> &NativeConfig {
+        &self.config
+    }
+
+    /// [`SandboxBackend::create`] with the concrete handle type.
+    pub async fn create_native(&self, spec: SandboxSpec) -> Result<NativeSandbox, SandboxError> {
+        let id = SandboxId::generate();
+        tracing::debug!(sandbox_id = %id, "creating sandbox");
+        let created_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let (workspace, temp_workspace) = self.prepare_workspace(&id, spec.workspace.as_deref())?;
+        let (mut monitor, stream) =
+            self.launch(&id, &workspace, &spec)
+                .map_err(|source| SandboxError::Launch {
+                    id: id.clone(),
+                    source,
+                })?;
+        tracing::debug!(sandbox_id = %id, pid = monitor.id(), "guest launched");
+
+        let tail = StderrTail::default();
+        let stderr_task = monitor
+            .stderr
+            .take()
+            .map(|err| stderr::forward(err, id.clone(), tail.clone()));
+        let mut teardown = Teardown {
+            id: id.clone(),
+            monitor: Some(monitor),
+            stderr_task,
+            temp_workspace,
+            cgroup_parent: (!self.config.unconfined).then(|| self.config.cgroup_parent.clone()),
+            stop_timeout: self.config.stop_timeout,
+        };
+        let client = match self.handshake(stream).await {
+            Ok(client) => client,
+            Err(source) => return Err(startup_failed(&mut teardown, &tail, source).await),
+        };
+
+        let info = SandboxInfo {
+            id,
+            backend: "native".to_owned(),
+            workspace,
+            workspace_is_temporary: teardown.temp_workspace.is_some(),
+            read_only: spec.read_only,
+            network: spec.network,
+            limits: spec.limits,
+            agent_version: client.agent_version().to_owned(),
+            created_at_ms,
+        };
+        tracing::debug!(sandbox_id = %info.id, "sandbox ready");
+        Ok(NativeSandbox::new(info, client, teardown, tail))
+    }
+
+    /// Spawns the guest with one end of a fresh socketpair as its stdin and
+    /// returns it with the other end.
+    fn launch(
+        &self,
+        id: &SandboxId,
+        workspace: &Path,
+        spec: &SandboxSpec,
+    ) -> Result<(Child, tokio::net::UnixStream), BoxError> {
+        let (host_end, guest_end) = std::os::unix::net::UnixStream::pair()?;
+        host_end.set_nonblocking(true)?;
+        let stream = tokio::net::UnixStream::from_std(host_end)?;
+        let mut command = self.guest_command(id, workspace, spec)?;
+        command.stdin(Stdio::from(OwnedFd::from(guest_end)));
+        let spawned = command.spawn();
+        // The command holds our copy of the guest's end: drop it now, or the
+        // connection would never see end-of-file when the guest dies.
+        drop(command);
+        Ok((spawned?, stream))
+    }
+
+    async fn handshake(&self, stream: tokio::net::UnixStream) -> Result<GuestClient, BoxError> {
+        let timeout = self.config.start_timeout;
+        match tokio::time::timeout(timeout, GuestClient::connect_unix(stream)).await {
+            Ok(connected) => Ok(connected?),
+            Err(_) => {
+                Err(format!("the guest did not answer the handshake within {timeout:?}").into())
+            }
+        }
+    }
+
+    fn prepare_workspace(
+        &self,
+        id: &SandboxId,
+        requested: Option<&Path>,
+    ) -> Result<(PathBuf, Option<tempfile::TempDir>), SandboxError> {
+        let workspace_error = |path: &Path, source| SandboxError::Workspace {
+            id: id.clone(),
+            path: path.to_path_buf(),
+            source,
+        };
+        match requested {
+            Some(dir) => {
+                let path = std::fs::canonicalize(dir).map_err(|e| workspace_error(dir, e))?;
+                if !path.is_dir() {
+                    let err = std::io::Error::new(
+                        std::io::ErrorKind::NotADirectory,
+                        "workspace is not a directory",
+                    );
+                    return Err(workspace_error(&path, err));
+                }
+                Ok((path, None))
+            }
+            None => {
+                let root = self
+                    .config
+                    .temp_root
+                    .clone()
+                    .unwrap_or_else(std::env::temp_dir);
+                let temp = tempfile::Builder::new()
+                    .prefix(&format!("paddock-{id}-"))
+                    .tempdir_in(&root)
+                    .map_err(|e| workspace_error(&root, e))?;
+                Ok((temp.path().to_path_buf(), Some(temp)))
+            }
+        }
+    }
+
+    fn guest_command(
+        &self,
+        id: &SandboxId,
+        workspace: &Path,
+        spec: &SandboxSpec,
+    ) -> Result<Command, BoxError> {
+        let mut command = Command::new(&self.config.guest_bin);
+        if self.config.unconfined {
+            command.arg("serve").arg("--workspace").arg(workspace);
+        } else {
+            let jail = jail_spec(id, workspace.to_path_buf(), spec, &self.config);
+            command
+                .arg("jail")
+                .arg("--spec")
+                .arg(serde_json::to_string(&jail)?);
+        }
+        command
+            // Nothing of the host's environment reaches the sandbox.
+            .env_clear()
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            // Own process group: a terminal's Ctrl-C reaches paddock, which
+            // tears the sandbox down in order, not the monitor directly.
+            .process_group(0)
+            .kill_on_drop(true);
+        Ok(command)
+    }
+}
+
+/// Kills what was started, waits for the guest's last words, and describes the failure.
+async fn startup_failed(
+    teardown: &mut Teardown,
+    tail: &StderrTail,
+    source: BoxError,
+) -> SandboxError {
+    let status = teardown.wait_briefly_then_kill().await;
+    teardown.finish_stderr().await;
+    if let Err(err) = teardown.clean().await {
+        tracing::warn!(sandbox_id = %teardown.id, error = %err, "cleaning up a failed sandbox");
+    }
+    SandboxError::Startup {
+        id: teardown.id.clone(),
+        status,
+        detail: tail.joined(),
+        source,
+    }
+}
+
+#[async_trait]
+impl SandboxBackend for NativeBackend {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
+        Ok(Box::new(self.create_native(spec).await?))
+    }
+
+    async fn check(&self) -> Result<(), SandboxError> {
+        if self.config.guest_bin.is_file() {
+            Ok(())
+        } else {
+            Err(SandboxError::Unavailable {
+                backend: "native",
+                reason: format!(
+                    "guest binary {} is missing",
+                    self.config.guest_bin.display()
+                ),
+            })
+        }
+    }
+
+    /// Kills the `paddock-guest jail` processes whose spec names this
+    /// backend's cgroup parent, removes the sandbox cgroups under that parent,
+    /// and the temporary workspaces under `temp_root` (when one is set).
+    async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
+        let config = self.config.clone();
+        let keep = keep.to_vec();
+        let reaped = tokio::task::spawn_blocking(move || super::orphans::reap(&config, &keep))
+            .await
+            .map_err(|e| -> BoxError { e.into() })
+            .and_then(|r| r);
+        reaped.map_err(|source| SandboxError::ReapOrphans {
+            backend: "native",
+            source,
+        })
+    }
+}

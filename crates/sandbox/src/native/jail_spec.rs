@@ -1,0 +1,116 @@
+//! Translates the core sandbox spec into the jail's spec.
+
+use std::path::PathBuf;
+
+use paddock_core::sandbox::{DowngradeLayer, SandboxId, SandboxSpec};
+use paddock_jail::{JailSpec, Layer, Limits};
+
+use super::NativeConfig;
+
+pub(super) fn jail_spec(
+    id: &SandboxId,
+    workspace: PathBuf,
+    spec: &SandboxSpec,
+    config: &NativeConfig,
+) -> JailSpec {
+    let limits = &spec.limits;
+    JailSpec {
+        sandbox_id: id.to_string(),
+        workspace,
+        read_only: spec.read_only,
+        network: spec.network,
+        limits: Limits {
+            memory_bytes: limits.memory_bytes,
+            pids: limits.pids,
+            cpu_millis: limits.cpu_millis,
+            tmp_bytes: limits.tmp_bytes,
+            open_files: limits.open_files,
+        },
+        id_mapping: config.id_mapping,
+        rootfs: config.rootfs.clone(),
+        allow_downgrade: spec.allow_downgrade.iter().map(|l| layer(*l)).collect(),
+        cgroup_parent: config.cgroup_parent.clone(),
+    }
+}
+
+fn layer(layer: DowngradeLayer) -> Layer {
+    match layer {
+        DowngradeLayer::Cgroups => Layer::Cgroups,
+        DowngradeLayer::Landlock => Layer::Landlock,
+        DowngradeLayer::Seccomp => Layer::Seccomp,
+        DowngradeLayer::IdmappedWorkspace => Layer::IdmappedWorkspace,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use paddock_core::sandbox::SandboxLimits;
+    use paddock_proto::NetworkMode;
+
+    use super::*;
+
+    #[test]
+    fn carries_every_field_of_the_request() {
+        let id = SandboxId::parse("sb-test").unwrap();
+        let spec = SandboxSpec {
+            workspace: None,
+            read_only: true,
+            network: NetworkMode::Full,
+            limits: SandboxLimits {
+                memory_bytes: Some(512 << 20),
+                pids: None,
+                cpu_millis: Some(1500),
+                tmp_bytes: 1 << 20,
+                open_files: 64,
+            },
+            allow_downgrade: BTreeSet::from([DowngradeLayer::Landlock, DowngradeLayer::Cgroups]),
+        };
+        let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
+        config.cgroup_parent = "paddock-test".to_owned();
+        let jail = jail_spec(&id, PathBuf::from("/ws"), &spec, &config);
+        assert_eq!(
+            jail,
+            JailSpec {
+                sandbox_id: "sb-test".to_owned(),
+                workspace: PathBuf::from("/ws"),
+                read_only: true,
+                network: NetworkMode::Full,
+                limits: Limits {
+                    memory_bytes: Some(512 << 20),
+                    pids: None,
+                    cpu_millis: Some(1500),
+                    tmp_bytes: 1 << 20,
+                    open_files: 64,
+                },
+                id_mapping: None,
+                rootfs: None,
+                allow_downgrade: BTreeSet::from([Layer::Cgroups, Layer::Landlock]),
+                cgroup_parent: "paddock-test".to_owned(),
+            }
+        );
+    }
+
+    #[test]
+    fn default_limits_match_the_jail_defaults() {
+        let core = SandboxLimits::default();
+        let jail = Limits::default();
+        assert_eq!(
+            (
+                core.memory_bytes,
+                core.pids,
+                core.cpu_millis,
+                core.tmp_bytes,
+                core.open_files
+            ),
+            (
+                jail.memory_bytes,
+                jail.pids,
+                jail.cpu_millis,
+                jail.tmp_bytes,
+                jail.open_files
+            )
+        );
+    }
+}
