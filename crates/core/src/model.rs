@@ -1,0 +1,22 @@
+//! Model port: the provider-neutral conversation types and the
+//! [`ModelProvider`] trait every model adapter (OpenAI-compatible, Anthropic,
+//! scripted) implements.
+//!
+//! A call streams [`ModelEvent`]s: text deltas, tool calls as they form and
+//! complete, usage, and a final [`ModelEvent::Done`]. A stream that ends
+//! without `Done` was cut ([`ModelError::StreamCut`]). [`collect`] and
+//! [`ResponseAssembler`] turn the events into one [`ModelResponse`].
+
+mod config;
+mod error;
+mod event;
+mod message;
+mod port;
+
+pub use config::{ModelConfig, ProviderKind};
+pub use error::{BoxError, ModelError};
+pub use event::{ModelEvent, ModelResponse, ResponseAssembler, StopReason, Usage};
+pub use message::{
+    ContentPart, Message, ModelRequest, Role, ToolCall, ToolResult, ToolSchema, estimate_tokens,
+};
+pub use port::{ModelProvider, ModelStream, collect};

@@ -1,0 +1,93 @@
+//! Building a provider from a `provider:model` spec plus explicit settings.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ProviderKind};
+
+use crate::anthropic::AnthropicProvider;
+use crate::key::ApiKey;
+use crate::openai::OpenAiProvider;
+use crate::scripted::ScriptedProvider;
+
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+pub const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
+pub const ANTHROPIC_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+pub const OPENAI_CONTEXT_WINDOW: u32 = 128_000;
+pub const ANTHROPIC_CONTEXT_WINDOW: u32 = 200_000;
+pub const SCRIPTED_CONTEXT_WINDOW: u32 = 128_000;
+
+/// Parses `scripted:FILE`, `openai:MODEL` or `anthropic:MODEL` into a config
+/// with that provider's defaults (public base URL, key variable, context
+/// window); the caller overrides fields as configured.
+pub fn parse_spec(spec: &str) -> Result<ModelConfig, ModelError> {
+    let invalid = |reason: &str| ModelError::Config {
+        reason: format!("model {spec:?}: {reason}"),
+    };
+    let (provider, model) = spec.split_once(':').ok_or_else(|| {
+        invalid("expected PROVIDER:MODEL (scripted:FILE, openai:MODEL, anthropic:MODEL)")
+    })?;
+    let provider = ProviderKind::parse(provider)
+        .ok_or_else(|| invalid("unknown provider: use scripted, openai or anthropic"))?;
+    if model.trim().is_empty() {
+        return Err(invalid("the model (or script file) is empty"));
+    }
+    let (base_url, api_key_env, context_window) = match provider {
+        ProviderKind::OpenAi => (
+            Some(OPENAI_BASE_URL),
+            Some(OPENAI_KEY_ENV),
+            OPENAI_CONTEXT_WINDOW,
+        ),
+        ProviderKind::Anthropic => (
+            Some(ANTHROPIC_BASE_URL),
+            Some(ANTHROPIC_KEY_ENV),
+            ANTHROPIC_CONTEXT_WINDOW,
+        ),
+        ProviderKind::Scripted => (None, None, SCRIPTED_CONTEXT_WINDOW),
+    };
+    Ok(ModelConfig {
+        provider,
+        model: model.to_owned(),
+        base_url: base_url.map(str::to_owned),
+        context_window,
+        api_key_env: api_key_env.map(str::to_owned),
+    })
+}
+
+/// Builds the provider, reading the API key from the process environment.
+pub fn build(config: &ModelConfig) -> Result<Arc<dyn ModelProvider>, ModelError> {
+    build_with_env(config, |name| std::env::var(name).ok())
+}
+
+/// [`build`] with the environment lookup supplied (tests, embedders). A
+/// named key variable that is unset is [`ModelError::MissingApiKey`];
+/// `api_key_env: None` sends no key (OpenAI-compatible local servers).
+pub fn build_with_env(
+    config: &ModelConfig,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelProvider>, ModelError> {
+    if config.context_window == 0 {
+        return Err(ModelError::Config {
+            reason: format!("{}: the context window is 0", config.label()),
+        });
+    }
+    let key = config
+        .api_key_env
+        .as_deref()
+        .map(|env| ApiKey::from_env(env, &lookup))
+        .transpose()?;
+    Ok(match config.provider {
+        ProviderKind::Scripted => Arc::new(ScriptedProvider::load(
+            Path::new(&config.model),
+            config.context_window,
+        )?),
+        ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(config, key)?),
+        ProviderKind::Anthropic => {
+            let key = key.ok_or_else(|| ModelError::Config {
+                reason: format!("{}: Anthropic needs an API key variable", config.label()),
+            })?;
+            Arc::new(AnthropicProvider::new(config, key)?)
+        }
+    })
+}

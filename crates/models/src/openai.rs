@@ -1,0 +1,70 @@
+//! OpenAI-compatible chat completions: `POST {base}/chat/completions` with
+//! `stream: true`, answered as SSE `data:` chunks ending in `data: [DONE]`.
+
+mod decode;
+mod request;
+
+use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+use tokio_util::sync::CancellationToken;
+
+use crate::http::{Transport, WireDecoder};
+use crate::key::ApiKey;
+use crate::retry::RetryPolicy;
+
+#[derive(Debug)]
+pub struct OpenAiProvider {
+    name: String,
+    model: String,
+    context_window: u32,
+    transport: Transport,
+}
+
+impl OpenAiProvider {
+    /// `config.base_url` is the API root (`.../v1`); `key` is sent as a
+    /// bearer token, or nothing for keyless local servers.
+    pub fn new(config: &ModelConfig, key: Option<ApiKey>) -> Result<Self, ModelError> {
+        let base = config
+            .base_url
+            .as_deref()
+            .ok_or_else(|| ModelError::Config {
+                reason: format!("{}: no base URL", config.label()),
+            })?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = key {
+            headers.insert(AUTHORIZATION, key.header("Bearer ")?);
+        }
+        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+        Ok(Self {
+            name: config.label(),
+            model: config.model.clone(),
+            context_window: config.context_window,
+            transport: Transport::new(url, headers)?,
+        })
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.transport.set_retry(retry);
+        self
+    }
+}
+
+impl ModelProvider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn context_window(&self) -> u32 {
+        self.context_window
+    }
+
+    fn stream(&self, request: &ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let body = request::body(&self.model, request);
+        tracing::debug!(model = %self.name, url = self.transport.url(), "model request");
+        self.transport.stream(body, new_decoder, cancel)
+    }
+}
+
+fn new_decoder() -> Box<dyn WireDecoder> {
+    Box::new(decode::ChunkDecoder::default())
+}

@@ -1,0 +1,183 @@
+//! A provider that replays canned turns from a JSON file, for tests and demos:
+//!
+//! ```json
+//! {"turns": [
+//!   {"text": "Let me look.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.rs"}}]},
+//!   {"text": "Done.", "usage": {"input_tokens": 120, "output_tokens": 8}}
+//! ]}
+//! ```
+//!
+//! Each call consumes the next turn, whatever the request says. Tool call ids
+//! are `call_<turn>_<n>` (both 1-based), so transcripts are reproducible.
+//! Without `usage`, a turn reports the request's and its own token estimates.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures_util::StreamExt;
+use paddock_core::model::{
+    ModelError, ModelEvent, ModelProvider, ModelRequest, ModelStream, StopReason, ToolCall, Usage,
+    estimate_tokens,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    turns: Vec<Turn>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Turn {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    tool_calls: Vec<ScriptedCall>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedCall {
+    name: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    name: String,
+    path: PathBuf,
+    context_window: u32,
+    turns: Vec<Turn>,
+    next: AtomicUsize,
+}
+
+impl ScriptedProvider {
+    /// Reads and checks the whole script now, so a bad file fails before any run.
+    pub fn load(path: &Path, context_window: u32) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ModelError::ScriptRead {
+            path: path.to_owned(),
+            source,
+        })?;
+        let invalid =
+            |source: Box<dyn std::error::Error + Send + Sync>| ModelError::ScriptInvalid {
+                path: path.to_owned(),
+                source,
+            };
+        let script: Script = serde_json::from_str(&text).map_err(|e| invalid(Box::new(e)))?;
+        for (index, turn) in script.turns.iter().enumerate() {
+            for call in &turn.tool_calls {
+                if call.name.trim().is_empty() {
+                    return Err(invalid(
+                        format!("turn {}: a tool call without a name", index + 1).into(),
+                    ));
+                }
+            }
+        }
+        Ok(Self {
+            name: format!("scripted:{}", path.display()),
+            path: path.to_owned(),
+            context_window,
+            turns: script.turns,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// Turns not consumed yet.
+    pub fn remaining(&self) -> usize {
+        self.turns
+            .len()
+            .saturating_sub(self.next.load(Ordering::SeqCst))
+    }
+
+    fn events(&self, index: usize, request: &ModelRequest) -> Vec<ModelEvent> {
+        let Some(turn) = self.turns.get(index) else {
+            return Vec::new();
+        };
+        let mut events = Vec::new();
+        if !turn.text.is_empty() {
+            events.push(ModelEvent::TextDelta {
+                text: turn.text.clone(),
+            });
+        }
+        for (n, call) in turn.tool_calls.iter().enumerate() {
+            let id = format!("call_{}_{}", index + 1, n + 1);
+            events.push(ModelEvent::ToolCallStart {
+                id: id.clone(),
+                name: call.name.clone(),
+            });
+            events.push(ModelEvent::ToolCallDelta {
+                id: id.clone(),
+                json: call.arguments.to_string(),
+            });
+            events.push(ModelEvent::ToolCall(ToolCall {
+                id,
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            }));
+        }
+        let usage = turn.usage.unwrap_or_else(|| Usage {
+            input_tokens: request.estimate_tokens(),
+            output_tokens: estimate_tokens(&turn.text)
+                + turn
+                    .tool_calls
+                    .iter()
+                    .map(|call| estimate_tokens(&call.arguments.to_string()))
+                    .sum::<u64>(),
+        });
+        events.push(ModelEvent::Usage(usage));
+        let stop = if turn.tool_calls.is_empty() {
+            StopReason::EndTurn
+        } else {
+            StopReason::ToolCalls
+        };
+        events.push(ModelEvent::Done { stop });
+        events
+    }
+}
+
+impl ModelProvider for ScriptedProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn context_window(&self) -> u32 {
+        self.context_window
+    }
+
+    fn stream(&self, request: &ModelRequest, cancel: CancellationToken) -> ModelStream {
+        // a cancelled call consumes no turn
+        if cancel.is_cancelled() {
+            return futures_util::stream::iter([Err(ModelError::Cancelled)]).boxed();
+        }
+        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        if index >= self.turns.len() {
+            let error = ModelError::ScriptExhausted {
+                path: self.path.clone(),
+                turn: index + 1,
+                available: self.turns.len(),
+            };
+            return futures_util::stream::iter([Err(error)]).boxed();
+        }
+        tracing::debug!(model = %self.name, turn = index + 1, "scripted turn");
+        let events = self.events(index, request).into_iter();
+        futures_util::stream::unfold(Some((events, cancel)), |state| async move {
+            let (mut events, cancel) = state?;
+            if cancel.is_cancelled() {
+                return Some((Err(ModelError::Cancelled), None));
+            }
+            let event = events.next()?;
+            Some((Ok(event), Some((events, cancel))))
+        })
+        .boxed()
+    }
+}
