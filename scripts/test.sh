@@ -46,5 +46,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "==> cargo build --workspace"
 cargo build --workspace
 
-echo "==> cargo test --workspace"
-cargo test --workspace
+# The store and API contract suites run on SQLite and on a real Postgres:
+# postgres-test.sh installs Debian's postgresql if needed, starts a throwaway
+# cluster on a loopback port and exports PADDOCK_TEST_POSTGRES_URL.
+echo "==> cargo test --workspace (with a throwaway PostgreSQL)"
+bash scripts/postgres-test.sh cargo test --workspace

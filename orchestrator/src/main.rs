@@ -1,1 +1,71 @@
-fn main() {}
+//! `paddock`: the command line and the server. The composition root: the
+//! only place that names concrete backends and stores.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod cli;
+mod client;
+mod sandbox;
+mod serve;
+mod size;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use cli::{Cli, Command};
+
+/// Exit code when paddock itself failed (as `timeout` and `env` use 125).
+pub const EXIT_PADDOCK_FAILED: u8 = 125;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    // The server serves many requests at once; a CLI call needs one thread.
+    let mut builder = if matches!(cli.command, Command::Serve(_)) {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("paddock: starting the async runtime: {err}");
+            return ExitCode::from(EXIT_PADDOCK_FAILED);
+        }
+    };
+    let code = match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("paddock: {err:#}");
+            EXIT_PADDOCK_FAILED
+        }
+    };
+    let _ = std::io::stdout().flush();
+    // A thread may still be blocked reading our stdin for the sandbox; do not
+    // wait for it (dropping the runtime would).
+    std::process::exit(i32::from(code));
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Serve(args) => serve::serve(args, &cli.backend).await,
+        Command::Sandbox(command) => sandbox::dispatch(command, &cli.backend, &cli.server).await,
+        Command::Files(command) => {
+            let api = client::ApiClient::from_args(&cli.server, "files")?;
+            client::files(&api, command).await
+        }
+    }
+}
+
+/// Logs go to stderr, filtered by RUST_LOG (default: warnings and errors), so
+/// a sandboxed command's own output passes through unmixed.
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}

@@ -1,0 +1,137 @@
+//! axum's extractors with their rejections turned into [`ApiError`]s, so a
+//! malformed request gets the same JSON error shape as everything else.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use paddock_core::sandbox::SandboxId;
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+
+/// A JSON body (`Content-Type: application/json`); unknown fields are refused
+/// by the command types themselves.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> ApiError {
+    match rejection {
+        JsonRejection::JsonDataError(e) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            serde_message(&e.body_text()),
+        ),
+        JsonRejection::JsonSyntaxError(e) => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            serde_message(&e.body_text()),
+        ),
+        JsonRejection::MissingJsonContentType(_) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "expected Content-Type: application/json",
+        ),
+        JsonRejection::BytesRejection(e) => bytes_rejection(e),
+        other => ApiError::invalid(format!("unreadable request body ({})", other.status())),
+    }
+}
+
+/// axum prefixes serde's message with its own words; keep serde's part,
+/// which names the field and position.
+fn serde_message(text: &str) -> String {
+    let message = text
+        .split_once(": ")
+        .map_or(text, |(_, rest)| rest)
+        .to_owned();
+    format!("request body: {message}")
+}
+
+/// The raw request body, bounded by the server's body limit.
+#[derive(Debug)]
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(bytes_rejection)
+    }
+}
+
+fn bytes_rejection(rejection: BytesRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the request body is larger than this server accepts",
+        )
+    } else {
+        ApiError::invalid("the request body could not be read")
+    }
+}
+
+/// Query parameters; unknown ones are refused by the target types.
+#[derive(Debug)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e: QueryRejection| {
+                ApiError::invalid(format!("query string: {}", serde_message(&e.body_text())))
+            })
+    }
+}
+
+/// Path parameters.
+#[derive(Debug)]
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|e: PathRejection| ApiError::invalid(format!("path: {}", e.body_text())))
+    }
+}
+
+/// A sandbox id from the path; malformed ids are a 400, not a 404.
+pub fn sandbox_id(raw: &str) -> Result<SandboxId, ApiError> {
+    SandboxId::parse(raw)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+}

@@ -1,0 +1,175 @@
+//! Files of a sandbox's workspace as raw bytes, directory listings and search.
+//! Paths are relative to /workspace; the guest refuses any that leave it
+//! (`..`, absolute paths elsewhere, symlinks out) with `path_escape`.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use paddock_core::sandbox::WriteOptions;
+use serde::{Deserialize, Serialize};
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, RawBody, sandbox_id};
+use super::{ApiError, AppState, Caller};
+use crate::service::commands::SearchCommand;
+use crate::service::{FileEntry, SearchView};
+
+/// Bytes read from the guest per request while a file streams out.
+const READ_CHUNK: u64 = 4 << 20;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReadQuery {
+    #[serde(default)]
+    offset: u64,
+    len: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WriteQuery {
+    /// Permission bits in octal (`644`).
+    mode: Option<String>,
+    /// Create missing parent directories (default true).
+    parents: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DeleteQuery {
+    #[serde(default)]
+    recursive: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    dir: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct Written {
+    path: String,
+    bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct Listing {
+    dir: String,
+    entries: Vec<FileEntry>,
+}
+
+/// The file's bytes (or the asked range), streamed in chunks.
+pub(super) async fn read(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath((id, path)): ApiPath<(String, String)>,
+    ApiQuery(query): ApiQuery<ReadQuery>,
+) -> Result<Response, ApiError> {
+    let id = sandbox_id(&id)?;
+    let first_len = query.len.map_or(READ_CHUNK, |l| l.min(READ_CHUNK));
+    let first = state
+        .service
+        .read_file(&tenant, &id, &path, query.offset, Some(first_len))
+        .await?;
+    let end = query.len.map_or(first.size, |l| {
+        first.size.min(query.offset.saturating_add(l))
+    });
+    let next = first.offset + first.data.len() as u64;
+    let octet_stream = HeaderValue::from_static("application/octet-stream");
+    if next >= end || first.data.is_empty() {
+        return Ok(([(header::CONTENT_TYPE, octet_stream)], first.data).into_response());
+    }
+    // More chunks: stream them; a failure midway cuts the response short.
+    let service = state.service.clone();
+    let head = futures_util::stream::once(async move { Ok::<_, std::io::Error>(first.data) });
+    let rest = stream::unfold(next, move |offset| {
+        let (service, tenant, id, path) =
+            (service.clone(), tenant.clone(), id.clone(), path.clone());
+        async move {
+            if offset >= end {
+                return None;
+            }
+            let len = (end - offset).min(READ_CHUNK);
+            match service
+                .read_file(&tenant, &id, &path, offset, Some(len))
+                .await
+            {
+                Ok(chunk) if chunk.data.is_empty() => None,
+                Ok(chunk) => {
+                    let next = offset + chunk.data.len() as u64;
+                    Some((Ok(chunk.data), next))
+                }
+                Err(err) => {
+                    tracing::warn!(sandbox_id = %id, error = %err, "file read failed midway");
+                    Some((Err(std::io::Error::other("file read failed")), end))
+                }
+            }
+        }
+    });
+    let body = Body::from_stream(futures_util::StreamExt::chain(head, rest));
+    Ok(([(header::CONTENT_TYPE, octet_stream)], body).into_response())
+}
+
+pub(super) async fn write(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath((id, path)): ApiPath<(String, String)>,
+    ApiQuery(query): ApiQuery<WriteQuery>,
+    RawBody(body): RawBody,
+) -> Result<Json<Written>, ApiError> {
+    let id = sandbox_id(&id)?;
+    let mode = match query.mode.as_deref() {
+        Some(text) => Some(u32::from_str_radix(text, 8).map_err(|_| {
+            ApiError::invalid("query string: mode is octal permission bits, e.g. 644")
+        })?),
+        None => None,
+    };
+    let options = WriteOptions {
+        mode,
+        create_parents: query.parents.unwrap_or(true),
+    };
+    let bytes = state
+        .service
+        .write_file(&tenant, &id, &path, &body, options)
+        .await?;
+    Ok(Json(Written { path, bytes }))
+}
+
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath((id, path)): ApiPath<(String, String)>,
+    ApiQuery(query): ApiQuery<DeleteQuery>,
+) -> Result<StatusCode, ApiError> {
+    let id = sandbox_id(&id)?;
+    state
+        .service
+        .delete_file(&tenant, &id, &path, query.recursive)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<Listing>, ApiError> {
+    let id = sandbox_id(&id)?;
+    let dir = query.dir.unwrap_or_else(|| ".".to_owned());
+    let entries = state.service.list_files(&tenant, &id, &dir).await?;
+    Ok(Json(Listing { dir, entries }))
+}
+
+pub(super) async fn search(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(command): ApiJson<SearchCommand>,
+) -> Result<Json<SearchView>, ApiError> {
+    let id = sandbox_id(&id)?;
+    Ok(Json(state.service.search(&tenant, &id, command).await?))
+}

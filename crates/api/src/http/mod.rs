@@ -1,0 +1,184 @@
+//! The HTTP API under `/v1`: JSON, bearer-token auth scoped to a tenant,
+//! errors as `{"error": {"code", "message"}}`, SSE for streamed exec.
+//! docs/api.md describes it for callers; `GET /v1/openapi.json` serves the
+//! OpenAPI document.
+
+mod auth;
+mod error;
+mod exec;
+mod extract;
+mod files;
+mod meta;
+mod processes;
+mod sandboxes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use auth::{Caller, MIN_TOKEN_LEN, TokenError, Tokens};
+pub use error::ApiError;
+pub use meta::OPENAPI;
+
+use crate::service::SandboxService;
+
+/// Default request body limit: the guest protocol's largest payload (a whole
+/// file write), so any body it could carry is accepted.
+pub const DEFAULT_MAX_BODY_BYTES: usize = paddock_proto::MAX_PAYLOAD_LEN as usize;
+
+/// How long a shutdown waits for open connections after the sandboxes are gone.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Every route, as (method, path template) in the OpenAPI document's
+/// spelling; a test checks that the document and the router agree.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/v1/health"),
+    ("get", "/v1/openapi.json"),
+    ("post", "/v1/workspaces"),
+    ("get", "/v1/workspaces"),
+    ("get", "/v1/workspaces/{id}"),
+    ("post", "/v1/sandboxes"),
+    ("get", "/v1/sandboxes"),
+    ("get", "/v1/sandboxes/{id}"),
+    ("delete", "/v1/sandboxes/{id}"),
+    ("post", "/v1/sandboxes/{id}/exec"),
+    ("post", "/v1/sandboxes/{id}/processes"),
+    ("get", "/v1/sandboxes/{id}/processes"),
+    ("get", "/v1/sandboxes/{id}/processes/{handle}/output"),
+    ("post", "/v1/sandboxes/{id}/processes/{handle}/stdin"),
+    ("post", "/v1/sandboxes/{id}/processes/{handle}/signal"),
+    ("get", "/v1/sandboxes/{id}/files"),
+    ("get", "/v1/sandboxes/{id}/files/{path}"),
+    ("put", "/v1/sandboxes/{id}/files/{path}"),
+    ("delete", "/v1/sandboxes/{id}/files/{path}"),
+    ("post", "/v1/sandboxes/{id}/search"),
+];
+
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Largest request body accepted; larger ones get 413.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub service: Arc<SandboxService>,
+    pub tokens: Arc<Tokens>,
+}
+
+pub fn router(service: Arc<SandboxService>, tokens: Tokens, options: &HttpOptions) -> Router {
+    let state = AppState {
+        service,
+        tokens: Arc::new(tokens),
+    };
+    Router::new()
+        .route("/v1/health", get(meta::health))
+        .route("/v1/openapi.json", get(meta::openapi))
+        .route(
+            "/v1/workspaces",
+            post(sandboxes::create_workspace).get(sandboxes::list_workspaces),
+        )
+        .route("/v1/workspaces/{id}", get(sandboxes::get_workspace))
+        .route(
+            "/v1/sandboxes",
+            post(sandboxes::create_sandbox).get(sandboxes::list_sandboxes),
+        )
+        .route(
+            "/v1/sandboxes/{id}",
+            get(sandboxes::get_sandbox).delete(sandboxes::delete_sandbox),
+        )
+        .route("/v1/sandboxes/{id}/exec", post(exec::exec))
+        .route(
+            "/v1/sandboxes/{id}/processes",
+            post(processes::start).get(processes::list),
+        )
+        .route(
+            "/v1/sandboxes/{id}/processes/{handle}/output",
+            get(processes::output),
+        )
+        .route(
+            "/v1/sandboxes/{id}/processes/{handle}/stdin",
+            post(processes::stdin),
+        )
+        .route(
+            "/v1/sandboxes/{id}/processes/{handle}/signal",
+            post(processes::signal),
+        )
+        .route("/v1/sandboxes/{id}/files", get(files::list))
+        .route(
+            "/v1/sandboxes/{id}/files/{*path}",
+            get(files::read).put(files::write).delete(files::delete),
+        )
+        .route("/v1/sandboxes/{id}/search", post(files::search))
+        .fallback(|| async { ApiError::route_not_found() })
+        .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
+        .layer(DefaultBodyLimit::max(options.max_body_bytes))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` is cancelled (SIGTERM, SIGINT, or a test), then
+/// stops accepting, destroys every sandbox the service runs, and waits (a
+/// bounded time) for open connections to finish. The expiry task runs
+/// meanwhile. Binding is the caller's: tests pass a listener on port 0.
+pub async fn run(
+    listener: TcpListener,
+    service: Arc<SandboxService>,
+    tokens: Tokens,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let expiry = service.spawn_expiry();
+    let app = router(service.clone(), tokens, &options);
+    let graceful = shutdown.clone().cancelled_owned();
+    // Small frames (SSE events, short JSON answers) go out at once instead of
+    // waiting on Nagle's algorithm for the peer's delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %err, "setting TCP_NODELAY");
+        }
+    });
+    let mut server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(graceful)
+            .await
+    });
+    let served = tokio::select! {
+        () = shutdown.cancelled() => None,
+        result = &mut server => Some(result),
+    };
+    // Streams and long execs end when their sandboxes go, so connections drain.
+    service.shutdown().await;
+    let served = match served {
+        Some(result) => result,
+        None => match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
+            Ok(result) => result,
+            Err(_) => {
+                tracing::warn!("connections still open after the drain timeout; closing them");
+                server.abort();
+                Ok(Ok(()))
+            }
+        },
+    };
+    if let Err(err) = expiry.await {
+        tracing::warn!(error = %err, "expiry task ended abnormally");
+    }
+    match served {
+        Ok(result) => result,
+        Err(join) => Err(std::io::Error::other(join)),
+    }
+}

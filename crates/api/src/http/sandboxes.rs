@@ -1,0 +1,136 @@
+//! Workspaces and the sandbox lifecycle: create, list, get, delete.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use paddock_core::ids::WorkspaceId;
+use paddock_core::sandbox::SandboxId;
+use paddock_core::store::SandboxState;
+use serde::{Deserialize, Serialize};
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
+use super::{ApiError, AppState, Caller};
+use crate::service::commands::{CreateSandbox, CreateWorkspace};
+use crate::service::{SandboxFilter, SandboxView, WorkspaceView};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    state: Option<String>,
+    after: Option<String>,
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct SandboxList {
+    sandboxes: Vec<SandboxView>,
+    /// Pass as `after` for the next page; absent on the last page.
+    next_after: Option<SandboxId>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct WorkspaceList {
+    workspaces: Vec<WorkspaceView>,
+    next_after: Option<WorkspaceId>,
+}
+
+pub(super) async fn create_workspace(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiJson(command): ApiJson<CreateWorkspace>,
+) -> Result<(StatusCode, Json<WorkspaceView>), ApiError> {
+    let view = state.service.create_workspace(&tenant, command).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+pub(super) async fn list_workspaces(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<WorkspaceList>, ApiError> {
+    if query.state.is_some() {
+        return Err(ApiError::invalid("query string: workspaces have no state"));
+    }
+    let after = query.after.as_deref().map(workspace_id).transpose()?;
+    let limit = query.limit;
+    let workspaces = state.service.list_workspaces(&tenant, after, limit).await?;
+    let next_after = full_page(workspaces.len(), limit)
+        .then(|| workspaces.last().map(|w| w.id.clone()))
+        .flatten();
+    Ok(Json(WorkspaceList {
+        workspaces,
+        next_after,
+    }))
+}
+
+pub(super) async fn get_workspace(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<WorkspaceView>, ApiError> {
+    let id = workspace_id(&id)?;
+    Ok(Json(state.service.get_workspace(&tenant, &id).await?))
+}
+
+pub(super) async fn create_sandbox(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiJson(command): ApiJson<CreateSandbox>,
+) -> Result<(StatusCode, Json<SandboxView>), ApiError> {
+    let view = state.service.create_sandbox(&tenant, command).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+pub(super) async fn list_sandboxes(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<SandboxList>, ApiError> {
+    let state_filter = match query.state.as_deref() {
+        None => None,
+        Some(s) => Some(SandboxState::parse(s).ok_or_else(|| {
+            ApiError::invalid("query string: state is one of running, stopped, lost")
+        })?),
+    };
+    let filter = SandboxFilter {
+        state: state_filter,
+        after: query.after.as_deref().map(sandbox_id).transpose()?,
+        limit: query.limit,
+    };
+    let limit = filter.limit;
+    let sandboxes = state.service.list_sandboxes(&tenant, filter).await?;
+    let next_after = full_page(sandboxes.len(), limit)
+        .then(|| sandboxes.last().map(|s| s.id.clone()))
+        .flatten();
+    Ok(Json(SandboxList {
+        sandboxes,
+        next_after,
+    }))
+}
+
+pub(super) async fn get_sandbox(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<SandboxView>, ApiError> {
+    let id = sandbox_id(&id)?;
+    Ok(Json(state.service.get_sandbox(&tenant, &id).await?))
+}
+
+pub(super) async fn delete_sandbox(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<SandboxView>, ApiError> {
+    let id = sandbox_id(&id)?;
+    Ok(Json(state.service.delete_sandbox(&tenant, &id).await?))
+}
+
+fn workspace_id(raw: &str) -> Result<WorkspaceId, ApiError> {
+    WorkspaceId::parse(raw)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+}
+
+fn full_page(len: usize, limit: Option<u32>) -> bool {
+    len > 0 && len as u64 == u64::from(limit.unwrap_or(100))
+}

@@ -1,0 +1,15 @@
+//! Long-lived sandboxes behind one service, and the HTTP API that fronts it.
+//!
+//! [`service::SandboxService`] owns running sandboxes (their handles here,
+//! their records in the [`Store`](paddock_core::store::Store)), expires idle
+//! and too-old ones, destroys them on request and at shutdown, and reconciles
+//! after a crash. [`http`] is the axum front end under `/v1`; the `paddock`
+//! binary composes both with a concrete store and backend (`paddock serve`).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod http;
+pub mod service;
+pub mod text;
+
+pub use http::{ApiError, HttpOptions, Tokens, router, run};
+pub use service::{SandboxService, ServiceConfig, ServiceError};

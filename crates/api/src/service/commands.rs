@@ -1,0 +1,500 @@
+//! The typed requests every front end builds (the HTTP API decodes them from
+//! JSON bodies; unknown fields are refused) and their validation into the
+//! guest protocol's types.
+
+use std::collections::BTreeMap;
+
+use paddock_core::ids::WorkspaceId;
+use paddock_core::sandbox::SandboxLimits;
+use paddock_proto::{ExecSpec, NetworkMode, SearchSpec, StdinMode};
+use serde::{Deserialize, Serialize};
+
+use super::ServiceError;
+use super::config::{DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP};
+use crate::text::{Encoding, decode_base64};
+
+/// Longest path accepted in a file or search request.
+const MAX_PATH_LEN: usize = 4096;
+/// Most search results one request may ask for.
+pub const MAX_SEARCH_RESULTS: u32 = 10_000;
+const DEFAULT_SEARCH_RESULTS: u32 = 100;
+/// Most bytes of process output one read returns.
+pub const MAX_PROCESS_READ: u64 = 4 << 20;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWorkspace {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSandbox {
+    /// The workspace mounted at /workspace; None: an empty one that goes
+    /// away with the sandbox.
+    #[serde(default)]
+    pub workspace: Option<WorkspaceId>,
+    #[serde(default)]
+    pub limits: LimitsRequest,
+    #[serde(default)]
+    pub network: NetworkMode,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// Limits asked for; each missing one takes the operator's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsRequest {
+    pub memory_bytes: Option<u64>,
+    pub pids: Option<u64>,
+    pub cpu_millis: Option<u64>,
+    pub tmp_bytes: Option<u64>,
+    pub open_files: Option<u64>,
+}
+
+impl LimitsRequest {
+    pub(crate) fn resolve(&self, policy: &LimitsPolicy) -> Result<SandboxLimits, ServiceError> {
+        let d = &policy.default;
+        let m = &policy.max;
+        Ok(SandboxLimits {
+            memory_bytes: optional(
+                "memory_bytes",
+                self.memory_bytes,
+                d.memory_bytes,
+                m.memory_bytes,
+            )?,
+            pids: optional("pids", self.pids, d.pids, m.pids)?,
+            cpu_millis: optional("cpu_millis", self.cpu_millis, d.cpu_millis, m.cpu_millis)?,
+            tmp_bytes: bounded(
+                "tmp_bytes",
+                self.tmp_bytes.unwrap_or(d.tmp_bytes),
+                Some(m.tmp_bytes),
+            )?,
+            open_files: bounded(
+                "open_files",
+                self.open_files.unwrap_or(d.open_files),
+                Some(m.open_files),
+            )?,
+        })
+    }
+}
+
+fn optional(
+    field: &str,
+    asked: Option<u64>,
+    default: Option<u64>,
+    max: Option<u64>,
+) -> Result<Option<u64>, ServiceError> {
+    match asked {
+        Some(value) => bounded(field, value, max).map(Some),
+        None => Ok(default),
+    }
+}
+
+fn bounded(field: &str, value: u64, max: Option<u64>) -> Result<u64, ServiceError> {
+    let field = format!("limits.{field}");
+    if value == 0 {
+        return Err(ServiceError::invalid(field, "must be greater than 0"));
+    }
+    match max {
+        Some(max) if value > max => Err(ServiceError::invalid(
+            field,
+            format!("{value} is over this server's maximum of {max}"),
+        )),
+        _ => Ok(value),
+    }
+}
+
+/// A command to run: exactly one of `argv` and `shell`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecCommand {
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// A script for `/bin/sh -c`.
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The command's whole stdin, as text.
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// The command's whole stdin, base64.
+    #[serde(default)]
+    pub stdin_base64: Option<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Most bytes of stdout+stderr kept. Default 1 MiB (at most 16 MiB) for a
+    /// JSON answer; no cap for a stream.
+    #[serde(default)]
+    pub output_cap: Option<u64>,
+    /// How output is written into JSON.
+    #[serde(default)]
+    pub output_encoding: Encoding,
+}
+
+impl ExecCommand {
+    /// The guest's spec and the stdin bytes.
+    pub(crate) fn validate(&self, streamed: bool) -> Result<(ExecSpec, Vec<u8>), ServiceError> {
+        let (argv, shell) = command(&self.argv, self.shell.as_deref())?;
+        let stdin = match (&self.stdin, &self.stdin_base64) {
+            (Some(_), Some(_)) => {
+                return Err(ServiceError::invalid(
+                    "stdin",
+                    "give stdin or stdin_base64, not both",
+                ));
+            }
+            (Some(text), None) => Some(text.clone().into_bytes()),
+            (None, Some(b64)) => Some(
+                decode_base64(b64)
+                    .map_err(|e| ServiceError::invalid("stdin_base64", e.to_string()))?,
+            ),
+            (None, None) => None,
+        };
+        let output_cap = match (self.output_cap, streamed) {
+            (Some(0), _) => {
+                return Err(ServiceError::invalid(
+                    "output_cap",
+                    "must be greater than 0",
+                ));
+            }
+            (Some(cap), false) if cap > MAX_EXEC_OUTPUT_CAP => {
+                return Err(ServiceError::invalid(
+                    "output_cap",
+                    format!("at most {MAX_EXEC_OUTPUT_CAP} bytes without streaming"),
+                ));
+            }
+            (Some(cap), _) => Some(cap),
+            (None, false) => Some(DEFAULT_EXEC_OUTPUT_CAP),
+            (None, true) => None,
+        };
+        let spec = ExecSpec {
+            argv,
+            shell,
+            cwd: self.cwd.as_deref().map(|c| path("cwd", c)).transpose()?,
+            env: env(&self.env)?,
+            stdin: if stdin.is_some() {
+                StdinMode::Payload
+            } else {
+                StdinMode::Null
+            },
+            timeout_ms: timeout(self.timeout_ms)?,
+            output_cap,
+        };
+        Ok((spec, stdin.unwrap_or_default()))
+    }
+}
+
+/// A background process: its stdin stays open for later writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartProcess {
+    #[serde(default)]
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl StartProcess {
+    pub(crate) fn validate(&self) -> Result<ExecSpec, ServiceError> {
+        let (argv, shell) = command(&self.argv, self.shell.as_deref())?;
+        Ok(ExecSpec {
+            argv,
+            shell,
+            cwd: self.cwd.as_deref().map(|c| path("cwd", c)).transpose()?,
+            env: env(&self.env)?,
+            stdin: StdinMode::Stream,
+            timeout_ms: timeout(self.timeout_ms)?,
+            output_cap: None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteStdin {
+    #[serde(default)]
+    pub data: Option<String>,
+    #[serde(default)]
+    pub data_base64: Option<String>,
+    /// Close the process's stdin after the data.
+    #[serde(default)]
+    pub eof: bool,
+}
+
+impl WriteStdin {
+    pub(crate) fn bytes(&self) -> Result<Vec<u8>, ServiceError> {
+        match (&self.data, &self.data_base64) {
+            (Some(_), Some(_)) => Err(ServiceError::invalid(
+                "data",
+                "give data or data_base64, not both",
+            )),
+            (Some(text), None) => Ok(text.clone().into_bytes()),
+            (None, Some(b64)) => {
+                decode_base64(b64).map_err(|e| ServiceError::invalid("data_base64", e.to_string()))
+            }
+            (None, None) => Ok(Vec::new()),
+        }
+    }
+}
+
+/// A signal by number (15) or name (`TERM`, `SIGTERM`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SignalName {
+    Number(i32),
+    Name(String),
+}
+
+const SIGNALS: &[(&str, i32)] = &[
+    ("HUP", 1),
+    ("INT", 2),
+    ("QUIT", 3),
+    ("KILL", 9),
+    ("USR1", 10),
+    ("USR2", 12),
+    ("ALRM", 14),
+    ("TERM", 15),
+    ("CONT", 18),
+    ("STOP", 19),
+];
+
+impl SignalName {
+    pub(crate) fn number(&self) -> Result<i32, ServiceError> {
+        let number = match self {
+            SignalName::Number(n) => Some(*n).filter(|n| (1..=64).contains(n)),
+            SignalName::Name(name) => {
+                let upper = name.to_ascii_uppercase();
+                let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
+                SIGNALS.iter().find(|(n, _)| *n == bare).map(|(_, s)| *s)
+            }
+        };
+        number.ok_or_else(|| {
+            ServiceError::invalid("signal", "expected 1 to 64 or a name such as TERM or KILL")
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendSignal {
+    pub signal: SignalName,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchCommand {
+    /// Directory to search under (default: the workspace root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Glob on file names (`*.rs`).
+    #[serde(default)]
+    pub name_glob: Option<String>,
+    /// Literal text to find in file contents.
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub max_results: Option<u32>,
+    #[serde(default)]
+    pub max_file_bytes: Option<u64>,
+}
+
+impl SearchCommand {
+    pub(crate) fn validate(&self) -> Result<SearchSpec, ServiceError> {
+        if self.name_glob.is_none() && self.content.is_none() {
+            return Err(ServiceError::invalid(
+                "search",
+                "give name_glob, content or both",
+            ));
+        }
+        let max_results = self.max_results.unwrap_or(DEFAULT_SEARCH_RESULTS);
+        if max_results == 0 || max_results > MAX_SEARCH_RESULTS {
+            return Err(ServiceError::invalid(
+                "max_results",
+                format!("expected 1 to {MAX_SEARCH_RESULTS}"),
+            ));
+        }
+        Ok(SearchSpec {
+            path: self.path.as_deref().map(|p| path("path", p)).transpose()?,
+            name_glob: self.name_glob.clone(),
+            content: self.content.clone(),
+            max_results,
+            max_file_bytes: self.max_file_bytes,
+        })
+    }
+}
+
+fn command(
+    argv: &[String],
+    shell: Option<&str>,
+) -> Result<(Vec<String>, Option<String>), ServiceError> {
+    match (argv.is_empty(), shell) {
+        (false, None) => {
+            if argv.iter().any(|a| a.contains('\0')) {
+                return Err(ServiceError::invalid(
+                    "argv",
+                    "arguments may not contain NUL",
+                ));
+            }
+            Ok((argv.to_vec(), None))
+        }
+        (true, Some(script)) if !script.contains('\0') => Ok((Vec::new(), Some(script.to_owned()))),
+        (true, Some(_)) => Err(ServiceError::invalid("shell", "may not contain NUL")),
+        (true, None) => Err(ServiceError::invalid("argv", "give argv or shell")),
+        (false, Some(_)) => Err(ServiceError::invalid(
+            "argv",
+            "give argv or shell, not both",
+        )),
+    }
+}
+
+fn env(env: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ServiceError> {
+    for (key, value) in env {
+        if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
+            return Err(ServiceError::invalid(
+                format!("env.{key}"),
+                "names are non-empty without '=' or NUL; values have no NUL",
+            ));
+        }
+    }
+    Ok(env.clone())
+}
+
+fn timeout(ms: Option<u64>) -> Result<Option<u64>, ServiceError> {
+    match ms {
+        Some(0) => Err(ServiceError::invalid(
+            "timeout_ms",
+            "must be greater than 0",
+        )),
+        other => Ok(other),
+    }
+}
+
+/// A workspace path as the guest will resolve it; only shape is checked
+/// here, the guest refuses any path that leaves the workspace.
+pub(crate) fn path(field: &str, path: &str) -> Result<String, ServiceError> {
+    if path.is_empty() || path.len() > MAX_PATH_LEN || path.contains('\0') {
+        return Err(ServiceError::invalid(
+            field,
+            format!("expected 1 to {MAX_PATH_LEN} bytes without NUL"),
+        ));
+    }
+    Ok(path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_take_defaults_and_refuse_zero_or_over_the_maximum() {
+        let policy = LimitsPolicy::default();
+        let asked = LimitsRequest {
+            pids: Some(64),
+            ..LimitsRequest::default()
+        };
+        let limits = asked.resolve(&policy);
+        assert!(
+            matches!(&limits, Ok(l) if l.pids == Some(64) && l.memory_bytes == policy.default.memory_bytes),
+            "{limits:?}"
+        );
+        for bad in [
+            LimitsRequest {
+                memory_bytes: Some(0),
+                ..LimitsRequest::default()
+            },
+            LimitsRequest {
+                open_files: Some(1 << 40),
+                ..LimitsRequest::default()
+            },
+        ] {
+            assert!(
+                matches!(bad.resolve(&policy), Err(ServiceError::Invalid { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn exec_needs_exactly_one_of_argv_and_shell() {
+        let neither = ExecCommand::default();
+        assert!(neither.validate(false).is_err());
+        let both = ExecCommand {
+            argv: vec!["ls".into()],
+            shell: Some("ls".into()),
+            ..ExecCommand::default()
+        };
+        assert!(both.validate(false).is_err());
+        let shell = ExecCommand {
+            shell: Some("echo hi".into()),
+            stdin: Some("x".into()),
+            ..ExecCommand::default()
+        };
+        let (spec, stdin) = shell
+            .validate(false)
+            .map_err(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(spec.shell.as_deref(), Some("echo hi"));
+        assert_eq!(spec.stdin, StdinMode::Payload);
+        assert_eq!(spec.output_cap, Some(DEFAULT_EXEC_OUTPUT_CAP));
+        assert_eq!(stdin, b"x");
+    }
+
+    #[test]
+    fn streamed_exec_has_no_default_cap_and_json_exec_a_bounded_one() {
+        let cmd = ExecCommand {
+            argv: vec!["true".into()],
+            ..ExecCommand::default()
+        };
+        assert_eq!(
+            cmd.validate(true).map(|(s, _)| s.output_cap).ok(),
+            Some(None)
+        );
+        let huge = ExecCommand {
+            output_cap: Some(MAX_EXEC_OUTPUT_CAP + 1),
+            ..cmd
+        };
+        assert!(huge.validate(false).is_err());
+        assert!(huge.validate(true).is_ok());
+    }
+
+    #[test]
+    fn signals_by_name_or_number() {
+        let n = |s: SignalName| s.number().ok();
+        assert_eq!(n(SignalName::Name("term".into())), Some(15));
+        assert_eq!(n(SignalName::Name("SIGKILL".into())), Some(9));
+        assert_eq!(n(SignalName::Number(2)), Some(2));
+        assert_eq!(n(SignalName::Number(0)), None);
+        assert_eq!(n(SignalName::Name("NOPE".into())), None);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let parsed =
+            serde_json::from_str::<CreateSandbox>(r#"{"read_only":true,"privileged":true}"#);
+        assert!(parsed.is_err());
+        let parsed = serde_json::from_str::<CreateSandbox>(r#"{"limits":{"pids":8}}"#);
+        assert_eq!(parsed.ok().and_then(|c| c.limits.pids), Some(8));
+    }
+
+    #[test]
+    fn env_names_and_paths_are_checked() {
+        let bad_env = BTreeMap::from([("A=B".to_owned(), "x".to_owned())]);
+        assert!(env(&bad_env).is_err());
+        assert!(path("path", "a\0b").is_err());
+        assert!(path("path", "").is_err());
+        assert_eq!(
+            path("path", "src/main.rs").ok().as_deref(),
+            Some("src/main.rs")
+        );
+    }
+}

@@ -1,0 +1,78 @@
+//! What the operator decides for every sandbox the service makes.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
+
+/// Most bytes of output a non-streamed exec returns by default.
+pub const DEFAULT_EXEC_OUTPUT_CAP: u64 = 1 << 20;
+/// Most bytes of output a non-streamed exec may ask for.
+pub const MAX_EXEC_OUTPUT_CAP: u64 = 16 << 20;
+
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// This orchestrator node: recorded on its sandboxes; reconciliation only
+    /// touches the rows of its own node.
+    pub node: String,
+    /// Where workspaces live: `<root>/<workspace id>` is mounted at /workspace.
+    pub workspaces_root: PathBuf,
+    /// A sandbox with no API activity for this long is destroyed.
+    pub idle_timeout: Duration,
+    /// Every sandbox is destroyed this long after it was created.
+    pub max_lifetime: Duration,
+    /// How often the expiry task looks; None: derived from the two timeouts.
+    pub expiry_interval: Option<Duration>,
+    pub limits: LimitsPolicy,
+    /// Hardening layers the operator allows to be missing (never a tenant's choice).
+    pub allow_downgrade: BTreeSet<DowngradeLayer>,
+    /// Most sandboxes running at once on this node.
+    pub max_sandboxes: usize,
+}
+
+impl ServiceConfig {
+    pub fn new(node: impl Into<String>, workspaces_root: PathBuf) -> Self {
+        Self {
+            node: node.into(),
+            workspaces_root,
+            idle_timeout: Duration::from_secs(30 * 60),
+            max_lifetime: Duration::from_secs(24 * 60 * 60),
+            expiry_interval: None,
+            limits: LimitsPolicy::default(),
+            allow_downgrade: BTreeSet::new(),
+            max_sandboxes: 100,
+        }
+    }
+
+    /// A quarter of the shorter timeout, between 50 ms and 10 s.
+    pub fn effective_expiry_interval(&self) -> Duration {
+        self.expiry_interval.unwrap_or_else(|| {
+            (self.idle_timeout.min(self.max_lifetime) / 4)
+                .clamp(Duration::from_millis(50), Duration::from_secs(10))
+        })
+    }
+}
+
+/// Limits a sandbox gets when its request names none, and the most it may ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitsPolicy {
+    pub default: SandboxLimits,
+    /// Ceilings; `None` in an optional field means no ceiling of that kind.
+    pub max: SandboxLimits,
+}
+
+impl Default for LimitsPolicy {
+    fn default() -> Self {
+        Self {
+            default: SandboxLimits::default(),
+            max: SandboxLimits {
+                memory_bytes: Some(8 << 30),
+                pids: Some(4096),
+                cpu_millis: None,
+                tmp_bytes: 4 << 30,
+                open_files: 65_536,
+            },
+        }
+    }
+}

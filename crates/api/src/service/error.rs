@@ -1,0 +1,67 @@
+//! Errors of the sandbox service. The HTTP layer maps each to a status and a
+//! stable code; the sources stay in logs.
+
+use paddock_core::sandbox::{GuestError, SandboxError, SandboxId};
+use paddock_core::store::{SandboxState, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// No such object for this tenant (another tenant's objects are not found either).
+    #[error("{entity} {id} not found")]
+    NotFound { entity: &'static str, id: String },
+    /// The request is well-formed JSON but asks for something invalid.
+    #[error("invalid {field}: {reason}")]
+    Invalid { field: String, reason: String },
+    /// The sandbox exists but does not run any more.
+    #[error("sandbox {id} is {state}")]
+    NotRunning { id: SandboxId, state: SandboxState },
+    #[error("this node already runs its limit of {limit} sandboxes")]
+    TooManySandboxes { limit: usize },
+    #[error("the service is shutting down")]
+    ShuttingDown,
+    /// The guest refused or failed an operation; `op` names it.
+    #[error("sandbox {id}: {op} failed")]
+    Guest {
+        id: SandboxId,
+        op: &'static str,
+        #[source]
+        source: GuestError,
+    },
+    #[error("creating a sandbox")]
+    CreateSandbox(#[source] SandboxError),
+    #[error("preparing workspace {id}")]
+    Workspace {
+        id: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("store operation {op} failed")]
+    Store {
+        op: &'static str,
+        #[source]
+        source: StoreError,
+    },
+    #[error("encoding {what}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl ServiceError {
+    pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        ServiceError::Invalid {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A store error where a missing row means the object is not there for this tenant.
+    pub(crate) fn store(op: &'static str) -> impl FnOnce(StoreError) -> ServiceError {
+        move |source| match source {
+            StoreError::NotFound { entity, id } => ServiceError::NotFound { entity, id },
+            source => ServiceError::Store { op, source },
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The background task that destroys idle and too-old sandboxes and writes
+//! recent activity to the store.
+
+use std::sync::Arc;
+
+use paddock_core::sandbox::SandboxId;
+use paddock_core::store::SandboxState;
+use tokio::task::JoinHandle;
+
+use super::SandboxService;
+
+impl SandboxService {
+    /// Runs until the service's shutdown token is cancelled.
+    pub fn spawn_expiry(self: &Arc<Self>) -> JoinHandle<()> {
+        let service = self.clone();
+        let interval = self.config.effective_expiry_interval();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = service.shutdown.cancelled() => break,
+                    () = tokio::time::sleep(interval) => {}
+                }
+                service.expire_once().await;
+            }
+        })
+    }
+
+    /// One pass: retires what expired, records the others' activity.
+    pub async fn expire_once(&self) {
+        let now = self.clock.now();
+        let live: Vec<_> = self.live_map().values().cloned().collect();
+        let mut expired: Vec<(SandboxId, &'static str)> = Vec::new();
+        for sandbox in &live {
+            let idle_until = sandbox
+                .last_active()
+                .saturating_add(self.config.idle_timeout);
+            if now >= sandbox.expires_at {
+                expired.push((sandbox.id.clone(), "max lifetime reached"));
+            } else if !sandbox.is_busy() && now >= idle_until {
+                expired.push((sandbox.id.clone(), "idle timeout"));
+            } else if sandbox.take_unflushed().is_some()
+                && let Err(err) = self.store.touch_sandbox(&sandbox.tenant, &sandbox.id).await
+            {
+                tracing::warn!(sandbox_id = %sandbox.id, error = %err, "recording sandbox activity");
+            }
+        }
+        for (id, reason) in expired {
+            if let Err(err) = self.retire(&id, SandboxState::Stopped, reason).await {
+                tracing::warn!(sandbox_id = %id, error = %err, "recording an expired sandbox");
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! A running sandbox the service owns: its handle, its guest, and when it was
+//! last used.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+use paddock_core::ids::TenantId;
+use paddock_core::sandbox::{GuestOps, Sandbox, SandboxId};
+use paddock_core::store::{Clock, Timestamp};
+use tokio::sync::Mutex;
+
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub id: SandboxId,
+    pub tenant: TenantId,
+    pub guest: Arc<dyn GuestOps>,
+    /// Taken once, by whoever retires the sandbox.
+    pub handle: Mutex<Option<Box<dyn Sandbox>>>,
+    pub expires_at: Timestamp,
+    activity: Arc<Activity>,
+}
+
+impl Live {
+    pub fn new(
+        sandbox: Box<dyn Sandbox>,
+        tenant: TenantId,
+        now: Timestamp,
+        expires_at: Timestamp,
+    ) -> Self {
+        Self {
+            id: sandbox.info().id.clone(),
+            tenant,
+            guest: sandbox.guest(),
+            handle: Mutex::new(Some(sandbox)),
+            expires_at,
+            activity: Arc::new(Activity {
+                last: AtomicI64::new(now.as_millis()),
+                flushed: AtomicI64::new(now.as_millis()),
+                busy: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// Marks the sandbox in use until the guard is dropped; idle expiry never
+    /// takes a sandbox while a request (or an exec stream) uses it.
+    pub fn use_now(&self, clock: Arc<dyn Clock>) -> ActivityGuard {
+        self.activity.busy.fetch_add(1, Ordering::SeqCst);
+        self.activity
+            .last
+            .fetch_max(clock.now().as_millis(), Ordering::SeqCst);
+        ActivityGuard {
+            activity: self.activity.clone(),
+            clock,
+        }
+    }
+
+    pub fn last_active(&self) -> Timestamp {
+        Timestamp::from_millis(self.activity.last.load(Ordering::SeqCst))
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.activity.busy.load(Ordering::SeqCst) > 0
+    }
+
+    /// The last activity when it is newer than what the store has, marking it stored.
+    pub fn take_unflushed(&self) -> Option<Timestamp> {
+        let last = self.activity.last.load(Ordering::SeqCst);
+        let before = self.activity.flushed.fetch_max(last, Ordering::SeqCst);
+        (last > before).then(|| Timestamp::from_millis(last))
+    }
+}
+
+#[derive(Debug)]
+struct Activity {
+    /// Milliseconds of the last use (start or end of a request).
+    last: AtomicI64,
+    /// The last use the store knows of.
+    flushed: AtomicI64,
+    /// Requests and streams using the sandbox now.
+    busy: AtomicUsize,
+}
+
+/// Held while a request uses a sandbox.
+#[derive(Debug)]
+pub struct ActivityGuard {
+    activity: Arc<Activity>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Drop for ActivityGuard {
+    fn drop(&mut self) {
+        self.activity
+            .last
+            .fetch_max(self.clock.now().as_millis(), Ordering::SeqCst);
+        self.activity.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}

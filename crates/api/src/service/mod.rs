@@ -1,0 +1,475 @@
+//! The sandbox service: the one place that creates, tracks, uses and destroys
+//! long-lived sandboxes. Every front end (HTTP API, later MCP) builds the typed
+//! commands of [`commands`] and calls it.
+//!
+//! A running sandbox lives in two places: its handle here (id -> [`live::Live`])
+//! and its record in the [`Store`] (tenant, workspace, spec, state, node,
+//! monitor pid, times). Every lookup is by tenant, and another tenant's
+//! sandbox is "not found". A background task destroys sandboxes that were
+//! idle too long or reached their maximum lifetime; [`SandboxService::shutdown`]
+//! destroys the rest; [`SandboxService::reconcile`] cleans up after a crash.
+
+pub mod commands;
+mod config;
+mod error;
+mod expiry;
+mod live;
+mod ops;
+mod reconcile;
+mod views;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use paddock_core::ids::{TenantId, WorkspaceId};
+use paddock_core::sandbox::{GuestError, SandboxBackend, SandboxId, SandboxSpec};
+use paddock_core::store::{
+    Clock, MAX_PAGE, Page, SandboxRecord, SandboxState, Store, SystemClock, Tenant, Workspace,
+};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig};
+pub use error::ServiceError;
+pub use live::ActivityGuard;
+pub use ops::ExecStream;
+pub use reconcile::ReconcileReport;
+pub use views::{
+    ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView, ProcessView,
+    SandboxView, SearchView, StoredSpec, WorkspaceView,
+};
+
+use commands::{CreateSandbox, CreateWorkspace};
+use live::Live;
+
+/// Which sandboxes to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxFilter {
+    pub state: Option<SandboxState>,
+    /// Ids sort by creation time: the page after this id.
+    pub after: Option<SandboxId>,
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug)]
+pub struct SandboxService {
+    store: Arc<dyn Store>,
+    backend: Arc<dyn SandboxBackend>,
+    config: ServiceConfig,
+    clock: Arc<dyn Clock>,
+    live: Mutex<HashMap<SandboxId, Arc<Live>>>,
+    /// Creations under way, counted against `max_sandboxes`.
+    creating: Mutex<usize>,
+    /// Cancelled when the service shuts down: no new sandbox after that.
+    shutdown: CancellationToken,
+}
+
+impl SandboxService {
+    /// `shutdown` is a child of the server's token tree: once it is cancelled
+    /// the service refuses new sandboxes and its expiry task ends.
+    pub fn new(
+        store: Arc<dyn Store>,
+        backend: Arc<dyn SandboxBackend>,
+        config: ServiceConfig,
+        shutdown: CancellationToken,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            backend,
+            config,
+            clock: Arc::new(SystemClock),
+            live: Mutex::new(HashMap::new()),
+            creating: Mutex::new(0),
+            shutdown,
+        })
+    }
+
+    pub fn config(&self) -> &ServiceConfig {
+        &self.config
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Creates (or renames) the tenants the configured tokens name.
+    pub async fn register_tenants(&self, tenants: &[TenantId]) -> Result<(), ServiceError> {
+        for id in tenants {
+            let tenant = Tenant {
+                id: id.clone(),
+                name: id.to_string(),
+                created_at: self.store.now(),
+            };
+            self.store
+                .ensure_tenant(&tenant)
+                .await
+                .map_err(ServiceError::store("ensure_tenant"))?;
+        }
+        Ok(())
+    }
+
+    pub async fn health(&self) -> views::Health {
+        let database = self.store.ping().await.is_ok();
+        if !database {
+            tracing::warn!("health: the store does not answer");
+        }
+        let backend = self.backend.check().await;
+        if let Err(err) = &backend {
+            tracing::warn!(error = %err, "health: the backend is unavailable");
+        }
+        views::Health {
+            database: ComponentHealth {
+                name: self.store.engine().to_owned(),
+                ok: database,
+            },
+            backend: ComponentHealth {
+                name: self.backend.name().to_owned(),
+                ok: backend.is_ok() && !self.shutdown.is_cancelled(),
+            },
+            sandboxes: self.live_map().len(),
+        }
+    }
+
+    // ---- workspaces ----
+
+    pub async fn create_workspace(
+        &self,
+        tenant: &TenantId,
+        command: CreateWorkspace,
+    ) -> Result<WorkspaceView, ServiceError> {
+        let name = command.name.trim();
+        if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+            return Err(ServiceError::invalid(
+                "name",
+                "expected 1 to 200 characters without control characters",
+            ));
+        }
+        let workspace = Workspace::new(tenant.clone(), name, self.clock.now());
+        self.workspace_dir(&workspace.id).await?;
+        self.store
+            .create_workspace(&workspace)
+            .await
+            .map_err(ServiceError::store("create_workspace"))?;
+        Ok(WorkspaceView::from(&workspace))
+    }
+
+    pub async fn get_workspace(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+    ) -> Result<WorkspaceView, ServiceError> {
+        let workspace = self
+            .store
+            .get_workspace(tenant, id)
+            .await
+            .map_err(ServiceError::store("get_workspace"))?;
+        Ok(WorkspaceView::from(&workspace))
+    }
+
+    pub async fn list_workspaces(
+        &self,
+        tenant: &TenantId,
+        after: Option<WorkspaceId>,
+        limit: Option<u32>,
+    ) -> Result<Vec<WorkspaceView>, ServiceError> {
+        let page = page(after.map(String::from), limit)?;
+        let rows = self
+            .store
+            .list_workspaces(tenant, &page)
+            .await
+            .map_err(ServiceError::store("list_workspaces"))?;
+        Ok(rows.iter().map(WorkspaceView::from).collect())
+    }
+
+    /// The workspace's host directory, made if missing.
+    async fn workspace_dir(&self, id: &WorkspaceId) -> Result<PathBuf, ServiceError> {
+        let dir = self.config.workspaces_root.join(id.as_str());
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(|source| ServiceError::Workspace {
+                id: id.to_string(),
+                source,
+            })?;
+        Ok(dir)
+    }
+
+    // ---- sandboxes ----
+
+    pub async fn create_sandbox(
+        &self,
+        tenant: &TenantId,
+        command: CreateSandbox,
+    ) -> Result<SandboxView, ServiceError> {
+        let limits = command.limits.resolve(&self.config.limits)?;
+        let workspace_dir = match &command.workspace {
+            Some(id) => {
+                self.store
+                    .get_workspace(tenant, id)
+                    .await
+                    .map_err(ServiceError::store("get_workspace"))?;
+                Some(self.workspace_dir(id).await?)
+            }
+            None => None,
+        };
+        let _slot = self.reserve_slot()?;
+        let spec = SandboxSpec {
+            workspace: workspace_dir,
+            read_only: command.read_only,
+            network: command.network,
+            limits: limits.clone(),
+            allow_downgrade: self.config.allow_downgrade.clone(),
+        };
+        let sandbox = self
+            .backend
+            .create(spec)
+            .await
+            .map_err(ServiceError::CreateSandbox)?;
+        let id = sandbox.info().id.clone();
+        let now = self.clock.now();
+        let stored = StoredSpec {
+            read_only: command.read_only,
+            network: command.network,
+            limits,
+        };
+        let record = SandboxRecord {
+            id: id.clone(),
+            tenant: tenant.clone(),
+            workspace: command.workspace.clone(),
+            backend: self.backend.name().to_owned(),
+            node: self.config.node.clone(),
+            state: SandboxState::Running,
+            spec: serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
+                what: "sandbox spec",
+                source,
+            })?,
+            pid: sandbox.host_pid(),
+            created_at: now,
+            updated_at: now,
+            last_active_at: now,
+            expires_at: Some(now.saturating_add(self.config.max_lifetime)),
+        };
+        if let Err(err) = self.store.create_sandbox(&record).await {
+            destroy_quietly(sandbox).await;
+            return Err(ServiceError::store("create_sandbox")(err));
+        }
+        let live = Arc::new(Live::new(
+            sandbox,
+            tenant.clone(),
+            now,
+            record.expires_at.unwrap_or(now),
+        ));
+        self.live_map().insert(id.clone(), live);
+        tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");
+        // A shutdown that began while this sandbox was starting has already
+        // swept the map; this sandbox must not outlive it.
+        if self.shutdown.is_cancelled() {
+            self.retire(&id, SandboxState::Stopped, "shutdown").await?;
+            return Err(ServiceError::ShuttingDown);
+        }
+        Ok(SandboxView::new(&record, None, self.config.idle_timeout))
+    }
+
+    pub async fn get_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+    ) -> Result<SandboxView, ServiceError> {
+        let record = self
+            .store
+            .get_sandbox(tenant, id)
+            .await
+            .map_err(ServiceError::store("get_sandbox"))?;
+        Ok(self.view(&record))
+    }
+
+    pub async fn list_sandboxes(
+        &self,
+        tenant: &TenantId,
+        filter: SandboxFilter,
+    ) -> Result<Vec<SandboxView>, ServiceError> {
+        let page = page(filter.after.map(String::from), filter.limit)?;
+        let rows = self
+            .store
+            .list_sandboxes(tenant, filter.state, &page)
+            .await
+            .map_err(ServiceError::store("list_sandboxes"))?;
+        Ok(rows.iter().map(|r| self.view(r)).collect())
+    }
+
+    /// Destroys a running sandbox (its record stays, as `stopped`); deleting
+    /// one that no longer runs just answers its record.
+    pub async fn delete_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+    ) -> Result<SandboxView, ServiceError> {
+        let owned = self.live_map().get(id).is_some_and(|l| &l.tenant == tenant);
+        if owned {
+            self.retire(id, SandboxState::Stopped, "deleted").await?;
+        }
+        self.get_sandbox(tenant, id).await
+    }
+
+    /// Destroys every running sandbox (state `stopped`). Called once the
+    /// shutdown token is cancelled; new sandboxes are refused from then on.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let ids: Vec<SandboxId> = self.live_map().keys().cloned().collect();
+        tracing::info!(sandboxes = ids.len(), "destroying running sandboxes");
+        let retirements = ids
+            .iter()
+            .map(|id| self.retire(id, SandboxState::Stopped, "shutdown"));
+        for result in futures_util::future::join_all(retirements).await {
+            if let Err(err) = result {
+                tracing::warn!(error = %err, "recording a stopped sandbox at shutdown");
+            }
+        }
+    }
+
+    /// Takes the sandbox out of the live map, records `state`, then destroys
+    /// it: once it can no longer be used, its record already says so. Only
+    /// the first caller for an id does anything.
+    async fn retire(
+        &self,
+        id: &SandboxId,
+        state: SandboxState,
+        reason: &'static str,
+    ) -> Result<(), ServiceError> {
+        let Some(live) = self.live_map().remove(id) else {
+            return Ok(());
+        };
+        let recorded = self
+            .store
+            .set_sandbox_state(&live.tenant, id, state)
+            .await
+            .map_err(ServiceError::store("set_sandbox_state"));
+        let handle = live.handle.lock().await.take();
+        if let Some(sandbox) = handle {
+            destroy_quietly(sandbox).await;
+        }
+        tracing::info!(sandbox_id = %id, state = %state, reason, "sandbox retired");
+        recorded.map(|_| ())
+    }
+
+    /// The tenant's running sandbox, marked in use; why not otherwise.
+    async fn use_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+    ) -> Result<(Arc<Live>, ActivityGuard), ServiceError> {
+        let live = self.live_map().get(id).cloned();
+        match live {
+            Some(live) if &live.tenant == tenant => {
+                let guard = live.use_now(self.clock.clone());
+                Ok((live, guard))
+            }
+            _ => {
+                let record = self
+                    .store
+                    .get_sandbox(tenant, id)
+                    .await
+                    .map_err(ServiceError::store("get_sandbox"))?;
+                Err(ServiceError::NotRunning {
+                    id: id.clone(),
+                    // Recorded running but not here: another node's, or it died
+                    // and reconciliation has not run yet.
+                    state: match record.state {
+                        SandboxState::Running => SandboxState::Lost,
+                        other => other,
+                    },
+                })
+            }
+        }
+    }
+
+    /// A guest error; when the connection is gone the sandbox died on its own:
+    /// it is torn down and recorded `lost`.
+    async fn guest_failed(
+        &self,
+        id: &SandboxId,
+        op: &'static str,
+        source: GuestError,
+    ) -> ServiceError {
+        if matches!(source, GuestError::Disconnected { .. }) {
+            let still_live = self.live_map().contains_key(id);
+            if still_live {
+                tracing::warn!(sandbox_id = %id, op, "guest connection lost: sandbox recorded lost");
+                if let Err(err) = self
+                    .retire(id, SandboxState::Lost, "guest disconnected")
+                    .await
+                {
+                    tracing::warn!(sandbox_id = %id, error = %err, "recording a lost sandbox");
+                }
+            }
+            let state = if still_live {
+                SandboxState::Lost
+            } else {
+                SandboxState::Stopped
+            };
+            return ServiceError::NotRunning {
+                id: id.clone(),
+                state,
+            };
+        }
+        ServiceError::Guest {
+            id: id.clone(),
+            op,
+            source,
+        }
+    }
+
+    fn view(&self, record: &SandboxRecord) -> SandboxView {
+        let last_active = self
+            .live_map()
+            .get(&record.id)
+            .map(|live| live.last_active());
+        SandboxView::new(record, last_active, self.config.idle_timeout)
+    }
+
+    fn live_map(&self) -> MutexGuard<'_, HashMap<SandboxId, Arc<Live>>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn reserve_slot(&self) -> Result<SlotGuard<'_>, ServiceError> {
+        if self.shutdown.is_cancelled() {
+            return Err(ServiceError::ShuttingDown);
+        }
+        let running = self.live_map().len();
+        let mut creating = self.creating.lock().unwrap_or_else(|e| e.into_inner());
+        if running + *creating >= self.config.max_sandboxes {
+            return Err(ServiceError::TooManySandboxes {
+                limit: self.config.max_sandboxes,
+            });
+        }
+        *creating += 1;
+        Ok(SlotGuard(&self.creating))
+    }
+}
+
+/// A creation counted against the node's sandbox limit until it ends.
+struct SlotGuard<'a>(&'a Mutex<usize>);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        let mut creating = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *creating = creating.saturating_sub(1);
+    }
+}
+
+async fn destroy_quietly(sandbox: Box<dyn paddock_core::sandbox::Sandbox>) {
+    let id = sandbox.info().id.clone();
+    if let Err(err) = sandbox.destroy().await {
+        tracing::warn!(sandbox_id = %id, error = %err, "destroying sandbox");
+    }
+}
+
+fn page(after: Option<String>, limit: Option<u32>) -> Result<Page, ServiceError> {
+    let limit = limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(ServiceError::invalid(
+            "limit",
+            format!("expected 1 to {MAX_PAGE}"),
+        ));
+    }
+    Ok(Page { after, limit })
+}

@@ -1,0 +1,59 @@
+//! Startup reconciliation: after a crash of this node, nothing it ran is left
+//! on the host and its records say so.
+
+use paddock_core::sandbox::{OrphanReport, SandboxId};
+use paddock_core::store::SandboxState;
+use serde::Serialize;
+
+use super::{SandboxService, ServiceError};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReconcileReport {
+    /// Sandboxes recorded running on this node that no longer run: now `lost`.
+    pub lost: Vec<SandboxId>,
+    /// What the backend found on the host and removed.
+    pub orphans: OrphanReport,
+}
+
+impl SandboxService {
+    /// Kills and removes the backend's leftovers that this service does not
+    /// run (sandbox processes, cgroups, temporary workspaces), then marks every
+    /// sandbox recorded running on this node but not run by this service as
+    /// `lost`. Call it at startup, before serving.
+    pub async fn reconcile(&self) -> Result<ReconcileReport, ServiceError> {
+        let keep: Vec<SandboxId> = self.live_map().keys().cloned().collect();
+        let orphans = match self.backend.reap_orphans(&keep).await {
+            Ok(report) => report,
+            Err(err) => {
+                // Leftovers stay on the host, but the records can still be fixed.
+                tracing::error!(error = %err, "removing orphaned sandboxes");
+                OrphanReport::default()
+            }
+        };
+        if !orphans.is_empty() {
+            tracing::warn!(
+                killed = ?orphans.processes_killed,
+                removed = ?orphans.sandboxes_removed,
+                "removed sandboxes left by an earlier run"
+            );
+        }
+        let recorded = self
+            .store
+            .list_node_sandboxes(&self.config.node, SandboxState::Running)
+            .await
+            .map_err(ServiceError::store("list_node_sandboxes"))?;
+        let mut lost = Vec::new();
+        for record in recorded {
+            if keep.contains(&record.id) {
+                continue;
+            }
+            self.store
+                .set_sandbox_state(&record.tenant, &record.id, SandboxState::Lost)
+                .await
+                .map_err(ServiceError::store("set_sandbox_state"))?;
+            tracing::warn!(sandbox_id = %record.id, pid = ?record.pid, "sandbox lost");
+            lost.push(record.id);
+        }
+        Ok(ReconcileReport { lost, orphans })
+    }
+}

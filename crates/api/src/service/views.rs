@@ -1,0 +1,203 @@
+//! What the service answers: plain data every front end can print or send as JSON.
+
+use paddock_core::ids::WorkspaceId;
+use paddock_core::sandbox::{SandboxId, SandboxLimits};
+use paddock_core::store::{SandboxRecord, SandboxState, Timestamp, Workspace};
+use paddock_proto::{DirEntry, ExitInfo, FileKind, NetworkMode, ProcessInfo, SearchMatch};
+use serde::{Deserialize, Serialize};
+
+use crate::text::Encoding;
+
+/// The part of a sandbox's spec kept in its record (never a host path).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredSpec {
+    pub read_only: bool,
+    pub network: NetworkMode,
+    pub limits: SandboxLimits,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceView {
+    pub id: WorkspaceId,
+    pub name: String,
+    pub created_at: String,
+}
+
+impl From<&Workspace> for WorkspaceView {
+    fn from(w: &Workspace) -> Self {
+        Self {
+            id: w.id.clone(),
+            name: w.name.clone(),
+            created_at: w.created_at.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxView {
+    pub id: SandboxId,
+    pub workspace: Option<WorkspaceId>,
+    pub state: SandboxState,
+    pub backend: String,
+    pub node: String,
+    pub read_only: bool,
+    pub network: NetworkMode,
+    pub limits: SandboxLimits,
+    /// RFC 3339 times (UTC).
+    pub created_at: String,
+    pub last_active_at: String,
+    /// The end of the sandbox's maximum lifetime.
+    pub expires_at: Option<String>,
+    /// When it will be destroyed if nothing uses it before (running sandboxes only).
+    pub idle_expires_at: Option<String>,
+}
+
+impl SandboxView {
+    /// `last_active` overrides the record's (live sandboxes keep it in memory).
+    pub(crate) fn new(
+        record: &SandboxRecord,
+        last_active: Option<Timestamp>,
+        idle_timeout: std::time::Duration,
+    ) -> Self {
+        let spec: Option<StoredSpec> = serde_json::from_str(&record.spec).ok();
+        let last_active = last_active.unwrap_or(record.last_active_at);
+        Self {
+            id: record.id.clone(),
+            workspace: record.workspace.clone(),
+            state: record.state,
+            backend: record.backend.clone(),
+            node: record.node.clone(),
+            read_only: spec.as_ref().is_some_and(|s| s.read_only),
+            network: spec.as_ref().map(|s| s.network).unwrap_or_default(),
+            limits: spec.map(|s| s.limits).unwrap_or_default(),
+            created_at: record.created_at.to_string(),
+            last_active_at: last_active.to_string(),
+            expires_at: record.expires_at.map(|t| t.to_string()),
+            idle_expires_at: (record.state == SandboxState::Running)
+                .then(|| last_active.saturating_add(idle_timeout).to_string()),
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitView {
+    /// The exit code; None when a signal ended it.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// Output went past the cap and was dropped from there on.
+    pub truncated: bool,
+    pub duration_ms: u64,
+}
+
+impl From<&ExitInfo> for ExitView {
+    fn from(e: &ExitInfo) -> Self {
+        Self {
+            exit_code: e.code,
+            signal: e.signal,
+            timed_out: e.timed_out,
+            truncated: e.truncated,
+            duration_ms: e.duration_ms,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecResult {
+    #[serde(flatten)]
+    pub exit: ExitView,
+    pub stdout: String,
+    pub stderr: String,
+    /// How `stdout` and `stderr` are written.
+    pub encoding: Encoding,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessView {
+    /// Names the process in later requests.
+    pub handle: u64,
+    /// Its pid inside the sandbox.
+    pub pid: u32,
+    pub command: Vec<String>,
+    pub running: bool,
+    pub exit: Option<ExitView>,
+    pub output_bytes: u64,
+}
+
+impl From<&ProcessInfo> for ProcessView {
+    fn from(p: &ProcessInfo) -> Self {
+        Self {
+            handle: p.handle,
+            pid: p.pid,
+            command: p.command.clone(),
+            running: p.running,
+            exit: p.exit.as_ref().map(ExitView::from),
+            output_bytes: p.output_bytes,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessOutputView {
+    /// Offset of the first byte of `data`.
+    pub offset: u64,
+    /// Offset to ask for next.
+    pub next_offset: u64,
+    /// Bytes before `offset` that the bounded buffer no longer holds.
+    pub dropped: u64,
+    pub running: bool,
+    pub exit: Option<ExitView>,
+    pub data: String,
+    pub encoding: Encoding,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub name: String,
+    pub kind: FileKind,
+    pub size: u64,
+    pub mode: u32,
+    pub mtime_ms: i64,
+    pub link_target: Option<String>,
+}
+
+impl From<&DirEntry> for FileEntry {
+    fn from(e: &DirEntry) -> Self {
+        Self {
+            name: e.name.clone(),
+            kind: e.stat.kind,
+            size: e.stat.size,
+            mode: e.stat.mode,
+            mtime_ms: e.stat.mtime_ms,
+            link_target: e.stat.link_target.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchView {
+    pub matches: Vec<SearchMatch>,
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    pub database: ComponentHealth,
+    pub backend: ComponentHealth,
+    /// Sandboxes running on this node.
+    pub sandboxes: usize,
+}
+
+impl Health {
+    pub fn is_ok(&self) -> bool {
+        self.database.ok && self.backend.ok
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentHealth {
+    /// `sqlite`, `postgres`, `native`, ...
+    pub name: String,
+    pub ok: bool,
+}

@@ -1,0 +1,367 @@
+//! A real server for the API scenarios: the HTTP API on 127.0.0.1:0 over the
+//! service, a SQLite file (or the Postgres of PADDOCK_TEST_POSTGRES_URL) and
+//! the native backend with real jailed sandboxes. Needs root and
+//! `paddock-guest` built (`cargo build -p paddock-guest`).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use paddock_api::http::HttpOptions;
+use paddock_api::service::ServiceConfig;
+use paddock_api::{SandboxService, Tokens};
+use paddock_core::ids::TenantId;
+use paddock_core::store::Store;
+use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
+use paddock_store::SqlStore;
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub const POSTGRES_ENV: &str = "PADDOCK_TEST_POSTGRES_URL";
+
+/// Which database a scenario runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+impl Db {
+    /// The Postgres URL, or None (and a note) when the variable is unset.
+    pub fn available(self) -> bool {
+        match self {
+            Db::Sqlite => true,
+            Db::Postgres => {
+                let set = std::env::var(POSTGRES_ENV).is_ok_and(|v| !v.is_empty());
+                if !set {
+                    eprintln!("{POSTGRES_ENV} is not set: skipping the Postgres variant");
+                }
+                set
+            }
+        }
+    }
+}
+
+/// Runs a scenario `async fn name(db: Db) -> Result<()>` on SQLite and, when
+/// PADDOCK_TEST_POSTGRES_URL is set, on Postgres.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() -> anyhow::Result<()> {
+                    super::$name($crate::common::Db::Sqlite).await
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() -> anyhow::Result<()> {
+                    if !$crate::common::Db::Postgres.available() {
+                        return Ok(());
+                    }
+                    super::$name($crate::common::Db::Postgres).await
+                }
+            )+
+        }
+    };
+}
+
+/// A short unique slug for tenants and nodes, so tests sharing one Postgres
+/// database (and one host) never see each other's rows or sandboxes.
+pub fn unique(prefix: &str) -> String {
+    let id = uuid_like();
+    format!("{prefix}-{id}")
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    format!("{:x}{:x}{n}", std::process::id(), nanos % 0xffff_ffff)
+}
+
+/// Two tenants with one token each.
+#[derive(Debug, Clone)]
+pub struct Tenants {
+    pub a: TenantId,
+    pub a_token: String,
+    pub b: TenantId,
+    pub b_token: String,
+}
+
+impl Tenants {
+    pub fn new() -> Self {
+        Self {
+            a: TenantId::parse(&unique("acme")).unwrap(),
+            a_token: format!("tok-a-{}", unique("x")),
+            b: TenantId::parse(&unique("globex")).unwrap(),
+            b_token: format!("tok-b-{}", unique("x")),
+        }
+    }
+
+    fn tokens(&self) -> Tokens {
+        Tokens::new(vec![
+            (self.a_token.clone(), self.a.clone()),
+            (self.b_token.clone(), self.b.clone()),
+        ])
+        .unwrap()
+    }
+}
+
+/// What a server is started with; the same setup restarts it on the same data.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub db: Db,
+    pub data_dir: PathBuf,
+    pub node: String,
+    pub tenants: Tenants,
+    pub idle_timeout: Duration,
+    pub max_lifetime: Duration,
+    pub max_body_bytes: usize,
+}
+
+impl Setup {
+    pub fn new(db: Db, data_dir: &Path) -> Self {
+        Self {
+            db,
+            data_dir: data_dir.to_path_buf(),
+            node: unique("node"),
+            tenants: Tenants::new(),
+            idle_timeout: Duration::from_secs(30 * 60),
+            max_lifetime: Duration::from_secs(24 * 60 * 60),
+            max_body_bytes: 1 << 20,
+        }
+    }
+
+    pub fn database_url(&self) -> String {
+        match self.db {
+            Db::Sqlite => format!("sqlite://{}", self.data_dir.join("paddock.db").display()),
+            Db::Postgres => std::env::var(POSTGRES_ENV).unwrap_or_default(),
+        }
+    }
+
+    /// The cgroup parent this node's sandboxes live under.
+    pub fn cgroup_parent(&self) -> String {
+        format!("paddock-api-test/{}", self.node)
+    }
+}
+
+pub struct TestServer {
+    pub url: String,
+    pub setup: Setup,
+    pub service: Arc<SandboxService>,
+    pub store: Arc<dyn Store>,
+    pub reconciled: paddock_api::service::ReconcileReport,
+    http: reqwest::Client,
+    shutdown: CancellationToken,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    pub async fn start(setup: Setup) -> Result<Self> {
+        let guest_bin = locate_guest_bin(None)
+            .context("paddock-guest must be built first: cargo build -p paddock-guest")?;
+        let store: Arc<dyn Store> = Arc::new(
+            SqlStore::open(&setup.database_url())
+                .await
+                .context("opening the store")?,
+        );
+        let mut native = NativeConfig::new(guest_bin);
+        native.cgroup_parent = setup.cgroup_parent();
+        native.temp_root = Some(setup.data_dir.join("tmp"));
+        std::fs::create_dir_all(setup.data_dir.join("tmp"))?;
+        let backend = Arc::new(NativeBackend::new(native));
+        let mut config = ServiceConfig::new(setup.node.clone(), setup.data_dir.join("workspaces"));
+        config.idle_timeout = setup.idle_timeout;
+        config.max_lifetime = setup.max_lifetime;
+        let shutdown = CancellationToken::new();
+        let service = SandboxService::new(store.clone(), backend, config, shutdown.child_token());
+        let reconciled = service.reconcile().await?;
+        let tokens = setup.tenants.tokens();
+        service.register_tenants(&tokens.tenants()).await?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let options = HttpOptions {
+            max_body_bytes: setup.max_body_bytes,
+        };
+        let task = tokio::spawn(paddock_api::run(
+            listener,
+            service.clone(),
+            tokens,
+            options,
+            shutdown.clone(),
+        ));
+        Ok(Self {
+            url,
+            setup,
+            service,
+            store,
+            reconciled,
+            http: reqwest::Client::new(),
+            shutdown,
+            task: Some(task),
+        })
+    }
+
+    /// A request as tenant a.
+    pub fn a(&self, method: Method, path: &str) -> RequestBuilder {
+        self.request(method, path)
+            .bearer_auth(&self.setup.tenants.a_token)
+    }
+
+    /// A request as tenant b.
+    pub fn b(&self, method: Method, path: &str) -> RequestBuilder {
+        self.request(method, path)
+            .bearer_auth(&self.setup.tenants.b_token)
+    }
+
+    /// A request with no token.
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.http.request(method, format!("{}{path}", self.url))
+    }
+
+    /// Creates a sandbox as tenant a; answers its id.
+    pub async fn create_sandbox(&self, body: Value) -> Result<String> {
+        let (status, json) = send(self.a(Method::POST, "/v1/sandboxes").json(&body)).await?;
+        if status != StatusCode::CREATED {
+            bail!("creating a sandbox: {status} {json}");
+        }
+        Ok(json["id"].as_str().context("no id")?.to_owned())
+    }
+
+    /// Graceful stop: every sandbox destroyed and recorded stopped.
+    pub async fn stop(mut self) -> Result<Setup> {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            task.await??;
+        }
+        self.store.close().await;
+        remove_node_cgroup_dirs(&self.setup.cgroup_parent());
+        Ok(self.setup.clone())
+    }
+
+    /// A crash as far as this process can fake one: the server task is
+    /// aborted and the service dropped without its shutdown, so records stay
+    /// `running` (dropping the sandbox handles still kills their processes).
+    pub async fn crash(mut self) -> Setup {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+        // Ends the expiry task (which holds the service) without running the
+        // service's shutdown: the service and its sandbox handles just drop.
+        self.shutdown.cancel();
+        self.store.close().await;
+        self.setup.clone()
+    }
+}
+
+/// Removes this node's (empty) cgroup parent directories, so test runs leave
+/// nothing in the hierarchies; a directory still in use is left alone.
+pub fn remove_node_cgroup_dirs(parent: &str) {
+    for hierarchy in std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let _ = std::fs::remove_dir(hierarchy.path().join(parent));
+    }
+}
+
+/// Sends and decodes a JSON answer (Value::Null for an empty body).
+pub async fn send(request: RequestBuilder) -> Result<(StatusCode, Value)> {
+    let response: Response = request.send().await?;
+    let status = response.status();
+    let bytes = response.bytes().await?;
+    let json = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .with_context(|| format!("{status}: not JSON: {}", String::from_utf8_lossy(&bytes)))?
+    };
+    Ok((status, json))
+}
+
+/// Asserts an error answer: status and code.
+pub async fn expect_error(
+    request: RequestBuilder,
+    status: StatusCode,
+    code: &str,
+) -> Result<Value> {
+    let (got, json) = send(request).await?;
+    assert_eq!(got, status, "{json}");
+    assert_eq!(json["error"]["code"], code, "{json}");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{json}"
+    );
+    Ok(json)
+}
+
+/// Host pids of `paddock-guest` processes whose command line names `needle`
+/// (the jail spec carries the cgroup parent), zombies excluded.
+pub fn guest_processes(needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let text = String::from_utf8_lossy(&cmdline);
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            text.contains("paddock-guest") && text.contains(needle) && !zombie
+        })
+        .collect()
+}
+
+/// Sandbox cgroup directories left under `parent` in any hierarchy.
+pub fn cgroups_under(parent: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return found;
+    };
+    for hierarchy in hierarchies.filter_map(Result::ok) {
+        let dir = hierarchy.path().join(parent);
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            found.extend(
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    found
+}
+
+/// Waits up to `timeout` for `check` to hold.
+pub async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,580 @@
+//! What the API refuses, and how: auth, tenant isolation, malformed and
+//! oversized requests, bad ids, path escapes through the files route; and the
+//! OpenAPI document against the router.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+
+use anyhow::Result;
+use common::{Db, Setup, TestServer, expect_error, send};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+on_both_databases!(
+    every_route_needs_a_valid_token,
+    tenants_never_see_each_other,
+    malformed_requests_get_clear_errors,
+    paths_cannot_escape_the_workspace,
+    oversized_bodies_are_refused,
+);
+
+async fn every_route_needs_a_valid_token(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let id = server.create_sandbox(json!({})).await?;
+
+    for (method, template) in paddock_api::http::ROUTES {
+        if template.starts_with("/v1/health") || template.starts_with("/v1/openapi") {
+            continue;
+        }
+        let path = concrete(template, &id);
+        let method = Method::from_bytes(method.to_uppercase().as_bytes())?;
+        for request in [
+            server.request(method.clone(), &path),
+            server
+                .request(method.clone(), &path)
+                .bearer_auth("not-a-configured-token"),
+            server.request(method.clone(), &path).header(
+                "authorization",
+                format!("Basic {}", server.setup.tenants.a_token),
+            ),
+        ] {
+            let response = request.send().await?;
+            assert_eq!(
+                response.status(),
+                StatusCode::UNAUTHORIZED,
+                "{method} {path}"
+            );
+            assert_eq!(response.headers()["www-authenticate"], "Bearer");
+            let body: Value = response.json().await?;
+            assert_eq!(body["error"]["code"], "unauthorized", "{method} {path}");
+        }
+    }
+
+    // Health and the document need no token.
+    let (status, health) = send(server.request(Method::GET, "/v1/health")).await?;
+    assert_eq!(status, StatusCode::OK, "{health}");
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["backend"], json!({"name": "native", "status": "ok"}));
+    assert_eq!(health["database"]["status"], "ok");
+    assert_eq!(health["sandboxes"], 1);
+    server.stop().await?;
+    Ok(())
+}
+
+/// A well-formed JSON body for a POST route, so only the sandbox lookup can fail.
+fn valid_body(template: &str) -> Value {
+    if template.ends_with("/search") {
+        json!({"content": "secret"})
+    } else if template.ends_with("/stdin") {
+        json!({"data": "x"})
+    } else if template.ends_with("/signal") {
+        json!({"signal": "KILL"})
+    } else {
+        json!({"argv": ["true"]})
+    }
+}
+
+/// A request path for a route template.
+fn concrete(template: &str, id: &str) -> String {
+    template
+        .replace("{id}", id)
+        .replace("{handle}", "1")
+        .replace("{path}", "some/file.txt")
+}
+
+async fn tenants_never_see_each_other(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let (_, ws) = send(
+        server
+            .a(Method::POST, "/v1/workspaces")
+            .json(&json!({"name": "a's"})),
+    )
+    .await?;
+    let ws_id = ws["id"].as_str().unwrap().to_owned();
+    let id = server.create_sandbox(json!({"workspace": ws_id})).await?;
+    send(
+        server
+            .a(Method::PUT, &format!("/v1/sandboxes/{id}/files/secret.txt"))
+            .body("a's secret"),
+    )
+    .await?;
+
+    // Every route that names a's sandbox answers b "not found", and nothing happens.
+    for (method, template) in paddock_api::http::ROUTES {
+        if !template.contains("{id}") || template.starts_with("/v1/workspaces") {
+            continue;
+        }
+        let path = concrete(template, &id).replace("some/file.txt", "secret.txt");
+        let method = Method::from_bytes(method.to_uppercase().as_bytes())?;
+        let mut request = server.b(method.clone(), &path);
+        if method == Method::POST {
+            request = request.json(&valid_body(template));
+        }
+        let (status, body) = send(request).await?;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {body}");
+        assert_eq!(
+            body["error"]["code"], "sandbox_not_found",
+            "{method} {path}"
+        );
+    }
+    expect_error(
+        server.b(Method::GET, &format!("/v1/workspaces/{ws_id}")),
+        StatusCode::NOT_FOUND,
+        "workspace_not_found",
+    )
+    .await?;
+    expect_error(
+        server
+            .b(Method::POST, "/v1/sandboxes")
+            .json(&json!({"workspace": ws_id})),
+        StatusCode::NOT_FOUND,
+        "workspace_not_found",
+    )
+    .await?;
+    let (_, b_list) = send(server.b(Method::GET, "/v1/sandboxes")).await?;
+    assert_eq!(b_list["sandboxes"], json!([]));
+    let (_, b_ws) = send(server.b(Method::GET, "/v1/workspaces")).await?;
+    assert_eq!(b_ws["workspaces"], json!([]));
+
+    // b's own sandbox is b's alone; a's is untouched.
+    let (status, b_box) = send(server.b(Method::POST, "/v1/sandboxes").json(&json!({}))).await?;
+    assert_eq!(status, StatusCode::CREATED);
+    let b_id = b_box["id"].as_str().unwrap();
+    expect_error(
+        server.a(Method::GET, &format!("/v1/sandboxes/{b_id}")),
+        StatusCode::NOT_FOUND,
+        "sandbox_not_found",
+    )
+    .await?;
+    let (_, a_list) = send(server.a(Method::GET, "/v1/sandboxes")).await?;
+    let a_ids: Vec<&str> = a_list["sandboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(a_ids, [id.as_str()]);
+    let (_, got) = send(server.a(Method::GET, &format!("/v1/sandboxes/{id}"))).await?;
+    assert_eq!(got["state"], "running");
+    let text = server
+        .a(Method::GET, &format!("/v1/sandboxes/{id}/files/secret.txt"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    assert_eq!(text, "a's secret");
+    server.stop().await?;
+    Ok(())
+}
+
+async fn malformed_requests_get_clear_errors(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let id = server.create_sandbox(json!({})).await?;
+    let exec = format!("/v1/sandboxes/{id}/exec");
+
+    let malformed = server
+        .a(Method::POST, &exec)
+        .header("content-type", "application/json")
+        .body("{\"argv\": [\"ls\"");
+    let err = expect_error(malformed, StatusCode::BAD_REQUEST, "malformed_json").await?;
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains("line 1"),
+        "{err}"
+    );
+
+    let unknown = server
+        .a(Method::POST, &exec)
+        .json(&json!({"argv": ["ls"], "privileged": true}));
+    let err = expect_error(unknown, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await?;
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("privileged"),
+        "{err}"
+    );
+
+    let wrong_type = server
+        .a(Method::POST, "/v1/sandboxes")
+        .json(&json!({"read_only": "yes"}));
+    expect_error(
+        wrong_type,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+    )
+    .await?;
+    let unknown_limit = server
+        .a(Method::POST, "/v1/sandboxes")
+        .json(&json!({"limits": {"gpus": 1}}));
+    expect_error(
+        unknown_limit,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+    )
+    .await?;
+    let too_big = server
+        .a(Method::POST, "/v1/sandboxes")
+        .json(&json!({"limits": {"memory_bytes": 1u64 << 50}}));
+    let err = expect_error(too_big, StatusCode::BAD_REQUEST, "invalid_request").await?;
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits.memory_bytes"),
+        "{err}"
+    );
+    let zero = server
+        .a(Method::POST, "/v1/sandboxes")
+        .json(&json!({"limits": {"pids": 0}}));
+    expect_error(zero, StatusCode::BAD_REQUEST, "invalid_request").await?;
+
+    let not_json = server
+        .a(Method::POST, &exec)
+        .header("content-type", "text/plain")
+        .body("ls");
+    expect_error(
+        not_json,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    )
+    .await?;
+
+    for bad in ["nope!", "sb-..", "sb%2F..%2F..", &"a".repeat(65)] {
+        expect_error(
+            server.a(Method::GET, &format!("/v1/sandboxes/{bad}")),
+            StatusCode::BAD_REQUEST,
+            "invalid_id",
+        )
+        .await?;
+    }
+    expect_error(
+        server.a(Method::GET, "/v1/workspaces/sb-1"),
+        StatusCode::BAD_REQUEST,
+        "invalid_id",
+    )
+    .await?;
+    let unknown_id = "sb-0190aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    expect_error(
+        server.a(Method::GET, &format!("/v1/sandboxes/{unknown_id}")),
+        StatusCode::NOT_FOUND,
+        "sandbox_not_found",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, "/v1/sandboxes?state=zombie"),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, "/v1/sandboxes?limit=0"),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, "/v1/sandboxes?colour=red"),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, "/v1/nothing/here"),
+        StatusCode::NOT_FOUND,
+        "route_not_found",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::PATCH, &format!("/v1/sandboxes/{id}")),
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    )
+    .await?;
+    let nul = server
+        .a(Method::POST, &exec)
+        .json(&json!({"argv": ["echo", "a\u{0}b"]}));
+    expect_error(nul, StatusCode::BAD_REQUEST, "invalid_request").await?;
+    let both = server
+        .a(Method::POST, &exec)
+        .json(&json!({"argv": ["ls"], "shell": "ls"}));
+    expect_error(both, StatusCode::BAD_REQUEST, "invalid_request").await?;
+    let bad_b64 = server
+        .a(Method::POST, &exec)
+        .json(&json!({"argv": ["cat"], "stdin_base64": "***"}));
+    expect_error(bad_b64, StatusCode::BAD_REQUEST, "invalid_request").await?;
+    let bad_mode = server
+        .a(Method::PUT, &format!("/v1/sandboxes/{id}/files/x?mode=999"))
+        .body("x");
+    expect_error(bad_mode, StatusCode::BAD_REQUEST, "invalid_request").await?;
+
+    // After all that, the sandbox still works.
+    let (_, out) = send(
+        server
+            .a(Method::POST, &exec)
+            .json(&json!({"argv": ["echo", "fine"]})),
+    )
+    .await?;
+    assert_eq!(out["stdout"], "fine\n");
+    server.stop().await?;
+    Ok(())
+}
+
+/// Sends one raw HTTP/1.1 request (no client-side path normalisation) and
+/// answers the status and body.
+fn raw_request(base: &str, method: &str, path: &str, token: &str) -> Result<(u16, String)> {
+    let addr = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+async fn paths_cannot_escape_the_workspace(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let id = server.create_sandbox(json!({})).await?;
+    let files = format!("/v1/sandboxes/{id}/files");
+    let (_, out) = send(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/exec"))
+            .json(&json!({
+                "shell": "ln -s /etc/passwd passwd-link && ln -s .. up && mkdir -p d"
+            })),
+    )
+    .await?;
+    assert_eq!(out["exit_code"], 0, "{out}");
+
+    // Encoded so no client or router normalises them away.
+    for escape in [
+        "..%2F..%2Fetc%2Fpasswd",
+        "d%2F..%2F..%2Fetc%2Fpasswd",
+        "%2Fetc%2Fpasswd",
+        "passwd-link",
+        "up%2Fetc%2Fpasswd",
+    ] {
+        let err = expect_error(
+            server.a(Method::GET, &format!("{files}/{escape}")),
+            StatusCode::BAD_REQUEST,
+            "path_escape",
+        )
+        .await?;
+        assert!(!err.to_string().contains("root:"), "{err}");
+        // Writing or deleting a final symlink acts on the link itself (an
+        // atomic replace never writes through it), so only the others escape.
+        if escape != "passwd-link" {
+            expect_error(
+                server
+                    .a(Method::PUT, &format!("{files}/{escape}"))
+                    .body("owned"),
+                StatusCode::BAD_REQUEST,
+                "path_escape",
+            )
+            .await?;
+            expect_error(
+                server.a(Method::DELETE, &format!("{files}/{escape}")),
+                StatusCode::BAD_REQUEST,
+                "path_escape",
+            )
+            .await?;
+        }
+    }
+    expect_error(
+        server.a(Method::GET, &format!("{files}?dir=..")),
+        StatusCode::BAD_REQUEST,
+        "path_escape",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, &format!("{files}?dir=%2Fetc")),
+        StatusCode::BAD_REQUEST,
+        "path_escape",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/search"))
+            .json(&json!({"path": "../..", "content": "root"})),
+        StatusCode::BAD_REQUEST,
+        "path_escape",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/exec"))
+            .json(&json!({"argv": ["ls"], "cwd": "../.."})),
+        StatusCode::BAD_REQUEST,
+        "path_escape",
+    )
+    .await?;
+
+    // Literal dot segments straight on the wire.
+    let token = server.setup.tenants.a_token.clone();
+    let base = server.url.clone();
+    let raw_path = format!("{files}/../../../../etc/passwd");
+    let (status, body) =
+        tokio::task::spawn_blocking(move || raw_request(&base, "GET", &raw_path, &token)).await??;
+    assert!(
+        status == 400 || status == 404,
+        "a dot-segment path answered {status}: {body}"
+    );
+    assert!(!body.contains("root:"), "{body}");
+
+    // Writing over the final symlink replaces the link itself.
+    let (status, _) = send(
+        server
+            .a(Method::PUT, &format!("{files}/passwd-link"))
+            .body("replaced"),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK);
+    let text = server
+        .a(Method::GET, &format!("{files}/passwd-link"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    assert_eq!(text, "replaced");
+
+    // The host file was never touched and nothing was written outside.
+    assert!(std::fs::read_to_string("/etc/passwd")?.contains("root:"));
+    let (_, listing) = send(server.a(Method::GET, &files)).await?;
+    let names: BTreeSet<&str> = listing["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, BTreeSet::from(["d", "passwd-link", "up"]));
+    server.stop().await?;
+    Ok(())
+}
+
+async fn oversized_bodies_are_refused(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut setup = Setup::new(db, data.path());
+    setup.max_body_bytes = 64 << 10;
+    let server = TestServer::start(setup).await?;
+    let id = server.create_sandbox(json!({})).await?;
+
+    let big = vec![b'x'; (64 << 10) + 1];
+    expect_error(
+        server
+            .a(Method::PUT, &format!("/v1/sandboxes/{id}/files/big.txt"))
+            .body(big.clone()),
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+    )
+    .await?;
+    let huge_stdin = json!({"argv": ["cat"], "stdin": String::from_utf8(big)?});
+    expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/exec"))
+            .json(&huge_stdin),
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+    )
+    .await?;
+    // Streamed without a length: refused all the same.
+    let chunks =
+        futures_util::stream::iter((0..100).map(|_| Ok::<_, std::io::Error>(vec![b'y'; 4096])));
+    expect_error(
+        server
+            .a(
+                Method::PUT,
+                &format!("/v1/sandboxes/{id}/files/streamed.txt"),
+            )
+            .body(reqwest::Body::wrap_stream(chunks)),
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, &format!("/v1/sandboxes/{id}/files/big.txt")),
+        StatusCode::NOT_FOUND,
+        "file_not_found",
+    )
+    .await?;
+
+    // Just under the limit is fine.
+    let (status, written) = send(
+        server
+            .a(Method::PUT, &format!("/v1/sandboxes/{id}/files/ok.txt"))
+            .body(vec![b'z'; 60 << 10]),
+    )
+    .await?;
+    assert_eq!(
+        (status, &written["bytes"]),
+        (StatusCode::OK, &json!(60 << 10))
+    );
+    server.stop().await?;
+    Ok(())
+}
+
+#[test]
+fn the_openapi_document_lists_exactly_the_routes() -> Result<()> {
+    let doc: Value = serde_json::from_str(paddock_api::http::OPENAPI)?;
+    assert_eq!(doc["openapi"], "3.1.0");
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.insert((method.clone(), path.clone()));
+        }
+    }
+    let routed: BTreeSet<(String, String)> = paddock_api::http::ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    assert_eq!(documented, routed);
+    // Every $ref resolves.
+    let text = paddock_api::http::OPENAPI;
+    for piece in text.split("\"$ref\": \"#/components/").skip(1) {
+        let target = piece.split('"').next().unwrap();
+        let (kind, name) = target.split_once('/').unwrap();
+        assert!(
+            doc["components"][kind][name].is_object(),
+            "dangling $ref {target}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_route_is_served() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(Db::Sqlite, data.path())).await?;
+    let id = server.create_sandbox(json!({})).await?;
+    let (_, doc) = send(server.request(Method::GET, "/v1/openapi.json")).await?;
+    assert_eq!(doc["info"]["title"], "Paddock API");
+    for (method, template) in paddock_api::http::ROUTES {
+        let path = concrete(template, &id);
+        let method = Method::from_bytes(method.to_uppercase().as_bytes())?;
+        let response = server.a(method.clone(), &path).send().await?;
+        let status = response.status();
+        let body = response.text().await?;
+        assert!(
+            !body.contains("route_not_found") && !body.contains("method_not_allowed"),
+            "{method} {path} is not routed: {status} {body}"
+        );
+    }
+    server.stop().await?;
+    Ok(())
+}

@@ -1,0 +1,430 @@
+//! The command line surface.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use paddock_core::sandbox::DowngradeLayer;
+use paddock_proto::NetworkMode;
+
+use crate::size::{parse_bytes, parse_cpus_millis, parse_seconds_ms};
+
+#[derive(Debug, Parser)]
+#[command(name = "paddock", version, about = "Sandboxed agent orchestrator")]
+pub struct Cli {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where a running `paddock serve` is; the sandbox and files subcommands
+/// that manage long-lived sandboxes talk to it.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Base URL of a running `paddock serve` (http://127.0.0.1:7878).
+    #[arg(long, global = true, env = "PADDOCK_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+    /// Bearer token for the server (prefer PADDOCK_TOKEN: arguments are visible to other users).
+    #[arg(
+        long,
+        global = true,
+        env = "PADDOCK_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+}
+
+/// How sandboxes are made; accepted before or after the subcommand.
+#[derive(Debug, Args)]
+pub struct BackendArgs {
+    /// The paddock-guest binary (default: next to this executable).
+    #[arg(long, global = true, env = "PADDOCK_GUEST_BIN", value_name = "PATH")]
+    pub guest_bin: Option<PathBuf>,
+    /// DEVELOPMENT ONLY: run the guest with no isolation at all.
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "PADDOCK_UNCONFINED",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub unconfined: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API server that owns long-lived sandboxes.
+    Serve(ServeArgs),
+    /// Create, use and inspect sandboxes.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+    /// Files of a server's sandbox (needs --server).
+    #[command(subcommand)]
+    Files(FilesCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free one; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDR")]
+    pub listen: String,
+    /// Database URL (sqlite://PATH or postgres://...). Default: SQLite at DATA/paddock.db.
+    #[arg(
+        long,
+        env = "PADDOCK_DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub database: Option<String>,
+    /// State directory: database, workspaces/, tmp/.
+    #[arg(
+        long,
+        env = "PADDOCK_DATA_DIR",
+        default_value = "/var/lib/paddock",
+        value_name = "DIR"
+    )]
+    pub data_dir: PathBuf,
+    /// TOML configuration: tokens, timeouts, limits (see docs/api.md).
+    #[arg(long, env = "PADDOCK_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// This node's name (default: from the config file, else the hostname).
+    #[arg(long, env = "PADDOCK_NODE", value_name = "NAME")]
+    pub node: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FilesCommand {
+    /// Print a file of the sandbox (or write it to --output).
+    Get {
+        id: String,
+        path: String,
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Write a file into the sandbox from FILE (default: stdin).
+    Put {
+        id: String,
+        path: String,
+        #[arg(value_name = "FILE")]
+        input: Option<PathBuf>,
+        /// Permission bits in octal (644).
+        #[arg(long)]
+        mode: Option<String>,
+    },
+    /// List a directory of the sandbox (default: the workspace root).
+    Ls {
+        id: String,
+        dir: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Run one command in a fresh sandbox, then tear the sandbox down.
+    ///
+    /// Exits with the command's exit code, 128+N when signal N ended it, 124
+    /// when --timeout passed, 125 when paddock itself failed, 126/127 when the
+    /// command could not be started.
+    Run(Box<RunArgs>),
+    /// Without ID: print what this host can enforce. With ID: a server's sandbox.
+    Info(InfoArgs),
+    /// Create a long-lived sandbox on the server; prints its id.
+    Create(CreateArgs),
+    /// List the server's sandboxes.
+    Ls(LsArgs),
+    /// Run a command in a server's sandbox, streaming its output; exits with its code.
+    Exec(ExecArgs),
+    /// Destroy sandboxes on the server.
+    Rm(RmArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Workspace id (ws_...) mounted at /workspace (default: an empty one).
+    #[arg(long, short = 'w', value_name = "ID")]
+    pub workspace: Option<String>,
+    #[arg(long)]
+    pub read_only: bool,
+    #[arg(long, value_enum, default_value_t = Network::None)]
+    pub network: Network,
+    /// Memory limit: bytes, or with a suffix (512M, 1G). Default: the server's.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u64>,
+    /// CPU quota in CPUs (fractions allowed: 0.5).
+    #[arg(long, value_name = "N", value_parser = parse_cpus_millis)]
+    pub cpus: Option<u64>,
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub tmp_size: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Only sandboxes in this state.
+    #[arg(long, value_parser = ["running", "stopped", "lost"])]
+    pub state: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    pub id: String,
+    /// Kill the command after this many seconds; exit code 124.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds_ms)]
+    pub timeout: Option<u64>,
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Send this process's stdin (read to its end first) as the command's stdin.
+    #[arg(long, short = 'i')]
+    pub stdin: bool,
+    /// Print one JSON result instead of streaming the output.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Host directory mounted at /workspace (default: a fresh temporary directory).
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Mount the workspace read-only.
+    #[arg(long)]
+    pub read_only: bool,
+    #[arg(long, value_enum, default_value_t = Network::None)]
+    pub network: Network,
+    /// Memory limit: bytes, or with a suffix (512M, 1G); 0 = no limit. Default 1G.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory: Option<u64>,
+    /// Most processes at once; 0 = no limit. Default 512.
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u64>,
+    /// CPU quota in CPUs (fractions allowed: 0.5). Default: no limit.
+    #[arg(long, value_name = "N", value_parser = parse_cpus_millis)]
+    pub cpus: Option<u64>,
+    /// Size of the sandbox's /tmp (bytes or with a suffix). Default 256M.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub tmp_size: Option<u64>,
+    /// Kill the command after this many seconds (fractions allowed); exit code 124.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds_ms)]
+    pub timeout: Option<u64>,
+    /// Most bytes of output kept; the rest is dropped.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub output_cap: Option<u64>,
+    /// Extra environment variable for the command (repeatable).
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Working directory inside the workspace.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Do not read stdin: the command gets an empty stdin.
+    #[arg(long, short = 'n')]
+    pub no_stdin: bool,
+    /// Hardening layers allowed to be missing on this host (repeatable or comma separated).
+    #[arg(long, value_enum, value_name = "LAYER", num_args = 1.., value_delimiter = ',')]
+    pub allow_downgrade: Vec<Layer>,
+    /// Print one JSON object (exit status, enforcement, captured output) instead
+    /// of passing the output through.
+    #[arg(long)]
+    pub json: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// A sandbox on the server (needs --server); without it, this host's capabilities.
+    pub id: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Network {
+    /// Own network namespace, loopback only.
+    None,
+    /// The host's network.
+    Full,
+}
+
+impl From<Network> for NetworkMode {
+    fn from(network: Network) -> Self {
+        match network {
+            Network::None => NetworkMode::None,
+            Network::Full => NetworkMode::Full,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Layer {
+    Cgroups,
+    Landlock,
+    Seccomp,
+    IdmappedWorkspace,
+}
+
+impl From<Layer> for DowngradeLayer {
+    fn from(layer: Layer) -> Self {
+        match layer {
+            Layer::Cgroups => DowngradeLayer::Cgroups,
+            Layer::Landlock => DowngradeLayer::Landlock,
+            Layer::Seccomp => DowngradeLayer::Seccomp,
+            Layer::IdmappedWorkspace => DowngradeLayer::IdmappedWorkspace,
+        }
+    }
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("{s:?}: expected KEY=VALUE")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn run_args(argv: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(argv).unwrap();
+        match cli.command {
+            Command::Sandbox(SandboxCommand::Run(args)) => *args,
+            other => panic!("not a run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_parses_every_option_and_keeps_the_command_verbatim() {
+        let args = run_args(&[
+            "paddock",
+            "sandbox",
+            "run",
+            "--workspace",
+            "/w",
+            "--read-only",
+            "--network",
+            "full",
+            "--memory",
+            "512M",
+            "--pids",
+            "64",
+            "--cpus",
+            "1.5",
+            "--timeout",
+            "2",
+            "--allow-downgrade",
+            "landlock",
+            "seccomp",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "echo --json",
+        ]);
+        assert_eq!(args.workspace, Some(PathBuf::from("/w")));
+        assert!(args.read_only && args.json);
+        assert_eq!(args.network, Network::Full);
+        assert_eq!(
+            (args.memory, args.pids, args.cpus, args.timeout),
+            (Some(512 << 20), Some(64), Some(1500), Some(2000))
+        );
+        assert_eq!(args.allow_downgrade, vec![Layer::Landlock, Layer::Seccomp]);
+        assert_eq!(args.command, ["sh", "-c", "echo --json"]);
+    }
+
+    #[test]
+    fn the_command_may_follow_without_a_separator() {
+        let args = run_args(&["paddock", "sandbox", "run", "-e", "A=b=c", "ls", "-la"]);
+        assert_eq!(args.command, ["ls", "-la"]);
+        assert_eq!(args.env, [("A".to_owned(), "b=c".to_owned())]);
+        assert_eq!(args.network, Network::None);
+    }
+
+    #[test]
+    fn client_commands_parse_with_a_server() {
+        let cli = Cli::try_parse_from([
+            "paddock",
+            "--server",
+            "http://127.0.0.1:1",
+            "sandbox",
+            "exec",
+            "sb-1",
+            "-e",
+            "A=1",
+            "--",
+            "sh",
+            "-c",
+            "echo --json",
+        ])
+        .unwrap();
+        assert_eq!(cli.server.server.as_deref(), Some("http://127.0.0.1:1"));
+        match cli.command {
+            Command::Sandbox(SandboxCommand::Exec(args)) => {
+                assert_eq!(args.id, "sb-1");
+                assert_eq!(args.command, ["sh", "-c", "echo --json"]);
+                assert!(!args.json);
+            }
+            other => panic!("not an exec: {other:?}"),
+        }
+        let cli = Cli::try_parse_from(["paddock", "sandbox", "info", "sb-1", "--json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Sandbox(SandboxCommand::Info(InfoArgs {
+                id: Some(_),
+                json: true
+            }))
+        ));
+        let cli = Cli::try_parse_from(["paddock", "serve", "--listen", "127.0.0.1:0"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Serve(ServeArgs { ref listen, .. }) if listen == "127.0.0.1:0")
+        );
+    }
+
+    #[test]
+    fn a_command_is_required() {
+        assert!(Cli::try_parse_from(["paddock", "sandbox", "run"]).is_err());
+        assert!(
+            Cli::try_parse_from(["paddock", "sandbox", "run", "--memory", "12Q", "true"]).is_err()
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! `paddock sandbox exec ID -- CMD`: streams the command's output as it comes
+//! (SSE, base64 so bytes pass through exactly) and exits with its code.
+
+use std::io::{Read, Write};
+
+use anyhow::{Context, bail};
+use futures_util::StreamExt;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::{ApiClient, encode_path, print_json};
+use crate::cli::ExecArgs;
+
+/// Exit code when the command's timeout passed (as coreutils `timeout`).
+const EXIT_TIMED_OUT: u8 = 124;
+
+pub async fn exec(client: &ApiClient, args: ExecArgs) -> anyhow::Result<u8> {
+    let mut body = json!({
+        "argv": args.command,
+        "env": args.env.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "cwd": args.cwd,
+        "timeout_ms": args.timeout,
+    });
+    if args.stdin {
+        let mut data = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut data)
+            .context("reading stdin")?;
+        body["stdin_base64"] = json!(base64_encode(&data));
+    }
+    let url = format!("/v1/sandboxes/{}/exec", encode_path(&args.id));
+    if args.json {
+        let result = client
+            .json(client.request(Method::POST, &url).json(&body))
+            .await?;
+        print_json(&result)?;
+        return Ok(exit_code(&result));
+    }
+    body["output_encoding"] = json!("base64");
+    let response = client
+        .send(
+            client
+                .request(Method::POST, &url)
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .json(&body),
+        )
+        .await?;
+    let mut stream = response.bytes_stream();
+    let mut buffer: Vec<u8> = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        buffer.extend_from_slice(&chunk.context("reading the output stream")?);
+        while let Some(end) = find(&buffer, b"\n\n") {
+            let block: Vec<u8> = buffer.drain(..end + 2).collect();
+            if let Some(code) = handle_event(&String::from_utf8_lossy(&block))? {
+                return Ok(code);
+            }
+        }
+    }
+    bail!("the server closed the stream before the command exited")
+}
+
+/// Writes one SSE event's output; answers the exit code at the end.
+fn handle_event(block: &str) -> anyhow::Result<Option<u8>> {
+    let mut event = "";
+    let mut data = String::new();
+    for line in block.lines() {
+        if let Some(v) = line.strip_prefix("event:") {
+            event = v.trim();
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    if event.is_empty() {
+        return Ok(None); // a keep-alive comment
+    }
+    let data: Value = serde_json::from_str(&data).context("an unreadable event")?;
+    match event {
+        "stdout" | "stderr" => {
+            let bytes = base64_decode(data["data"].as_str().unwrap_or_default())?;
+            if event == "stdout" {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&bytes)?;
+                out.flush()?;
+            } else {
+                std::io::stderr().write_all(&bytes)?;
+            }
+            Ok(None)
+        }
+        "exit" => Ok(Some(exit_code(&data))),
+        "error" => bail!(
+            "{} ({})",
+            data["error"]["message"]
+                .as_str()
+                .unwrap_or("the command failed"),
+            data["error"]["code"].as_str().unwrap_or("error")
+        ),
+        _ => Ok(None),
+    }
+}
+
+/// The exit code, 128 + the signal, or 124 when the timeout killed it.
+fn exit_code(result: &Value) -> u8 {
+    if result["timed_out"] == true {
+        return EXIT_TIMED_OUT;
+    }
+    match (result["exit_code"].as_i64(), result["signal"].as_i64()) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+        (None, None) => crate::EXIT_PADDOCK_FAILED,
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn base64_decode(text: &str) -> anyhow::Result<Vec<u8>> {
+    use base64::Engine as _;
+    Ok(base64::engine::general_purpose::STANDARD.decode(text)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        assert_eq!(exit_code(&json!({"exit_code": 3, "timed_out": false})), 3);
+        assert_eq!(exit_code(&json!({"exit_code": null, "signal": 9})), 137);
+        assert_eq!(
+            exit_code(&json!({"exit_code": null, "signal": 9, "timed_out": true})),
+            124
+        );
+    }
+
+    #[test]
+    fn an_exit_event_ends_the_stream() {
+        let block = "event: exit\ndata: {\"exit_code\":5,\"signal\":null,\"timed_out\":false}\n\n";
+        assert_eq!(handle_event(block).unwrap(), Some(5));
+        assert_eq!(handle_event(":keep-alive\n\n").unwrap(), None);
+        assert!(
+            handle_event(
+                "event: error\ndata: {\"error\":{\"code\":\"x\",\"message\":\"gone\"}}\n\n"
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! The CLI as a client of a running `paddock serve` (`--server URL` or
+//! PADDOCK_SERVER, token from --token or PADDOCK_TOKEN): every command is one
+//! or a few HTTP requests; the server does the work.
+
+mod exec;
+mod files;
+mod sandbox;
+
+use anyhow::{Context, bail};
+use reqwest::{Method, RequestBuilder, Response};
+use serde_json::Value;
+
+pub use files::files;
+pub use sandbox::{create, info, ls, rm};
+
+pub use exec::exec;
+
+use crate::cli::ServerArgs;
+
+#[derive(Debug, Clone)]
+pub struct ApiClient {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl ApiClient {
+    /// The client for `--server`, or an error saying how to give one.
+    pub fn from_args(args: &ServerArgs, command: &str) -> anyhow::Result<Self> {
+        let Some(server) = args.server.as_deref() else {
+            bail!("`paddock {command}` talks to a server: give --server URL or set PADDOCK_SERVER");
+        };
+        let base = server.trim_end_matches('/').to_owned();
+        if !base.starts_with("http://") && !base.starts_with("https://") {
+            bail!("--server {server:?}: expected an http:// URL");
+        }
+        if base.starts_with("https://") {
+            bail!(
+                "--server {server:?}: this build speaks plain HTTP only (put a TLS proxy on the client side or use an SSH tunnel)"
+            );
+        }
+        Ok(Self {
+            base,
+            token: args.token.clone(),
+            http: reqwest::Client::new(),
+        })
+    }
+
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        let request = self.http.request(method, format!("{}{path}", self.base));
+        match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
+    /// Sends and answers the response when its status is a success; otherwise
+    /// the server's `{error: {code, message}}` as the error.
+    pub async fn send(&self, request: RequestBuilder) -> anyhow::Result<Response> {
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("connecting to {}", self.base))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        match (
+            body["error"]["code"].as_str(),
+            body["error"]["message"].as_str(),
+        ) {
+            (Some(code), Some(message)) => bail!("{message} ({code}, HTTP {})", status.as_u16()),
+            _ => bail!("the server answered HTTP {status}"),
+        }
+    }
+
+    pub async fn json(&self, request: RequestBuilder) -> anyhow::Result<Value> {
+        let response = self.send(request).await?;
+        response.json().await.context("reading the server's answer")
+    }
+}
+
+/// Prints JSON, pretty.
+pub fn print_json(value: &Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Percent-encodes one path for a URL, keeping its slashes.
+pub fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(|segment| {
+            segment
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_keep_slashes_and_escape_the_rest() {
+        assert_eq!(encode_path("src/main.rs"), "src/main.rs");
+        assert_eq!(encode_path("a b/c?d#e"), "a%20b/c%3Fd%23e");
+        assert_eq!(encode_path("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn a_server_is_required_and_must_be_http() {
+        let none = ServerArgs {
+            server: None,
+            token: None,
+        };
+        assert!(ApiClient::from_args(&none, "sandbox ls").is_err());
+        let ftp = ServerArgs {
+            server: Some("ftp://x".into()),
+            token: None,
+        };
+        assert!(ApiClient::from_args(&ftp, "sandbox ls").is_err());
+        let ok = ServerArgs {
+            server: Some("http://127.0.0.1:7878/".into()),
+            token: Some("t".into()),
+        };
+        assert_eq!(
+            ApiClient::from_args(&ok, "x").unwrap().base,
+            "http://127.0.0.1:7878"
+        );
+    }
+}

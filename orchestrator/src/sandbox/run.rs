@@ -1,0 +1,265 @@
+//! `paddock sandbox run`: one command in a fresh sandbox.
+
+use std::time::Duration;
+
+use paddock_core::sandbox::{
+    ExecEvent, GuestError, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec,
+};
+use paddock_proto::{Enforcement, ErrorCode, ExecSpec, ExitInfo, StdinMode};
+use serde::Serialize;
+use tokio::time::Instant;
+
+use super::output::OutputSink;
+use super::signals::TermSignals;
+use super::stdin;
+use crate::cli::RunArgs;
+
+/// How long a command has to exit after we forwarded a termination signal to it.
+const SIGNAL_GRACE: Duration = Duration::from_secs(2);
+/// Exit code when --timeout passed (as coreutils `timeout`).
+const EXIT_TIMED_OUT: u8 = 124;
+const EXIT_CANNOT_EXECUTE: u8 = 126;
+const EXIT_NOT_FOUND: u8 = 127;
+
+/// How the command ended.
+#[derive(Debug)]
+enum Outcome {
+    Exited(ExitInfo),
+    /// We were told to stop (signal number) and the command did not end in time.
+    Interrupted(i32),
+    /// The guest could not start the command.
+    SpawnFailed(String),
+}
+
+pub async fn run(args: RunArgs, backend: &dyn SandboxBackend) -> anyhow::Result<u8> {
+    let sandbox = backend.create(sandbox_spec(&args)).await?;
+    let sandbox_id = sandbox.info().id.to_string();
+    let mut sink = OutputSink::new(args.json);
+    let executed = execute(&*sandbox, &args, &mut sink).await;
+    let enforcement = match (&executed, args.json) {
+        (Ok(_), true) => sandbox.guest().info().await.ok().map(|i| i.enforcement),
+        _ => None,
+    };
+    tracing::debug!(sandbox_id, "command finished; destroying the sandbox");
+    let destroyed = sandbox.destroy().await;
+    let outcome = executed?;
+    destroyed?;
+
+    let code = exit_code(&outcome);
+    if args.json {
+        let (stdout, stderr) = sink.captured();
+        let report = RunReport::new(&outcome, sandbox_id, enforcement, stdout, stderr);
+        println!("{}", serde_json::to_string(&report)?);
+    } else if let Outcome::SpawnFailed(message) = &outcome {
+        eprintln!("paddock: {message}");
+    }
+    Ok(code)
+}
+
+fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
+    let defaults = SandboxLimits::default();
+    let no_limit_if_zero = |v: u64| (v != 0).then_some(v);
+    SandboxSpec {
+        workspace: args.workspace.clone(),
+        read_only: args.read_only,
+        network: args.network.into(),
+        limits: SandboxLimits {
+            memory_bytes: args.memory.map_or(defaults.memory_bytes, no_limit_if_zero),
+            pids: args.pids.map_or(defaults.pids, no_limit_if_zero),
+            cpu_millis: args.cpus.or(defaults.cpu_millis),
+            tmp_bytes: args.tmp_size.unwrap_or(defaults.tmp_bytes),
+            open_files: defaults.open_files,
+        },
+        allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
+    }
+}
+
+fn exec_spec(args: &RunArgs) -> ExecSpec {
+    ExecSpec {
+        argv: args.command.clone(),
+        shell: None,
+        cwd: args.cwd.clone(),
+        env: args.env.iter().cloned().collect(),
+        stdin: if args.no_stdin {
+            StdinMode::Null
+        } else {
+            StdinMode::Stream
+        },
+        timeout_ms: args.timeout,
+        output_cap: args.output_cap,
+    }
+}
+
+/// Runs the command, streaming its output to `sink` and our stdin to it,
+/// until it ends or we are told to stop.
+async fn execute(
+    sandbox: &dyn Sandbox,
+    args: &RunArgs,
+    sink: &mut OutputSink,
+) -> anyhow::Result<Outcome> {
+    let guest = sandbox.guest();
+    let mut signals = TermSignals::install()?;
+    let requested = Instant::now();
+    let mut exec = guest.exec(exec_spec(args), &[]).await?;
+    let target = exec.id();
+    let mut stdin_task = None;
+    let mut output_closed = false;
+    let mut exited = None;
+    let mut interrupted: Option<(i32, Instant)> = None;
+
+    let outcome = loop {
+        let deadline = interrupted.map(|(_, at)| at);
+        tokio::select! {
+            event = exec.next_event() => match event {
+                Ok(Some(ExecEvent::Started { .. })) => {
+                    if !args.no_stdin {
+                        stdin_task = Some(stdin::forward(guest.clone(), target));
+                    }
+                }
+                Ok(Some(ExecEvent::Output { stream, data })) => {
+                    if !output_closed && sink.write(stream, &data).await.is_err() {
+                        // Our reader went away: end the command as a pipe would.
+                        output_closed = true;
+                        let _ = guest.exec_signal(target, libc::SIGPIPE).await;
+                    }
+                }
+                Ok(Some(ExecEvent::Exited(mut exit))) => {
+                    // Measured here, the duration covers the whole command
+                    // however late the guest started its own clock.
+                    let seen = u64::try_from(requested.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    exit.duration_ms = exit.duration_ms.max(seen);
+                    exited = Some(exit);
+                }
+                Ok(None) => match exited.take() {
+                    Some(exit) => break Outcome::Exited(exit),
+                    None => anyhow::bail!("the guest ended exec {target} without an exit status"),
+                },
+                Err(err @ GuestError::Refused { .. }) if err.code() == Some(ErrorCode::SpawnFailed) => {
+                    break Outcome::SpawnFailed(match err {
+                        GuestError::Refused { error, .. } => error.message,
+                        other => other.to_string(),
+                    });
+                }
+                Err(err) => return Err(err.into()),
+            },
+            signal = signals.recv() => {
+                if let Some((first, _)) = interrupted {
+                    break Outcome::Interrupted(first);
+                }
+                tracing::debug!(signal, "forwarding signal to the command");
+                let _ = guest.exec_signal(target, signal).await;
+                interrupted = Some((signal, Instant::now() + SIGNAL_GRACE));
+            }
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                if let Some((signal, _)) = interrupted {
+                    break Outcome::Interrupted(signal);
+                }
+            }
+        }
+    };
+    if let Some(task) = stdin_task {
+        task.abort();
+    }
+    Ok(outcome)
+}
+
+fn exit_code(outcome: &Outcome) -> u8 {
+    match outcome {
+        Outcome::Exited(exit) if exit.timed_out => EXIT_TIMED_OUT,
+        Outcome::Exited(exit) => u8::try_from(exit.shell_code() & 0xff).unwrap_or(u8::MAX),
+        Outcome::Interrupted(signal) => u8::try_from((128 + signal) & 0xff).unwrap_or(u8::MAX),
+        Outcome::SpawnFailed(message) => {
+            let lower = message.to_ascii_lowercase();
+            if lower.contains("not found") || lower.contains("no such file") {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_CANNOT_EXECUTE
+            }
+        }
+    }
+}
+
+/// The one object `--json` prints.
+#[derive(Debug, Serialize)]
+struct RunReport {
+    /// The command's exit code; null when a signal ended it or it never ran.
+    exit_code: Option<i32>,
+    /// The signal that ended the command (or that paddock was stopped with).
+    signal: Option<i32>,
+    timed_out: bool,
+    /// Output went past --output-cap.
+    truncated: bool,
+    /// Wall time from the exec request to the command's exit, seen from the host.
+    duration_ms: u64,
+    sandbox_id: String,
+    enforcement: Option<Enforcement>,
+    /// Why the command could not be started, when it could not.
+    error: Option<String>,
+    stdout: String,
+    stderr: String,
+}
+
+impl RunReport {
+    fn new(
+        outcome: &Outcome,
+        sandbox_id: String,
+        enforcement: Option<Enforcement>,
+        stdout: String,
+        stderr: String,
+    ) -> Self {
+        let mut report = RunReport {
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            truncated: false,
+            duration_ms: 0,
+            sandbox_id,
+            enforcement,
+            error: None,
+            stdout,
+            stderr,
+        };
+        match outcome {
+            Outcome::Exited(exit) => {
+                report.exit_code = exit.code;
+                report.signal = exit.signal;
+                report.timed_out = exit.timed_out;
+                report.truncated = exit.truncated;
+                report.duration_ms = exit.duration_ms;
+            }
+            Outcome::Interrupted(signal) => report.signal = Some(*signal),
+            Outcome::SpawnFailed(message) => report.error = Some(message.clone()),
+        }
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_shell_and_timeout_conventions() {
+        let exited = |code, signal, timed_out| {
+            Outcome::Exited(ExitInfo {
+                code,
+                signal,
+                timed_out,
+                ..ExitInfo::default()
+            })
+        };
+        assert_eq!(exit_code(&exited(Some(0), None, false)), 0);
+        assert_eq!(exit_code(&exited(Some(42), None, false)), 42);
+        assert_eq!(exit_code(&exited(None, Some(9), false)), 137);
+        assert_eq!(exit_code(&exited(None, Some(9), true)), 124);
+        assert_eq!(exit_code(&Outcome::Interrupted(libc::SIGTERM)), 143);
+        assert_eq!(
+            exit_code(&Outcome::SpawnFailed("nope: not found".into())),
+            127
+        );
+        assert_eq!(
+            exit_code(&Outcome::SpawnFailed("permission denied".into())),
+            126
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! `paddock serve`: composes the store, the native backend and the sandbox
+//! service, reconciles after a crash, and serves the HTTP API until SIGTERM
+//! or SIGINT, then destroys every sandbox it runs.
+
+mod config;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use paddock_api::SandboxService;
+use paddock_api::http::{DEFAULT_MAX_BODY_BYTES, HttpOptions};
+use paddock_core::store::Store;
+use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
+use paddock_store::SqlStore;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{BackendArgs, ServeArgs};
+use config::{ServeConfig, TOKENS_ENV, node_name};
+
+pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Result<u8> {
+    let config = ServeConfig::load(args.config.as_deref())?;
+    let tokens = config.tokens(std::env::var(TOKENS_ENV).ok().as_deref())?;
+    let node = match args.node.as_ref().or(config.node.as_ref()) {
+        Some(name) if node_name(name) == *name => name.clone(),
+        Some(name) => bail!("node name {name:?}: use lowercase letters, digits, '-' and '_'"),
+        None => {
+            node_name(&std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default())
+        }
+    };
+
+    let data = &args.data_dir;
+    for dir in [data.clone(), data.join("workspaces"), data.join("tmp")] {
+        create_private_dir(&dir)?;
+    }
+    let database = args
+        .database
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", data.join("paddock.db").display()));
+    let store: Arc<dyn Store> = Arc::new(SqlStore::open(&database).await?);
+
+    let guest_bin = locate_guest_bin(backend_args.guest_bin.as_deref())
+        .context("locating the paddock-guest binary")?;
+    let mut native = NativeConfig::new(guest_bin);
+    native.unconfined = backend_args.unconfined;
+    // Its own cgroup parent per node: reconciliation then removes only what
+    // this node left, even with other paddock processes on the host.
+    native.cgroup_parent = format!("paddock/{node}");
+    native.temp_root = Some(data.join("tmp"));
+    let backend = Arc::new(NativeBackend::new(native));
+
+    let root = CancellationToken::new();
+    let service_config = config.service_config(node.clone(), data.join("workspaces"))?;
+    let service = SandboxService::new(store.clone(), backend, service_config, root.child_token());
+    let report = service.reconcile().await?;
+    if !report.lost.is_empty() || !report.orphans.is_empty() {
+        tracing::warn!(
+            lost = report.lost.len(),
+            processes_killed = report.orphans.processes_killed.len(),
+            sandboxes_removed = report.orphans.sandboxes_removed.len(),
+            "reconciled after an unclean stop"
+        );
+    }
+    service.register_tenants(&tokens.tenants()).await?;
+
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let address = listener.local_addr()?;
+    // Scripts and tests read this line to find a port chosen by the kernel.
+    println!("paddock: listening on http://{address} (node {node})");
+    tracing::info!(%address, node, engine = store.engine(), "serving");
+    tokio::spawn(stop_on_signal(root.clone()));
+
+    let options = HttpOptions {
+        max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+    };
+    paddock_api::run(listener, service, tokens, options, root).await?;
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(0)
+}
+
+async fn stop_on_signal(root: CancellationToken) {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot listen for SIGTERM/SIGINT; stop the server with SIGKILL");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    root.cancel();
+}
+
+fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}
