@@ -4,5 +4,8 @@
 //! this crate, never on each other; only the `paddock` binary names concrete
 //! implementations.
 
+pub mod blob;
+pub mod ids;
+pub mod model;
 pub mod sandbox;
 pub mod store;

@@ -1,0 +1,35 @@
+//! Workspace snapshots: a directory tree packed as a tar archive compressed
+//! with zstd, restored safely, and kept in a content-addressed blob store.
+//!
+//! - [`pack`] streams a tree into any writer (never staging the archive),
+//!   skipping excluded names, enforcing the file and byte limits and hashing
+//!   the compressed stream into the [`BlobKey`] it will be stored under.
+//! - [`unpack`] restores an archive into a new or empty directory, refusing
+//!   every entry that could write outside it (absolute paths, `..`, writes
+//!   through symlinks, escaping symlinks, hardlinks, devices, fifos, oversize
+//!   entries); it works in a staging directory and only moves the result into
+//!   place when everything succeeded, so a failed restore leaves nothing.
+//! - [`LocalBlobStore`] implements [`paddock_core::blob::BlobStore`] over a
+//!   local directory.
+//!
+//! Everything here is blocking `std::io`: async callers run it in
+//! `spawn_blocking` (host) or on a plain thread (guest agent).
+
+mod error;
+mod exclude;
+mod hashing;
+mod local_store;
+mod options;
+mod pack;
+mod unpack;
+
+pub use error::{Limit, Refusal, SnapshotError};
+pub use hashing::HashingWriter;
+pub use local_store::LocalBlobStore;
+pub use options::{
+    DEFAULT_EXCLUDES, DEFAULT_LEVEL, DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits, Owner,
+    PackOptions, SymlinkPolicy, UnpackOptions,
+};
+pub use pack::{PackStats, SkippedEntry, SpecialKind, pack};
+pub use paddock_core::blob::BlobKey;
+pub use unpack::{UnpackStats, unpack, unpack_many};

@@ -1,0 +1,228 @@
+//! [`LocalBlobStore`]: blobs as files in a local directory.
+//!
+//! Layout: `<root>/<first two hex digits>/<key>` for blobs and
+//! `<root>/tmp/<uuid>.part` for writes in progress. A write goes to a temp
+//! file, is fsynced, renamed to its digest's name and the directory fsynced:
+//! a blob is visible only once complete, and two concurrent puts of the same
+//! content both rename a complete, identical file onto the same name.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use paddock_core::blob::{BlobError, BlobInfo, BlobKey, BlobReader, BlobStore, BlobWriter};
+
+use crate::hashing::HashingWriter;
+
+const TMP_DIR: &str = "tmp";
+const WRITE_BUF: usize = 1024 * 1024;
+
+/// A [`BlobStore`] over a local directory.
+#[derive(Debug, Clone)]
+pub struct LocalBlobStore {
+    root: PathBuf,
+}
+
+impl LocalBlobStore {
+    /// Opens (creating if needed) a store rooted at `root`.
+    pub fn open(root: impl Into<PathBuf>) -> io::Result<Self> {
+        let root = root.into();
+        fs::create_dir_all(root.join(TMP_DIR))?;
+        Ok(Self { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the blob `key` lives (whether or not it exists).
+    pub fn blob_path(&self, key: &BlobKey) -> PathBuf {
+        let key = key.as_str();
+        self.root.join(&key[..2]).join(key)
+    }
+
+    /// Removes temp files of writes abandoned by a crash, older than `age`
+    /// (young ones may belong to a write in progress); returns how many.
+    pub fn remove_stale_temps(&self, age: Duration) -> io::Result<u64> {
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for entry in fs::read_dir(self.root.join(TMP_DIR))? {
+            let entry = entry?;
+            let modified = entry.metadata()?.modified()?;
+            if now.duration_since(modified).unwrap_or_default() > age {
+                match fs::remove_file(entry.path()) {
+                    Ok(()) => removed += 1,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+impl BlobStore for LocalBlobStore {
+    fn writer(&self) -> Result<Box<dyn BlobWriter>, BlobError> {
+        let tmp = self
+            .root
+            .join(TMP_DIR)
+            .join(format!("{}.part", uuid::Uuid::new_v4().simple()));
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|source| BlobError::Begin { source })?;
+        Ok(Box::new(LocalBlobWriter {
+            out: Some(HashingWriter::new(BufWriter::with_capacity(
+                WRITE_BUF, file,
+            ))),
+            tmp,
+            store: self.clone(),
+        }))
+    }
+
+    fn open(&self, key: &BlobKey) -> Result<BlobReader, BlobError> {
+        let file = File::open(self.blob_path(key)).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => BlobError::NotFound { key: key.clone() },
+            _ => BlobError::Open {
+                key: key.clone(),
+                source,
+            },
+        })?;
+        let size = file
+            .metadata()
+            .map_err(|source| BlobError::Open {
+                key: key.clone(),
+                source,
+            })?
+            .len();
+        Ok(BlobReader {
+            size,
+            reader: Box::new(file),
+        })
+    }
+
+    fn size(&self, key: &BlobKey) -> Result<Option<u64>, BlobError> {
+        match fs::metadata(self.blob_path(key)) {
+            Ok(meta) => Ok(Some(meta.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(BlobError::Stat {
+                key: key.clone(),
+                source,
+            }),
+        }
+    }
+
+    fn delete(&self, key: &BlobKey) -> Result<bool, BlobError> {
+        match fs::remove_file(self.blob_path(key)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(BlobError::Delete {
+                key: key.clone(),
+                source,
+            }),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<BlobInfo>, BlobError> {
+        let list_err = |source| BlobError::List { source };
+        let mut blobs = Vec::new();
+        for shard in fs::read_dir(&self.root).map_err(list_err)? {
+            let shard = shard.map_err(list_err)?;
+            let shard_name = shard.file_name();
+            let Some(prefix) = shard_name.to_str().filter(|name| name.len() == 2) else {
+                continue;
+            };
+            if !shard.file_type().map_err(list_err)?.is_dir() {
+                continue;
+            }
+            for blob in fs::read_dir(shard.path()).map_err(list_err)? {
+                let blob = blob.map_err(list_err)?;
+                // Anything that is not a well-formed key in its right shard is not a blob.
+                let Some(key) = blob
+                    .file_name()
+                    .to_str()
+                    .and_then(|name| BlobKey::parse(name).ok())
+                    .filter(|key| key.as_str().starts_with(prefix))
+                else {
+                    continue;
+                };
+                match blob.metadata() {
+                    Ok(meta) if meta.is_file() => blobs.push(BlobInfo {
+                        key,
+                        size: meta.len(),
+                    }),
+                    Ok(_) => {}
+                    // Deleted while listing.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(source) => return Err(list_err(source)),
+                }
+            }
+        }
+        blobs.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(blobs)
+    }
+}
+
+#[derive(Debug)]
+struct LocalBlobWriter {
+    out: Option<HashingWriter<BufWriter<File>>>,
+    tmp: PathBuf,
+    store: LocalBlobStore,
+}
+
+impl LocalBlobWriter {
+    fn out(&mut self) -> io::Result<&mut HashingWriter<BufWriter<File>>> {
+        self.out
+            .as_mut()
+            .ok_or_else(|| io::Error::other("blob writer already committed"))
+    }
+}
+
+impl Write for LocalBlobWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out()?.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out()?.flush()
+    }
+}
+
+impl BlobWriter for LocalBlobWriter {
+    fn commit(mut self: Box<Self>) -> Result<BlobInfo, BlobError> {
+        let out = self.out.take().ok_or_else(|| BlobError::Put {
+            source: io::Error::other("blob writer already committed"),
+        })?;
+        let (buffered, key, size) = out.finish();
+        let commit_err = |source| BlobError::Commit {
+            key: key.clone(),
+            source,
+        };
+        let file = buffered
+            .into_inner()
+            .map_err(|e| commit_err(e.into_error()))?;
+        file.sync_all().map_err(commit_err)?;
+        drop(file);
+        let path = self.store.blob_path(&key);
+        let shard = path.parent().unwrap_or(&self.store.root);
+        fs::create_dir_all(shard).map_err(commit_err)?;
+        fs::rename(&self.tmp, &path).map_err(commit_err)?;
+        File::open(shard)
+            .and_then(|dir| dir.sync_all())
+            .map_err(commit_err)?;
+        Ok(BlobInfo { key, size })
+    }
+}
+
+impl Drop for LocalBlobWriter {
+    fn drop(&mut self) {
+        // After a commit the temp file has been renamed away: NotFound.
+        if let Err(error) = fs::remove_file(&self.tmp)
+            && error.kind() != io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %self.tmp.display(), %error, "could not remove an abandoned blob temp file");
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Options of packing and unpacking, with the product's defaults.
+
+/// Names excluded wherever they appear in the tree, unless the caller
+/// replaces [`PackOptions::excludes`].
+pub const DEFAULT_EXCLUDES: [&str; 6] = [
+    "node_modules",
+    "target",
+    "dist",
+    "coverage",
+    ".cache",
+    "__pycache__",
+];
+
+/// zstd level: `zstd -3`, the CLI's default.
+pub const DEFAULT_LEVEL: i32 = 3;
+pub const DEFAULT_MAX_FILES: u64 = 10_000;
+pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
+
+/// Size limits shared by packing and unpacking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Entries of every kind (files, directories, symlinks, hardlinks);
+    /// packing also counts the sockets, fifos and devices it skips.
+    pub max_files: u64,
+    /// File content before compression, all files together.
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_files: DEFAULT_MAX_FILES,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+/// How [`crate::pack`] builds an archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackOptions {
+    /// zstd compression level (1..=22).
+    pub level: i32,
+    /// zstd compression worker threads; `None` picks the number of cores,
+    /// `Some(0)` compresses on the calling thread.
+    pub workers: Option<u32>,
+    /// Exclude patterns, gitignore-like: a pattern without `/` matches a name
+    /// anywhere in the tree (`node_modules`, `*.log`); a pattern with `/` (or
+    /// a leading `/`) matches the path from the root (`build/out`, `/tmp`,
+    /// `docs/**/*.pdf`). `*` and `?` stay within one name, `**` spans
+    /// directories, `[a-z]` and `[!a-z]` are classes, `\` escapes. An
+    /// excluded directory is left out with everything under it.
+    pub excludes: Vec<String>,
+    pub limits: Limits,
+}
+
+impl Default for PackOptions {
+    fn default() -> Self {
+        Self {
+            level: DEFAULT_LEVEL,
+            workers: None,
+            excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl PackOptions {
+    /// Adds caller patterns (per workspace, per call) to the current ones.
+    pub fn with_excludes<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.excludes.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+}
+
+/// What a restore does with a symlink whose target could lead outside the
+/// restore target (absolute, too many `..`, or `..` after a name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SymlinkPolicy {
+    /// Fail the restore, naming the entry.
+    #[default]
+    Refuse,
+    /// Leave the symlink out and list it in [`crate::UnpackStats::skipped_symlinks`];
+    /// entries under its path are still refused. For imports of trees that
+    /// carry absolute links (a Python venv's `bin/python -> /usr/bin/python3`).
+    Skip,
+}
+
+/// Owner given to everything a restore creates (e.g. a sandbox's mapped
+/// uid/gid when the host restores as root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// How [`crate::unpack`] restores an archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnpackOptions {
+    pub limits: Limits,
+    /// Largest single file.
+    pub max_file_bytes: u64,
+    /// `None` keeps the restoring process's uid/gid (the archive's owners are ignored).
+    pub owner: Option<Owner>,
+    pub unsafe_symlinks: SymlinkPolicy,
+}
+
+impl Default for UnpackOptions {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            max_file_bytes: DEFAULT_MAX_BYTES,
+            owner: None,
+            unsafe_symlinks: SymlinkPolicy::Refuse,
+        }
+    }
+}

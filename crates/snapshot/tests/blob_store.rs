@@ -1,0 +1,169 @@
+//! LocalBlobStore: content addressing, atomic puts, reads that survive deletes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_core::blob::{BlobError, BlobKey, BlobStore};
+use paddock_snapshot::{LocalBlobStore, PackOptions, UnpackOptions, pack, unpack};
+use sha2::{Digest, Sha256};
+
+fn key_of(bytes: &[u8]) -> BlobKey {
+    BlobKey::from_digest(Sha256::digest(bytes).into())
+}
+
+#[test]
+fn put_open_size_list_delete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = LocalBlobStore::open(tmp.path()).unwrap();
+    let info = store.put(&mut &b"hello blob"[..]).unwrap();
+    assert_eq!(info.key, key_of(b"hello blob"));
+    assert_eq!(info.size, 10);
+    assert!(store.exists(&info.key).unwrap());
+    assert_eq!(store.size(&info.key).unwrap(), Some(10));
+
+    let mut reader = store.open(&info.key).unwrap();
+    assert_eq!(reader.size, 10);
+    let mut read = Vec::new();
+    reader.read_to_end(&mut read).unwrap();
+    assert_eq!(read, b"hello blob");
+
+    let other = store.put(&mut &b"other"[..]).unwrap();
+    let mut expected = vec![info.clone(), other.clone()];
+    expected.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(store.list().unwrap(), expected);
+
+    assert!(store.delete(&info.key).unwrap());
+    assert!(!store.delete(&info.key).unwrap());
+    assert!(!store.exists(&info.key).unwrap());
+    assert!(matches!(
+        store.open(&info.key),
+        Err(BlobError::NotFound { .. })
+    ));
+    assert_eq!(store.list().unwrap(), vec![other]);
+}
+
+#[test]
+fn a_reader_keeps_reading_a_deleted_blob() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = LocalBlobStore::open(tmp.path()).unwrap();
+    let data = vec![7u8; 1 << 20];
+    let info = store.put(&mut data.as_slice()).unwrap();
+    let mut reader = store.open(&info.key).unwrap();
+    let mut head = vec![0; 1000];
+    reader.read_exact(&mut head).unwrap();
+    assert!(store.delete(&info.key).unwrap());
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest).unwrap();
+    assert_eq!(head.len() + rest.len(), data.len());
+}
+
+#[test]
+fn a_dropped_writer_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = LocalBlobStore::open(tmp.path()).unwrap();
+    let mut writer = store.writer().unwrap();
+    writer.write_all(b"half").unwrap();
+    assert_eq!(common::names(&tmp.path().join("tmp")).len(), 1);
+    drop(writer);
+    assert!(common::names(&tmp.path().join("tmp")).is_empty());
+    assert!(store.list().unwrap().is_empty());
+}
+
+#[test]
+fn concurrent_puts_of_the_same_content() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(LocalBlobStore::open(tmp.path()).unwrap());
+    let data: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+    let data = Arc::new(data);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            let data = Arc::clone(&data);
+            std::thread::spawn(move || {
+                let mut writer = store.writer().unwrap();
+                for chunk in data.chunks(65_536) {
+                    writer.write_all(chunk).unwrap();
+                }
+                writer.commit().unwrap()
+            })
+        })
+        .collect();
+    let infos: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(infos.iter().all(|info| *info == infos[0]));
+    assert_eq!(store.list().unwrap(), vec![infos[0].clone()]);
+    let mut stored = Vec::new();
+    store
+        .open(&infos[0].key)
+        .unwrap()
+        .read_to_end(&mut stored)
+        .unwrap();
+    assert_eq!(&stored, data.as_ref());
+    assert!(common::names(&tmp.path().join("tmp")).is_empty());
+}
+
+#[test]
+fn foreign_files_are_not_listed_and_stale_temps_are_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = LocalBlobStore::open(tmp.path()).unwrap();
+    let info = store.put(&mut &b"x"[..]).unwrap();
+    std::fs::create_dir_all(tmp.path().join("zz")).unwrap();
+    std::fs::write(tmp.path().join("zz/not-a-key"), b"").unwrap();
+    std::fs::write(tmp.path().join("ab").with_extension("txt"), b"").unwrap();
+    // A key in the wrong shard is not a blob of this store.
+    let misplaced = key_of(b"misplaced");
+    let wrong = if misplaced.as_str().starts_with("00") {
+        "01"
+    } else {
+        "00"
+    };
+    std::fs::create_dir_all(tmp.path().join(wrong)).unwrap();
+    std::fs::write(tmp.path().join(wrong).join(misplaced.as_str()), b"").unwrap();
+    assert_eq!(store.list().unwrap(), vec![info]);
+
+    std::fs::write(tmp.path().join("tmp/crashed.part"), b"partial").unwrap();
+    assert_eq!(
+        store.remove_stale_temps(Duration::from_secs(3600)).unwrap(),
+        0
+    );
+    assert_eq!(store.remove_stale_temps(Duration::ZERO).unwrap(), 1);
+}
+
+#[test]
+fn snapshot_through_the_store_and_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("a/b")).unwrap();
+    std::fs::write(src.join("a/b/file"), b"content").unwrap();
+    let store: Box<dyn BlobStore> =
+        Box::new(LocalBlobStore::open(tmp.path().join("blobs")).unwrap());
+
+    let mut writer = store.writer().unwrap();
+    let stats = pack(&src, &PackOptions::default(), &mut writer).unwrap();
+    let info = writer.commit().unwrap();
+    assert_eq!(
+        (info.key.clone(), info.size),
+        (stats.key, stats.bytes_compressed)
+    );
+
+    // Fork: the same blob restored into several targets, each independent.
+    for fork in 0..3 {
+        let target = tmp.path().join(format!("fork{fork}"));
+        unpack(
+            store.open(&info.key).unwrap(),
+            &target,
+            &UnpackOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(common::read_tree(&src), common::read_tree(&target));
+    }
+    std::fs::write(tmp.path().join("fork0/a/b/file"), b"changed").unwrap();
+    assert_eq!(
+        std::fs::read(tmp.path().join("fork1/a/b/file")).unwrap(),
+        b"content"
+    );
+}
