@@ -50,4 +50,11 @@ cargo build --workspace
 # postgres-test.sh installs Debian's postgresql if needed, starts a throwaway
 # cluster on a loopback port and exports PADDOCK_TEST_POSTGRES_URL.
 echo "==> cargo test --workspace (with a throwaway PostgreSQL)"
-bash scripts/postgres-test.sh cargo test --workspace
+log=$(mktemp /tmp/paddock-test.XXXXXX.log)
+trap 'rm -f "$log"' EXIT
+bash scripts/postgres-test.sh cargo test --workspace 2>&1 | tee "$log"
+
+# cargo prints one "test result:" line per test binary, the last one usually a
+# doc-test run with nothing in it: close with the totals over all of them.
+awk '/^test result:/ { p += $4; f += $6; i += $8 }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
