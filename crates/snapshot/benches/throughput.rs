@@ -110,8 +110,6 @@ fn main() -> Result<()> {
                     .push(timed(|| baseline_unpack(&base_archive, &base_dir))?);
             }
         }
-        // Restored trees are kept until the end: on ext4, creating files
-        // right after a mass deletion is erratically slow (see the header).
 
         let forks: Vec<PathBuf> = (0..FORKS)
             .map(|i| scratch.path().join(format!("fork-{run}-{i}")))
@@ -123,6 +121,9 @@ fn main() -> Result<()> {
             }
             Ok(())
         })?);
+        for dir in forks.iter().chain([&base_dir, &our_dir]) {
+            fs::remove_dir_all(dir)?;
+        }
     }
 
     let ours_size = fs::metadata(&ours_archive)?.len();

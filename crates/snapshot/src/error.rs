@@ -13,6 +13,11 @@ pub enum Limit {
     Bytes(u64),
     /// Bytes of one file's content.
     FileBytes(u64),
+    /// Bytes of the whole decompressed tar stream: file content plus a
+    /// bounded overhead per entry (headers, long names), so that data
+    /// attached to directories or endless chains of pax records cannot make
+    /// a restore decompress without end.
+    Stream(u64),
 }
 
 impl fmt::Display for Limit {
@@ -21,6 +26,10 @@ impl fmt::Display for Limit {
             Self::Files(n) => write!(f, "max_files = {n} entries"),
             Self::Bytes(n) => write!(f, "max_bytes = {n} bytes in total"),
             Self::FileBytes(n) => write!(f, "max_file_bytes = {n} bytes in one file"),
+            Self::Stream(n) => write!(
+                f,
+                "{n} bytes of tar stream (max_bytes plus a per-entry overhead)"
+            ),
         }
     }
 }

@@ -470,3 +470,47 @@ fn non_empty_target_is_refused_and_untouched() {
     assert_eq!(fs::read(target.join("keep")).unwrap(), b"mine");
     assert_eq!(names(&target), ["keep"]);
 }
+
+#[test]
+fn data_attached_to_a_directory_is_bounded() {
+    let scene = Scene::new();
+    let tar = RawTar::new()
+        .entry(common::DIR, b"dir/", b"", 100 << 30, b"")
+        .finish();
+    let err = scene.refuse(tar);
+    match err {
+        SnapshotError::OverLimit {
+            limit: Limit::Stream(_),
+            path,
+        } => assert_eq!(path, "dir/"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn endless_pax_records_are_bounded() {
+    let scene = Scene::new();
+    let filler = vec![b'a'; 60_000];
+    let mut tar = RawTar::new();
+    for _ in 0..40 {
+        tar = tar.pax(&[("comment", &filler)]);
+    }
+    let opts = UnpackOptions {
+        limits: paddock_snapshot::Limits {
+            max_files: 2,
+            max_bytes: 1000,
+        },
+        ..UnpackOptions::default()
+    };
+    let err = scene.restore(&zstd(&tar.file(b"f", b"x").finish()), &opts);
+    assert!(
+        matches!(
+            err,
+            SnapshotError::OverLimit {
+                limit: Limit::Stream(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}

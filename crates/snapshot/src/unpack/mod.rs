@@ -25,6 +25,9 @@ const COPY_BUF: usize = 256 * 1024;
 /// 10 KiB records); more is refused rather than decompressed for nothing.
 const MAX_TRAILING: u64 = 1024 * 1024;
 const TAR_BLOCK: u64 = 512;
+/// Tar stream allowed per entry beyond file content: headers plus long
+/// names and link names up to PATH_MAX.
+const ENTRY_OVERHEAD: u64 = 16 * 1024;
 
 /// What [`unpack`] restored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,10 +116,27 @@ fn extract<R: Read>(
     let mut last: Option<Vec<u8>> = None;
     // Where the end-of-archive marker must start.
     let mut end_of_members = 0u64;
+    let budget = stream_budget(opts);
     for entry in entries {
         let mut entry = entry.map_err(|e| state.error(e, last.as_deref()))?;
         end_of_members = entry.raw_file_position() + entry.size().div_ceil(TAR_BLOCK) * TAR_BLOCK;
-        let member = match read_step(&mut entry, &mut pending, &state)? {
+        let step = read_step(&mut entry, &mut pending, &state)?;
+        if let Step::Member(member) = &step
+            && member.kind == Kind::File
+        {
+            restorer.check_size(member)?;
+        }
+        // Before the data of a member is read, or skipped by the tar reader.
+        if end_of_members > budget {
+            return Err(SnapshotError::OverLimit {
+                limit: Limit::Stream(budget),
+                path: match &step {
+                    Step::Member(member) => lossy(&member.path),
+                    Step::Extension => lossy(&entry.header().path_bytes()),
+                },
+            });
+        }
+        let member = match step {
             Step::Extension => continue,
             Step::Member(member) => member,
         };
@@ -155,6 +175,15 @@ fn extract<R: Read>(
         bytes: restorer.bytes,
         skipped_symlinks: restorer.skipped_symlinks,
     })
+}
+
+/// How much tar stream a restore within the limits can need.
+fn stream_budget(opts: &UnpackOptions) -> u64 {
+    let entries = opts.limits.max_files.saturating_add(1);
+    opts.limits
+        .max_bytes
+        .saturating_add(entries.saturating_mul(ENTRY_OVERHEAD))
+        .saturating_add(MAX_TRAILING)
 }
 
 /// Reads what follows the end marker to the end of the zstd stream, so that
@@ -222,7 +251,7 @@ impl Restorer<'_> {
         match member.kind {
             Kind::Dir => tree.dir(&path, member.mode, member.mtime)?,
             Kind::File => {
-                self.check_size(member)?;
+                // Sizes were checked by the caller, before anything was read.
                 tree.file(
                     &path,
                     member.mode,
