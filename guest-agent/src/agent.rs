@@ -7,6 +7,7 @@ use crate::exec::ExecRegistry;
 use crate::exec::groups::ProcessGroups;
 use crate::files::Workspace;
 use crate::processes::ProcessTable;
+use crate::snapshot::import::ImportRegistry;
 
 #[derive(Debug)]
 pub struct Agent {
@@ -19,6 +20,8 @@ pub struct Agent {
     pub processes: ProcessTable,
     /// Every process group started, killed when the connection ends.
     pub groups: ProcessGroups,
+    /// Snapshot imports waiting for more archive chunks.
+    pub imports: ImportRegistry,
 }
 
 impl Agent {
@@ -35,6 +38,7 @@ impl Agent {
             execs: ExecRegistry::default(),
             processes: ProcessTable::new(ring_bytes),
             groups: ProcessGroups::default(),
+            imports: ImportRegistry::default(),
         }
     }
 }

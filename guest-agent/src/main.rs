@@ -14,6 +14,7 @@ mod exec;
 mod files;
 mod processes;
 mod server;
+mod snapshot;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -64,6 +64,78 @@ pub enum Command {
     /// Files of a server's sandbox (needs --server).
     #[command(subcommand)]
     Files(FilesCommand),
+    /// Workspace snapshots on the server: take, list, restore, fork, move archives.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Snapshot a sandbox's workspace; prints the snapshot id.
+    Create {
+        /// The sandbox (sb-...).
+        sandbox: String,
+        /// Leave out paths matching PATTERN (added to node_modules, target, dist, ...).
+        #[arg(long = "exclude", value_name = "PATTERN")]
+        excludes: Vec<String>,
+        #[arg(long, value_name = "N")]
+        max_files: Option<u64>,
+        /// Most file bytes before compression (512M, 1G).
+        #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+        max_bytes: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List snapshots.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one snapshot.
+    Info {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore a snapshot into a fresh sandbox; prints its id.
+    Restore(RestoreArgs),
+    /// Restore a snapshot into COUNT fresh sandboxes at once; prints their ids.
+    Fork {
+        #[command(flatten)]
+        restore: RestoreArgs,
+        #[arg(long, short = 'n', value_name = "COUNT")]
+        count: u32,
+    },
+    /// Download a snapshot's archive (tar + zstd) to FILE.
+    Export {
+        id: String,
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Upload an archive (tar + zstd) as a new snapshot; prints its id.
+    Import {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete snapshots.
+    Rm(RmArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    pub id: String,
+    #[arg(long, value_enum, default_value_t = Network::None)]
+    pub network: Network,
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -56,6 +56,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             let api = client::ApiClient::from_args(&cli.server, "files")?;
             client::files(&api, command).await
         }
+        Command::Snapshot(command) => {
+            let api = client::ApiClient::from_args(&cli.server, "snapshot")?;
+            client::snapshot(&api, command).await
+        }
     }
 }
 

@@ -31,7 +31,12 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     };
 
     let data = &args.data_dir;
-    for dir in [data.clone(), data.join("workspaces"), data.join("tmp")] {
+    for dir in [
+        data.clone(),
+        data.join("workspaces"),
+        data.join("tmp"),
+        data.join("blobs"),
+    ] {
         create_private_dir(&dir)?;
     }
     let database = args
@@ -51,7 +56,10 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     let backend = Arc::new(NativeBackend::new(native));
 
     let root = CancellationToken::new();
-    let service_config = config.service_config(node.clone(), data.join("workspaces"))?;
+    let mut service_config = config.service_config(node.clone(), data.join("workspaces"))?;
+    let blobs = paddock_snapshot::LocalBlobStore::open(data.join("blobs"))
+        .with_context(|| format!("opening the blob store under {}", data.display()))?;
+    service_config.blobs = Some(Arc::new(blobs));
     let service = SandboxService::new(store.clone(), backend, service_config, root.child_token());
     let report = service.reconcile().await?;
     if !report.lost.is_empty() || !report.orphans.is_empty() {

@@ -16,7 +16,7 @@ mod spec;
 pub use error::{BoxError, GuestError, SandboxError};
 pub use guest::{
     ExecEvent, ExecOutput, Execution, FileData, GuestInfo, GuestOps, ProcessOutput, ProcessStarted,
-    ProcessStatus, SearchResults, WriteOptions,
+    ProcessStatus, SearchResults, SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
 };
 pub use id::{InvalidSandboxId, SandboxId};
 pub use orphans::OrphanReport;

@@ -23,7 +23,7 @@ pub use frame::{
 pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
     GuestMessage, HostFrame, OutputStream, ProcessInfo, Reply, Request, SearchMatch, SearchSpec,
-    StdinMode,
+    SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

@@ -108,6 +108,36 @@ pub enum Request {
     /// Reply: [`Reply::SearchResults`].
     Search(SearchSpec),
 
+    /// Packs the workspace as a zstd-compressed tar archive.
+    /// Events: [`Event::Chunk`] (payload = the next archive bytes).
+    /// Reply: [`Reply::SnapshotExported`].
+    SnapshotExport {
+        /// Patterns left out, added to the guest's default excludes
+        /// (`node_modules`, `target`, ...).
+        #[serde(default)]
+        excludes: Vec<String>,
+        /// Entry limit; None = the snapshot default.
+        #[serde(default)]
+        max_files: Option<u64>,
+        /// Limit on file bytes before compression; None = the snapshot default.
+        #[serde(default)]
+        max_bytes: Option<u64>,
+    },
+    /// Restores an archive made by `SnapshotExport` into the workspace, which
+    /// must be empty. Payload: the first archive bytes (may be empty); the
+    /// rest arrives in `SnapshotChunk` requests. Reply (once the last chunk
+    /// is in and the tree is restored): [`Reply::SnapshotImported`].
+    SnapshotImport {
+        #[serde(default)]
+        max_files: Option<u64>,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+    },
+    /// More archive bytes for a running `SnapshotImport` (`target` = its
+    /// request id). Payload: bytes. `eof` ends the archive.
+    /// Reply: [`Reply::Ok`] once the chunk is queued for the restore.
+    SnapshotChunk { target: u64, eof: bool },
+
     /// Ends the guest (and so the sandbox). Reply: [`Reply::Ok`], then the connection closes.
     Shutdown,
 }
@@ -180,6 +210,36 @@ pub enum Event {
     Started { pid: u32 },
     /// Output bytes ride in the payload.
     Output { stream: OutputStream },
+    /// The next bytes of a `SnapshotExport` archive ride in the payload.
+    Chunk,
+}
+
+/// What a `SnapshotExport` packed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotPackStats {
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    /// File content before compression.
+    pub bytes_raw: u64,
+    /// Size of the archive sent.
+    pub bytes_compressed: u64,
+    /// Entries left out by the excludes.
+    pub excluded: u64,
+    /// Sockets, fifos and devices skipped.
+    pub skipped: u64,
+    /// sha256 of the archive sent, 64 lowercase hex digits.
+    pub key: String,
+}
+
+/// What a `SnapshotImport` restored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotUnpackStats {
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub hardlinks: u64,
+    pub bytes: u64,
 }
 
 /// How a process ended.
@@ -308,6 +368,8 @@ pub enum Reply {
         /// True when `max_results` cut the search short.
         truncated: bool,
     },
+    SnapshotExported(SnapshotPackStats),
+    SnapshotImported(SnapshotUnpackStats),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,6 +13,7 @@ use super::outbox::Outbox;
 use crate::agent::Agent;
 use crate::error::{Handled, bad_request};
 use crate::exec::stdin::Ack;
+use crate::snapshot::{export, import};
 use crate::{exec, files, processes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +112,34 @@ impl Session {
                 });
                 return Flow::Continue;
             }
+            Request::SnapshotExport {
+                excludes,
+                max_files,
+                max_bytes,
+            } => {
+                let spec = export::ExportSpec {
+                    excludes,
+                    max_files,
+                    max_bytes,
+                };
+                export::start(agent.workspace.root().to_path_buf(), &self.outbox, id, spec);
+                return Flow::Continue;
+            }
+            Request::SnapshotImport {
+                max_files,
+                max_bytes,
+            } => {
+                let spec = import::ImportSpec {
+                    max_files,
+                    max_bytes,
+                };
+                import::start(agent, &self.outbox, id, spec, payload);
+                return Flow::Continue;
+            }
+            // Queued before the next frame is read, so chunks keep their order.
+            Request::SnapshotChunk { target, eof } => {
+                agent.imports.feed(target, payload, eof).await
+            }
             file_request @ (Request::FileRead { .. }
             | Request::FileWrite { .. }
             | Request::FileList { .. }
@@ -197,6 +226,9 @@ fn op_name(request: &Request) -> &'static str {
         Request::Remove { .. } => "remove",
         Request::Rename { .. } => "rename",
         Request::Search(_) => "search",
+        Request::SnapshotExport { .. } => "snapshot_export",
+        Request::SnapshotImport { .. } => "snapshot_import",
+        Request::SnapshotChunk { .. } => "snapshot_chunk",
         Request::Shutdown => "shutdown",
     }
 }

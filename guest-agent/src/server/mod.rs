@@ -69,6 +69,7 @@ where
             break;
         }
     }
+    agent.imports.clear();
     agent.groups.kill_all();
     if tokio::time::timeout(FLUSH_TIMEOUT, outbox.flush())
         .await

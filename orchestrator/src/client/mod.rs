@@ -5,6 +5,7 @@
 mod exec;
 mod files;
 mod sandbox;
+mod snapshot;
 
 use anyhow::{Context, bail};
 use reqwest::{Method, RequestBuilder, Response};
@@ -12,6 +13,7 @@ use serde_json::Value;
 
 pub use files::files;
 pub use sandbox::{create, info, ls, rm};
+pub use snapshot::snapshot;
 
 pub use exec::exec;
 

@@ -124,6 +124,21 @@ impl From<ServiceError> for ApiError {
                 "the server is shutting down",
             ),
             ServiceError::Guest { id, op, source } => guest_error(&id.to_string(), op, source),
+            ServiceError::SnapshotRefused { reason } => Self::new(
+                StatusCode::BAD_REQUEST,
+                "archive_refused",
+                format!("archive refused: {reason}"),
+            ),
+            ServiceError::Upload { source } => Self::new(
+                StatusCode::BAD_REQUEST,
+                "upload_failed",
+                format!("reading the uploaded archive: {source}"),
+            ),
+            ServiceError::SnapshotsUnavailable => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "snapshots_unavailable",
+                "snapshots are not available on this server",
+            ),
             ServiceError::CreateSandbox(source) => {
                 tracing::error!(error = %chain(&source), "creating a sandbox");
                 Self::new(
@@ -155,6 +170,7 @@ fn not_found_code(entity: &str) -> &'static str {
     match entity {
         "sandbox" => "sandbox_not_found",
         "workspace" => "workspace_not_found",
+        "snapshot" => "snapshot_not_found",
         _ => "not_found",
     }
 }

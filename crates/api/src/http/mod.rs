@@ -11,6 +11,7 @@ mod files;
 mod meta;
 mod processes;
 mod sandboxes;
+mod snapshots;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("put", "/v1/sandboxes/{id}/files/{path}"),
     ("delete", "/v1/sandboxes/{id}/files/{path}"),
     ("post", "/v1/sandboxes/{id}/search"),
+    ("post", "/v1/sandboxes/{id}/snapshots"),
+    ("post", "/v1/snapshots"),
+    ("get", "/v1/snapshots"),
+    ("get", "/v1/snapshots/{id}"),
+    ("delete", "/v1/snapshots/{id}"),
+    ("post", "/v1/snapshots/{id}/restore"),
+    ("get", "/v1/snapshots/{id}/archive"),
 ];
 
 #[derive(Debug, Clone)]
@@ -125,6 +133,17 @@ pub fn router(service: Arc<SandboxService>, tokens: Tokens, options: &HttpOption
             get(files::read).put(files::write).delete(files::delete),
         )
         .route("/v1/sandboxes/{id}/search", post(files::search))
+        .route("/v1/sandboxes/{id}/snapshots", post(snapshots::create))
+        .route(
+            "/v1/snapshots",
+            post(snapshots::import).get(snapshots::list),
+        )
+        .route(
+            "/v1/snapshots/{id}",
+            get(snapshots::get).delete(snapshots::delete),
+        )
+        .route("/v1/snapshots/{id}/restore", post(snapshots::restore))
+        .route("/v1/snapshots/{id}/archive", get(snapshots::archive))
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))

@@ -4,6 +4,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
 
 /// Most bytes of output a non-streamed exec returns by default.
@@ -29,6 +32,8 @@ pub struct ServiceConfig {
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
     /// Most sandboxes running at once on this node.
     pub max_sandboxes: usize,
+    /// Where snapshot archives are kept; None: snapshots are unavailable.
+    pub blobs: Option<Arc<dyn BlobStore>>,
 }
 
 impl ServiceConfig {
@@ -42,6 +47,7 @@ impl ServiceConfig {
             limits: LimitsPolicy::default(),
             allow_downgrade: BTreeSet::new(),
             max_sandboxes: 100,
+            blobs: None,
         }
     }
 

@@ -41,6 +41,35 @@ pub enum ServiceError {
         #[source]
         source: StoreError,
     },
+    /// Snapshots need a blob store, and none is configured.
+    #[error("snapshots are not available on this server (no blob store)")]
+    SnapshotsUnavailable,
+    #[error("blob store operation {op} failed")]
+    Blob {
+        op: &'static str,
+        #[source]
+        source: paddock_core::blob::BlobError,
+    },
+    #[error("snapshot {id} names an invalid blob")]
+    BadBlobKey {
+        id: String,
+        #[source]
+        source: paddock_core::blob::InvalidBlobKey,
+    },
+    /// An imported archive failed the restore checks; `reason` names the entry.
+    #[error("archive refused: {reason}")]
+    SnapshotRefused { reason: String },
+    /// The restore check of an import failed for a reason of this server's.
+    #[error("checking an imported archive")]
+    CheckArchive {
+        #[source]
+        source: paddock_snapshot::SnapshotError,
+    },
+    #[error("reading the uploaded archive")]
+    Upload {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("encoding {what}")]
     Encode {
         what: &'static str,

@@ -16,6 +16,7 @@ mod expiry;
 mod live;
 mod ops;
 mod reconcile;
+mod snapshots;
 mod views;
 
 use std::collections::HashMap;
@@ -34,6 +35,9 @@ pub use error::ServiceError;
 pub use live::ActivityGuard;
 pub use ops::ExecStream;
 pub use reconcile::ReconcileReport;
+pub use snapshots::{
+    CreateSnapshot, MAX_RESTORE_COUNT, RestoreSnapshot, SnapshotArchive, SnapshotView,
+};
 pub use views::{
     ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView, ProcessView,
     SandboxView, SearchView, StoredSpec, WorkspaceView,

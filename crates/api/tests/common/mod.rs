@@ -185,6 +185,9 @@ impl TestServer {
         let mut config = ServiceConfig::new(setup.node.clone(), setup.data_dir.join("workspaces"));
         config.idle_timeout = setup.idle_timeout;
         config.max_lifetime = setup.max_lifetime;
+        config.blobs = Some(Arc::new(paddock_snapshot::LocalBlobStore::open(
+            setup.data_dir.join("blobs"),
+        )?));
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(store.clone(), backend, config, shutdown.child_token());
         let reconciled = service.reconcile().await?;

@@ -81,6 +81,18 @@ pub enum GuestError {
     VersionMismatch { host: u32, guest: String },
     #[error("guest answered {op} with an unexpected {got}")]
     UnexpectedReply { op: &'static str, got: String },
+    /// Writing an exported snapshot to the caller's sink failed.
+    #[error("writing the snapshot archive")]
+    SnapshotSink {
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading the archive to import from the caller's reader failed.
+    #[error("reading the snapshot archive")]
+    SnapshotSource {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("encoding {op} request")]
     Encode {
         op: &'static str,

@@ -5,9 +5,10 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 use paddock_proto::{
     DirEntry, Enforcement, ExecSpec, ExitInfo, FileStat, OutputStream, ProcessInfo, SearchMatch,
-    SearchSpec,
+    SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
 };
 use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::GuestError;
 
@@ -98,6 +99,29 @@ pub struct SearchResults {
     pub truncated: bool,
 }
 
+/// How [`GuestOps::snapshot_export`] packs the workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotExportOptions {
+    /// Patterns left out, added to the guest's default excludes.
+    #[serde(default)]
+    pub excludes: Vec<String>,
+    /// Entry limit; None = the snapshot default.
+    #[serde(default)]
+    pub max_files: Option<u64>,
+    /// File bytes before compression; None = the snapshot default.
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
+/// Limits of [`GuestOps::snapshot_import`]; None = the snapshot defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotImportOptions {
+    #[serde(default)]
+    pub max_files: Option<u64>,
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
 /// Every operation of the guest protocol. Paths are relative to /workspace
 /// (or absolute under it); the guest refuses any that leave it.
 #[async_trait]
@@ -152,6 +176,22 @@ pub trait GuestOps: Send + Sync + Debug {
     async fn remove(&self, path: &str, recursive: bool) -> Result<(), GuestError>;
     async fn rename(&self, from: &str, to: &str) -> Result<(), GuestError>;
     async fn search(&self, spec: SearchSpec) -> Result<SearchResults, GuestError>;
+
+    /// Packs the workspace (tar + zstd) and writes the archive to `sink` as
+    /// it arrives; the sink is flushed but not shut down.
+    async fn snapshot_export(
+        &self,
+        options: SnapshotExportOptions,
+        sink: &mut (dyn AsyncWrite + Send + Unpin),
+    ) -> Result<SnapshotPackStats, GuestError>;
+
+    /// Restores the archive read from `reader` into the workspace, which must
+    /// be empty; the guest refuses hostile entries, naming them.
+    async fn snapshot_import(
+        &self,
+        options: SnapshotImportOptions,
+        reader: &mut (dyn AsyncRead + Send + Unpin),
+    ) -> Result<SnapshotUnpackStats, GuestError>;
 
     /// Ends the guest, and with it the sandbox's processes.
     async fn shutdown(&self) -> Result<(), GuestError>;

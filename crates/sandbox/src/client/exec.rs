@@ -45,6 +45,13 @@ impl Execution for ExecStream {
             Ok((GuestMessage::Event(Event::Output { stream }), data)) => {
                 return Ok(Some(ExecEvent::Output { stream, data }));
             }
+            // Not an exec event; a well-behaved guest never sends it here.
+            Ok((GuestMessage::Event(Event::Chunk), _)) => {
+                return Err(GuestError::UnexpectedReply {
+                    op,
+                    got: "chunk".to_owned(),
+                });
+            }
             Ok((GuestMessage::Reply(Reply::Exited(exit)), _)) => Ok(Some(ExecEvent::Exited(exit))),
             Ok((GuestMessage::Reply(other), _)) => Err(ops::unexpected(op, &other)),
             Ok((GuestMessage::Error(error), _)) => Err(GuestError::Refused { op, error }),

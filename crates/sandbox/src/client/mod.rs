@@ -8,6 +8,7 @@
 mod demux;
 mod exec;
 mod ops;
+mod snapshot;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -200,6 +201,9 @@ fn op_name(request: &Request) -> &'static str {
         Request::Remove { .. } => "remove",
         Request::Rename { .. } => "rename",
         Request::Search(_) => "search",
+        Request::SnapshotExport { .. } => "snapshot_export",
+        Request::SnapshotImport { .. } => "snapshot_import",
+        Request::SnapshotChunk { .. } => "snapshot_chunk",
         Request::Shutdown => "shutdown",
     }
 }

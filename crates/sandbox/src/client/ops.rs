@@ -3,12 +3,13 @@
 use async_trait::async_trait;
 use paddock_core::sandbox::{
     Execution, FileData, GuestError, GuestInfo, GuestOps, ProcessOutput, ProcessStarted,
-    ProcessStatus, SearchResults, WriteOptions,
+    ProcessStatus, SearchResults, SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
 };
 use paddock_proto::{
     DirEntry, ExecSpec, FileStat, MAX_PAYLOAD_LEN, ProcessInfo, Reply, Request, SearchSpec,
-    StdinMode,
+    SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{ExecStream, GuestClient};
 
@@ -27,6 +28,8 @@ pub(super) fn unexpected(op: &'static str, reply: &Reply) -> GuestError {
         Reply::DirEntries { .. } => "dir_entries",
         Reply::Stat(_) => "stat",
         Reply::SearchResults { .. } => "search_results",
+        Reply::SnapshotExported(_) => "snapshot_exported",
+        Reply::SnapshotImported(_) => "snapshot_imported",
     };
     GuestError::UnexpectedReply {
         op,
@@ -271,6 +274,22 @@ impl GuestOps for GuestClient {
             }
             (other, _) => Err(unexpected("search", &other)),
         }
+    }
+
+    async fn snapshot_export(
+        &self,
+        options: SnapshotExportOptions,
+        sink: &mut (dyn AsyncWrite + Send + Unpin),
+    ) -> Result<SnapshotPackStats, GuestError> {
+        self.export_snapshot(options, sink).await
+    }
+
+    async fn snapshot_import(
+        &self,
+        options: SnapshotImportOptions,
+        reader: &mut (dyn AsyncRead + Send + Unpin),
+    ) -> Result<SnapshotUnpackStats, GuestError> {
+        self.import_snapshot(options, reader).await
     }
 
     async fn shutdown(&self) -> Result<(), GuestError> {

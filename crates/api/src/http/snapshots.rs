@@ -1,0 +1,148 @@
+//! Snapshots: create from a sandbox, list, get, delete, restore (fork),
+//! download the archive, import one.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::TryStreamExt;
+use paddock_core::ids::SnapshotId;
+use serde::{Deserialize, Serialize};
+use tokio_util::io::{ReaderStream, StreamReader};
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
+use super::{ApiError, AppState, Caller};
+use crate::service::{CreateSnapshot, RestoreSnapshot, SandboxView, SnapshotView};
+
+/// Largest archive `POST /v1/snapshots` accepts.
+pub const MAX_IMPORT_BYTES: u64 = 1 << 30;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListQuery {
+    after: Option<String>,
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct SnapshotList {
+    snapshots: Vec<SnapshotView>,
+    /// Pass as `after` for the next page; absent on the last page.
+    next_after: Option<SnapshotId>,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct Restored {
+    sandboxes: Vec<SandboxView>,
+}
+
+pub(super) async fn create(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(command): ApiJson<CreateSnapshot>,
+) -> Result<(StatusCode, Json<SnapshotView>), ApiError> {
+    let id = sandbox_id(&id)?;
+    let view = state.service.create_snapshot(&tenant, &id, command).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<SnapshotList>, ApiError> {
+    let after = query.after.as_deref().map(snapshot_id).transpose()?;
+    let limit = query.limit;
+    let snapshots = state.service.list_snapshots(&tenant, after, limit).await?;
+    let full = !snapshots.is_empty() && snapshots.len() as u64 == u64::from(limit.unwrap_or(100));
+    let next_after = full
+        .then(|| snapshots.last().map(|s| s.id.clone()))
+        .flatten();
+    Ok(Json(SnapshotList {
+        snapshots,
+        next_after,
+    }))
+}
+
+pub(super) async fn get(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<SnapshotView>, ApiError> {
+    let id = snapshot_id(&id)?;
+    Ok(Json(state.service.get_snapshot(&tenant, &id).await?))
+}
+
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<SnapshotView>, ApiError> {
+    let id = snapshot_id(&id)?;
+    Ok(Json(state.service.delete_snapshot(&tenant, &id).await?))
+}
+
+pub(super) async fn restore(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(command): ApiJson<RestoreSnapshot>,
+) -> Result<(StatusCode, Json<Restored>), ApiError> {
+    let id = snapshot_id(&id)?;
+    let sandboxes = state
+        .service
+        .restore_snapshot(&tenant, &id, command)
+        .await?;
+    Ok((StatusCode::CREATED, Json(Restored { sandboxes })))
+}
+
+pub(super) async fn archive(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let id = snapshot_id(&id)?;
+    let archive = state.service.snapshot_archive(&tenant, &id).await?;
+    let headers = [
+        (header::CONTENT_TYPE, "application/zstd".to_owned()),
+        (header::CONTENT_LENGTH, archive.size.to_string()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{id}.tar.zst\""),
+        ),
+    ];
+    let body = Body::from_stream(ReaderStream::new(archive.body));
+    Ok((headers, body).into_response())
+}
+
+/// The body is the archive itself (`application/zstd`), streamed.
+pub(super) async fn import(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    body: Body,
+) -> Result<(StatusCode, Json<SnapshotView>), ApiError> {
+    let mut seen = 0u64;
+    let stream = body
+        .into_data_stream()
+        .map_err(std::io::Error::other)
+        .and_then(move |chunk| {
+            seen += chunk.len() as u64;
+            futures_util::future::ready(if seen > MAX_IMPORT_BYTES {
+                Err(std::io::Error::other(format!(
+                    "the archive is larger than {MAX_IMPORT_BYTES} bytes"
+                )))
+            } else {
+                Ok(chunk)
+            })
+        });
+    let mut reader = StreamReader::new(stream);
+    let view = state.service.import_snapshot(&tenant, &mut reader).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+fn snapshot_id(raw: &str) -> Result<SnapshotId, ApiError> {
+    SnapshotId::parse(raw)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+}
