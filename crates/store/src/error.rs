@@ -36,6 +36,26 @@ fn is_unavailable(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Maps an INSERT's error: a duplicate key is `Conflict` ("already exists"),
+/// anything else goes through [`db`].
+pub(crate) fn insert_error(
+    operation: &'static str,
+    entity: &'static str,
+    id: String,
+) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |e| {
+        if is_unique_violation(&e) {
+            StoreError::Conflict {
+                entity,
+                id,
+                reason: "already exists".to_owned(),
+            }
+        } else {
+            db(operation)(e)
+        }
+    }
+}
+
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.kind() == ErrorKind::UniqueViolation)
 }

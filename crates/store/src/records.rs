@@ -9,7 +9,7 @@ use paddock_core::store::{
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use crate::error::{db, is_unique_violation};
+use crate::error::{db, insert_error};
 use crate::open::SqlStore;
 use crate::rows::{Reader, known};
 
@@ -43,14 +43,6 @@ pub(crate) const TENANT_EXISTS: &str = "SELECT 1 FROM tenants WHERE id = $1 AND 
 pub(crate) const WORKSPACE_EXISTS: &str =
     "SELECT 1 FROM workspaces WHERE tenant_id = $1 AND id = $2";
 pub(crate) const SESSION_EXISTS: &str = "SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2";
-
-fn conflict_exists(entity: &'static str, id: &str) -> StoreError {
-    StoreError::Conflict {
-        entity,
-        id: id.to_owned(),
-        reason: "already exists".to_owned(),
-    }
-}
 
 /// `limit` clamped to 1..=MAX_PAGE, as bound in SQL.
 pub(crate) fn page_limit(page: &Page) -> i64 {
@@ -118,13 +110,7 @@ pub(crate) async fn create_workspace(store: &SqlStore, ws: &Workspace) -> Result
         .bind(ws.created_at.as_millis())
         .execute(&mut *tx)
         .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                conflict_exists("workspace", ws.id.as_str())
-            } else {
-                db(OP)(e)
-            }
-        })?;
+        .map_err(insert_error(OP, "workspace", ws.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
 }
 
@@ -222,13 +208,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     .bind(sb.expires_at.map(|t| t.as_millis()))
     .execute(&mut *tx)
     .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            conflict_exists("sandbox", sb.id.as_str())
-        } else {
-            db(OP)(e)
-        }
-    })?;
+    .map_err(insert_error(OP, "sandbox", sb.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
 }
 
@@ -426,13 +406,7 @@ pub(crate) async fn create_session(store: &SqlStore, s: &Session) -> Result<(), 
     .bind(s.updated_at.as_millis())
     .execute(&mut *tx)
     .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            conflict_exists("session", s.id.as_str())
-        } else {
-            db(OP)(e)
-        }
-    })?;
+    .map_err(insert_error(OP, "session", s.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
 }
 

@@ -4,7 +4,7 @@ use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{Lease, Run, RunState, RunUpdate, StoreError};
 use sqlx::any::AnyRow;
 
-use crate::error::{db, is_unique_violation};
+use crate::error::{db, insert_error};
 use crate::fence;
 use crate::open::SqlStore;
 use crate::records::{SESSION_EXISTS, require};
@@ -60,17 +60,7 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
     .bind(run.finished_at.map(|t| t.as_millis()))
     .execute(&mut *tx)
     .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            StoreError::Conflict {
-                entity: "run",
-                id: run.id.to_string(),
-                reason: "already exists".to_owned(),
-            }
-        } else {
-            db(OP)(e)
-        }
-    })?;
+    .map_err(insert_error(OP, "run", run.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
 }
 

@@ -5,7 +5,7 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{Page, SnapshotFilter, SnapshotRecord, StoreError};
 use sqlx::any::AnyRow;
 
-use crate::error::{db, is_foreign_key_violation, is_unique_violation, to_i64};
+use crate::error::{db, insert_error, is_foreign_key_violation, to_i64};
 use crate::open::SqlStore;
 use crate::records::{
     SESSION_EXISTS, TENANT_EXISTS, WORKSPACE_EXISTS, page_after, page_limit, require,
@@ -84,17 +84,7 @@ pub(crate) async fn create(store: &SqlStore, s: &SnapshotRecord) -> Result<(), S
     .bind(s.created_at.as_millis())
     .execute(&mut *tx)
     .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            StoreError::Conflict {
-                entity: "snapshot",
-                id: s.id.to_string(),
-                reason: "already exists".to_owned(),
-            }
-        } else {
-            db(OP)(e)
-        }
-    })?;
+    .map_err(insert_error(OP, "snapshot", s.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
 }
 

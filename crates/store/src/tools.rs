@@ -4,7 +4,7 @@ use paddock_core::ids::{RunId, SessionId, TenantId, ToolInvocationId};
 use paddock_core::store::{Lease, StoreError, ToolInvocation, ToolOutcome, ToolStatus};
 use sqlx::any::AnyRow;
 
-use crate::error::{db, is_unique_violation};
+use crate::error::{db, insert_error};
 use crate::fence;
 use crate::open::SqlStore;
 use crate::rows::{Reader, known};
@@ -59,17 +59,7 @@ pub(crate) async fn record(
     .bind(inv.finished_at.map(|t| t.as_millis()))
     .execute(&mut *tx)
     .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            StoreError::Conflict {
-                entity: "tool invocation",
-                id: inv.id.to_string(),
-                reason: "already exists".to_owned(),
-            }
-        } else {
-            db(OP)(e)
-        }
-    })?;
+    .map_err(insert_error(OP, "tool invocation", inv.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
 }
 
