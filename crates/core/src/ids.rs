@@ -123,6 +123,13 @@ prefixed_id!(
     "snapshot"
 );
 prefixed_id!(
+    /// Names one goal of a session: what a run set out to achieve.
+    GoalId,
+    "goal",
+    "goal"
+);
+
+prefixed_id!(
     /// Names one logged tool call.
     ToolInvocationId,
     "tool",

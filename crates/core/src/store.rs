@@ -42,6 +42,7 @@ macro_rules! text_enum {
     };
 }
 
+mod agent;
 mod clock;
 mod error;
 mod lease;
@@ -49,6 +50,10 @@ mod port;
 mod records;
 mod run;
 
+pub use agent::{
+    Budgets, CriterionReview, EndReason, Goal, GoalStatus, Plan, Review, RunMode, RunUsage,
+    SessionPatch, StoredMessage, SubagentProfile, Task, TaskStatus, Verdict,
+};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use error::{BoxError, StoreError};
 pub use lease::Lease;

@@ -39,18 +39,9 @@ pub(crate) struct Transport {
 impl Transport {
     /// `headers` carry the credentials; mark them sensitive.
     pub fn new(url: String, mut headers: HeaderMap) -> Result<Self, ModelError> {
-        if url.starts_with("https://") {
-            // the workspace builds reqwest without a TLS backend (no `rustls` feature)
+        if !url.starts_with("http://") && !url.starts_with("https://") {
             return Err(ModelError::Config {
-                reason: format!(
-                    "{url}: https endpoints need TLS, which this build lacks; \
-                     use an http:// endpoint (a local server or a TLS-terminating proxy)"
-                ),
-            });
-        }
-        if !url.starts_with("http://") {
-            return Err(ModelError::Config {
-                reason: format!("{url}: the base URL must start with http://"),
+                reason: format!("{url}: the base URL must start with https:// or http://"),
             });
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

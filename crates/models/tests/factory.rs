@@ -95,20 +95,35 @@ fn a_custom_key_variable_and_base_url_are_used() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[test]
-fn https_endpoints_are_refused_clearly_without_tls() -> anyhow::Result<()> {
-    let config = parse_spec("anthropic:claude-sonnet-4-5")?;
-    match build_with_env(&config, env_with_keys) {
-        Err(ModelError::Config { reason }) => {
-            assert!(
-                reason.contains("https://api.anthropic.com/v1/messages"),
-                "{reason}"
-            );
-            assert!(reason.contains("TLS"), "{reason}");
+#[tokio::test]
+async fn https_endpoints_speak_tls() -> anyhow::Result<()> {
+    use paddock_core::model::{Message, ModelRequest, collect};
+    use tokio::io::AsyncWriteExt;
+
+    // a plain-HTTP server behind an https:// URL: the client must attempt a TLS
+    // handshake and fail as a network error, not talk HTTP in the clear
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let server = tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                .await;
         }
-        other => anyhow::bail!("expected a config error, got {:?}", other.err()),
+    });
+    let mut config = parse_spec("openai:gpt-4o")?;
+    config.base_url = Some(format!("https://127.0.0.1:{port}/v1"));
+    let provider = build_with_env(&config, env_with_keys)?;
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..ModelRequest::default()
+    };
+    let outcome = collect(provider.stream(&request, Default::default())).await;
+    server.abort();
+    match outcome {
+        Err(ModelError::Network { .. } | ModelError::RetriesExhausted { .. }) => Ok(()),
+        other => anyhow::bail!("expected a TLS failure, got {other:?}"),
     }
-    Ok(())
 }
 
 #[test]

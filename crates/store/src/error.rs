@@ -71,3 +71,14 @@ pub(crate) fn to_i64(field: &'static str, value: u64) -> Result<i64, StoreError>
         reason: format!("{value} is larger than {}", i64::MAX),
     })
 }
+
+/// A value as the JSON text stored in a column.
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(
+    field: &'static str,
+    value: &T,
+) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Invalid {
+        field,
+        reason: e.to_string(),
+    })
+}

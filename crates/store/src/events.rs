@@ -1,9 +1,8 @@
 //! The per-session, append-only event log.
 //!
 //! The session row holds the last sequence number; an appender bumps it and
-//! inserts the event in one transaction, so concurrent appenders serialise on
-//! that row (Postgres) or on the write lock (SQLite), and a rolled-back append
-//! leaves no gap. The (session_id, seq) primary key backs this up.
+//! inserts the event in one transaction (see [`sessions::next`]). The
+//! (session_id, seq) primary key backs this up.
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{Lease, NewEvent, RunEvent, StoreError};
@@ -14,8 +13,9 @@ use crate::fence;
 use crate::open::SqlStore;
 use crate::rows::Reader;
 use crate::runs;
+use crate::sessions::{self, Counter};
 
-/// Most events one `list_events` call returns.
+/// Most events one `list_events` or `list_run_events` call returns.
 const MAX_EVENTS: u32 = 1_000;
 
 pub(crate) async fn append(
@@ -27,22 +27,7 @@ pub(crate) async fn append(
     const OP: &str = "append_event";
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &event.session).await?;
-    let seq_row = sqlx::query(
-        "UPDATE sessions SET last_event_seq = last_event_seq + 1 \
-         WHERE tenant_id = $1 AND id = $2 RETURNING last_event_seq",
-    )
-    .bind(tenant.as_str())
-    .bind(event.session.as_str())
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db(OP))?;
-    let Some(seq_row) = seq_row else {
-        return Err(StoreError::NotFound {
-            entity: "session",
-            id: event.session.to_string(),
-        });
-    };
-    let seq = Reader::new(&seq_row, "session", "id").count("last_event_seq")?;
+    let seq = sessions::next(&mut tx, OP, Counter::Events, tenant, &event.session).await?;
     let row = sqlx::query(
         "INSERT INTO run_events (tenant_id, session_id, seq, run_id, kind, payload, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -85,6 +70,27 @@ pub(crate) async fn list(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_events"))?;
+    rows.iter().map(read_event).collect()
+}
+
+pub(crate) async fn list_of_run(
+    store: &SqlStore,
+    tenant: &TenantId,
+    run: &RunId,
+    after_seq: u64,
+    limit: u32,
+) -> Result<Vec<RunEvent>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT tenant_id, session_id, seq, run_id, kind, payload, created_at FROM run_events \
+         WHERE tenant_id = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+    )
+    .bind(tenant.as_str())
+    .bind(run.as_str())
+    .bind(to_i64("after_seq", after_seq)?)
+    .bind(i64::from(limit.clamp(1, MAX_EVENTS)))
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db("list_run_events"))?;
     rows.iter().map(read_event).collect()
 }
 

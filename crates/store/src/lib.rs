@@ -11,13 +11,17 @@ mod engine;
 mod error;
 mod events;
 mod fence;
+mod goals;
 mod leases;
+mod messages;
 mod migrations;
 mod open;
+mod plans;
 mod port;
 mod records;
 mod rows;
 mod runs;
+mod sessions;
 mod snapshots;
 mod tools;
 

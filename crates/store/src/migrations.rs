@@ -29,8 +29,12 @@ macro_rules! embed {
 }
 
 // Append-only: add new files at the end, never edit an applied one.
-const SQLITE: &[Embedded] = embed!("sqlite", "0001_control_plane.sql");
-const POSTGRES: &[Embedded] = embed!("postgres", "0001_control_plane.sql");
+const SQLITE: &[Embedded] = embed!("sqlite", "0001_control_plane.sql", "0002_agent_runtime.sql");
+const POSTGRES: &[Embedded] = embed!(
+    "postgres",
+    "0001_control_plane.sql",
+    "0002_agent_runtime.sql"
+);
 
 fn embedded(engine: Engine) -> &'static [Embedded] {
     match engine {
@@ -143,6 +147,10 @@ mod tests {
             "runs",
             "run_events",
             "tool_invocations",
+            "goals",
+            "plans",
+            "tasks",
+            "messages",
         ] {
             assert!(sqlite.iter().any(|t| t == required), "missing {required}");
         }

@@ -3,17 +3,19 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use paddock_core::ids::{RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId};
+use paddock_core::ids::{
+    GoalId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId,
+};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Lease, NewEvent, Page, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SnapshotFilter, SnapshotRecord, Store, StoreError, Tenant, Timestamp, ToolInvocation,
-    ToolOutcome, Workspace,
+    Goal, GoalStatus, Lease, NewEvent, Page, Plan, Run, RunEvent, RunUpdate, SandboxRecord,
+    SandboxState, Session, SessionPatch, SnapshotFilter, SnapshotRecord, Store, StoreError,
+    StoredMessage, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
 use crate::open::SqlStore;
-use crate::{events, leases, records, runs, snapshots, tools};
+use crate::{events, goals, leases, messages, plans, records, runs, sessions, snapshots, tools};
 
 #[async_trait]
 impl Store for SqlStore {
@@ -65,6 +67,14 @@ impl Store for SqlStore {
         records::list_workspaces(self, tenant, page).await
     }
 
+    async fn find_workspace_by_root(
+        &self,
+        tenant: &TenantId,
+        root: &str,
+    ) -> Result<Option<Workspace>, StoreError> {
+        records::find_workspace_by_root(self, tenant, root).await
+    }
+
     async fn create_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError> {
         records::create_sandbox(self, sandbox).await
     }
@@ -108,11 +118,11 @@ impl Store for SqlStore {
     }
 
     async fn create_session(&self, session: &Session) -> Result<(), StoreError> {
-        records::create_session(self, session).await
+        sessions::create(self, session).await
     }
 
     async fn get_session(&self, tenant: &TenantId, id: &SessionId) -> Result<Session, StoreError> {
-        records::get_session(self, tenant, id).await
+        sessions::get(self, tenant, id).await
     }
 
     async fn list_sessions(
@@ -121,7 +131,16 @@ impl Store for SqlStore {
         workspace: Option<&WorkspaceId>,
         page: &Page,
     ) -> Result<Vec<Session>, StoreError> {
-        records::list_sessions(self, tenant, workspace, page).await
+        sessions::list(self, tenant, workspace, page).await
+    }
+
+    async fn update_session(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<Session, StoreError> {
+        sessions::update(self, tenant, id, patch).await
     }
 
     async fn acquire_lease(
@@ -171,6 +190,69 @@ impl Store for SqlStore {
         runs::list(self, tenant, session).await
     }
 
+    async fn list_child_runs(
+        &self,
+        tenant: &TenantId,
+        parent: &RunId,
+    ) -> Result<Vec<Run>, StoreError> {
+        runs::list_children(self, tenant, parent).await
+    }
+
+    async fn list_unfinished_runs(&self) -> Result<Vec<Run>, StoreError> {
+        runs::list_unfinished(self).await
+    }
+
+    async fn create_goal(&self, lease: &Lease, goal: &Goal) -> Result<(), StoreError> {
+        goals::create(self, lease, goal).await
+    }
+
+    async fn set_goal_status(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        id: &GoalId,
+        status: GoalStatus,
+    ) -> Result<Goal, StoreError> {
+        goals::set_status(self, lease, tenant, id, status).await
+    }
+
+    async fn list_goals(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Goal>, StoreError> {
+        goals::list(self, tenant, session).await
+    }
+
+    async fn save_plan(&self, lease: &Lease, plan: &Plan) -> Result<Plan, StoreError> {
+        plans::save(self, lease, plan).await
+    }
+
+    async fn get_plan(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Option<Plan>, StoreError> {
+        plans::get(self, tenant, session).await
+    }
+
+    async fn append_message(
+        &self,
+        lease: &Lease,
+        message: &StoredMessage,
+    ) -> Result<StoredMessage, StoreError> {
+        messages::append(self, lease, message).await
+    }
+
+    async fn list_messages(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        through_run: Option<&RunId>,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        messages::list(self, tenant, session, through_run).await
+    }
+
     async fn append_event(
         &self,
         lease: &Lease,
@@ -188,6 +270,16 @@ impl Store for SqlStore {
         limit: u32,
     ) -> Result<Vec<RunEvent>, StoreError> {
         events::list(self, tenant, session, after_seq, limit).await
+    }
+
+    async fn list_run_events(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<RunEvent>, StoreError> {
+        events::list_of_run(self, tenant, run, after_seq, limit).await
     }
 
     async fn record_tool_invocation(
@@ -239,5 +331,9 @@ impl Store for SqlStore {
 
     async fn delete_snapshot(&self, tenant: &TenantId, id: &SnapshotId) -> Result<(), StoreError> {
         snapshots::delete(self, tenant, id).await
+    }
+
+    async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError> {
+        snapshots::blob_referenced(self, blob_hash).await
     }
 }

@@ -1,10 +1,9 @@
-//! Tenants, workspaces, sandboxes and sessions.
+//! Tenants, workspaces and sandboxes.
 
-use paddock_core::ids::{SessionId, TenantId, WorkspaceId};
+use paddock_core::ids::{TenantId, WorkspaceId};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    MAX_PAGE, Page, SandboxRecord, SandboxState, Session, SessionStatus, StoreError, Tenant,
-    Workspace,
+    MAX_PAGE, Page, SandboxRecord, SandboxState, StoreError, Tenant, Workspace,
 };
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
@@ -98,19 +97,48 @@ fn read_tenant(row: &AnyRow) -> Result<Tenant, StoreError> {
 
 // ---- workspaces ----
 
+macro_rules! workspace_columns {
+    () => {
+        "id, tenant_id, name, root, created_at"
+    };
+}
+
 pub(crate) async fn create_workspace(store: &SqlStore, ws: &Workspace) -> Result<(), StoreError> {
     const OP: &str = "create_workspace";
     let mut tx = store.begin_write(OP).await?;
     let tenant = ws.tenant.as_str();
     require(&mut tx, OP, "tenant", TENANT_EXISTS, tenant, tenant).await?;
-    sqlx::query("INSERT INTO workspaces (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(ws.id.as_str())
-        .bind(tenant)
-        .bind(&ws.name)
-        .bind(ws.created_at.as_millis())
-        .execute(&mut *tx)
-        .await
-        .map_err(insert_error(OP, "workspace", ws.id.to_string()))?;
+    if let Some(root) = &ws.root {
+        let taken = sqlx::query("SELECT id FROM workspaces WHERE tenant_id = $1 AND root = $2")
+            .bind(tenant)
+            .bind(root)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db(OP))?;
+        if let Some(taken) = taken {
+            return Err(StoreError::Conflict {
+                entity: "workspace",
+                id: ws.id.to_string(),
+                reason: format!(
+                    "root {root} is already workspace {}",
+                    Reader::new(&taken, "workspace", "id").text("id")?
+                ),
+            });
+        }
+    }
+    sqlx::query(concat!(
+        "INSERT INTO workspaces (",
+        workspace_columns!(),
+        ") VALUES ($1, $2, $3, $4, $5)"
+    ))
+    .bind(ws.id.as_str())
+    .bind(tenant)
+    .bind(&ws.name)
+    .bind(ws.root.as_deref())
+    .bind(ws.created_at.as_millis())
+    .execute(&mut *tx)
+    .await
+    .map_err(insert_error(OP, "workspace", ws.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
 }
 
@@ -119,9 +147,11 @@ pub(crate) async fn get_workspace(
     tenant: &TenantId,
     id: &WorkspaceId,
 ) -> Result<Workspace, StoreError> {
-    let row = sqlx::query(
-        "SELECT id, tenant_id, name, created_at FROM workspaces WHERE tenant_id = $1 AND id = $2",
-    )
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        workspace_columns!(),
+        " FROM workspaces WHERE tenant_id = $1 AND id = $2"
+    ))
     .bind(tenant.as_str())
     .bind(id.as_str())
     .fetch_optional(&store.pool)
@@ -141,10 +171,11 @@ pub(crate) async fn list_workspaces(
     tenant: &TenantId,
     page: &Page,
 ) -> Result<Vec<Workspace>, StoreError> {
-    let rows = sqlx::query(
-        "SELECT id, tenant_id, name, created_at FROM workspaces \
-         WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-    )
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        workspace_columns!(),
+        " FROM workspaces WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+    ))
     .bind(tenant.as_str())
     .bind(page_after(page))
     .bind(page_limit(page))
@@ -154,12 +185,31 @@ pub(crate) async fn list_workspaces(
     rows.iter().map(read_workspace).collect()
 }
 
+pub(crate) async fn find_workspace_by_root(
+    store: &SqlStore,
+    tenant: &TenantId,
+    root: &str,
+) -> Result<Option<Workspace>, StoreError> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        workspace_columns!(),
+        " FROM workspaces WHERE tenant_id = $1 AND root = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(root)
+    .fetch_optional(&store.pool)
+    .await
+    .map_err(db("find_workspace_by_root"))?;
+    row.as_ref().map(read_workspace).transpose()
+}
+
 fn read_workspace(row: &AnyRow) -> Result<Workspace, StoreError> {
     let r = Reader::new(row, "workspace", "id");
     Ok(Workspace {
         id: r.parsed("id", WorkspaceId::parse)?,
         tenant: r.parsed("tenant_id", TenantId::parse)?,
         name: r.text("name")?,
+        root: r.opt_text("root")?,
         created_at: r.time("created_at")?,
     })
 }
@@ -356,116 +406,5 @@ fn read_sandbox(row: &AnyRow) -> Result<SandboxRecord, StoreError> {
         updated_at: r.time("updated_at")?,
         last_active_at: r.time("last_active_at")?,
         expires_at: r.opt_time("expires_at")?,
-    })
-}
-
-// ---- sessions ----
-
-macro_rules! session_columns {
-    () => {
-        "id, tenant_id, workspace_id, title, status, forked_from, created_at, updated_at"
-    };
-}
-
-pub(crate) async fn create_session(store: &SqlStore, s: &Session) -> Result<(), StoreError> {
-    const OP: &str = "create_session";
-    let mut tx = store.begin_write(OP).await?;
-    let tenant = s.tenant.as_str();
-    require(
-        &mut tx,
-        OP,
-        "workspace",
-        WORKSPACE_EXISTS,
-        tenant,
-        s.workspace.as_str(),
-    )
-    .await?;
-    if let Some(parent) = &s.forked_from {
-        require(
-            &mut tx,
-            OP,
-            "session",
-            SESSION_EXISTS,
-            tenant,
-            parent.as_str(),
-        )
-        .await?;
-    }
-    sqlx::query(concat!(
-        "INSERT INTO sessions (",
-        session_columns!(),
-        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-    ))
-    .bind(s.id.as_str())
-    .bind(tenant)
-    .bind(s.workspace.as_str())
-    .bind(&s.title)
-    .bind(s.status.as_str())
-    .bind(s.forked_from.as_ref().map(|p| p.as_str()))
-    .bind(s.created_at.as_millis())
-    .bind(s.updated_at.as_millis())
-    .execute(&mut *tx)
-    .await
-    .map_err(insert_error(OP, "session", s.id.to_string()))?;
-    tx.commit().await.map_err(db(OP))
-}
-
-pub(crate) async fn get_session(
-    store: &SqlStore,
-    tenant: &TenantId,
-    id: &SessionId,
-) -> Result<Session, StoreError> {
-    let row = sqlx::query(concat!(
-        "SELECT ",
-        session_columns!(),
-        " FROM sessions WHERE tenant_id = $1 AND id = $2"
-    ))
-    .bind(tenant.as_str())
-    .bind(id.as_str())
-    .fetch_optional(&store.pool)
-    .await
-    .map_err(db("get_session"))?;
-    match row {
-        Some(row) => read_session(&row),
-        None => Err(StoreError::NotFound {
-            entity: "session",
-            id: id.to_string(),
-        }),
-    }
-}
-
-pub(crate) async fn list_sessions(
-    store: &SqlStore,
-    tenant: &TenantId,
-    workspace: Option<&WorkspaceId>,
-    page: &Page,
-) -> Result<Vec<Session>, StoreError> {
-    let rows = sqlx::query(concat!(
-        "SELECT ",
-        session_columns!(),
-        " FROM sessions WHERE tenant_id = $1 AND ($2 = '' OR workspace_id = $2) AND id > $3 \
-          ORDER BY id LIMIT $4"
-    ))
-    .bind(tenant.as_str())
-    .bind(workspace.map_or("", |w| w.as_str()))
-    .bind(page_after(page))
-    .bind(page_limit(page))
-    .fetch_all(&store.pool)
-    .await
-    .map_err(db("list_sessions"))?;
-    rows.iter().map(read_session).collect()
-}
-
-fn read_session(row: &AnyRow) -> Result<Session, StoreError> {
-    let r = Reader::new(row, "session", "id");
-    Ok(Session {
-        id: r.parsed("id", SessionId::parse)?,
-        tenant: r.parsed("tenant_id", TenantId::parse)?,
-        workspace: r.parsed("workspace_id", WorkspaceId::parse)?,
-        title: r.text("title")?,
-        status: r.parsed("status", known(SessionStatus::parse))?,
-        forked_from: r.opt_parsed("forked_from", SessionId::parse)?,
-        created_at: r.time("created_at")?,
-        updated_at: r.time("updated_at")?,
     })
 }

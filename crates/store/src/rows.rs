@@ -75,6 +75,21 @@ impl<'r> Reader<'r> {
         parse(&text).map_err(|e| self.corrupt(column, e))
     }
 
+    /// A JSON text column.
+    pub(crate) fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        column: &str,
+    ) -> Result<T, StoreError> {
+        self.parsed(column, |s| serde_json::from_str::<T>(s))
+    }
+
+    pub(crate) fn opt_json<T: serde::de::DeserializeOwned>(
+        &self,
+        column: &str,
+    ) -> Result<Option<T>, StoreError> {
+        self.opt_parsed(column, |s| serde_json::from_str::<T>(s))
+    }
+
     pub(crate) fn opt_parsed<T, E: Display>(
         &self,
         column: &str,

@@ -1,23 +1,31 @@
 //! Runs: created and moved through their states by the session's lease holder.
 
-use paddock_core::ids::{RunId, SessionId, TenantId};
-use paddock_core::store::{Lease, Run, RunState, RunUpdate, StoreError};
+use paddock_core::ids::{RunId, SessionId, SnapshotId, TenantId};
+use paddock_core::store::{
+    EndReason, Lease, Run, RunMode, RunState, RunUpdate, StoreError, SubagentProfile,
+};
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use crate::error::{db, insert_error};
+use crate::error::{db, insert_error, to_json};
 use crate::fence;
 use crate::open::SqlStore;
 use crate::records::{SESSION_EXISTS, require};
 use crate::rows::{Reader, known};
+use crate::snapshots::SNAPSHOT_EXISTS;
 
 macro_rules! run_columns {
     () => {
-        "id, tenant_id, session_id, parent_run_id, state, goal, error, created_at, updated_at, \
-         finished_at"
+        "id, tenant_id, session_id, parent_run_id, state, goal, error, mode, profile, task_key, \
+         budgets, usage, end_reason, review, end_snapshot_id, created_at, updated_at, finished_at"
     };
 }
 
 pub(crate) const RUN_EXISTS: &str = "SELECT 1 FROM runs WHERE tenant_id = $1 AND id = $2";
+
+/// The states `list_unfinished_runs` skips; the same text as the `runs_unfinished`
+/// index predicate, so the planner uses the index.
+const UNFINISHED: &str = "state NOT IN ('completed', 'cancelled', 'failed', 'interrupted')";
 
 pub(crate) fn not_found(id: &RunId) -> StoreError {
     StoreError::NotFound {
@@ -26,8 +34,39 @@ pub(crate) fn not_found(id: &RunId) -> StoreError {
     }
 }
 
+/// Fails with `NotFound` unless `snapshot` is one of `tenant`'s (the column's
+/// foreign key cannot check the tenant, see migration 0002).
+async fn require_snapshot(
+    conn: &mut AnyConnection,
+    operation: &'static str,
+    tenant: &str,
+    snapshot: Option<&SnapshotId>,
+) -> Result<(), StoreError> {
+    match snapshot {
+        Some(id) => {
+            require(
+                conn,
+                operation,
+                "snapshot",
+                SNAPSHOT_EXISTS,
+                tenant,
+                id.as_str(),
+            )
+            .await
+        }
+        None => Ok(()),
+    }
+}
+
 pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result<(), StoreError> {
     const OP: &str = "create_run";
+    let budgets = to_json("budgets", &run.budgets)?;
+    let usage = to_json("usage", &run.usage)?;
+    let review = run
+        .review
+        .as_ref()
+        .map(|r| to_json("review", r))
+        .transpose()?;
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &run.session).await?;
     let tenant = run.tenant.as_str();
@@ -43,10 +82,12 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
     if let Some(parent) = &run.parent_run {
         require(&mut tx, OP, "run", RUN_EXISTS, tenant, parent.as_str()).await?;
     }
+    require_snapshot(&mut tx, OP, tenant, run.end_snapshot.as_ref()).await?;
     sqlx::query(concat!(
         "INSERT INTO runs (",
         run_columns!(),
-        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+         $18)"
     ))
     .bind(run.id.as_str())
     .bind(tenant)
@@ -55,6 +96,14 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
     .bind(run.state.as_str())
     .bind(&run.goal)
     .bind(run.error.as_deref())
+    .bind(run.mode.as_str())
+    .bind(run.profile.map(SubagentProfile::as_str))
+    .bind(run.task_key.as_deref())
+    .bind(budgets)
+    .bind(usage)
+    .bind(run.end_reason.map(EndReason::as_str))
+    .bind(review)
+    .bind(run.end_snapshot.as_ref().map(|s| s.as_str()))
     .bind(run.created_at.as_millis())
     .bind(run.updated_at.as_millis())
     .bind(run.finished_at.map(|t| t.as_millis()))
@@ -64,8 +113,9 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
     tx.commit().await.map_err(db(OP))
 }
 
-/// Moves a run to `update.state`. A run in a terminal state stays there
-/// ([`StoreError::Conflict`]).
+/// Moves a run to `update.state`, writes `error` as given and the other set
+/// fields, keeping the stored value of the unset ones. A run in a terminal state
+/// stays there ([`StoreError::Conflict`]).
 pub(crate) async fn update(
     store: &SqlStore,
     lease: &Lease,
@@ -74,6 +124,16 @@ pub(crate) async fn update(
     update: &RunUpdate,
 ) -> Result<Run, StoreError> {
     const OP: &str = "update_run";
+    let usage = update
+        .usage
+        .as_ref()
+        .map(|u| to_json("usage", u))
+        .transpose()?;
+    let review = update
+        .review
+        .as_ref()
+        .map(|r| to_json("review", r))
+        .transpose()?;
     let mut tx = store.begin_write(OP).await?;
     let row = sqlx::query(concat!(
         "SELECT ",
@@ -94,15 +154,24 @@ pub(crate) async fn update(
             reason: format!("already {}", current.state),
         });
     }
+    require_snapshot(&mut tx, OP, tenant.as_str(), update.end_snapshot.as_ref()).await?;
     let now = store.clock.now();
     let finished_at = update.state.is_terminal().then_some(now);
+    // COALESCE in the statement rather than merged here: the row is not locked
+    // between the read above and this write on Postgres.
     let row = sqlx::query(concat!(
-        "UPDATE runs SET state = $1, error = $2, updated_at = $3, finished_at = $4 \
-         WHERE tenant_id = $5 AND id = $6 RETURNING ",
+        "UPDATE runs SET state = $1, error = $2, usage = COALESCE($3, usage), \
+         end_reason = COALESCE($4, end_reason), review = COALESCE($5, review), \
+         end_snapshot_id = COALESCE($6, end_snapshot_id), updated_at = $7, finished_at = $8 \
+         WHERE tenant_id = $9 AND id = $10 RETURNING ",
         run_columns!()
     ))
     .bind(update.state.as_str())
     .bind(update.error.as_deref())
+    .bind(usage)
+    .bind(update.end_reason.map(EndReason::as_str))
+    .bind(review)
+    .bind(update.end_snapshot.as_ref().map(|s| s.as_str()))
     .bind(now.as_millis())
     .bind(finished_at.map(|t| t.as_millis()))
     .bind(tenant.as_str())
@@ -151,6 +220,36 @@ pub(crate) async fn list(
     rows.iter().map(read_run).collect()
 }
 
+pub(crate) async fn list_children(
+    store: &SqlStore,
+    tenant: &TenantId,
+    parent: &RunId,
+) -> Result<Vec<Run>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        run_columns!(),
+        " FROM runs WHERE tenant_id = $1 AND parent_run_id = $2 ORDER BY id"
+    ))
+    .bind(tenant.as_str())
+    .bind(parent.as_str())
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db("list_child_runs"))?;
+    rows.iter().map(read_run).collect()
+}
+
+pub(crate) async fn list_unfinished(store: &SqlStore) -> Result<Vec<Run>, StoreError> {
+    let sql = format!(
+        "SELECT {} FROM runs WHERE {UNFINISHED} ORDER BY id",
+        run_columns!()
+    );
+    let rows = sqlx::query(&sql)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(db("list_unfinished_runs"))?;
+    rows.iter().map(read_run).collect()
+}
+
 fn read_run(row: &AnyRow) -> Result<Run, StoreError> {
     let r = Reader::new(row, "run", "id");
     Ok(Run {
@@ -161,6 +260,14 @@ fn read_run(row: &AnyRow) -> Result<Run, StoreError> {
         state: r.parsed("state", known(RunState::parse))?,
         goal: r.text("goal")?,
         error: r.opt_text("error")?,
+        mode: r.parsed("mode", known(RunMode::parse))?,
+        profile: r.opt_parsed("profile", known(SubagentProfile::parse))?,
+        task_key: r.opt_text("task_key")?,
+        budgets: r.json("budgets")?,
+        usage: r.json("usage")?,
+        end_reason: r.opt_parsed("end_reason", known(EndReason::parse))?,
+        review: r.opt_json("review")?,
+        end_snapshot: r.opt_parsed("end_snapshot_id", SnapshotId::parse)?,
         created_at: r.time("created_at")?,
         updated_at: r.time("updated_at")?,
         finished_at: r.opt_time("finished_at")?,

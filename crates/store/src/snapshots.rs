@@ -20,9 +20,9 @@ macro_rules! snapshot_columns {
 }
 
 const SANDBOX_EXISTS: &str = "SELECT 1 FROM sandboxes WHERE tenant_id = $1 AND id = $2";
-const SNAPSHOT_EXISTS: &str = "SELECT 1 FROM snapshots WHERE tenant_id = $1 AND id = $2";
+pub(crate) const SNAPSHOT_EXISTS: &str = "SELECT 1 FROM snapshots WHERE tenant_id = $1 AND id = $2";
 
-fn not_found(id: &SnapshotId) -> StoreError {
+pub(crate) fn not_found(id: &SnapshotId) -> StoreError {
     StoreError::NotFound {
         entity: "snapshot",
         id: id.to_string(),
@@ -155,6 +155,15 @@ pub(crate) async fn delete(
         return Err(not_found(id));
     }
     Ok(())
+}
+
+pub(crate) async fn blob_referenced(store: &SqlStore, blob_hash: &str) -> Result<bool, StoreError> {
+    let row = sqlx::query("SELECT 1 FROM snapshots WHERE blob_hash = $1 LIMIT 1")
+        .bind(blob_hash)
+        .fetch_optional(&store.pool)
+        .await
+        .map_err(db("snapshot_blob_referenced"))?;
+    Ok(row.is_some())
 }
 
 fn read_snapshot(row: &AnyRow) -> Result<SnapshotRecord, StoreError> {

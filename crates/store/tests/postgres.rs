@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use paddock_core::ids::RunId;
 use paddock_core::store::{ManualClock, Store, StoreError};
-use paddock_store::{SqlStore, StoreOptions};
+use paddock_store::{Engine, SqlStore, StoreOptions};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, Executor, PgConnection};
 
@@ -62,6 +62,14 @@ impl StoreFactory for PgFactory {
             ..StoreOptions::default()
         };
         Ok(Arc::new(self.open_via(&self.server_url, options).await?))
+    }
+
+    fn engine(&self) -> Engine {
+        Engine::Postgres
+    }
+
+    fn url(&self) -> String {
+        self.url_via(&self.server_url)
     }
 }
 

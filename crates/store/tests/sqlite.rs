@@ -33,6 +33,14 @@ impl StoreFactory for SqliteFactory {
         };
         Ok(Arc::new(SqlStore::open_with(&self.url(), options).await?))
     }
+
+    fn engine(&self) -> Engine {
+        Engine::Sqlite
+    }
+
+    fn url(&self) -> String {
+        SqliteFactory::url(self)
+    }
 }
 
 async fn sqlite() -> anyhow::Result<Option<SqliteFactory>> {

@@ -7,10 +7,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Lease, NewEvent, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SnapshotRecord, StoreError, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SandboxRecord,
+    SandboxState, Session, SessionPatch, SnapshotRecord, StoreError, StoredMessage, Tenant,
+    Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
-use crate::ids::{RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId};
+use crate::ids::{GoalId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId};
 use crate::sandbox::SandboxId;
 
 /// Most rows one list call returns.
@@ -71,6 +72,12 @@ pub trait Store: Send + Sync + fmt::Debug {
         tenant: &TenantId,
         page: &Page,
     ) -> Result<Vec<Workspace>, StoreError>;
+    /// The tenant's workspace registered for the host directory `root`, if any.
+    async fn find_workspace_by_root(
+        &self,
+        tenant: &TenantId,
+        root: &str,
+    ) -> Result<Option<Workspace>, StoreError>;
 
     async fn create_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError>;
     async fn get_sandbox(
@@ -109,6 +116,13 @@ pub trait Store: Send + Sync + fmt::Debug {
         workspace: Option<&WorkspaceId>,
         page: &Page,
     ) -> Result<Vec<Session>, StoreError>;
+    /// Renames or archives a session; returns the updated row.
+    async fn update_session(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+        patch: &SessionPatch,
+    ) -> Result<Session, StoreError>;
 
     /// Grants `resource` to `owner` for `ttl` with a new, higher token, if it is
     /// free (never granted, released or expired) or already `owner`'s; otherwise
@@ -143,6 +157,59 @@ pub trait Store: Send + Sync + fmt::Debug {
         tenant: &TenantId,
         session: &SessionId,
     ) -> Result<Vec<Run>, StoreError>;
+    /// Subagent runs spawned by `parent`, oldest first.
+    async fn list_child_runs(
+        &self,
+        tenant: &TenantId,
+        parent: &RunId,
+    ) -> Result<Vec<Run>, StoreError>;
+    /// Every tenant's runs not in a terminal state. System-level, for crash
+    /// recovery at startup; never exposed to a tenant.
+    async fn list_unfinished_runs(&self) -> Result<Vec<Run>, StoreError>;
+
+    /// Fenced by the lease on `goal.session`.
+    async fn create_goal(&self, lease: &Lease, goal: &Goal) -> Result<(), StoreError>;
+    /// Fenced by the lease on the goal's session.
+    async fn set_goal_status(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        id: &GoalId,
+        status: GoalStatus,
+    ) -> Result<Goal, StoreError>;
+    /// The session's goals, oldest first.
+    async fn list_goals(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Goal>, StoreError>;
+
+    /// Stores `plan` as the session's next plan version and makes its tasks the
+    /// session's task list (tasks left out are removed); returns it with its
+    /// version. Fenced by the lease on `plan.session`.
+    async fn save_plan(&self, lease: &Lease, plan: &Plan) -> Result<Plan, StoreError>;
+    /// The session's latest plan with its tasks, if a plan was ever saved.
+    async fn get_plan(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Option<Plan>, StoreError>;
+
+    /// Appends to the session's history with the next sequence number.
+    /// Fenced by the lease on `message.session`.
+    async fn append_message(
+        &self,
+        lease: &Lease,
+        message: &StoredMessage,
+    ) -> Result<StoredMessage, StoreError>;
+    /// The session's history in order; with `through_run`, only the messages of
+    /// that run and of the runs before it (a fork from that run's end).
+    async fn list_messages(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        through_run: Option<&RunId>,
+    ) -> Result<Vec<StoredMessage>, StoreError>;
 
     /// Appends to the session's event log with the next sequence number.
     /// Fenced by the lease on `event.session`.
@@ -157,6 +224,14 @@ pub trait Store: Send + Sync + fmt::Debug {
         &self,
         tenant: &TenantId,
         session: &SessionId,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<RunEvent>, StoreError>;
+    /// The events of one run (in its session's sequence) with `seq > after_seq`.
+    async fn list_run_events(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
         after_seq: u64,
         limit: u32,
     ) -> Result<Vec<RunEvent>, StoreError>;
@@ -195,4 +270,7 @@ pub trait Store: Send + Sync + fmt::Debug {
     ) -> Result<Vec<SnapshotRecord>, StoreError>;
     /// Deletes the row ([`StoreError::Conflict`] while another snapshot names it as parent).
     async fn delete_snapshot(&self, tenant: &TenantId, id: &SnapshotId) -> Result<(), StoreError>;
+    /// Whether any snapshot row of any tenant still points at the blob
+    /// `blob_hash`. System-level, for blob garbage collection.
+    async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError>;
 }

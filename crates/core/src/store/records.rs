@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
-use crate::ids::{SessionId, SnapshotId, TenantId, WorkspaceId};
+use crate::ids::{RunId, SessionId, SnapshotId, TenantId, WorkspaceId};
 use crate::sandbox::SandboxId;
 
 /// One customer of the orchestrator; every other row belongs to exactly one.
@@ -21,6 +21,9 @@ pub struct Workspace {
     pub id: WorkspaceId,
     pub tenant: TenantId,
     pub name: String,
+    /// Host directory holding the files, when it is not the server's default
+    /// (`<workspaces root>/<id>`): `paddock run --workspace DIR` registers DIR.
+    pub root: Option<String>,
     pub created_at: Timestamp,
 }
 
@@ -30,6 +33,7 @@ impl Workspace {
             id: WorkspaceId::generate(),
             tenant,
             name: name.into(),
+            root: None,
             created_at: now,
         }
     }
@@ -87,6 +91,10 @@ pub struct Session {
     pub status: SessionStatus,
     /// The session this one was forked from.
     pub forked_from: Option<SessionId>,
+    /// The run of `forked_from` whose end the fork started from (None: its latest state).
+    pub forked_at_run: Option<RunId>,
+    /// Set on a subagent's session: the parent run that spawned it.
+    pub parent_run: Option<RunId>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -105,6 +113,8 @@ impl Session {
             title: title.into(),
             status: SessionStatus::Active,
             forked_from: None,
+            forked_at_run: None,
+            parent_run: None,
             created_at: now,
             updated_at: now,
         }

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
-use crate::ids::{RunId, SessionId, TenantId, ToolInvocationId};
+use super::agent::{Budgets, EndReason, Review, RunMode, RunUsage, SubagentProfile};
+use crate::ids::{RunId, SessionId, SnapshotId, TenantId, ToolInvocationId};
 
 text_enum!(
     /// The run state machine: preparing -> planning -> acting -> observing /
@@ -34,7 +35,8 @@ impl RunState {
     }
 }
 
-/// One attempt at a session's goal. Resume creates a new run with `parent_run`.
+/// One attempt at a session's goal. A subagent's run names its parent in
+/// `parent_run` and lives in its own session (its own event sequence).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
     pub id: RunId,
@@ -45,6 +47,18 @@ pub struct Run {
     pub goal: String,
     /// Why the run failed or was interrupted.
     pub error: Option<String>,
+    pub mode: RunMode,
+    /// Set on subagent runs.
+    pub profile: Option<SubagentProfile>,
+    /// The parent's plan task a subagent works on.
+    pub task_key: Option<String>,
+    pub budgets: Budgets,
+    pub usage: RunUsage,
+    /// What ended the run, once it ended.
+    pub end_reason: Option<EndReason>,
+    pub review: Option<Review>,
+    /// The workspace as it was when the run ended; a fork from this run restores it.
+    pub end_snapshot: Option<SnapshotId>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// Set when the run reaches a terminal state.
@@ -66,6 +80,14 @@ impl Run {
             state: RunState::Preparing,
             goal: goal.into(),
             error: None,
+            mode: RunMode::Build,
+            profile: None,
+            task_key: None,
+            budgets: Budgets::default(),
+            usage: RunUsage::default(),
+            end_reason: None,
+            review: None,
+            end_snapshot: None,
             created_at: now,
             updated_at: now,
             finished_at: None,
@@ -73,11 +95,30 @@ impl Run {
     }
 }
 
-/// A state change of a run.
+/// A state change of a run. `None` fields keep their stored value, except
+/// `error`, which is written as given.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunUpdate {
     pub state: RunState,
     pub error: Option<String>,
+    pub usage: Option<RunUsage>,
+    pub end_reason: Option<EndReason>,
+    pub review: Option<Review>,
+    pub end_snapshot: Option<SnapshotId>,
+}
+
+impl RunUpdate {
+    /// Moves to `state` and changes nothing else.
+    pub fn state(state: RunState) -> Self {
+        Self {
+            state,
+            error: None,
+            usage: None,
+            end_reason: None,
+            review: None,
+            end_snapshot: None,
+        }
+    }
 }
 
 /// An event to append to a session's log; the store assigns its sequence number.

@@ -12,7 +12,9 @@ use paddock_core::store::{
     ToolStatus, Workspace,
 };
 
-use super::{StoreFactory, T0, clock, fixture, lease_session};
+use super::{
+    StoreFactory, T0, assert_conflict, assert_not_found, clock, fixture, lease_session, snapshot,
+};
 
 fn event(session: &Session, run: Option<&Run>, kind: &str, n: u32) -> NewEvent {
     NewEvent {
@@ -42,41 +44,6 @@ fn sandbox(
         updated_at: store.now(),
         last_active_at: store.now(),
         expires_at: Some(store.now().saturating_add(Duration::from_secs(3600))),
-    }
-}
-
-fn snapshot(
-    tenant: &TenantId,
-    parent: Option<&SnapshotRecord>,
-    store: &dyn Store,
-) -> SnapshotRecord {
-    SnapshotRecord {
-        id: SnapshotId::generate(),
-        tenant: tenant.clone(),
-        workspace: None,
-        source_sandbox: None,
-        session: None,
-        parent: parent.map(|p| p.id.clone()),
-        file_count: 12,
-        bytes_raw: 40_960,
-        bytes_compressed: 8_192,
-        excludes: vec!["target/".to_owned(), "*.log".to_owned()],
-        blob_hash: "blake3:00ff".to_owned(),
-        created_at: store.now(),
-    }
-}
-
-fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StoreError>, entity: &str, id: &str) {
-    match result {
-        Err(StoreError::NotFound { entity: e, id: i }) if e == entity && i == id => {}
-        other => panic!("expected {entity} {id} not found, got {other:?}"),
-    }
-}
-
-fn assert_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>, entity: &str) {
-    match result {
-        Err(StoreError::Conflict { entity: e, .. }) if e == entity => {}
-        other => panic!("expected a conflict on {entity}, got {other:?}"),
     }
 }
 
@@ -312,10 +279,7 @@ pub async fn sessions_and_runs(f: &dyn StoreFactory) -> anyhow::Result<()> {
             &lease,
             &fx.tenant,
             &run.id,
-            &RunUpdate {
-                state: RunState::Acting,
-                error: None,
-            },
+            &RunUpdate::state(RunState::Acting),
         )
         .await?;
     assert_eq!(
@@ -334,8 +298,8 @@ pub async fn sessions_and_runs(f: &dyn StoreFactory) -> anyhow::Result<()> {
             &fx.tenant,
             &run.id,
             &RunUpdate {
-                state: RunState::Failed,
                 error: Some("model unreachable".into()),
+                ..RunUpdate::state(RunState::Failed)
             },
         )
         .await?;
@@ -356,10 +320,7 @@ pub async fn sessions_and_runs(f: &dyn StoreFactory) -> anyhow::Result<()> {
                 &lease,
                 &fx.tenant,
                 &run.id,
-                &RunUpdate {
-                    state: RunState::Acting,
-                    error: None,
-                },
+                &RunUpdate::state(RunState::Acting),
             )
             .await,
         "run",
@@ -392,10 +353,7 @@ pub async fn sessions_and_runs(f: &dyn StoreFactory) -> anyhow::Result<()> {
                 &lease,
                 &fx.tenant,
                 &missing,
-                &RunUpdate {
-                    state: RunState::Acting,
-                    error: None,
-                },
+                &RunUpdate::state(RunState::Acting),
             )
             .await,
         "run",
@@ -836,10 +794,7 @@ pub async fn tenant_isolation(f: &dyn StoreFactory) -> anyhow::Result<()> {
                 &lease_a,
                 t,
                 &run_a.id,
-                &RunUpdate {
-                    state: RunState::Cancelled,
-                    error: None,
-                },
+                &RunUpdate::state(RunState::Cancelled),
             )
             .await,
         "run",

@@ -8,18 +8,7 @@ use paddock_core::store::{
 };
 use tokio::sync::Barrier;
 
-use super::{StoreFactory, TTL, clock, fixture, lease_session};
-
-fn assert_stale<T: std::fmt::Debug>(result: Result<T, StoreError>, lease: &Lease) {
-    match result {
-        Err(StoreError::StaleLease { resource, token })
-            if resource == lease.resource && token == lease.token => {}
-        other => panic!(
-            "expected token {} on {} to be stale, got {other:?}",
-            lease.token, lease.resource
-        ),
-    }
-}
+use super::{StoreFactory, TTL, assert_stale, clock, fixture, lease_session};
 
 fn note(session: &Session, text: &str) -> NewEvent {
     NewEvent {
@@ -142,10 +131,7 @@ pub async fn fenced_writes_refuse_stale_tokens(f: &dyn StoreFactory) -> anyhow::
     let new = lease_session(&*store, &fx.session, "node-b").await?;
     assert!(new.token > old.token);
 
-    let acting = RunUpdate {
-        state: RunState::Acting,
-        error: None,
-    };
+    let acting = RunUpdate::state(RunState::Acting);
     assert_stale(
         store
             .append_event(&old, t, &note(&fx.session, "late"))
@@ -370,5 +356,78 @@ pub async fn takeover_during_writes(f: &dyn StoreFactory) -> anyhow::Result<()> 
         .await?;
     let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=b_first.seq).collect::<Vec<_>>(), "no gaps");
+    Ok(())
+}
+
+/// Goals, plans and messages are fenced like events: after a takeover the old
+/// holder's writes are refused and leave nothing behind (no row, no used-up
+/// version or sequence number).
+pub async fn agent_writes_refuse_stale_tokens(f: &dyn StoreFactory) -> anyhow::Result<()> {
+    use paddock_core::model::Message;
+    use paddock_core::store::{GoalStatus, TaskStatus};
+
+    use super::history::{goal, plan, said, task};
+
+    let clock = clock();
+    let store = f.open(clock.clone()).await?;
+    let s = &*store;
+    let fx = fixture(s, "acme").await?;
+    let t = &fx.tenant;
+    let old = lease_session(s, &fx.session, "node-a").await?;
+    let run = Run::new(t.clone(), fx.session.id.clone(), "goal", store.now());
+    store.create_run(&old, &run).await?;
+    let first = goal(&run, "first", s);
+    store.create_goal(&old, &first).await?;
+
+    clock.advance(TTL + Duration::from_secs(1));
+    let new = lease_session(s, &fx.session, "node-b").await?;
+
+    assert_stale(store.create_goal(&old, &goal(&run, "late", s)).await, &old);
+    assert_stale(
+        store
+            .set_goal_status(&old, t, &first.id, GoalStatus::Met)
+            .await,
+        &old,
+    );
+    let late_plan = plan(&run, vec![task("1", TaskStatus::Pending, &run, s)], s);
+    assert_stale(store.save_plan(&old, &late_plan).await, &old);
+    let late_message = said(&fx.session, &run, Message::user("late"), s);
+    assert_stale(store.append_message(&old, &late_message).await, &old);
+
+    assert_eq!(
+        store.list_goals(t, &fx.session.id).await?,
+        std::slice::from_ref(&first)
+    );
+    assert_eq!(store.get_plan(t, &fx.session.id).await?, None);
+    assert!(
+        store
+            .list_messages(t, &fx.session.id, None)
+            .await?
+            .is_empty()
+    );
+
+    // the new holder starts at version 1 and seq 1
+    assert_eq!(store.save_plan(&new, &late_plan).await?.version, 1);
+    assert_eq!(store.append_message(&new, &late_message).await?.seq, 1);
+    assert_eq!(
+        store
+            .set_goal_status(&new, t, &first.id, GoalStatus::Met)
+            .await?
+            .status,
+        GoalStatus::Met
+    );
+
+    // a lease on another session does not cover this one
+    let other = Session::new(t.clone(), fx.workspace.id.clone(), "other", store.now());
+    store.create_session(&other).await?;
+    let other_lease = lease_session(s, &other, "node-b").await?;
+    assert!(matches!(
+        store.append_message(&other_lease, &late_message).await,
+        Err(StoreError::WrongLease { .. })
+    ));
+    assert!(matches!(
+        store.save_plan(&other_lease, &late_plan).await,
+        Err(StoreError::WrongLease { .. })
+    ));
     Ok(())
 }

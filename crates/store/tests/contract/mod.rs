@@ -4,16 +4,22 @@
 
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
+pub mod agent_rows;
 pub mod cases;
+pub mod history;
 pub mod leases;
 pub mod proxy;
+pub mod upgrade;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use paddock_core::ids::TenantId;
-use paddock_core::store::{Lease, ManualClock, Session, Store, Tenant, Timestamp, Workspace};
+use paddock_core::ids::{SnapshotId, TenantId};
+use paddock_core::store::{
+    Lease, ManualClock, Session, SnapshotRecord, Store, StoreError, Tenant, Timestamp, Workspace,
+};
+use paddock_store::Engine;
 
 /// A fresh database for one test.
 #[async_trait]
@@ -21,6 +27,10 @@ pub trait StoreFactory: Send + Sync {
     /// A new store with its own connection pool on this test's database, as
     /// another orchestrator process would have.
     async fn open(&self, clock: Arc<ManualClock>) -> anyhow::Result<Arc<dyn Store>>;
+    /// The engine behind [`StoreFactory::url`].
+    fn engine(&self) -> Engine;
+    /// The URL of this test's database, for raw connections.
+    fn url(&self) -> String;
 }
 
 pub const T0: Timestamp = Timestamp::from_millis(1_700_000_000_000);
@@ -67,6 +77,59 @@ pub async fn lease_session(
         .await?)
 }
 
+pub fn snapshot(
+    tenant: &TenantId,
+    parent: Option<&SnapshotRecord>,
+    store: &dyn Store,
+) -> SnapshotRecord {
+    SnapshotRecord {
+        id: SnapshotId::generate(),
+        tenant: tenant.clone(),
+        workspace: None,
+        source_sandbox: None,
+        session: None,
+        parent: parent.map(|p| p.id.clone()),
+        file_count: 12,
+        bytes_raw: 40_960,
+        bytes_compressed: 8_192,
+        excludes: vec!["target/".to_owned(), "*.log".to_owned()],
+        blob_hash: "blake3:00ff".to_owned(),
+        created_at: store.now(),
+    }
+}
+
+pub fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StoreError>, entity: &str, id: &str) {
+    match result {
+        Err(StoreError::NotFound { entity: e, id: i }) if e == entity && i == id => {}
+        other => panic!("expected {entity} {id} not found, got {other:?}"),
+    }
+}
+
+pub fn assert_conflict<T: std::fmt::Debug>(result: Result<T, StoreError>, entity: &str) {
+    match result {
+        Err(StoreError::Conflict { entity: e, .. }) if e == entity => {}
+        other => panic!("expected a conflict on {entity}, got {other:?}"),
+    }
+}
+
+pub fn assert_stale<T: std::fmt::Debug>(result: Result<T, StoreError>, lease: &Lease) {
+    match result {
+        Err(StoreError::StaleLease { resource, token })
+            if resource == lease.resource && token == lease.token => {}
+        other => panic!(
+            "expected token {} on {} to be stale, got {other:?}",
+            lease.token, lease.resource
+        ),
+    }
+}
+
+pub fn assert_invalid<T: std::fmt::Debug>(result: Result<T, StoreError>, field: &str) {
+    match result {
+        Err(StoreError::Invalid { field: f, .. }) if f == field => {}
+        other => panic!("expected {field} to be refused as invalid, got {other:?}"),
+    }
+}
+
 /// Expands to one `#[tokio::test]` per contract case. `$factory` is an async
 /// expression giving `anyhow::Result<Option<F>>` (None: this engine is skipped).
 #[macro_export]
@@ -87,6 +150,18 @@ macro_rules! contract_tests {
             leases::fenced_writes_refuse_stale_tokens,
             leases::lease_race_between_two_stores,
             leases::takeover_during_writes,
+            leases::agent_writes_refuse_stale_tokens,
+            agent_rows::workspace_roots_are_unique_per_tenant,
+            agent_rows::session_links_and_updates,
+            agent_rows::run_settings_and_results,
+            agent_rows::child_and_unfinished_runs,
+            history::goals,
+            history::plans_are_versioned_and_replace_tasks,
+            history::messages_are_sequenced_and_cut_at_a_run,
+            history::concurrent_message_appends_are_gap_free,
+            history::run_events_and_blob_references,
+            history::agent_rows_are_tenant_scoped,
+            upgrade::a_0001_database_upgrades_with_its_rows,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {

@@ -1,0 +1,246 @@
+//! What the agent runtime keeps about a session besides its runs and events:
+//! goals with success criteria, the plan and its tasks, the message history,
+//! and the per-run settings and results (mode, budgets, usage, review).
+
+use serde::{Deserialize, Serialize};
+
+use super::Timestamp;
+use crate::ids::{GoalId, RunId, SessionId, TenantId};
+use crate::model::Message;
+
+text_enum!(
+    /// What a run may do. `plan` offers only read-only tools and mounts the
+    /// workspace read-only, so no write gets through, not even from a shell.
+    RunMode {
+        Build => "build",
+        Plan => "plan",
+    }
+);
+
+text_enum!(
+    /// The role of a subagent run; a root run has none.
+    SubagentProfile {
+        /// Reads the workspace to answer a question (read-only).
+        Explore => "explore",
+        /// Turns a task into a plan (read-only).
+        Plan => "plan",
+        /// Reviews a change or a state (read-only).
+        Review => "review",
+        /// Changes the workspace, optionally inside a write scope.
+        Build => "build",
+    }
+);
+
+impl SubagentProfile {
+    /// The mode the profile runs in: everything but `build` is read-only.
+    pub fn mode(self) -> RunMode {
+        match self {
+            SubagentProfile::Build => RunMode::Build,
+            SubagentProfile::Explore | SubagentProfile::Plan | SubagentProfile::Review => {
+                RunMode::Plan
+            }
+        }
+    }
+}
+
+text_enum!(
+    /// Why a run stopped. The run's state says whether it completed, failed or
+    /// was cancelled; this says what ended it.
+    EndReason {
+        /// The agent called `complete_task`; the review says whether the goal was met.
+        Completed => "completed",
+        /// A budget (turns, tokens, tool calls, wall clock) ran out.
+        BudgetExceeded => "budget_exceeded",
+        /// The same call was repeated after the recovery hint.
+        RepeatedCall => "repeated_call",
+        /// The agent asked the user a question; a new run carries the answer.
+        AwaitingUser => "awaiting_user",
+        Cancelled => "cancelled",
+        /// The model provider failed (after its retries).
+        ModelError => "model_error",
+        /// The sandbox or the store failed under the run.
+        InfrastructureError => "infrastructure_error",
+        /// The process driving the run died; found at the next start.
+        Interrupted => "interrupted",
+    }
+);
+
+/// Limits of one run; reaching any of them ends it with `budget_exceeded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Budgets {
+    /// Model calls.
+    pub max_turns: u32,
+    /// Input plus output tokens over all model calls.
+    pub max_tokens: u64,
+    pub max_tool_calls: u32,
+    pub max_wall_clock_ms: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self {
+            max_turns: 50,
+            max_tokens: 2_000_000,
+            max_tool_calls: 200,
+            max_wall_clock_ms: 30 * 60 * 1000,
+        }
+    }
+}
+
+/// What a run has spent so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunUsage {
+    pub turns: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub tool_calls: u32,
+    pub wall_clock_ms: u64,
+}
+
+impl RunUsage {
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+text_enum!(
+    /// Whether a goal (or one of its criteria) is met. `unsure` is the honest
+    /// answer when the run cannot show evidence either way.
+    Verdict {
+        Met => "met",
+        NotMet => "not_met",
+        Unsure => "unsure",
+    }
+);
+
+/// One success criterion as the review judged it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CriterionReview {
+    pub criterion: String,
+    pub verdict: Verdict,
+    pub evidence: Option<String>,
+}
+
+/// The structured end of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Review {
+    pub verdict: Verdict,
+    pub summary: String,
+    /// What shows the verdict: commands that passed, files written, ...
+    pub evidence: Vec<String>,
+    /// What is left to do.
+    pub remaining: Vec<String>,
+    pub criteria: Vec<CriterionReview>,
+}
+
+text_enum!(
+    GoalStatus {
+        Open => "open",
+        Met => "met",
+        NotMet => "not_met",
+        Unsure => "unsure",
+    }
+);
+
+impl From<Verdict> for GoalStatus {
+    fn from(verdict: Verdict) -> Self {
+        match verdict {
+            Verdict::Met => GoalStatus::Met,
+            Verdict::NotMet => GoalStatus::NotMet,
+            Verdict::Unsure => GoalStatus::Unsure,
+        }
+    }
+}
+
+/// What a run sets out to achieve and how to tell it did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Goal {
+    pub id: GoalId,
+    pub tenant: TenantId,
+    pub session: SessionId,
+    pub run: RunId,
+    pub description: String,
+    pub success_criteria: Vec<String>,
+    pub status: GoalStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+text_enum!(
+    TaskStatus {
+        Pending => "pending",
+        InProgress => "in_progress",
+        Done => "done",
+        Blocked => "blocked",
+        Cancelled => "cancelled",
+    }
+);
+
+/// One step of a session's plan. `key` is the id the model uses ("1", "tests", ...);
+/// unique within the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub key: String,
+    pub title: String,
+    pub status: TaskStatus,
+    /// The run that last changed it.
+    pub run: RunId,
+    pub updated_at: Timestamp,
+}
+
+/// A version of a session's plan: the ordered task list as `update_plan` last
+/// set it. Each save gets the next version; the tasks table holds the latest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub tenant: TenantId,
+    pub session: SessionId,
+    pub run: RunId,
+    /// 1, 2, 3, ... per session; assigned by the store on save.
+    pub version: u64,
+    pub explanation: Option<String>,
+    pub tasks: Vec<Task>,
+    pub created_at: Timestamp,
+}
+
+/// One entry of a session's conversation history (what the model sees).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    pub tenant: TenantId,
+    pub session: SessionId,
+    pub run: RunId,
+    /// 1, 2, 3, ... per session; assigned by the store on append.
+    pub seq: u64,
+    pub message: Message,
+    pub created_at: Timestamp,
+}
+
+/// A change to a session's title or status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionPatch {
+    pub title: Option<String>,
+    pub status: Option<super::SessionStatus>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_fill_missing_fields_with_defaults() -> Result<(), serde_json::Error> {
+        let budgets: Budgets = serde_json::from_str(r#"{"max_turns": 3}"#)?;
+        assert_eq!(budgets.max_turns, 3);
+        assert_eq!(budgets.max_tool_calls, Budgets::default().max_tool_calls);
+        Ok(())
+    }
+
+    #[test]
+    fn only_build_profile_may_write() {
+        let writers: Vec<_> = SubagentProfile::ALL
+            .iter()
+            .filter(|p| p.mode() == RunMode::Build)
+            .collect();
+        assert_eq!(writers, [&SubagentProfile::Build]);
+    }
+}
