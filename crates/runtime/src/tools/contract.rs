@@ -1,0 +1,246 @@
+//! What every tool declares about itself and what calling one looks like. The
+//! run loop only ever sees tools through these types.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use paddock_core::ids::{RunId, SessionId};
+use paddock_core::model::ToolSchema;
+use paddock_core::sandbox::GuestOps;
+use paddock_core::store::{RunMode, TaskStatus, Verdict};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Whether a tool can change the workspace or the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Never changes anything; may run in parallel with other read-only calls.
+    ReadOnly,
+    /// May change the workspace or start processes; runs alone, in order.
+    Mutating,
+}
+
+/// Whether a call may be executed again after a crash without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replay {
+    /// Running it twice has the same effect as once.
+    Safe,
+    /// Must not be re-run blindly (commands, appends, process starts).
+    Never,
+}
+
+/// A tool's declaration: what the model is offered and what the policy checks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolContract {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+    pub access: Access,
+    pub replay: Replay,
+    /// Longest a call may take before it is stopped and reported as timed out.
+    pub timeout: Duration,
+}
+
+impl ToolContract {
+    /// The schema offered to the model.
+    pub fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: self.name.to_owned(),
+            description: self.description.to_owned(),
+            parameters: self.parameters.clone(),
+        }
+    }
+}
+
+/// Paths a build agent may change, relative to /workspace ("src", "docs/a.md").
+/// `None` on the context means the whole workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteScope(pub Vec<String>);
+
+/// What a call runs against.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub guest: Arc<dyn GuestOps>,
+    pub mode: RunMode,
+    pub write_scope: Option<WriteScope>,
+    pub session: SessionId,
+    pub run: RunId,
+    /// Cancelled when the run is cancelled or the call times out.
+    pub cancel: CancellationToken,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("mode", &self.mode)
+            .field("write_scope", &self.write_scope)
+            .field("session", &self.session)
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One step of a plan as the model sends it to `update_plan`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlanStep {
+    /// Stable id of the step ("1", "tests", ...); keep it when the step changes.
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatusArg,
+}
+
+/// [`TaskStatus`] as a tool argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatusArg {
+    Pending,
+    InProgress,
+    Done,
+    Blocked,
+    Cancelled,
+}
+
+impl From<TaskStatusArg> for TaskStatus {
+    fn from(status: TaskStatusArg) -> Self {
+        match status {
+            TaskStatusArg::Pending => TaskStatus::Pending,
+            TaskStatusArg::InProgress => TaskStatus::InProgress,
+            TaskStatusArg::Done => TaskStatus::Done,
+            TaskStatusArg::Blocked => TaskStatus::Blocked,
+            TaskStatusArg::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+}
+
+/// One success criterion as the agent judges it in `complete_task`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CriterionClaim {
+    pub criterion: String,
+    pub verdict: VerdictArg,
+    /// What shows it (a command and its result, a file, ...).
+    pub evidence: Option<String>,
+}
+
+/// [`Verdict`] as a tool argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictArg {
+    Met,
+    NotMet,
+    Unsure,
+}
+
+impl From<VerdictArg> for Verdict {
+    fn from(verdict: VerdictArg) -> Self {
+        match verdict {
+            VerdictArg::Met => Verdict::Met,
+            VerdictArg::NotMet => Verdict::NotMet,
+            VerdictArg::Unsure => Verdict::Unsure,
+        }
+    }
+}
+
+/// The agent's claim at the end of its work (`complete_task`); the run loop
+/// checks it against what the run actually did before it becomes the review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Completion {
+    pub verdict: VerdictArg,
+    pub summary: String,
+    #[serde(default)]
+    pub evidence: Vec<String>,
+    #[serde(default)]
+    pub remaining: Vec<String>,
+    #[serde(default)]
+    pub criteria: Vec<CriterionClaim>,
+}
+
+/// What a call asks the run loop to do besides answering the model. Control
+/// tools (update_plan, report_progress, ask_user, complete_task) only produce
+/// effects; workspace tools report what they changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Effect {
+    PlanUpdated {
+        explanation: Option<String>,
+        steps: Vec<PlanStep>,
+    },
+    Progress {
+        message: String,
+    },
+    AskUser {
+        question: String,
+    },
+    Complete(Completion),
+    /// Workspace paths (relative to /workspace) the call wrote or removed.
+    FilesChanged {
+        paths: Vec<String>,
+    },
+    /// A command finished; `success` is exit code 0. Verification evidence.
+    CommandFinished {
+        command: String,
+        exit_code: Option<i32>,
+        success: bool,
+    },
+}
+
+/// The result of a call: what the model reads, plus structured data kept in
+/// the tool invocation log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolOutput {
+    /// Text for the model; already capped to a size a context can hold.
+    pub content: String,
+    /// The call ran but failed (non-zero exit is not an error: the model reads it).
+    pub is_error: bool,
+    /// Structured result for the invocation log and the event stream.
+    pub data: Value,
+    pub effects: Vec<Effect>,
+}
+
+impl ToolOutput {
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            data: Value::Null,
+            effects: Vec::new(),
+        }
+    }
+}
+
+/// Why a call could not run at all. The run loop turns it into an error
+/// result for the model; none of these end the run by themselves.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments for {tool}: {reason}")]
+    InvalidArguments { tool: String, reason: String },
+    #[error("{tool} is not allowed: {reason}")]
+    Denied { tool: String, reason: String },
+    #[error("unknown tool {tool}")]
+    Unknown { tool: String },
+    #[error("{tool} timed out after {timeout:?}")]
+    TimedOut { tool: String, timeout: Duration },
+    #[error("{tool} was cancelled")]
+    Cancelled { tool: String },
+    #[error("{tool} failed in the sandbox")]
+    Guest {
+        tool: String,
+        #[source]
+        source: paddock_core::sandbox::GuestError,
+    },
+}
+
+/// A tool the agent can call.
+#[async_trait]
+pub trait Tool: Send + Sync + fmt::Debug {
+    fn contract(&self) -> &ToolContract;
+    /// Runs one call. Arguments are validated here (deserialized into the
+    /// tool's argument struct); timeouts and cancellation are applied by the
+    /// executor around this call.
+    async fn call(&self, ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError>;
+}
