@@ -21,4 +21,7 @@ pub use guest::{
 pub use id::{InvalidSandboxId, SandboxId};
 pub use orphans::OrphanReport;
 pub use port::{Sandbox, SandboxBackend};
-pub use spec::{DowngradeLayer, SandboxInfo, SandboxLimits, SandboxSpec};
+pub use spec::{
+    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxInfo,
+    SandboxLimits, SandboxSpec,
+};

@@ -1,7 +1,7 @@
 //! End-to-end smoke tool for the jail:
 //!
 //! ```text
-//! jail-exec --workspace DIR [--read-only] [--network none|full] [--id ID]
+//! jail-exec --workspace DIR [--read-only | --writable PATH...] [--network none|full] [--id ID]
 //!           [--allow cgroups,landlock,seccomp,idmapped_workspace]
 //!           [--memory BYTES] [--pids N] [--cpu-millis N] [--rootfs DIR]
 //!           [--print-enforcement] -- CMD [ARGS...]
@@ -73,6 +73,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         sandbox_id: format!("jail-exec-{}", std::process::id()),
         workspace: PathBuf::new(),
         read_only: false,
+        writable_paths: Vec::new(),
         network: NetworkMode::None,
         limits: Limits::default(),
         id_mapping: None,
@@ -87,6 +88,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         match arg.as_str() {
             "--workspace" => spec.workspace = value()?.into(),
             "--read-only" => spec.read_only = true,
+            "--writable" => spec.writable_paths.push(value()?),
             "--network" => {
                 spec.network = match value()?.as_str() {
                     "none" => NetworkMode::None,

@@ -19,6 +19,25 @@ pub enum JailError {
     },
     #[error("{path} is not a directory")]
     NotADirectory { path: PathBuf },
+    #[error("writable path {path:?} refused: {reason}")]
+    WritablePathRefused { path: String, reason: String },
+    #[error("resolving writable path {path:?} in the workspace")]
+    ResolveWritablePath {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("creating the missing writable directory {path:?} in the workspace")]
+    CreateWritablePath {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "writable path {path:?} below {under} is not what it was when the sandbox was \
+         prepared (the workspace changed during setup)"
+    )]
+    WritablePathChanged { path: String, under: PathBuf },
     #[error("creating the idmapped mount of the workspace {path}")]
     IdmapWorkspace {
         path: PathBuf,

@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use nix::sys::signal::{Signal, kill};
@@ -21,22 +21,46 @@ use crate::ids::WorkspaceIdmap;
 use crate::sys;
 use crate::threads::SingleThreaded;
 
+/// The detached, idmapped trees the init mounts.
+#[derive(Debug)]
+pub(crate) struct IdmappedTrees {
+    pub workspace: OwnedFd,
+    /// One per writable path, in the order given.
+    pub writable: Vec<OwnedFd>,
+}
+
 /// A detached clone of `workspace` with the idmapping applied (and
-/// read-only when asked), ready for move_mount.
-pub(crate) fn idmapped_tree(
+/// read-only when asked), ready for move_mount, plus a read-write one of
+/// each writable path (O_PATH descriptors the caller resolved safely).
+pub(crate) fn idmapped_trees(
     workspace: &Path,
+    writable: &[BorrowedFd<'_>],
     map: &WorkspaceIdmap,
     read_only: bool,
     single: &SingleThreaded,
-) -> io::Result<OwnedFd> {
+) -> io::Result<IdmappedTrees> {
     let userns = user_namespace_with(map, single)?;
+    let data = sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
     let tree = sys::open_tree_clone(workspace)?;
-    let mut attrs = sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
-    if read_only {
-        attrs |= sys::MOUNT_ATTR_RDONLY;
-    }
-    sys::set_tree_attrs(tree.as_fd(), attrs, Some(userns.as_fd()))?;
-    Ok(tree)
+    let attrs = if read_only {
+        data | sys::MOUNT_ATTR_RDONLY
+    } else {
+        data
+    };
+    sys::set_tree_attrs(tree.as_fd(), attrs, Some(userns.as_fd()), false)?;
+    let writable = writable
+        .iter()
+        .map(|fd| {
+            // Not recursive, like the workspace tree: the same view below.
+            let tree = sys::open_tree_clone_fd(*fd, false)?;
+            sys::set_tree_attrs(tree.as_fd(), data, Some(userns.as_fd()), false)?;
+            Ok(tree)
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    Ok(IdmappedTrees {
+        workspace: tree,
+        writable,
+    })
 }
 
 /// A parked child in a new user namespace; killed and reaped on drop.

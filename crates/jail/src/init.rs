@@ -41,7 +41,7 @@ pub(crate) fn run(
         net::loopback_up().map_err(JailError::LoopbackUp)?;
     }
     mount_ops::pivot_into_fresh_root()?;
-    mount_ops::apply(&prepared.layout, prepared.workspace_tree)?;
+    mount_ops::apply(&prepared.layout, prepared.workspace_tree, prepared.writable)?;
     rlimits::apply(&spec.limits)?;
     capabilities::drop_all()?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
@@ -53,6 +53,7 @@ pub(crate) fn run(
     let allowed = |layer| spec.allow_downgrade.contains(&layer);
     let (landlock_abi, landlock) = landlock_rules::enforce(
         spec.read_only,
+        &prepared.writable_paths,
         prepared.landlock_abi,
         allowed(Layer::Landlock),
     )?;
@@ -73,7 +74,8 @@ pub(crate) fn run(
         uid_map: Some(prepared.ids.uid.as_tuple()),
         gid_map: Some(prepared.ids.gid.as_tuple()),
         pivot_root: LayerState::Enforced,
-        read_only_workspace: spec.read_only,
+        read_only_workspace: spec.read_only || !prepared.writable_paths.is_empty(),
+        writable_paths: prepared.writable_paths,
         network: spec.network,
         cgroup: prepared.cgroup_report,
         cgroup_state: prepared.cgroup_state,

@@ -3,6 +3,7 @@
 //! whatever the mounts say. With ABI 6+ the sandbox is also scoped: no
 //! signals to, and no abstract unix socket connections to, processes outside.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use landlock::{
@@ -59,25 +60,27 @@ impl Grant {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FsRule {
-    pub path: &'static str,
+    pub path: Cow<'static, str>,
     pub grant: Grant,
     pub reason: &'static str,
 }
 
-const fn rule(path: &'static str, grant: Grant, reason: &'static str) -> FsRule {
+fn rule(path: &'static str, grant: Grant, reason: &'static str) -> FsRule {
     FsRule {
-        path,
+        path: Cow::Borrowed(path),
         grant,
         reason,
     }
 }
 
-/// The table. Paths missing in the sandbox are skipped.
-pub(crate) fn rules(read_only: bool) -> Vec<FsRule> {
+/// The table. Paths missing in the sandbox are skipped. With a write scope
+/// (`writable`, the validated paths relative to /workspace) the workspace
+/// is read-only and each scope path gets every right.
+pub(crate) fn rules(read_only: bool, writable: &[String]) -> Vec<FsRule> {
     let system = "system programs and libraries (read-only mounts)";
-    vec![
+    let mut table = vec![
         rule(
             "/",
             Grant::List,
@@ -123,6 +126,12 @@ pub(crate) fn rules(read_only: bool) -> Vec<FsRule> {
                 Grant::ReadExec,
                 "the workspace, read-only mode",
             )
+        } else if !writable.is_empty() {
+            rule(
+                "/workspace",
+                Grant::ReadExec,
+                "the workspace, read-only outside its write scope",
+            )
         } else {
             rule("/workspace", Grant::ReadWrite, "the workspace")
         },
@@ -131,7 +140,20 @@ pub(crate) fn rules(read_only: bool) -> Vec<FsRule> {
             Grant::ReadWrite,
             "scratch space (size-limited tmpfs)",
         ),
-    ]
+    ];
+    table.extend(writable.iter().map(|rel| {
+        FsRule {
+            path: Cow::Owned(
+                crate::writable::sandbox_path(rel)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            grant: Grant::ReadWrite,
+            reason: "a path of the write scope (its own read-write mount); a file gets only \
+                 the file rights, so it can be rewritten but not replaced or removed",
+        }
+    }));
+    table
 }
 
 /// Applies the table at the kernel's ABI. `Ok((abi, Enforced))` only when
@@ -139,6 +161,7 @@ pub(crate) fn rules(read_only: bool) -> Vec<FsRule> {
 /// the result is an error, or a downgrade when `allow_missing`.
 pub(crate) fn enforce(
     read_only: bool,
+    writable: &[String],
     kernel_abi: Option<u32>,
     allow_missing: bool,
 ) -> Result<(Option<u32>, LayerState), JailError> {
@@ -148,7 +171,7 @@ pub(crate) fn enforce(
         }),
         Some(kernel_abi) => {
             let level = kernel_abi.min(NEWEST_KNOWN_ABI);
-            apply_at(read_only, level).and_then(|status| {
+            apply_at(read_only, writable, level).and_then(|status| {
                 if status == RulesetStatus::FullyEnforced {
                     Ok(level)
                 } else {
@@ -171,7 +194,7 @@ pub(crate) fn enforce(
     }
 }
 
-fn apply_at(read_only: bool, level: u32) -> Result<RulesetStatus, JailError> {
+fn apply_at(read_only: bool, writable: &[String], level: u32) -> Result<RulesetStatus, JailError> {
     let abi = ABI::from(level as i32);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -182,8 +205,8 @@ fn apply_at(read_only: bool, level: u32) -> Result<RulesetStatus, JailError> {
         ruleset = ruleset.scope(scopes).map_err(JailError::Landlock)?;
     }
     let mut created = ruleset.create().map_err(JailError::Landlock)?;
-    for r in rules(read_only) {
-        let path = Path::new(r.path);
+    for r in rules(read_only, writable) {
+        let path = Path::new(r.path.as_ref());
         let Ok(meta) = std::fs::metadata(path) else {
             continue;
         };
@@ -208,20 +231,29 @@ mod tests {
     use super::*;
 
     fn grant_of(read_only: bool, path: &str) -> Grant {
-        rules(read_only)
+        grant_in(&rules(read_only, &[]), path)
+    }
+
+    fn grant_in(table: &[FsRule], path: &str) -> Grant {
+        table
             .iter()
             .find(|r| r.path == path)
             .map(|r| r.grant)
             .unwrap()
     }
 
-    #[test]
-    fn only_workspace_tmp_shm_and_devices_are_writable() {
-        let writable: Vec<&str> = rules(false)
+    fn writable_paths(table: &[FsRule]) -> Vec<&str> {
+        table
             .iter()
             .filter(|r| r.grant.writes())
-            .map(|r| r.path)
-            .collect();
+            .map(|r| r.path.as_ref())
+            .collect()
+    }
+
+    #[test]
+    fn only_workspace_tmp_shm_and_devices_are_writable() {
+        let table = rules(false, &[]);
+        let writable = writable_paths(&table);
         assert_eq!(
             writable,
             [
@@ -245,7 +277,7 @@ mod tests {
         assert_eq!(grant_of(true, "/workspace"), Grant::ReadExec);
         assert_eq!(grant_of(true, "/tmp"), Grant::ReadWrite);
         let others = |ro| -> Vec<FsRule> {
-            rules(ro)
+            rules(ro, &[])
                 .into_iter()
                 .filter(|r| r.path != "/workspace")
                 .collect()
@@ -258,7 +290,47 @@ mod tests {
         for path in ["/usr", "/bin", "/lib", "/etc", "/proc", "/"] {
             assert!(!grant_of(false, path).writes(), "{path} writable");
         }
-        assert!(rules(false).iter().all(|r| !r.reason.is_empty()));
+        let scope = ["src".to_owned()];
+        for read_only in [false, true] {
+            assert!(rules(read_only, &[]).iter().all(|r| !r.reason.is_empty()));
+        }
+        assert!(rules(false, &scope).iter().all(|r| !r.reason.is_empty()));
+    }
+
+    #[test]
+    fn a_write_scope_makes_the_workspace_read_only_except_its_paths() {
+        let scope = ["docs/notes.md".to_owned(), "src".to_owned()];
+        let table = rules(false, &scope);
+        assert_eq!(grant_in(&table, "/workspace"), Grant::ReadExec);
+        assert_eq!(grant_in(&table, "/workspace/src"), Grant::ReadWrite);
+        assert_eq!(
+            grant_in(&table, "/workspace/docs/notes.md"),
+            Grant::ReadWrite
+        );
+        assert_eq!(
+            writable_paths(&table),
+            [
+                "/dev/null",
+                "/dev/zero",
+                "/dev/full",
+                "/dev/random",
+                "/dev/urandom",
+                "/dev/tty",
+                "/dev/pts",
+                "/dev/shm",
+                "/tmp",
+                "/workspace/docs/notes.md",
+                "/workspace/src"
+            ]
+        );
+        // Everything but the workspace rows is the same as without a scope.
+        let system = |table: Vec<FsRule>| -> Vec<FsRule> {
+            table
+                .into_iter()
+                .filter(|r| !r.path.starts_with("/workspace"))
+                .collect()
+        };
+        assert_eq!(system(rules(false, &scope)), system(rules(false, &[])));
     }
 
     #[test]

@@ -105,6 +105,15 @@ pub(crate) enum MountOp {
     MoveWorkspaceTree {
         path: PathBuf,
     },
+    /// Binds one path of the write scope read-write onto its place below
+    /// the (read-only) /workspace: the idmapped tree the monitor made, or,
+    /// when the workspace is not idmapped, `<host_workspace>/<rel>` reached
+    /// through the old root. Either way it is checked to be the object the
+    /// monitor resolved (writable.rs).
+    WritableBind {
+        rel: String,
+        host_workspace: Option<PathBuf>,
+    },
     /// Hides a /proc entry if it exists: /dev/null over a file, an empty
     /// read-only tmpfs over a directory.
     Mask {
@@ -193,6 +202,8 @@ pub(crate) struct LayoutInput<'a> {
     /// The monitor made an idmapped tree of the workspace.
     pub workspace_idmapped: bool,
     pub read_only: bool,
+    /// The validated write scope: /workspace is read-only except these.
+    pub writable_paths: &'a [String],
     pub network_full: bool,
     pub tmp_bytes: u64,
     pub hostname: &'a str,
@@ -349,21 +360,28 @@ fn workspace(input: &LayoutInput<'_>, ops: &mut Vec<MountOp>) {
     if input.workspace_idmapped {
         // The monitor already set nosuid, nodev (and rdonly) on the tree.
         ops.push(MountOp::MoveWorkspaceTree { path });
-        return;
+    } else {
+        ops.push(MountOp::Bind {
+            source: Source::Host(input.workspace.to_path_buf()),
+            path: path.clone(),
+            file: false,
+        });
+        ops.push(MountOp::Restrict {
+            path,
+            attrs: Attrs {
+                rdonly: input.read_only || !input.writable_paths.is_empty(),
+                ..Attrs::DATA
+            },
+            recursive: true,
+        });
     }
-    ops.push(MountOp::Bind {
-        source: Source::Host(input.workspace.to_path_buf()),
-        path: path.clone(),
-        file: false,
-    });
-    ops.push(MountOp::Restrict {
-        path,
-        attrs: Attrs {
-            rdonly: input.read_only,
-            ..Attrs::DATA
-        },
-        recursive: true,
-    });
+    // After the read-only restriction, which must not reach these.
+    for rel in input.writable_paths {
+        ops.push(MountOp::WritableBind {
+            rel: rel.clone(),
+            host_workspace: (!input.workspace_idmapped).then(|| input.workspace.to_path_buf()),
+        });
+    }
 }
 
 fn tmp(input: &LayoutInput<'_>, ops: &mut Vec<MountOp>) {
@@ -545,6 +563,7 @@ mod tests {
             workspace: Path::new("/srv/ws"),
             workspace_idmapped: idmapped,
             read_only,
+            writable_paths: &[],
             network_full,
             tmp_bytes: 1 << 20,
             hostname: "paddock-x",
@@ -652,6 +671,87 @@ mod tests {
                 nodev: true,
                 noexec: false
             }
+        );
+    }
+
+    const SCOPE: &[String] = &[];
+
+    fn scoped(idmapped: bool, scope: &'static [String]) -> Vec<MountOp> {
+        plan(
+            &LayoutInput {
+                writable_paths: scope,
+                ..input(false, false, idmapped)
+            },
+            &FakeHost::debian(),
+        )
+    }
+
+    fn workspace_ops(ops: &[MountOp]) -> Vec<MountOp> {
+        ops.iter()
+            .filter(|op| match op {
+                MountOp::Bind { path, .. }
+                | MountOp::Restrict { path, .. }
+                | MountOp::MoveWorkspaceTree { path } => path.starts_with("/workspace"),
+                MountOp::WritableBind { .. } => true,
+                _ => false,
+            })
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn a_write_scope_binds_its_paths_over_a_read_only_workspace() {
+        static PATHS: std::sync::LazyLock<Vec<String>> =
+            std::sync::LazyLock::new(|| vec!["docs/a.md".to_owned(), "src".to_owned()]);
+        let plain = workspace_ops(&scoped(false, &PATHS));
+        assert_eq!(
+            plain,
+            [
+                MountOp::Bind {
+                    source: Source::Host("/srv/ws".into()),
+                    path: "/workspace".into(),
+                    file: false
+                },
+                MountOp::Restrict {
+                    path: "/workspace".into(),
+                    attrs: Attrs {
+                        rdonly: true,
+                        ..Attrs::DATA
+                    },
+                    recursive: true
+                },
+                MountOp::WritableBind {
+                    rel: "docs/a.md".into(),
+                    host_workspace: Some("/srv/ws".into())
+                },
+                MountOp::WritableBind {
+                    rel: "src".into(),
+                    host_workspace: Some("/srv/ws".into())
+                },
+            ]
+        );
+        let idmapped = workspace_ops(&scoped(true, &PATHS));
+        assert_eq!(
+            idmapped,
+            [
+                MountOp::MoveWorkspaceTree {
+                    path: "/workspace".into()
+                },
+                MountOp::WritableBind {
+                    rel: "docs/a.md".into(),
+                    host_workspace: None
+                },
+                MountOp::WritableBind {
+                    rel: "src".into(),
+                    host_workspace: None
+                },
+            ]
+        );
+        // Without a scope nothing changes.
+        assert!(
+            !scoped(false, SCOPE)
+                .iter()
+                .any(|op| matches!(op, MountOp::WritableBind { .. }))
         );
     }
 

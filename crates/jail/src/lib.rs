@@ -33,6 +33,7 @@ mod sync;
 mod sys;
 mod threads;
 mod validate;
+mod writable;
 
 pub use cgroup::remove_sandbox_cgroups;
 pub use error::JailError;

@@ -60,8 +60,9 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
         }
     };
     drop(init_end);
-    // The init inherited the idmapped tree; this copy is no longer needed.
+    // The init inherited the idmapped trees; these copies are no longer needed.
     drop(prepared.workspace_tree);
+    drop(prepared.writable);
     let handed_over = write_id_maps(pid, &prepared.ids)
         .and_then(|()| sync::send(&monitor_end, sync::START).map_err(JailError::SendStart));
     if let Err(e) = handed_over {

@@ -16,6 +16,7 @@ use nix::sys::stat::Mode;
 use crate::JailError;
 use crate::layout::{Attrs, MountOp, Source};
 use crate::sys;
+use crate::writable::{self, WritableMount};
 
 /// Where the host's root is parked between pivot_root and the detach.
 pub(crate) const OLD_ROOT: &str = "/.oldroot";
@@ -49,10 +50,15 @@ pub(crate) fn pivot_into_fresh_root() -> Result<(), JailError> {
 }
 
 /// Applies every step of the plan. `workspace_tree` is the idmapped tree for
-/// [`MountOp::MoveWorkspaceTree`]; it is closed once moved.
-pub(crate) fn apply(ops: &[MountOp], mut workspace_tree: Option<OwnedFd>) -> Result<(), JailError> {
+/// [`MountOp::MoveWorkspaceTree`]; it is closed once moved. `writable` holds
+/// what [`MountOp::WritableBind`] needs, one entry per path.
+pub(crate) fn apply(
+    ops: &[MountOp],
+    mut workspace_tree: Option<OwnedFd>,
+    mut writable: Vec<WritableMount>,
+) -> Result<(), JailError> {
     for op in ops {
-        apply_one(op, &mut workspace_tree)?;
+        apply_one(op, &mut workspace_tree, &mut writable)?;
     }
     Ok(())
 }
@@ -77,7 +83,11 @@ fn mkdir_exists_ok(path: &Path, mode: u32) -> io::Result<()> {
     }
 }
 
-fn apply_one(op: &MountOp, workspace_tree: &mut Option<OwnedFd>) -> Result<(), JailError> {
+fn apply_one(
+    op: &MountOp,
+    workspace_tree: &mut Option<OwnedFd>,
+    writable: &mut [WritableMount],
+) -> Result<(), JailError> {
     let none: Option<&str> = None;
     match op {
         MountOp::Dir { path, mode } => {
@@ -159,6 +169,20 @@ fn apply_one(op: &MountOp, workspace_tree: &mut Option<OwnedFd>) -> Result<(), J
             })?;
             sys::move_tree(tree.as_fd(), path)
                 .map_err(|e| JailError::mount("move-workspace", path, e))
+        }
+        MountOp::WritableBind {
+            rel,
+            host_workspace,
+        } => {
+            let mount = writable.iter_mut().find(|m| m.rel == *rel).ok_or_else(|| {
+                JailError::mount(
+                    "writable-bind",
+                    writable::sandbox_path(rel),
+                    io::Error::new(io::ErrorKind::NotFound, "not resolved by the monitor"),
+                )
+            })?;
+            let host_workspace = host_workspace.as_deref().map(host_path);
+            writable::bind(mount, Path::new("/workspace"), host_workspace.as_deref())
         }
         MountOp::Mask { path, dir } => {
             let result = if *dir {

@@ -3,7 +3,7 @@
 //! compiled seccomp program and the cgroups (created and joined last).
 
 use std::fs;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
 use crate::ids::{self, Caller, IdPlan, Owner};
 use crate::layout::{self, LayoutInput, MountOp, RealHost};
 use crate::threads::{SingleThreaded, ensure_single_threaded};
+use crate::writable::{self, WritableMount};
 use crate::{JailError, JailSpec, Layer, error_chain, idmap_mount, seccomp_bpf, sys, validate};
 
 #[derive(Debug)]
@@ -22,6 +23,12 @@ pub(crate) struct Prepared {
     pub ids: IdPlan,
     /// The idmapped workspace tree; the init inherits the descriptor.
     pub workspace_tree: Option<OwnedFd>,
+    /// The write scope's paths, resolved on the host (with their idmapped
+    /// trees when the workspace is idmapped), in `writable_paths` order.
+    pub writable: Vec<WritableMount>,
+    /// The validated write scope (sorted, nested paths folded into their
+    /// parent); empty without one.
+    pub writable_paths: Vec<String>,
     pub layout: Vec<MountOp>,
     pub hostname: String,
     pub seccomp: BpfProgram,
@@ -36,6 +43,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     validate::sandbox_id(&spec.sandbox_id)?;
     validate::cgroup_parent(&spec.cgroup_parent)?;
     validate::limits(&spec.limits)?;
+    let writable_paths = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
     let workspace = canonical_dir(&spec.workspace)?;
     let rootfs = spec.rootfs.as_deref().map(canonical_dir).transpose()?;
     let meta = fs::metadata(&workspace).map_err(|source| JailError::ResolvePath {
@@ -51,10 +59,21 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         egid: nix::unistd::getegid().as_raw(),
     };
     let mut ids = ids::plan(caller, spec.id_mapping, owner)?;
+    // Host root creates missing writable directories: they must belong to
+    // the workspace owner. Anyone else creates them as itself.
+    let chown_to = (caller.euid == 0).then_some(owner);
+    let resolved = writable::resolve_all(&workspace, &writable_paths, chown_to)?;
+    let workspace_read_only = spec.read_only || !writable_paths.is_empty();
     let mut workspace_tree = None;
+    let mut writable_trees: Vec<Option<OwnedFd>> = resolved.iter().map(|_| None).collect();
     if let Some(map) = ids.workspace_idmap {
-        match idmap_mount::idmapped_tree(&workspace, &map, spec.read_only, &single) {
-            Ok(tree) => workspace_tree = Some(tree),
+        let sources: Vec<BorrowedFd<'_>> = resolved.iter().map(|r| r.fd.as_fd()).collect();
+        match idmap_mount::idmapped_trees(&workspace, &sources, &map, workspace_read_only, &single)
+        {
+            Ok(trees) => {
+                workspace_tree = Some(trees.workspace);
+                writable_trees = trees.writable.into_iter().map(Some).collect();
+            }
             Err(_) if spec.allow_downgrade.contains(&Layer::IdmappedWorkspace) => {
                 ids = ids::without_idmap(owner).ok_or_else(|| JailError::WorkspaceOwnedByRoot {
                     path: workspace.clone(),
@@ -68,6 +87,15 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             }
         }
     }
+    let writable: Vec<WritableMount> = resolved
+        .into_iter()
+        .zip(writable_trees)
+        .map(|(r, tree)| WritableMount {
+            rel: r.rel,
+            identity: r.identity,
+            tree,
+        })
+        .collect();
     let hostname = validate::hostname(&spec.sandbox_id);
     let layout = layout::plan(
         &LayoutInput {
@@ -75,6 +103,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             workspace: &workspace,
             workspace_idmapped: workspace_tree.is_some(),
             read_only: spec.read_only,
+            writable_paths: &writable_paths,
             network_full: spec.network == NetworkMode::Full,
             tmp_bytes: spec.limits.tmp_bytes,
             hostname: &hostname,
@@ -88,6 +117,8 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         single,
         ids,
         workspace_tree,
+        writable,
+        writable_paths,
         layout,
         hostname,
         seccomp,

@@ -16,6 +16,13 @@ pub struct JailSpec {
     /// Mount /workspace read-only and make landlock read-only there too.
     #[serde(default)]
     pub read_only: bool,
+    /// A write scope: when not empty, /workspace is read-only except these
+    /// paths (relative to the workspace root, normalized, directories or
+    /// regular files), each bound read-write on top. They are resolved on
+    /// the host without following symlinks; a missing one is created as a
+    /// directory. Contradicts `read_only`.
+    #[serde(default)]
+    pub writable_paths: Vec<String>,
     #[serde(default)]
     pub network: NetworkMode,
     #[serde(default)]

@@ -17,6 +17,7 @@ pub(crate) const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
@@ -91,12 +92,30 @@ pub(crate) fn open_tree_clone(path: &Path) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// mount_setattr(2) on a detached tree, setting `attrs` and, when given, the
-/// idmapping of the user namespace `userns`.
+/// open_tree(OPEN_TREE_CLONE) of what `fd` (an O_PATH descriptor of a
+/// directory or file) refers to: a detached bind of exactly that object, with
+/// the mounts below it when `recursive`. No path is looked up again.
+pub(crate) fn open_tree_clone_fd(fd: BorrowedFd<'_>, recursive: bool) -> io::Result<OwnedFd> {
+    let mut flags =
+        OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint;
+    if recursive {
+        flags |= AT_RECURSIVE;
+    }
+    // SAFETY: a descriptor and the empty C string, both valid for the call.
+    let ret = unsafe { libc::syscall(libc::SYS_open_tree, fd.as_raw_fd(), c"".as_ptr(), flags) };
+    let fd = check(ret)? as RawFd;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// mount_setattr(2) on a detached tree (and every mount in it when
+/// `recursive`), setting `attrs` and, when given, the idmapping of the user
+/// namespace `userns`.
 pub(crate) fn set_tree_attrs(
     tree: BorrowedFd<'_>,
     attrs: u64,
     userns: Option<BorrowedFd<'_>>,
+    recursive: bool,
 ) -> io::Result<()> {
     let attr = MountAttr {
         attr_set: attrs
@@ -109,6 +128,10 @@ pub(crate) fn set_tree_attrs(
         propagation: 0,
         userns_fd: userns.map_or(0, |fd| fd.as_raw_fd() as u64),
     };
+    let mut flags = libc::AT_EMPTY_PATH as libc::c_uint;
+    if recursive {
+        flags |= AT_RECURSIVE;
+    }
     // SAFETY: the empty path is a valid C string; `attr` is a properly laid
     // out struct mount_attr whose size is passed along.
     let ret = unsafe {
@@ -116,7 +139,7 @@ pub(crate) fn set_tree_attrs(
             libc::SYS_mount_setattr,
             tree.as_raw_fd(),
             c"".as_ptr(),
-            libc::AT_EMPTY_PATH as libc::c_uint,
+            flags,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
@@ -162,6 +185,23 @@ pub(crate) fn move_tree(tree: BorrowedFd<'_>, target: &Path) -> io::Result<()> {
             libc::AT_FDCWD,
             target.as_ptr(),
             MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    check(ret).map(drop)
+}
+
+/// move_mount(2) of a detached tree onto the object `target` (an O_PATH
+/// descriptor) refers to; no path is looked up.
+pub(crate) fn move_tree_onto(tree: BorrowedFd<'_>, target: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: valid descriptors and empty C strings that outlive the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            target.as_raw_fd(),
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
         )
     };
     check(ret).map(drop)

@@ -4,6 +4,11 @@ use crate::{JailError, Limits};
 
 const MAX_ID_LEN: usize = 64;
 const HOSTNAME_ID_CHARS: usize = 12;
+/// Most writable paths of one sandbox (each is a mount and a landlock rule).
+pub(crate) const MAX_WRITABLE_PATHS: usize = 64;
+/// Longest writable path: 64 of them must fit in the one argv string
+/// (at most 128 KiB) that carries the spec to the guest.
+const MAX_WRITABLE_PATH_LEN: usize = 1024;
 
 fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
@@ -58,6 +63,74 @@ pub(crate) fn limits(limits: &Limits) -> Result<(), JailError> {
         }),
         None => Ok(()),
     }
+}
+
+/// The write scope: each path relative to the workspace root and
+/// normalized (non-empty components, none `.` or `..`, no leading, trailing
+/// or doubled `/`), at most [`MAX_WRITABLE_PATHS`] of them, and not together
+/// with read-only mode. Returns the paths to mount, sorted, without
+/// duplicates and without paths inside another one (that one covers them).
+pub(crate) fn writable_paths(paths: &[String], read_only: bool) -> Result<Vec<String>, JailError> {
+    let invalid = |reason: String| JailError::InvalidSpec {
+        field: "writable_paths",
+        reason,
+    };
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    if read_only {
+        return Err(invalid(
+            "a read-only workspace has no writable paths; ask for one or the other".into(),
+        ));
+    }
+    if paths.len() > MAX_WRITABLE_PATHS {
+        return Err(invalid(format!(
+            "{} paths, at most {MAX_WRITABLE_PATHS} are allowed",
+            paths.len()
+        )));
+    }
+    for path in paths {
+        if let Some(problem) = writable_path_problem(path) {
+            return Err(invalid(format!("{path:?} {problem}")));
+        }
+    }
+    let mut sorted: Vec<&String> = paths.iter().collect();
+    sorted.sort();
+    let mut cover: Vec<String> = Vec::with_capacity(sorted.len());
+    for path in sorted {
+        let covered = cover.iter().any(|kept| {
+            path == kept
+                || path
+                    .strip_prefix(kept.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        });
+        if !covered {
+            cover.push(path.clone());
+        }
+    }
+    Ok(cover)
+}
+
+/// Why `path` is not a normalized relative path, None when it is.
+fn writable_path_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        return Some("is empty");
+    }
+    if path.len() > MAX_WRITABLE_PATH_LEN {
+        return Some("is longer than the 1024 bytes allowed");
+    }
+    if path.contains('\0') {
+        return Some("contains a NUL byte");
+    }
+    if path.starts_with('/') {
+        return Some("is absolute; give it relative to the workspace root");
+    }
+    path.split('/').find_map(|component| match component {
+        "" => Some("has an empty component (a doubled or trailing '/')"),
+        "." => Some("has a '.' component; give it normalized"),
+        ".." => Some("has a '..' component; writable paths stay inside the workspace"),
+        _ => None,
+    })
 }
 
 /// `paddock-<short id>`: the last 12 letters/digits of the id, lowercased
@@ -116,6 +189,72 @@ mod tests {
             ..Limits::default()
         };
         assert!(limits(&zero_pids).is_err());
+    }
+
+    fn strings(paths: &[&str]) -> Vec<String> {
+        paths.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    #[test]
+    fn writable_paths_must_be_normalized_and_relative() {
+        let ok = strings(&["src", "a/b.txt", ".hidden", "x..y", "with space"]);
+        assert_eq!(
+            writable_paths(&ok, false).unwrap(),
+            strings(&[".hidden", "a/b.txt", "src", "with space", "x..y"])
+        );
+        for bad in [
+            "", "/etc", "src/", "a//b", ".", "./src", "src/.", "..", "../x", "a/../b", "a/..",
+            "a\0b",
+        ] {
+            let err = writable_paths(&strings(&[bad]), false).unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    JailError::InvalidSpec { field: "writable_paths", reason } if reason.starts_with(&format!("{bad:?}"))
+                ),
+                "{bad:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn writable_paths_contradict_read_only_and_are_bounded() {
+        assert!(writable_paths(&[], true).unwrap().is_empty());
+        let err = writable_paths(&strings(&["src"]), true).unwrap_err();
+        assert!(err.to_string().contains("read-only"), "{err}");
+        let many: Vec<String> = (0..=MAX_WRITABLE_PATHS).map(|i| format!("d{i}")).collect();
+        let err = writable_paths(&many, false).unwrap_err();
+        assert!(err.to_string().contains("at most 64"), "{err}");
+        assert_eq!(
+            writable_paths(&many[..MAX_WRITABLE_PATHS], false)
+                .unwrap()
+                .len(),
+            64
+        );
+        let longest = "x".repeat(MAX_WRITABLE_PATH_LEN);
+        assert!(writable_paths(std::slice::from_ref(&longest), false).is_ok());
+        let err = writable_paths(&[longest + "y"], false).unwrap_err();
+        assert!(
+            err.to_string().contains("longer than the 1024 bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn nested_and_duplicate_writable_paths_collapse_into_the_outer_one() {
+        let paths = strings(&[
+            "src/deep",
+            "src-x",
+            "src",
+            "docs/a",
+            "src",
+            "docs/ab",
+            "src/deep/er",
+        ]);
+        assert_eq!(
+            writable_paths(&paths, false).unwrap(),
+            strings(&["docs/a", "docs/ab", "src", "src-x"])
+        );
     }
 
     #[test]

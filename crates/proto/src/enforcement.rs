@@ -51,7 +51,15 @@ pub struct Enforcement {
     pub uid_map: Option<(u32, u32, u32)>,
     pub gid_map: Option<(u32, u32, u32)>,
     pub pivot_root: LayerState,
+    /// The workspace mount is read-only (read-only mode, or a write scope:
+    /// then `writable_paths` lists what stays writable).
     pub read_only_workspace: bool,
+    /// Paths below /workspace (relative to it) that are writable although
+    /// the workspace is read-only, each its own read-write mount with
+    /// landlock write rights. Empty: all of the workspace is as
+    /// `read_only_workspace` says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable_paths: Vec<String>,
     pub network: NetworkMode,
     pub cgroup: Option<CgroupEnforcement>,
     pub cgroup_state: LayerState,
@@ -76,6 +84,7 @@ impl Enforcement {
             gid_map: None,
             pivot_root: LayerState::NotRequested,
             read_only_workspace: false,
+            writable_paths: Vec::new(),
             network: NetworkMode::Full,
             cgroup: None,
             cgroup_state: LayerState::NotRequested,

@@ -18,6 +18,15 @@ pub struct SandboxSpec {
     /// The workspace is read-only inside the sandbox (mounts and landlock).
     #[serde(default)]
     pub read_only: bool,
+    /// A write scope. Empty: `read_only` alone decides. Otherwise the
+    /// workspace is read-only except these paths (directories or files,
+    /// relative to the workspace root, normalized: see
+    /// [`SandboxSpec::validate`]), which stay writable, enforced by mounts
+    /// and landlock. Each must be a real directory or regular file reached
+    /// without any symlink, or missing (then it is created as a directory);
+    /// otherwise the sandbox does not start. Contradicts `read_only`.
+    #[serde(default)]
+    pub writable_paths: Vec<String>,
     #[serde(default)]
     pub network: NetworkMode,
     #[serde(default)]
@@ -26,6 +35,76 @@ pub struct SandboxSpec {
     /// that cannot be applied fails the sandbox.
     #[serde(default)]
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
+}
+
+/// Most entries of [`SandboxSpec::writable_paths`].
+pub const MAX_WRITABLE_PATHS: usize = 64;
+/// Longest entry of [`SandboxSpec::writable_paths`], in bytes (all of them
+/// must fit in the one argv string that carries a native sandbox's spec).
+pub const MAX_WRITABLE_PATH_LEN: usize = 1024;
+
+/// A [`SandboxSpec`] that no backend may start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidSandboxSpec {
+    #[error("writable path {path:?} {problem}")]
+    WritablePath { path: String, problem: &'static str },
+    #[error("{count} writable paths, at most {MAX_WRITABLE_PATHS} are allowed")]
+    TooManyWritablePaths { count: usize },
+    #[error("a read-only workspace has no writable paths: ask for read_only or for writable_paths")]
+    ReadOnlyWithWritablePaths,
+}
+
+impl SandboxSpec {
+    /// Checks what can be checked without the workspace: each writable path
+    /// is relative to the workspace root and normalized (non-empty
+    /// components, none `.` or `..`, no leading, trailing or doubled `/`),
+    /// there are at most [`MAX_WRITABLE_PATHS`], and `read_only` is not
+    /// asked together with them. Whether the paths are safe on disk is the
+    /// backend's check when it starts the sandbox.
+    pub fn validate(&self) -> Result<(), InvalidSandboxSpec> {
+        if self.writable_paths.is_empty() {
+            return Ok(());
+        }
+        if self.read_only {
+            return Err(InvalidSandboxSpec::ReadOnlyWithWritablePaths);
+        }
+        if self.writable_paths.len() > MAX_WRITABLE_PATHS {
+            return Err(InvalidSandboxSpec::TooManyWritablePaths {
+                count: self.writable_paths.len(),
+            });
+        }
+        self.writable_paths
+            .iter()
+            .try_for_each(|path| match writable_path_problem(path) {
+                Some(problem) => Err(InvalidSandboxSpec::WritablePath {
+                    path: path.clone(),
+                    problem,
+                }),
+                None => Ok(()),
+            })
+    }
+}
+
+/// Why `path` is not a normalized path relative to the workspace root.
+fn writable_path_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        return Some("is empty");
+    }
+    if path.len() > MAX_WRITABLE_PATH_LEN {
+        return Some("is longer than the 1024 bytes allowed");
+    }
+    if path.contains('\0') {
+        return Some("contains a NUL byte");
+    }
+    if path.starts_with('/') {
+        return Some("is absolute; give it relative to the workspace root");
+    }
+    path.split('/').find_map(|component| match component {
+        "" => Some("has an empty component (a doubled or trailing '/')"),
+        "." => Some("has a '.' component; give it normalized"),
+        ".." => Some("has a '..' component; writable paths stay inside the workspace"),
+        _ => None,
+    })
 }
 
 /// Resource limits of one sandbox. `None` means no limit of that kind.
@@ -101,4 +180,95 @@ pub struct SandboxInfo {
     pub agent_version: String,
     /// Creation time, milliseconds since the Unix epoch.
     pub created_at_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scoped(read_only: bool, paths: &[&str]) -> SandboxSpec {
+        SandboxSpec {
+            read_only,
+            writable_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            ..SandboxSpec::default()
+        }
+    }
+
+    #[test]
+    fn normalized_relative_writable_paths_are_valid() {
+        assert_eq!(scoped(false, &[]).validate(), Ok(()));
+        assert_eq!(scoped(true, &[]).validate(), Ok(()));
+        let ok = scoped(false, &["src", "a/b.txt", ".cache", "x..y", "src/deep"]);
+        assert_eq!(ok.validate(), Ok(()));
+    }
+
+    #[test]
+    fn each_malformed_writable_path_is_named_with_its_problem() {
+        for (bad, problem) in [
+            ("", "is empty"),
+            (
+                "/etc",
+                "is absolute; give it relative to the workspace root",
+            ),
+            ("src/", "has an empty component (a doubled or trailing '/')"),
+            ("a//b", "has an empty component (a doubled or trailing '/')"),
+            (".", "has a '.' component; give it normalized"),
+            ("./src", "has a '.' component; give it normalized"),
+            (
+                "..",
+                "has a '..' component; writable paths stay inside the workspace",
+            ),
+            (
+                "a/../../x",
+                "has a '..' component; writable paths stay inside the workspace",
+            ),
+            ("a\0b", "contains a NUL byte"),
+        ] {
+            assert_eq!(
+                scoped(false, &["ok", bad]).validate(),
+                Err(InvalidSandboxSpec::WritablePath {
+                    path: bad.to_owned(),
+                    problem
+                }),
+                "{bad:?}"
+            );
+        }
+        let longest = "a/".repeat(MAX_WRITABLE_PATH_LEN / 2 - 1) + "bc";
+        assert_eq!(longest.len(), MAX_WRITABLE_PATH_LEN);
+        assert_eq!(scoped(false, &[&longest]).validate(), Ok(()));
+        let long = longest + "d";
+        assert_eq!(
+            scoped(false, &[&long]).validate(),
+            Err(InvalidSandboxSpec::WritablePath {
+                path: long.clone(),
+                problem: "is longer than the 1024 bytes allowed"
+            })
+        );
+    }
+
+    #[test]
+    fn read_only_with_writable_paths_and_too_many_paths_are_refused() {
+        assert_eq!(
+            scoped(true, &["src"]).validate(),
+            Err(InvalidSandboxSpec::ReadOnlyWithWritablePaths)
+        );
+        let names: Vec<String> = (0..=MAX_WRITABLE_PATHS).map(|i| format!("d{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(
+            scoped(false, &refs).validate(),
+            Err(InvalidSandboxSpec::TooManyWritablePaths { count: 65 })
+        );
+        assert_eq!(
+            scoped(false, &refs[..MAX_WRITABLE_PATHS]).validate(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn writable_paths_default_to_empty_in_json() {
+        let spec: SandboxSpec = serde_json::from_str(r#"{"read_only": true}"#).unwrap();
+        assert!(spec.writable_paths.is_empty());
+        let spec: SandboxSpec = serde_json::from_str(r#"{"writable_paths": ["src"]}"#).unwrap();
+        assert_eq!(spec.writable_paths, ["src"]);
+    }
 }

@@ -78,6 +78,13 @@ impl NativeBackend {
     pub async fn create_native(&self, spec: SandboxSpec) -> Result<NativeSandbox, SandboxError> {
         let id = SandboxId::generate();
         tracing::debug!(sandbox_id = %id, "creating sandbox");
+        if let Err(invalid) = spec.validate() {
+            return Err(SandboxError::Launch {
+                id,
+                source: Box::new(invalid),
+            });
+        }
+
         let created_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -18,6 +18,7 @@ pub(super) fn jail_spec(
         sandbox_id: id.to_string(),
         workspace,
         read_only: spec.read_only,
+        writable_paths: spec.writable_paths.clone(),
         network: spec.network,
         limits: Limits {
             memory_bytes: limits.memory_bytes,
@@ -56,7 +57,8 @@ mod tests {
         let id = SandboxId::parse("sb-test").unwrap();
         let spec = SandboxSpec {
             workspace: None,
-            read_only: true,
+            read_only: false,
+            writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
             network: NetworkMode::Full,
             limits: SandboxLimits {
                 memory_bytes: Some(512 << 20),
@@ -75,7 +77,8 @@ mod tests {
             JailSpec {
                 sandbox_id: "sb-test".to_owned(),
                 workspace: PathBuf::from("/ws"),
-                read_only: true,
+                read_only: false,
+                writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
                 network: NetworkMode::Full,
                 limits: Limits {
                     memory_bytes: Some(512 << 20),
