@@ -8,10 +8,17 @@
 //! [`BlobWriter::commit`] makes the blob visible, under the digest it computed,
 //! so a reader never sees a half-written blob and two concurrent puts of the
 //! same content both succeed.
+//!
+//! Garbage collection is the caller's (only it knows which blobs its rows
+//! name): [`BlobStore::delete_if_written_before`] removes a blob only if no
+//! put of the same content committed since a cutoff, atomically with respect
+//! to [`BlobWriter::commit`], so a put that is about to be recorded is never
+//! lost to a concurrent collection that saw no row for it yet.
 
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::str::FromStr;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -89,11 +96,13 @@ impl From<BlobKey> for String {
     }
 }
 
-/// A stored blob: its key and its size in bytes.
+/// A stored blob: its key, its size in bytes and when it was last written
+/// (created, or committed again with the same content).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobInfo {
     pub key: BlobKey,
     pub size: u64,
+    pub written: SystemTime,
 }
 
 /// An open blob. Reading it stays valid even if the blob is deleted meanwhile.
@@ -119,7 +128,9 @@ impl Read for BlobReader {
 /// A blob being written. Dropping it without [`BlobWriter::commit`] discards
 /// everything written so far.
 pub trait BlobWriter: Write + Send {
-    /// Makes the blob durable and visible under the digest of the bytes written.
+    /// Makes the blob durable and visible under the digest of the bytes
+    /// written, and sets its written time to now, also when a blob with the
+    /// same content was already there.
     fn commit(self: Box<Self>) -> Result<BlobInfo, BlobError>;
 }
 
@@ -148,6 +159,17 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     /// Removes a blob; `false` if there was none. Readers that already opened
     /// it keep reading the old bytes.
     fn delete(&self, key: &BlobKey) -> Result<bool, BlobError>;
+
+    /// Removes a blob only if it was last written before `cutoff`; `false`
+    /// if it was written since (or there is none). Atomic with respect to
+    /// [`BlobWriter::commit`]: a commit either lands before the check (and
+    /// the blob is kept) or after the removal (and the blob is back).
+    /// Readers that already opened it keep reading the old bytes.
+    fn delete_if_written_before(
+        &self,
+        key: &BlobKey,
+        cutoff: SystemTime,
+    ) -> Result<bool, BlobError>;
 
     /// Every stored blob, in key order.
     fn list(&self) -> Result<Vec<BlobInfo>, BlobError>;

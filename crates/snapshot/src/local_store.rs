@@ -5,17 +5,25 @@
 //! file, is fsynced, renamed to its digest's name and the directory fsynced:
 //! a blob is visible only once complete, and two concurrent puts of the same
 //! content both rename a complete, identical file onto the same name.
+//!
+//! A blob's written time is its file's mtime, set to "now" by every commit.
+//! Commits (the rename) hold `<root>/gc.lock` shared and
+//! [`BlobStore::delete_if_written_before`] holds it exclusive while it checks
+//! the mtime and unlinks, so a collection never removes a blob that a commit
+//! put back after the check (flock: also between processes on this host).
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use nix::fcntl::{Flock, FlockArg};
 use paddock_core::blob::{BlobError, BlobInfo, BlobKey, BlobReader, BlobStore, BlobWriter};
 
 use crate::hashing::HashingWriter;
 
 const TMP_DIR: &str = "tmp";
+const GC_LOCK: &str = "gc.lock";
 const WRITE_BUF: usize = 1024 * 1024;
 
 /// A [`BlobStore`] over a local directory.
@@ -34,6 +42,23 @@ impl LocalBlobStore {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Holds the store's collection lock, shared (commits) or exclusive
+    /// (collection), until the returned guard is dropped.
+    fn gc_lock(&self, exclusive: bool) -> io::Result<Flock<File>> {
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.root.join(GC_LOCK))?;
+        let arg = if exclusive {
+            FlockArg::LockExclusive
+        } else {
+            FlockArg::LockShared
+        };
+        Flock::lock(file, arg).map_err(|(_, errno)| io::Error::from(errno))
     }
 
     /// Where the blob `key` lives (whether or not it exists).
@@ -125,6 +150,32 @@ impl BlobStore for LocalBlobStore {
         }
     }
 
+    fn delete_if_written_before(
+        &self,
+        key: &BlobKey,
+        cutoff: SystemTime,
+    ) -> Result<bool, BlobError> {
+        let delete_err = |source| BlobError::Delete {
+            key: key.clone(),
+            source,
+        };
+        let path = self.blob_path(key);
+        let _lock = self.gc_lock(true).map_err(delete_err)?;
+        let written = match fs::symlink_metadata(&path).and_then(|meta| meta.modified()) {
+            Ok(written) => written,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(source) => return Err(delete_err(source)),
+        };
+        if written >= cutoff {
+            return Ok(false);
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(delete_err(source)),
+        }
+    }
+
     fn list(&self) -> Result<Vec<BlobInfo>, BlobError> {
         let list_err = |source| BlobError::List { source };
         let mut blobs = Vec::new();
@@ -152,6 +203,7 @@ impl BlobStore for LocalBlobStore {
                     Ok(meta) if meta.is_file() => blobs.push(BlobInfo {
                         key,
                         size: meta.len(),
+                        written: meta.modified().map_err(list_err)?,
                     }),
                     Ok(_) => {}
                     // Deleted while listing.
@@ -203,16 +255,23 @@ impl BlobWriter for LocalBlobWriter {
         let file = buffered
             .into_inner()
             .map_err(|e| commit_err(e.into_error()))?;
+        // A collection that already saw an identical blob without a row
+        // must see this one as new (see the module's comment).
+        let written = SystemTime::now();
+        file.set_modified(written).map_err(commit_err)?;
         file.sync_all().map_err(commit_err)?;
         drop(file);
         let path = self.store.blob_path(&key);
         let shard = path.parent().unwrap_or(&self.store.root);
         fs::create_dir_all(shard).map_err(commit_err)?;
-        fs::rename(&self.tmp, &path).map_err(commit_err)?;
+        {
+            let _lock = self.store.gc_lock(false).map_err(commit_err)?;
+            fs::rename(&self.tmp, &path).map_err(commit_err)?;
+        }
         File::open(shard)
             .and_then(|dir| dir.sync_all())
             .map_err(commit_err)?;
-        Ok(BlobInfo { key, size })
+        Ok(BlobInfo { key, size, written })
     }
 }
 

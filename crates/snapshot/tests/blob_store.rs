@@ -6,9 +6,9 @@ mod common;
 
 use std::io::{Read, Write};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use paddock_core::blob::{BlobError, BlobKey, BlobStore};
+use paddock_core::blob::{BlobError, BlobInfo, BlobKey, BlobStore};
 use paddock_snapshot::{LocalBlobStore, PackOptions, UnpackOptions, pack, unpack};
 use sha2::{Digest, Sha256};
 
@@ -94,8 +94,14 @@ fn concurrent_puts_of_the_same_content() {
         })
         .collect();
     let infos: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    assert!(infos.iter().all(|info| *info == infos[0]));
-    assert_eq!(store.list().unwrap(), vec![infos[0].clone()]);
+    let key_size = |info: &BlobInfo| (info.key.clone(), info.size);
+    assert!(
+        infos
+            .iter()
+            .all(|info| key_size(info) == key_size(&infos[0]))
+    );
+    let listed: Vec<_> = store.list().unwrap().iter().map(key_size).collect();
+    assert_eq!(listed, vec![key_size(&infos[0])]);
     let mut stored = Vec::new();
     store
         .open(&infos[0].key)
@@ -166,4 +172,86 @@ fn snapshot_through_the_store_and_back() {
         std::fs::read(tmp.path().join("fork1/a/b/file")).unwrap(),
         b"content"
     );
+}
+
+/// Sets a blob's written time (its file's mtime) into the past.
+fn backdate(store: &LocalBlobStore, key: &BlobKey, by: Duration) {
+    let file = std::fs::File::options()
+        .write(true)
+        .open(store.blob_path(key))
+        .unwrap();
+    file.set_modified(SystemTime::now() - by).unwrap();
+}
+
+#[test]
+fn collection_removes_only_blobs_written_before_the_cutoff() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = LocalBlobStore::open(tmp.path()).unwrap();
+    let info = store.put(&mut &b"collect me"[..]).unwrap();
+    let hour = Duration::from_secs(3600);
+    let cutoff = SystemTime::now() - Duration::from_secs(60);
+    // Just written: within the grace period.
+    assert!(!store.delete_if_written_before(&info.key, cutoff).unwrap());
+    assert!(store.exists(&info.key).unwrap());
+
+    backdate(&store, &info.key, hour);
+    let listed = store.list().unwrap();
+    assert!(listed[0].written < cutoff, "{listed:?}");
+    // Putting the same content again makes it new.
+    let again = store.put(&mut &b"collect me"[..]).unwrap();
+    assert_eq!(again.key, info.key);
+    assert!(again.written >= cutoff);
+    assert!(!store.delete_if_written_before(&info.key, cutoff).unwrap());
+
+    backdate(&store, &info.key, hour);
+    assert!(store.delete_if_written_before(&info.key, cutoff).unwrap());
+    assert!(!store.exists(&info.key).unwrap());
+    // Gone already: nothing to do.
+    assert!(!store.delete_if_written_before(&info.key, cutoff).unwrap());
+}
+
+/// A collection racing puts of the same content never removes a blob whose
+/// commit returned: the check of the written time and the unlink are atomic
+/// against commits (without the lock, a collector that saw the old file can
+/// unlink the new one renamed over it).
+#[test]
+fn collection_never_removes_a_blob_committed_meanwhile() {
+    // On tmpfs a put's fsync costs nothing, so puts come fast enough to land
+    // between a collector's check and its unlink if those were not atomic.
+    let shm = std::path::Path::new("/dev/shm");
+    let tmp = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let store = Arc::new(LocalBlobStore::open(tmp.path()).unwrap());
+    let data = vec![3u8; 16 * 1024];
+    let key = store.put(&mut data.as_slice()).unwrap().key;
+    let cutoff = SystemTime::now();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let collector = {
+        let (store, key, stop) = (Arc::clone(&store), key.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut removed = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if store.delete_if_written_before(&key, cutoff).unwrap() {
+                    removed += 1;
+                }
+            }
+            removed
+        })
+    };
+    for round in 0..3000 {
+        let info = store.put(&mut data.as_slice()).unwrap();
+        assert_eq!(info.key, key);
+        assert!(
+            store.exists(&key).unwrap(),
+            "round {round}: a committed blob was collected"
+        );
+        // Old and unreferenced again: fair game for the collector.
+        backdate(&store, &key, Duration::from_secs(3600));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let removed = collector.join().unwrap();
+    assert!(removed > 0, "the collector never removed a backdated blob");
 }

@@ -1,4 +1,9 @@
-//! `paddock snapshot create|ls|info|restore|fork|export|import|rm` against a server.
+//! `paddock snapshot create|ls|info|restore|fork|export|import|rm` against a
+//! server, with progress on stderr for the long ones (see [`progress`]).
+
+mod progress;
+
+use std::path::Path;
 
 use anyhow::Context;
 use futures_util::StreamExt;
@@ -8,6 +13,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::{ApiClient, encode_path, print_json};
 use crate::cli::{Network, RestoreArgs, RmArgs, SnapshotCommand};
+use progress::{Progress, amount};
 
 pub async fn snapshot(client: &ApiClient, command: SnapshotCommand) -> anyhow::Result<u8> {
     match command {
@@ -16,17 +22,36 @@ pub async fn snapshot(client: &ApiClient, command: SnapshotCommand) -> anyhow::R
             excludes,
             max_files,
             max_bytes,
+            session,
             json,
         } => {
             let body = json!({
                 "excludes": excludes,
                 "max_files": max_files,
                 "max_bytes": max_bytes,
+                "session": session,
             });
             let path = format!("/v1/sandboxes/{}/snapshots", encode_path(&sandbox));
-            let snapshot = client
+            let progress = Progress::spinner(format!("snapshotting {sandbox}"), json);
+            let snapshot = match client
                 .json(client.request(Method::POST, &path).json(&body))
-                .await?;
+                .await
+            {
+                Ok(snapshot) => snapshot,
+                Err(err) => {
+                    progress.abandon();
+                    return Err(err);
+                }
+            };
+            let raw = snapshot["bytes_raw"].as_u64().unwrap_or(0);
+            let elapsed = progress.elapsed();
+            progress.finish(format!(
+                "snapshot {}: {} entries, {}, packed to {}",
+                text(&snapshot["id"]),
+                text(&snapshot["file_count"]),
+                amount(raw, elapsed),
+                indicatif::HumanBytes(snapshot["bytes_compressed"].as_u64().unwrap_or(0)),
+            ));
             print_id(&snapshot, json)
         }
         SnapshotCommand::Ls { json } => ls(client, json).await,
@@ -49,43 +74,102 @@ pub async fn snapshot(client: &ApiClient, command: SnapshotCommand) -> anyhow::R
             restore: args,
             count,
         } => restore(client, args, count).await,
-        SnapshotCommand::Export { id, file, json } => {
-            let path = format!("{}/archive", snapshot_path(&id));
-            let response = client.send(client.request(Method::GET, &path)).await?;
-            let mut out = tokio::fs::File::create(&file)
-                .await
-                .with_context(|| format!("creating {}", file.display()))?;
-            let mut body = response.bytes_stream();
-            let mut bytes = 0u64;
-            while let Some(chunk) = body.next().await {
-                let chunk = chunk.context("downloading the archive")?;
-                out.write_all(&chunk)
-                    .await
-                    .with_context(|| format!("writing {}", file.display()))?;
-                bytes += chunk.len() as u64;
-            }
-            out.flush().await?;
-            if json {
-                print_json(&json!({"id": id, "file": file, "bytes": bytes}))?;
-            } else {
-                eprintln!("wrote {bytes} bytes to {}", file.display());
-            }
-            Ok(0)
-        }
-        SnapshotCommand::Import { file, json } => {
-            let input = tokio::fs::File::open(&file)
-                .await
-                .with_context(|| format!("opening {}", file.display()))?;
-            let body = reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::new(input));
-            let request = client
-                .request(Method::POST, "/v1/snapshots")
-                .header("content-type", "application/zstd")
-                .body(body);
-            let snapshot = client.json(request).await?;
-            print_id(&snapshot, json)
-        }
+        SnapshotCommand::Export { id, file, json } => export(client, &id, &file, json).await,
+        SnapshotCommand::Import {
+            file,
+            max_files,
+            max_bytes,
+            json,
+        } => import(client, &file, max_files, max_bytes, json).await,
         SnapshotCommand::Rm(args) => rm(client, args).await,
     }
+}
+
+async fn export(client: &ApiClient, id: &str, file: &Path, json: bool) -> anyhow::Result<u8> {
+    let path = format!("{}/archive", snapshot_path(id));
+    let response = client.send(client.request(Method::GET, &path)).await?;
+    let mut out = tokio::fs::File::create(file)
+        .await
+        .with_context(|| format!("creating {}", file.display()))?;
+    let progress = Progress::bytes(format!("exporting {id}"), response.content_length(), json);
+    let mut body = response.bytes_stream();
+    let mut bytes = 0u64;
+    let written: anyhow::Result<()> = async {
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.context("downloading the archive")?;
+            out.write_all(&chunk)
+                .await
+                .with_context(|| format!("writing {}", file.display()))?;
+            bytes += chunk.len() as u64;
+            progress.inc(chunk.len() as u64);
+        }
+        out.flush()
+            .await
+            .with_context(|| format!("writing {}", file.display()))
+    }
+    .await;
+    if let Err(err) = written {
+        progress.abandon();
+        return Err(err);
+    }
+    let elapsed = progress.elapsed();
+    progress.finish(format!(
+        "wrote {} to {}",
+        amount(bytes, elapsed),
+        file.display()
+    ));
+    if json {
+        print_json(&json!({"id": id, "file": file, "bytes": bytes}))?;
+    }
+    Ok(0)
+}
+
+async fn import(
+    client: &ApiClient,
+    file: &Path,
+    max_files: Option<u64>,
+    max_bytes: Option<u64>,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let input = tokio::fs::File::open(file)
+        .await
+        .with_context(|| format!("opening {}", file.display()))?;
+    let size = input
+        .metadata()
+        .await
+        .with_context(|| format!("reading the size of {}", file.display()))?
+        .len();
+    let progress = Progress::bytes(format!("importing {}", file.display()), Some(size), json);
+    let counter = progress.counter();
+    let stream = tokio_util::io::ReaderStream::new(input).inspect(move |chunk| {
+        if let Ok(chunk) = chunk {
+            counter.inc(chunk.len() as u64);
+        }
+    });
+    let mut query: Vec<(&str, u64)> = Vec::new();
+    query.extend(max_files.map(|n| ("max_files", n)));
+    query.extend(max_bytes.map(|n| ("max_bytes", n)));
+    let request = client
+        .request(Method::POST, "/v1/snapshots")
+        .query(&query)
+        .header("content-type", "application/zstd")
+        .header("content-length", size)
+        .body(reqwest::Body::wrap_stream(stream));
+    let snapshot = match client.json(request).await {
+        Ok(snapshot) => snapshot,
+        Err(err) => {
+            progress.abandon();
+            return Err(err);
+        }
+    };
+    let elapsed = progress.elapsed();
+    progress.finish(format!(
+        "imported {} as {} ({} entries)",
+        amount(size, elapsed),
+        text(&snapshot["id"]),
+        text(&snapshot["file_count"]),
+    ));
+    print_id(&snapshot, json)
 }
 
 fn snapshot_path(id: &str) -> String {
@@ -122,17 +206,18 @@ async fn ls(client: &ApiClient, json: bool) -> anyhow::Result<u8> {
         return print_json(&Value::Array(all)).map(|()| 0);
     }
     println!(
-        "{:<38}  {:>7}  {:>12}  {:<24}  SOURCE",
-        "ID", "FILES", "BYTES", "CREATED"
+        "{:<38}  {:>7}  {:>12}  {:<24}  {:<38}  PARENT",
+        "ID", "ENTRIES", "BYTES", "CREATED", "SOURCE"
     );
     for s in &all {
         println!(
-            "{:<38}  {:>7}  {:>12}  {:<24}  {}",
+            "{:<38}  {:>7}  {:>12}  {:<24}  {:<38}  {}",
             text(&s["id"]),
             text(&s["file_count"]),
             text(&s["bytes_compressed"]),
             text(&s["created_at"]),
             text(&s["source_sandbox"]),
+            text(&s["parent"]),
         );
     }
     Ok(0)
@@ -149,14 +234,39 @@ async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::R
         "count": count,
         "network": match args.network { Network::None => "none", Network::Full => "full" },
         "limits": limits,
+        "read_only": args.read_only,
     });
     let path = format!("{}/restore", snapshot_path(&args.id));
-    if !args.json {
-        eprintln!("restoring {} into {count} sandbox(es)...", args.id);
-    }
-    let restored = client
-        .json(client.request(Method::POST, &path).json(&body))
+    // The size, for the summary (and an early "not found").
+    let snapshot = client
+        .json(client.request(Method::GET, &snapshot_path(&args.id)))
         .await?;
+    let raw = snapshot["bytes_raw"].as_u64().unwrap_or(0);
+    let progress = Progress::spinner(
+        format!(
+            "restoring {} ({}) into {count} sandbox{}",
+            args.id,
+            indicatif::HumanBytes(raw),
+            if count == 1 { "" } else { "es" }
+        ),
+        args.json,
+    );
+    let restored = match client
+        .json(client.request(Method::POST, &path).json(&body))
+        .await
+    {
+        Ok(restored) => restored,
+        Err(err) => {
+            progress.abandon();
+            return Err(err);
+        }
+    };
+    let elapsed = progress.elapsed();
+    progress.finish(format!(
+        "restored {count} sandbox{}: {}",
+        if count == 1 { "" } else { "es" },
+        amount(raw.saturating_mul(u64::from(count)), elapsed)
+    ));
     if args.json {
         return print_json(&restored).map(|()| 0);
     }

@@ -13,7 +13,7 @@ use tokio_util::io::{ReaderStream, StreamReader};
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
 use super::{ApiError, AppState, Caller};
-use crate::service::{CreateSnapshot, RestoreSnapshot, SandboxView, SnapshotView};
+use crate::service::{CreateSnapshot, ImportSnapshot, RestoreSnapshot, SandboxView, SnapshotView};
 
 /// Largest archive `POST /v1/snapshots` accepts.
 pub const MAX_IMPORT_BYTES: u64 = 1 << 30;
@@ -117,10 +117,12 @@ pub(super) async fn archive(
     Ok((headers, body).into_response())
 }
 
-/// The body is the archive itself (`application/zstd`), streamed.
+/// The body is the archive itself (`application/zstd`), streamed; the
+/// query may raise the limits of its check (`?max_files=N&max_bytes=N`).
 pub(super) async fn import(
     State(state): State<AppState>,
     Caller(tenant): Caller,
+    ApiQuery(limits): ApiQuery<ImportSnapshot>,
     body: Body,
 ) -> Result<(StatusCode, Json<SnapshotView>), ApiError> {
     let mut seen = 0u64;
@@ -138,7 +140,10 @@ pub(super) async fn import(
             })
         });
     let mut reader = StreamReader::new(stream);
-    let view = state.service.import_snapshot(&tenant, &mut reader).await?;
+    let view = state
+        .service
+        .import_snapshot(&tenant, limits, &mut reader)
+        .await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 

@@ -1,31 +1,54 @@
 //! Workspace snapshots: export a running sandbox's workspace into the blob
-//! store, restore (or fork) a snapshot into fresh sandboxes, and move archives
-//! in and out (download, import).
+//! store, restore (or fork) a snapshot into fresh sandboxes, move archives
+//! in and out (download, import), and collect blobs no snapshot names.
 //!
 //! Archives stream through bounded pipes between the guest connection (or
 //! the HTTP body) and the blocking blob store; none is held whole in memory.
+//!
+//! Blob collection: deleting a row removes its blob when no row of any
+//! tenant names it and it was last written more than `blob_grace` ago; a
+//! sweeper removes the younger ones later. Recording a snapshot commits its
+//! blob (which sets its written time to now) before inserting the row, and
+//! the blob store checks the written time and unlinks atomically with
+//! respect to commits, so a collection that found no row for a blob never
+//! removes one a concurrent snapshot of the same content is recording.
+//! Restores and downloads read from an open file, which outlives an unlink.
 
 use std::io::{self, Read};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
-use paddock_core::blob::{BlobError, BlobKey, BlobStore, BlobWriter};
-use paddock_core::ids::{SnapshotId, TenantId};
-use paddock_core::sandbox::{SandboxId, SnapshotExportOptions, SnapshotImportOptions};
-use paddock_core::store::{SnapshotFilter, SnapshotRecord};
+use paddock_core::blob::{BlobError, BlobKey, BlobReader, BlobStore, BlobWriter};
+use paddock_core::ids::{SessionId, SnapshotId, TenantId, WorkspaceId};
+use paddock_core::sandbox::{SandboxId, SandboxSpec, SnapshotExportOptions, SnapshotImportOptions};
+use paddock_core::store::{SandboxRecord, SnapshotFilter, SnapshotRecord, StoreError};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::task::JoinHandle;
 use tokio_util::io::SyncIoBridge;
 
 use super::commands::{CreateSandbox, CreateWorkspace, LimitsRequest};
-use super::{SandboxService, SandboxView, ServiceError};
+use super::{SandboxService, SandboxView, ServiceError, StoredSpec, destroy_quietly};
 use paddock_proto::NetworkMode;
-use paddock_snapshot::SnapshotError;
+use paddock_snapshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, SnapshotError};
 
 /// Bytes buffered between the async and the blocking side of a transfer.
 const PIPE_BYTES: usize = 1 << 20;
+/// Chunks of a blob read once for all the restores of a fork, and how many
+/// each restore may have queued.
+const SHARED_CHUNK: usize = 1 << 20;
+const SHARED_DEPTH: usize = 4;
+/// Bytes moved per read on the blocking side: each crossing of the bridge
+/// wakes the other side, so few large ones (std's copy moves 8 KiB).
+const COPY_BYTES: usize = 256 * 1024;
 /// Most sandboxes one restore (fork) makes.
 pub const MAX_RESTORE_COUNT: u32 = 16;
+/// Highest `max_files` a snapshot or an import may ask for.
+pub const MAX_SNAPSHOT_FILES: u64 = 1_000_000;
+/// Highest `max_bytes` (file content before compression) a snapshot or an
+/// import may ask for; an import unpacks into a scratch directory on the host.
+pub const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +60,9 @@ pub struct CreateSnapshot {
     pub max_files: Option<u64>,
     #[serde(default)]
     pub max_bytes: Option<u64>,
+    /// The agent session the snapshot belongs to, recorded on its row.
+    #[serde(default)]
+    pub session: Option<SessionId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +75,8 @@ pub struct RestoreSnapshot {
     pub limits: LimitsRequest,
     #[serde(default)]
     pub network: NetworkMode,
+    /// The sandboxes' workspaces are read-only (the restore itself writes
+    /// them before the sandboxes start).
     #[serde(default)]
     pub read_only: bool,
 }
@@ -68,12 +96,25 @@ impl Default for RestoreSnapshot {
     }
 }
 
+/// Limits of an imported archive's check; each missing one is the snapshot default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportSnapshot {
+    #[serde(default)]
+    pub max_files: Option<u64>,
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotView {
     pub id: SnapshotId,
-    pub workspace: Option<paddock_core::ids::WorkspaceId>,
+    pub workspace: Option<WorkspaceId>,
     pub source_sandbox: Option<SandboxId>,
+    pub session: Option<SessionId>,
+    /// The snapshot the source sandbox was restored from.
     pub parent: Option<SnapshotId>,
+    /// Entries in the archive (files, directories, symlinks): what `max_files` counts.
     pub file_count: u64,
     pub bytes_raw: u64,
     pub bytes_compressed: u64,
@@ -89,6 +130,7 @@ impl From<&SnapshotRecord> for SnapshotView {
             id: r.id.clone(),
             workspace: r.workspace.clone(),
             source_sandbox: r.source_sandbox.clone(),
+            session: r.session.clone(),
             parent: r.parent.clone(),
             file_count: r.file_count,
             bytes_raw: r.bytes_raw,
@@ -107,6 +149,15 @@ pub struct SnapshotArchive {
     pub body: DuplexStream,
 }
 
+/// What one sweep of the blob store did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct BlobSweep {
+    /// Blobs old enough to be collected, checked for rows naming them.
+    pub checked: u64,
+    pub removed: u64,
+    pub bytes_freed: u64,
+}
+
 impl SandboxService {
     fn blobs(&self) -> Result<Arc<dyn BlobStore>, ServiceError> {
         self.config
@@ -115,7 +166,8 @@ impl SandboxService {
             .ok_or(ServiceError::SnapshotsUnavailable)
     }
 
-    /// Packs the sandbox's workspace into a new snapshot.
+    /// Packs the sandbox's workspace into a new snapshot. Its parent is the
+    /// snapshot the sandbox was restored from (when that still exists).
     pub async fn create_snapshot(
         &self,
         tenant: &TenantId,
@@ -123,11 +175,18 @@ impl SandboxService {
         command: CreateSnapshot,
     ) -> Result<SnapshotView, ServiceError> {
         let blobs = self.blobs()?;
+        check_limits(command.max_files, command.max_bytes)?;
         let record = self
             .store
             .get_sandbox(tenant, id)
             .await
             .map_err(ServiceError::store("get_sandbox"))?;
+        if let Some(session) = &command.session {
+            self.store
+                .get_session(tenant, session)
+                .await
+                .map_err(ServiceError::store("get_session"))?;
+        }
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         let (mut pipe, rx) = tokio::io::duplex(PIPE_BYTES);
         let bridge = SyncIoBridge::new(rx);
@@ -156,26 +215,53 @@ impl SandboxService {
         if info.key.as_str() != stats.key {
             tracing::warn!(sandbox_id = %id, stored = %info.key, guest = %stats.key, "archive hash mismatch");
         }
-        let snapshot = SnapshotRecord {
+        let mut snapshot = SnapshotRecord {
             id: SnapshotId::generate(),
             tenant: tenant.clone(),
             workspace: record.workspace.clone(),
             source_sandbox: Some(id.clone()),
-            session: None,
-            parent: None,
-            file_count: stats.files,
+            session: command.session,
+            parent: self.lineage_parent(tenant, &record).await?,
+            file_count: stats.files + stats.dirs + stats.symlinks,
             bytes_raw: stats.bytes_raw,
             bytes_compressed: info.size,
             excludes: command.excludes,
             blob_hash: info.key.to_string(),
             created_at: self.clock.now(),
         };
-        self.store
-            .create_snapshot(&snapshot)
-            .await
-            .map_err(ServiceError::store("create_snapshot"))?;
-        tracing::info!(sandbox_id = %id, snapshot_id = %snapshot.id, files = stats.files, bytes = info.size, "snapshot created");
+        match self.store.create_snapshot(&snapshot).await {
+            // The parent was deleted since it was looked up: no lineage.
+            Err(StoreError::NotFound {
+                entity: "snapshot", ..
+            }) if snapshot.parent.is_some() => {
+                snapshot.parent = None;
+                self.store.create_snapshot(&snapshot).await
+            }
+            other => other,
+        }
+        .map_err(ServiceError::store("create_snapshot"))?;
+        tracing::info!(sandbox_id = %id, snapshot_id = %snapshot.id, parent = ?snapshot.parent, files = stats.files, bytes = info.size, "snapshot created");
         Ok(SnapshotView::from(&snapshot))
+    }
+
+    /// The snapshot `sandbox` was restored from, if its row still exists.
+    async fn lineage_parent(
+        &self,
+        tenant: &TenantId,
+        sandbox: &SandboxRecord,
+    ) -> Result<Option<SnapshotId>, ServiceError> {
+        let spec: Option<StoredSpec> = serde_json::from_str(&sandbox.spec).ok();
+        let Some(parent) = spec.and_then(|spec| spec.restored_from) else {
+            return Ok(None);
+        };
+        match self.store.get_snapshot(tenant, &parent).await {
+            Ok(_) => Ok(Some(parent)),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(source) => Err(ServiceError::Store {
+                op: "get_snapshot",
+                source,
+            }),
+        }
     }
 
     pub async fn list_snapshots(
@@ -212,9 +298,10 @@ impl SandboxService {
             .map_err(ServiceError::store("get_snapshot"))
     }
 
-    /// Deletes the snapshot's row. The blob stays: another snapshot (of any
-    /// tenant) with the same content shares it, and restores already reading
-    /// it keep going.
+    /// Deletes the snapshot's row (refused while snapshots taken from it
+    /// exist), then its blob if no other row of any tenant names it and it
+    /// is older than the grace period (else the sweeper removes it later).
+    /// Restores and downloads already reading it finish.
     pub async fn delete_snapshot(
         &self,
         tenant: &TenantId,
@@ -225,7 +312,99 @@ impl SandboxService {
             .delete_snapshot(tenant, id)
             .await
             .map_err(ServiceError::store("delete_snapshot"))?;
+        if let (Some(blobs), Ok(key)) = (self.config.blobs.clone(), blob_key(&record)) {
+            match self.collect_blob(&blobs, &key, self.blob_cutoff()).await {
+                Ok(true) => tracing::info!(snapshot_id = %id, blob = %key, "blob removed"),
+                Ok(false) => {}
+                // The sweeper tries again.
+                Err(err) => {
+                    tracing::warn!(snapshot_id = %id, blob = %key, error = %err, "collecting a blob")
+                }
+            }
+        }
         Ok(SnapshotView::from(&record))
+    }
+
+    /// Removes every blob no snapshot row names that was last written
+    /// before the grace period.
+    pub async fn sweep_blobs(&self) -> Result<BlobSweep, ServiceError> {
+        let blobs = self.blobs()?;
+        let cutoff = self.blob_cutoff();
+        let listed = {
+            let blobs = blobs.clone();
+            tokio::task::spawn_blocking(move || blobs.list())
+                .await
+                .map_err(joined("list"))?
+                .map_err(|source| ServiceError::Blob { op: "list", source })?
+        };
+        let mut sweep = BlobSweep::default();
+        for info in listed.into_iter().filter(|info| info.written < cutoff) {
+            sweep.checked += 1;
+            if self.collect_blob(&blobs, &info.key, cutoff).await? {
+                sweep.removed += 1;
+                sweep.bytes_freed += info.size;
+            }
+        }
+        if sweep.removed > 0 {
+            tracing::info!(
+                removed = sweep.removed,
+                bytes_freed = sweep.bytes_freed,
+                "unreferenced blobs removed"
+            );
+        }
+        Ok(sweep)
+    }
+
+    /// Sweeps the blob store now and then every grace period, until the
+    /// service shuts down; None without a blob store.
+    pub fn spawn_blob_sweeper(self: &Arc<Self>) -> Option<JoinHandle<()>> {
+        self.config.blobs.as_ref()?;
+        let service = self.clone();
+        let interval = self.config.blob_grace.max(Duration::from_secs(1));
+        Some(tokio::spawn(async move {
+            loop {
+                if let Err(err) = service.sweep_blobs().await {
+                    tracing::warn!(error = %err, "sweeping the blob store");
+                }
+                tokio::select! {
+                    () = service.shutdown.cancelled() => break,
+                    () = tokio::time::sleep(interval) => {}
+                }
+            }
+        }))
+    }
+
+    /// Blobs last written before this may be collected.
+    fn blob_cutoff(&self) -> SystemTime {
+        SystemTime::now()
+            .checked_sub(self.config.blob_grace)
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+
+    /// Removes the blob if no snapshot row names it and it was last written
+    /// before `cutoff`; whether it did.
+    async fn collect_blob(
+        &self,
+        blobs: &Arc<dyn BlobStore>,
+        key: &BlobKey,
+        cutoff: SystemTime,
+    ) -> Result<bool, ServiceError> {
+        let referenced = self
+            .store
+            .snapshot_blob_referenced(key.as_str())
+            .await
+            .map_err(ServiceError::store("snapshot_blob_referenced"))?;
+        if referenced {
+            return Ok(false);
+        }
+        let (blobs, key) = (blobs.clone(), key.clone());
+        tokio::task::spawn_blocking(move || blobs.delete_if_written_before(&key, cutoff))
+            .await
+            .map_err(joined("delete"))?
+            .map_err(|source| ServiceError::Blob {
+                op: "delete",
+                source,
+            })
     }
 
     /// Makes `count` fresh sandboxes, each with a new workspace restored from
@@ -243,17 +422,16 @@ impl SandboxService {
                 format!("expected 1 to {MAX_RESTORE_COUNT}"),
             ));
         }
-        if command.read_only {
-            return Err(ServiceError::invalid(
-                "read_only",
-                "a restore writes the workspace through the guest; read-only restores are not supported yet",
-            ));
-        }
         command.limits.resolve(&self.config.limits)?;
         let record = self.snapshot_record(tenant, id).await?;
         let key = blob_key(&record)?;
-        let restores =
-            (0..command.count).map(|_| self.restore_one(tenant, &record.id, &key, &command));
+        // One read of the blob feeds every sandbox of a fork.
+        let sources = self
+            .open_shared(tenant, &record.id, &key, command.count as usize)
+            .await?;
+        let restores = sources
+            .into_iter()
+            .map(|source| self.restore_one(tenant, &record, source, &command));
         let results = futures_util::future::join_all(restores).await;
         let mut views = Vec::new();
         let mut failure = None;
@@ -271,37 +449,44 @@ impl SandboxService {
             }
             return Err(err);
         }
-        tracing::info!(snapshot_id = %id, count = views.len(), "snapshot restored");
+        tracing::info!(snapshot_id = %id, count = views.len(), read_only = command.read_only, "snapshot restored");
         Ok(views)
     }
 
     async fn restore_one(
         &self,
         tenant: &TenantId,
-        snapshot: &SnapshotId,
-        key: &BlobKey,
+        snapshot: &SnapshotRecord,
+        mut source: SharedArchive,
         command: &RestoreSnapshot,
     ) -> Result<SandboxView, ServiceError> {
         let workspace = self
             .create_workspace(
                 tenant,
                 CreateWorkspace {
-                    name: format!("restore of {snapshot}"),
+                    name: format!("restore of {}", snapshot.id),
                 },
             )
             .await?;
-        let view = self
-            .create_sandbox(
-                tenant,
-                CreateSandbox {
-                    workspace: Some(workspace.id),
-                    limits: command.limits.clone(),
-                    network: command.network,
-                    read_only: false,
-                },
-            )
-            .await?;
-        if let Err(err) = self.import_blob(tenant, &view.id, key).await {
+        let create = CreateSandbox {
+            workspace: Some(workspace.id.clone()),
+            limits: command.limits.clone(),
+            network: command.network,
+            read_only: command.read_only,
+        };
+        let origin = Some(snapshot.id.clone());
+        if command.read_only {
+            // The guest of a read-only sandbox cannot write its workspace:
+            // the files go in first, through a short-lived sandbox.
+            self.fill_workspace(&workspace.id, snapshot, &mut source, &command.limits)
+                .await?;
+            return self.create_sandbox_from(tenant, create, origin).await;
+        }
+        let view = self.create_sandbox_from(tenant, create, origin).await?;
+        if let Err(err) = self
+            .import_blob(tenant, &view.id, snapshot, &mut source)
+            .await
+        {
             if let Err(e) = self.delete_sandbox(tenant, &view.id).await {
                 tracing::warn!(sandbox_id = %view.id, error = %e, "destroying a sandbox of a failed restore");
             }
@@ -310,23 +495,83 @@ impl SandboxService {
         Ok(view)
     }
 
-    /// Streams a blob into the sandbox's (empty) workspace.
+    /// Restores the snapshot into the (new, empty) workspace through a
+    /// read-write sandbox that is neither recorded nor kept: the same guest
+    /// restore as any other, with the owners a sandbox of this backend sees.
+    async fn fill_workspace(
+        &self,
+        workspace: &WorkspaceId,
+        snapshot: &SnapshotRecord,
+        source: &mut SharedArchive,
+        limits: &LimitsRequest,
+    ) -> Result<(), ServiceError> {
+        let spec = SandboxSpec {
+            workspace: Some(self.workspace_dir(workspace).await?),
+            read_only: false,
+            writable_paths: Vec::new(),
+            network: NetworkMode::None,
+            limits: limits.resolve(&self.config.limits)?,
+            allow_downgrade: self.config.allow_downgrade.clone(),
+        };
+        let sandbox = {
+            let _slot = self.reserve_slot()?;
+            self.backend
+                .create(spec)
+                .await
+                .map_err(ServiceError::CreateSandbox)?
+        };
+        let id = sandbox.info().id.clone();
+        let guest = sandbox.guest();
+        let imported = guest.snapshot_import(import_limits(snapshot), source).await;
+        drop(guest);
+        destroy_quietly(sandbox).await;
+        match imported.map(|_| ()) {
+            Ok(()) => Ok(()),
+            Err(source) => Err(ServiceError::Guest {
+                id,
+                op: "snapshot_import",
+                source,
+            }),
+        }
+    }
+
+    /// Streams the archive into the sandbox's (empty) workspace.
     async fn import_blob(
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        key: &BlobKey,
+        snapshot: &SnapshotRecord,
+        source: &mut SharedArchive,
     ) -> Result<(), ServiceError> {
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
-        let mut archive = self.open_archive(key).await?;
-        let imported = live
+        match live
             .guest
-            .snapshot_import(SnapshotImportOptions::default(), &mut archive.body)
-            .await;
-        match imported {
+            .snapshot_import(import_limits(snapshot), source)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) => Err(self.guest_failed(id, "snapshot_import", e).await),
         }
+    }
+
+    /// Opens the blob of snapshot `id` once and hands its chunks to `count`
+    /// readers; a reader that is dropped stops being fed, the others go on.
+    async fn open_shared(
+        &self,
+        tenant: &TenantId,
+        id: &SnapshotId,
+        key: &BlobKey,
+        count: usize,
+    ) -> Result<Vec<SharedArchive>, ServiceError> {
+        let blob = self.open_blob(tenant, id, key).await?;
+        let (senders, readers): (Vec<_>, Vec<_>) = (0..count)
+            .map(|_| {
+                let (tx, rx) = tokio::sync::mpsc::channel(SHARED_DEPTH);
+                (tx, SharedArchive::new(rx))
+            })
+            .unzip();
+        tokio::task::spawn_blocking(move || broadcast(blob, senders));
+        Ok(readers)
     }
 
     /// The snapshot's archive, streamed from the blob store.
@@ -337,38 +582,75 @@ impl SandboxService {
     ) -> Result<SnapshotArchive, ServiceError> {
         let record = self.snapshot_record(tenant, id).await?;
         let key = blob_key(&record)?;
-        self.open_archive(&key).await
+        self.open_archive(tenant, id, &key).await
     }
 
-    async fn open_archive(&self, key: &BlobKey) -> Result<SnapshotArchive, ServiceError> {
-        let blobs = self.blobs()?;
-        let key = key.clone();
-        let blob = tokio::task::spawn_blocking(move || blobs.open(&key))
-            .await
-            .map_err(joined("open"))?
-            .map_err(|source| ServiceError::Blob { op: "open", source })?;
+    /// Opens the blob of snapshot `id` and streams it from a blocking task.
+    async fn open_archive(
+        &self,
+        tenant: &TenantId,
+        id: &SnapshotId,
+        key: &BlobKey,
+    ) -> Result<SnapshotArchive, ServiceError> {
+        let blob = self.open_blob(tenant, id, key).await?;
         let size = blob.size;
         let (tx, rx) = tokio::io::duplex(PIPE_BYTES);
         let mut bridge = SyncIoBridge::new(tx);
         tokio::task::spawn_blocking(move || {
             let mut blob = blob;
             // A failed read ends the stream early; the reader sees a truncated archive.
-            if let Err(err) = io::copy(&mut blob, &mut bridge) {
+            if let Err(err) = copy(&mut blob, &mut bridge) {
                 tracing::debug!(error = %err, "streaming a snapshot archive stopped");
             }
         });
         Ok(SnapshotArchive { size, body: rx })
     }
 
+    /// Opens the blob of snapshot `id`; once open, it reads to the end even
+    /// if the blob is collected meanwhile.
+    async fn open_blob(
+        &self,
+        tenant: &TenantId,
+        id: &SnapshotId,
+        key: &BlobKey,
+    ) -> Result<BlobReader, ServiceError> {
+        let blobs = self.blobs()?;
+        let blob = {
+            let key = key.clone();
+            tokio::task::spawn_blocking(move || blobs.open(&key))
+                .await
+                .map_err(joined("open"))?
+        };
+        let blob = match blob {
+            Ok(blob) => blob,
+            // Deleted (and collected) since its row was read: the snapshot is gone.
+            Err(BlobError::NotFound { .. })
+                if matches!(
+                    self.store.get_snapshot(tenant, id).await,
+                    Err(StoreError::NotFound { .. })
+                ) =>
+            {
+                return Err(ServiceError::NotFound {
+                    entity: "snapshot",
+                    id: id.to_string(),
+                });
+            }
+            Err(source) => return Err(ServiceError::Blob { op: "open", source }),
+        };
+        Ok(blob)
+    }
+
     /// Stores an uploaded archive as a snapshot. While it is stored it is
-    /// also restored into a scratch directory with every safety check; only
-    /// an archive that passed is kept.
+    /// also restored into a scratch directory with every safety check
+    /// (within `limits`); only an archive that passed is kept.
     pub async fn import_snapshot(
         &self,
         tenant: &TenantId,
+        limits: ImportSnapshot,
         body: &mut (dyn AsyncRead + Send + Unpin),
     ) -> Result<SnapshotView, ServiceError> {
         let blobs = self.blobs()?;
+        check_limits(limits.max_files, limits.max_bytes)?;
         tokio::fs::create_dir_all(&self.config.workspaces_root)
             .await
             .map_err(|source| ServiceError::Workspace {
@@ -384,7 +666,9 @@ impl SandboxService {
             .config
             .workspaces_root
             .join(format!(".import-{}", SnapshotId::generate().as_str()));
-        let check_task = tokio::task::spawn_blocking(move || check_archive(check_bridge, scratch));
+        let options = unpack_options(limits.max_files, limits.max_bytes);
+        let check_task =
+            tokio::task::spawn_blocking(move || check_archive(check_bridge, scratch, &options));
 
         let mut buf = vec![0u8; 64 * 1024];
         let mut checking = true;
@@ -437,7 +721,7 @@ impl SandboxService {
             source_sandbox: None,
             session: None,
             parent: None,
-            file_count: stats.files,
+            file_count: stats.files + stats.dirs + stats.symlinks + stats.hardlinks,
             bytes_raw: stats.bytes,
             bytes_compressed: info.size,
             excludes: Vec::new(),
@@ -450,6 +734,48 @@ impl SandboxService {
             .map_err(ServiceError::store("create_snapshot"))?;
         tracing::info!(snapshot_id = %snapshot.id, files = stats.files, "snapshot imported");
         Ok(SnapshotView::from(&snapshot))
+    }
+}
+
+/// Limits a caller may set on a snapshot or an import: at least 1, at most the ceilings.
+fn check_limits(max_files: Option<u64>, max_bytes: Option<u64>) -> Result<(), ServiceError> {
+    for (field, value, ceiling) in [
+        ("max_files", max_files, MAX_SNAPSHOT_FILES),
+        ("max_bytes", max_bytes, MAX_SNAPSHOT_BYTES),
+    ] {
+        if let Some(value) = value
+            && !(1..=ceiling).contains(&value)
+        {
+            return Err(ServiceError::invalid(
+                field,
+                format!("expected 1 to {ceiling}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Limits of restoring a recorded snapshot: what it holds, and at least the defaults.
+fn import_limits(snapshot: &SnapshotRecord) -> SnapshotImportOptions {
+    SnapshotImportOptions {
+        max_files: Some(snapshot.file_count.max(DEFAULT_MAX_FILES)),
+        max_bytes: Some(snapshot.bytes_raw.max(DEFAULT_MAX_BYTES)),
+    }
+}
+
+fn unpack_options(
+    max_files: Option<u64>,
+    max_bytes: Option<u64>,
+) -> paddock_snapshot::UnpackOptions {
+    let defaults = paddock_snapshot::UnpackOptions::default();
+    let limits = paddock_snapshot::Limits {
+        max_files: max_files.unwrap_or(defaults.limits.max_files),
+        max_bytes: max_bytes.unwrap_or(defaults.limits.max_bytes),
+    };
+    paddock_snapshot::UnpackOptions {
+        limits,
+        max_file_bytes: defaults.max_file_bytes.max(limits.max_bytes),
+        ..defaults
     }
 }
 
@@ -469,20 +795,120 @@ fn write_blob(
     mut data: impl Read,
 ) -> Result<Box<dyn BlobWriter>, BlobError> {
     let mut writer = blobs.writer()?;
-    io::copy(&mut data, &mut writer).map_err(|source| BlobError::Put { source })?;
+    copy(&mut data, &mut writer).map_err(|source| BlobError::Put { source })?;
     Ok(writer)
+}
+
+/// Chunks of a blob shared by the restores of a fork; a read error is
+/// passed on as its kind.
+type Chunk = Result<Arc<Vec<u8>>, io::ErrorKind>;
+
+/// Reads `blob` to its end in [`SHARED_CHUNK`] pieces and sends each to every
+/// reader still there; the slowest reader sets the pace.
+fn broadcast(mut blob: BlobReader, mut senders: Vec<tokio::sync::mpsc::Sender<Chunk>>) {
+    loop {
+        let mut chunk = vec![0u8; SHARED_CHUNK];
+        let chunk: Chunk = match read_full(&mut blob, &mut chunk) {
+            Ok(0) => return,
+            Ok(n) => {
+                chunk.truncate(n);
+                Ok(Arc::new(chunk))
+            }
+            Err(e) => Err(e.kind()),
+        };
+        let failed = chunk.is_err();
+        senders.retain(|tx| tx.blocking_send(chunk.clone()).is_ok());
+        if failed || senders.is_empty() {
+            return;
+        }
+    }
+}
+
+fn read_full(from: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match from.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// One restore's view of a shared blob read: an [`AsyncRead`] over the
+/// chunks [`broadcast`] sends; dropping it stops its feed.
+#[derive(Debug)]
+struct SharedArchive {
+    rx: tokio::sync::mpsc::Receiver<Chunk>,
+    current: Arc<Vec<u8>>,
+    pos: usize,
+}
+
+impl SharedArchive {
+    fn new(rx: tokio::sync::mpsc::Receiver<Chunk>) -> Self {
+        Self {
+            rx,
+            current: Arc::new(Vec::new()),
+            pos: 0,
+        }
+    }
+}
+
+impl AsyncRead for SharedArchive {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let this = &mut *self;
+        while this.pos == this.current.len() {
+            match std::task::ready!(this.rx.poll_recv(cx)) {
+                Some(Ok(chunk)) => {
+                    this.current = chunk;
+                    this.pos = 0;
+                }
+                Some(Err(kind)) => {
+                    return std::task::Poll::Ready(Err(io::Error::new(
+                        kind,
+                        "reading the snapshot's blob failed",
+                    )));
+                }
+                // The whole blob was sent.
+                None => return std::task::Poll::Ready(Ok(())),
+            }
+        }
+        let n = buf.remaining().min(this.current.len() - this.pos);
+        buf.put_slice(&this.current[this.pos..this.pos + n]);
+        this.pos += n;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// `io::copy` in [`COPY_BYTES`] pieces.
+fn copy(from: &mut impl Read, to: &mut (impl io::Write + ?Sized)) -> io::Result<u64> {
+    let mut buf = vec![0u8; COPY_BYTES];
+    let mut copied = 0;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(copied),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+        copied += n as u64;
+    }
 }
 
 /// Restores the archive into `scratch` with every safety check, then removes it.
 fn check_archive(
     archive: impl Read,
     scratch: PathBuf,
+    options: &paddock_snapshot::UnpackOptions,
 ) -> Result<paddock_snapshot::UnpackStats, SnapshotError> {
-    let restored = paddock_snapshot::unpack(
-        archive,
-        &scratch,
-        &paddock_snapshot::UnpackOptions::default(),
-    );
+    let restored = paddock_snapshot::unpack(archive, &scratch, options);
     if let Err(err) = std::fs::remove_dir_all(&scratch)
         && err.kind() != io::ErrorKind::NotFound
     {

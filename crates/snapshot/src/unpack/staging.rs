@@ -166,16 +166,43 @@ fn move_children(from: &OwnedFd, to: &OwnedFd) -> io::Result<()> {
     let names = list_names(from)?;
     for (done, name) in names.iter().enumerate() {
         let name = std::ffi::OsStr::from_bytes(name);
-        if let Err(errno) = renameat2(from, name, to, name, RenameFlags::RENAME_NOREPLACE) {
+        if let Err(error) = move_entry(from, to, name) {
             for back in &names[..done] {
                 let back = std::ffi::OsStr::from_bytes(back);
                 // Best effort: the staging (and anything left in it) is removed next.
-                let _ = renameat2(to, back, from, back, RenameFlags::RENAME_NOREPLACE);
+                let _ = move_entry(to, from, back);
             }
-            return Err(io_err(errno));
+            return Err(error);
         }
     }
     Ok(())
+}
+
+/// Moves one entry to another directory. Moving a directory to another
+/// parent rewrites its `..` entry, which needs write permission on it even
+/// for its owner (and a sandbox's root has no capability to override that):
+/// a directory restored without owner write (0555, 0500) is made writable
+/// for the move and given its mode back after.
+fn move_entry(from: &OwnedFd, to: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<()> {
+    let stat = fstatat(from, name, AtFlags::AT_SYMLINK_NOFOLLOW).map_err(io_err)?;
+    let is_dir = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR;
+    let mode = Mode::from_bits_truncate(stat.st_mode & 0o7777);
+    let unwritable = is_dir && !mode.contains(Mode::S_IWUSR);
+    if unwritable {
+        fchmodat(
+            from,
+            name,
+            mode | Mode::S_IWUSR,
+            FchmodatFlags::FollowSymlink,
+        )
+        .map_err(io_err)?;
+    }
+    let moved = renameat2(from, name, to, name, RenameFlags::RENAME_NOREPLACE).map_err(io_err);
+    if unwritable {
+        let now_in = if moved.is_ok() { to } else { from };
+        fchmodat(now_in, name, mode, FchmodatFlags::FollowSymlink).map_err(io_err)?;
+    }
+    moved
 }
 
 fn list_names(dir: &OwnedFd) -> io::Result<Vec<Vec<u8>>> {
