@@ -1,5 +1,30 @@
 //! The agent runtime: a goal comes in, a model plans and calls tools that run
 //! inside the session's sandbox under a policy, and every step is persisted as
 //! an event before it is published.
+//!
+//! [`Runtime`] is the one entry point front ends use: sessions (create, list,
+//! rename, archive, fork), runs ([`Runtime::start_run`], cancel, wait) and
+//! the session event stream ([`Runtime::event_stream`]). Event kinds and
+//! their payloads are in [`events`].
 
+mod bus;
+mod config;
+mod error;
+pub mod events;
+mod journal;
+mod pipeline;
+mod recover;
+mod run;
+mod runtime;
+mod sessions;
+mod stream;
 pub mod tools;
+mod util;
+mod workspace;
+
+pub use config::{RuntimeConfig, RuntimeDeps, SnapshotSettings};
+pub use error::RuntimeError;
+pub use recover::{RecoveryReport, SkippedRun};
+pub use run::{RunHandle, StartRun};
+pub use runtime::Runtime;
+pub use stream::EventStream;

@@ -1,0 +1,86 @@
+//! What a [`crate::Runtime`] is built from.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_core::blob::BlobStore;
+use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
+use paddock_core::store::Store;
+use paddock_snapshot::{DEFAULT_EXCLUDES, Limits};
+
+/// The runtime's settings.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// This orchestrator node's name: lease owners and sandbox rows carry it.
+    pub node: String,
+    /// Where workspaces without their own root live (`<root>/<workspace id>`),
+    /// forks included.
+    pub workspaces_root: PathBuf,
+    /// Template of every run's sandbox (limits, network, allowed downgrades);
+    /// `workspace` and `read_only` are set per run.
+    pub sandbox: SandboxSpec,
+    /// How long a session lease lasts without renewal; a run renews it every third of this.
+    pub lease_ttl: Duration,
+    /// How end-of-run and fork snapshots are packed.
+    pub snapshot: SnapshotSettings,
+    pub subagents: SubagentSettings,
+}
+
+impl RuntimeConfig {
+    pub fn new(node: impl Into<String>, workspaces_root: impl Into<PathBuf>) -> Self {
+        Self {
+            node: node.into(),
+            workspaces_root: workspaces_root.into(),
+            sandbox: SandboxSpec::default(),
+            lease_ttl: Duration::from_secs(30),
+            snapshot: SnapshotSettings::default(),
+            subagents: SubagentSettings::default(),
+        }
+    }
+}
+
+/// Snapshot packing options of the runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotSettings {
+    /// Exclude patterns (they replace the packer's defaults).
+    pub excludes: Vec<String>,
+    pub limits: Limits,
+}
+
+impl Default for SnapshotSettings {
+    fn default() -> Self {
+        Self {
+            excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Limits of the subagents a root run may spawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubagentSettings {
+    /// Subagents one root run may spawn in all; 0 offers no subagent tools.
+    pub max_per_run: u32,
+    /// Subagents of one root run running at once; the others wait their turn.
+    pub max_running: u32,
+}
+
+impl Default for SubagentSettings {
+    fn default() -> Self {
+        Self {
+            max_per_run: 6,
+            max_running: 3,
+        }
+    }
+}
+
+/// The ports a runtime works through; only the composition root names the
+/// concrete adapters.
+#[derive(Debug, Clone)]
+pub struct RuntimeDeps {
+    pub store: Arc<dyn Store>,
+    pub backend: Arc<dyn SandboxBackend>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub config: RuntimeConfig,
+}

@@ -1,0 +1,93 @@
+//! Errors of the runtime's API. Failures inside a run never surface here:
+//! they end the run (state `failed`, an `end_reason`, the error text on the
+//! run) and the caller reads them from the returned [`paddock_core::store::Run`].
+
+use std::path::PathBuf;
+
+use paddock_core::blob::BlobError;
+use paddock_core::ids::{RunId, SessionId, SnapshotId};
+use paddock_core::sandbox::SandboxError;
+use paddock_core::store::StoreError;
+use paddock_snapshot::SnapshotError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// No such row for this tenant.
+    #[error("{entity} {id} not found")]
+    NotFound { entity: &'static str, id: String },
+    #[error("store operation {operation} failed")]
+    Store {
+        operation: &'static str,
+        #[source]
+        source: StoreError,
+    },
+    /// Another run drives the session (its lease is held).
+    #[error("session {session} already has a run in progress")]
+    SessionBusy { session: SessionId },
+    #[error("session {session} is archived")]
+    SessionArchived { session: SessionId },
+    #[error("invalid request: {reason}")]
+    Invalid { reason: String },
+    #[error("run {run} does not belong to session {session}")]
+    RunNotInSession { run: RunId, session: SessionId },
+    /// A fork from a run that kept no workspace snapshot at its end.
+    #[error("run {run} has no end snapshot to fork from")]
+    NoEndSnapshot { run: RunId },
+    /// The run is not finished but no task of this process drives it.
+    #[error("run {run} is not driven by this process")]
+    RunNotActive { run: RunId },
+    #[error("preparing workspace directory {path}")]
+    WorkspaceDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("packing workspace {path}")]
+    SnapshotPack {
+        path: PathBuf,
+        #[source]
+        source: SnapshotError,
+    },
+    #[error("restoring snapshot {snapshot} into {path}")]
+    SnapshotRestore {
+        snapshot: SnapshotId,
+        path: PathBuf,
+        #[source]
+        source: SnapshotError,
+    },
+    #[error("blob store operation for snapshot {what}")]
+    Blob {
+        what: String,
+        #[source]
+        source: BlobError,
+    },
+    #[error("creating the sandbox for run {run}")]
+    Sandbox {
+        run: RunId,
+        #[source]
+        source: SandboxError,
+    },
+    #[error("encoding {what} as JSON")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A write of a running run failed (e.g. its lease was taken over);
+    /// the run stops.
+    #[error("recording the run failed: {reason}")]
+    Journal { reason: String },
+    /// A blocking helper task (snapshot packing) or a run task died.
+    #[error("background task for {what} failed: {reason}")]
+    Task { what: String, reason: String },
+}
+
+impl RuntimeError {
+    /// Maps a store error, keeping "not found" distinct so front ends can answer 404.
+    pub(crate) fn store(operation: &'static str) -> impl FnOnce(StoreError) -> RuntimeError {
+        move |source| match source {
+            StoreError::NotFound { entity, id } => RuntimeError::NotFound { entity, id },
+            source => RuntimeError::Store { operation, source },
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! A run's writer: every write a run makes goes through here, carrying the
+//! session lease (the store refuses it once the lease was taken over), and
+//! every event is appended to the store before it is published on the bus.
+
+use std::sync::Arc;
+
+use paddock_core::ids::{GoalId, RunId, SessionId, TenantId, ToolInvocationId};
+use paddock_core::model::Message;
+use paddock_core::store::{
+    Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, Store, StoredMessage,
+    ToolInvocation, ToolOutcome,
+};
+use serde::Serialize;
+
+use crate::bus::EventBus;
+use crate::error::RuntimeError;
+
+#[derive(Debug)]
+pub(crate) struct Journal {
+    store: Arc<dyn Store>,
+    bus: Arc<EventBus>,
+    tenant: TenantId,
+    session: SessionId,
+    run: RunId,
+    lease: Lease,
+    /// Held from an event's append to its publication, so events reach the
+    /// bus in sequence order even when parallel tool calls emit them.
+    order: tokio::sync::Mutex<()>,
+}
+
+impl Journal {
+    pub(crate) fn new(store: Arc<dyn Store>, bus: Arc<EventBus>, run: &Run, lease: Lease) -> Self {
+        Self {
+            store,
+            bus,
+            tenant: run.tenant.clone(),
+            session: run.session.clone(),
+            run: run.id.clone(),
+            lease,
+            order: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub(crate) fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    pub(crate) fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    pub(crate) fn session(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// Appends an event of this run, then publishes it.
+    pub(crate) async fn emit<P: Serialize>(
+        &self,
+        kind: &str,
+        payload: &P,
+    ) -> Result<RunEvent, RuntimeError> {
+        let payload = serde_json::to_string(payload).map_err(|source| RuntimeError::Encode {
+            what: "event payload",
+            source,
+        })?;
+        self.emit_raw(kind, payload).await
+    }
+
+    /// [`Journal::emit`] with the payload already encoded.
+    pub(crate) async fn emit_raw(
+        &self,
+        kind: &str,
+        payload: String,
+    ) -> Result<RunEvent, RuntimeError> {
+        let event = NewEvent {
+            session: self.session.clone(),
+            run: Some(self.run.clone()),
+            kind: kind.to_owned(),
+            payload,
+        };
+        let _order = self.order.lock().await;
+        let stored = self
+            .store
+            .append_event(&self.lease, &self.tenant, &event)
+            .await
+            .map_err(RuntimeError::store("append_event"))?;
+        self.bus.publish(&stored);
+        Ok(stored)
+    }
+
+    pub(crate) async fn create_run(&self, run: &Run) -> Result<(), RuntimeError> {
+        self.store
+            .create_run(&self.lease, run)
+            .await
+            .map_err(RuntimeError::store("create_run"))
+    }
+
+    pub(crate) async fn update_run(&self, update: &RunUpdate) -> Result<Run, RuntimeError> {
+        self.store
+            .update_run(&self.lease, &self.tenant, &self.run, update)
+            .await
+            .map_err(RuntimeError::store("update_run"))
+    }
+
+    pub(crate) async fn create_goal(&self, goal: &Goal) -> Result<(), RuntimeError> {
+        self.store
+            .create_goal(&self.lease, goal)
+            .await
+            .map_err(RuntimeError::store("create_goal"))
+    }
+
+    pub(crate) async fn set_goal_status(
+        &self,
+        goal: &GoalId,
+        status: GoalStatus,
+    ) -> Result<Goal, RuntimeError> {
+        self.store
+            .set_goal_status(&self.lease, &self.tenant, goal, status)
+            .await
+            .map_err(RuntimeError::store("set_goal_status"))
+    }
+
+    pub(crate) async fn append_message(
+        &self,
+        message: Message,
+    ) -> Result<StoredMessage, RuntimeError> {
+        let stored = StoredMessage {
+            tenant: self.tenant.clone(),
+            session: self.session.clone(),
+            run: self.run.clone(),
+            seq: 0,
+            message,
+            created_at: self.store.now(),
+        };
+        self.store
+            .append_message(&self.lease, &stored)
+            .await
+            .map_err(RuntimeError::store("append_message"))
+    }
+
+    pub(crate) async fn save_plan(&self, plan: &Plan) -> Result<Plan, RuntimeError> {
+        self.store
+            .save_plan(&self.lease, plan)
+            .await
+            .map_err(RuntimeError::store("save_plan"))
+    }
+
+    pub(crate) async fn record_invocation(
+        &self,
+        invocation: &ToolInvocation,
+    ) -> Result<(), RuntimeError> {
+        self.store
+            .record_tool_invocation(&self.lease, invocation)
+            .await
+            .map_err(RuntimeError::store("record_tool_invocation"))
+    }
+
+    pub(crate) async fn finish_invocation(
+        &self,
+        id: &ToolInvocationId,
+        outcome: &ToolOutcome,
+    ) -> Result<(), RuntimeError> {
+        self.store
+            .finish_tool_invocation(&self.lease, &self.tenant, id, outcome)
+            .await
+            .map(drop)
+            .map_err(RuntimeError::store("finish_tool_invocation"))
+    }
+
+    /// Gives the session lease up; failures are only logged (it expires anyway).
+    pub(crate) async fn release(&self) {
+        if let Err(err) = self.store.release_lease(&self.lease).await {
+            tracing::warn!(session_id = %self.session, run_id = %self.run, error = %err, "releasing the session lease");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Crash recovery at startup: runs left unfinished by a process that died
+//! are marked `interrupted` (old processes are never revived; a resume is a
+//! new run on the session).
+
+use std::sync::Arc;
+
+use paddock_core::ids::RunId;
+use paddock_core::store::{EndReason, Lease, Run, RunState, RunUpdate, StoreError};
+use serde::Serialize;
+
+use crate::error::RuntimeError;
+use crate::events::{RunFinished, kind};
+use crate::journal::Journal;
+use crate::runtime::Runtime;
+use crate::util::error_chain;
+
+/// What [`Runtime::recover`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecoveryReport {
+    /// Runs now `interrupted`.
+    pub interrupted: Vec<RunId>,
+    /// Runs left alone because a live driver may still hold their session.
+    pub skipped: Vec<SkippedRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedRun {
+    pub run: RunId,
+    pub reason: String,
+}
+
+impl Runtime {
+    /// Marks every unfinished run whose driver is gone as `interrupted`, with
+    /// a `run.finished` event. A driver is gone when the session lease is
+    /// free or expired, or held by this node under an owner no task of this
+    /// process has (the node restarted). Runs waiting for the user are not
+    /// running and are left as they are.
+    pub async fn recover(&self) -> Result<RecoveryReport, RuntimeError> {
+        let shared = &self.shared;
+        let store = &shared.store;
+        let unfinished = store
+            .list_unfinished_runs()
+            .await
+            .map_err(RuntimeError::store("list_unfinished_runs"))?;
+        let mut report = RecoveryReport::default();
+        for run in unfinished {
+            if run.state == RunState::AwaitingUser || shared.active().contains_key(&run.id) {
+                continue;
+            }
+            let resource = Lease::session_resource(&run.session);
+            let holder = store
+                .get_lease(&resource)
+                .await
+                .map_err(RuntimeError::store("get_lease"))?;
+            let owner = match self.takeover_owner(holder.as_ref()) {
+                Ok(owner) => owner,
+                Err(reason) => {
+                    report.skipped.push(SkippedRun {
+                        run: run.id.clone(),
+                        reason,
+                    });
+                    continue;
+                }
+            };
+            let lease = match store
+                .acquire_lease(&resource, &owner, shared.config.lease_ttl)
+                .await
+            {
+                Ok(lease) => lease,
+                Err(StoreError::LeaseHeld { owner, .. }) => {
+                    report.skipped.push(SkippedRun {
+                        run: run.id.clone(),
+                        reason: format!("the session lease was taken by {owner} meanwhile"),
+                    });
+                    continue;
+                }
+                Err(err) => return Err(RuntimeError::store("acquire_lease")(err)),
+            };
+            let journal = Journal::new(Arc::clone(store), Arc::clone(&shared.bus), &run, lease);
+            let result = interrupt(&journal, &run).await;
+            journal.release().await;
+            result?;
+            tracing::warn!(run_id = %run.id, session_id = %run.session, state = %run.state, "run interrupted by a restart");
+            report.interrupted.push(run.id);
+        }
+        Ok(report)
+    }
+
+    /// The owner to take a session lease over with, or why not to.
+    fn takeover_owner(&self, holder: Option<&Lease>) -> Result<String, String> {
+        let node = &self.shared.config.node;
+        let recover_owner = format!("{node}/recover");
+        let Some(lease) = holder else {
+            return Ok(recover_owner);
+        };
+        if lease.expires_at <= self.shared.store.now() {
+            return Ok(recover_owner);
+        }
+        let ours = lease
+            .owner
+            .strip_prefix(node.as_str())
+            .and_then(|rest| rest.strip_prefix('/'));
+        match ours {
+            // an owner of this node that no task here drives: the node restarted
+            Some(run) if !self.shared.active().keys().any(|id| id.as_str() == run) => {
+                Ok(lease.owner.clone())
+            }
+            _ => Err(format!(
+                "the session lease is held by {} until {}",
+                lease.owner, lease.expires_at
+            )),
+        }
+    }
+}
+
+async fn interrupt(journal: &Journal, run: &Run) -> Result<(), RuntimeError> {
+    let error = format!(
+        "the process driving this run stopped while it was {}",
+        run.state
+    );
+    let update = RunUpdate {
+        error: Some(error.clone()),
+        end_reason: Some(EndReason::Interrupted),
+        ..RunUpdate::state(RunState::Interrupted)
+    };
+    let updated = journal.update_run(&update).await?;
+    let finished = RunFinished {
+        state: RunState::Interrupted,
+        end_reason: EndReason::Interrupted,
+        usage: updated.usage,
+        error: Some(error),
+        verdict: None,
+        question: None,
+        end_snapshot: None,
+        snapshot_error: None,
+    };
+    if let Err(err) = journal.emit(kind::RUN_FINISHED, &finished).await {
+        tracing::warn!(run_id = %run.id, error = %error_chain(&err), "recording the interrupted run's event");
+    }
+    Ok(())
+}

@@ -1,0 +1,655 @@
+//! The run loop: check budgets, ask the model, run the tools it asked for,
+//! feed the results back, until the agent completes, asks the user, runs out
+//! of budget, repeats itself, fails or is cancelled. Every state change,
+//! message, tool invocation and event is written through the [`Journal`],
+//! one write after the other: SQLite serialises writers anyway, and a writer
+//! that finds the database locked backs off for milliseconds.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use paddock_core::ids::ToolInvocationId;
+use paddock_core::model::{
+    Message, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall, ToolResult,
+    ToolSchema, Usage, collect, estimate_tokens,
+};
+use paddock_core::store::{
+    EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task, ToolInvocation, ToolOutcome,
+};
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::budget::{self, Budget, Exceeded};
+use super::compact;
+use super::repeat::{Repeat, RepeatGuard};
+use super::review::{self, Evidence};
+use super::settled::Settled;
+use crate::error::RuntimeError;
+use crate::events::{
+    CallStatus, ModelMessage, Progress, RESULT_EVENT_CAP, RunStateChanged, ToolCallEvent,
+    ToolResultEvent, cap_text, kind,
+};
+use crate::journal::Journal;
+use crate::pipeline::Pipeline;
+use crate::tools::{
+    Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolError, ToolRegistry,
+};
+use crate::util::error_chain;
+
+/// How a run's loop ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Ending {
+    /// `complete_task`, with the checked review.
+    Completed(Review),
+    /// The model answered without any tool call (and without `complete_task`).
+    Stopped {
+        text: String,
+    },
+    AwaitingUser {
+        question: String,
+    },
+    Failed {
+        reason: EndReason,
+        error: String,
+    },
+    Cancelled,
+}
+
+impl Ending {
+    fn budget(exceeded: Exceeded) -> Self {
+        Ending::Failed {
+            reason: EndReason::BudgetExceeded,
+            error: exceeded.to_string(),
+        }
+    }
+}
+
+/// What stopped the loop early.
+#[derive(Debug)]
+enum Stop {
+    End(Ending),
+    Interrupted(Interrupt),
+    Error(RuntimeError),
+}
+
+impl From<RuntimeError> for Stop {
+    fn from(err: RuntimeError) -> Self {
+        Stop::Error(err)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interrupt {
+    Cancelled,
+    WallClock,
+}
+
+/// Runs `fut` unless the run is cancelled or its wall clock runs out first.
+async fn guarded<F: Future>(
+    cancel: &CancellationToken,
+    deadline: Instant,
+    fut: F,
+) -> Result<F::Output, Interrupt> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(Interrupt::Cancelled),
+        () = tokio::time::sleep_until(deadline) => Err(Interrupt::WallClock),
+        out = fut => Ok(out),
+    }
+}
+
+/// Everything a driver is built from.
+#[derive(Debug)]
+pub(crate) struct DriverParts {
+    pub(crate) journal: Arc<Journal>,
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) provider: Arc<dyn ModelProvider>,
+    pub(crate) run: Run,
+    pub(crate) criteria: Vec<String>,
+    pub(crate) ctx: ToolContext,
+    pub(crate) system: String,
+    pub(crate) schemas: Vec<ToolSchema>,
+    pub(crate) history: Vec<Message>,
+    pub(crate) started: Instant,
+    pub(crate) lease_lost: Arc<AtomicBool>,
+}
+
+/// A call admitted to run, and what its result is recorded against.
+#[derive(Debug)]
+struct CallRecord {
+    index: usize,
+    call_id: String,
+    tool: String,
+    invocation: ToolInvocationId,
+    started: Instant,
+    /// 1-based position among the run's calls (for the review's evidence).
+    step: u64,
+}
+
+#[derive(Debug)]
+struct Pending {
+    record: CallRecord,
+    tool: Arc<dyn Tool>,
+    arguments: Value,
+}
+
+enum Admit {
+    Settled(ToolResult),
+    Run(Pending),
+    /// The call was refused and the run ends with it.
+    End(ToolResult, Ending),
+}
+
+#[derive(Debug)]
+pub(crate) struct Driver {
+    journal: Arc<Journal>,
+    pipe: Pipeline,
+    registry: Arc<ToolRegistry>,
+    provider: Arc<dyn ModelProvider>,
+    run: Run,
+    criteria: Vec<String>,
+    ctx: ToolContext,
+    system: String,
+    schemas: Vec<ToolSchema>,
+    history: Vec<Message>,
+    usage: RunUsage,
+    started: Instant,
+    deadline: Instant,
+    lease_lost: Arc<AtomicBool>,
+    guard: RepeatGuard,
+    evidence: Evidence,
+    calls: u64,
+    completion: Option<Completion>,
+    question: Option<String>,
+}
+
+impl Driver {
+    pub(crate) fn new(parts: DriverParts) -> Self {
+        let limit = Duration::from_millis(parts.run.budgets.max_wall_clock_ms);
+        // an absurd budget that overflows the clock means no deadline in practice
+        let deadline = parts
+            .started
+            .checked_add(limit)
+            .unwrap_or_else(|| parts.started + Duration::from_secs(100 * 365 * 86_400));
+        Self {
+            pipe: Pipeline::spawn(Arc::clone(&parts.journal)),
+            journal: parts.journal,
+            registry: parts.registry,
+            provider: parts.provider,
+            usage: parts.run.usage,
+            run: parts.run,
+            criteria: parts.criteria,
+            ctx: parts.ctx,
+            system: parts.system,
+            schemas: parts.schemas,
+            history: parts.history,
+            started: parts.started,
+            deadline,
+            lease_lost: parts.lease_lost,
+            guard: RepeatGuard::default(),
+            evidence: Evidence::default(),
+            calls: 0,
+            completion: None,
+            question: None,
+        }
+    }
+
+    /// Drives the run to its end; never fails (failures are endings). Every
+    /// write of the loop is done when this returns.
+    pub(crate) async fn run(mut self) -> (Ending, RunUsage) {
+        let ending = self.drive().await;
+        let usage = self.usage;
+        let ending = match self.pipe.close().await {
+            Ok(()) => ending,
+            Err(err) => match ending {
+                failed @ Ending::Failed { .. } => failed,
+                _ => Ending::Failed {
+                    reason: EndReason::InfrastructureError,
+                    error: error_chain(&err),
+                },
+            },
+        };
+        (ending, usage)
+    }
+
+    async fn drive(&mut self) -> Ending {
+        let stop = match self.turns().await {
+            Ok(ending) => return ending,
+            Err(stop) => stop,
+        };
+        self.tick();
+        match stop {
+            Stop::End(ending) => ending,
+            Stop::Interrupted(Interrupt::WallClock) => Ending::budget(self.wall_clock_exceeded()),
+            Stop::Interrupted(Interrupt::Cancelled) => self.cancelling().await,
+            Stop::Error(err) => Ending::Failed {
+                reason: EndReason::InfrastructureError,
+                error: error_chain(&err),
+            },
+        }
+    }
+
+    async fn cancelling(&mut self) -> Ending {
+        if self.lease_lost.load(Ordering::SeqCst) {
+            return Ending::Failed {
+                reason: EndReason::InfrastructureError,
+                error: "the session lease was taken over by another driver".to_owned(),
+            };
+        }
+        if let Err(err) = self.set_state(RunState::Cancelling).await {
+            tracing::warn!(error = %error_chain(&err), "recording the cancelling state");
+        }
+        Ending::Cancelled
+    }
+
+    fn tick(&mut self) {
+        self.usage.wall_clock_ms =
+            u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    }
+
+    fn wall_clock_exceeded(&self) -> Exceeded {
+        Exceeded {
+            budget: Budget::WallClock,
+            used: self.usage.wall_clock_ms,
+            limit: self.run.budgets.max_wall_clock_ms,
+        }
+    }
+
+    async fn set_state(&mut self, state: RunState) -> Result<(), RuntimeError> {
+        self.tick();
+        let update = RunUpdate {
+            usage: Some(self.usage),
+            ..RunUpdate::state(state)
+        };
+        let changed = RunStateChanged {
+            state,
+            usage: self.usage,
+        };
+        self.pipe.update_run(update).await?;
+        self.pipe.emit(kind::RUN_STATE, &changed).await?;
+        Ok(())
+    }
+
+    async fn turns(&mut self) -> Result<Ending, Stop> {
+        loop {
+            if self.ctx.cancel.is_cancelled() {
+                return Err(Stop::Interrupted(Interrupt::Cancelled));
+            }
+            self.tick();
+            budget::before_model_turn(&self.run.budgets, &self.usage)
+                .map_err(|e| Stop::End(Ending::budget(e)))?;
+            self.set_state(RunState::Planning).await?;
+
+            let (response, compacted) = self.model_turn().await?;
+            let message = response.to_message();
+            self.history.push(message.clone());
+            let event = ModelMessage {
+                turn: self.usage.turns,
+                text: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+                usage: response.usage,
+                compacted,
+            };
+            self.pipe.append_message(message).await?;
+            self.pipe.emit(kind::MODEL_MESSAGE, &event).await?;
+            if response.tool_calls.is_empty() {
+                return Ok(Ending::Stopped {
+                    text: response.text,
+                });
+            }
+
+            self.set_state(RunState::Acting).await?;
+            let (results, stop) = self.act(&response.tool_calls).await;
+            let message = Message::tool_results(results);
+            self.history.push(message.clone());
+            self.pipe.append_message(message).await?;
+            if let Some(stop) = stop {
+                return Err(stop);
+            }
+            if let Some(completion) = self.completion.take() {
+                self.set_state(RunState::Verifying).await?;
+                let review = review::review(&completion, &self.criteria, &self.evidence);
+                return Ok(Ending::Completed(review));
+            }
+            if let Some(question) = self.question.take() {
+                return Ok(Ending::AwaitingUser { question });
+            }
+            self.set_state(RunState::Observing).await?;
+        }
+    }
+
+    /// One model call on the history (compacted if it grew too large).
+    async fn model_turn(&mut self) -> Result<(ModelResponse, bool), Stop> {
+        let mut request = ModelRequest {
+            system: Some(self.system.clone()),
+            messages: self.history.clone(),
+            tools: self.schemas.clone(),
+            max_tokens: None,
+            temperature: None,
+        };
+        let compaction = compact::compact(&mut request, self.provider.context_window());
+        if compaction.shortened > 0 {
+            tracing::debug!(
+                before = compaction.tokens_before,
+                after = compaction.tokens_after,
+                shortened = compaction.shortened,
+                "compacted the model request"
+            );
+        }
+        let model_cancel = self.ctx.cancel.child_token();
+        let stream = self.provider.stream(&request, model_cancel.clone());
+        let outcome = guarded(&self.ctx.cancel, self.deadline, collect(stream)).await;
+        model_cancel.cancel();
+        let response = match outcome {
+            Err(interrupt) => return Err(Stop::Interrupted(interrupt)),
+            Ok(Err(ModelError::Cancelled)) if self.ctx.cancel.is_cancelled() => {
+                return Err(Stop::Interrupted(Interrupt::Cancelled));
+            }
+            Ok(Err(err)) => {
+                return Err(Stop::End(Ending::Failed {
+                    reason: EndReason::ModelError,
+                    error: error_chain(&err),
+                }));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let usage = response.usage.unwrap_or_else(|| Usage {
+            input_tokens: compaction.tokens_after,
+            output_tokens: estimate_tokens(&response.text)
+                + response
+                    .tool_calls
+                    .iter()
+                    .map(|c| estimate_tokens(&c.arguments.to_string()))
+                    .sum::<u64>(),
+        });
+        self.usage.turns += 1;
+        self.usage.input_tokens = self.usage.input_tokens.saturating_add(usage.input_tokens);
+        self.usage.output_tokens = self.usage.output_tokens.saturating_add(usage.output_tokens);
+        Ok((response, compaction.shortened > 0))
+    }
+
+    /// Runs one turn's calls: read-only ones side by side, mutating ones
+    /// alone and in order. Returns a result for every call, in call order
+    /// (calls not run because the run ended say so), and what stopped the run.
+    async fn act(&mut self, calls: &[ToolCall]) -> (Vec<ToolResult>, Option<Stop>) {
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut batch: Vec<Pending> = Vec::new();
+        let mut stop = None;
+        for (index, call) in calls.iter().enumerate() {
+            let mutating = self
+                .registry
+                .get(&call.name)
+                .is_some_and(|tool| tool.contract().access == Access::Mutating);
+            if mutating && let Err(s) = self.flush(&mut batch, &mut results).await {
+                stop = Some(s);
+                break;
+            }
+            match self.admit(index, call).await {
+                Ok(Admit::Settled(result)) => results[index] = Some(result),
+                Ok(Admit::End(result, ending)) => {
+                    results[index] = Some(result);
+                    stop = Some(Stop::End(ending));
+                    break;
+                }
+                Ok(Admit::Run(pending)) => {
+                    batch.push(pending);
+                    if mutating && let Err(s) = self.flush(&mut batch, &mut results).await {
+                        stop = Some(s);
+                        break;
+                    }
+                }
+                Err(s) => {
+                    stop = Some(s);
+                    break;
+                }
+            }
+        }
+        if stop.is_none() {
+            if let Err(s) = self.flush(&mut batch, &mut results).await {
+                stop = Some(s);
+            }
+        } else {
+            self.abandon(batch, &mut results).await;
+        }
+        let results = results
+            .into_iter()
+            .zip(calls)
+            .map(|(result, call)| {
+                result.unwrap_or_else(|| ToolResult {
+                    call_id: call.id.clone(),
+                    content: "Not run: the run ended before this call.".to_owned(),
+                    is_error: true,
+                })
+            })
+            .collect();
+        (results, stop)
+    }
+
+    /// Checks one call (budget, repeat guard, known tool) and records it.
+    async fn admit(&mut self, index: usize, call: &ToolCall) -> Result<Admit, Stop> {
+        self.tick();
+        budget::before_tool_call(&self.run.budgets, &self.usage)
+            .map_err(|e| Stop::End(Ending::budget(e)))?;
+        self.usage.tool_calls += 1;
+        self.calls += 1;
+        let store_now = self.journal.store().now();
+        let invocation = ToolInvocation::start(
+            &self.run,
+            call.name.as_str(),
+            call.arguments.to_string(),
+            store_now,
+        );
+        let event = ToolCallEvent {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            invocation_id: invocation.id.clone(),
+        };
+        let invocation_id = invocation.id.clone();
+        self.pipe.record_invocation(invocation).await?;
+        self.pipe.emit(kind::TOOL_CALL, &event).await?;
+        let record = CallRecord {
+            index,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            invocation: invocation_id,
+            started: Instant::now(),
+            step: self.calls,
+        };
+
+        let refusal = match self.guard.observe(&call.name, &call.arguments) {
+            Repeat::Run => None,
+            Repeat::Hint(hint) => Some(Settled::refusal(CallStatus::Hint, "repeated_call", hint)),
+            Repeat::Stop(error) => {
+                let settled = Settled::refusal(
+                    CallStatus::Failed,
+                    "repeated_call",
+                    format!("Not run: {error}. The run ends."),
+                );
+                let result = self.settle(record, settled).await?;
+                return Ok(Admit::End(
+                    result,
+                    Ending::Failed {
+                        reason: EndReason::RepeatedCall,
+                        error,
+                    },
+                ));
+            }
+        };
+        let refusal = match (refusal, self.registry.get(&call.name)) {
+            (Some(settled), _) => Err(settled),
+            (None, None) => Err(Settled::from_result(Err(ToolError::Unknown {
+                tool: call.name.clone(),
+            }))),
+            // the policy is checked where the call runs (tools::execute)
+            (None, Some(tool)) => Ok(Arc::clone(tool)),
+        };
+        match refusal {
+            Ok(tool) => {
+                if tool.contract().access == Access::Mutating {
+                    // a call that changes things is on record before it runs
+                    self.pipe.barrier().await?;
+                }
+                Ok(Admit::Run(Pending {
+                    record,
+                    tool,
+                    arguments: call.arguments.clone(),
+                }))
+            }
+            Err(settled) => Ok(Admit::Settled(self.settle(record, settled).await?)),
+        }
+    }
+
+    /// Runs the admitted calls side by side and settles them in call order.
+    async fn flush(
+        &mut self,
+        batch: &mut Vec<Pending>,
+        results: &mut [Option<ToolResult>],
+    ) -> Result<(), Stop> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut pending = std::mem::take(batch);
+        let ctx = &self.ctx;
+        let calls = pending
+            .iter_mut()
+            .map(|p| crate::tools::execute(p.tool.as_ref(), ctx, std::mem::take(&mut p.arguments)));
+        let outcome = guarded(&self.ctx.cancel, self.deadline, join_all(calls)).await;
+        match outcome {
+            Ok(outputs) => {
+                for (p, output) in pending.into_iter().zip(outputs) {
+                    let index = p.record.index;
+                    results[index] =
+                        Some(self.settle(p.record, Settled::from_result(output)).await?);
+                }
+                Ok(())
+            }
+            Err(interrupt) => {
+                let why = match interrupt {
+                    Interrupt::Cancelled => "the run was cancelled",
+                    Interrupt::WallClock => "the wall clock budget ran out",
+                };
+                for p in pending {
+                    let index = p.record.index;
+                    let settled = Settled::refusal(
+                        CallStatus::Failed,
+                        "interrupted",
+                        format!("Stopped before it finished: {why}."),
+                    );
+                    results[index] = Some(self.settle(p.record, settled).await?);
+                }
+                Err(Stop::Interrupted(interrupt))
+            }
+        }
+    }
+
+    /// Admitted calls that will not run because the run ends: their
+    /// invocations are closed as not run. Failures are only logged.
+    async fn abandon(&mut self, batch: Vec<Pending>, results: &mut [Option<ToolResult>]) {
+        for p in batch {
+            let index = p.record.index;
+            let settled = Settled::refusal(
+                CallStatus::Skipped,
+                "not_run",
+                "Not run: the run ended before this call.".to_owned(),
+            );
+            match self.settle(p.record, settled).await {
+                Ok(result) => results[index] = Some(result),
+                Err(err) => tracing::warn!(?err, "closing an abandoned tool call"),
+            }
+        }
+    }
+
+    /// Logs a call's result, publishes it and applies its effects.
+    async fn settle(&mut self, record: CallRecord, settled: Settled) -> Result<ToolResult, Stop> {
+        let outcome = ToolOutcome {
+            status: settled.tool_status(),
+            output: settled.output.to_string(),
+        };
+        let (content, truncated) = cap_text(&settled.content, RESULT_EVENT_CAP);
+        let event = ToolResultEvent {
+            call_id: record.call_id.clone(),
+            tool: record.tool.clone(),
+            invocation_id: Some(record.invocation.clone()),
+            status: settled.status,
+            is_error: settled.is_error,
+            content,
+            truncated,
+            duration_ms: u64::try_from(record.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        };
+        let now = self.journal.store().now();
+        self.pipe
+            .finish_invocation(record.invocation.clone(), outcome, now)
+            .await?;
+        self.pipe.emit(kind::TOOL_RESULT, &event).await?;
+        self.apply(record.step, &settled).await?;
+        Ok(ToolResult {
+            call_id: record.call_id,
+            content: settled.content,
+            is_error: settled.is_error,
+        })
+    }
+
+    async fn apply(&mut self, step: u64, settled: &Settled) -> Result<(), RuntimeError> {
+        for effect in &settled.effects {
+            match effect {
+                Effect::FilesChanged { paths } => {
+                    if !settled.is_error && !paths.is_empty() {
+                        self.guard.workspace_changed();
+                        self.evidence.files_changed(step, paths);
+                    }
+                }
+                Effect::CommandFinished {
+                    command, success, ..
+                } => self.evidence.command_finished(step, command, *success),
+                Effect::PlanUpdated { explanation, steps } => {
+                    self.save_plan(explanation.clone(), steps).await?;
+                }
+                Effect::Progress { message } => {
+                    let progress = Progress {
+                        message: message.clone(),
+                    };
+                    self.pipe.emit(kind::PROGRESS, &progress).await?;
+                }
+                Effect::AskUser { question } => {
+                    self.question.get_or_insert_with(|| question.clone());
+                }
+                Effect::Complete(completion) => {
+                    self.completion.get_or_insert_with(|| completion.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn save_plan(
+        &mut self,
+        explanation: Option<String>,
+        steps: &[PlanStep],
+    ) -> Result<(), RuntimeError> {
+        let now = self.journal.store().now();
+        let plan = Plan {
+            tenant: self.run.tenant.clone(),
+            session: self.run.session.clone(),
+            run: self.run.id.clone(),
+            version: 0,
+            explanation,
+            tasks: steps
+                .iter()
+                .map(|step| Task {
+                    key: step.id.clone(),
+                    title: step.title.clone(),
+                    status: step.status.into(),
+                    run: self.run.id.clone(),
+                    updated_at: now,
+                })
+                .collect(),
+            created_at: now,
+        };
+        self.pipe.save_plan(plan).await
+    }
+}

@@ -1,0 +1,359 @@
+//! Starting a run: the lease, the run and goal rows, the opening message and
+//! `run.started` are written before `start_run` returns; the sandbox and the
+//! loop follow on a task of their own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use paddock_core::ids::{GoalId, SessionId, TenantId};
+use paddock_core::model::Message;
+use paddock_core::store::{
+    EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate, SessionStatus,
+    StoreError, Workspace,
+};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::driver::{Driver, DriverParts, Ending};
+use super::sandbox::RunSandbox;
+use super::{RunHandle, RunOptions, StartRun, finish, history, prompt, renew};
+use crate::error::RuntimeError;
+use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped, kind};
+use crate::journal::Journal;
+use crate::runtime::{ActiveRun, Runtime, Shared};
+use crate::tools::ToolContext;
+use crate::util::error_chain;
+use crate::workspace;
+
+/// What the run task needs besides the shared state.
+#[derive(Debug)]
+struct Launched {
+    journal: Arc<Journal>,
+    run: Run,
+    goal: Goal,
+    history: Vec<Message>,
+    request: StartRun,
+    options: RunOptions,
+    workspace: Workspace,
+    dir: PathBuf,
+    cancel: CancellationToken,
+}
+
+impl Runtime {
+    /// Starts working on `request.goal` in the session: returns once the run
+    /// is recorded (state `preparing`); the run proceeds on its own task.
+    /// A session runs one run at a time ([`RuntimeError::SessionBusy`]); a
+    /// new run continues the session's history.
+    pub async fn start_run(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        request: StartRun,
+    ) -> Result<RunHandle, RuntimeError> {
+        self.launch(tenant, session, request, RunOptions::default())
+            .await
+    }
+
+    pub(crate) async fn launch(
+        &self,
+        tenant: &TenantId,
+        session_id: &SessionId,
+        request: StartRun,
+        options: RunOptions,
+    ) -> Result<RunHandle, RuntimeError> {
+        let shared = &self.shared;
+        let store = &shared.store;
+        let goal_text = request.goal.trim().to_owned();
+        if goal_text.is_empty() {
+            return Err(RuntimeError::Invalid {
+                reason: "the goal is empty".to_owned(),
+            });
+        }
+        let session = self.get_session(tenant, session_id).await?;
+        if session.status == SessionStatus::Archived {
+            return Err(RuntimeError::SessionArchived {
+                session: session.id,
+            });
+        }
+        let workspace = store
+            .get_workspace(tenant, &session.workspace)
+            .await
+            .map_err(RuntimeError::store("get_workspace"))?;
+        let dir = workspace::workspace_dir(&shared.config, &workspace);
+        workspace::ensure_dir(&dir).await?;
+
+        let mut run = Run::new(tenant.clone(), session.id.clone(), goal_text, store.now());
+        run.mode = options.profile.map_or(request.mode, |p| p.mode());
+        run.budgets = request.budgets;
+        run.parent_run = options.parent_run.clone();
+        run.profile = options.profile;
+        run.task_key = options.task_key.clone();
+
+        let owner = format!("{}/{}", shared.config.node, run.id);
+        let lease = store
+            .acquire_lease(
+                &Lease::session_resource(&session.id),
+                &owner,
+                shared.config.lease_ttl,
+            )
+            .await
+            .map_err(|err| match err {
+                StoreError::LeaseHeld { .. } => RuntimeError::SessionBusy {
+                    session: session.id.clone(),
+                },
+                err => RuntimeError::store("acquire_lease")(err),
+            })?;
+        let journal = Arc::new(Journal::new(
+            Arc::clone(store),
+            Arc::clone(&shared.bus),
+            &run,
+            lease,
+        ));
+        if let Err(err) = journal.create_run(&run).await {
+            journal.release().await;
+            return Err(err);
+        }
+        let (goal, history) = match prepare(&journal, &run, &request, &options).await {
+            Ok(prepared) => prepared,
+            Err(err) => {
+                fail_early(&journal, &err).await;
+                journal.release().await;
+                return Err(err);
+            }
+        };
+
+        let cancel = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(None);
+        shared.active().insert(
+            run.id.clone(),
+            ActiveRun {
+                session: session.id.clone(),
+                cancel: cancel.clone(),
+                done: done_rx,
+            },
+        );
+        tracing::info!(session_id = %session.id, run_id = %run.id, mode = %run.mode, "run started");
+        let launched = Launched {
+            journal,
+            run: run.clone(),
+            goal,
+            history,
+            request,
+            options,
+            workspace,
+            dir,
+            cancel,
+        };
+        let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
+        Ok(RunHandle { run, task })
+    }
+}
+
+/// The goal row, the history with the run's opening message, and `run.started`.
+async fn prepare(
+    journal: &Journal,
+    run: &Run,
+    request: &StartRun,
+    options: &RunOptions,
+) -> Result<(Goal, Vec<Message>), RuntimeError> {
+    let now = journal.store().now();
+    let goal = Goal {
+        id: GoalId::generate(),
+        tenant: run.tenant.clone(),
+        session: run.session.clone(),
+        run: run.id.clone(),
+        description: run.goal.clone(),
+        success_criteria: request.success_criteria.clone(),
+        status: GoalStatus::Open,
+        created_at: now,
+        updated_at: now,
+    };
+    journal.create_goal(&goal).await?;
+    let mut history: Vec<Message> = journal
+        .store()
+        .list_messages(journal.tenant(), journal.session(), None)
+        .await
+        .map_err(RuntimeError::store("list_messages"))?
+        .into_iter()
+        .map(|stored| stored.message)
+        .collect();
+    if let Some(repair) = history::unanswered_calls(&history) {
+        journal.append_message(repair.clone()).await?;
+        history.push(repair);
+    }
+    let opening = Message::user(prompt::goal_message(&run.goal, &request.success_criteria));
+    journal.append_message(opening.clone()).await?;
+    history.push(opening);
+    let started = RunStarted {
+        goal: run.goal.clone(),
+        success_criteria: request.success_criteria.clone(),
+        mode: run.mode,
+        budgets: run.budgets,
+        model: request.provider.name().to_owned(),
+        parent_run: options.parent_run.clone(),
+        profile: options.profile,
+        task_key: options.task_key.clone(),
+    };
+    journal.emit(kind::RUN_STARTED, &started).await?;
+    Ok((goal, history))
+}
+
+/// Records a run that failed before its task started; failures are logged.
+async fn fail_early(journal: &Journal, err: &RuntimeError) {
+    let error = error_chain(err);
+    let update = RunUpdate {
+        error: Some(error.clone()),
+        end_reason: Some(EndReason::InfrastructureError),
+        ..RunUpdate::state(RunState::Failed)
+    };
+    let finished = RunFinished {
+        state: RunState::Failed,
+        end_reason: EndReason::InfrastructureError,
+        usage: Default::default(),
+        error: Some(error),
+        verdict: None,
+        question: None,
+        end_snapshot: None,
+        snapshot_error: None,
+    };
+    if let Err(e) = journal.update_run(&update).await {
+        tracing::warn!(error = %error_chain(&e), "recording a run that failed to start");
+    }
+    if let Err(e) = journal.emit(kind::RUN_FINISHED, &finished).await {
+        tracing::warn!(error = %error_chain(&e), "recording a run that failed to start");
+    }
+}
+
+/// The run task: sandbox up, loop, sandbox down, snapshot, final state.
+async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Option<Run>>) -> Run {
+    let span = tracing::info_span!(
+        "run",
+        session_id = %launched.run.session,
+        run_id = %launched.run.id,
+        sandbox_id = tracing::field::Empty,
+    );
+    async move {
+        let Launched {
+            journal,
+            run,
+            goal,
+            history,
+            request,
+            options,
+            workspace,
+            dir,
+            cancel,
+        } = launched;
+        let started = Instant::now();
+        let lease_lost = Arc::new(AtomicBool::new(false));
+        let renewal = renew::spawn(
+            Arc::clone(&shared.store),
+            journal.lease().clone(),
+            shared.config.lease_ttl,
+            cancel.clone(),
+            Arc::clone(&lease_lost),
+        );
+        let mut usage = run.usage;
+        let mut sandbox_id = None;
+        let sandbox = RunSandbox::start(
+            &shared.backend,
+            &shared.store,
+            &shared.config.node,
+            &shared.config.sandbox,
+            &run.tenant,
+            &workspace.id,
+            dir.clone(),
+            run.mode == RunMode::Plan,
+            &run.id,
+        )
+        .await;
+        let ending = match sandbox {
+            Err(err) => Ending::Failed {
+                reason: EndReason::InfrastructureError,
+                error: error_chain(&err),
+            },
+            Ok(sandbox) => {
+                tracing::Span::current()
+                    .record("sandbox_id", tracing::field::display(sandbox.id()));
+                sandbox_id = Some(sandbox.id().clone());
+                let ready = SandboxReady {
+                    sandbox_id: sandbox.id().clone(),
+                    backend: sandbox.backend().to_owned(),
+                    read_only: sandbox.read_only(),
+                };
+                let ending = match journal.emit(kind::SANDBOX_READY, &ready).await {
+                    Err(err) => Ending::Failed {
+                        reason: EndReason::InfrastructureError,
+                        error: error_chain(&err),
+                    },
+                    Ok(_) => {
+                        let parts = DriverParts {
+                            journal: Arc::clone(&journal),
+                            registry: Arc::clone(&shared.registry),
+                            provider: Arc::clone(&request.provider),
+                            criteria: request.success_criteria.clone(),
+                            ctx: ToolContext {
+                                guest: sandbox.guest(),
+                                mode: run.mode,
+                                write_scope: options.write_scope.clone(),
+                                session: run.session.clone(),
+                                run: run.id.clone(),
+                                cancel: cancel.clone(),
+                            },
+                            system: prompt::system_prompt(
+                                run.mode,
+                                request.instructions.as_deref(),
+                            ),
+                            schemas: shared.registry.schemas(run.mode),
+                            history,
+                            started,
+                            lease_lost,
+                            run: run.clone(),
+                        };
+                        let (ending, used) = Driver::new(parts).run().await;
+                        usage = used;
+                        ending
+                    }
+                };
+                let stopped = SandboxStopped {
+                    sandbox_id: sandbox.id().clone(),
+                    error: sandbox.stop(&shared.store).await,
+                };
+                if let Err(err) = journal.emit(kind::SANDBOX_STOPPED, &stopped).await {
+                    tracing::warn!(error = %error_chain(&err), "recording the stopped sandbox");
+                }
+                ending
+            }
+        };
+        usage.wall_clock_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let finished = finish::finish(
+            &shared,
+            &journal,
+            run,
+            &goal,
+            ending,
+            usage,
+            finish::SnapshotPlace {
+                workspace,
+                dir,
+                sandbox: sandbox_id,
+            },
+        )
+        .await;
+        renewal.cancel();
+        journal.release().await;
+        shared.active().remove(&finished.id);
+        tracing::info!(
+            state = %finished.state,
+            end_reason = ?finished.end_reason.map(|r| r.as_str()),
+            "run finished"
+        );
+        done.send_replace(Some(finished.clone()));
+        finished
+    }
+    .instrument(span)
+    .await
+}

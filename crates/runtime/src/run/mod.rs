@@ -1,0 +1,94 @@
+//! Runs: starting one, the loop that drives it, and how it ends.
+
+mod budget;
+mod compact;
+mod driver;
+mod finish;
+mod history;
+mod launch;
+mod prompt;
+mod renew;
+mod repeat;
+mod review;
+mod sandbox;
+mod settled;
+
+use std::sync::Arc;
+
+use paddock_core::ids::RunId;
+use paddock_core::model::ModelProvider;
+use paddock_core::store::{Budgets, Run, RunMode, SubagentProfile};
+use tokio::task::JoinHandle;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::RuntimeError;
+use crate::subagents::{Gate, SubagentModels};
+use crate::tools::WriteScope;
+
+/// A request to work on a goal in a session.
+#[derive(Debug, Clone)]
+pub struct StartRun {
+    pub goal: String,
+    pub success_criteria: Vec<String>,
+    pub mode: RunMode,
+    pub budgets: Budgets,
+    pub provider: Arc<dyn ModelProvider>,
+    /// Extra instructions appended to the system prompt.
+    pub instructions: Option<String>,
+    /// Where the models of this run's subagents come from; None: they use
+    /// `provider` too.
+    pub subagent_models: Option<Arc<dyn SubagentModels>>,
+}
+
+impl StartRun {
+    /// A build-mode run with default budgets and no criteria.
+    pub fn new(goal: impl Into<String>, provider: Arc<dyn ModelProvider>) -> Self {
+        Self {
+            goal: goal.into(),
+            success_criteria: Vec::new(),
+            mode: RunMode::Build,
+            budgets: Budgets::default(),
+            provider,
+            instructions: None,
+            subagent_models: None,
+        }
+    }
+}
+
+/// What makes a run a subagent's; a root run uses the default (none of it).
+#[derive(Debug, Default)]
+pub(crate) struct RunOptions {
+    pub(crate) parent_run: Option<RunId>,
+    /// Overrides the mode: read-only profiles always run in plan mode.
+    pub(crate) profile: Option<SubagentProfile>,
+    pub(crate) task_key: Option<String>,
+    pub(crate) write_scope: Option<WriteScope>,
+    /// The parent's token: the run's own token is a child of it, so
+    /// cancelling the parent cancels the run.
+    pub(crate) parent_cancel: Option<CancellationToken>,
+    /// A running slot the run waits for before its sandbox starts.
+    pub(crate) gate: Option<Gate>,
+    /// Messages from the parent, handed to the model before its next turn.
+    pub(crate) inbox: Option<mpsc::UnboundedReceiver<String>>,
+}
+
+/// A started run. Dropping the handle does not stop the run.
+#[derive(Debug)]
+pub struct RunHandle {
+    /// The run as it was created (state `preparing`).
+    pub run: Run,
+    task: JoinHandle<Run>,
+}
+
+impl RunHandle {
+    /// The run once it ended (any terminal state, or `awaiting_user`).
+    pub async fn wait(self) -> Result<Run, RuntimeError> {
+        let id = self.run.id;
+        self.task.await.map_err(|err| RuntimeError::Task {
+            what: format!("run {id}"),
+            reason: err.to_string(),
+        })
+    }
+}

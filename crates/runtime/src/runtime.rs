@@ -1,0 +1,191 @@
+//! The runtime handle: what front ends (HTTP API, CLI) call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use paddock_core::blob::BlobStore;
+use paddock_core::ids::{RunId, SessionId, TenantId};
+use paddock_core::sandbox::SandboxBackend;
+use paddock_core::store::{Run, Store};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::EventBus;
+use crate::config::{RuntimeConfig, RuntimeDeps};
+use crate::error::RuntimeError;
+use crate::stream::{self, EventStream};
+use crate::tools::ToolRegistry;
+
+/// A run driven by a task of this process.
+#[derive(Debug, Clone)]
+pub(crate) struct ActiveRun {
+    pub(crate) session: SessionId,
+    pub(crate) cancel: CancellationToken,
+    /// Holds the final run once the task is done.
+    pub(crate) done: watch::Receiver<Option<Run>>,
+}
+
+/// What every run task and API call shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) backend: Arc<dyn SandboxBackend>,
+    pub(crate) blobs: Arc<dyn BlobStore>,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) bus: Arc<EventBus>,
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) active: Mutex<HashMap<RunId, ActiveRun>>,
+}
+
+impl Shared {
+    pub(crate) fn active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, ActiveRun>> {
+        self.active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The agent runtime: sessions, runs and their events. Cheap to share
+/// (`Arc<Runtime>`); every run proceeds on its own tokio task.
+#[derive(Debug)]
+pub struct Runtime {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Runtime {
+    /// A runtime offering the built-in tools.
+    pub fn new(deps: RuntimeDeps) -> Arc<Self> {
+        Self::with_registry(deps, ToolRegistry::builtin())
+    }
+
+    /// A runtime offering the tools of `registry` (the built-ins plus extra
+    /// ones, e.g. subagent tools). Each run still gets only what its mode allows.
+    pub fn with_registry(deps: RuntimeDeps, registry: ToolRegistry) -> Arc<Self> {
+        Arc::new(Self {
+            shared: Arc::new(Shared {
+                store: deps.store,
+                backend: deps.backend,
+                blobs: deps.blobs,
+                config: deps.config,
+                bus: Arc::new(EventBus::default()),
+                registry: Arc::new(registry),
+                active: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.shared.config
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.shared.store
+    }
+
+    pub async fn get_run(&self, tenant: &TenantId, id: &RunId) -> Result<Run, RuntimeError> {
+        self.shared
+            .store
+            .get_run(tenant, id)
+            .await
+            .map_err(RuntimeError::store("get_run"))
+    }
+
+    /// The session's runs, oldest first.
+    pub async fn list_runs(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Run>, RuntimeError> {
+        self.shared
+            .store
+            .list_runs(tenant, session)
+            .await
+            .map_err(RuntimeError::store("list_runs"))
+    }
+
+    /// Subagent runs spawned by `parent`, oldest first.
+    pub async fn list_child_runs(
+        &self,
+        tenant: &TenantId,
+        parent: &RunId,
+    ) -> Result<Vec<Run>, RuntimeError> {
+        self.shared
+            .store
+            .list_child_runs(tenant, parent)
+            .await
+            .map_err(RuntimeError::store("list_child_runs"))
+    }
+
+    /// The run once it ended (any terminal state, or `awaiting_user`).
+    pub async fn wait_run(&self, tenant: &TenantId, id: &RunId) -> Result<Run, RuntimeError> {
+        let run = self.get_run(tenant, id).await?;
+        let active = self.shared.active().get(id).cloned();
+        match active {
+            Some(active) => wait_done(id, active.done).await,
+            None => Ok(run),
+        }
+    }
+
+    /// Asks the run to stop and waits until it did: its model call and tool
+    /// calls are stopped, its sandbox torn down, and it ends `cancelled`. A run
+    /// that already ended is returned as it is.
+    pub async fn cancel_run(&self, tenant: &TenantId, id: &RunId) -> Result<Run, RuntimeError> {
+        let run = self.get_run(tenant, id).await?;
+        let active = self.shared.active().get(id).cloned();
+        match active {
+            Some(active) => {
+                tracing::info!(run_id = %id, session_id = %active.session, "cancelling run");
+                active.cancel.cancel();
+                wait_done(id, active.done).await
+            }
+            None if run.state.is_terminal()
+                || run.state == paddock_core::store::RunState::AwaitingUser =>
+            {
+                Ok(run)
+            }
+            None => Err(RuntimeError::RunNotActive { run: id.clone() }),
+        }
+    }
+
+    /// The session's events with a sequence number above `after_seq`, then
+    /// live ones as they are written: each exactly once, in order. Reconnect
+    /// with the last sequence received to resume without loss or repeats.
+    pub async fn event_stream(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        after_seq: u64,
+    ) -> Result<EventStream, RuntimeError> {
+        self.shared
+            .store
+            .get_session(tenant, session)
+            .await
+            .map_err(RuntimeError::store("get_session"))?;
+        // subscribe before reading the store: nothing written in between is lost
+        let live = self.shared.bus.subscribe(session);
+        Ok(stream::event_stream(
+            Arc::clone(&self.shared.store),
+            tenant.clone(),
+            session.clone(),
+            after_seq,
+            live,
+        ))
+    }
+}
+
+async fn wait_done(
+    id: &RunId,
+    mut done: watch::Receiver<Option<Run>>,
+) -> Result<Run, RuntimeError> {
+    let finished = done
+        .wait_for(Option::is_some)
+        .await
+        .map_err(|_| RuntimeError::Task {
+            what: format!("run {id}"),
+            reason: "the run task ended without reporting".to_owned(),
+        })?;
+    finished.clone().ok_or_else(|| RuntimeError::Task {
+        what: format!("run {id}"),
+        reason: "no final run".to_owned(),
+    })
+}

@@ -1,0 +1,115 @@
+//! A context whose guest is gone: every guest call fails as disconnected,
+//! so unit tests prove that argument checks come before any guest work.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use paddock_core::ids::{RunId, SessionId};
+use paddock_core::sandbox::{
+    Execution, FileData, GuestError, GuestInfo, GuestOps, ProcessOutput, ProcessStarted,
+    ProcessStatus, SearchResults, SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
+};
+use paddock_core::store::RunMode;
+use paddock_proto::{
+    DirEntry, ExecSpec, FileStat, ProcessInfo, SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
+};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+
+use super::ToolContext;
+
+#[derive(Debug)]
+pub(crate) struct Offline;
+
+fn gone<T>(op: &'static str) -> Result<T, GuestError> {
+    Err(GuestError::Disconnected {
+        op,
+        reason: "offline test guest".to_owned(),
+    })
+}
+
+#[async_trait]
+impl GuestOps for Offline {
+    async fn info(&self) -> Result<GuestInfo, GuestError> {
+        gone("info")
+    }
+    async fn exec(&self, _: ExecSpec, _: &[u8]) -> Result<Box<dyn Execution>, GuestError> {
+        gone("exec")
+    }
+    async fn exec_stdin(&self, _: u64, _: &[u8], _: bool) -> Result<(), GuestError> {
+        gone("exec_stdin")
+    }
+    async fn exec_signal(&self, _: u64, _: i32) -> Result<(), GuestError> {
+        gone("exec_signal")
+    }
+    async fn process_start(&self, _: ExecSpec) -> Result<ProcessStarted, GuestError> {
+        gone("process_start")
+    }
+    async fn process_list(&self) -> Result<Vec<ProcessInfo>, GuestError> {
+        gone("process_list")
+    }
+    async fn process_read(&self, _: u64, _: u64, _: u64) -> Result<ProcessOutput, GuestError> {
+        gone("process_read")
+    }
+    async fn process_write(&self, _: u64, _: &[u8], _: bool) -> Result<(), GuestError> {
+        gone("process_write")
+    }
+    async fn process_signal(&self, _: u64, _: i32) -> Result<(), GuestError> {
+        gone("process_signal")
+    }
+    async fn process_wait(&self, _: u64, _: Option<u64>) -> Result<ProcessStatus, GuestError> {
+        gone("process_wait")
+    }
+    async fn file_read(&self, _: &str, _: u64, _: Option<u64>) -> Result<FileData, GuestError> {
+        gone("file_read")
+    }
+    async fn file_write(&self, _: &str, _: &[u8], _: WriteOptions) -> Result<u64, GuestError> {
+        gone("file_write")
+    }
+    async fn file_list(&self, _: &str) -> Result<Vec<DirEntry>, GuestError> {
+        gone("file_list")
+    }
+    async fn file_stat(&self, _: &str) -> Result<FileStat, GuestError> {
+        gone("file_stat")
+    }
+    async fn mkdir(&self, _: &str, _: bool) -> Result<(), GuestError> {
+        gone("mkdir")
+    }
+    async fn remove(&self, _: &str, _: bool) -> Result<(), GuestError> {
+        gone("remove")
+    }
+    async fn rename(&self, _: &str, _: &str) -> Result<(), GuestError> {
+        gone("rename")
+    }
+    async fn search(&self, _: SearchSpec) -> Result<SearchResults, GuestError> {
+        gone("search")
+    }
+    async fn snapshot_export(
+        &self,
+        _: SnapshotExportOptions,
+        _: &mut (dyn AsyncWrite + Send + Unpin),
+    ) -> Result<SnapshotPackStats, GuestError> {
+        gone("snapshot_export")
+    }
+    async fn snapshot_import(
+        &self,
+        _: SnapshotImportOptions,
+        _: &mut (dyn AsyncRead + Send + Unpin),
+    ) -> Result<SnapshotUnpackStats, GuestError> {
+        gone("snapshot_import")
+    }
+    async fn shutdown(&self) -> Result<(), GuestError> {
+        gone("shutdown")
+    }
+}
+
+pub(crate) fn offline_context() -> ToolContext {
+    ToolContext {
+        guest: Arc::new(Offline),
+        mode: RunMode::Build,
+        write_scope: None,
+        session: SessionId::generate(),
+        run: RunId::generate(),
+        cancel: CancellationToken::new(),
+    }
+}

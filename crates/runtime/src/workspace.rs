@@ -1,0 +1,141 @@
+//! Workspace directories on the host and their snapshots: the end-of-run
+//! snapshot packs the directory into the blob store (after the sandbox is
+//! gone, so nothing writes meanwhile), and a fork restores one into a new
+//! directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use paddock_core::blob::{BlobKey, BlobStore};
+use paddock_core::ids::{SessionId, SnapshotId, TenantId};
+use paddock_core::sandbox::SandboxId;
+use paddock_core::store::{SnapshotRecord, Store, Workspace};
+use paddock_snapshot::{PackOptions, UnpackOptions};
+
+use crate::config::RuntimeConfig;
+use crate::error::RuntimeError;
+
+/// The host directory of a workspace: its registered root, or its default
+/// place under the runtime's workspaces root.
+pub(crate) fn workspace_dir(config: &RuntimeConfig, workspace: &Workspace) -> PathBuf {
+    match &workspace.root {
+        Some(root) => PathBuf::from(root),
+        None => config.workspaces_root.join(workspace.id.as_str()),
+    }
+}
+
+/// Creates `dir` (and its parents) if it is missing.
+pub(crate) async fn ensure_dir(dir: &Path) -> Result<(), RuntimeError> {
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|source| RuntimeError::WorkspaceDir {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// Where a snapshot comes from, for its row.
+#[derive(Debug, Clone)]
+pub(crate) struct SnapshotSource {
+    pub(crate) tenant: TenantId,
+    pub(crate) workspace: Workspace,
+    pub(crate) dir: PathBuf,
+    pub(crate) session: Option<SessionId>,
+    pub(crate) sandbox: Option<SandboxId>,
+}
+
+/// Packs `source.dir` into the blob store and records the snapshot.
+pub(crate) async fn snapshot_dir(
+    store: &Arc<dyn Store>,
+    blobs: &Arc<dyn BlobStore>,
+    config: &RuntimeConfig,
+    source: SnapshotSource,
+) -> Result<SnapshotRecord, RuntimeError> {
+    let options = PackOptions {
+        excludes: config.snapshot.excludes.clone(),
+        limits: config.snapshot.limits,
+        ..PackOptions::default()
+    };
+    let excludes = options.excludes.clone();
+    let dir = source.dir.clone();
+    let blobs = Arc::clone(blobs);
+    let packed = tokio::task::spawn_blocking(move || {
+        let mut writer = blobs.writer().map_err(|source| RuntimeError::Blob {
+            what: "write".to_owned(),
+            source,
+        })?;
+        let stats = paddock_snapshot::pack(&dir, &options, &mut writer).map_err(|source| {
+            RuntimeError::SnapshotPack {
+                path: dir.clone(),
+                source,
+            }
+        })?;
+        let info = writer.commit().map_err(|source| RuntimeError::Blob {
+            what: "commit".to_owned(),
+            source,
+        })?;
+        Ok::<_, RuntimeError>((stats, info))
+    })
+    .await
+    .map_err(|e| RuntimeError::Task {
+        what: format!("packing {}", source.dir.display()),
+        reason: e.to_string(),
+    })?;
+    let (stats, info) = packed?;
+    let record = SnapshotRecord {
+        id: SnapshotId::generate(),
+        tenant: source.tenant,
+        workspace: Some(source.workspace.id),
+        source_sandbox: source.sandbox,
+        session: source.session,
+        parent: None,
+        file_count: stats.files,
+        bytes_raw: stats.bytes_raw,
+        bytes_compressed: info.size,
+        excludes,
+        blob_hash: info.key.to_string(),
+        created_at: store.now(),
+    };
+    store
+        .create_snapshot(&record)
+        .await
+        .map_err(RuntimeError::store("create_snapshot"))?;
+    Ok(record)
+}
+
+/// Restores `snapshot` into `target`, which must not exist yet (or be empty).
+pub(crate) async fn restore_into(
+    blobs: &Arc<dyn BlobStore>,
+    config: &RuntimeConfig,
+    snapshot: &SnapshotRecord,
+    target: &Path,
+) -> Result<(), RuntimeError> {
+    let key = BlobKey::parse(&snapshot.blob_hash).map_err(|e| RuntimeError::Invalid {
+        reason: format!("snapshot {}: {e}", snapshot.id),
+    })?;
+    let options = UnpackOptions {
+        limits: config.snapshot.limits,
+        ..UnpackOptions::default()
+    };
+    let blobs = Arc::clone(blobs);
+    let id = snapshot.id.clone();
+    let path = target.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let reader = blobs.open(&key).map_err(|source| RuntimeError::Blob {
+            what: format!("{id} ({key})"),
+            source,
+        })?;
+        paddock_snapshot::unpack(reader, &path, &options)
+            .map(drop)
+            .map_err(|source| RuntimeError::SnapshotRestore {
+                snapshot: id,
+                path,
+                source,
+            })
+    })
+    .await
+    .map_err(|e| RuntimeError::Task {
+        what: format!("restoring into {}", target.display()),
+        reason: e.to_string(),
+    })?
+}
