@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use paddock_core::sandbox::DowngradeLayer;
 use paddock_proto::NetworkMode;
 
+use crate::agent::parse_duration_ms;
 use crate::size::{parse_bytes, parse_cpus_millis, parse_seconds_ms};
 
 #[derive(Debug, Parser)]
@@ -67,6 +68,146 @@ pub enum Command {
     /// Workspace snapshots on the server: take, list, restore, fork, move archives.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
+    /// Run a goal with an agent, here (embedded store, native sandboxes; no server).
+    ///
+    /// Streams the plan, tool calls, results and progress, then prints the
+    /// review. Exit codes: 0 the goal is met; 1 not met or unsure (or the
+    /// agent asked a question); 2 usage error; 3 the run failed or a budget
+    /// ran out; 125 paddock itself failed; 130 cancelled (Ctrl-C).
+    Run(Box<GoalArgs>),
+    /// Agent sessions: list, show, rename, archive, fork, read events
+    /// (local data dir, or the server of --server).
+    #[command(subcommand)]
+    Session(SessionCommand),
+}
+
+/// Where the embedded store and workspaces live (as for `paddock serve`).
+#[derive(Debug, Clone, Args)]
+pub struct DataDirArgs {
+    /// State directory: paddock.db, workspaces/, blobs/, tmp/.
+    #[arg(
+        long,
+        env = "PADDOCK_DATA_DIR",
+        default_value = "/var/lib/paddock",
+        value_name = "DIR"
+    )]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct GoalArgs {
+    /// What the agent should achieve.
+    pub goal: String,
+    /// The directory the agent works in, mounted at /workspace (default: the
+    /// current directory; with --session, the session's workspace).
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// build: every tool; plan: read-only tools and a read-only workspace.
+    #[arg(long, value_enum, default_value_t = Mode::Build)]
+    pub mode: Mode,
+    /// scripted:FILE, openai:MODEL or anthropic:MODEL (keys from OPENAI_API_KEY,
+    /// ANTHROPIC_API_KEY).
+    #[arg(long, env = "PADDOCK_MODEL", value_name = "SPEC")]
+    pub model: String,
+    /// Another endpoint for the provider (an OpenAI-compatible server).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Most model calls.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Most tool calls.
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<u32>,
+    /// Most input plus output tokens over all model calls.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Wall-clock budget: seconds, or with a unit (90s, 10m, 1h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ms)]
+    pub timeout: Option<u64>,
+    /// A success criterion the review judges (repeatable).
+    #[arg(long = "criteria", value_name = "TEXT")]
+    pub criteria: Vec<String>,
+    /// Continue this session (ses_...) instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// One JSON object per event, then a result line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    Build,
+    Plan,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// List sessions, oldest first.
+    Ls {
+        /// Only the sessions of this directory's workspace.
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session and its runs.
+    Show {
+        id: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a session a new title.
+    Rename {
+        id: String,
+        title: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Archive a session (its history stays readable).
+    Archive {
+        id: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fork a session: a copy of its history and of its workspace, as it is
+    /// now or as one of its runs left it; prints the new session's id.
+    Fork {
+        id: String,
+        /// Fork from the end of this run (run_...) instead of the latest state.
+        #[arg(long, value_name = "RUN")]
+        at_run: Option<String>,
+        #[arg(long)]
+        title: Option<String>,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's events (one per line).
+    Events {
+        id: String,
+        /// Only events after this sequence number.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        after: u64,
+        /// Keep waiting for new events (Ctrl-C stops).
+        #[arg(long)]
+        follow: bool,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +224,9 @@ pub enum SnapshotCommand {
         /// Most file bytes before compression (512M, 1G).
         #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
         max_bytes: Option<u64>,
+        /// The agent session the snapshot belongs to (recorded on it).
+        #[arg(long, value_name = "SESSION")]
+        session: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -118,6 +262,12 @@ pub enum SnapshotCommand {
     Import {
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Most entries the archive may hold (default 10000).
+        #[arg(long, value_name = "N")]
+        max_files: Option<u64>,
+        /// Most file bytes before compression (default 100M).
+        #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+        max_bytes: Option<u64>,
         #[arg(long)]
         json: bool,
     },
@@ -134,6 +284,9 @@ pub struct RestoreArgs {
     pub memory: Option<u64>,
     #[arg(long, value_name = "N")]
     pub pids: Option<u64>,
+    /// The sandboxes' workspaces are read-only (files restored first).
+    #[arg(long)]
+    pub read_only: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -288,6 +441,11 @@ pub struct RunArgs {
     /// Mount the workspace read-only.
     #[arg(long)]
     pub read_only: bool,
+    /// Make the workspace read-only except PATH (relative to the workspace
+    /// root; a directory or file; a missing one is created as a directory).
+    /// Repeatable.
+    #[arg(long = "writable", value_name = "PATH")]
+    pub writable: Vec<String>,
     #[arg(long, value_enum, default_value_t = Network::None)]
     pub network: Network,
     /// Memory limit: bytes, or with a suffix (512M, 1G); 0 = no limit. Default 1G.
@@ -403,6 +561,24 @@ mod tests {
     #[test]
     fn the_cli_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn writable_is_repeatable_and_one_path_each() {
+        let args = run_args(&[
+            "paddock",
+            "sandbox",
+            "run",
+            "--writable",
+            "src",
+            "--writable",
+            "docs/a.md",
+            "--",
+            "true",
+        ]);
+        assert_eq!(args.writable, ["src", "docs/a.md"]);
+        assert_eq!(args.command, ["true"]);
+        assert!(!args.read_only);
     }
 
     #[test]

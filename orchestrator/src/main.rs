@@ -2,6 +2,7 @@
 //! only place that names concrete backends and stores.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod agent;
 mod cli;
 mod client;
 mod sandbox;
@@ -60,6 +61,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             let api = client::ApiClient::from_args(&cli.server, "snapshot")?;
             client::snapshot(&api, command).await
         }
+        Command::Run(args) => agent::run(*args, &cli.backend).await,
+        Command::Session(command) => agent::session(command, &cli.backend, &cli.server).await,
     }
 }
 

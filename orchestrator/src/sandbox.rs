@@ -3,7 +3,7 @@
 mod info;
 mod output;
 mod run;
-mod signals;
+pub mod signals;
 mod stdin;
 
 use anyhow::Context;

@@ -1,6 +1,8 @@
-//! `paddock serve`: composes the store, the native backend and the sandbox
-//! service, reconciles after a crash, and serves the HTTP API until SIGTERM
-//! or SIGINT, then destroys every sandbox it runs.
+//! `paddock serve`: composes the store, the native backend, the sandbox
+//! service and the agent runtime, reconciles after a crash (leftover
+//! sandboxes removed, unfinished runs recorded interrupted), and serves the
+//! HTTP API until SIGTERM or SIGINT, then cancels the runs in progress and
+//! destroys every sandbox it runs.
 
 mod config;
 
@@ -8,16 +10,21 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use paddock_api::SandboxService;
 use paddock_api::http::{DEFAULT_MAX_BODY_BYTES, HttpOptions};
+use paddock_api::service::{AgentService, ModelPolicy};
+use paddock_api::{SandboxService, Services};
+use paddock_core::blob::BlobStore;
+use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_core::store::Store;
+use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
 use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
 use paddock_store::SqlStore;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{BackendArgs, ServeArgs};
-use config::{ServeConfig, TOKENS_ENV, node_name};
+pub(crate) use config::node_name;
+use config::{ServeConfig, TOKENS_ENV};
 
 pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Result<u8> {
     let config = ServeConfig::load(args.config.as_deref())?;
@@ -53,14 +60,28 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     // this node left, even with other paddock processes on the host.
     native.cgroup_parent = format!("paddock/{node}");
     native.temp_root = Some(data.join("tmp"));
-    let backend = Arc::new(NativeBackend::new(native));
+    let backend: Arc<dyn SandboxBackend> = Arc::new(NativeBackend::new(native));
 
     let root = CancellationToken::new();
     let mut service_config = config.service_config(node.clone(), data.join("workspaces"))?;
-    let blobs = paddock_snapshot::LocalBlobStore::open(data.join("blobs"))
-        .with_context(|| format!("opening the blob store under {}", data.display()))?;
-    service_config.blobs = Some(Arc::new(blobs));
-    let service = SandboxService::new(store.clone(), backend, service_config, root.child_token());
+    let blobs: Arc<dyn BlobStore> = Arc::new(
+        paddock_snapshot::LocalBlobStore::open(data.join("blobs"))
+            .with_context(|| format!("opening the blob store under {}", data.display()))?,
+    );
+    service_config.blobs = Some(blobs.clone());
+    // Runs get the sandboxes the operator configured for the API's.
+    let mut runtime_config = RuntimeConfig::new(node.clone(), data.join("workspaces"));
+    runtime_config.sandbox = SandboxSpec {
+        limits: service_config.limits.default.clone(),
+        allow_downgrade: service_config.allow_downgrade.clone(),
+        ..SandboxSpec::default()
+    };
+    let service = SandboxService::new(
+        store.clone(),
+        backend.clone(),
+        service_config,
+        root.child_token(),
+    );
     let report = service.reconcile().await?;
     if !report.lost.is_empty() || !report.orphans.is_empty() {
         tracing::warn!(
@@ -71,6 +92,25 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         );
     }
     service.register_tenants(&tokens.tenants()).await?;
+    let runtime = Runtime::new(RuntimeDeps {
+        store: store.clone(),
+        backend,
+        blobs,
+        config: runtime_config,
+    });
+    let recovered = runtime.recover().await?;
+    if !recovered.interrupted.is_empty() || !recovered.skipped.is_empty() {
+        tracing::warn!(
+            interrupted = ?recovered.interrupted,
+            skipped = ?recovered.skipped,
+            "runs left unfinished by an unclean stop"
+        );
+    }
+    let models = ModelPolicy {
+        allowed_base_urls: config.model_base_urls.clone(),
+        scratch_dir: Some(data.join("tmp")),
+    };
+    let agents = AgentService::new(runtime, models, root.child_token());
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
@@ -84,7 +124,11 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     let options = HttpOptions {
         max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
     };
-    paddock_api::run(listener, service, tokens, options, root).await?;
+    let services = Services {
+        sandboxes: service,
+        agents: Some(agents),
+    };
+    paddock_api::run(listener, services, tokens, options, root).await?;
     store.close().await;
     tracing::info!("stopped");
     Ok(0)

@@ -62,6 +62,7 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
     SandboxSpec {
         workspace: args.workspace.clone(),
         read_only: args.read_only,
+        writable_paths: args.writable.clone(),
         network: args.network.into(),
         limits: SandboxLimits {
             memory_bytes: args.memory.map_or(defaults.memory_bytes, no_limit_if_zero),

@@ -37,6 +37,10 @@ pub struct ServeConfig {
     pub default_limits: Option<SandboxLimits>,
     /// The most a request may ask for.
     pub max_limits: Option<SandboxLimits>,
+    /// Model endpoints (besides each provider's public one) a run request may
+    /// name as `base_url`; the server's API key for the provider is sent there.
+    #[serde(default)]
+    pub model_base_urls: Vec<String>,
 }
 
 #[derive(Deserialize)]

@@ -63,7 +63,7 @@ impl ApiError {
         )
     }
 
-    fn internal() -> Self {
+    pub(crate) fn internal() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
@@ -107,6 +107,11 @@ impl From<ServiceError> for ApiError {
                 StatusCode::BAD_REQUEST,
                 "invalid_request",
                 format!("{field}: {reason}"),
+            ),
+            ServiceError::Conflict { entity, id, reason } => Self::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("{entity} {id}: {reason}"),
             ),
             ServiceError::NotRunning { id, state } => Self::new(
                 StatusCode::CONFLICT,
@@ -205,7 +210,7 @@ fn guest_error(id: &str, op: &'static str, source: GuestError) -> ApiError {
 }
 
 /// An error and its sources, for logs.
-fn chain(error: &dyn std::error::Error) -> String {
+pub(super) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(e) = source {

@@ -1,16 +1,21 @@
 //! The HTTP API under `/v1`: JSON, bearer-token auth scoped to a tenant,
-//! errors as `{"error": {"code", "message"}}`, SSE for streamed exec.
+//! errors as `{"error": {"code", "message"}}`, SSE for streamed exec and
+//! for a session's events (resumable by sequence number).
 //! docs/api.md describes it for callers; `GET /v1/openapi.json` serves the
 //! OpenAPI document.
 
+mod agent_error;
 mod auth;
 mod error;
+mod events;
 mod exec;
 mod extract;
 mod files;
 mod meta;
 mod processes;
+mod runs;
 mod sandboxes;
+mod sessions;
 mod snapshots;
 
 use std::sync::Arc;
@@ -27,7 +32,7 @@ pub use auth::{Caller, MIN_TOKEN_LEN, TokenError, Tokens};
 pub use error::ApiError;
 pub use meta::OPENAPI;
 
-use crate::service::SandboxService;
+use crate::service::{AgentService, SandboxService};
 
 /// Default request body limit: the guest protocol's largest payload (a whole
 /// file write), so any body it could carry is accepted.
@@ -66,6 +71,17 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("delete", "/v1/snapshots/{id}"),
     ("post", "/v1/snapshots/{id}/restore"),
     ("get", "/v1/snapshots/{id}/archive"),
+    ("post", "/v1/sessions"),
+    ("get", "/v1/sessions"),
+    ("get", "/v1/sessions/{id}"),
+    ("patch", "/v1/sessions/{id}"),
+    ("delete", "/v1/sessions/{id}"),
+    ("post", "/v1/sessions/{id}/fork"),
+    ("get", "/v1/sessions/{id}/runs"),
+    ("post", "/v1/sessions/{id}/runs"),
+    ("get", "/v1/sessions/{id}/events"),
+    ("get", "/v1/runs/{id}"),
+    ("post", "/v1/runs/{id}/cancel"),
 ];
 
 #[derive(Debug, Clone)]
@@ -82,16 +98,49 @@ impl Default for HttpOptions {
     }
 }
 
+/// The services behind the API. Without `agents` the session and run routes
+/// answer 503 `agents_unavailable`.
+#[derive(Debug, Clone)]
+pub struct Services {
+    pub sandboxes: Arc<SandboxService>,
+    pub agents: Option<Arc<AgentService>>,
+}
+
+impl From<Arc<SandboxService>> for Services {
+    fn from(sandboxes: Arc<SandboxService>) -> Self {
+        Self {
+            sandboxes,
+            agents: None,
+        }
+    }
+}
+
 /// What every handler shares.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub service: Arc<SandboxService>,
+    pub agents: Option<Arc<AgentService>>,
     pub tokens: Arc<Tokens>,
 }
 
-pub fn router(service: Arc<SandboxService>, tokens: Tokens, options: &HttpOptions) -> Router {
+impl AppState {
+    /// The agent service, or 503 when this server runs none.
+    pub fn agents(&self) -> Result<&Arc<AgentService>, ApiError> {
+        self.agents.as_ref().ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "agents_unavailable",
+                "this server does not run agents",
+            )
+        })
+    }
+}
+
+pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptions) -> Router {
+    let services = services.into();
     let state = AppState {
-        service,
+        service: services.sandboxes,
+        agents: services.agents,
         tokens: Arc::new(tokens),
     };
     Router::new()
@@ -144,6 +193,21 @@ pub fn router(service: Arc<SandboxService>, tokens: Tokens, options: &HttpOption
         )
         .route("/v1/snapshots/{id}/restore", post(snapshots::restore))
         .route("/v1/snapshots/{id}/archive", get(snapshots::archive))
+        .route("/v1/sessions", post(sessions::create).get(sessions::list))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::get)
+                .patch(sessions::update)
+                .delete(sessions::archive),
+        )
+        .route("/v1/sessions/{id}/fork", post(sessions::fork))
+        .route(
+            "/v1/sessions/{id}/runs",
+            get(sessions::list_runs).post(sessions::start_run),
+        )
+        .route("/v1/sessions/{id}/events", get(events::stream))
+        .route("/v1/runs/{id}", get(runs::get))
+        .route("/v1/runs/{id}/cancel", post(runs::cancel))
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
@@ -151,18 +215,23 @@ pub fn router(service: Arc<SandboxService>, tokens: Tokens, options: &HttpOption
 }
 
 /// Serves until `shutdown` is cancelled (SIGTERM, SIGINT, or a test), then
-/// stops accepting, destroys every sandbox the service runs, and waits (a
-/// bounded time) for open connections to finish. The expiry task runs
-/// meanwhile. Binding is the caller's: tests pass a listener on port 0.
+/// stops accepting, cancels the runs in progress (their sandboxes torn
+/// down), destroys every sandbox the service runs, and waits (a bounded
+/// time) for open connections to finish. The expiry task runs meanwhile.
+/// Binding is the caller's: tests pass a listener on port 0.
 pub async fn run(
     listener: TcpListener,
-    service: Arc<SandboxService>,
+    services: impl Into<Services>,
     tokens: Tokens,
     options: HttpOptions,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    let services = services.into();
+    let service = services.sandboxes.clone();
+    let agents = services.agents.clone();
     let expiry = service.spawn_expiry();
-    let app = router(service.clone(), tokens, &options);
+    let blob_sweeper = service.spawn_blob_sweeper();
+    let app = router(services, tokens, &options);
     let graceful = shutdown.clone().cancelled_owned();
     // Small frames (SSE events, short JSON answers) go out at once instead of
     // waiting on Nagle's algorithm for the peer's delayed ACK.
@@ -180,7 +249,11 @@ pub async fn run(
         () = shutdown.cancelled() => None,
         result = &mut server => Some(result),
     };
-    // Streams and long execs end when their sandboxes go, so connections drain.
+    // Event streams end with the agent service; runs end cancelled. Streams
+    // and long execs end when their sandboxes go, so connections drain.
+    if let Some(agents) = &agents {
+        agents.shutdown().await;
+    }
     service.shutdown().await;
     let served = match served {
         Some(result) => result,
@@ -195,6 +268,11 @@ pub async fn run(
     };
     if let Err(err) = expiry.await {
         tracing::warn!(error = %err, "expiry task ended abnormally");
+    }
+    if let Some(task) = blob_sweeper
+        && let Err(err) = task.await
+    {
+        tracing::warn!(error = %err, "blob sweeper ended abnormally");
     }
     match served {
         Ok(result) => result,

@@ -34,6 +34,10 @@ pub struct ServiceConfig {
     pub max_sandboxes: usize,
     /// Where snapshot archives are kept; None: snapshots are unavailable.
     pub blobs: Option<Arc<dyn BlobStore>>,
+    /// A blob no snapshot row names is removed once it was last written this
+    /// long ago (a snapshot of the same content being recorded refreshes
+    /// it); the sweep runs this often too. See docs/architecture.md.
+    pub blob_grace: Duration,
 }
 
 impl ServiceConfig {
@@ -48,6 +52,7 @@ impl ServiceConfig {
             allow_downgrade: BTreeSet::new(),
             max_sandboxes: 100,
             blobs: None,
+            blob_grace: Duration::from_secs(10 * 60),
         }
     }
 

@@ -15,6 +15,14 @@ pub enum ServiceError {
     /// The sandbox exists but does not run any more.
     #[error("sandbox {id} is {state}")]
     NotRunning { id: SandboxId, state: SandboxState },
+    /// The object is in a state that forbids the request (e.g. a snapshot
+    /// other snapshots were taken from cannot be deleted).
+    #[error("{entity} {id}: {reason}")]
+    Conflict {
+        entity: &'static str,
+        id: String,
+        reason: String,
+    },
     #[error("this node already runs its limit of {limit} sandboxes")]
     TooManySandboxes { limit: usize },
     #[error("the service is shutting down")]
@@ -90,6 +98,9 @@ impl ServiceError {
     pub(crate) fn store(op: &'static str) -> impl FnOnce(StoreError) -> ServiceError {
         move |source| match source {
             StoreError::NotFound { entity, id } => ServiceError::NotFound { entity, id },
+            StoreError::Conflict { entity, id, reason } => {
+                ServiceError::Conflict { entity, id, reason }
+            }
             source => ServiceError::Store { op, source },
         }
     }

@@ -9,13 +9,16 @@
 //! idle too long or reached their maximum lifetime; [`SandboxService::shutdown`]
 //! destroys the rest; [`SandboxService::reconcile`] cleans up after a crash.
 
+mod agent_views;
 pub mod commands;
 mod config;
 mod error;
 mod expiry;
 mod live;
+pub mod models;
 mod ops;
 mod reconcile;
+pub mod sessions;
 mod snapshots;
 mod views;
 
@@ -30,13 +33,17 @@ use paddock_core::store::{
 };
 use tokio_util::sync::CancellationToken;
 
+pub use agent_views::{RunView, SessionView};
 pub use config::{DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig};
 pub use error::ServiceError;
 pub use live::ActivityGuard;
+pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use reconcile::ReconcileReport;
+pub use sessions::{AgentError, AgentService};
 pub use snapshots::{
-    CreateSnapshot, MAX_RESTORE_COUNT, RestoreSnapshot, SnapshotArchive, SnapshotView,
+    BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
+    MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,
 };
 pub use views::{
     ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView, ProcessView,
@@ -204,6 +211,17 @@ impl SandboxService {
         tenant: &TenantId,
         command: CreateSandbox,
     ) -> Result<SandboxView, ServiceError> {
+        self.create_sandbox_from(tenant, command, None).await
+    }
+
+    /// [`Self::create_sandbox`], recording the snapshot its workspace is
+    /// restored from (lineage: the parent of snapshots taken in it).
+    async fn create_sandbox_from(
+        &self,
+        tenant: &TenantId,
+        command: CreateSandbox,
+        restored_from: Option<paddock_core::ids::SnapshotId>,
+    ) -> Result<SandboxView, ServiceError> {
         let limits = command.limits.resolve(&self.config.limits)?;
         let workspace_dir = match &command.workspace {
             Some(id) => {
@@ -219,6 +237,7 @@ impl SandboxService {
         let spec = SandboxSpec {
             workspace: workspace_dir,
             read_only: command.read_only,
+            writable_paths: Vec::new(),
             network: command.network,
             limits: limits.clone(),
             allow_downgrade: self.config.allow_downgrade.clone(),
@@ -234,6 +253,7 @@ impl SandboxService {
             read_only: command.read_only,
             network: command.network,
             limits,
+            restored_from,
         };
         let record = SandboxRecord {
             id: id.clone(),

@@ -1,6 +1,6 @@
 //! What the service answers: plain data every front end can print or send as JSON.
 
-use paddock_core::ids::WorkspaceId;
+use paddock_core::ids::{SnapshotId, WorkspaceId};
 use paddock_core::sandbox::{SandboxId, SandboxLimits};
 use paddock_core::store::{SandboxRecord, SandboxState, Timestamp, Workspace};
 use paddock_proto::{DirEntry, ExitInfo, FileKind, NetworkMode, ProcessInfo, SearchMatch};
@@ -14,6 +14,10 @@ pub struct StoredSpec {
     pub read_only: bool,
     pub network: NetworkMode,
     pub limits: SandboxLimits,
+    /// The snapshot the sandbox's workspace was restored from: the parent
+    /// of the snapshots taken in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<SnapshotId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +47,8 @@ pub struct SandboxView {
     pub read_only: bool,
     pub network: NetworkMode,
     pub limits: SandboxLimits,
+    /// The snapshot its workspace was restored from, if any.
+    pub restored_from: Option<SnapshotId>,
     /// RFC 3339 times (UTC).
     pub created_at: String,
     pub last_active_at: String,
@@ -69,6 +75,7 @@ impl SandboxView {
             node: record.node.clone(),
             read_only: spec.as_ref().is_some_and(|s| s.read_only),
             network: spec.as_ref().map(|s| s.network).unwrap_or_default(),
+            restored_from: spec.as_ref().and_then(|s| s.restored_from.clone()),
             limits: spec.map(|s| s.limits).unwrap_or_default(),
             created_at: record.created_at.to_string(),
             last_active_at: last_active.to_string(),

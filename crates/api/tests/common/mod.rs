@@ -161,6 +161,7 @@ pub struct TestServer {
     pub url: String,
     pub setup: Setup,
     pub service: Arc<SandboxService>,
+    pub agents: Arc<paddock_api::service::AgentService>,
     pub store: Arc<dyn Store>,
     pub reconciled: paddock_api::service::ReconcileReport,
     http: reqwest::Client,
@@ -181,26 +182,56 @@ impl TestServer {
         native.cgroup_parent = setup.cgroup_parent();
         native.temp_root = Some(setup.data_dir.join("tmp"));
         std::fs::create_dir_all(setup.data_dir.join("tmp"))?;
-        let backend = Arc::new(NativeBackend::new(native));
+        let backend: Arc<dyn paddock_core::sandbox::SandboxBackend> =
+            Arc::new(NativeBackend::new(native));
         let mut config = ServiceConfig::new(setup.node.clone(), setup.data_dir.join("workspaces"));
         config.idle_timeout = setup.idle_timeout;
         config.max_lifetime = setup.max_lifetime;
         config.blobs = Some(Arc::new(paddock_snapshot::LocalBlobStore::open(
             setup.data_dir.join("blobs"),
         )?));
+        let blobs = config.blobs.clone().context("a blob store")?;
         let shutdown = CancellationToken::new();
-        let service = SandboxService::new(store.clone(), backend, config, shutdown.child_token());
+        let service = SandboxService::new(
+            store.clone(),
+            backend.clone(),
+            config,
+            shutdown.child_token(),
+        );
         let reconciled = service.reconcile().await?;
         let tokens = setup.tenants.tokens();
         service.register_tenants(&tokens.tenants()).await?;
+        // Runs of the agent service: same store, backend and blob store.
+        let runtime = paddock_runtime::Runtime::new(paddock_runtime::RuntimeDeps {
+            store: store.clone(),
+            backend,
+            blobs,
+            config: paddock_runtime::RuntimeConfig::new(
+                setup.node.clone(),
+                setup.data_dir.join("workspaces"),
+            ),
+        });
+        runtime.recover().await?;
+        let agents = paddock_api::service::AgentService::new(
+            runtime,
+            paddock_api::service::ModelPolicy {
+                allowed_base_urls: Vec::new(),
+                scratch_dir: Some(setup.data_dir.join("tmp")),
+            },
+            shutdown.child_token(),
+        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let options = HttpOptions {
             max_body_bytes: setup.max_body_bytes,
         };
+        let services = paddock_api::Services {
+            sandboxes: service.clone(),
+            agents: Some(agents.clone()),
+        };
         let task = tokio::spawn(paddock_api::run(
             listener,
-            service.clone(),
+            services,
             tokens,
             options,
             shutdown.clone(),
@@ -209,6 +240,7 @@ impl TestServer {
             url,
             setup,
             service,
+            agents,
             store,
             reconciled,
             http: reqwest::Client::new(),

@@ -219,6 +219,15 @@ pub trait Store: Send + Sync + fmt::Debug {
         tenant: &TenantId,
         event: &NewEvent,
     ) -> Result<RunEvent, StoreError>;
+    /// Appends `events`, all of one session, in order with consecutive sequence
+    /// numbers, in one transaction with one fence check: all of them or none.
+    /// Fenced by the lease on their session; an empty slice writes nothing.
+    async fn append_events(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        events: &[NewEvent],
+    ) -> Result<Vec<RunEvent>, StoreError>;
     /// Events of the session with `seq > after_seq`, in order, at most `limit`.
     async fn list_events(
         &self,

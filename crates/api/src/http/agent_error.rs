@@ -1,0 +1,87 @@
+//! How agent errors answer: runtime refusals keep their meaning (not found,
+//! busy, archived, ...); internal failures are logged and answered generically.
+
+use axum::http::StatusCode;
+use paddock_core::store::StoreError;
+use paddock_runtime::RuntimeError;
+
+use super::ApiError;
+use super::error::chain;
+use crate::service::AgentError;
+
+impl From<AgentError> for ApiError {
+    fn from(err: AgentError) -> Self {
+        match err {
+            AgentError::Invalid { field, reason } => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("{field}: {reason}"),
+            ),
+            AgentError::ModelRefused { reason } => {
+                ApiError::new(StatusCode::BAD_REQUEST, "model_not_allowed", reason)
+            }
+            AgentError::ModelUnavailable { reason } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "model_unavailable",
+                reason,
+            ),
+            AgentError::ShuttingDown => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the server is shutting down",
+            ),
+            AgentError::Runtime { op, source } => runtime_error(op, *source),
+            other => {
+                tracing::error!(error = %chain(&other), "agent request failed");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
+    let (status, code) = match &err {
+        RuntimeError::NotFound { entity, .. } => (StatusCode::NOT_FOUND, not_found_code(entity)),
+        RuntimeError::SessionBusy { .. } => (StatusCode::CONFLICT, "session_busy"),
+        RuntimeError::SessionArchived { .. } => (StatusCode::CONFLICT, "session_archived"),
+        RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
+            (StatusCode::BAD_REQUEST, "invalid_request")
+        }
+        RuntimeError::NoEndSnapshot { .. } => (StatusCode::CONFLICT, "no_end_snapshot"),
+        RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
+        RuntimeError::Sandbox { .. } => {
+            tracing::error!(op, error = %chain(&err), "starting a run's sandbox");
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "sandbox_start_failed",
+                "the run's sandbox could not be started; the server log has the details",
+            );
+        }
+        RuntimeError::Store {
+            source: StoreError::Unavailable { .. },
+            ..
+        } => {
+            tracing::error!(op, error = %chain(&err), "store unavailable");
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "database_unavailable",
+                "the database is unavailable",
+            );
+        }
+        _ => {
+            tracing::error!(op, error = %chain(&err), "agent operation failed");
+            return ApiError::internal();
+        }
+    };
+    ApiError::new(status, code, err.to_string())
+}
+
+fn not_found_code(entity: &str) -> &'static str {
+    match entity {
+        "session" => "session_not_found",
+        "run" => "run_not_found",
+        "workspace" => "workspace_not_found",
+        "snapshot" => "snapshot_not_found",
+        _ => "not_found",
+    }
+}

@@ -1,0 +1,216 @@
+//! `GET /v1/sessions/{id}/events`: the session's event log as server-sent
+//! events, from a sequence number on, then live. Every event carries
+//! `id: <seq>`, `event: <kind>` and `data: {"seq", "run", "created_at",
+//! "payload"}`; a client that reconnects with `Last-Event-ID` (or `?after=N`)
+//! gets every later event exactly once, in order. The stream stays open for
+//! the session's next runs unless `?until=run_finished` asks it to end after
+//! the next `run.finished`, or `?until=caught_up` after the events stored so far.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use futures_util::stream::Stream;
+use paddock_core::ids::{SessionId, TenantId};
+use paddock_core::store::RunEvent;
+use paddock_runtime::EventStream;
+use serde::Deserialize;
+
+use super::extract::{ApiPath, ApiQuery};
+use super::sessions::session_id;
+use super::{ApiError, AppState, Caller};
+use crate::service::{AgentError, AgentService};
+
+/// The kind after which `?until=run_finished` ends the stream.
+const RUN_FINISHED: &str = "run.finished";
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EventsQuery {
+    /// Only events with a higher sequence number (`Last-Event-ID` wins).
+    after: Option<u64>,
+    until: Option<Until>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Until {
+    RunFinished,
+    CaughtUp,
+}
+
+/// Events read from the store per query for `until=caught_up`.
+const PAGE: u32 = 500;
+
+pub(super) async fn stream(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let id = session_id(&id)?;
+    let after = match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "Last-Event-ID: expected the sequence number of an event",
+                )
+            })?,
+        None => query.after.unwrap_or(0),
+    };
+    let agents = state.agents()?;
+    let closing = agents.closing();
+    let body = if query.until == Some(Until::CaughtUp) {
+        agents.get_session(&tenant, &id).await?;
+        stored_events(agents.clone(), tenant, id, after).boxed()
+    } else {
+        let events = agents.events(&tenant, &id, after).await?;
+        let stop_after_finish = query.until == Some(Until::RunFinished);
+        sse_events(events, stop_after_finish).boxed()
+    };
+    let body = body.take_until(closing.cancelled_owned());
+    Ok(Sse::new(body)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response())
+}
+
+/// The events stored after `after`, page by page, then the end.
+fn stored_events(
+    agents: Arc<AgentService>,
+    tenant: TenantId,
+    session: SessionId,
+    after: u64,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(Some(after), move |after| {
+        let (agents, tenant, session) = (agents.clone(), tenant.clone(), session.clone());
+        async move {
+            let after = after?;
+            match agents.event_page(&tenant, &session, after, PAGE).await {
+                Ok(page) => {
+                    let next = match page.last() {
+                        Some(last) if page.len() >= PAGE as usize => Some(last.seq),
+                        _ => None,
+                    };
+                    let events: Vec<Result<Event, Infallible>> =
+                        page.iter().map(|e| Ok(to_sse(e))).collect();
+                    Some((futures_util::stream::iter(events), next))
+                }
+                Err(err) => {
+                    let error = error_event(ApiError::from(err));
+                    Some((futures_util::stream::iter(vec![Ok(error)]), None))
+                }
+            }
+        }
+    })
+    .flatten()
+}
+
+fn error_event(error: ApiError) -> Event {
+    Event::default()
+        .event("error")
+        .data(error.to_json().to_string())
+}
+
+fn sse_events(
+    events: EventStream,
+    stop_after_finish: bool,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(Some(events), move |events| async move {
+        let mut events = events?;
+        match events.next().await? {
+            Ok(event) => {
+                let last = stop_after_finish && event.kind == RUN_FINISHED;
+                let sse = to_sse(&event);
+                Some((Ok(sse), (!last).then_some(events)))
+            }
+            Err(err) => {
+                let api = ApiError::from(AgentError::Runtime {
+                    op: "event_stream",
+                    source: Box::new(err),
+                });
+                Some((Ok(error_event(api)), None))
+            }
+        }
+    })
+}
+
+/// One stored event on the wire: its payload inside an envelope that says
+/// which run it belongs to. Kinds come from the runtime; anything that would
+/// break the framing is replaced.
+fn to_sse(event: &RunEvent) -> Event {
+    let kind: String = event
+        .kind
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let payload = serde_json::from_str::<serde_json::Value>(&event.payload)
+        .unwrap_or_else(|_| serde_json::Value::String(event.payload.clone()));
+    // serde_json writes one line: raw line breaks in strings are escaped.
+    let data = serde_json::json!({
+        "seq": event.seq,
+        "run": event.run,
+        "created_at": event.created_at.to_string(),
+        "payload": payload,
+    });
+    Event::default()
+        .id(event.seq.to_string())
+        .event(kind)
+        .data(data.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use paddock_core::ids::{SessionId, TenantId};
+    use paddock_core::store::Timestamp;
+
+    use super::*;
+
+    fn event(kind: &str, payload: &str) -> RunEvent {
+        RunEvent {
+            tenant: TenantId::parse("t").unwrap(),
+            session: SessionId::generate(),
+            seq: 7,
+            run: None,
+            kind: kind.into(),
+            payload: payload.into(),
+            created_at: Timestamp::from_millis(0),
+        }
+    }
+
+    async fn wire(event: Event) -> String {
+        let body = Sse::new(futures_util::stream::iter([Ok::<_, Infallible>(event)]))
+            .into_response()
+            .into_body();
+        let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn every_event_carries_its_sequence_kind_and_one_line_of_json() {
+        let text = wire(to_sse(&event("tool.call", r#"{"tool":"read_file"}"#))).await;
+        assert_eq!(
+            text,
+            "id: 7\nevent: tool.call\ndata: {\"created_at\":\"1970-01-01T00:00:00.000Z\",\
+             \"payload\":{\"tool\":\"read_file\"},\"run\":null,\"seq\":7}\n\n"
+        );
+        // Raw line breaks (not what the runtime writes) cannot break the framing.
+        let text = wire(to_sse(&event("pro\ngress", "{\n\"message\": \"a\r\"}"))).await;
+        assert_eq!(text.lines().filter(|l| !l.is_empty()).count(), 3, "{text}");
+        assert!(
+            text.starts_with("id: 7\nevent: pro gress\ndata: {"),
+            "{text}"
+        );
+    }
+}

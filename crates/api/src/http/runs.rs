@@ -1,0 +1,37 @@
+//! One run: get it, cancel it. (Subagent routes, GET /v1/runs/{id}/children
+//! and /events, come with the subagents.)
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use paddock_core::ids::RunId;
+
+use super::extract::ApiPath;
+use super::{ApiError, AppState, Caller};
+use crate::service::RunView;
+
+pub(super) async fn get(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let id = run_id(&id)?;
+    Ok(Json(state.agents()?.get_run(&tenant, &id).await?))
+}
+
+/// Asks the run to stop and answers it as it is now; the run ends
+/// `cancelled` shortly after (its `run.finished` event says when). Cancelling
+/// a finished run changes nothing.
+pub(super) async fn cancel(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let id = run_id(&id)?;
+    Ok(Json(state.agents()?.cancel_run(&tenant, &id).await?))
+}
+
+pub(super) fn run_id(raw: &str) -> Result<RunId, ApiError> {
+    RunId::parse(raw)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+}

@@ -1,0 +1,88 @@
+//! Sessions and runs as the API answers them: plain data with RFC 3339 times,
+//! without the tenant (the caller's own).
+
+use paddock_core::ids::{RunId, SessionId, SnapshotId, WorkspaceId};
+use paddock_core::store::{
+    Budgets, EndReason, Review, Run, RunMode, RunState, RunUsage, Session, SessionStatus,
+    SubagentProfile,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub id: SessionId,
+    pub workspace: WorkspaceId,
+    pub title: String,
+    pub status: SessionStatus,
+    pub forked_from: Option<SessionId>,
+    pub forked_at_run: Option<RunId>,
+    /// Set on a subagent's session: the run that spawned it.
+    pub parent_run: Option<RunId>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Session> for SessionView {
+    fn from(s: &Session) -> Self {
+        Self {
+            id: s.id.clone(),
+            workspace: s.workspace.clone(),
+            title: s.title.clone(),
+            status: s.status,
+            forked_from: s.forked_from.clone(),
+            forked_at_run: s.forked_at_run.clone(),
+            parent_run: s.parent_run.clone(),
+            created_at: s.created_at.to_string(),
+            updated_at: s.updated_at.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunView {
+    pub id: RunId,
+    pub session: SessionId,
+    pub parent_run: Option<RunId>,
+    pub state: RunState,
+    pub goal: String,
+    pub mode: RunMode,
+    pub profile: Option<SubagentProfile>,
+    pub task_key: Option<String>,
+    pub budgets: Budgets,
+    pub usage: RunUsage,
+    /// Why the run failed or was interrupted.
+    pub error: Option<String>,
+    /// What ended the run, once it ended.
+    pub end_reason: Option<EndReason>,
+    /// The structured end: verdict, summary, evidence, what is left.
+    pub review: Option<Review>,
+    /// The workspace as the run left it; a fork from this run restores it.
+    pub end_snapshot: Option<SnapshotId>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+impl From<&Run> for RunView {
+    fn from(r: &Run) -> Self {
+        Self {
+            id: r.id.clone(),
+            session: r.session.clone(),
+            parent_run: r.parent_run.clone(),
+            state: r.state,
+            goal: r.goal.clone(),
+            mode: r.mode,
+            profile: r.profile,
+            task_key: r.task_key.clone(),
+            budgets: r.budgets,
+            usage: r.usage,
+            error: r.error.clone(),
+            end_reason: r.end_reason,
+            review: r.review.clone(),
+            end_snapshot: r.end_snapshot.clone(),
+            created_at: r.created_at.to_string(),
+            updated_at: r.updated_at.to_string(),
+            finished_at: r.finished_at.map(|t| t.to_string()),
+        }
+    }
+}

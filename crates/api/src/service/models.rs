@@ -1,0 +1,280 @@
+//! Which model a run over the API may use. A tenant chooses a provider and a
+//! model, never a server file or a server environment variable:
+//!
+//! - `{"scripted": {"turns": [...]}}`: an inline script (the scripted
+//!   provider's file format); `scripted:FILE` specs are refused, since they
+//!   would make the server read one of its own files.
+//! - `{"spec": "openai:gpt-4o"}` or `{"spec": "anthropic:..."}`: the provider's
+//!   public endpoint with the server's API key from its environment
+//!   (OPENAI_API_KEY, ANTHROPIC_API_KEY). `base_url` may name another
+//!   endpoint only if the operator allowed it: the server's key is sent there.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use paddock_core::model::{
+    ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream, ProviderKind,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// The model of a run as a request names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelChoice {
+    /// An inline script: `{"turns": [{"text", "tool_calls": [{"name", "arguments"}]}]}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted: Option<Value>,
+    /// `openai:MODEL` or `anthropic:MODEL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    /// Another endpoint of the spec's provider (an OpenAI-compatible server);
+    /// only those the operator allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// Why a model choice was refused or cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelChoiceError {
+    /// The choice is malformed or not allowed for tenants.
+    #[error("{reason}")]
+    Refused { reason: String },
+    /// Allowed, but this server cannot provide it (no API key configured, ...).
+    #[error("{reason}")]
+    Unavailable { reason: String },
+    /// Writing the inline script where the scripted provider reads it.
+    #[error("staging an inline model script")]
+    Stage {
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The operator's rules for model choices.
+#[derive(Debug, Clone, Default)]
+pub struct ModelPolicy {
+    /// Base URLs (besides each provider's public one) a request may name.
+    /// The server's API key for the provider is sent to them.
+    pub allowed_base_urls: Vec<String>,
+    /// Where inline scripts are staged while they are loaded (default: the
+    /// system's temporary directory).
+    pub scratch_dir: Option<PathBuf>,
+}
+
+impl ModelPolicy {
+    /// The provider for `choice`, or why not. Keys come from this process's
+    /// environment.
+    pub fn resolve(
+        &self,
+        choice: &ModelChoice,
+    ) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
+        self.resolve_with_env(choice, |name| std::env::var(name).ok())
+    }
+
+    /// [`Self::resolve`] with the environment lookup supplied (tests).
+    pub fn resolve_with_env(
+        &self,
+        choice: &ModelChoice,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
+        match (&choice.scripted, &choice.spec) {
+            (Some(script), None) => {
+                if choice.base_url.is_some() {
+                    return Err(refused("model.base_url does not apply to a scripted model"));
+                }
+                self.inline_script(script)
+            }
+            (None, Some(spec)) => self.provider(spec, choice.base_url.as_deref(), lookup),
+            (Some(_), Some(_)) => Err(refused(
+                "model: give either `scripted` (an inline script) or `spec`, not both",
+            )),
+            (None, None) => Err(refused(
+                "model: give `spec` (openai:MODEL, anthropic:MODEL) or `scripted` ({\"turns\": [...]})",
+            )),
+        }
+    }
+
+    fn provider(
+        &self,
+        spec: &str,
+        base_url: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
+        let mut config: ModelConfig =
+            paddock_models::parse_spec(spec).map_err(|e| refused(e.to_string()))?;
+        if config.provider == ProviderKind::Scripted {
+            return Err(refused(
+                "model.spec: scripted models are accepted only inline over the API: \
+                 {\"model\": {\"scripted\": {\"turns\": [...]}}}",
+            ));
+        }
+        if let Some(url) = base_url {
+            let url = url.trim_end_matches('/');
+            let public = config.base_url.as_deref().map(|u| u.trim_end_matches('/'));
+            let allowed = public == Some(url)
+                || self
+                    .allowed_base_urls
+                    .iter()
+                    .any(|a| a.trim_end_matches('/') == url);
+            if !allowed {
+                return Err(refused(format!(
+                    "model.base_url {url:?} is not one this server allows (the operator lists \
+                     them in model_base_urls)"
+                )));
+            }
+            config.base_url = Some(url.to_owned());
+        }
+        paddock_models::build_with_env(&config, lookup).map_err(|err| match err {
+            ModelError::MissingApiKey { env } => ModelChoiceError::Unavailable {
+                reason: format!(
+                    "this server has no API key for {} (its operator sets {env})",
+                    config.provider
+                ),
+            },
+            other => refused(format!("model: {other}")),
+        })
+    }
+
+    fn inline_script(&self, script: &Value) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
+        let mut file = match &self.scratch_dir {
+            Some(dir) => tempfile::NamedTempFile::new_in(dir),
+            None => tempfile::NamedTempFile::new(),
+        }
+        .map_err(|source| ModelChoiceError::Stage { source })?;
+        file.write_all(script.to_string().as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|source| ModelChoiceError::Stage { source })?;
+        // The script is read whole and checked here; the file goes right after.
+        let provider = paddock_models::ScriptedProvider::load(
+            file.path(),
+            paddock_models::SCRIPTED_CONTEXT_WINDOW,
+        )
+        .map_err(|err| match err {
+            ModelError::ScriptInvalid { source, .. } => {
+                refused(format!("model.scripted is not a valid script: {source}"))
+            }
+            other => refused(format!("model.scripted: {other}")),
+        })?;
+        Ok(Arc::new(Inline(provider)))
+    }
+}
+
+fn refused(reason: impl Into<String>) -> ModelChoiceError {
+    ModelChoiceError::Refused {
+        reason: reason.into(),
+    }
+}
+
+/// An inline script under a name that does not show the server's staging path.
+#[derive(Debug)]
+struct Inline(paddock_models::ScriptedProvider);
+
+impl ModelProvider for Inline {
+    fn name(&self) -> &str {
+        "scripted:inline"
+    }
+
+    fn context_window(&self) -> u32 {
+        self.0.context_window()
+    }
+
+    fn stream(&self, request: &ModelRequest, cancel: CancellationToken) -> ModelStream {
+        use futures_util::StreamExt;
+        self.0
+            .stream(request, cancel)
+            .map(|item| {
+                item.map_err(|err| match err {
+                    ModelError::ScriptExhausted {
+                        turn, available, ..
+                    } => ModelError::ScriptExhausted {
+                        path: PathBuf::from("inline"),
+                        turn,
+                        available,
+                    },
+                    other => other,
+                })
+            })
+            .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn choice(value: Value) -> ModelChoice {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn refusal(result: Result<Arc<dyn ModelProvider>, ModelChoiceError>) -> String {
+        match result {
+            Err(ModelChoiceError::Refused { reason }) => reason,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn inline_scripts_load_under_a_neutral_name() {
+        let policy = ModelPolicy::default();
+        let provider = policy
+            .resolve_with_env(
+                &choice(json!({"scripted": {"turns": [{"text": "hi"}]}})),
+                no_env,
+            )
+            .unwrap();
+        assert_eq!(provider.name(), "scripted:inline");
+    }
+
+    #[test]
+    fn server_files_and_unknown_endpoints_are_refused() {
+        let policy = ModelPolicy {
+            allowed_base_urls: vec!["http://10.0.0.5:8000/v1".into()],
+            scratch_dir: None,
+        };
+        let reason = refusal(
+            policy.resolve_with_env(&choice(json!({"spec": "scripted:/etc/shadow"})), no_env),
+        );
+        assert!(reason.contains("only inline"), "{reason}");
+        let reason = refusal(policy.resolve_with_env(
+            &choice(json!({"spec": "openai:gpt-4o", "base_url": "http://attacker.example"})),
+            |_| Some("sk-server".into()),
+        ));
+        assert!(reason.contains("not one this server allows"), "{reason}");
+        let reason = refusal(
+            policy.resolve_with_env(&choice(json!({"scripted": {"turns": "nope"}})), no_env),
+        );
+        assert!(reason.contains("not a valid script"), "{reason}");
+        assert!(serde_json::from_value::<ModelChoice>(json!({"api_key_env": "HOME"})).is_err());
+        refusal(policy.resolve_with_env(&choice(json!({})), no_env));
+    }
+
+    #[test]
+    fn allowed_endpoints_use_the_servers_key() {
+        let policy = ModelPolicy {
+            allowed_base_urls: vec!["http://10.0.0.5:8000/v1/".into()],
+            scratch_dir: None,
+        };
+        let provider = policy
+            .resolve_with_env(
+                &choice(json!({"spec": "openai:local", "base_url": "http://10.0.0.5:8000/v1"})),
+                |_| Some("sk-server".into()),
+            )
+            .unwrap();
+        assert_eq!(provider.name(), "openai:local");
+        match policy.resolve_with_env(&choice(json!({"spec": "anthropic:claude"})), no_env) {
+            Err(ModelChoiceError::Unavailable { reason }) => {
+                assert!(reason.contains("ANTHROPIC_API_KEY"), "{reason}");
+            }
+            other => panic!("expected unavailable, got {other:?}"),
+        }
+    }
+}

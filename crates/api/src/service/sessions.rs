@@ -1,0 +1,522 @@
+//! Agent sessions and runs over the API: the [`Runtime`] with the rules a
+//! tenant-facing front end adds (which models a request may choose, request
+//! validation, views without internals), and the runs it started, so a
+//! graceful shutdown can cancel them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use paddock_core::ids::{RunId, SessionId, TenantId, WorkspaceId};
+use paddock_core::store::{
+    Budgets, MAX_PAGE, Page, Run, RunEvent, RunMode, Session, SessionStatus,
+};
+use paddock_runtime::{EventStream, RunHandle, Runtime, RuntimeError, StartRun};
+use serde::Deserialize;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::agent_views::{RunView, SessionView};
+use super::models::{ModelChoice, ModelChoiceError, ModelPolicy};
+
+/// Longest goal, title and instructions accepted, in characters.
+const MAX_GOAL_CHARS: usize = 20_000;
+const MAX_TITLE_CHARS: usize = 200;
+const MAX_CRITERIA: usize = 50;
+/// How long a shutdown waits for cancelled runs to wind down.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("invalid {field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    #[error("model refused: {reason}")]
+    ModelRefused { reason: String },
+    #[error("model unavailable: {reason}")]
+    ModelUnavailable { reason: String },
+    #[error("preparing the model")]
+    Model(#[source] ModelChoiceError),
+    #[error("runtime operation {op} failed")]
+    Runtime {
+        op: &'static str,
+        #[source]
+        source: Box<RuntimeError>,
+    },
+    #[error("the service is shutting down")]
+    ShuttingDown,
+}
+
+impl AgentError {
+    fn runtime(op: &'static str) -> impl FnOnce(RuntimeError) -> AgentError {
+        move |source| AgentError::Runtime {
+            op,
+            source: Box::new(source),
+        }
+    }
+
+    fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        AgentError::Invalid {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<ModelChoiceError> for AgentError {
+    fn from(err: ModelChoiceError) -> Self {
+        match err {
+            ModelChoiceError::Refused { reason } => AgentError::ModelRefused { reason },
+            ModelChoiceError::Unavailable { reason } => AgentError::ModelUnavailable { reason },
+            other => AgentError::Model(other),
+        }
+    }
+}
+
+/// `POST /v1/sessions`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    pub workspace: WorkspaceId,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+/// `PATCH /v1/sessions/{id}`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSession {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub archived: Option<bool>,
+}
+
+/// `POST /v1/sessions/{id}/fork`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkSession {
+    /// Fork from the end of this run of the session (default: its latest state).
+    #[serde(default)]
+    pub at_run: Option<RunId>,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+/// `POST /v1/sessions/{id}/runs`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartRunCommand {
+    pub goal: String,
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    #[serde(default)]
+    pub mode: Option<RunMode>,
+    /// Missing fields keep their defaults.
+    #[serde(default)]
+    pub budgets: Option<Budgets>,
+    pub model: ModelChoice,
+    /// Extra instructions for the agent, added to its system prompt.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+/// A run this node drives, started over the API.
+#[derive(Debug)]
+struct Active {
+    tenant: TenantId,
+    task: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+pub struct AgentService {
+    runtime: Arc<Runtime>,
+    models: ModelPolicy,
+    active: Mutex<HashMap<RunId, Active>>,
+    shutdown: CancellationToken,
+}
+
+impl AgentService {
+    pub fn new(
+        runtime: Arc<Runtime>,
+        models: ModelPolicy,
+        shutdown: CancellationToken,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            runtime,
+            models,
+            active: Mutex::new(HashMap::new()),
+            shutdown,
+        })
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// Cancelled when the service shuts down: event streams end then.
+    pub fn closing(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    // ---- sessions ----
+
+    pub async fn create_session(
+        &self,
+        tenant: &TenantId,
+        command: CreateSession,
+    ) -> Result<SessionView, AgentError> {
+        let title = title_or(command.title.as_deref(), "untitled")?;
+        let session = self
+            .runtime
+            .create_session(tenant, &command.workspace, &title)
+            .await
+            .map_err(AgentError::runtime("create_session"))?;
+        Ok(SessionView::from(&session))
+    }
+
+    pub async fn get_session(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+    ) -> Result<SessionView, AgentError> {
+        Ok(SessionView::from(&self.session(tenant, id).await?))
+    }
+
+    /// Oldest first; `after` (a session id) and `limit` page through them.
+    pub async fn list_sessions(
+        &self,
+        tenant: &TenantId,
+        workspace: Option<&WorkspaceId>,
+        after: Option<SessionId>,
+        limit: Option<u32>,
+    ) -> Result<Vec<SessionView>, AgentError> {
+        let limit = limit.unwrap_or(100);
+        if limit == 0 || limit > MAX_PAGE {
+            return Err(AgentError::invalid(
+                "limit",
+                format!("expected 1 to {MAX_PAGE}"),
+            ));
+        }
+        let page = Page {
+            after: after.map(String::from),
+            limit,
+        };
+        let sessions = self
+            .runtime
+            .list_sessions(tenant, workspace, &page)
+            .await
+            .map_err(AgentError::runtime("list_sessions"))?;
+        Ok(sessions.iter().map(SessionView::from).collect())
+    }
+
+    /// Renames and/or archives. An archived session cannot be made active
+    /// again (fork it instead).
+    pub async fn update_session(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+        command: UpdateSession,
+    ) -> Result<SessionView, AgentError> {
+        let current = self.session(tenant, id).await?;
+        if command.archived == Some(false) && current.status == SessionStatus::Archived {
+            return Err(AgentError::invalid(
+                "archived",
+                "an archived session stays archived; fork it to continue its work",
+            ));
+        }
+        if command.title.is_none() && command.archived.is_none() {
+            return Err(AgentError::invalid(
+                "body",
+                "give `title`, `archived` or both",
+            ));
+        }
+        let mut session = current;
+        if let Some(title) = command.title.as_deref() {
+            let title = title_or(Some(title), "")?;
+            session = self
+                .runtime
+                .rename_session(tenant, id, &title)
+                .await
+                .map_err(AgentError::runtime("rename_session"))?;
+        }
+        if command.archived == Some(true) && session.status != SessionStatus::Archived {
+            session = self.archive(tenant, id).await?;
+        }
+        Ok(SessionView::from(&session))
+    }
+
+    /// Archives the session (idempotent); a run in progress is cancelled first.
+    pub async fn archive_session(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+    ) -> Result<SessionView, AgentError> {
+        let session = self.session(tenant, id).await?;
+        if session.status == SessionStatus::Archived {
+            return Ok(SessionView::from(&session));
+        }
+        Ok(SessionView::from(&self.archive(tenant, id).await?))
+    }
+
+    async fn archive(&self, tenant: &TenantId, id: &SessionId) -> Result<Session, AgentError> {
+        self.runtime
+            .archive_session(tenant, id)
+            .await
+            .map_err(AgentError::runtime("archive_session"))
+    }
+
+    pub async fn fork_session(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+        command: ForkSession,
+    ) -> Result<SessionView, AgentError> {
+        let title = match command.title.as_deref() {
+            Some(title) => title_or(Some(title), "")?,
+            None => fork_title(&self.session(tenant, id).await?.title),
+        };
+        let session = self
+            .runtime
+            .fork_session(tenant, id, command.at_run.as_ref(), &title)
+            .await
+            .map_err(AgentError::runtime("fork_session"))?;
+        Ok(SessionView::from(&session))
+    }
+
+    async fn session(&self, tenant: &TenantId, id: &SessionId) -> Result<Session, AgentError> {
+        self.runtime
+            .get_session(tenant, id)
+            .await
+            .map_err(AgentError::runtime("get_session"))
+    }
+
+    // ---- runs ----
+
+    pub async fn list_runs(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<RunView>, AgentError> {
+        self.session(tenant, session).await?;
+        let runs = self
+            .runtime
+            .list_runs(tenant, session)
+            .await
+            .map_err(AgentError::runtime("list_runs"))?;
+        Ok(runs.iter().map(RunView::from).collect())
+    }
+
+    /// Starts a run in the background; answers it as it started.
+    pub async fn start_run(
+        self: &Arc<Self>,
+        tenant: &TenantId,
+        session: &SessionId,
+        command: StartRunCommand,
+    ) -> Result<RunView, AgentError> {
+        if self.shutdown.is_cancelled() {
+            return Err(AgentError::ShuttingDown);
+        }
+        let start = self.validate(command)?;
+        let handle = self
+            .runtime
+            .start_run(tenant, session, start)
+            .await
+            .map_err(AgentError::runtime("start_run"))?;
+        let run = handle.run.clone();
+        self.track(tenant, handle);
+        if self.shutdown.is_cancelled() {
+            // a shutdown began while the run was starting: it must not outlive it
+            let _ = self.runtime.cancel_run(tenant, &run.id).await;
+        }
+        Ok(RunView::from(&run))
+    }
+
+    /// Keeps the run's task until it ends, so a shutdown can cancel it.
+    fn track(self: &Arc<Self>, tenant: &TenantId, handle: RunHandle) {
+        let id = handle.run.id.clone();
+        let this = Arc::clone(self);
+        let run_id = id.clone();
+        // The map's lock is held while the task is registered, so the task's
+        // own removal (when the run ends at once) cannot come first.
+        let mut active = self.active_map();
+        let task = tokio::spawn(async move {
+            match handle.wait().await {
+                Ok(run) => tracing::info!(run_id = %run.id, state = %run.state, "run ended"),
+                Err(err) => tracing::warn!(run_id = %run_id, error = %err, "run ended abnormally"),
+            }
+            this.active_map().remove(&run_id);
+        });
+        active.insert(
+            id,
+            Active {
+                tenant: tenant.clone(),
+                task,
+            },
+        );
+    }
+
+    fn validate(&self, command: StartRunCommand) -> Result<StartRun, AgentError> {
+        let goal = command.goal.trim();
+        if goal.is_empty() || goal.chars().count() > MAX_GOAL_CHARS {
+            return Err(AgentError::invalid(
+                "goal",
+                format!("expected 1 to {MAX_GOAL_CHARS} characters"),
+            ));
+        }
+        if command.success_criteria.len() > MAX_CRITERIA
+            || command
+                .success_criteria
+                .iter()
+                .any(|c| c.trim().is_empty() || c.chars().count() > MAX_GOAL_CHARS)
+        {
+            return Err(AgentError::invalid(
+                "success_criteria",
+                format!("at most {MAX_CRITERIA} non-empty criteria"),
+            ));
+        }
+        if command
+            .instructions
+            .as_ref()
+            .is_some_and(|i| i.chars().count() > MAX_GOAL_CHARS)
+        {
+            return Err(AgentError::invalid(
+                "instructions",
+                format!("at most {MAX_GOAL_CHARS} characters"),
+            ));
+        }
+        let budgets = command.budgets.unwrap_or_default();
+        if budgets.max_turns == 0
+            || budgets.max_tokens == 0
+            || budgets.max_tool_calls == 0
+            || budgets.max_wall_clock_ms == 0
+        {
+            return Err(AgentError::invalid(
+                "budgets",
+                "every budget must be above 0",
+            ));
+        }
+        let provider = self.models.resolve(&command.model)?;
+        Ok(StartRun {
+            goal: goal.to_owned(),
+            success_criteria: command
+                .success_criteria
+                .iter()
+                .map(|c| c.trim().to_owned())
+                .collect(),
+            mode: command.mode.unwrap_or(RunMode::Build),
+            budgets,
+            provider,
+            instructions: command.instructions,
+        })
+    }
+
+    pub async fn get_run(&self, tenant: &TenantId, id: &RunId) -> Result<RunView, AgentError> {
+        let run = self
+            .runtime
+            .get_run(tenant, id)
+            .await
+            .map_err(AgentError::runtime("get_run"))?;
+        Ok(RunView::from(&run))
+    }
+
+    /// Asks the run to stop; answers it as it is now (a finished run as it ended).
+    pub async fn cancel_run(&self, tenant: &TenantId, id: &RunId) -> Result<RunView, AgentError> {
+        let run: Run = self
+            .runtime
+            .cancel_run(tenant, id)
+            .await
+            .map_err(AgentError::runtime("cancel_run"))?;
+        Ok(RunView::from(&run))
+    }
+
+    // ---- events ----
+
+    /// The session's events after `after_seq`, then live ones as they come.
+    pub async fn events(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        after_seq: u64,
+    ) -> Result<EventStream, AgentError> {
+        self.session(tenant, session).await?;
+        self.runtime
+            .event_stream(tenant, session, after_seq)
+            .await
+            .map_err(AgentError::runtime("event_stream"))
+    }
+
+    /// Up to `limit` stored events of the session after `after_seq`.
+    pub async fn event_page(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<RunEvent>, AgentError> {
+        self.runtime
+            .store()
+            .list_events(tenant, session, after_seq, limit)
+            .await
+            .map_err(|source| AgentError::Runtime {
+                op: "list_events",
+                source: Box::new(RuntimeError::Store {
+                    operation: "list_events",
+                    source,
+                }),
+            })
+    }
+
+    // ---- lifetime ----
+
+    /// Cancels every run this service started and waits (a bounded time) for
+    /// them to end, their sandboxes torn down. New runs are refused from the
+    /// moment the shutdown token is cancelled.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let runs: Vec<(RunId, TenantId)> = self
+            .active_map()
+            .iter()
+            .map(|(id, a)| (id.clone(), a.tenant.clone()))
+            .collect();
+        if runs.is_empty() {
+            return;
+        }
+        tracing::info!(runs = runs.len(), "cancelling runs in progress");
+        for (id, tenant) in &runs {
+            if let Err(err) = self.runtime.cancel_run(tenant, id).await {
+                tracing::warn!(run_id = %id, error = %err, "cancelling a run at shutdown");
+            }
+        }
+        let tasks: Vec<JoinHandle<()>> = self.active_map().drain().map(|(_, a)| a.task).collect();
+        let all = futures_util::future::join_all(tasks);
+        if tokio::time::timeout(SHUTDOWN_GRACE, all).await.is_err() {
+            tracing::warn!("runs still winding down after the shutdown grace period");
+        }
+    }
+
+    fn active_map(&self) -> MutexGuard<'_, HashMap<RunId, Active>> {
+        self.active.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The default title of a fork of a session titled `title`.
+pub fn fork_title(title: &str) -> String {
+    let mut title: String = title.chars().take(MAX_TITLE_CHARS - 7).collect();
+    title.push_str(" (fork)");
+    title
+}
+
+/// A trimmed title, `default` when none is given; refused when empty or too long.
+fn title_or(title: Option<&str>, default: &str) -> Result<String, AgentError> {
+    let title = title.map_or(default, str::trim);
+    if title.is_empty()
+        || title.chars().count() > MAX_TITLE_CHARS
+        || title.chars().any(char::is_control)
+    {
+        return Err(AgentError::invalid(
+            "title",
+            format!("expected 1 to {MAX_TITLE_CHARS} characters without control characters"),
+        ));
+    }
+    Ok(title.to_owned())
+}

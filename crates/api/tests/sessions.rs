@@ -1,0 +1,875 @@
+//! Agent sessions and runs over real HTTP, a real database and real jailed
+//! sandboxes: session CRUD, runs driven by inline scripted models, fork,
+//! cancel, tenant isolation, model choices refused, and the SSE event stream
+//! resumed after a disconnect with every event exactly once, in order.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use common::{Db, Setup, TestServer, expect_error, guest_processes, send};
+use futures_util::StreamExt;
+use paddock_core::ids::{RunId, SessionId, TenantId};
+use paddock_core::store::Store;
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde_json::{Value, json};
+
+on_both_databases!(
+    sessions_are_created_listed_renamed_and_archived,
+    a_scripted_run_fixes_code_and_a_fork_restores_its_end,
+    a_cancelled_run_ends_and_leaves_no_sandbox,
+    tenants_never_see_each_others_sessions,
+    model_choices_that_reach_the_servers_files_or_keys_are_refused,
+    a_reconnecting_client_gets_every_event_exactly_once_in_order,
+    a_graceful_shutdown_cancels_runs_in_progress,
+);
+
+/// Longest a scripted run may take here.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn demo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
+}
+
+/// The demo trajectory: plan, write buggy code, test (fails), fix, test (passes), complete.
+fn demo_script() -> Result<Value> {
+    let text = std::fs::read_to_string(demo_dir().join("trajectory.json"))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// A script of `turns` as the API takes it inline.
+fn script(turns: Value) -> Value {
+    json!({"scripted": {"turns": turns}})
+}
+
+fn complete_turn() -> Value {
+    json!({"tool_calls": [{"name": "complete_task", "arguments": {
+        "verdict": "met", "summary": "done", "evidence": ["nothing to show"]}}]})
+}
+
+/// A workspace of tenant a holding the demo's test.sh; answers its id.
+async fn demo_workspace(server: &TestServer) -> Result<String> {
+    let (status, ws) = send(
+        server
+            .a(Method::POST, "/v1/workspaces")
+            .json(&json!({"name": "demo"})),
+    )
+    .await?;
+    ensure!(status == StatusCode::CREATED, "{status} {ws}");
+    let id = ws["id"].as_str().context("workspace id")?.to_owned();
+    let dir = workspace_dir(server, &id);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(demo_dir().join("test.sh"), dir.join("test.sh"))?;
+    Ok(id)
+}
+
+fn workspace_dir(server: &TestServer, id: &str) -> PathBuf {
+    server.setup.data_dir.join("workspaces").join(id)
+}
+
+async fn create_session(server: &TestServer, workspace: &str, title: &str) -> Result<Value> {
+    let (status, session) = send(
+        server
+            .a(Method::POST, "/v1/sessions")
+            .json(&json!({"workspace": workspace, "title": title})),
+    )
+    .await?;
+    ensure!(status == StatusCode::CREATED, "{status} {session}");
+    Ok(session)
+}
+
+async fn start_run(server: &TestServer, session: &str, body: Value) -> Result<Value> {
+    let (status, run) = send(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{session}/runs"))
+            .json(&body),
+    )
+    .await?;
+    ensure!(status == StatusCode::ACCEPTED, "{status} {run}");
+    Ok(run)
+}
+
+/// Polls the run until it ended.
+async fn wait_run(server: &TestServer, id: &str) -> Result<Value> {
+    let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
+    loop {
+        let (status, run) = send(server.a(Method::GET, &format!("/v1/runs/{id}"))).await?;
+        ensure!(status == StatusCode::OK, "{status} {run}");
+        if matches!(
+            run["state"].as_str(),
+            Some("completed" | "cancelled" | "failed" | "interrupted" | "awaiting_user")
+        ) {
+            return Ok(run);
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "run {id} did not end: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn sessions_are_created_listed_renamed_and_archived(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let other_ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "  first  ").await?;
+    let id = session["id"].as_str().unwrap().to_owned();
+    assert_eq!(session["title"], "first");
+    assert_eq!(session["status"], "active");
+    assert_eq!(session["workspace"], json!(ws));
+    assert_eq!(session["forked_from"], Value::Null);
+    let second = create_session(&server, &other_ws, "second").await?;
+
+    let (_, got) = send(server.a(Method::GET, &format!("/v1/sessions/{id}"))).await?;
+    assert_eq!(got, session);
+    let (_, all) = send(server.a(Method::GET, "/v1/sessions")).await?;
+    assert_eq!(all["sessions"], json!([session, second]));
+    let (_, by_ws) = send(server.a(Method::GET, &format!("/v1/sessions?workspace={ws}"))).await?;
+    assert_eq!(by_ws["sessions"], json!([session]));
+    let (_, paged) = send(server.a(Method::GET, "/v1/sessions?limit=1")).await?;
+    assert_eq!(paged["sessions"], json!([session]));
+    assert_eq!(paged["next_after"], json!(id));
+    let (_, rest) = send(server.a(Method::GET, &format!("/v1/sessions?after={id}"))).await?;
+    assert_eq!(rest["sessions"], json!([second]));
+
+    let (status, renamed) = send(
+        server
+            .a(Method::PATCH, &format!("/v1/sessions/{id}"))
+            .json(&json!({"title": "renamed"})),
+    )
+    .await?;
+    assert_eq!(
+        (status, &renamed["title"]),
+        (StatusCode::OK, &json!("renamed"))
+    );
+    let (status, archived) = send(
+        server
+            .a(Method::PATCH, &format!("/v1/sessions/{id}"))
+            .json(&json!({"archived": true})),
+    )
+    .await?;
+    assert_eq!(
+        (status, &archived["status"]),
+        (StatusCode::OK, &json!("archived"))
+    );
+    expect_error(
+        server
+            .a(Method::PATCH, &format!("/v1/sessions/{id}"))
+            .json(&json!({"archived": false})),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    // An archived session takes no new run.
+    expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{id}/runs"))
+            .json(&json!({"goal": "g", "model": script(json!([complete_turn()]))})),
+        StatusCode::CONFLICT,
+        "session_archived",
+    )
+    .await?;
+    // DELETE archives (and is idempotent).
+    let second_id = second["id"].as_str().unwrap();
+    for _ in 0..2 {
+        let (status, deleted) =
+            send(server.a(Method::DELETE, &format!("/v1/sessions/{second_id}"))).await?;
+        assert_eq!(
+            (status, &deleted["status"]),
+            (StatusCode::OK, &json!("archived"))
+        );
+    }
+    let (_, still) = send(server.a(Method::GET, &format!("/v1/sessions/{second_id}"))).await?;
+    assert_eq!(still["title"], "second");
+
+    // Mistakes.
+    expect_error(
+        server
+            .a(Method::POST, "/v1/sessions")
+            .json(&json!({"workspace": format!("ws_{}", "0".repeat(32))})),
+        StatusCode::NOT_FOUND,
+        "workspace_not_found",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(Method::POST, "/v1/sessions")
+            .json(&json!({"workspace": ws, "colour": "red"})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(Method::POST, "/v1/sessions")
+            .json(&json!({"workspace": ws, "title": "a\nb"})),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, "/v1/sessions/sb-1"),
+        StatusCode::BAD_REQUEST,
+        "invalid_id",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, &format!("/v1/sessions/ses_{}", "0".repeat(32))),
+        StatusCode::NOT_FOUND,
+        "session_not_found",
+    )
+    .await?;
+    expect_error(
+        server.a(Method::GET, &format!("/v1/runs/run_{}", "0".repeat(32))),
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    )
+    .await?;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn a_scripted_run_fixes_code_and_a_fork_restores_its_end(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "demo").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+
+    let run = start_run(
+        &server,
+        &sid,
+        json!({
+            "goal": "Write fizzbuzz.sh so that sh test.sh passes",
+            "success_criteria": ["sh test.sh passes"],
+            "mode": "build",
+            "budgets": {"max_turns": 10},
+            "model": {"scripted": demo_script()?},
+        }),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    assert_eq!(run["session"], json!(sid));
+    assert_eq!(run["goal"], "Write fizzbuzz.sh so that sh test.sh passes");
+    assert_eq!(run["budgets"]["max_turns"], 10);
+    // Missing budget fields keep their defaults.
+    assert_eq!(run["budgets"]["max_tool_calls"], 200);
+
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["end_reason"], "completed");
+    assert_eq!(ended["review"]["verdict"], "met", "{ended}");
+    assert_eq!(ended["review"]["criteria"][0]["verdict"], "met");
+    assert_eq!(ended["usage"]["turns"], 6);
+    assert!(ended["end_snapshot"].is_string(), "{ended}");
+    // The fix is really in the workspace, and the tests really pass there.
+    let fixed = std::fs::read_to_string(workspace_dir(&server, &ws).join("fizzbuzz.sh"))?;
+    assert!(fixed.contains("-le \"$n\""), "{fixed}");
+    // The failing and the passing test runs both happened in the sandbox.
+    let invocations = server
+        .store
+        .list_tool_invocations(&server.setup.tenants.a, &RunId::parse(&run_id)?)
+        .await?;
+    let outputs: Vec<String> = invocations
+        .iter()
+        .filter(|i| i.tool == "run_command")
+        .map(|i| i.output.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(outputs[0].contains("3 of 3 tests failed"), "{}", outputs[0]);
+    assert!(outputs[1].contains("all 3 tests passed"), "{}", outputs[1]);
+
+    let (_, runs) = send(server.a(Method::GET, &format!("/v1/sessions/{sid}/runs"))).await?;
+    assert_eq!(runs["runs"], json!([ended]));
+
+    // A second run in the same session changes the workspace again ...
+    let second = start_run(
+        &server,
+        &sid,
+        json!({"goal": "break it", "model": script(json!([
+            {"tool_calls": [{"name": "write_file",
+                             "arguments": {"path": "fizzbuzz.sh", "content": "exit 1\n"}}]},
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "true"}}]},
+            complete_turn(),
+        ]))}),
+    )
+    .await?;
+    let second = wait_run(&server, second["id"].as_str().unwrap()).await?;
+    assert_eq!(second["state"], "completed", "{second}");
+
+    // ... and a fork at the first run's end gets the fixed file back, in a
+    // workspace of its own; a fork from now gets the broken one.
+    let (status, fork) = send(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/fork"))
+            .json(&json!({"at_run": run_id, "title": "from the fix"})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CREATED, "{fork}");
+    assert_eq!(fork["forked_from"], json!(sid));
+    assert_eq!(fork["forked_at_run"], json!(run_id));
+    assert_eq!(fork["title"], "from the fix");
+    let fork_ws = fork["workspace"].as_str().unwrap();
+    assert_ne!(fork_ws, ws);
+    let restored = std::fs::read_to_string(workspace_dir(&server, fork_ws).join("fizzbuzz.sh"))?;
+    assert_eq!(restored, fixed);
+
+    let (status, now) = send(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/fork"))
+            .json(&json!({})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CREATED, "{now}");
+    assert_eq!(now["title"], "demo (fork)");
+    let now_ws = now["workspace"].as_str().unwrap();
+    let current = std::fs::read_to_string(workspace_dir(&server, now_ws).join("fizzbuzz.sh"))?;
+    assert_eq!(current, "exit 1\n");
+
+    // The fork continues: its next run sees the restored file.
+    let fork_id = fork["id"].as_str().unwrap();
+    let check = start_run(
+        &server,
+        fork_id,
+        json!({"goal": "check", "model": script(json!([
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "sh test.sh"}}]},
+            complete_turn(),
+        ]))}),
+    )
+    .await?;
+    let check_id = check["id"].as_str().unwrap();
+    wait_run(&server, check_id).await?;
+    let invocations = server
+        .store
+        .list_tool_invocations(&server.setup.tenants.a, &RunId::parse(check_id)?)
+        .await?;
+    let output = invocations[0].output.clone().unwrap_or_default();
+    assert!(output.contains("all 3 tests passed"), "{output}");
+
+    // A run of another session is not a fork point of this one.
+    expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/fork"))
+            .json(&json!({"at_run": check_id})),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    server.stop().await?;
+    Ok(())
+}
+
+/// A run whose second turn runs a command that takes a long time.
+fn slow_script(seconds: u32) -> Value {
+    script(json!([
+        {"tool_calls": [{"name": "report_progress", "arguments": {"message": "starting"}}]},
+        {"tool_calls": [{"name": "run_command",
+                         "arguments": {"command": format!("sleep {seconds}"), "timeout_secs": 600}}]},
+        complete_turn(),
+    ]))
+}
+
+async fn a_cancelled_run_ends_and_leaves_no_sandbox(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "slow").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "wait", "model": slow_script(300)}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+
+    // Wait until the command runs in the sandbox.
+    let mut events =
+        EventReader::open(server.a(Method::GET, &format!("/v1/sessions/{sid}/events"))).await?;
+    loop {
+        let frame = events.next().await?.context("stream ended")?;
+        if frame.event == "tool.call" && frame.data["payload"]["tool"] == "run_command" {
+            break;
+        }
+    }
+    drop(events);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !guest_processes(&server.setup.node).is_empty(),
+        "the run's sandbox should be running"
+    );
+    // Archiving a session with a run in progress is refused.
+    expect_error(
+        server.a(Method::DELETE, &format!("/v1/sessions/{sid}")),
+        StatusCode::CONFLICT,
+        "session_busy",
+    )
+    .await?;
+    // So is a second run in it.
+    expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/runs"))
+            .json(&json!({"goal": "g", "model": script(json!([complete_turn()]))})),
+        StatusCode::CONFLICT,
+        "session_busy",
+    )
+    .await?;
+
+    let started = tokio::time::Instant::now();
+    let (status, cancelled) =
+        send(server.a(Method::POST, &format!("/v1/runs/{run_id}/cancel"))).await?;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["end_reason"], "cancelled");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        common::eventually(Duration::from_secs(5), || guest_processes(
+            &server.setup.node
+        )
+        .is_empty())
+        .await,
+        "the sandbox outlived its cancelled run"
+    );
+    // Cancelling again answers the run as it ended.
+    let (status, again) =
+        send(server.a(Method::POST, &format!("/v1/runs/{run_id}/cancel"))).await?;
+    assert_eq!((status, &again), (StatusCode::OK, &cancelled));
+    // The session is free again.
+    let (status, _) = send(server.a(Method::DELETE, &format!("/v1/sessions/{sid}"))).await?;
+    assert_eq!(status, StatusCode::OK);
+    server.stop().await?;
+    Ok(())
+}
+
+async fn tenants_never_see_each_others_sessions(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "a's").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "g", "model": script(json!([complete_turn()]))}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    wait_run(&server, &run_id).await?;
+
+    let session_routes = [
+        (Method::GET, format!("/v1/sessions/{sid}"), None),
+        (
+            Method::PATCH,
+            format!("/v1/sessions/{sid}"),
+            Some(json!({"title": "mine"})),
+        ),
+        (Method::DELETE, format!("/v1/sessions/{sid}"), None),
+        (
+            Method::POST,
+            format!("/v1/sessions/{sid}/fork"),
+            Some(json!({})),
+        ),
+        (Method::GET, format!("/v1/sessions/{sid}/runs"), None),
+        (
+            Method::POST,
+            format!("/v1/sessions/{sid}/runs"),
+            Some(json!({"goal": "g", "model": script(json!([complete_turn()]))})),
+        ),
+        (Method::GET, format!("/v1/sessions/{sid}/events"), None),
+    ];
+    for (method, path, body) in session_routes {
+        let mut request = server.b(method.clone(), &path);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let (status, body) = send(request).await?;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {body}");
+        assert_eq!(
+            body["error"]["code"], "session_not_found",
+            "{method} {path}"
+        );
+    }
+    for (method, path) in [
+        (Method::GET, format!("/v1/runs/{run_id}")),
+        (Method::POST, format!("/v1/runs/{run_id}/cancel")),
+    ] {
+        expect_error(
+            server.b(method, &path),
+            StatusCode::NOT_FOUND,
+            "run_not_found",
+        )
+        .await?;
+    }
+    // b cannot start a session in a's workspace, and lists none of a's.
+    expect_error(
+        server
+            .b(Method::POST, "/v1/sessions")
+            .json(&json!({"workspace": ws})),
+        StatusCode::NOT_FOUND,
+        "workspace_not_found",
+    )
+    .await?;
+    let (_, listed) = send(server.b(Method::GET, "/v1/sessions")).await?;
+    assert_eq!(listed["sessions"], json!([]));
+    let (_, listed) = send(server.b(Method::GET, &format!("/v1/sessions?workspace={ws}"))).await?;
+    assert_eq!(listed["sessions"], json!([]));
+    // Nothing b tried changed a's session.
+    let (_, after) = send(server.a(Method::GET, &format!("/v1/sessions/{sid}"))).await?;
+    assert_eq!(after, session);
+    let (_, runs) = send(server.a(Method::GET, &format!("/v1/sessions/{sid}/runs"))).await?;
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1));
+    server.stop().await?;
+    Ok(())
+}
+
+async fn model_choices_that_reach_the_servers_files_or_keys_are_refused(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "models").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let runs = format!("/v1/sessions/{sid}/runs");
+    let refused = [
+        (json!({"spec": "scripted:/etc/passwd"}), "only inline"),
+        (
+            json!({"spec": "scripted:examples/demo/trajectory.json"}),
+            "only inline",
+        ),
+        (
+            json!({"spec": "openai:gpt-4o", "base_url": "http://169.254.169.254/v1"}),
+            "not one this server allows",
+        ),
+        (json!({"spec": "gemini:pro"}), "unknown provider"),
+        (
+            json!({"scripted": {"turns": [{"tool_calls": [{"name": ""}]}]}}),
+            "not a valid script",
+        ),
+        (
+            json!({"scripted": {"turns": []}, "spec": "openai:x"}),
+            "not both",
+        ),
+        (json!({}), "give `spec`"),
+    ];
+    for (model, message) in refused {
+        let body = expect_error(
+            server
+                .a(Method::POST, &runs)
+                .json(&json!({"goal": "g", "model": model})),
+            StatusCode::BAD_REQUEST,
+            "model_not_allowed",
+        )
+        .await?;
+        let text = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains(message), "{model}: {text}");
+    }
+    // Naming the key variable is not even part of the request's shape.
+    expect_error(
+        server
+            .a(Method::POST, &runs)
+            .json(&json!({"goal": "g", "model": {"spec": "openai:gpt-4o", "api_key_env": "HOME"}})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+    )
+    .await?;
+    if std::env::var("ANTHROPIC_API_KEY").is_err() {
+        let body = expect_error(
+            server
+                .a(Method::POST, &runs)
+                .json(&json!({"goal": "g", "model": {"spec": "anthropic:claude-x"}})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "model_unavailable",
+        )
+        .await?;
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("ANTHROPIC_API_KEY")
+        );
+    }
+    for (body, field) in [
+        (json!({"goal": " ", "model": script(json!([]))}), "goal"),
+        (
+            json!({"goal": "g", "budgets": {"max_turns": 0}, "model": script(json!([]))}),
+            "budgets",
+        ),
+        (
+            json!({"goal": "g", "success_criteria": [""], "model": script(json!([]))}),
+            "success_criteria",
+        ),
+    ] {
+        let error = expect_error(
+            server.a(Method::POST, &runs).json(&body),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(field)
+        );
+    }
+    // None of it started a run.
+    let (_, listed) = send(server.a(Method::GET, &runs)).await?;
+    assert_eq!(listed["runs"], json!([]));
+
+    // An inline script that runs out of turns fails the run, naming no server path.
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "g", "model": script(json!([
+            {"tool_calls": [{"name": "report_progress", "arguments": {"message": "one"}}]}
+        ]))}),
+    )
+    .await?;
+    let ended = wait_run(&server, run["id"].as_str().unwrap()).await?;
+    assert_eq!(ended["state"], "failed", "{ended}");
+    assert_eq!(ended["end_reason"], "model_error");
+    let error = ended["error"].as_str().unwrap_or_default();
+    assert!(error.contains("inline"), "{error}");
+    assert!(
+        !error.contains(&*server.setup.data_dir.to_string_lossy()),
+        "{error}"
+    );
+    server.stop().await?;
+    Ok(())
+}
+
+async fn a_reconnecting_client_gets_every_event_exactly_once_in_order(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "sse").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    // Many events before and after a pause, so the disconnect falls mid-run.
+    let mut turns: Vec<Value> = (0..8)
+        .map(|n| {
+            json!({"text": format!("step {n}"), "tool_calls": [
+            {"name": "report_progress", "arguments": {"message": format!("before {n}")}}]})
+        })
+        .collect();
+    turns.push(
+        json!({"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 2"}}]}),
+    );
+    turns.extend((0..8).map(|n| {
+        json!({"tool_calls": [
+        {"name": "report_progress", "arguments": {"message": format!("after {n}")}}]})
+    }));
+    turns.push(complete_turn());
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "talk", "model": script(json!(turns))}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/sessions/{sid}/events");
+
+    // First connection: read until the command starts, then hang up.
+    let mut seen = Vec::new();
+    let mut first = EventReader::open(server.a(Method::GET, &path)).await?;
+    loop {
+        let frame = first.next().await?.context("stream ended early")?;
+        seen.push(frame.clone());
+        if frame.event == "tool.call" && frame.data["payload"]["tool"] == "run_command" {
+            break;
+        }
+    }
+    drop(first);
+    let (_, now) = send(server.a(Method::GET, &format!("/v1/runs/{run_id}"))).await?;
+    assert!(
+        !matches!(now["state"].as_str(), Some("completed" | "failed")),
+        "the run ended before the disconnect: {now}"
+    );
+    let last = seen.last().and_then(|f| f.id).context("no id")?;
+
+    // Reconnect as EventSource does: the same URL, with Last-Event-ID (which
+    // wins over a stale ?after).
+    let mut second = EventReader::open(
+        server
+            .a(Method::GET, &format!("{path}?after=0&until=run_finished"))
+            .header("last-event-id", last.to_string()),
+    )
+    .await?;
+    while let Some(frame) = second.next().await? {
+        seen.push(frame);
+    }
+
+    let stored = server
+        .store
+        .list_events(&server.setup.tenants.a, &SessionId::parse(&sid)?, 0, 10_000)
+        .await?;
+    let stored_seqs: Vec<u64> = stored.iter().map(|e| e.seq).collect();
+    let seen_seqs: Vec<u64> = seen.iter().filter_map(|f| f.id).collect();
+    assert_eq!(seen_seqs, stored_seqs);
+    assert_eq!(stored_seqs, (1..=stored.len() as u64).collect::<Vec<_>>());
+    assert_eq!(seen.last().map(|f| f.event.as_str()), Some("run.finished"));
+    // Every frame is the stored event: kind, run and payload.
+    for (frame, event) in seen.iter().zip(&stored) {
+        assert_eq!(frame.event, event.kind);
+        assert_eq!(frame.data["seq"], event.seq);
+        assert_eq!(frame.data["run"], json!(event.run));
+        let payload: Value = serde_json::from_str(&event.payload)?;
+        assert_eq!(frame.data["payload"], payload);
+    }
+    let progress: Vec<&str> = seen
+        .iter()
+        .filter(|f| f.event == "progress")
+        .filter_map(|f| f.data["payload"]["message"].as_str())
+        .collect();
+    let expected: Vec<String> = (0..8)
+        .map(|n| format!("before {n}"))
+        .chain((0..8).map(|n| format!("after {n}")))
+        .collect();
+    assert_eq!(progress, expected);
+
+    // ?after=N resumes the same way; until=caught_up ends after what is stored.
+    let middle = stored[stored.len() / 2].seq;
+    let mut reader = EventReader::open(server.a(
+        Method::GET,
+        &format!("{path}?after={middle}&until=caught_up"),
+    ))
+    .await?;
+    let mut tail = Vec::new();
+    while let Some(frame) = reader.next().await? {
+        tail.extend(frame.id);
+    }
+    assert_eq!(tail, stored_seqs[middle as usize..].to_vec());
+    expect_error(
+        server
+            .a(Method::GET, &path)
+            .header("last-event-id", "yesterday"),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn a_graceful_shutdown_cancels_runs_in_progress(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "shutdown").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "wait", "model": slow_script(300)}),
+    )
+    .await?;
+    let run_id = RunId::parse(run["id"].as_str().unwrap())?;
+    // An open event stream must not hold the shutdown up.
+    let mut events =
+        EventReader::open(server.a(Method::GET, &format!("/v1/sessions/{sid}/events"))).await?;
+    loop {
+        let frame = events.next().await?.context("stream ended")?;
+        if frame.event == "tool.call" && frame.data["payload"]["tool"] == "run_command" {
+            break;
+        }
+    }
+    let tenant: TenantId = server.setup.tenants.a.clone();
+    let node = server.setup.node.clone();
+    let started = tokio::time::Instant::now();
+    let setup = server.stop().await?;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // The stream ended with the server.
+    assert!(matches!(events.next().await, Ok(None) | Err(_)));
+    assert!(
+        guest_processes(&node).is_empty(),
+        "a sandbox outlived the server"
+    );
+    let store = paddock_store::SqlStore::open(&setup.database_url()).await?;
+    let run = store.get_run(&tenant, &run_id).await?;
+    assert_eq!(run.state.as_str(), "cancelled", "{run:?}");
+    store.close().await;
+    Ok(())
+}
+
+/// One server-sent event with its data parsed.
+#[derive(Debug, Clone)]
+struct Frame {
+    id: Option<u64>,
+    event: String,
+    data: Value,
+}
+
+/// Reads server-sent events off a response body.
+struct EventReader {
+    body: futures_util::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    buffer: String,
+}
+
+impl EventReader {
+    async fn open(request: RequestBuilder) -> Result<Self> {
+        let response = request.header("accept", "text/event-stream").send().await?;
+        if response.status() != StatusCode::OK {
+            bail!("{}: {}", response.status(), response.text().await?);
+        }
+        let content_type = response.headers()["content-type"].to_str()?.to_owned();
+        ensure!(
+            content_type.starts_with("text/event-stream"),
+            "{content_type}"
+        );
+        Ok(Self {
+            body: response
+                .bytes_stream()
+                .map(|r| r.map(|b| b.to_vec()))
+                .boxed(),
+            buffer: String::new(),
+        })
+    }
+
+    /// The next event (comments skipped); None at the end of the stream.
+    async fn next(&mut self) -> Result<Option<Frame>> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut frame = Frame {
+                    id: None,
+                    event: String::new(),
+                    data: Value::Null,
+                };
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        frame.id = Some(v.parse()?);
+                    } else if let Some(v) = line.strip_prefix("event: ") {
+                        frame.event = v.to_owned();
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data.push_str(v);
+                    }
+                }
+                if frame.event.is_empty() && data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                frame.data = serde_json::from_str(&data).with_context(|| data.clone())?;
+                ensure!(frame.event != "error", "the stream failed: {}", frame.data);
+                return Ok(Some(frame));
+            }
+            let next = tokio::time::timeout(RUN_TIMEOUT, self.body.next())
+                .await
+                .context("no event for too long")?;
+            match next {
+                Some(chunk) => self.buffer.push_str(&String::from_utf8_lossy(&chunk?)),
+                None => return Ok(None),
+            }
+        }
+    }
+}

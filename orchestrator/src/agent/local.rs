@@ -1,0 +1,129 @@
+//! The embedded defaults `paddock run` and `paddock session` work on: the
+//! SQLite store in the data dir (the same one `paddock serve` uses by
+//! default), native sandboxes, the local blob store, and one tenant.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use paddock_core::ids::TenantId;
+use paddock_core::store::{Store, Tenant};
+use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
+use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
+use paddock_store::SqlStore;
+
+use crate::cli::{BackendArgs, DataDirArgs};
+
+/// The tenant everything made on this machine without a server belongs to.
+pub const LOCAL_TENANT: &str = "local";
+/// Cgroup parent of the sandboxes of `paddock run`; apart from the server's
+/// (`paddock/<node>`), so a server's crash reconciliation never touches them.
+const CGROUP_PARENT: &str = "paddock-run";
+
+#[derive(Debug)]
+pub struct Local {
+    pub store: Arc<dyn Store>,
+    pub runtime: Arc<Runtime>,
+    pub tenant: TenantId,
+}
+
+/// Whether the command will start sandboxes (then the guest binary must exist).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sandboxes {
+    Needed,
+    NotNeeded,
+}
+
+impl Local {
+    pub async fn open(
+        data: &DataDirArgs,
+        backend_args: &BackendArgs,
+        sandboxes: Sandboxes,
+    ) -> anyhow::Result<Self> {
+        let dir = &data.data_dir;
+        for sub in ["", "workspaces", "tmp", "blobs"] {
+            create_private_dir(&dir.join(sub))?;
+        }
+        let url = format!("sqlite://{}", dir.join("paddock.db").display());
+        let store: Arc<dyn Store> = Arc::new(
+            SqlStore::open(&url)
+                .await
+                .with_context(|| format!("opening the store in {}", dir.display()))?,
+        );
+        let tenant = TenantId::parse(LOCAL_TENANT)?;
+        store
+            .ensure_tenant(&Tenant {
+                id: tenant.clone(),
+                name: LOCAL_TENANT.to_owned(),
+                created_at: store.now(),
+            })
+            .await?;
+
+        let guest_bin = match (
+            locate_guest_bin(backend_args.guest_bin.as_deref()),
+            sandboxes,
+        ) {
+            (Ok(path), _) => path,
+            (Err(err), Sandboxes::Needed) => {
+                return Err(err).context("locating the paddock-guest binary");
+            }
+            // Listing sessions makes no sandbox: a missing guest does not matter.
+            (Err(_), Sandboxes::NotNeeded) => PathBuf::from("paddock-guest"),
+        };
+        let mut native = NativeConfig::new(guest_bin);
+        native.unconfined = backend_args.unconfined;
+        native.cgroup_parent = CGROUP_PARENT.to_owned();
+        native.temp_root = Some(dir.join("tmp"));
+        let blobs = paddock_snapshot::LocalBlobStore::open(dir.join("blobs"))
+            .with_context(|| format!("opening the blob store under {}", dir.display()))?;
+        let config = RuntimeConfig::new(node_name(), dir.join("workspaces"));
+        let runtime = Runtime::new(RuntimeDeps {
+            store: store.clone(),
+            backend: Arc::new(NativeBackend::new(native)),
+            blobs: Arc::new(blobs),
+            config,
+        });
+        Ok(Self {
+            store,
+            runtime,
+            tenant,
+        })
+    }
+
+    /// Records runs left unfinished by `paddock run` processes that died
+    /// (their session lease expired) as interrupted.
+    pub async fn recover(&self) {
+        match self.runtime.recover().await {
+            Ok(report) if !report.interrupted.is_empty() => tracing::info!(
+                runs = ?report.interrupted,
+                "runs of an earlier paddock process recorded interrupted"
+            ),
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "recovering unfinished runs"),
+        }
+    }
+
+    pub async fn close(self) {
+        self.store.close().await;
+    }
+}
+
+/// This process as a lease owner: the host and the pid, so two `paddock run`
+/// on one machine never pass for each other.
+fn node_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!(
+        "{}-run-{}",
+        crate::serve::node_name(&host),
+        std::process::id()
+    )
+}
+
+fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}

@@ -1,0 +1,55 @@
+//! `paddock run` and `paddock session`: the agent runtime on this machine's
+//! embedded defaults (SQLite in the data dir, native sandboxes), or the
+//! sessions of a server.
+
+mod exit;
+mod local;
+mod remote;
+mod render;
+mod run;
+mod session;
+
+pub use run::run;
+pub use session::session;
+
+/// A positive duration: seconds (fractions allowed), or a number with a unit
+/// (ms, s, m, h), as milliseconds.
+pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ms" => 1.0,
+        "" | "s" => 1_000.0,
+        "m" | "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        _ => return Err(format!("{s:?}: unknown unit (use ms, s, m or h)")),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a duration such as 90s, 10m or 1h"))?;
+    let millis = value * scale;
+    if !(millis.is_finite() && millis > 0.0 && millis < 1e15) {
+        return Err(format!("{s:?}: must be more than 0"));
+    }
+    Ok((millis.ceil() as u64).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_with_and_without_units() {
+        assert_eq!(parse_duration_ms("90"), Ok(90_000));
+        assert_eq!(parse_duration_ms("1.5s"), Ok(1_500));
+        assert_eq!(parse_duration_ms("10m"), Ok(600_000));
+        assert_eq!(parse_duration_ms("2h"), Ok(7_200_000));
+        assert_eq!(parse_duration_ms("250ms"), Ok(250));
+        assert!(parse_duration_ms("0").is_err());
+        assert!(parse_duration_ms("5d").is_err());
+        assert!(parse_duration_ms("m").is_err());
+    }
+}

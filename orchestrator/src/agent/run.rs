@@ -1,0 +1,268 @@
+//! `paddock run "GOAL"`: one run on this machine, streamed as it goes, ended
+//! with its review; Ctrl-C cancels it cleanly (its sandbox torn down).
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use futures_util::StreamExt;
+use paddock_core::ids::SessionId;
+use paddock_core::model::{ModelProvider, ProviderKind};
+use paddock_core::store::{Budgets, RunMode, Session};
+use paddock_runtime::{RuntimeError, StartRun};
+
+use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
+use super::local::{Local, Sandboxes};
+use super::render::{self, Format};
+use crate::cli::{BackendArgs, GoalArgs, Mode};
+use crate::sandbox::signals::TermSignals;
+
+/// The event that ends a run's stream.
+const RUN_FINISHED: &str = "run.finished";
+/// Longest session title made from a goal.
+const TITLE_CHARS: usize = 80;
+
+pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
+    let format = if args.json {
+        Format::Json
+    } else {
+        Format::Human
+    };
+    // Mistakes on the command line are found before anything is opened.
+    let prepared = match prepare(&args) {
+        Ok(prepared) => prepared,
+        Err(message) => {
+            eprintln!("paddock: {message}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let local = Local::open(&args.data, backend, Sandboxes::Needed).await?;
+    local.recover().await;
+    let code = match session_for(&local, &args, prepared.workspace.as_deref()).await {
+        Ok(session) => drive(&local, &session, prepared.start, format).await,
+        Err(Usage(message)) => {
+            eprintln!("paddock: {message}");
+            Ok(EXIT_USAGE)
+        }
+    };
+    local.close().await;
+    code
+}
+
+/// A mistake of the caller's, reported with exit code 2.
+struct Usage(String);
+
+struct Prepared {
+    workspace: Option<std::path::PathBuf>,
+    start: StartRun,
+}
+
+fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
+    let goal = args.goal.trim();
+    if goal.is_empty() {
+        return Err("the goal is empty".to_owned());
+    }
+    if args.criteria.iter().any(|c| c.trim().is_empty()) {
+        return Err("--criteria: a criterion is empty".to_owned());
+    }
+    let workspace = match (&args.workspace, &args.session) {
+        (Some(dir), _) => Some(canonical_dir(dir)?),
+        (None, Some(_)) => None,
+        (None, None) => Some(canonical_dir(Path::new("."))?),
+    };
+    let defaults = Budgets::default();
+    let budgets = Budgets {
+        max_turns: positive(args.max_turns, "--max-turns")?.unwrap_or(defaults.max_turns),
+        max_tool_calls: positive(args.max_tool_calls, "--max-tool-calls")?
+            .unwrap_or(defaults.max_tool_calls),
+        max_tokens: positive(args.max_tokens, "--max-tokens")?.unwrap_or(defaults.max_tokens),
+        max_wall_clock_ms: args.timeout.unwrap_or(defaults.max_wall_clock_ms),
+    };
+    Ok(Prepared {
+        workspace,
+        start: StartRun {
+            goal: goal.to_owned(),
+            success_criteria: args.criteria.iter().map(|c| c.trim().to_owned()).collect(),
+            mode: match args.mode {
+                Mode::Build => RunMode::Build,
+                Mode::Plan => RunMode::Plan,
+            },
+            budgets,
+            provider: model(&args.model, args.base_url.as_deref())?,
+            instructions: None,
+        },
+    })
+}
+
+fn positive<T: PartialEq + Default>(value: Option<T>, flag: &str) -> Result<Option<T>, String> {
+    match value {
+        Some(v) if v == T::default() => Err(format!("{flag} must be more than 0")),
+        other => Ok(other),
+    }
+}
+
+fn canonical_dir(dir: &Path) -> Result<std::path::PathBuf, String> {
+    let path = dir
+        .canonicalize()
+        .map_err(|e| format!("--workspace {}: {e}", dir.display()))?;
+    if !path.is_dir() {
+        return Err(format!("--workspace {}: not a directory", dir.display()));
+    }
+    Ok(path)
+}
+
+/// The provider of `--model` (and `--base-url`); keys come from the environment.
+fn model(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn ModelProvider>, String> {
+    let mut config = paddock_models::parse_spec(spec).map_err(|e| format!("--model: {e}"))?;
+    if let Some(url) = base_url {
+        if config.base_url.is_none() {
+            return Err(format!("--base-url does not apply to {}", config.provider));
+        }
+        config.base_url = Some(url.trim_end_matches('/').to_owned());
+        // Local OpenAI-compatible servers mostly take no key: send one only if set.
+        let unset = |env: &str| std::env::var(env).map_or(true, |v| v.trim().is_empty());
+        if config.provider == ProviderKind::OpenAi
+            && config.api_key_env.as_deref().is_some_and(unset)
+        {
+            config.api_key_env = None;
+        }
+    }
+    paddock_models::build(&config).map_err(|e| format!("--model {spec}: {}", chain(&e)))
+}
+
+/// The session to run in: `--session`, or a new one in the workspace.
+async fn session_for(
+    local: &Local,
+    args: &GoalArgs,
+    workspace: Option<&Path>,
+) -> Result<Session, Usage> {
+    let runtime = &local.runtime;
+    let tenant = &local.tenant;
+    if let Some(raw) = &args.session {
+        let id = SessionId::parse(raw).map_err(|e| Usage(format!("--session: {e}")))?;
+        let session = runtime
+            .get_session(tenant, &id)
+            .await
+            .map_err(|e| Usage(format!("--session {raw}: {}", chain(&e))))?;
+        if let Some(dir) = workspace {
+            let registered = runtime
+                .workspace_for_dir(tenant, dir)
+                .await
+                .map_err(|e| Usage(format!("--workspace: {}", chain(&e))))?;
+            if registered.id != session.workspace {
+                return Err(Usage(format!(
+                    "--session {raw} works in another workspace than {}",
+                    dir.display()
+                )));
+            }
+        }
+        return Ok(session);
+    }
+    let dir = workspace.ok_or_else(|| Usage("--workspace is missing".to_owned()))?;
+    let registered = runtime
+        .workspace_for_dir(tenant, dir)
+        .await
+        .map_err(|e| Usage(format!("--workspace {}: {}", dir.display(), chain(&e))))?;
+    runtime
+        .create_session(tenant, &registered.id, &title(&args.goal))
+        .await
+        .map_err(|e| Usage(format!("creating a session: {}", chain(&e))))
+}
+
+fn title(goal: &str) -> String {
+    let line = goal.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(TITLE_CHARS) {
+        Some((end, _)) => format!("{}...", &line[..end]),
+        None => line.to_owned(),
+    }
+}
+
+/// Starts the run, prints its events until it finishes, then its result.
+async fn drive(
+    local: &Local,
+    session: &Session,
+    start: StartRun,
+    format: Format,
+) -> anyhow::Result<u8> {
+    let runtime = &local.runtime;
+    let tenant = &local.tenant;
+    // Subscribed before the run starts: none of its events can be missed.
+    let mut events = runtime
+        .event_stream(tenant, &session.id, 0)
+        .await
+        .context("following the session's events")?;
+    let handle = match runtime.start_run(tenant, &session.id, start).await {
+        Ok(handle) => handle,
+        // The session the caller named cannot take a run now.
+        Err(
+            err @ (RuntimeError::SessionArchived { .. }
+            | RuntimeError::SessionBusy { .. }
+            | RuntimeError::Invalid { .. }),
+        ) => {
+            eprintln!("paddock: {err}");
+            return Ok(EXIT_USAGE);
+        }
+        Err(err) => return Err(err).context("starting the run"),
+    };
+    let run_id = handle.run.id.clone();
+    let mut stdout = std::io::stdout();
+    if format == Format::Human {
+        let _ = writeln!(stdout, "paddock: session {} run {run_id}", session.id);
+    }
+    let mut signals = TermSignals::install()?;
+    let mut cancelling = None;
+    loop {
+        tokio::select! {
+            next = events.next() => match next {
+                Some(Ok(event)) => {
+                    if event.run.as_ref() != Some(&run_id) {
+                        continue;
+                    }
+                    render::print_event(&mut stdout, format, &event);
+                    if event.kind == RUN_FINISHED {
+                        break;
+                    }
+                }
+                Some(Err(err)) => {
+                    eprintln!("paddock: following the run's events: {}", chain(&err));
+                    break;
+                }
+                None => break,
+            },
+            signal = signals.recv() => {
+                if cancelling.is_some() {
+                    eprintln!("paddock: signal {signal} again: leaving without waiting");
+                    return Ok(EXIT_CANCELLED);
+                }
+                eprintln!("paddock: cancelling the run (again to leave at once)");
+                let runtime = Arc::clone(runtime);
+                let (tenant, id) = (tenant.clone(), run_id.clone());
+                cancelling = Some(tokio::spawn(async move { runtime.cancel_run(&tenant, &id).await }));
+            }
+        }
+    }
+    let run = handle.wait().await.context("waiting for the run")?;
+    if let Some(task) = cancelling {
+        let _ = task.await;
+    }
+    let code = exit::for_run(&run);
+    match format {
+        Format::Human => render::print_result(&mut stdout, &run, session.id.as_str()),
+        Format::Json => {
+            let _ = writeln!(stdout, "{}", render::result_json(&run, code));
+        }
+    }
+    Ok(code)
+}
+
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,314 @@
+//! `paddock session ls|show|rename|archive|fork|events`: on the local data
+//! dir, or with --server on a server's sessions.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use paddock_api::service::sessions::fork_title;
+use paddock_api::service::{RunView, SessionView};
+use paddock_core::ids::{RunId, SessionId};
+use paddock_core::store::{MAX_PAGE, Page, Run, Session};
+use serde_json::json;
+
+use super::exit::EXIT_CANCELLED;
+use super::local::{Local, Sandboxes};
+use super::remote;
+use super::render::{self, Format};
+use crate::cli::{BackendArgs, ServerArgs, SessionCommand};
+use crate::client::{ApiClient, print_json};
+use crate::sandbox::signals::TermSignals;
+
+/// How often `events --follow` looks for new events in the local store
+/// (another process writes them; only the store sees them all).
+const FOLLOW_POLL: Duration = Duration::from_millis(250);
+const EVENTS_PAGE: u32 = 500;
+
+pub async fn session(
+    command: SessionCommand,
+    backend: &BackendArgs,
+    server: &ServerArgs,
+) -> anyhow::Result<u8> {
+    if server.server.is_some() {
+        let api = ApiClient::from_args(server, "session")?;
+        return remote::session(&api, command).await;
+    }
+    let data = match &command {
+        SessionCommand::Ls { data, .. }
+        | SessionCommand::Show { data, .. }
+        | SessionCommand::Rename { data, .. }
+        | SessionCommand::Archive { data, .. }
+        | SessionCommand::Fork { data, .. }
+        | SessionCommand::Events { data, .. } => data.clone(),
+    };
+    let local = Local::open(&data, backend, Sandboxes::NotNeeded).await?;
+    let result = local_command(&local, command).await;
+    local.close().await;
+    result
+}
+
+async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result<u8> {
+    let runtime = &local.runtime;
+    let tenant = &local.tenant;
+    match command {
+        SessionCommand::Ls {
+            workspace, json, ..
+        } => {
+            let workspace = match workspace {
+                None => None,
+                Some(dir) => match registered_workspace(local, &dir).await? {
+                    Some(id) => Some(id),
+                    // a directory no run ever used has no sessions
+                    None => return print_sessions(&[], json).map(|()| 0),
+                },
+            };
+            let mut views: Vec<SessionView> = Vec::new();
+            let mut page = Page {
+                after: None,
+                limit: MAX_PAGE,
+            };
+            loop {
+                let sessions = runtime
+                    .list_sessions(tenant, workspace.as_ref(), &page)
+                    .await?;
+                views.extend(sessions.iter().map(SessionView::from));
+                match sessions.last() {
+                    Some(last) if sessions.len() >= MAX_PAGE as usize => {
+                        page.after = Some(last.id.to_string());
+                    }
+                    _ => break,
+                }
+            }
+            print_sessions(&views, json)?;
+        }
+        SessionCommand::Show { id, json, .. } => {
+            let id = session_id(&id)?;
+            let session = runtime.get_session(tenant, &id).await?;
+            let runs = runtime.list_runs(tenant, &id).await?;
+            print_show(&session_view(&session), &run_views(&runs), json)?;
+        }
+        SessionCommand::Rename {
+            id, title, json, ..
+        } => {
+            let id = session_id(&id)?;
+            let title = title.trim();
+            if title.is_empty() {
+                bail!("the title is empty");
+            }
+            let session = runtime.rename_session(tenant, &id, title).await?;
+            print_session(&session_view(&session), json)?;
+        }
+        SessionCommand::Archive { id, json, .. } => {
+            let id = session_id(&id)?;
+            let session = runtime.archive_session(tenant, &id).await?;
+            print_session(&session_view(&session), json)?;
+        }
+        SessionCommand::Fork {
+            id,
+            at_run,
+            title,
+            json,
+            ..
+        } => {
+            let id = session_id(&id)?;
+            let at_run = at_run
+                .as_deref()
+                .map(RunId::parse)
+                .transpose()
+                .context("--at-run")?;
+            let title = match title {
+                Some(title) if !title.trim().is_empty() => title.trim().to_owned(),
+                Some(_) => bail!("the title is empty"),
+                None => fork_title(&runtime.get_session(tenant, &id).await?.title),
+            };
+            let fork = runtime
+                .fork_session(tenant, &id, at_run.as_ref(), &title)
+                .await?;
+            print_forked(&session_view(&fork), json)?;
+        }
+        SessionCommand::Events {
+            id,
+            after,
+            follow,
+            json,
+            ..
+        } => {
+            let id = session_id(&id)?;
+            runtime.get_session(tenant, &id).await?;
+            let format = if json { Format::Json } else { Format::Human };
+            return local_events(local, &id, after, follow, format).await;
+        }
+    }
+    Ok(0)
+}
+
+/// The session's events after `after`; with `follow`, new ones as they are
+/// stored, until a termination signal.
+async fn local_events(
+    local: &Local,
+    id: &SessionId,
+    mut after: u64,
+    follow: bool,
+    format: Format,
+) -> anyhow::Result<u8> {
+    let mut signals = if follow {
+        Some(TermSignals::install()?)
+    } else {
+        None
+    };
+    let mut stdout = std::io::stdout();
+    loop {
+        let page = local
+            .store
+            .list_events(&local.tenant, id, after, EVENTS_PAGE)
+            .await?;
+        for event in &page {
+            print_session_event(&mut stdout, format, event);
+            after = event.seq;
+        }
+        if u32::try_from(page.len()).is_ok_and(|n| n >= EVENTS_PAGE) {
+            continue;
+        }
+        let Some(signals) = signals.as_mut() else {
+            return Ok(0);
+        };
+        tokio::select! {
+            () = tokio::time::sleep(FOLLOW_POLL) => {}
+            _ = signals.recv() => return Ok(EXIT_CANCELLED),
+        }
+    }
+}
+
+/// An event of a session's log: its sequence number and run first, for people.
+pub fn print_session_event(
+    out: &mut impl Write,
+    format: Format,
+    event: &paddock_core::store::RunEvent,
+) {
+    match format {
+        Format::Json => render::print_event(out, format, event),
+        Format::Human => {
+            let text = render::human_event(event)
+                .or_else(|| state_change(event))
+                .unwrap_or_else(|| format!("[{}]", event.kind));
+            let run = event.run.as_ref().map_or("-", |r| r.as_str());
+            let _ = writeln!(out, "#{} {run} {}", event.seq, text.trim_start());
+            let _ = out.flush();
+        }
+    }
+}
+
+/// `[state] acting`: every state change, which a run's own output leaves out.
+fn state_change(event: &paddock_core::store::RunEvent) -> Option<String> {
+    if event.kind != "run.state" {
+        return None;
+    }
+    let data: serde_json::Value = serde_json::from_str(&event.payload).ok()?;
+    Some(format!("[state] {}", data["state"].as_str()?))
+}
+
+/// The workspace registered for `dir`, if any run used it.
+async fn registered_workspace(
+    local: &Local,
+    dir: &Path,
+) -> anyhow::Result<Option<paddock_core::ids::WorkspaceId>> {
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("--workspace {}", dir.display()))?;
+    let found = local
+        .store
+        .find_workspace_by_root(&local.tenant, &dir.to_string_lossy())
+        .await?;
+    Ok(found.map(|w| w.id))
+}
+
+fn session_id(raw: &str) -> anyhow::Result<SessionId> {
+    SessionId::parse(raw).context("the session id")
+}
+
+fn session_view(session: &Session) -> SessionView {
+    SessionView::from(session)
+}
+
+fn run_views(runs: &[Run]) -> Vec<RunView> {
+    runs.iter().map(RunView::from).collect()
+}
+
+pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(&json!({ "sessions": sessions }));
+    }
+    if sessions.is_empty() {
+        println!("no sessions");
+        return Ok(());
+    }
+    println!("{:<36}  {:<8}  {:<24}  TITLE", "ID", "STATUS", "CREATED");
+    for s in sessions {
+        println!(
+            "{:<36}  {:<8}  {:<24}  {}",
+            s.id,
+            s.status.as_str(),
+            s.created_at,
+            s.title
+        );
+    }
+    Ok(())
+}
+
+pub fn print_session(session: &SessionView, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(&serde_json::to_value(session)?);
+    }
+    println!("{}  {}  {}", session.id, session.status, session.title);
+    Ok(())
+}
+
+pub fn print_forked(session: &SessionView, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(&serde_json::to_value(session)?);
+    }
+    println!("{}", session.id);
+    Ok(())
+}
+
+pub fn print_show(session: &SessionView, runs: &[RunView], json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(&json!({ "session": session, "runs": runs }));
+    }
+    println!("session    {}", session.id);
+    println!("title      {}", session.title);
+    println!("status     {}", session.status);
+    println!("workspace  {}", session.workspace);
+    println!("created    {}", session.created_at);
+    if let Some(from) = &session.forked_from {
+        let at = session
+            .forked_at_run
+            .as_ref()
+            .map(|r| format!(" at the end of {r}"))
+            .unwrap_or_default();
+        println!("forked     from {from}{at}");
+    }
+    if runs.is_empty() {
+        println!("runs       none");
+        return Ok(());
+    }
+    println!("runs:");
+    for run in runs {
+        let verdict = run
+            .review
+            .as_ref()
+            .map_or("-".to_owned(), |r| r.verdict.to_string());
+        let end = run.end_reason.map_or("-".to_owned(), |r| r.to_string());
+        println!(
+            "  {}  {:<9}  {:<15}  {:<7}  {}  {}",
+            run.id,
+            run.state.as_str(),
+            end,
+            verdict,
+            run.mode,
+            run.goal.lines().next().unwrap_or_default()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,528 @@
+//! `paddock run` and `paddock session` on the embedded defaults, as a user
+//! runs them: the real binary, a SQLite file in a temporary data dir, real
+//! jailed sandboxes, the demo workspace and its scripted trajectory. Needs
+//! root and `paddock-guest` built next to `paddock`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use common::{PADDOCK, processes_with, wait_until};
+use serde_json::Value;
+
+const GOAL: &str = "Write fizzbuzz.sh so that sh test.sh passes";
+
+fn demo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/demo")
+}
+
+fn trajectory() -> String {
+    format!("scripted:{}", demo().join("trajectory.json").display())
+}
+
+/// A fresh copy of the demo workspace (without anything a run wrote) and a data dir.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    workspace: PathBuf,
+    data: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let workspace = dir.path().join("demo");
+        std::fs::create_dir(&workspace)?;
+        for name in ["test.sh", "README.md"] {
+            std::fs::copy(demo().join(name), workspace.join(name))?;
+        }
+        let data = dir.path().join("data");
+        Ok(Self {
+            _dir: dir,
+            workspace,
+            data,
+        })
+    }
+
+    fn paddock(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(PADDOCK);
+        command
+            .args(args)
+            .arg("--data-dir")
+            .arg(&self.data)
+            .env_remove("PADDOCK_SERVER")
+            .env_remove("PADDOCK_MODEL")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run_goal(&self, extra: &[&str]) -> Result<Output> {
+        let workspace = self.workspace.to_string_lossy().into_owned();
+        let model = trajectory();
+        let mut args = vec!["run", GOAL, "--workspace", &workspace, "--model", &model];
+        args.extend_from_slice(extra);
+        Ok(self.paddock(&args).output()?)
+    }
+
+    fn json(&self, args: &[&str]) -> Result<Value> {
+        let out = self.paddock(args).output()?;
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    /// Every file of the workspace and its content.
+    fn files(&self) -> Result<BTreeMap<String, Vec<u8>>> {
+        let mut files = BTreeMap::new();
+        for entry in std::fs::read_dir(&self.workspace)? {
+            let entry = entry?;
+            files.insert(
+                entry.file_name().to_string_lossy().into_owned(),
+                std::fs::read(entry.path())?,
+            );
+        }
+        Ok(files)
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `sh test.sh` on the host, in `dir`.
+fn tests_pass(dir: &Path) -> Result<bool> {
+    Ok(Command::new("sh")
+        .arg("test.sh")
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .status()?
+        .success())
+}
+
+#[test]
+fn the_demo_meets_its_goal_and_can_run_again() -> Result<()> {
+    let fx = Fixture::new()?;
+    assert!(!tests_pass(&fx.workspace)?);
+    for attempt in 1..=2 {
+        let out = fx.run_goal(&["--criteria", "sh test.sh passes"])?;
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "attempt {attempt}: {stdout}\n{}",
+            text(&out.stderr)
+        );
+        for expected in [
+            "[plan] v1",
+            "[tool] write_file fizzbuzz.sh (17 lines)",
+            "[tool] run_command $ sh test.sh",
+            "<- run_command exit 1: 3 of 3 tests failed",
+            "[tool] edit_file fizzbuzz.sh",
+            "<- run_command exit 0: all 3 tests passed",
+            "[progress] The tests fail",
+            "== Review: goal met ==",
+            "[met] sh test.sh passes: sh test.sh exited 0",
+            "last successful command: sh test.sh",
+        ] {
+            assert!(
+                stdout.contains(expected),
+                "attempt {attempt}: no {expected:?} in\n{stdout}"
+            );
+        }
+        // The review comes last.
+        let review = stdout.find("== Review").unwrap();
+        assert!(stdout.find("[finished] completed").unwrap() < review);
+        assert!(tests_pass(&fx.workspace)?, "attempt {attempt}");
+    }
+    Ok(())
+}
+
+#[test]
+fn plan_mode_changes_nothing_and_does_not_claim_success() -> Result<()> {
+    let fx = Fixture::new()?;
+    let before = fx.files()?;
+    let out = fx.run_goal(&["--mode", "plan"])?;
+    let stdout = text(&out.stdout);
+    // Every call that would change or verify anything is refused, so a "met"
+    // claim cannot be shown; the review must not let it stand.
+    assert_ne!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("[sandbox] native ready (workspace read-only)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("<- write_file denied"), "{stdout}");
+    assert!(stdout.contains("<- run_command denied"), "{stdout}");
+    assert!(!stdout.contains("== Review: goal met"), "{stdout}");
+    assert_eq!(fx.files()?, before);
+    Ok(())
+}
+
+#[test]
+fn json_output_is_one_object_per_line_and_a_result() -> Result<()> {
+    let fx = Fixture::new()?;
+    let out = fx.run_goal(&["--json"])?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let (result, events) = lines.split_last().context("no output")?;
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["exit_code"], 0);
+    assert_eq!(result["run"]["state"], "completed");
+    assert_eq!(result["run"]["review"]["verdict"], "met");
+    let run = &result["run"]["id"];
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["type"] == "event" && &e["run"] == run)
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"run.started"));
+    assert_eq!(kinds.last(), Some(&"run.finished"));
+    for kind in [
+        "plan.updated",
+        "tool.call",
+        "tool.result",
+        "progress",
+        "run.review",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing: {kinds:?}");
+    }
+    let started = &events[0]["data"];
+    assert_eq!(started["goal"], GOAL);
+    assert_eq!(started["mode"], "build");
+    Ok(())
+}
+
+#[test]
+fn sessions_show_runs_continue_fork_and_archive() -> Result<()> {
+    let fx = Fixture::new()?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let out = fx.run_goal(&["--json"])?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap())?;
+    let session = result["session"].as_str().unwrap().to_owned();
+    let first_run = result["run"]["id"].as_str().unwrap().to_owned();
+
+    let listed = fx.json(&["session", "ls", "--workspace", &ws, "--json"])?;
+    assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(1));
+    assert_eq!(listed["sessions"][0]["id"], session.as_str());
+    assert_eq!(listed["sessions"][0]["title"], GOAL);
+    let elsewhere = tempfile::tempdir()?;
+    let none = fx.json(&[
+        "session",
+        "ls",
+        "--workspace",
+        &elsewhere.path().to_string_lossy(),
+        "--json",
+    ])?;
+    assert_eq!(none["sessions"], Value::Array(vec![]));
+
+    // Continue the session with a second run that breaks the file.
+    let script = fx.data.parent().unwrap().join("break.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "fizzbuzz.sh", "content": "exit 3\n"}}]},
+            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "not_met", "summary": "broke it"}}]}]}"#,
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let out = fx
+        .paddock(&["run", "break it", "--session", &session, "--model", &model])
+        .output()?;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("== Review: goal NOT met =="));
+    assert!(!tests_pass(&fx.workspace)?);
+
+    let shown = fx.json(&["session", "show", &session, "--json"])?;
+    let runs = shown["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["id"], first_run.as_str());
+    assert_eq!(runs[0]["review"]["verdict"], "met");
+    assert_eq!(runs[1]["review"]["verdict"], "not_met");
+    let human = text(&fx.paddock(&["session", "show", &session]).output()?.stdout);
+    assert!(
+        human.contains(&first_run) && human.contains("completed"),
+        "{human}"
+    );
+
+    // A fork at the first run's end has the working file back.
+    let fork = fx.json(&[
+        "session", "fork", &session, "--at-run", &first_run, "--json",
+    ])?;
+    assert_eq!(fork["forked_from"], session.as_str());
+    assert_eq!(fork["forked_at_run"], first_run.as_str());
+    assert_eq!(fork["title"], format!("{GOAL} (fork)"));
+    let fork_id = fork["id"].as_str().unwrap();
+    let fork_dir = fx
+        .data
+        .join("workspaces")
+        .join(fork["workspace"].as_str().unwrap());
+    assert!(tests_pass(&fork_dir)?, "{}", fork_dir.display());
+    let all = fx.json(&["session", "ls", "--json"])?;
+    assert_eq!(all["sessions"].as_array().map(Vec::len), Some(2));
+
+    // Events: every one, in order, as JSON lines; --after skips.
+    let out = fx
+        .paddock(&["session", "events", &session, "--json"])
+        .output()?;
+    assert!(out.status.success());
+    let seqs: Vec<u64> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).map(|v| v["seq"].as_u64().unwrap()))
+        .collect::<Result<_, _>>()?;
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let out = fx
+        .paddock(&["session", "events", &session, "--after", "5", "--json"])
+        .output()?;
+    assert_eq!(text(&out.stdout).lines().count(), seqs.len() - 5);
+
+    let renamed = fx.json(&["session", "rename", fork_id, "the fixed one", "--json"])?;
+    assert_eq!(renamed["title"], "the fixed one");
+    let archived = fx.json(&["session", "archive", &session, "--json"])?;
+    assert_eq!(archived["status"], "archived");
+    // An archived session takes no new run: a usage error.
+    let out = fx
+        .paddock(&["run", "more", "--session", &session, "--model", &model])
+        .output()?;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("archived"),
+        "{}",
+        text(&out.stderr)
+    );
+    Ok(())
+}
+
+#[test]
+fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
+    let fx = Fixture::new()?;
+    let script = fx.data.parent().unwrap().join("slow.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 300", "timeout_secs": 600}}]},
+            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "x", "evidence": ["y"]}}]}]}"#,
+    )?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = format!("scripted:{}", script.display());
+    let mut child = fx
+        .paddock(&["run", "wait", "--workspace", &ws, "--model", &model])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("[tool] run_command $ sleep 300") {
+        let mut line = String::new();
+        if stdout.read_line(&mut line)? == 0 {
+            panic!("paddock run ended early: {seen}");
+        }
+        seen.push_str(&line);
+    }
+    // The sandbox runs (its jail spec names the workspace).
+    assert!(wait_until(Duration::from_secs(5), || !processes_with(&ws).is_empty()));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()?;
+    assert!(status.success());
+    let output = child.wait_with_output()?;
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest)?;
+    assert_eq!(output.status.code(), Some(130), "{seen}{rest}");
+    assert!(rest.contains("[finished] cancelled (cancelled)"), "{rest}");
+    assert!(rest.contains("[sandbox] stopped"), "{rest}");
+    assert!(text(&output.stderr).contains("cancelling the run"));
+    assert!(
+        wait_until(Duration::from_secs(5), || processes_with(&ws).is_empty()),
+        "a sandbox process outlived the cancelled run: {:?}",
+        processes_with(&ws)
+    );
+    Ok(())
+}
+
+#[test]
+fn budgets_and_usage_errors_have_their_exit_codes() -> Result<()> {
+    let fx = Fixture::new()?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = trajectory();
+    for args in [
+        vec!["run", "g", "--workspace", &ws, "--model", "gemini:pro"],
+        vec![
+            "run",
+            "g",
+            "--workspace",
+            "/nonexistent/dir",
+            "--model",
+            &model,
+        ],
+        vec![
+            "run",
+            "g",
+            "--workspace",
+            &ws,
+            "--model",
+            "scripted:/nonexistent.json",
+        ],
+        vec!["run", " ", "--workspace", &ws, "--model", &model],
+        vec![
+            "run",
+            "g",
+            "--workspace",
+            &ws,
+            "--model",
+            &model,
+            "--max-turns",
+            "0",
+        ],
+        vec!["run", "g", "--session", "ses_nope", "--model", &model],
+        vec![
+            "run",
+            "g",
+            "--workspace",
+            &ws,
+            "--model",
+            &model,
+            "--timeout",
+            "5d",
+        ],
+        vec!["run", "g", "--workspace", &ws],
+    ] {
+        let out = fx.paddock(&args).env_remove("PADDOCK_MODEL").output()?;
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(!text(&out.stderr).is_empty());
+    }
+    // None of them ran anything.
+    assert!(!fx.workspace.join("fizzbuzz.sh").exists());
+
+    // Two model turns: the code is written but never tested.
+    let out = fx.run_goal(&["--max-turns", "2"])?;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("(budget_exceeded)"), "{stdout}");
+    assert!(!stdout.contains("[tool] run_command"), "{stdout}");
+    Ok(())
+}
+
+#[test]
+fn session_commands_work_against_a_server() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let token = format!("session-token-{}", common::unique("t"));
+    let server = common::ServerProcess::start(
+        data.path(),
+        &common::unique("sessions"),
+        &format!("cli:{token}"),
+    )?;
+    let url = server.url.clone();
+    // A workspace with the demo's tests, a session, and a run of the demo
+    // trajectory given inline, over plain HTTP.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (session, run) = runtime.block_on(async {
+        let http = reqwest::Client::new();
+        let post = |path: &str, body: Value| {
+            http.post(format!("{url}{path}"))
+                .bearer_auth(&token)
+                .json(&body)
+                .send()
+        };
+        let ws: Value = post("/v1/workspaces", serde_json::json!({"name": "demo"}))
+            .await?
+            .json()
+            .await?;
+        let ws = ws["id"].as_str().context("workspace id")?.to_owned();
+        std::fs::copy(
+            demo().join("test.sh"),
+            data.path().join("workspaces").join(&ws).join("test.sh"),
+        )?;
+        let session: Value = post(
+            "/v1/sessions",
+            serde_json::json!({"workspace": ws, "title": "remote"}),
+        )
+        .await?
+        .json()
+        .await?;
+        let session = session["id"].as_str().context("session id")?.to_owned();
+        let script: Value =
+            serde_json::from_str(&std::fs::read_to_string(demo().join("trajectory.json"))?)?;
+        let run: Value = post(
+            &format!("/v1/sessions/{session}/runs"),
+            serde_json::json!({"goal": GOAL, "model": {"scripted": script}}),
+        )
+        .await?
+        .json()
+        .await?;
+        let run = run["id"].as_str().context("run id")?.to_owned();
+        anyhow::Ok((session, run))
+    })?;
+    let cli = |args: &[&str]| -> Result<Output> {
+        Ok(Command::new(PADDOCK)
+            .args(args)
+            .env("PADDOCK_SERVER", &server.url)
+            .env("PADDOCK_TOKEN", &token)
+            .stdin(Stdio::null())
+            .output()?)
+    };
+    let json = |args: &[&str]| -> Result<Value> {
+        let out = cli(args)?;
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+
+    assert!(wait_until(Duration::from_secs(60), || {
+        json(&["session", "show", &session, "--json"])
+            .is_ok_and(|v| v["runs"][0]["state"] == "completed")
+    }));
+    let shown = json(&["session", "show", &session, "--json"])?;
+    assert_eq!(shown["runs"][0]["id"], run.as_str());
+    assert_eq!(shown["runs"][0]["review"]["verdict"], "met");
+    let listed = json(&["session", "ls", "--json"])?;
+    assert_eq!(listed["sessions"][0]["id"], session.as_str());
+
+    // Events come over SSE and stop once the stored ones are printed.
+    let out = cli(&["session", "events", &session, "--json"])?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events.last().unwrap()["kind"], "run.finished");
+    assert!(events.iter().all(|e| e["run"] == run.as_str()));
+    let human = text(&cli(&["session", "events", &session, "--after", "3"])?.stdout);
+    assert!(human.starts_with("#4 "), "{human}");
+    assert!(
+        human.contains("<- run_command exit 1: 3 of 3 tests failed"),
+        "{human}"
+    );
+
+    let fork = json(&["session", "fork", &session, "--at-run", &run, "--json"])?;
+    assert_eq!(fork["forked_at_run"], run.as_str());
+    let renamed = json(&["session", "rename", &session, "renamed", "--json"])?;
+    assert_eq!(renamed["title"], "renamed");
+    let archived = json(&["session", "archive", &session, "--json"])?;
+    assert_eq!(archived["status"], "archived");
+    let out = cli(&["session", "show", "ses_nope"])?;
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        text(&out.stderr).contains("invalid_id"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(server.terminate()?.success());
+    Ok(())
+}
