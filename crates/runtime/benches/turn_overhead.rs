@@ -77,6 +77,9 @@ impl ModelProvider for InstantModel {
     }
 }
 
+/// Events per `append_events` call in the store baseline.
+const BATCH: usize = 6;
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[index]
@@ -157,6 +160,7 @@ async fn main() {
         session: SessionId::generate(),
         run: RunId::generate(),
         cancel: CancellationToken::new(),
+        subagents: None,
     };
     for round in 0..runs {
         for n in 1..=turns {
@@ -199,6 +203,22 @@ async fn main() {
         let started = Instant::now();
         store.append_event(&lease, &tenant, &event).await.unwrap();
         appends.push(started.elapsed());
+    }
+
+    // the same events six at a time (about a turn's worth), per event
+    let mut batched = Vec::new();
+    for n in 0..(turns * runs / BATCH) {
+        let events: Vec<NewEvent> = (0..BATCH)
+            .map(|i| NewEvent {
+                session: session.id.clone(),
+                run: None,
+                kind: "progress".into(),
+                payload: format!("{{\"message\":\"{n}.{i}\"}}"),
+            })
+            .collect();
+        let started = Instant::now();
+        store.append_events(&lease, &tenant, &events).await.unwrap();
+        batched.push(started.elapsed() / u32::try_from(BATCH).unwrap());
     }
 
     let mut run_row =
@@ -311,6 +331,7 @@ async fn main() {
     let guest_median = report("guest file_read (direct GuestOps)", direct);
     let tool_median = report("read_file tool (tools::execute)", tool);
     report("store append_event (one fenced write)", appends);
+    report("store append_events x6, per event", batched);
     report("store update_run", updates);
     report("store append_message", messages);
     report("store record+finish_tool_invocation", invocations);

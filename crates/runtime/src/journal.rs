@@ -92,6 +92,36 @@ impl Journal {
         Ok(stored)
     }
 
+    /// Appends events of this run (kind and encoded payload) in one store
+    /// write, then publishes them in order.
+    pub(crate) async fn emit_all(
+        &self,
+        events: Vec<(&'static str, String)>,
+    ) -> Result<Vec<RunEvent>, RuntimeError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let events: Vec<NewEvent> = events
+            .into_iter()
+            .map(|(kind, payload)| NewEvent {
+                session: self.session.clone(),
+                run: Some(self.run.clone()),
+                kind: kind.to_owned(),
+                payload,
+            })
+            .collect();
+        let _order = self.order.lock().await;
+        let stored = self
+            .store
+            .append_events(&self.lease, &self.tenant, &events)
+            .await
+            .map_err(RuntimeError::store("append_events"))?;
+        for event in &stored {
+            self.bus.publish(event);
+        }
+        Ok(stored)
+    }
+
     pub(crate) async fn create_run(&self, run: &Run) -> Result<(), RuntimeError> {
         self.store
             .create_run(&self.lease, run)

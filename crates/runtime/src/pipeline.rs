@@ -12,10 +12,15 @@
 //! writes), what is queued is coalesced before it is written: only the last
 //! of several run-row updates is written (the row holds the latest state; the
 //! `run.state` events keep every transition), and a tool invocation whose
-//! result is already queued is recorded finished in one write. Events and
-//! messages are never merged or dropped. A crash loses what was still
-//! queued (at most [`QUEUE`] writes); a call that changes the workspace waits
-//! for its record to be written before it runs ([`Pipeline::barrier`]).
+//! result is already queued is recorded finished in one write. Then the rows
+//! of what was taken from the queue are written in order and all its events
+//! after them in one append (one fenced transaction instead of one per
+//! event), so an event never names a row that is not written yet. Events and
+//! messages are never merged or dropped, and events keep their order. A
+//! crash loses what was still queued (at most [`QUEUE`] writes); a call that
+//! changes the workspace waits for its record to be written before it runs
+//! ([`Pipeline::barrier`]: what was queued before it is written, events too,
+//! before it is answered).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -66,24 +71,21 @@ impl Pipeline {
         let failed = Arc::clone(&failure);
         let writer = tokio::spawn(
             async move {
-            let mut batch = Vec::with_capacity(QUEUE);
-            while queue.recv_many(&mut batch, QUEUE).await > 0 {
-                for job in coalesce(std::mem::take(&mut batch)) {
-                    if let Job::Barrier(done) = job {
+                let mut batch = Vec::with_capacity(QUEUE);
+                while queue.recv_many(&mut batch, QUEUE).await > 0 {
+                    let mut segment = Vec::with_capacity(batch.len());
+                    for job in coalesce(std::mem::take(&mut batch)) {
+                        let Job::Barrier(done) = job else {
+                            segment.push(job);
+                            continue;
+                        };
+                        write_segment(&journal, std::mem::take(&mut segment), &failed).await;
                         // the waiter may have given up; nothing to do then
                         let _ = done.send(());
-                        continue;
                     }
-                    if lock(&failed).is_some() {
-                        continue;
-                    }
-                    if let Err(err) = write(&journal, job).await {
-                        tracing::error!(error = %error_chain(&err), "recording the run failed; later writes are dropped");
-                        *lock(&failed) = Some(error_chain(&err));
-                    }
+                    write_segment(&journal, segment, &failed).await;
                 }
             }
-        }
             .instrument(tracing::Span::current()),
         );
         Self {
@@ -248,35 +250,60 @@ fn lock(failure: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<Str
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-async fn write(journal: &Journal, job: Job) -> Result<(), RuntimeError> {
-    match job {
-        Job::UpdateRun(update) => journal.update_run(&update).await.map(drop),
-        Job::Event { kind, payload } => journal.emit_raw(kind, payload).await.map(drop),
-        Job::Message(message) => journal.append_message(message).await.map(drop),
-        Job::Record(invocation) => journal.record_invocation(&invocation).await,
-        Job::Finish(id, outcome, _) => journal.finish_invocation(&id, &outcome).await,
-        Job::Barrier(done) => {
-            let _ = done.send(());
-            Ok(())
-        }
-        Job::Plan(plan) => {
-            let saved = journal.save_plan(&plan).await?;
-            let event = PlanUpdated {
-                version: saved.version,
-                explanation: saved.explanation.clone(),
-                tasks: saved
-                    .tasks
-                    .iter()
-                    .map(|task| PlanTask {
-                        key: task.key.clone(),
-                        title: task.title.clone(),
-                        status: task.status,
-                    })
-                    .collect(),
-            };
-            journal.emit(kind::PLAN_UPDATED, &event).await.map(drop)
+/// Writes `jobs` (no barriers among them) unless an earlier write failed;
+/// the first failure is kept and stops the writer.
+async fn write_segment(journal: &Journal, jobs: Vec<Job>, failed: &Mutex<Option<String>>) {
+    if jobs.is_empty() || lock(failed).is_some() {
+        return;
+    }
+    if let Err(err) = write_all(journal, jobs).await {
+        tracing::error!(error = %error_chain(&err), "recording the run failed; later writes are dropped");
+        *lock(failed) = Some(error_chain(&err));
+    }
+}
+
+/// Writes the rows (run updates, messages, invocations, plans) in order and
+/// then every event in one append, in order. Rows go first so an event never
+/// names a row (an invocation, a plan version) that is not written yet; the
+/// events of a whole batch then cost one fenced transaction instead of one
+/// each.
+async fn write_all(journal: &Journal, jobs: Vec<Job>) -> Result<(), RuntimeError> {
+    let mut events = Vec::new();
+    for job in jobs {
+        match job {
+            Job::Event { kind, payload } => events.push((kind, payload)),
+            Job::UpdateRun(update) => journal.update_run(&update).await.map(drop)?,
+            Job::Message(message) => journal.append_message(message).await.map(drop)?,
+            Job::Record(invocation) => journal.record_invocation(&invocation).await?,
+            Job::Finish(id, outcome, _) => journal.finish_invocation(&id, &outcome).await?,
+            Job::Barrier(done) => {
+                let _ = done.send(());
+            }
+            Job::Plan(plan) => {
+                let saved = journal.save_plan(&plan).await?;
+                let event = PlanUpdated {
+                    version: saved.version,
+                    explanation: saved.explanation.clone(),
+                    tasks: saved
+                        .tasks
+                        .iter()
+                        .map(|task| PlanTask {
+                            key: task.key.clone(),
+                            title: task.title.clone(),
+                            status: task.status,
+                        })
+                        .collect(),
+                };
+                let payload =
+                    serde_json::to_string(&event).map_err(|source| RuntimeError::Encode {
+                        what: "event payload",
+                        source,
+                    })?;
+                events.push((kind::PLAN_UPDATED, payload));
+            }
         }
     }
+    journal.emit_all(events).await.map(drop)
 }
 
 #[cfg(test)]
@@ -391,5 +418,168 @@ mod tests {
             merged.end_reason,
             Some(paddock_core::store::EndReason::Cancelled)
         );
+    }
+
+    /// A run with its session lease on a fresh SQLite store.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        store: Arc<dyn paddock_core::store::Store>,
+        bus: Arc<crate::bus::EventBus>,
+        run: Run,
+        journal: Arc<Journal>,
+    }
+
+    async fn fixture() -> Fixture {
+        use paddock_core::store::{Lease, Session, Store, Tenant, Workspace};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("p.db").display());
+        let store: Arc<dyn Store> = Arc::new(paddock_store::SqlStore::open(&url).await.unwrap());
+        let tenant = TenantId::parse("t").unwrap();
+        store
+            .ensure_tenant(&Tenant {
+                id: tenant.clone(),
+                name: "t".into(),
+                created_at: store.now(),
+            })
+            .await
+            .unwrap();
+        let workspace = Workspace::new(tenant.clone(), "w", store.now());
+        store.create_workspace(&workspace).await.unwrap();
+        let session = Session::new(tenant.clone(), workspace.id.clone(), "s", store.now());
+        store.create_session(&session).await.unwrap();
+        let lease = store
+            .acquire_lease(
+                &Lease::session_resource(&session.id),
+                "node/run",
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .unwrap();
+        let run = Run::new(tenant, session.id.clone(), "g", store.now());
+        store.create_run(&lease, &run).await.unwrap();
+        let bus = Arc::new(crate::bus::EventBus::default());
+        let journal = Arc::new(Journal::new(
+            Arc::clone(&store),
+            Arc::clone(&bus),
+            &run,
+            lease,
+        ));
+        Fixture {
+            _dir: dir,
+            store,
+            bus,
+            run,
+            journal,
+        }
+    }
+
+    #[tokio::test]
+    async fn rows_and_batched_events_reach_the_store_in_order() {
+        let fx = fixture().await;
+        let mut published = fx.bus.subscribe(&fx.run.session);
+        let pipe = Pipeline::spawn(Arc::clone(&fx.journal));
+        let now = fx.store.now();
+        let invocation = ToolInvocation::start(&fx.run, "read_file", "{}", now);
+        let plan = Plan {
+            tenant: fx.run.tenant.clone(),
+            session: fx.run.session.clone(),
+            run: fx.run.id.clone(),
+            version: 0,
+            explanation: None,
+            tasks: vec![],
+            created_at: now,
+        };
+        let outcome = ToolOutcome {
+            status: ToolStatus::Succeeded,
+            output: "ok".into(),
+        };
+        pipe.update_run(RunUpdate::state(RunState::Planning))
+            .await
+            .unwrap();
+        pipe.emit("run.state", &"planning").await.unwrap();
+        pipe.append_message(Message::user("hello")).await.unwrap();
+        pipe.record_invocation(invocation.clone()).await.unwrap();
+        pipe.emit("tool.call", &1).await.unwrap();
+        pipe.finish_invocation(invocation.id.clone(), outcome, now)
+            .await
+            .unwrap();
+        pipe.emit("tool.result", &2).await.unwrap();
+        pipe.save_plan(plan).await.unwrap();
+        pipe.emit("after.plan", &3).await.unwrap();
+        pipe.barrier().await.unwrap();
+        pipe.emit("after.barrier", &4).await.unwrap();
+        pipe.close().await.unwrap();
+
+        let events = fx
+            .store
+            .list_events(&fx.run.tenant, &fx.run.session, 0, 100)
+            .await
+            .unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "run.state",
+                "tool.call",
+                "tool.result",
+                kind::PLAN_UPDATED,
+                "after.plan",
+                "after.barrier"
+            ]
+        );
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+        assert!(
+            events[3].payload.contains("\"version\":1"),
+            "{}",
+            events[3].payload
+        );
+        for event in &events {
+            assert_eq!(&published.try_recv().unwrap(), event);
+        }
+        let run = fx.store.get_run(&fx.run.tenant, &fx.run.id).await.unwrap();
+        assert_eq!(run.state, RunState::Planning);
+        let calls = fx
+            .store
+            .list_tool_invocations(&fx.run.tenant, &fx.run.id)
+            .await
+            .unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].status, ToolStatus::Succeeded);
+        let messages = fx
+            .store
+            .list_messages(&fx.run.tenant, &fx.run.session, None)
+            .await
+            .unwrap();
+        assert_eq!(messages.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn after_a_takeover_nothing_more_is_written() {
+        let fx = fixture().await;
+        let pipe = Pipeline::spawn(Arc::clone(&fx.journal));
+        pipe.emit("first", &1).await.unwrap();
+        pipe.barrier().await.unwrap();
+        // another driver takes the session over
+        fx.store.release_lease(fx.journal.lease()).await.unwrap();
+        fx.store
+            .acquire_lease(
+                &fx.journal.lease().resource,
+                "node/other",
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .unwrap();
+        pipe.emit("late", &2).await.unwrap();
+        pipe.append_message(Message::user("late")).await.unwrap();
+        pipe.emit("later", &3).await.unwrap();
+        assert!(pipe.close().await.is_err());
+        let events = fx
+            .store
+            .list_events(&fx.run.tenant, &fx.run.session, 0, 100)
+            .await
+            .unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["first"]);
     }
 }

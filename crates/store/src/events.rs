@@ -1,11 +1,12 @@
 //! The per-session, append-only event log.
 //!
-//! The session row holds the last sequence number; an appender bumps it and
-//! inserts the event in one transaction (see [`sessions::next`]). The
-//! (session_id, seq) primary key backs this up.
+//! The session row holds the last sequence number; an appender bumps it (by
+//! the number of events it appends) and inserts the events in one transaction
+//! (see [`sessions::advance`]). The (session_id, seq) primary key backs this up.
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{Lease, NewEvent, RunEvent, StoreError};
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use crate::error::{db, is_foreign_key_violation, to_i64};
@@ -18,38 +19,160 @@ use crate::sessions::{self, Counter};
 /// Most events one `list_events` or `list_run_events` call returns.
 const MAX_EVENTS: u32 = 1_000;
 
+/// Most events one INSERT statement carries (7 parameters each, well under
+/// either engine's parameter limit).
+const ROWS_PER_INSERT: usize = 64;
+
 pub(crate) async fn append(
     store: &SqlStore,
     lease: &Lease,
     tenant: &TenantId,
     event: &NewEvent,
 ) -> Result<RunEvent, StoreError> {
-    const OP: &str = "append_event";
-    let mut tx = store.begin_write(OP).await?;
-    fence::check(&mut tx, store.engine, OP, lease, &event.session).await?;
-    let seq = sessions::next(&mut tx, OP, Counter::Events, tenant, &event.session).await?;
-    let row = sqlx::query(
-        "INSERT INTO run_events (tenant_id, session_id, seq, run_id, kind, payload, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) \
-         RETURNING tenant_id, session_id, seq, run_id, kind, payload, created_at",
+    let stored = append_all(
+        store,
+        "append_event",
+        lease,
+        tenant,
+        std::slice::from_ref(event),
     )
-    .bind(tenant.as_str())
-    .bind(event.session.as_str())
-    .bind(to_i64("seq", seq)?)
-    .bind(event.run.as_ref().map(|r| r.as_str()))
-    .bind(&event.kind)
-    .bind(&event.payload)
-    .bind(store.clock.now().as_millis())
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(|e| match &event.run {
-        // The run must be one of this session's.
-        Some(run) if is_foreign_key_violation(&e) => runs::not_found(run),
-        _ => db(OP)(e),
+    .await?;
+    stored
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::Invalid {
+            field: "event",
+            reason: "the append stored nothing".to_owned(),
+        })
+}
+
+/// Appends `events` (one session's) in one transaction: one fence check, one
+/// counter bump for all of them, and multi-row inserts.
+pub(crate) async fn append_all(
+    store: &SqlStore,
+    operation: &'static str,
+    lease: &Lease,
+    tenant: &TenantId,
+    events: &[NewEvent],
+) -> Result<Vec<RunEvent>, StoreError> {
+    let Some(first) = events.first() else {
+        return Ok(Vec::new());
+    };
+    let session = &first.session;
+    if let Some(other) = events.iter().find(|e| e.session != *session) {
+        return Err(StoreError::Invalid {
+            field: "events",
+            reason: format!(
+                "one append holds events of sessions {session} and {}",
+                other.session
+            ),
+        });
+    }
+    let count = u64::try_from(events.len()).map_err(|_| StoreError::Invalid {
+        field: "events",
+        reason: format!("{} events in one append", events.len()),
     })?;
-    let stored = read_event(&row)?;
-    tx.commit().await.map_err(db(OP))?;
+    let mut tx = store.begin_write(operation).await?;
+    fence::check(&mut tx, store.engine, operation, lease, session).await?;
+    let last =
+        sessions::advance(&mut tx, operation, Counter::Events, tenant, session, count).await?;
+    let created_at = store.clock.now();
+    let stored: Vec<RunEvent> = events
+        .iter()
+        .zip(last + 1 - count..)
+        .map(|(event, seq)| RunEvent {
+            tenant: tenant.clone(),
+            session: session.clone(),
+            seq,
+            run: event.run.clone(),
+            kind: event.kind.clone(),
+            payload: event.payload.clone(),
+            created_at,
+        })
+        .collect();
+    let first_seq = to_i64("seq", last + 1 - count)?;
+    for (chunk, at) in stored
+        .chunks(ROWS_PER_INSERT)
+        .zip((first_seq..).step_by(ROWS_PER_INSERT))
+    {
+        if let Err(e) = insert(&mut tx, at, chunk).await {
+            drop(tx);
+            return Err(if is_foreign_key_violation(&e) {
+                // an event may only name a run of its own session
+                missing_run(store, session, events)
+                    .await
+                    .unwrap_or_else(|| db(operation)(e))
+            } else {
+                db(operation)(e)
+            });
+        }
+    }
+    tx.commit().await.map_err(db(operation))?;
     Ok(stored)
+}
+
+/// Inserts `rows`, numbered from `first_seq` on.
+async fn insert(
+    conn: &mut AnyConnection,
+    first_seq: i64,
+    rows: &[RunEvent],
+) -> Result<(), sqlx::Error> {
+    let mut sql = String::from(
+        "INSERT INTO run_events (tenant_id, session_id, seq, run_id, kind, payload, created_at) \
+         VALUES ",
+    );
+    for index in 0..rows.len() {
+        let p = index * 7;
+        if index > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
+            p + 1,
+            p + 2,
+            p + 3,
+            p + 4,
+            p + 5,
+            p + 6,
+            p + 7
+        ));
+    }
+    // Each row count is a statement of its own: only the one-row insert (every
+    // single append) is kept prepared, so batches of every size do not push
+    // the store's other statements out of the connection's statement cache.
+    let mut query = sqlx::query(&sql).persistent(rows.len() == 1);
+    for (row, seq) in rows.iter().zip(first_seq..) {
+        query = query
+            .bind(row.tenant.as_str())
+            .bind(row.session.as_str())
+            .bind(seq)
+            .bind(row.run.as_ref().map(|r| r.as_str()))
+            .bind(row.kind.as_str())
+            .bind(row.payload.as_str())
+            .bind(row.created_at.as_millis());
+    }
+    query.execute(conn).await.map(drop)
+}
+
+/// After a foreign key refused an append: the first run named by `events`
+/// that is not one of `session`'s runs.
+async fn missing_run(
+    store: &SqlStore,
+    session: &SessionId,
+    events: &[NewEvent],
+) -> Option<StoreError> {
+    for run in events.iter().filter_map(|e| e.run.as_ref()) {
+        let found = sqlx::query("SELECT 1 FROM runs WHERE session_id = $1 AND id = $2")
+            .bind(session.as_str())
+            .bind(run.as_str())
+            .fetch_optional(&store.pool)
+            .await
+            .ok()?;
+        if found.is_none() {
+            return Some(runs::not_found(run));
+        }
+    }
+    None
 }
 
 pub(crate) async fn list(

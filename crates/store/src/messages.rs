@@ -5,12 +5,12 @@ use paddock_core::model::{Message, Role};
 use paddock_core::store::{Lease, StoreError, StoredMessage};
 use sqlx::any::AnyRow;
 
-use crate::error::{db, to_i64, to_json};
+use crate::error::{db, is_foreign_key_violation, to_i64, to_json};
 use crate::fence;
 use crate::open::SqlStore;
 use crate::records::require;
 use crate::rows::Reader;
-use crate::runs::RUN_EXISTS;
+use crate::runs::{self, RUN_EXISTS};
 use crate::sessions::{self, Counter};
 
 macro_rules! message_columns {
@@ -57,15 +57,6 @@ pub(crate) async fn append(
         &message.session,
     )
     .await?;
-    require(
-        &mut tx,
-        OP,
-        "run",
-        RUN_EXISTS,
-        message.tenant.as_str(),
-        message.run.as_str(),
-    )
-    .await?;
     sqlx::query(concat!(
         "INSERT INTO messages (",
         message_columns!(),
@@ -80,7 +71,16 @@ pub(crate) async fn append(
     .bind(message.created_at.as_millis())
     .execute(&mut *tx)
     .await
-    .map_err(db(OP))?;
+    .map_err(|e| {
+        // the session was found above, so the run is what the key refused:
+        // no run of this tenant (checked by the key, not by a query first, to
+        // save a round trip on every append)
+        if is_foreign_key_violation(&e) {
+            runs::not_found(&message.run)
+        } else {
+            db(OP)(e)
+        }
+    })?;
     tx.commit().await.map_err(db(OP))?;
     Ok(StoredMessage {
         seq,

@@ -262,6 +262,15 @@ impl Store for SqlStore {
         events::append(self, lease, tenant, event).await
     }
 
+    async fn append_events(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        events: &[NewEvent],
+    ) -> Result<Vec<RunEvent>, StoreError> {
+        events::append_all(self, "append_events", lease, tenant, events).await
+    }
+
     async fn list_events(
         &self,
         tenant: &TenantId,

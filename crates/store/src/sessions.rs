@@ -6,7 +6,7 @@ use paddock_core::store::{Page, Session, SessionPatch, SessionStatus, StoreError
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use crate::error::{db, insert_error};
+use crate::error::{db, insert_error, to_i64};
 use crate::open::SqlStore;
 use crate::records::{SESSION_EXISTS, WORKSPACE_EXISTS, page_after, page_limit, require};
 use crate::rows::{Reader, known};
@@ -170,15 +170,15 @@ impl Counter {
     fn bump_sql(self) -> &'static str {
         match self {
             Counter::Events => {
-                "UPDATE sessions SET last_event_seq = last_event_seq + 1 \
+                "UPDATE sessions SET last_event_seq = last_event_seq + $3 \
                  WHERE tenant_id = $1 AND id = $2 RETURNING last_event_seq AS n"
             }
             Counter::Messages => {
-                "UPDATE sessions SET last_message_seq = last_message_seq + 1 \
+                "UPDATE sessions SET last_message_seq = last_message_seq + $3 \
                  WHERE tenant_id = $1 AND id = $2 RETURNING last_message_seq AS n"
             }
             Counter::PlanVersions => {
-                "UPDATE sessions SET last_plan_version = last_plan_version + 1 \
+                "UPDATE sessions SET last_plan_version = last_plan_version + $3 \
                  WHERE tenant_id = $1 AND id = $2 RETURNING last_plan_version AS n"
             }
         }
@@ -195,9 +195,23 @@ pub(crate) async fn next(
     tenant: &TenantId,
     session: &SessionId,
 ) -> Result<u64, StoreError> {
+    advance(conn, operation, counter, tenant, session, 1).await
+}
+
+/// Takes the session's next `count` numbers of `counter` (like [`next`]) and
+/// returns the last of them; the first is `last - count + 1`.
+pub(crate) async fn advance(
+    conn: &mut AnyConnection,
+    operation: &'static str,
+    counter: Counter,
+    tenant: &TenantId,
+    session: &SessionId,
+    count: u64,
+) -> Result<u64, StoreError> {
     let row = sqlx::query(counter.bump_sql())
         .bind(tenant.as_str())
         .bind(session.as_str())
+        .bind(to_i64("count", count)?)
         .fetch_optional(conn)
         .await
         .map_err(db(operation))?;

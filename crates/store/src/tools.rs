@@ -4,7 +4,7 @@ use paddock_core::ids::{RunId, SessionId, TenantId, ToolInvocationId};
 use paddock_core::store::{Lease, StoreError, ToolInvocation, ToolOutcome, ToolStatus};
 use sqlx::any::AnyRow;
 
-use crate::error::{db, insert_error};
+use crate::error::{db, insert_error, is_foreign_key_violation};
 use crate::fence;
 use crate::open::SqlStore;
 use crate::rows::{Reader, known};
@@ -31,17 +31,8 @@ pub(crate) async fn record(
     const OP: &str = "record_tool_invocation";
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &inv.session).await?;
-    let run =
-        sqlx::query("SELECT 1 FROM runs WHERE tenant_id = $1 AND id = $2 AND session_id = $3")
-            .bind(inv.tenant.as_str())
-            .bind(inv.run.as_str())
-            .bind(inv.session.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db(OP))?;
-    if run.is_none() {
-        return Err(runs::not_found(&inv.run));
-    }
+    // The keys check that the session is the tenant's and the run one of the
+    // session's (no query first: that is a round trip on every call).
     sqlx::query(concat!(
         "INSERT INTO tool_invocations (",
         tool_columns!(),
@@ -59,7 +50,13 @@ pub(crate) async fn record(
     .bind(inv.finished_at.map(|t| t.as_millis()))
     .execute(&mut *tx)
     .await
-    .map_err(insert_error(OP, "tool invocation", inv.id.to_string()))?;
+    .map_err(|e| {
+        if is_foreign_key_violation(&e) {
+            runs::not_found(&inv.run)
+        } else {
+            insert_error(OP, "tool invocation", inv.id.to_string())(e)
+        }
+    })?;
     tx.commit().await.map_err(db(OP))
 }
 

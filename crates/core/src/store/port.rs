@@ -7,9 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SandboxRecord,
-    SandboxState, Session, SessionPatch, SnapshotRecord, StoreError, StoredMessage, Tenant,
-    Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState,
+    Session, SessionPatch, SnapshotRecord, StoreError, StoredMessage, Tenant, Timestamp,
+    ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{GoalId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId};
 use crate::sandbox::SandboxId;

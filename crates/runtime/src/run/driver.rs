@@ -20,6 +20,7 @@ use paddock_core::store::{
     EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task, ToolInvocation, ToolOutcome,
 };
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -30,8 +31,8 @@ use super::review::{self, Evidence};
 use super::settled::Settled;
 use crate::error::RuntimeError;
 use crate::events::{
-    CallStatus, ModelMessage, Progress, RESULT_EVENT_CAP, RunStateChanged, ToolCallEvent,
-    ToolResultEvent, cap_text, kind,
+    CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
+    ToolCallEvent, ToolResultEvent, cap_text, kind,
 };
 use crate::journal::Journal;
 use crate::pipeline::Pipeline;
@@ -116,6 +117,8 @@ pub(crate) struct DriverParts {
     pub(crate) history: Vec<Message>,
     pub(crate) started: Instant,
     pub(crate) lease_lost: Arc<AtomicBool>,
+    /// A subagent's messages from its parent.
+    pub(crate) inbox: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 /// A call admitted to run, and what its result is recorded against.
@@ -165,6 +168,7 @@ pub(crate) struct Driver {
     calls: u64,
     completion: Option<Completion>,
     question: Option<String>,
+    inbox: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 impl Driver {
@@ -195,6 +199,7 @@ impl Driver {
             calls: 0,
             completion: None,
             question: None,
+            inbox: parts.inbox,
         }
     }
 
@@ -283,6 +288,7 @@ impl Driver {
             budget::before_model_turn(&self.run.budgets, &self.usage)
                 .map_err(|e| Stop::End(Ending::budget(e)))?;
             self.set_state(RunState::Planning).await?;
+            self.read_inbox().await?;
 
             let (response, compacted) = self.model_turn().await?;
             let message = response.to_message();
@@ -320,6 +326,19 @@ impl Driver {
             }
             self.set_state(RunState::Observing).await?;
         }
+    }
+
+    /// Messages the parent sent since the last turn join the history.
+    async fn read_inbox(&mut self) -> Result<(), RuntimeError> {
+        while let Some(text) = self.inbox.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            let message = Message::user(format!("Message from your parent agent:\n{text}"));
+            self.history.push(message.clone());
+            self.pipe.append_message(message).await?;
+            self.pipe
+                .emit(kind::PARENT_MESSAGE, &ParentMessage { message: text })
+                .await?;
+        }
+        Ok(())
     }
 
     /// One model call on the history (compacted if it grew too large).
@@ -482,9 +501,13 @@ impl Driver {
         };
         let refusal = match (refusal, self.registry.get(&call.name)) {
             (Some(settled), _) => Err(settled),
-            (None, None) => Err(Settled::from_result(Err(ToolError::Unknown {
-                tool: call.name.clone(),
-            }))),
+            (None, None) => Err(Settled::from_result(Err(
+                crate::subagents::refuse_for_child(&call.name).unwrap_or_else(|| {
+                    ToolError::Unknown {
+                        tool: call.name.clone(),
+                    }
+                }),
+            ))),
             // the policy is checked where the call runs (tools::execute)
             (None, Some(tool)) => Ok(Arc::clone(tool)),
         };
@@ -586,7 +609,17 @@ impl Driver {
             .finish_invocation(record.invocation.clone(), outcome, now)
             .await?;
         self.pipe.emit(kind::TOOL_RESULT, &event).await?;
-        self.apply(record.step, &settled).await?;
+        self.evidence.record(&review::Call {
+            step: record.step,
+            tool: &record.tool,
+            access: self
+                .registry
+                .get(&record.tool)
+                .map(|tool| tool.contract().access),
+            status: settled.status,
+            effects: &settled.effects,
+        });
+        self.apply(&settled).await?;
         Ok(ToolResult {
             call_id: record.call_id,
             content: settled.content,
@@ -594,18 +627,15 @@ impl Driver {
         })
     }
 
-    async fn apply(&mut self, step: u64, settled: &Settled) -> Result<(), RuntimeError> {
+    async fn apply(&mut self, settled: &Settled) -> Result<(), RuntimeError> {
         for effect in &settled.effects {
             match effect {
                 Effect::FilesChanged { paths } => {
                     if !settled.is_error && !paths.is_empty() {
                         self.guard.workspace_changed();
-                        self.evidence.files_changed(step, paths);
                     }
                 }
-                Effect::CommandFinished {
-                    command, success, ..
-                } => self.evidence.command_finished(step, command, *success),
+                Effect::CommandFinished { .. } => {}
                 Effect::PlanUpdated { explanation, steps } => {
                     self.save_plan(explanation.clone(), steps).await?;
                 }

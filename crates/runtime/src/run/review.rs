@@ -1,11 +1,50 @@
 //! The end-of-run review: the agent's `complete_task` claim, checked against
-//! what the run actually did. "met" only stands when every success criterion
-//! has evidence and nothing changed after the last successful command; the
-//! honest answer otherwise is "unsure".
+//! what the run actually did. "met" only stands when what the run did backs
+//! it: every success criterion has evidence, some call that reads or changes
+//! the workspace succeeded, a command succeeded after the last file change,
+//! and nothing was refused or failed after the last success that could clear
+//! it. The honest answer otherwise is "unsure".
 
 use paddock_core::store::{CriterionReview, Review, Verdict};
 
-use crate::tools::{Completion, CriterionClaim};
+use crate::events::CallStatus;
+use crate::tools::{Access, Completion, CriterionClaim, Effect};
+
+/// The control tools: they only talk to the run loop, so their results show
+/// nothing about the workspace, and a malformed call to one sets nothing back.
+const CONTROL_TOOLS: [&str; 4] = [
+    "update_plan",
+    "report_progress",
+    "ask_user",
+    "complete_task",
+];
+
+/// Setbacks listed by name in a review; the rest are counted.
+const LISTED_SETBACKS: usize = 3;
+
+/// One settled call, as the review weighs it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call<'a> {
+    /// 1-based position among the run's calls.
+    pub(crate) step: u64,
+    pub(crate) tool: &'a str,
+    /// The tool's access; `None` for a tool the run does not know.
+    pub(crate) access: Option<Access>,
+    pub(crate) status: CallStatus,
+    pub(crate) effects: &'a [Effect],
+}
+
+/// A call that was refused or failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Setback {
+    step: u64,
+    /// "write_file denied", "run_command `sh test.sh` exited 1".
+    what: String,
+    /// It would have changed or verified something (a mutating or unknown
+    /// tool, a command): only a command that succeeds after it clears it.
+    /// A failed read is cleared by any later successful workspace call.
+    acting: bool,
+}
 
 /// What the run did that can back a claim; positions are 1-based call numbers.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -14,20 +53,71 @@ pub(crate) struct Evidence {
     last_change: Option<(u64, Vec<String>)>,
     /// The last command that exited 0, and its text.
     last_success: Option<(u64, String)>,
+    /// The last call other than a control tool's that succeeded.
+    last_worked: Option<u64>,
+    setbacks: Vec<Setback>,
 }
 
 impl Evidence {
-    /// Call `step` (1-based, in call order) changed `paths`.
-    pub(crate) fn files_changed(&mut self, step: u64, paths: &[String]) {
-        if !paths.is_empty() {
-            self.last_change = Some((step, paths.to_vec()));
+    /// Takes one settled call into account. Calls may settle out of call
+    /// order (side by side reads), so everything is compared by step.
+    pub(crate) fn record(&mut self, call: &Call<'_>) {
+        if CONTROL_TOOLS.contains(&call.tool) {
+            return;
         }
-    }
-
-    /// Call `step` ran `command`.
-    pub(crate) fn command_finished(&mut self, step: u64, command: &str, success: bool) {
-        if success && self.last_success.as_ref().is_none_or(|(at, _)| *at < step) {
-            self.last_success = Some((step, command.to_owned()));
+        let step = call.step;
+        let acting = call.access != Some(Access::ReadOnly);
+        let status = match call.status {
+            CallStatus::Succeeded => None,
+            CallStatus::Skipped => return,
+            CallStatus::Failed => Some("failed"),
+            CallStatus::Denied => Some("denied"),
+            CallStatus::Hint => Some("refused as a repeat"),
+        };
+        if let Some(status) = status {
+            self.setbacks.push(Setback {
+                step,
+                what: format!("{} {status}", call.tool),
+                acting,
+            });
+            return;
+        }
+        let mut failed_command = false;
+        for effect in call.effects {
+            match effect {
+                Effect::FilesChanged { paths }
+                    if !paths.is_empty()
+                        && self.last_change.as_ref().is_none_or(|(at, _)| *at < step) =>
+                {
+                    self.last_change = Some((step, paths.clone()));
+                }
+                Effect::CommandFinished {
+                    command,
+                    exit_code,
+                    success,
+                } => {
+                    if *success {
+                        if self.last_success.as_ref().is_none_or(|(at, _)| *at < step) {
+                            self.last_success = Some((step, command.clone()));
+                        }
+                    } else {
+                        failed_command = true;
+                        let how = match exit_code {
+                            Some(code) => format!("exited {code}"),
+                            None => "did not exit normally".to_owned(),
+                        };
+                        self.setbacks.push(Setback {
+                            step,
+                            what: format!("{} `{}` {how}", call.tool, short(command)),
+                            acting: true,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !failed_command && self.last_worked.is_none_or(|at| at < step) {
+            self.last_worked = Some(step);
         }
     }
 
@@ -39,6 +129,84 @@ impl Evidence {
             _ => Some(paths),
         }
     }
+
+    /// Setbacks nothing after them cleared, in call order.
+    fn unresolved(&self) -> Vec<&Setback> {
+        let command_at = self.last_success.as_ref().map_or(0, |(at, _)| *at);
+        let worked_at = self.last_worked.unwrap_or(0);
+        let mut open: Vec<&Setback> = self
+            .setbacks
+            .iter()
+            .filter(|s| {
+                let cleared_at = if s.acting { command_at } else { worked_at };
+                cleared_at < s.step
+            })
+            .collect();
+        open.sort_by_key(|s| s.step);
+        open
+    }
+}
+
+/// A command as a review names it: its first line, cut to a few words.
+fn short(command: &str) -> String {
+    const MAX: usize = 60;
+    let line = command.lines().next().unwrap_or_default();
+    match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &line[..cut]),
+        None if line.len() < command.trim_end().len() => format!("{line}..."),
+        None => line.to_owned(),
+    }
+}
+
+/// "write_file denied (call 4), run_command denied (call 5) and 2 more".
+fn describe(setbacks: &[&Setback]) -> String {
+    let mut named: Vec<String> = setbacks
+        .iter()
+        .take(LISTED_SETBACKS)
+        .map(|s| format!("{} (call {})", s.what, s.step))
+        .collect();
+    let more = setbacks.len().saturating_sub(LISTED_SETBACKS);
+    if more > 0 {
+        named.push(format!("{more} more"));
+    }
+    match named.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => named.concat(),
+    }
+}
+
+/// Why what the run did does not back a "met" claim.
+fn doubts(evidence: &Evidence) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if evidence.last_worked.is_none() {
+        reasons.push(
+            "no call that reads or changes the workspace succeeded, so nothing the run \
+             did shows the goal met"
+                .to_owned(),
+        );
+    }
+    if let Some(paths) = evidence.unverified_change() {
+        reasons.push(format!(
+            "files changed ({}) and no command succeeded after the last change, so \
+             nothing shows the final state works",
+            paths.join(", ")
+        ));
+    }
+    let (acting, reading): (Vec<&Setback>, Vec<&Setback>) =
+        evidence.unresolved().into_iter().partition(|s| s.acting);
+    if !acting.is_empty() {
+        reasons.push(format!(
+            "{}; no command succeeded after that",
+            describe(&acting)
+        ));
+    }
+    if !reading.is_empty() {
+        reasons.push(format!(
+            "{}; no call succeeded after that",
+            describe(&reading)
+        ));
+    }
+    reasons
 }
 
 fn normalize(text: &str) -> String {
@@ -111,13 +279,7 @@ pub(crate) fn review(completion: &Completion, criteria: &[String], evidence: &Ev
         .collect();
 
     if claimed == Verdict::Met {
-        if let Some(paths) = evidence.unverified_change() {
-            reasons.push(format!(
-                "files changed ({}) and no command succeeded after the last change, so \
-                 nothing shows the final state works",
-                paths.join(", ")
-            ));
-        }
+        reasons.extend(doubts(evidence));
         let any_evidence = completion.evidence.iter().any(|e| has_text(Some(e)))
             || criteria_reviews
                 .iter()
@@ -160,7 +322,7 @@ pub(crate) fn without_completion(summary: String, remaining: Vec<String>) -> Rev
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::VerdictArg;
+    use crate::tools::{CompleteTask, ReportProgress, Tool, UpdatePlan, VerdictArg};
 
     fn claim(criterion: &str, verdict: VerdictArg, evidence: Option<&str>) -> CriterionClaim {
         CriterionClaim {
@@ -180,11 +342,71 @@ mod tests {
         }
     }
 
+    /// Records call `step` of `tool`.
+    fn call(
+        evidence: &mut Evidence,
+        step: u64,
+        tool: &str,
+        access: Access,
+        status: CallStatus,
+        effects: &[Effect],
+    ) {
+        evidence.record(&Call {
+            step,
+            tool,
+            access: Some(access),
+            status,
+            effects,
+        });
+    }
+
+    fn write(evidence: &mut Evidence, step: u64, path: &str) {
+        let changed = [Effect::FilesChanged {
+            paths: vec![path.to_owned()],
+        }];
+        call(
+            evidence,
+            step,
+            "write_file",
+            Access::Mutating,
+            CallStatus::Succeeded,
+            &changed,
+        );
+    }
+
+    fn command(evidence: &mut Evidence, step: u64, text: &str, exit_code: i32) {
+        let finished = [Effect::CommandFinished {
+            command: text.to_owned(),
+            exit_code: Some(exit_code),
+            success: exit_code == 0,
+        }];
+        call(
+            evidence,
+            step,
+            "run_command",
+            Access::Mutating,
+            CallStatus::Succeeded,
+            &finished,
+        );
+    }
+
+    fn read(evidence: &mut Evidence, step: u64, status: CallStatus) {
+        call(evidence, step, "read_file", Access::ReadOnly, status, &[]);
+    }
+
     fn verified() -> Evidence {
         let mut evidence = Evidence::default();
-        evidence.files_changed(1, &["add.py".into()]);
-        evidence.command_finished(2, "sh test.sh", true);
+        write(&mut evidence, 1, "add.py");
+        command(&mut evidence, 2, "sh test.sh", 0);
         evidence
+    }
+
+    fn unverified(review: &Review) -> Vec<&str> {
+        review
+            .remaining
+            .iter()
+            .filter_map(|r| r.strip_prefix("unverified: "))
+            .collect()
     }
 
     #[test]
@@ -243,12 +465,221 @@ mod tests {
     #[test]
     fn a_change_after_the_last_successful_command_makes_met_unsure() {
         let mut evidence = verified();
-        evidence.files_changed(3, &["add.py".into()]);
-        evidence.command_finished(4, "sh test.sh", false);
+        write(&mut evidence, 3, "add.py");
         let review = review(&met(vec![]), &[], &evidence);
         assert_eq!(review.verdict, Verdict::Unsure);
         assert_eq!(review.remaining.len(), 1);
         assert!(review.remaining[0].contains("files changed (add.py)"));
+    }
+
+    #[test]
+    fn a_failing_command_after_the_last_success_makes_met_unsure() {
+        let mut evidence = verified();
+        command(&mut evidence, 3, "sh test.sh --all\nexit 0", 1);
+        let review = review(&met(vec![]), &[], &evidence);
+        assert_eq!(review.verdict, Verdict::Unsure);
+        assert_eq!(
+            unverified(&review),
+            [
+                "run_command `sh test.sh --all...` exited 1 (call 3); no command succeeded after that"
+            ]
+        );
+        // a command that passes afterwards clears it
+        command(&mut evidence, 4, "sh test.sh --all", 0);
+        assert_eq!(
+            super::review(&met(vec![]), &[], &evidence).verdict,
+            Verdict::Met
+        );
+    }
+
+    #[test]
+    fn refused_changes_and_commands_make_met_unsure() {
+        // plan mode: the agent reads, its writes and its test run are
+        // refused, and it claims success anyway
+        let mut evidence = Evidence::default();
+        read(&mut evidence, 1, CallStatus::Succeeded);
+        call(
+            &mut evidence,
+            2,
+            "write_file",
+            Access::Mutating,
+            CallStatus::Denied,
+            &[],
+        );
+        call(
+            &mut evidence,
+            3,
+            "run_command",
+            Access::Mutating,
+            CallStatus::Denied,
+            &[],
+        );
+        call(
+            &mut evidence,
+            4,
+            "edit_file",
+            Access::Mutating,
+            CallStatus::Denied,
+            &[],
+        );
+        call(
+            &mut evidence,
+            5,
+            "run_command",
+            Access::Mutating,
+            CallStatus::Denied,
+            &[],
+        );
+        // later successful reads do not show a refused change happened
+        read(&mut evidence, 6, CallStatus::Succeeded);
+        let criteria = vec!["sh test.sh passes".to_owned()];
+        let completion = met(vec![claim(
+            "sh test.sh passes",
+            VerdictArg::Met,
+            Some("sh test.sh exited 0"),
+        )]);
+        let review = review(&completion, &criteria, &evidence);
+        assert_eq!(review.verdict, Verdict::Unsure);
+        assert_eq!(
+            unverified(&review),
+            [
+                "write_file denied (call 2), run_command denied (call 3), edit_file denied \
+                 (call 4) and 1 more; no command succeeded after that"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_call_before_the_last_successful_command_does_not_count() {
+        let mut evidence = Evidence::default();
+        call(
+            &mut evidence,
+            1,
+            "write_file",
+            Access::Mutating,
+            CallStatus::Denied,
+            &[],
+        );
+        call(
+            &mut evidence,
+            2,
+            "guess_tool",
+            Access::Mutating,
+            CallStatus::Failed,
+            &[],
+        );
+        write(&mut evidence, 3, "src/add.py");
+        command(&mut evidence, 4, "sh test.sh", 0);
+        assert_eq!(review(&met(vec![]), &[], &evidence).verdict, Verdict::Met);
+    }
+
+    #[test]
+    fn an_unknown_tool_counts_as_a_refused_action() {
+        let mut evidence = verified();
+        evidence.record(&Call {
+            step: 3,
+            tool: "apply_patch",
+            access: None,
+            status: CallStatus::Failed,
+            effects: &[],
+        });
+        read(&mut evidence, 4, CallStatus::Succeeded);
+        let review = review(&met(vec![]), &[], &evidence);
+        assert_eq!(
+            unverified(&review),
+            ["apply_patch failed (call 3); no command succeeded after that"]
+        );
+    }
+
+    #[test]
+    fn a_read_only_goal_is_met_on_successful_reads() {
+        // "explain X": no command, no change; a failed read was followed by
+        // one that worked
+        let mut evidence = Evidence::default();
+        read(&mut evidence, 1, CallStatus::Failed);
+        call(
+            &mut evidence,
+            2,
+            "search",
+            Access::ReadOnly,
+            CallStatus::Succeeded,
+            &[],
+        );
+        read(&mut evidence, 3, CallStatus::Succeeded);
+        let review = review(&met(vec![]), &[], &evidence);
+        assert_eq!(review.verdict, Verdict::Met, "{review:?}");
+        assert!(review.remaining.is_empty());
+    }
+
+    #[test]
+    fn a_failed_read_with_nothing_after_it_makes_met_unsure() {
+        let mut evidence = Evidence::default();
+        read(&mut evidence, 1, CallStatus::Succeeded);
+        read(&mut evidence, 2, CallStatus::Failed);
+        call(
+            &mut evidence,
+            3,
+            "read_file",
+            Access::ReadOnly,
+            CallStatus::Hint,
+            &[],
+        );
+        let review = review(&met(vec![]), &[], &evidence);
+        assert_eq!(
+            unverified(&review),
+            [
+                "read_file failed (call 2) and read_file refused as a repeat (call 3); no call \
+                 succeeded after that"
+            ]
+        );
+    }
+
+    #[test]
+    fn side_by_side_reads_settling_out_of_order_are_compared_by_step() {
+        let mut evidence = Evidence::default();
+        read(&mut evidence, 2, CallStatus::Succeeded);
+        read(&mut evidence, 1, CallStatus::Failed);
+        assert_eq!(review(&met(vec![]), &[], &evidence).verdict, Verdict::Met);
+    }
+
+    #[test]
+    fn met_on_free_text_alone_is_unsure() {
+        // only control tools ran: a plan, a progress note, the claim
+        let mut evidence = Evidence::default();
+        for (step, tool) in [(1, "update_plan"), (2, "report_progress")] {
+            call(
+                &mut evidence,
+                step,
+                tool,
+                Access::ReadOnly,
+                CallStatus::Succeeded,
+                &[],
+            );
+        }
+        // a malformed control call sets nothing back
+        call(
+            &mut evidence,
+            3,
+            "complete_task",
+            Access::ReadOnly,
+            CallStatus::Failed,
+            &[],
+        );
+        let criteria = vec!["the answer is 4".to_owned()];
+        let completion = met(vec![claim(
+            "the answer is 4",
+            VerdictArg::Met,
+            Some("2 + 2 = 4"),
+        )]);
+        let review = review(&completion, &criteria, &evidence);
+        assert_eq!(review.verdict, Verdict::Unsure);
+        assert_eq!(
+            unverified(&review),
+            [
+                "no call that reads or changes the workspace succeeded, so nothing the run did \
+                 shows the goal met"
+            ]
+        );
     }
 
     #[test]
@@ -275,11 +706,29 @@ mod tests {
     fn met_without_any_evidence_or_criteria_is_unsure() {
         let mut completion = met(vec![]);
         completion.evidence.clear();
-        let review = review(&completion, &[], &Evidence::default());
+        let review = review(&completion, &[], &verified());
         assert_eq!(review.verdict, Verdict::Unsure);
         assert_eq!(
             review.remaining,
             vec!["unverified: the completion names no evidence"]
         );
+    }
+
+    #[test]
+    fn the_control_tools_are_the_registry_s() {
+        let names = [
+            UpdatePlan::new().contract().name,
+            ReportProgress::new().contract().name,
+            crate::tools::AskUser::new().contract().name,
+            CompleteTask::new().contract().name,
+        ];
+        assert_eq!(names, CONTROL_TOOLS);
+    }
+
+    #[test]
+    fn long_commands_are_named_by_their_first_words() {
+        assert_eq!(short("sh test.sh"), "sh test.sh");
+        assert_eq!(short("cat <<EOF\nx\nEOF"), "cat <<EOF...");
+        assert_eq!(short(&"a".repeat(70)), format!("{}...", "a".repeat(60)));
     }
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
 pub mod agent_rows;
+pub mod batches;
 pub mod cases;
 pub mod history;
 pub mod leases;
@@ -141,6 +142,9 @@ macro_rules! contract_tests {
             cases::sessions_and_runs,
             cases::events_are_sequenced_per_session,
             cases::concurrent_appenders_get_gap_free_sequences,
+            batches::batched_events_keep_their_order_and_sequence,
+            batches::concurrent_batches_are_gap_free,
+            batches::a_stale_batch_writes_nothing,
             cases::tool_invocations,
             cases::snapshots,
             cases::tenant_isolation,
