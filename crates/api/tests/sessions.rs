@@ -25,6 +25,7 @@ on_both_databases!(
     model_choices_that_reach_the_servers_files_or_keys_are_refused,
     a_reconnecting_client_gets_every_event_exactly_once_in_order,
     a_graceful_shutdown_cancels_runs_in_progress,
+    a_runs_children_and_its_own_events_are_readable,
 );
 
 /// Longest a scripted run may take here.
@@ -799,6 +800,96 @@ async fn a_graceful_shutdown_cancels_runs_in_progress(db: Db) -> Result<()> {
     let run = store.get_run(&tenant, &run_id).await?;
     assert_eq!(run.state.as_str(), "cancelled", "{run:?}");
     store.close().await;
+    Ok(())
+}
+
+/// A root run spawns one explore subagent: `GET /v1/runs/{id}/children`
+/// lists it, `GET /v1/runs/{id}/events` streams its events only and ends
+/// after its `run.finished`, and the parent's session carries its status.
+/// (Parent and child share the inline script's turns, in whichever order
+/// they ask; the checks hold either way.)
+async fn a_runs_children_and_its_own_events_are_readable(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "fan out").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "look around", "model": script(json!([
+            {"tool_calls": [{"name": "spawn_subagent", "arguments": {
+                "task_id": "look", "profile": "explore", "prompt": "list the files"}}]},
+            {"tool_calls": [{"name": "wait_subagents", "arguments": {"timeout": 60}}]},
+            complete_turn(),
+            complete_turn(),
+        ]))}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+
+    let (status, children) =
+        send(server.a(Method::GET, &format!("/v1/runs/{run_id}/children"))).await?;
+    assert_eq!(status, StatusCode::OK, "{children}");
+    let children = children["runs"].as_array().context("runs")?.clone();
+    assert_eq!(children.len(), 1, "{children:?}");
+    let child = &children[0];
+    assert_eq!(child["parent_run"], json!(run_id));
+    assert_eq!(child["profile"], "explore");
+    assert_eq!(child["task_key"], "look");
+    assert_eq!(child["mode"], "plan");
+    assert_ne!(child["session"], json!(sid));
+    let child_id = child["id"].as_str().unwrap().to_owned();
+    wait_run(&server, &child_id).await?;
+
+    let mut events =
+        EventReader::open(server.a(Method::GET, &format!("/v1/runs/{child_id}/events"))).await?;
+    let mut kinds = Vec::new();
+    while let Some(frame) = events.next().await? {
+        assert_eq!(frame.data["run"], json!(child_id), "{frame:?}");
+        kinds.push(frame.event);
+    }
+    assert_eq!(kinds.first().map(String::as_str), Some("run.started"));
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("run.finished"),
+        "{kinds:?}"
+    );
+    // resuming after the first event skips it
+    let mut resumed = EventReader::open(
+        server
+            .a(Method::GET, &format!("/v1/runs/{child_id}/events"))
+            .header("last-event-id", "1"),
+    )
+    .await?;
+    let first = resumed.next().await?.context("an event after 1")?;
+    assert_eq!(first.id, Some(2));
+
+    let stored = server
+        .store
+        .list_events(&server.setup.tenants.a, &SessionId::parse(&sid)?, 0, 10_000)
+        .await?;
+    let statuses: Vec<Value> = stored
+        .iter()
+        .filter(|e| e.kind == "subagent.status")
+        .map(|e| serde_json::from_str(&e.payload))
+        .collect::<Result<_, _>>()?;
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s["status"] == "finished" && s["run_id"] == json!(child_id)),
+        "{statuses:?}"
+    );
+    assert!(
+        stored
+            .iter()
+            .all(|e| e.run.as_ref().map(RunId::as_str) == Some(run_id.as_str()))
+    );
+
+    let (status, _) = send(server.a(Method::GET, "/v1/runs/run_nope/children")).await?;
+    assert!(status == StatusCode::NOT_FOUND || status == StatusCode::BAD_REQUEST);
     Ok(())
 }
 

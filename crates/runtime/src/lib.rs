@@ -5,7 +5,8 @@
 //! [`Runtime`] is the one entry point front ends use: sessions (create, list,
 //! rename, archive, fork), runs ([`Runtime::start_run`], cancel, wait) and
 //! the session event stream ([`Runtime::event_stream`]). Event kinds and
-//! their payloads are in [`events`].
+//! their payloads are in [`events`]. Root runs can fan work out to
+//! [`subagents`], each in its own session, workspace copy and sandbox.
 
 mod bus;
 mod config;
@@ -18,11 +19,12 @@ mod run;
 mod runtime;
 mod sessions;
 mod stream;
+pub mod subagents;
 pub mod tools;
 mod util;
 mod workspace;
 
-pub use config::{RuntimeConfig, RuntimeDeps, SnapshotSettings};
+pub use config::{RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings};
 pub use error::RuntimeError;
 pub use recover::{RecoveryReport, SkippedRun};
 pub use run::{RunHandle, StartRun};

@@ -33,7 +33,10 @@ pub(crate) struct Shared {
     pub(crate) blobs: Arc<dyn BlobStore>,
     pub(crate) config: RuntimeConfig,
     pub(crate) bus: Arc<EventBus>,
+    /// What subagents are offered.
     pub(crate) registry: Arc<ToolRegistry>,
+    /// What root runs are offered: `registry` plus the subagent tools.
+    pub(crate) root_registry: Arc<ToolRegistry>,
     pub(crate) active: Mutex<HashMap<RunId, ActiveRun>>,
 }
 
@@ -59,8 +62,14 @@ impl Runtime {
     }
 
     /// A runtime offering the tools of `registry` (the built-ins plus extra
-    /// ones, e.g. subagent tools). Each run still gets only what its mode allows.
+    /// ones); root runs also get the subagent tools unless
+    /// `config.subagents.max_per_run` is 0. Each run still gets only what its
+    /// mode allows.
     pub fn with_registry(deps: RuntimeDeps, registry: ToolRegistry) -> Arc<Self> {
+        let mut root_registry = registry.clone();
+        if deps.config.subagents.max_per_run > 0 {
+            crate::subagents::register_root_tools(&mut root_registry);
+        }
         Arc::new(Self {
             shared: Arc::new(Shared {
                 store: deps.store,
@@ -69,6 +78,7 @@ impl Runtime {
                 config: deps.config,
                 bus: Arc::new(EventBus::default()),
                 registry: Arc::new(registry),
+                root_registry: Arc::new(root_registry),
                 active: Mutex::new(HashMap::new()),
             }),
         })
@@ -170,6 +180,23 @@ impl Runtime {
             after_seq,
             live,
         ))
+    }
+}
+
+impl Runtime {
+    /// The events of one run (in its session's sequence) after `after_seq`,
+    /// then live ones; the stream ends after the run's `run.finished`. A
+    /// subagent's run has a session of its own; a root run shares its
+    /// session's sequence with the session's other runs.
+    pub async fn run_event_stream(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        after_seq: u64,
+    ) -> Result<EventStream, RuntimeError> {
+        let found = self.get_run(tenant, run).await?;
+        let events = self.event_stream(tenant, &found.session, after_seq).await?;
+        Ok(stream::run_events(events, found.id))
     }
 }
 

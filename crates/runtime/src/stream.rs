@@ -12,11 +12,12 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use paddock_core::ids::{SessionId, TenantId};
+use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{RunEvent, Store};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::error::RuntimeError;
+use crate::events::kind;
 
 /// Events read from the store per query while catching up.
 const BACKFILL_PAGE: u32 = 500;
@@ -82,6 +83,28 @@ impl Cursor {
         self.ready.extend(page);
         Ok(())
     }
+}
+
+/// Only the events of `run` in `events`, ending after its `run.finished`
+/// (or the first error).
+pub(crate) fn run_events(events: EventStream, run: RunId) -> EventStream {
+    futures_util::stream::unfold(Some(events), move |events| {
+        let run = run.clone();
+        async move {
+            let mut events = events?;
+            loop {
+                match events.next().await? {
+                    Ok(event) if event.run.as_ref() != Some(&run) => {}
+                    Ok(event) => {
+                        let last = event.kind == kind::RUN_FINISHED;
+                        return Some((Ok(event), (!last).then_some(events)));
+                    }
+                    Err(err) => return Some((Err(err), None)),
+                }
+            }
+        }
+    })
+    .boxed()
 }
 
 /// The stream of `session`'s events after `after_seq`. `live` must have been

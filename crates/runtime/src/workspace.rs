@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use paddock_core::blob::{BlobKey, BlobStore};
+use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
 use paddock_core::ids::{SessionId, SnapshotId, TenantId};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{SnapshotRecord, Store, Workspace};
-use paddock_snapshot::{PackOptions, UnpackOptions};
+use paddock_snapshot::{PackOptions, PackStats, UnpackOptions};
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -51,11 +51,7 @@ pub(crate) async fn snapshot_dir(
     config: &RuntimeConfig,
     source: SnapshotSource,
 ) -> Result<SnapshotRecord, RuntimeError> {
-    let options = PackOptions {
-        excludes: config.snapshot.excludes.clone(),
-        limits: config.snapshot.limits,
-        ..PackOptions::default()
-    };
+    let options = pack_options(config);
     let excludes = options.excludes.clone();
     let dir = source.dir.clone();
     let blobs = Arc::clone(blobs);
@@ -82,6 +78,26 @@ pub(crate) async fn snapshot_dir(
         reason: e.to_string(),
     })?;
     let (stats, info) = packed?;
+    record_snapshot(store, source, &stats, &info, excludes).await
+}
+
+/// The pack options of the runtime's snapshots.
+pub(crate) fn pack_options(config: &RuntimeConfig) -> PackOptions {
+    PackOptions {
+        excludes: config.snapshot.excludes.clone(),
+        limits: config.snapshot.limits,
+        ..PackOptions::default()
+    }
+}
+
+/// Records a snapshot packed from `source.dir` and stored as `info`.
+pub(crate) async fn record_snapshot(
+    store: &Arc<dyn Store>,
+    source: SnapshotSource,
+    stats: &PackStats,
+    info: &BlobInfo,
+    excludes: Vec<String>,
+) -> Result<SnapshotRecord, RuntimeError> {
     let record = SnapshotRecord {
         id: SnapshotId::generate(),
         tenant: source.tenant,

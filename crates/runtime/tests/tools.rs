@@ -47,6 +47,7 @@ impl Bench {
             session: SessionId::generate(),
             run: RunId::generate(),
             cancel: CancellationToken::new(),
+            subagents: None,
         };
         Self {
             sandbox,

@@ -94,12 +94,43 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             text("state"),
             text("end_reason")
         )),
+        "subagent.status" => Some(subagent_status(&data)),
+        "parent.message" => Some(indent_rest(
+            &format!("[parent] {}", text("message").trim()),
+            "         ",
+        )),
         other if other.starts_with("child.") || other.starts_with("subagent.") => Some(format!(
             "[subagent] {other}: {}",
             truncate(&data.to_string())
         )),
         _ => None,
     }
+}
+
+/// `[subagent] build fix-api (run_...) running`, and on finishing its state,
+/// verdict, changed files and summary.
+fn subagent_status(data: &Value) -> String {
+    let text = |key: &str| data[key].as_str().unwrap_or_default();
+    let mut line = format!(
+        "[subagent] {} {} ({}) {}",
+        text("profile"),
+        text("task_id"),
+        text("run_id"),
+        text("status")
+    );
+    if text("status") == "finished" {
+        line.push_str(&format!(": {}", text("state")));
+        if let Some(verdict) = data["verdict"].as_str() {
+            line.push_str(&format!(", {verdict}"));
+        }
+        if let Some(changed) = data["changed_paths"].as_u64().filter(|n| *n > 0) {
+            line.push_str(&format!(", {changed} changed file(s)"));
+        }
+        if let Some(summary) = data["summary"].as_str().filter(|s| !s.trim().is_empty()) {
+            line.push_str(&format!(" - {}", first_line(summary)));
+        }
+    }
+    truncate(&line)
 }
 
 fn plan(data: &Value) -> String {
@@ -149,6 +180,17 @@ pub fn call_summary(tool: &str, arguments: &Value) -> String {
             .map(|p| format!("{p:?}")),
         "update_plan" | "report_progress" | "complete_task" => None,
         "ask_user" => arg("question"),
+        "spawn_subagent" => arg("task_id").map(|task| {
+            let profile = arg("profile").unwrap_or_default();
+            format!(
+                "{profile} {task}: {}",
+                first_line(&arg("prompt").unwrap_or_default())
+            )
+        }),
+        "message_subagent"
+        | "stop_subagent"
+        | "apply_subagent_changes"
+        | "reject_subagent_changes" => arg("run_id"),
         _ => (!arguments.is_null() && arguments.as_object().is_none_or(|o| !o.is_empty()))
             .then(|| arguments.to_string()),
     };
@@ -359,6 +401,33 @@ mod tests {
         );
         let long = call_summary("read_file", &json!({"path": "x".repeat(500)}));
         assert!(long.chars().count() <= SUMMARY_CHARS + 3, "{long}");
+    }
+
+    #[test]
+    fn subagent_status_lines_name_the_child_and_how_it_ended() {
+        let running = event(
+            "subagent.status",
+            json!({"run_id": "run_1", "task_id": "api", "profile": "build", "status": "running"}),
+        );
+        assert_eq!(
+            human_event(&running).unwrap(),
+            "[subagent] build api (run_1) running"
+        );
+        let finished = event(
+            "subagent.status",
+            json!({"run_id": "run_1", "task_id": "api", "profile": "build",
+                   "status": "finished", "state": "completed", "verdict": "met",
+                   "changed_paths": 2, "summary": "added the route\nand tests"}),
+        );
+        assert_eq!(
+            human_event(&finished).unwrap(),
+            "[subagent] build api (run_1) finished: completed, met, 2 changed file(s) - added the route"
+        );
+        let spawn = call_summary(
+            "spawn_subagent",
+            &json!({"task_id": "api", "profile": "build", "prompt": "add it"}),
+        );
+        assert_eq!(spawn, "spawn_subagent build api: add it");
     }
 
     #[test]

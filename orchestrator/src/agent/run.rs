@@ -91,6 +91,7 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             budgets,
             provider: model(&args.model, args.base_url.as_deref())?,
             instructions: None,
+            subagent_models: None,
         },
     })
 }

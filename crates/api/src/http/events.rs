@@ -1,5 +1,6 @@
 //! `GET /v1/sessions/{id}/events`: the session's event log as server-sent
-//! events, from a sequence number on, then live. Every event carries
+//! events, from a sequence number on, then live. `GET /v1/runs/{id}/events`:
+//! the same for one run's events only, ending after its `run.finished`. Every event carries
 //! `id: <seq>`, `event: <kind>` and `data: {"seq", "run", "created_at",
 //! "payload"}`; a client that reconnects with `Last-Event-ID` (or `?after=N`)
 //! gets every later event exactly once, in order. The stream stays open for
@@ -22,6 +23,7 @@ use paddock_runtime::EventStream;
 use serde::Deserialize;
 
 use super::extract::{ApiPath, ApiQuery};
+use super::runs::run_id;
 use super::sessions::session_id;
 use super::{ApiError, AppState, Caller};
 use crate::service::{AgentError, AgentService};
@@ -56,20 +58,7 @@ pub(super) async fn stream(
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
     let id = session_id(&id)?;
-    let after = match headers.get("last-event-id") {
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request",
-                    "Last-Event-ID: expected the sequence number of an event",
-                )
-            })?,
-        None => query.after.unwrap_or(0),
-    };
+    let after = after_seq(&headers, query.after)?;
     let agents = state.agents()?;
     let closing = agents.closing();
     let body = if query.until == Some(Until::CaughtUp) {
@@ -81,6 +70,51 @@ pub(super) async fn stream(
         sse_events(events, stop_after_finish).boxed()
     };
     let body = body.take_until(closing.cancelled_owned());
+    Ok(Sse::new(body)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response())
+}
+
+/// `Last-Event-ID`, else `?after`, else 0.
+fn after_seq(headers: &HeaderMap, after: Option<u64>) -> Result<u64, ApiError> {
+    match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "Last-Event-ID: expected the sequence number of an event",
+                )
+            }),
+        None => Ok(after.unwrap_or(0)),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RunEventsQuery {
+    /// Only events with a higher sequence number (`Last-Event-ID` wins).
+    after: Option<u64>,
+}
+
+/// One run's events (sequence numbers are its session's), ending after its
+/// `run.finished`; a finished run's stream ends once its events were sent.
+pub(super) async fn run_stream(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<RunEventsQuery>,
+) -> Result<Response, ApiError> {
+    let id = run_id(&id)?;
+    let after = after_seq(&headers, query.after)?;
+    let agents = state.agents()?;
+    let closing = agents.closing();
+    let events = agents.run_events(&tenant, &id, after).await?;
+    let body = sse_events(events, true).take_until(closing.cancelled_owned());
     Ok(Sse::new(body)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response())

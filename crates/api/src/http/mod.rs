@@ -82,6 +82,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/sessions/{id}/events"),
     ("get", "/v1/runs/{id}"),
     ("post", "/v1/runs/{id}/cancel"),
+    ("get", "/v1/runs/{id}/children"),
+    ("get", "/v1/runs/{id}/events"),
 ];
 
 #[derive(Debug, Clone)]
@@ -208,6 +210,8 @@ pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptio
         .route("/v1/sessions/{id}/events", get(events::stream))
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{id}/children", get(runs::children))
+        .route("/v1/runs/{id}/events", get(events::run_stream))
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))

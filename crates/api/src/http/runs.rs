@@ -1,5 +1,5 @@
-//! One run: get it, cancel it. (Subagent routes, GET /v1/runs/{id}/children
-//! and /events, come with the subagents.)
+//! One run: get it, cancel it, list the subagent runs it spawned. (Its
+//! event stream, GET /v1/runs/{id}/events, is with the session's in `events`.)
 
 use axum::Json;
 use axum::extract::State;
@@ -29,6 +29,22 @@ pub(super) async fn cancel(
 ) -> Result<Json<RunView>, ApiError> {
     let id = run_id(&id)?;
     Ok(Json(state.agents()?.cancel_run(&tenant, &id).await?))
+}
+
+/// The subagent runs the run spawned, oldest first (empty for a run without any).
+pub(super) async fn children(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<ChildRuns>, ApiError> {
+    let id = run_id(&id)?;
+    let runs = state.agents()?.child_runs(&tenant, &id).await?;
+    Ok(Json(ChildRuns { runs }))
+}
+
+#[derive(Debug, serde::Serialize)]
+pub(super) struct ChildRuns {
+    runs: Vec<RunView>,
 }
 
 pub(super) fn run_id(raw: &str) -> Result<RunId, ApiError> {

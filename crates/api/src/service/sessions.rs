@@ -407,6 +407,7 @@ impl AgentService {
             budgets,
             provider,
             instructions: command.instructions,
+            subagent_models: None,
         })
     }
 
@@ -429,7 +430,38 @@ impl AgentService {
         Ok(RunView::from(&run))
     }
 
+    /// The subagent runs `id` spawned, oldest first.
+    pub async fn child_runs(
+        &self,
+        tenant: &TenantId,
+        id: &RunId,
+    ) -> Result<Vec<RunView>, AgentError> {
+        self.runtime
+            .get_run(tenant, id)
+            .await
+            .map_err(AgentError::runtime("get_run"))?;
+        let runs = self
+            .runtime
+            .list_child_runs(tenant, id)
+            .await
+            .map_err(AgentError::runtime("list_child_runs"))?;
+        Ok(runs.iter().map(RunView::from).collect())
+    }
+
     // ---- events ----
+
+    /// One run's events after `after_seq`, then live ones, until its `run.finished`.
+    pub async fn run_events(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        after_seq: u64,
+    ) -> Result<EventStream, AgentError> {
+        self.runtime
+            .run_event_stream(tenant, run, after_seq)
+            .await
+            .map_err(AgentError::runtime("run_event_stream"))
+    }
 
     /// The session's events after `after_seq`, then live ones as they come.
     pub async fn events(

@@ -18,12 +18,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::driver::{Driver, DriverParts, Ending};
-use super::sandbox::RunSandbox;
+use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{RunHandle, RunOptions, StartRun, finish, history, prompt, renew};
 use crate::error::RuntimeError;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped, kind};
 use crate::journal::Journal;
 use crate::runtime::{ActiveRun, Runtime, Shared};
+use crate::subagents::{Family, FamilyParts, SubagentHandle};
 use crate::tools::ToolContext;
 use crate::util::error_chain;
 use crate::workspace;
@@ -125,7 +126,10 @@ impl Runtime {
             }
         };
 
-        let cancel = CancellationToken::new();
+        let cancel = options
+            .parent_cancel
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let (done_tx, done_rx) = watch::channel(None);
         shared.active().insert(
             run.id.clone(),
@@ -242,12 +246,11 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             goal,
             history,
             request,
-            options,
+            mut options,
             workspace,
             dir,
             cancel,
         } = launched;
-        let started = Instant::now();
         let lease_lost = Arc::new(AtomicBool::new(false));
         let renewal = renew::spawn(
             Arc::clone(&shared.store),
@@ -256,26 +259,44 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             cancel.clone(),
             Arc::clone(&lease_lost),
         );
+        // a subagent waits for a running slot; its clock starts once it has one
+        let (admitted, _slot) = match options.gate.take() {
+            Some(gate) => match gate.enter(&cancel).await {
+                Some(permit) => (true, Some(permit)),
+                None => (false, None),
+            },
+            None => (true, None),
+        };
+        let started = Instant::now();
         let mut usage = run.usage;
         let mut sandbox_id = None;
-        let sandbox = RunSandbox::start(
-            &shared.backend,
-            &shared.store,
-            &shared.config.node,
-            &shared.config.sandbox,
-            &run.tenant,
-            &workspace.id,
-            dir.clone(),
-            run.mode == RunMode::Plan,
-            &run.id,
-        )
-        .await;
+        let sandbox = if admitted {
+            let access =
+                WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref());
+            Some(
+                RunSandbox::start(
+                    &shared.backend,
+                    &shared.store,
+                    &shared.config.node,
+                    &shared.config.sandbox,
+                    &run.tenant,
+                    &workspace.id,
+                    dir.clone(),
+                    access,
+                    &run.id,
+                )
+                .await,
+            )
+        } else {
+            None
+        };
         let ending = match sandbox {
-            Err(err) => Ending::Failed {
+            None => Ending::Cancelled,
+            Some(Err(err)) => Ending::Failed {
                 reason: EndReason::InfrastructureError,
                 error: error_chain(&err),
             },
-            Ok(sandbox) => {
+            Some(Ok(sandbox)) => {
                 tracing::Span::current()
                     .record("sandbox_id", tracing::field::display(sandbox.id()));
                 sandbox_id = Some(sandbox.id().clone());
@@ -290,9 +311,28 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                         error: error_chain(&err),
                     },
                     Ok(_) => {
+                        let root = options.parent_run.is_none();
+                        let registry = if root {
+                            Arc::clone(&shared.root_registry)
+                        } else {
+                            Arc::clone(&shared.registry)
+                        };
+                        let family = (root && shared.config.subagents.max_per_run > 0).then(|| {
+                            Family::new(FamilyParts {
+                                shared: Arc::clone(&shared),
+                                journal: Arc::clone(&journal),
+                                parent: run.clone(),
+                                workspace: workspace.clone(),
+                                dir: dir.clone(),
+                                cancel: cancel.clone(),
+                                provider: Arc::clone(&request.provider),
+                                models: request.subagent_models.clone(),
+                            })
+                        });
                         let parts = DriverParts {
                             journal: Arc::clone(&journal),
-                            registry: Arc::clone(&shared.registry),
+                            schemas: registry.schemas(run.mode),
+                            registry,
                             provider: Arc::clone(&request.provider),
                             criteria: request.success_criteria.clone(),
                             ctx: ToolContext {
@@ -302,19 +342,24 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 session: run.session.clone(),
                                 run: run.id.clone(),
                                 cancel: cancel.clone(),
+                                subagents: family.clone().map(|family| SubagentHandle { family }),
                             },
                             system: prompt::system_prompt(
                                 run.mode,
                                 request.instructions.as_deref(),
                             ),
-                            schemas: shared.registry.schemas(run.mode),
                             history,
                             started,
                             lease_lost,
+                            inbox: options.inbox.take(),
                             run: run.clone(),
                         };
                         let (ending, used) = Driver::new(parts).run().await;
                         usage = used;
+                        // children end (and are reported) while the parent still holds its lease
+                        if let Some(family) = family {
+                            family.shutdown().await;
+                        }
                         ending
                     }
                 };

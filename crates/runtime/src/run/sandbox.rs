@@ -1,5 +1,6 @@
 //! A run's sandbox: created over the session's workspace when the run
-//! starts (read-only in plan mode), recorded in the store while it lives,
+//! starts (read-only in plan mode, writable only in its write scope for a
+//! build subagent with one), recorded in the store while it lives,
 //! and always torn down when the run ends, however it ends.
 
 use std::path::PathBuf;
@@ -10,7 +11,44 @@ use paddock_core::sandbox::{GuestOps, Sandbox, SandboxBackend, SandboxId, Sandbo
 use paddock_core::store::{SandboxRecord, SandboxState, Store};
 
 use crate::error::RuntimeError;
+use crate::tools::{WriteScope, paths};
 use crate::util::error_chain;
+
+/// How much of the workspace a run's sandbox may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WorkspaceAccess {
+    ReadWrite,
+    ReadOnly,
+    /// Only these paths (normalized, relative, not empty).
+    Scoped(Vec<String>),
+}
+
+impl WorkspaceAccess {
+    /// Plan mode is read-only; a write scope narrows build mode to its
+    /// paths (an empty scope is read-only, one covering the root is not a limit).
+    pub(crate) fn of(read_only: bool, scope: Option<&WriteScope>) -> Self {
+        if read_only {
+            return WorkspaceAccess::ReadOnly;
+        }
+        let Some(WriteScope(entries)) = scope else {
+            return WorkspaceAccess::ReadWrite;
+        };
+        let mut paths: Vec<String> = Vec::new();
+        for entry in entries {
+            match paths::normalize(entry) {
+                Ok(path) if path.is_empty() => return WorkspaceAccess::ReadWrite,
+                Ok(path) if !paths.contains(&path) => paths.push(path),
+                // an entry that escapes never matches: it widens nothing
+                _ => {}
+            }
+        }
+        if paths.is_empty() {
+            WorkspaceAccess::ReadOnly
+        } else {
+            WorkspaceAccess::Scoped(paths)
+        }
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct RunSandbox {
@@ -31,12 +69,19 @@ impl RunSandbox {
         tenant: &TenantId,
         workspace: &WorkspaceId,
         dir: PathBuf,
-        read_only: bool,
+        access: WorkspaceAccess,
         run: &RunId,
     ) -> Result<Self, RuntimeError> {
         let mut spec = template.clone();
         spec.workspace = Some(dir);
-        spec.read_only = read_only;
+        match access {
+            WorkspaceAccess::ReadWrite => spec.read_only = false,
+            WorkspaceAccess::ReadOnly => spec.read_only = true,
+            WorkspaceAccess::Scoped(paths) => {
+                spec.read_only = false;
+                spec.writable_paths = paths;
+            }
+        }
         let sandbox =
             backend
                 .create(spec.clone())
@@ -110,5 +155,32 @@ impl RunSandbox {
             tracing::warn!(sandbox_id = %id, error = %error_chain(&err), "recording the stopped sandbox");
         }
         error
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(entries: &[&str]) -> WriteScope {
+        WriteScope(entries.iter().map(|e| (*e).to_owned()).collect())
+    }
+
+    #[test]
+    fn a_write_scope_becomes_the_sandbox_writable_paths() {
+        assert_eq!(WorkspaceAccess::of(true, None), WorkspaceAccess::ReadOnly);
+        assert_eq!(WorkspaceAccess::of(false, None), WorkspaceAccess::ReadWrite);
+        assert_eq!(
+            WorkspaceAccess::of(false, Some(&scope(&["./src/", "src", "docs/a.md", "../x"]))),
+            WorkspaceAccess::Scoped(vec!["src".into(), "docs/a.md".into()])
+        );
+        assert_eq!(
+            WorkspaceAccess::of(false, Some(&scope(&[]))),
+            WorkspaceAccess::ReadOnly
+        );
+        assert_eq!(
+            WorkspaceAccess::of(false, Some(&scope(&["src", "."]))),
+            WorkspaceAccess::ReadWrite
+        );
     }
 }

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::subagents::SubagentHandle;
+
 /// Whether a tool can change the workspace or the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +75,8 @@ pub struct ToolContext {
     pub run: RunId,
     /// Cancelled when the run is cancelled or the call times out.
     pub cancel: CancellationToken,
+    /// The run's subagents; set on root runs only (subagents cannot spawn).
+    pub subagents: Option<SubagentHandle>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -82,6 +86,7 @@ impl fmt::Debug for ToolContext {
             .field("write_scope", &self.write_scope)
             .field("session", &self.session)
             .field("run", &self.run)
+            .field("subagents", &self.subagents.is_some())
             .finish_non_exhaustive()
     }
 }

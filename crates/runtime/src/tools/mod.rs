@@ -5,7 +5,7 @@
 //! gives a result with `is_error` set that the model reads; only a lost
 //! connection to the guest is a [`ToolError::Guest`].
 
-mod args;
+pub(crate) mod args;
 mod command;
 mod contract;
 mod control;

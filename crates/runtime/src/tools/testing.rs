@@ -111,5 +111,6 @@ pub(crate) fn offline_context() -> ToolContext {
         session: SessionId::generate(),
         run: RunId::generate(),
         cancel: CancellationToken::new(),
+        subagents: None,
     }
 }

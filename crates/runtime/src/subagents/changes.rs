@@ -1,0 +1,399 @@
+//! A build child's change set: its end snapshot compared with the snapshot
+//! its workspace was made from, file by file (content hashes), and how it is
+//! applied to the parent's workspace through the parent's guest.
+//!
+//! Both sides are read from the archives in the blob store, never from the
+//! child's directory: the archives were checked when they were packed, and
+//! nothing in them is followed or executed here. A file the parent changed
+//! since the spawn (it differs from the base) that the child changed too is a
+//! conflict: the whole change set is then left unapplied, so the parent's
+//! workspace never holds half of it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{self, Read};
+
+use paddock_core::sandbox::{GuestError, GuestOps, WriteOptions};
+use paddock_proto::{ErrorCode, FileKind};
+use sha2::{Digest, Sha256};
+use tar::EntryType;
+
+use super::report::{ChangeKind, ChangedPath};
+
+/// Largest file an apply writes: one guest frame carries it whole.
+pub(crate) const MAX_APPLY_BYTES: u64 = 8 << 20;
+/// Bytes read from the guest per request when hashing the parent's file.
+const READ_CHUNK: u64 = 4 << 20;
+
+/// One entry of a snapshot, as far as a change set cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Entry {
+    File {
+        hash: [u8; 32],
+        size: u64,
+        mode: u32,
+    },
+    Link {
+        target: String,
+    },
+}
+
+/// Files and symlinks of a snapshot by path (directories are implied).
+pub(crate) type Manifest = BTreeMap<String, Entry>;
+
+/// One changed path and both sides of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub(crate) path: String,
+    pub(crate) kind: ChangeKind,
+    pub(crate) before: Option<Entry>,
+    pub(crate) after: Option<Entry>,
+}
+
+/// What a build child changed, with the new contents of its files.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChangeSet {
+    pub(crate) changes: Vec<Change>,
+    pub(crate) contents: HashMap<String, Vec<u8>>,
+}
+
+impl ChangeSet {
+    pub(crate) fn paths(&self) -> Vec<ChangedPath> {
+        self.changes
+            .iter()
+            .map(|c| ChangedPath {
+                path: c.path.clone(),
+                change: c.kind,
+            })
+            .collect()
+    }
+}
+
+fn archive<R: Read>(
+    reader: R,
+) -> io::Result<tar::Archive<zstd::stream::read::Decoder<'static, io::BufReader<R>>>> {
+    Ok(tar::Archive::new(zstd::stream::read::Decoder::new(reader)?))
+}
+
+fn entry_path<R: Read>(entry: &tar::Entry<'_, R>) -> io::Result<String> {
+    let path = entry.path()?;
+    let text = path
+        .to_str()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a path is not UTF-8"))?;
+    Ok(text
+        .trim_start_matches("./")
+        .trim_end_matches('/')
+        .to_owned())
+}
+
+/// The files and symlinks of a packed snapshot.
+pub(crate) fn manifest<R: Read>(reader: R) -> io::Result<Manifest> {
+    let mut manifest = Manifest::new();
+    let mut archive = archive(reader)?;
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path = entry_path(&entry)?;
+        let kind = entry.header().entry_type();
+        if kind == EntryType::Regular || kind == EntryType::Continuous {
+            let mode = entry.header().mode()? & 0o7777;
+            let mut hasher = Sha256::new();
+            let size = io::copy(&mut entry, &mut hasher)?;
+            manifest.insert(
+                path,
+                Entry::File {
+                    hash: hasher.finalize().into(),
+                    size,
+                    mode,
+                },
+            );
+        } else if kind == EntryType::Symlink {
+            let target = entry
+                .link_name()?
+                .map(|t| t.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            manifest.insert(path, Entry::Link { target });
+        }
+    }
+    Ok(manifest)
+}
+
+/// What differs between `base` and `end`, in path order.
+pub(crate) fn diff(base: &Manifest, end: &Manifest) -> Vec<Change> {
+    let paths: BTreeSet<&String> = base.keys().chain(end.keys()).collect();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let (before, after) = (base.get(path), end.get(path));
+            let kind = match (before, after) {
+                (None, Some(_)) => ChangeKind::Added,
+                (Some(_), None) => ChangeKind::Deleted,
+                (Some(b), Some(a)) if b != a => ChangeKind::Modified,
+                _ => return None,
+            };
+            Some(Change {
+                path: path.clone(),
+                kind,
+                before: before.cloned(),
+                after: after.cloned(),
+            })
+        })
+        .collect()
+}
+
+/// The contents of the regular files `wanted` in a packed snapshot.
+pub(crate) fn contents<R: Read>(
+    reader: R,
+    wanted: &BTreeSet<String>,
+) -> io::Result<HashMap<String, Vec<u8>>> {
+    let mut found = HashMap::new();
+    if wanted.is_empty() {
+        return Ok(found);
+    }
+    let mut archive = archive(reader)?;
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path = entry_path(&entry)?;
+        if wanted.contains(&path) && entry.header().entry_type().is_file() {
+            let mut data = Vec::new();
+            entry
+                .by_ref()
+                .take(MAX_APPLY_BYTES + 1)
+                .read_to_end(&mut data)?;
+            found.insert(path, data);
+        }
+    }
+    Ok(found)
+}
+
+/// A path of the change set that cannot be applied, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct Conflict {
+    pub(crate) path: String,
+    pub(crate) reason: String,
+}
+
+/// The parent's file as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Current {
+    Absent,
+    File([u8; 32]),
+    Other(&'static str),
+}
+
+impl Current {
+    fn is(&self, entry: Option<&Entry>) -> bool {
+        match (self, entry) {
+            (Current::Absent, None) => true,
+            (Current::File(hash), Some(Entry::File { hash: other, .. })) => hash == other,
+            _ => false,
+        }
+    }
+}
+
+async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError> {
+    let stat = match guest.file_stat(path).await {
+        Ok(stat) => stat,
+        Err(GuestError::Refused { error, .. }) if error.code == ErrorCode::NotFound => {
+            return Ok(Current::Absent);
+        }
+        Err(err) => return Err(err),
+    };
+    match stat.kind {
+        FileKind::File => {}
+        FileKind::Dir => return Ok(Current::Other("a directory")),
+        FileKind::Symlink => return Ok(Current::Other("a symlink")),
+        FileKind::Other => return Ok(Current::Other("a special file")),
+    }
+    let mut hasher = Sha256::new();
+    let mut offset = 0;
+    loop {
+        let chunk = guest.file_read(path, offset, Some(READ_CHUNK)).await?;
+        if chunk.data.is_empty() {
+            break;
+        }
+        offset += chunk.data.len() as u64;
+        hasher.update(&chunk.data);
+        if offset >= chunk.size {
+            break;
+        }
+    }
+    Ok(Current::File(hasher.finalize().into()))
+}
+
+/// Why one change cannot be applied as things are, if it cannot.
+async fn check(
+    guest: &dyn GuestOps,
+    change: &Change,
+    contents: &HashMap<String, Vec<u8>>,
+) -> Result<Option<String>, GuestError> {
+    match (&change.before, &change.after) {
+        (Some(Entry::Link { .. }), _) | (_, Some(Entry::Link { .. })) => {
+            return Ok(Some("symlink changes are not applied".to_owned()));
+        }
+        (_, Some(Entry::File { size, .. })) if *size > MAX_APPLY_BYTES => {
+            return Ok(Some(format!(
+                "{size} bytes, more than the {MAX_APPLY_BYTES} an apply writes"
+            )));
+        }
+        (_, Some(Entry::File { .. })) if !contents.contains_key(&change.path) => {
+            return Ok(Some(
+                "its content is missing from the end snapshot".to_owned(),
+            ));
+        }
+        _ => {}
+    }
+    let now = match current(guest, &change.path).await {
+        Ok(now) => now,
+        Err(GuestError::Refused { error, .. }) => {
+            return Ok(Some(format!(
+                "the parent's workspace refused to read it: {}",
+                error.message
+            )));
+        }
+        Err(err) => return Err(err),
+    };
+    if now.is(change.before.as_ref()) || now.is(change.after.as_ref()) {
+        return Ok(None);
+    }
+    Ok(Some(match now {
+        Current::Other(what) => format!("it is {what} in the parent's workspace"),
+        _ => "the parent's workspace changed it since the spawn".to_owned(),
+    }))
+}
+
+/// What an apply did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub(crate) written: Vec<String>,
+    pub(crate) conflicts: Vec<Conflict>,
+}
+
+/// Applies the change set through the parent's guest, all of it or (any
+/// conflict) nothing. A guest that refuses a write midway is reported as a
+/// conflict on that path; what was written before it stays written.
+pub(crate) async fn apply(guest: &dyn GuestOps, set: &ChangeSet) -> Result<Applied, GuestError> {
+    let mut conflicts = Vec::new();
+    for change in &set.changes {
+        if let Some(reason) = check(guest, change, &set.contents).await? {
+            conflicts.push(Conflict {
+                path: change.path.clone(),
+                reason,
+            });
+        }
+    }
+    if !conflicts.is_empty() {
+        return Ok(Applied {
+            written: Vec::new(),
+            conflicts,
+        });
+    }
+    let mut written = Vec::new();
+    for change in &set.changes {
+        let result = match (&change.after, set.contents.get(&change.path)) {
+            (Some(Entry::File { mode, .. }), Some(data)) => guest
+                .file_write(
+                    &change.path,
+                    data,
+                    WriteOptions {
+                        mode: Some(*mode),
+                        create_parents: true,
+                    },
+                )
+                .await
+                .map(drop),
+            (None, _) => match guest.remove(&change.path, false).await {
+                Err(GuestError::Refused { error, .. }) if error.code == ErrorCode::NotFound => {
+                    Ok(())
+                }
+                other => other,
+            },
+            _ => Ok(()),
+        };
+        match result {
+            Ok(()) => written.push(change.path.clone()),
+            Err(GuestError::Refused { error, .. }) => {
+                conflicts.push(Conflict {
+                    path: change.path.clone(),
+                    reason: format!("the parent's guest refused it: {}", error.message),
+                });
+                break;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(Applied { written, conflicts })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn file(byte: u8) -> Entry {
+        Entry::File {
+            hash: [byte; 32],
+            size: 1,
+            mode: 0o644,
+        }
+    }
+
+    #[test]
+    fn diff_lists_added_modified_and_deleted_files_in_order() {
+        let base: Manifest = [
+            ("a".into(), file(1)),
+            ("b".into(), file(2)),
+            ("c".into(), file(3)),
+        ]
+        .into_iter()
+        .collect();
+        let end: Manifest = [
+            ("a".into(), file(1)),
+            ("b".into(), file(9)),
+            ("d".into(), file(4)),
+        ]
+        .into_iter()
+        .collect();
+        let kinds: Vec<(String, ChangeKind)> = diff(&base, &end)
+            .into_iter()
+            .map(|c| (c.path, c.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("b".to_owned(), ChangeKind::Modified),
+                ("c".to_owned(), ChangeKind::Deleted),
+                ("d".to_owned(), ChangeKind::Added),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_manifest_and_contents_come_from_a_packed_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.rs"), "fn a() {}").unwrap();
+        std::fs::write(dir.path().join("b.txt"), "b").unwrap();
+        std::os::unix::fs::symlink("src/a.rs", dir.path().join("link")).unwrap();
+        let mut packed = Vec::new();
+        paddock_snapshot::pack(
+            dir.path(),
+            &paddock_snapshot::PackOptions::default(),
+            &mut packed,
+        )
+        .unwrap();
+        let manifest = manifest(packed.as_slice()).unwrap();
+        assert_eq!(
+            manifest.keys().collect::<Vec<_>>(),
+            ["b.txt", "link", "src/a.rs"]
+        );
+        assert_eq!(
+            manifest["link"],
+            Entry::Link {
+                target: "src/a.rs".into()
+            }
+        );
+        let wanted: BTreeSet<String> = ["src/a.rs".to_owned()].into_iter().collect();
+        let found = contents(packed.as_slice(), &wanted).unwrap();
+        assert_eq!(found["src/a.rs"], b"fn a() {}");
+        assert_eq!(found.len(), 1);
+    }
+}

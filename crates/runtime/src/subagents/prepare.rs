@@ -1,0 +1,248 @@
+//! A child's workspace: a copy of the parent's workspace at spawn time.
+//!
+//! Spawns that arrive within a short window join one batch: the parent's
+//! directory is packed once, and the archive is streamed as it is written
+//! both into the blob store (the change set's base later) and through a
+//! pipe into one `unpack_many` pass that writes every joined child's
+//! directory. Packing and unpacking overlap, and three spawns cost about
+//! what one does.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
+use paddock_snapshot::{PackOptions, PackStats, UnpackOptions};
+use tokio::sync::watch;
+
+use super::family::Family;
+use crate::util::error_chain;
+use crate::workspace::{self, SnapshotSource};
+
+/// How long a batch waits for more spawns before its pack starts (the
+/// spawns of one model turn arrive within microseconds of each other).
+const JOIN_WINDOW: Duration = Duration::from_millis(20);
+
+/// The snapshot a batch of children started from.
+#[derive(Debug, Clone)]
+pub(crate) struct Base {
+    pub(crate) key: BlobKey,
+}
+
+/// What a batch did for each of its directories.
+#[derive(Debug)]
+pub(crate) struct BatchOutcome {
+    base: Result<Base, String>,
+    targets: Vec<(PathBuf, Result<(), String>)>,
+}
+
+/// A batch still taking directories (its pack has not started).
+#[derive(Debug)]
+pub(crate) struct OpenBatch {
+    id: u64,
+    targets: Vec<PathBuf>,
+    done: watch::Receiver<Option<Arc<BatchOutcome>>>,
+}
+
+/// Makes `target` a copy of the parent's workspace as it is now; returns
+/// the snapshot it is a copy of.
+pub(crate) async fn prepare(family: &Arc<Family>, target: &Path) -> Result<Base, String> {
+    let (mut done, start) = {
+        let mut state = family.state();
+        match &mut state.batch {
+            Some(open) => {
+                open.targets.push(target.to_path_buf());
+                (open.done.clone(), None)
+            }
+            None => {
+                state.batches += 1;
+                let id = state.batches;
+                let (tx, rx) = watch::channel(None);
+                state.batch = Some(OpenBatch {
+                    id,
+                    targets: vec![target.to_path_buf()],
+                    done: rx.clone(),
+                });
+                (rx, Some((id, tx)))
+            }
+        }
+    };
+    if let Some((id, tx)) = start {
+        tokio::spawn(run_batch(Arc::clone(family), id, tx));
+    }
+    let outcome = done
+        .wait_for(Option::is_some)
+        .await
+        .map_err(|_| "the workspace copy task ended without reporting".to_owned())?
+        .clone()
+        .ok_or_else(|| "no workspace copy outcome".to_owned())?;
+    let base = outcome.base.clone()?;
+    match outcome.targets.iter().find(|(path, _)| path == target) {
+        Some((_, Ok(()))) => Ok(base),
+        Some((_, Err(err))) => Err(err.clone()),
+        None => Err(format!("{} was not restored", target.display())),
+    }
+}
+
+async fn run_batch(family: Arc<Family>, id: u64, tx: watch::Sender<Option<Arc<BatchOutcome>>>) {
+    tokio::time::sleep(JOIN_WINDOW).await;
+    // closes the batch: later spawns start their own
+    let targets = {
+        let mut state = family.state();
+        match state.batch.take() {
+            Some(open) if open.id == id => open.targets,
+            other => {
+                state.batch = other;
+                Vec::new()
+            }
+        }
+    };
+    let (base, results) = copy(&family, &targets).await;
+    let outcome = BatchOutcome {
+        base,
+        targets: targets.into_iter().zip(results).collect(),
+    };
+    tx.send_replace(Some(Arc::new(outcome)));
+}
+
+type Copied = (Result<Base, String>, Vec<Result<(), String>>);
+type Packed = Result<(PackStats, BlobInfo), String>;
+
+async fn copy(family: &Family, targets: &[PathBuf]) -> Copied {
+    let shared = family.shared();
+    let all = |err: String| -> Copied {
+        (
+            Err(err.clone()),
+            targets.iter().map(|_| Err(err.clone())).collect(),
+        )
+    };
+    if let Err(err) = workspace::ensure_dir(&shared.config.workspaces_root).await {
+        return all(error_chain(&err));
+    }
+    let options = workspace::pack_options(&shared.config);
+    let excludes = options.excludes.clone();
+    let unpack = UnpackOptions {
+        limits: shared.config.snapshot.limits,
+        ..UnpackOptions::default()
+    };
+    let blobs = Arc::clone(&shared.blobs);
+    let dir = family.dir().to_path_buf();
+    let owned = targets.to_vec();
+    let joined = tokio::task::spawn_blocking(move || {
+        pack_and_unpack(&blobs, &dir, options, &owned, &unpack)
+    })
+    .await;
+    let (packed, results) = match joined {
+        Ok(done) => done,
+        Err(err) => return all(format!("the workspace copy task failed: {err}")),
+    };
+    let (stats, info) = match packed {
+        Ok(packed) => packed,
+        Err(err) => return all(err),
+    };
+    let parent = family.parent();
+    let source = SnapshotSource {
+        tenant: parent.tenant.clone(),
+        workspace: family.workspace().clone(),
+        dir: family.dir().to_path_buf(),
+        session: Some(parent.session.clone()),
+        sandbox: None,
+    };
+    // the row keeps the base's blob referenced (and shows the copy in the parent's snapshots)
+    if let Err(err) =
+        workspace::record_snapshot(&shared.store, source, &stats, &info, excludes).await
+    {
+        return all(format!(
+            "recording the spawn snapshot: {}",
+            error_chain(&err)
+        ));
+    }
+    (Ok(Base { key: info.key }), results)
+}
+
+/// Packs `dir` into a new blob and, from the same stream, restores it into
+/// every target; a target's failure does not stop the others.
+fn pack_and_unpack(
+    blobs: &Arc<dyn BlobStore>,
+    dir: &Path,
+    options: PackOptions,
+    targets: &[PathBuf],
+    unpack: &UnpackOptions,
+) -> (Packed, Vec<Result<(), String>>) {
+    let failed_all = |err: String| {
+        (
+            Err(err.clone()),
+            targets.iter().map(|_| Err(err.clone())).collect(),
+        )
+    };
+    let (reader, writer) = match io::pipe() {
+        Ok(pipe) => pipe,
+        Err(err) => return failed_all(format!("a pipe for the workspace copy: {err}")),
+    };
+    let blob = match blobs.writer() {
+        Ok(blob) => blob,
+        Err(err) => {
+            return failed_all(format!("writing the spawn snapshot: {}", error_chain(&err)));
+        }
+    };
+    let source = dir.to_path_buf();
+    let packer = std::thread::spawn(move || {
+        let mut tee = Tee {
+            blob,
+            pipe: Some(writer),
+        };
+        let stats = paddock_snapshot::pack(&source, &options, &mut tee);
+        let Tee { blob, pipe } = tee;
+        // the end of the archive for the unpacker
+        drop(pipe);
+        let stats =
+            stats.map_err(|err| format!("packing {}: {}", source.display(), error_chain(&err)))?;
+        let info = blob
+            .commit()
+            .map_err(|err| format!("storing the spawn snapshot: {}", error_chain(&err)))?;
+        Ok((stats, info))
+    });
+    let paths: Vec<&Path> = targets.iter().map(PathBuf::as_path).collect();
+    let results = paddock_snapshot::unpack_many(reader, &paths, unpack)
+        .into_iter()
+        .map(|result| {
+            result
+                .map(drop)
+                .map_err(|err| format!("restoring the workspace copy: {}", error_chain(&err)))
+        })
+        .collect();
+    let packed = packer
+        .join()
+        .unwrap_or_else(|_| Err("the packing thread panicked".to_owned()));
+    (packed, results)
+}
+
+/// Writes the archive to the blob and to the unpacker. The blob is what
+/// counts: once the unpacker stopped reading (it failed), the pipe is dropped.
+struct Tee {
+    blob: Box<dyn paddock_core::blob::BlobWriter>,
+    pipe: Option<io::PipeWriter>,
+}
+
+impl Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.blob.write_all(buf)?;
+        if let Some(pipe) = &mut self.pipe
+            && pipe.write_all(buf).is_err()
+        {
+            self.pipe = None;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.blob.flush()?;
+        if let Some(pipe) = &mut self.pipe
+            && pipe.flush().is_err()
+        {
+            self.pipe = None;
+        }
+        Ok(())
+    }
+}
