@@ -282,7 +282,8 @@ impl Family {
             store.now(),
         );
         let dir = workspace::workspace_dir(&shared.config, &workspace);
-        let base = prepare::prepare(self, &dir)
+        let read_only = request.profile.mode() == paddock_core::store::RunMode::Plan;
+        let base = prepare::prepare(self, &dir, read_only)
             .await
             .map_err(SpawnError::Failed)?;
         if let Err(err) = store.create_workspace(&workspace).await {

@@ -15,6 +15,7 @@
 mod changes;
 mod contract;
 mod family;
+mod link_tree;
 mod prepare;
 mod report;
 mod tools;

@@ -4,8 +4,9 @@
 //! directory is packed once, and the archive is streamed as it is written
 //! both into the blob store (the change set's base later) and through a
 //! pipe into one `unpack_many` pass that writes every joined child's
-//! directory. Packing and unpacking overlap, and three spawns cost about
-//! what one does.
+//! directory. Packing and unpacking overlap. Read-only children of a batch
+//! share one unpacked copy through hard links (see `link_tree`), so three
+//! explore spawns cost about what one does.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -37,22 +38,38 @@ pub(crate) struct BatchOutcome {
     targets: Vec<(PathBuf, Result<(), String>)>,
 }
 
+/// A directory a batch fills; read-only ones may share file contents.
+#[derive(Debug, Clone)]
+struct Target {
+    path: PathBuf,
+    read_only: bool,
+}
+
 /// A batch still taking directories (its pack has not started).
 #[derive(Debug)]
 pub(crate) struct OpenBatch {
     id: u64,
-    targets: Vec<PathBuf>,
+    targets: Vec<Target>,
     done: watch::Receiver<Option<Arc<BatchOutcome>>>,
 }
 
 /// Makes `target` a copy of the parent's workspace as it is now; returns
-/// the snapshot it is a copy of.
-pub(crate) async fn prepare(family: &Arc<Family>, target: &Path) -> Result<Base, String> {
+/// the snapshot it is a copy of. `read_only`: the child's sandbox mounts it
+/// read-only, so its files may be shared with other read-only children.
+pub(crate) async fn prepare(
+    family: &Arc<Family>,
+    target: &Path,
+    read_only: bool,
+) -> Result<Base, String> {
+    let joining = Target {
+        path: target.to_path_buf(),
+        read_only,
+    };
     let (mut done, start) = {
         let mut state = family.state();
         match &mut state.batch {
             Some(open) => {
-                open.targets.push(target.to_path_buf());
+                open.targets.push(joining);
                 (open.done.clone(), None)
             }
             None => {
@@ -61,7 +78,7 @@ pub(crate) async fn prepare(family: &Arc<Family>, target: &Path) -> Result<Base,
                 let (tx, rx) = watch::channel(None);
                 state.batch = Some(OpenBatch {
                     id,
-                    targets: vec![target.to_path_buf()],
+                    targets: vec![joining],
                     done: rx.clone(),
                 });
                 (rx, Some((id, tx)))
@@ -101,7 +118,11 @@ async fn run_batch(family: Arc<Family>, id: u64, tx: watch::Sender<Option<Arc<Ba
     let (base, results) = copy(&family, &targets).await;
     let outcome = BatchOutcome {
         base,
-        targets: targets.into_iter().zip(results).collect(),
+        targets: targets
+            .into_iter()
+            .map(|target| target.path)
+            .zip(results)
+            .collect(),
     };
     tx.send_replace(Some(Arc::new(outcome)));
 }
@@ -109,7 +130,7 @@ async fn run_batch(family: Arc<Family>, id: u64, tx: watch::Sender<Option<Arc<Ba
 type Copied = (Result<Base, String>, Vec<Result<(), String>>);
 type Packed = Result<(PackStats, BlobInfo), String>;
 
-async fn copy(family: &Family, targets: &[PathBuf]) -> Copied {
+async fn copy(family: &Family, targets: &[Target]) -> Copied {
     let shared = family.shared();
     let all = |err: String| -> Copied {
         (
@@ -162,14 +183,19 @@ async fn copy(family: &Family, targets: &[PathBuf]) -> Copied {
 }
 
 /// Packs `dir` into a new blob and, from the same stream, restores it into
-/// every target; a target's failure does not stop the others.
+/// every writable target and the first read-only one; the other read-only
+/// targets link to that one. A target's failure does not stop the others.
 fn pack_and_unpack(
     blobs: &Arc<dyn BlobStore>,
     dir: &Path,
     options: PackOptions,
-    targets: &[PathBuf],
+    targets: &[Target],
     unpack: &UnpackOptions,
 ) -> (Packed, Vec<Result<(), String>>) {
+    let first_reader = targets.iter().position(|t| t.read_only);
+    let unpacked: Vec<usize> = (0..targets.len())
+        .filter(|&i| !targets[i].read_only || Some(i) == first_reader)
+        .collect();
     let failed_all = |err: String| {
         (
             Err(err.clone()),
@@ -203,15 +229,35 @@ fn pack_and_unpack(
             .map_err(|err| format!("storing the spawn snapshot: {}", error_chain(&err)))?;
         Ok((stats, info))
     });
-    let paths: Vec<&Path> = targets.iter().map(PathBuf::as_path).collect();
-    let results = paddock_snapshot::unpack_many(reader, &paths, unpack)
-        .into_iter()
-        .map(|result| {
-            result
-                .map(drop)
-                .map_err(|err| format!("restoring the workspace copy: {}", error_chain(&err)))
-        })
+    let paths: Vec<&Path> = unpacked
+        .iter()
+        .map(|&i| targets[i].path.as_path())
         .collect();
+    let mut results: Vec<Result<(), String>> = targets.iter().map(|_| Ok(())).collect();
+    for (&i, result) in unpacked
+        .iter()
+        .zip(paddock_snapshot::unpack_many(reader, &paths, unpack))
+    {
+        results[i] = result
+            .map(drop)
+            .map_err(|err| format!("restoring the workspace copy: {}", error_chain(&err)));
+    }
+    if let Some(first) = first_reader {
+        let shared = results[first].clone();
+        for (i, target) in targets.iter().enumerate() {
+            if !target.read_only || i == first {
+                continue;
+            }
+            results[i] = shared.clone().and_then(|()| {
+                super::link_tree::link_tree(&targets[first].path, &target.path).map_err(|err| {
+                    format!(
+                        "linking {} for a read-only child: {err}",
+                        target.path.display()
+                    )
+                })
+            });
+        }
+    }
     let packed = packer
         .join()
         .unwrap_or_else(|_| Err("the packing thread panicked".to_owned()));
