@@ -2,13 +2,15 @@
 //! by task id), a real SQLite store and real native sandboxes: parallel
 //! children in their own sandboxes, isolation until the parent applies,
 //! read-only profiles and write scopes at both layers, the limits, parent
-//! cancellation, and conflicting change sets.
+//! cancellation, conflicting change sets, an apply undone when a write fails
+//! midway, and no child workspace directory left behind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -90,6 +92,26 @@ async fn children(h: &Harness, parent: &RunId) -> HashMap<String, Run> {
         .into_iter()
         .map(|run| (run.task_key.clone().unwrap(), run))
         .collect()
+}
+
+/// The directories left under the runtime's workspaces root (the children's).
+fn left_dirs(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn assert_no_child_dirs(h: &Harness) {
+    let left = left_dirs(&h.workspaces_root());
+    assert!(
+        left.is_empty(),
+        "child workspace directories left: {left:?}"
+    );
 }
 
 /// The nanosecond timestamps a child's command printed after START and END.
@@ -222,6 +244,7 @@ async fn three_children_run_at_once_in_their_own_sandboxes_and_report_back() {
         .unwrap();
     // one spawn pack and the parent's end snapshot
     assert_eq!(snapshots.len(), 2, "{snapshots:?}");
+    assert_no_child_dirs(&h);
 }
 
 /// The text of a child's first model request.
@@ -340,6 +363,7 @@ async fn a_childs_writes_stay_invisible_until_the_parent_applies_them() {
             .len(),
         1
     );
+    assert_no_child_dirs(&h);
 }
 
 /// A tool that claims to be read-only but runs a shell command: what the
@@ -501,6 +525,8 @@ async fn read_only_profiles_and_write_scopes_hold_at_both_layers() {
     );
     assert_eq!(h.read(&h.project, "README.md").unwrap(), "original\n");
     assert_eq!(h.read(&h.project, "src/ok.txt").unwrap(), "ok\n");
+    // the read-only child's directory and the build child's copy are gone
+    assert_no_child_dirs(&h);
 }
 
 #[tokio::test]
@@ -605,6 +631,7 @@ async fn the_seventh_spawn_and_a_nested_spawn_are_refused_and_the_rest_queue() {
         most = most.max(running);
     }
     assert!(most <= 3, "{most} sandboxes were up at once");
+    assert_no_child_dirs(&h);
 }
 
 #[tokio::test]
@@ -717,6 +744,7 @@ async fn cancelling_the_parent_stops_its_children_and_their_sandboxes() {
         finished.iter().all(|s| s["state"] == "cancelled"),
         "{finished:?}"
     );
+    assert_no_child_dirs(&h);
 }
 
 #[tokio::test]
@@ -791,4 +819,120 @@ async fn two_children_changing_one_file_conflict_on_the_second_apply() {
     );
     assert!(!reject.1 && reject.0.contains("Rejected"), "{reject:?}");
     assert_eq!(h.read(&h.project, "shared.txt").unwrap(), "first\n");
+    assert_no_child_dirs(&h);
+}
+
+/// Lists the runtime's workspaces root from the host, so a scripted parent
+/// can show which child directories exist at that point of its run.
+#[derive(Debug)]
+struct DirsProbe(ToolContract, Arc<OnceLock<PathBuf>>);
+
+#[async_trait]
+impl Tool for DirsProbe {
+    fn contract(&self) -> &ToolContract {
+        &self.0
+    }
+
+    async fn call(&self, _: &ToolContext, _: Value) -> Result<ToolOutput, ToolError> {
+        let root = self.1.get().expect("the probe's root is set");
+        Ok(ToolOutput::text(format!("left: {:?}", left_dirs(root))))
+    }
+}
+
+#[tokio::test]
+async fn an_apply_that_fails_midway_is_undone_and_works_once_the_cause_is_gone() {
+    let root = Arc::new(OnceLock::new());
+    let mut registry = ToolRegistry::builtin();
+    registry.register(Arc::new(DirsProbe(
+        ToolContract {
+            name: "dirs_probe",
+            description: "Lists the child workspace directories on the host.",
+            parameters: json!({"type": "object", "properties": {}}),
+            access: Access::ReadOnly,
+            replay: Replay::Safe,
+            timeout: Duration::from_secs(10),
+        },
+        Arc::clone(&root),
+    )));
+    let h = Harness::with_registry(registry).await;
+    root.set(h.workspaces_root()).unwrap();
+    std::fs::write(h.project.join("a.txt"), "parent a\n").unwrap();
+    std::fs::write(h.project.join("c.txt"), "parent c\n").unwrap();
+    std::fs::set_permissions(
+        h.project.join("c.txt"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o640),
+    )
+    .unwrap();
+    std::fs::create_dir(h.project.join("locked")).unwrap();
+    std::fs::write(h.project.join("locked/f.txt"), "parent f\n").unwrap();
+    let session = h.session("rollback").await;
+
+    // in path order: a.txt modified, added/deep/x.txt added (with its
+    // directories), c.txt deleted, locked/f.txt modified (refused below)
+    let edit = "echo child a > a.txt && mkdir -p added/deep && echo new > added/deep/x.txt \
+                && rm c.txt && echo child f > locked/f.txt";
+    let mut models = Models::default();
+    models.0.insert(
+        "edit".into(),
+        h.script(
+            "edit",
+            json!([
+                turn("", vec![call("run_command", json!({"command": edit}))]),
+                turn("", vec![done("edited four paths")]),
+            ]),
+        ),
+    );
+    let look = "cat a.txt c.txt locked/f.txt; stat -c 'mode %a' c.txt; \
+                test -e added && echo ADDED || echo NO-ADDED";
+    let apply = || call("apply_subagent_changes", json!({"run_id": "edit"}));
+    let command = |c: &str| call("run_command", json!({ "command": c }));
+    let parent = h.script(
+        "parent",
+        json!([
+            turn("", vec![spawn("edit", "build", "edit")]),
+            turn("", vec![wait_all()]),
+            turn("", vec![call("dirs_probe", json!({}))]),
+            // the parent's guest can no longer write in locked/ (no capabilities)
+            turn("", vec![command("chmod 555 locked")]),
+            turn("", vec![apply()]),
+            turn("", vec![command(look)]),
+            turn("", vec![command("chmod 755 locked")]),
+            turn("", vec![apply()]),
+            turn("", vec![done("applied on the second try")]),
+        ]),
+    );
+    let run = run_parent(&h, &session.id, parent, models).await;
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+    let results = tool_results(&h, &session.id).await;
+    let outputs: Vec<&str> = results.iter().map(|(c, _)| c.as_str()).collect();
+
+    // the child's directory was gone before the parent applied its changes
+    assert!(!results[1].1, "{outputs:?}");
+    assert!(outputs[2].contains("left: []"), "{outputs:?}");
+
+    let (failed, is_error) = &results[4];
+    assert!(is_error, "{outputs:?}");
+    assert!(
+        failed.contains("Nothing of subagent")
+            && failed.contains("writing locked/f.txt failed")
+            && failed.contains("the 3 path(s) written before it were put back"),
+        "{failed}"
+    );
+    // as it was: a.txt and c.txt (with its mode) back, no added/, locked/f.txt untouched
+    let seen = outputs[5];
+    assert!(
+        seen.contains("parent a\nparent c\nparent f\nmode 640\nNO-ADDED"),
+        "{seen}"
+    );
+
+    let (second, is_error) = &results[7];
+    assert!(
+        !is_error && second.contains("Applied 4 change(s)"),
+        "{second}"
+    );
+    assert_eq!(h.read(&h.project, "a.txt").unwrap(), "child a\n");
+    assert_eq!(h.read(&h.project, "added/deep/x.txt").unwrap(), "new\n");
+    assert_eq!(h.read(&h.project, "c.txt"), None);
+    assert_eq!(h.read(&h.project, "locked/f.txt").unwrap(), "child f\n");
+    assert_no_child_dirs(&h);
 }

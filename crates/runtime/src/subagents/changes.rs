@@ -1,28 +1,23 @@
 //! A build child's change set: its end snapshot compared with the snapshot
-//! its workspace was made from, file by file (content hashes), and how it is
-//! applied to the parent's workspace through the parent's guest.
+//! its workspace was made from, file by file (content hashes); `apply`
+//! writes it to the parent's workspace.
 //!
 //! Both sides are read from the archives in the blob store, never from the
-//! child's directory: the archives were checked when they were packed, and
-//! nothing in them is followed or executed here. A file the parent changed
-//! since the spawn (it differs from the base) that the child changed too is a
-//! conflict: the whole change set is then left unapplied, so the parent's
-//! workspace never holds half of it.
+//! child's directory (which is removed once the child ended): the archives
+//! were checked when they were packed, and nothing in them is followed or
+//! executed here.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Read};
 
-use paddock_core::sandbox::{GuestError, GuestOps, WriteOptions};
-use paddock_proto::{ErrorCode, FileKind};
 use sha2::{Digest, Sha256};
 use tar::EntryType;
 
 use super::report::{ChangeKind, ChangedPath};
 
-/// Largest file an apply writes: one guest frame carries it whole.
+/// Largest file an apply writes (or keeps to put back): one guest frame
+/// carries it whole.
 pub(crate) const MAX_APPLY_BYTES: u64 = 8 << 20;
-/// Bytes read from the guest per request when hashing the parent's file.
-const READ_CHUNK: u64 = 4 << 20;
 
 /// One entry of a snapshot, as far as a change set cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,165 +157,6 @@ pub(crate) fn contents<R: Read>(
         }
     }
     Ok(found)
-}
-
-/// A path of the change set that cannot be applied, and why.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct Conflict {
-    pub(crate) path: String,
-    pub(crate) reason: String,
-}
-
-/// The parent's file as it is now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Current {
-    Absent,
-    File([u8; 32]),
-    Other(&'static str),
-}
-
-impl Current {
-    fn is(&self, entry: Option<&Entry>) -> bool {
-        match (self, entry) {
-            (Current::Absent, None) => true,
-            (Current::File(hash), Some(Entry::File { hash: other, .. })) => hash == other,
-            _ => false,
-        }
-    }
-}
-
-async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError> {
-    let stat = match guest.file_stat(path).await {
-        Ok(stat) => stat,
-        Err(GuestError::Refused { error, .. }) if error.code == ErrorCode::NotFound => {
-            return Ok(Current::Absent);
-        }
-        Err(err) => return Err(err),
-    };
-    match stat.kind {
-        FileKind::File => {}
-        FileKind::Dir => return Ok(Current::Other("a directory")),
-        FileKind::Symlink => return Ok(Current::Other("a symlink")),
-        FileKind::Other => return Ok(Current::Other("a special file")),
-    }
-    let mut hasher = Sha256::new();
-    let mut offset = 0;
-    loop {
-        let chunk = guest.file_read(path, offset, Some(READ_CHUNK)).await?;
-        if chunk.data.is_empty() {
-            break;
-        }
-        offset += chunk.data.len() as u64;
-        hasher.update(&chunk.data);
-        if offset >= chunk.size {
-            break;
-        }
-    }
-    Ok(Current::File(hasher.finalize().into()))
-}
-
-/// Why one change cannot be applied as things are, if it cannot.
-async fn check(
-    guest: &dyn GuestOps,
-    change: &Change,
-    contents: &HashMap<String, Vec<u8>>,
-) -> Result<Option<String>, GuestError> {
-    match (&change.before, &change.after) {
-        (Some(Entry::Link { .. }), _) | (_, Some(Entry::Link { .. })) => {
-            return Ok(Some("symlink changes are not applied".to_owned()));
-        }
-        (_, Some(Entry::File { size, .. })) if *size > MAX_APPLY_BYTES => {
-            return Ok(Some(format!(
-                "{size} bytes, more than the {MAX_APPLY_BYTES} an apply writes"
-            )));
-        }
-        (_, Some(Entry::File { .. })) if !contents.contains_key(&change.path) => {
-            return Ok(Some(
-                "its content is missing from the end snapshot".to_owned(),
-            ));
-        }
-        _ => {}
-    }
-    let now = match current(guest, &change.path).await {
-        Ok(now) => now,
-        Err(GuestError::Refused { error, .. }) => {
-            return Ok(Some(format!(
-                "the parent's workspace refused to read it: {}",
-                error.message
-            )));
-        }
-        Err(err) => return Err(err),
-    };
-    if now.is(change.before.as_ref()) || now.is(change.after.as_ref()) {
-        return Ok(None);
-    }
-    Ok(Some(match now {
-        Current::Other(what) => format!("it is {what} in the parent's workspace"),
-        _ => "the parent's workspace changed it since the spawn".to_owned(),
-    }))
-}
-
-/// What an apply did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Applied {
-    pub(crate) written: Vec<String>,
-    pub(crate) conflicts: Vec<Conflict>,
-}
-
-/// Applies the change set through the parent's guest, all of it or (any
-/// conflict) nothing. A guest that refuses a write midway is reported as a
-/// conflict on that path; what was written before it stays written.
-pub(crate) async fn apply(guest: &dyn GuestOps, set: &ChangeSet) -> Result<Applied, GuestError> {
-    let mut conflicts = Vec::new();
-    for change in &set.changes {
-        if let Some(reason) = check(guest, change, &set.contents).await? {
-            conflicts.push(Conflict {
-                path: change.path.clone(),
-                reason,
-            });
-        }
-    }
-    if !conflicts.is_empty() {
-        return Ok(Applied {
-            written: Vec::new(),
-            conflicts,
-        });
-    }
-    let mut written = Vec::new();
-    for change in &set.changes {
-        let result = match (&change.after, set.contents.get(&change.path)) {
-            (Some(Entry::File { mode, .. }), Some(data)) => guest
-                .file_write(
-                    &change.path,
-                    data,
-                    WriteOptions {
-                        mode: Some(*mode),
-                        create_parents: true,
-                    },
-                )
-                .await
-                .map(drop),
-            (None, _) => match guest.remove(&change.path, false).await {
-                Err(GuestError::Refused { error, .. }) if error.code == ErrorCode::NotFound => {
-                    Ok(())
-                }
-                other => other,
-            },
-            _ => Ok(()),
-        };
-        match result {
-            Ok(()) => written.push(change.path.clone()),
-            Err(GuestError::Refused { error, .. }) => {
-                conflicts.push(Conflict {
-                    path: change.path.clone(),
-                    reason: format!("the parent's guest refused it: {}", error.message),
-                });
-                break;
-            }
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(Applied { written, conflicts })
 }
 
 #[cfg(test)]

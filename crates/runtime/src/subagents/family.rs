@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::SubagentModels;
 use super::changes::{self, ChangeSet};
+use super::child_dir::{self, ChildDir};
 use super::contract::Contract;
 use super::prepare::{self, Base, OpenBatch};
 use super::report::{ChangeSetState, ChildReport};
@@ -122,6 +123,7 @@ pub(crate) struct Child {
     pub(crate) task_id: String,
     pub(crate) profile: SubagentProfile,
     base: Base,
+    dir: ChildDir,
     cancel: Option<CancellationToken>,
     inbox: mpsc::UnboundedSender<String>,
     finished: watch::Receiver<Option<Run>>,
@@ -268,28 +270,49 @@ impl Family {
         request: SpawnRequest,
     ) -> Result<(RunId, SessionId), SpawnError> {
         let shared = &self.parts.shared;
-        let store = &shared.store;
         let parent = &self.parts.parent;
-        let failed = |what: &str, err: &(dyn std::error::Error + 'static)| {
-            SpawnError::Failed(format!("{what}: {}", error_chain(err)))
-        };
         let workspace = Workspace::new(
             parent.tenant.clone(),
             format!(
                 "{} ({} {})",
                 self.parts.workspace.name, request.profile, request.task_id
             ),
-            store.now(),
+            shared.store.now(),
         );
         let dir = workspace::workspace_dir(&shared.config, &workspace);
         let read_only = request.profile.mode() == paddock_core::store::RunMode::Plan;
-        let base = prepare::prepare(self, &dir, read_only)
-            .await
-            .map_err(SpawnError::Failed)?;
-        if let Err(err) = store.create_workspace(&workspace).await {
-            remove_dir(&dir).await;
-            return Err(failed("recording the subagent's workspace", &err));
+        // no sandbox has the directory until the run is launched: a failure removes it
+        let started = match prepare::prepare(self, &dir, read_only).await {
+            Ok(base) => {
+                self.start_child(request, workspace, dir.clone(), base)
+                    .await
+            }
+            Err(err) => Err(SpawnError::Failed(err)),
+        };
+        if started.is_err() {
+            child_dir::remove(&dir).await;
         }
+        started
+    }
+
+    /// Records the child's workspace and session and launches its run.
+    async fn start_child(
+        self: &Arc<Self>,
+        request: SpawnRequest,
+        workspace: Workspace,
+        dir: PathBuf,
+        base: Base,
+    ) -> Result<(RunId, SessionId), SpawnError> {
+        let shared = &self.parts.shared;
+        let store = &shared.store;
+        let parent = &self.parts.parent;
+        let failed = |what: &str, err: &(dyn std::error::Error + 'static)| {
+            SpawnError::Failed(format!("{what}: {}", error_chain(err)))
+        };
+        store
+            .create_workspace(&workspace)
+            .await
+            .map_err(|err| failed("recording the subagent's workspace", &err))?;
         let plan = match store.get_plan(&parent.tenant, &parent.session).await {
             Ok(plan) => plan,
             Err(err) => {
@@ -363,6 +386,7 @@ impl Family {
             task_id: request.task_id,
             profile: request.profile,
             base,
+            dir: ChildDir::new(dir),
             cancel,
             inbox,
             finished,
@@ -390,8 +414,9 @@ impl Family {
         Ok((run_id, session.id))
     }
 
-    /// Stops every child and waits until each has ended and been reported:
-    /// the parent calls this before its own sandbox goes down.
+    /// Stops every child and waits until each has ended and been reported,
+    /// then removes the workspace directories still left: the parent calls
+    /// this before its own sandbox goes down.
     pub(crate) async fn shutdown(&self) {
         self.state().closed = true;
         let mut spawning = self.spawning.subscribe();
@@ -403,6 +428,9 @@ impl Family {
         }
         for child in &children {
             child.finished().await;
+        }
+        for child in &children {
+            child.dir.release().await;
         }
     }
 
@@ -450,18 +478,19 @@ async fn follow(
         family.status(&child, phase, None).await;
     }
     let shared = family.shared();
-    let run = match ended {
-        Ok(run) => run,
+    let (run, sandbox_gone) = match ended {
+        Ok(run) => (run, true),
         Err(err) => {
             tracing::error!(run_id = %child.run, error = %error_chain(&err), "a subagent's task failed");
-            match shared.store.get_run(&started.tenant, &started.id).await {
+            let run = match shared.store.get_run(&started.tenant, &started.id).await {
                 Ok(run) => run,
                 Err(_) => Run {
                     state: RunState::Failed,
                     error: Some(error_chain(&err)),
                     ..started
                 },
-            }
+            };
+            (run, false)
         }
     };
     if child.profile.mode() == paddock_core::store::RunMode::Build {
@@ -469,6 +498,12 @@ async fn follow(
         let mut changes = child.changes();
         changes.state = state;
         changes.set = Arc::new(set);
+    }
+    // before `finished`: the parent's shutdown sees the directory gone or idle
+    if sandbox_gone {
+        child.dir.run_ended(run.end_snapshot.is_some()).await;
+    } else {
+        child.dir.run_lost();
     }
     finished.send_replace(Some(run));
     let report = child.report();
@@ -519,12 +554,6 @@ async fn change_set(shared: &Shared, base: &Base, run: &Run) -> (ChangeSetState,
         Ok(Ok(set)) => (ChangeSetState::Pending, set),
         Ok(Err(reason)) => unavailable(reason),
         Err(err) => unavailable(format!("the change set task failed: {err}")),
-    }
-}
-
-async fn remove_dir(dir: &Path) {
-    if let Err(err) = tokio::fs::remove_dir_all(dir).await {
-        tracing::warn!(path = %dir.display(), error = %err, "removing an unused subagent workspace");
     }
 }
 

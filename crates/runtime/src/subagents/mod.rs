@@ -7,12 +7,18 @@
 //! - [`prepare`]: the child's workspace, a copy of the parent's at spawn time;
 //!   spawns close together share one pack, unpacked into all their
 //!   directories in one pass.
+//! - [`child_dir`]: when a child's workspace directory is removed (once its
+//!   run ended, at the latest when the parent ends).
 //! - [`changes`]: a build child's change set (its end snapshot against the
-//!   spawn-time base), applied to the parent's workspace through the
-//!   parent's guest, conflicts reported and never overwritten.
+//!   spawn-time base, both from the blob store).
+//! - [`apply`]: the change set written to the parent's workspace through the
+//!   parent's guest, all or nothing: conflicts reported and never
+//!   overwritten, a write failing midway undone.
 //! - [`tools`]: what the root agent calls; children never get these tools.
 
+mod apply;
 mod changes;
+mod child_dir;
 mod contract;
 mod family;
 mod link_tree;

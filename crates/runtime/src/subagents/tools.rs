@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::apply::{self, Applied, Conflict};
 use super::changes;
 use super::family::{Child, Family, SpawnError, SpawnRequest};
 use super::report::ChangeSetState;
@@ -260,9 +261,9 @@ subagent_tool!(
     Access::Mutating,
     Replay::Never,
     Duration::from_secs(300),
-    "Apply a finished build subagent's change set to your workspace. A file you changed \
-     since the spawn that it changed too is a conflict: then nothing is applied and the \
-     conflicts are listed."
+    "Apply a finished build subagent's change set to your workspace, all of it or nothing. \
+     A file you changed since the spawn that it changed too is a conflict: then nothing is \
+     applied and the conflicts are listed. A write that fails midway is undone."
 );
 subagent_tool!(
     RejectSubagentChanges,
@@ -500,58 +501,97 @@ impl Tool for ApplySubagentChanges {
             Ok(set) => set,
             Err(reason) => return Ok(output(reason, json!({ "applied": false }), true)),
         };
-        let applied = changes::apply(ctx.guest.as_ref(), &set)
+        let applied = apply::apply(ctx.guest.as_ref(), &set)
             .await
             .map_err(|source| ToolError::Guest {
                 tool: APPLY.to_owned(),
                 source,
             })?;
-        let data = json!({
-            "run_id": child.run,
-            "applied": applied.conflicts.is_empty(),
-            "written": applied.written,
-            "conflicts": applied.conflicts,
-        });
-        let mut out = if applied.conflicts.is_empty() {
+        Ok(applied_output(&child, applied))
+    }
+}
+
+fn listed(conflicts: &[Conflict]) -> String {
+    conflicts
+        .iter()
+        .map(|c| format!("- {}: {}", c.path, c.reason))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The result of `apply_subagent_changes`; moves the change set's state.
+fn applied_output(child: &Child, applied: Applied) -> ToolOutput {
+    let run = &child.run;
+    match applied {
+        Applied::Done { written } => {
             child.changes().state = ChangeSetState::Applied;
-            output(
+            let mut out = output(
                 format!(
-                    "Applied {} change(s) of subagent {}: {}",
-                    applied.written.len(),
-                    child.run,
-                    applied.written.join(", ")
+                    "Applied {} change(s) of subagent {run}: {}",
+                    written.len(),
+                    written.join(", ")
                 ),
-                data,
+                json!({ "run_id": run, "applied": true, "written": written }),
                 false,
-            )
-        } else {
-            let listed: Vec<String> = applied
-                .conflicts
-                .iter()
-                .map(|c| format!("- {}: {}", c.path, c.reason))
-                .collect();
-            let head = if applied.written.is_empty() {
-                format!(
-                    "Conflict: nothing of subagent {}'s changes was applied.",
-                    child.run
-                )
-            } else {
-                child.changes().state = ChangeSetState::Unavailable {
-                    reason: format!("partly applied ({})", applied.written.join(", ")),
-                };
-                format!(
-                    "Partly applied: {} written, then the guest refused a write.",
-                    applied.written.join(", ")
-                )
-            };
-            output(format!("{head}\n{}", listed.join("\n")), data, true)
-        };
-        if !applied.written.is_empty() {
-            out.effects.push(Effect::FilesChanged {
-                paths: applied.written,
-            });
+            );
+            if !written.is_empty() {
+                out.effects.push(Effect::FilesChanged { paths: written });
+            }
+            out
         }
-        Ok(out)
+        Applied::Conflicts(conflicts) => output(
+            format!(
+                "Conflict: nothing of subagent {run}'s changes was applied.\n{}",
+                listed(&conflicts)
+            ),
+            json!({ "run_id": run, "applied": false, "conflicts": conflicts }),
+            true,
+        ),
+        Applied::RolledBack { failed, restored } => output(
+            format!(
+                "Nothing of subagent {run}'s changes was applied: writing {} failed ({}); \
+                 the {} path(s) written before it were put back as they were. The change \
+                 set is still pending: remove the cause and apply it again, or reject it.",
+                failed.path,
+                failed.reason,
+                restored.len()
+            ),
+            json!({
+                "run_id": run,
+                "applied": false,
+                "failed": failed,
+                "restored": restored,
+            }),
+            true,
+        ),
+        Applied::Partial { failed, unrestored } => {
+            let paths: Vec<String> = unrestored.iter().map(|c| c.path.clone()).collect();
+            child.changes().state = ChangeSetState::Unavailable {
+                reason: format!(
+                    "an apply failed midway and could not put back {}",
+                    paths.join(", ")
+                ),
+            };
+            let mut out = output(
+                format!(
+                    "Applying subagent {run}'s changes failed: writing {} failed ({}), and \
+                     these paths could not be put back as they were (they hold the \
+                     subagent's version, or a file is missing):\n{}",
+                    failed.path,
+                    failed.reason,
+                    listed(&unrestored)
+                ),
+                json!({
+                    "run_id": run,
+                    "applied": false,
+                    "failed": failed,
+                    "unrestored": unrestored,
+                }),
+                true,
+            );
+            out.effects.push(Effect::FilesChanged { paths });
+            out
+        }
     }
 }
 
