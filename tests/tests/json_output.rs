@@ -177,3 +177,25 @@ fn allowing_a_downgrade_does_not_cause_one_where_the_host_can_enforce() {
         assert_eq!(state, &LayerState::Enforced, "{name}: {e:?}");
     }
 }
+
+#[test]
+fn a_sandbox_that_cannot_start_still_prints_one_object_with_the_reason() {
+    require_root();
+    let run = SandboxRun::shell("echo never")
+        .workspace(std::path::Path::new("/nonexistent/paddock-json-test"))
+        .command(true)
+        .output()
+        .expect("run paddock");
+    assert_eq!(run.status.code(), Some(125), "{run:?}");
+    let value: Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not exactly one JSON object ({e}): {}",
+            String::from_utf8_lossy(&run.stdout)
+        )
+    });
+    assert_eq!(value["sandbox_id"], Value::Null, "{value}");
+    assert_eq!(value["exit_code"], Value::Null, "{value}");
+    let error = value["error"].as_str().expect("an error string");
+    assert!(error.contains("/nonexistent/paddock-json-test"), "{error}");
+    assert!(!String::from_utf8_lossy(&run.stdout).contains("never"));
+}

@@ -32,7 +32,17 @@ enum Outcome {
 }
 
 pub async fn run(args: RunArgs, backend: &dyn SandboxBackend) -> anyhow::Result<u8> {
-    let sandbox = backend.create(sandbox_spec(&args)).await?;
+    let sandbox = match backend.create(sandbox_spec(&args)).await {
+        Ok(sandbox) => sandbox,
+        Err(err) => {
+            let err = anyhow::Error::from(err);
+            if args.json {
+                // a caller parsing stdout still gets one object saying why
+                println!("{}", serde_json::to_string(&RunReport::start_failed(&err))?);
+            }
+            return Err(err);
+        }
+    };
     let sandbox_id = sandbox.info().id.to_string();
     let mut sink = OutputSink::new(args.json);
     let executed = execute(&*sandbox, &args, &mut sink).await;
@@ -192,7 +202,8 @@ struct RunReport {
     truncated: bool,
     /// Wall time from the exec request to the command's exit, seen from the host.
     duration_ms: u64,
-    sandbox_id: String,
+    /// Null when the sandbox never started.
+    sandbox_id: Option<String>,
     enforcement: Option<Enforcement>,
     /// Why the command could not be started, when it could not.
     error: Option<String>,
@@ -201,6 +212,22 @@ struct RunReport {
 }
 
 impl RunReport {
+    /// The sandbox could not be started: no command ran.
+    fn start_failed(error: &anyhow::Error) -> Self {
+        RunReport {
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            truncated: false,
+            duration_ms: 0,
+            sandbox_id: None,
+            enforcement: None,
+            error: Some(format!("{error:#}")),
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
     fn new(
         outcome: &Outcome,
         sandbox_id: String,
@@ -214,7 +241,7 @@ impl RunReport {
             timed_out: false,
             truncated: false,
             duration_ms: 0,
-            sandbox_id,
+            sandbox_id: Some(sandbox_id),
             enforcement,
             error: None,
             stdout,
