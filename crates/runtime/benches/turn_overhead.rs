@@ -160,7 +160,6 @@ async fn main() {
         session: SessionId::generate(),
         run: RunId::generate(),
         cancel: CancellationToken::new(),
-        subagents: None,
     };
     for round in 0..runs {
         for n in 1..=turns {

@@ -27,6 +27,6 @@ mod workspace;
 pub use config::{RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings};
 pub use error::RuntimeError;
 pub use recover::{RecoveryReport, SkippedRun};
-pub use run::{RunHandle, StartRun};
+pub use run::{RunHandle, StartRun, SubagentModels};
 pub use runtime::Runtime;
 pub use stream::EventStream;

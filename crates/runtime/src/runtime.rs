@@ -33,10 +33,9 @@ pub(crate) struct Shared {
     pub(crate) blobs: Arc<dyn BlobStore>,
     pub(crate) config: RuntimeConfig,
     pub(crate) bus: Arc<EventBus>,
-    /// What subagents are offered.
+    /// What runs are offered; a root run with subagents gets its own copy
+    /// with the subagent tools added, a subagent is refused their names.
     pub(crate) registry: Arc<ToolRegistry>,
-    /// What root runs are offered: `registry` plus the subagent tools.
-    pub(crate) root_registry: Arc<ToolRegistry>,
     pub(crate) active: Mutex<HashMap<RunId, ActiveRun>>,
 }
 
@@ -65,11 +64,8 @@ impl Runtime {
     /// ones); root runs also get the subagent tools unless
     /// `config.subagents.max_per_run` is 0. Each run still gets only what its
     /// mode allows.
-    pub fn with_registry(deps: RuntimeDeps, registry: ToolRegistry) -> Arc<Self> {
-        let mut root_registry = registry.clone();
-        if deps.config.subagents.max_per_run > 0 {
-            crate::subagents::register_root_tools(&mut root_registry);
-        }
+    pub fn with_registry(deps: RuntimeDeps, mut registry: ToolRegistry) -> Arc<Self> {
+        crate::subagents::withhold_tools(&mut registry);
         Arc::new(Self {
             shared: Arc::new(Shared {
                 store: deps.store,
@@ -78,7 +74,6 @@ impl Runtime {
                 config: deps.config,
                 bus: Arc::new(EventBus::default()),
                 registry: Arc::new(registry),
-                root_registry: Arc::new(root_registry),
                 active: Mutex::new(HashMap::new()),
             }),
         })

@@ -13,7 +13,7 @@ use paddock_core::store::{Budgets, EndReason, GoalStatus, RunMode, RunState, Too
 use paddock_proto::ExecSpec;
 use paddock_runtime::StartRun;
 use paddock_runtime::tools::{
-    Access, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput, ToolRegistry,
+    Access, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput, ToolRegistry,
 };
 use serde_json::{Value, json};
 use support::{Harness, call, complete_met, tool_results, turn};
@@ -253,9 +253,11 @@ impl ShellProbe {
             name: "shell_probe",
             description: "Runs a shell command (declared read-only).",
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+            role: Role::Workspace,
             access: Access::ReadOnly,
             replay: Replay::Safe,
             timeout: Duration::from_secs(10),
+            path_argument: None,
         })
     }
 }

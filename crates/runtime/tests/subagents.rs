@@ -22,7 +22,7 @@ use paddock_proto::ExecSpec;
 use paddock_runtime::StartRun;
 use paddock_runtime::subagents::SubagentModels;
 use paddock_runtime::tools::{
-    Access, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput, ToolRegistry,
+    Access, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput, ToolRegistry,
 };
 use serde_json::{Value, json};
 use support::{Harness, Recording, call, tool_results, turn};
@@ -407,9 +407,11 @@ fn with_shell_probe() -> ToolRegistry {
         name: "shell_probe",
         description: "Runs a shell command (declared read-only).",
         parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        role: Role::Workspace,
         access: Access::ReadOnly,
         replay: Replay::Safe,
         timeout: Duration::from_secs(10),
+        path_argument: None,
     })));
     registry
 }
@@ -848,9 +850,11 @@ async fn an_apply_that_fails_midway_is_undone_and_works_once_the_cause_is_gone()
             name: "dirs_probe",
             description: "Lists the child workspace directories on the host.",
             parameters: json!({"type": "object", "properties": {}}),
+            role: Role::Workspace,
             access: Access::ReadOnly,
             replay: Replay::Safe,
             timeout: Duration::from_secs(10),
+            path_argument: None,
         },
         Arc::clone(&root),
     )));

@@ -47,7 +47,6 @@ impl Bench {
             session: SessionId::generate(),
             run: RunId::generate(),
             cancel: CancellationToken::new(),
-            subagents: None,
         };
         Self {
             sandbox,

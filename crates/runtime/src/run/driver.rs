@@ -36,9 +36,7 @@ use crate::events::{
 };
 use crate::journal::Journal;
 use crate::pipeline::Pipeline;
-use crate::tools::{
-    Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolError, ToolRegistry,
-};
+use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
 use crate::util::error_chain;
 
 /// How a run's loop ended.
@@ -501,13 +499,7 @@ impl Driver {
         };
         let refusal = match (refusal, self.registry.get(&call.name)) {
             (Some(settled), _) => Err(settled),
-            (None, None) => Err(Settled::from_result(Err(
-                crate::subagents::refuse_for_child(&call.name).unwrap_or_else(|| {
-                    ToolError::Unknown {
-                        tool: call.name.clone(),
-                    }
-                }),
-            ))),
+            (None, None) => Err(Settled::from_result(Err(self.registry.missing(&call.name)))),
             // the policy is checked where the call runs (tools::execute)
             (None, Some(tool)) => Ok(Arc::clone(tool)),
         };
@@ -609,13 +601,12 @@ impl Driver {
             .finish_invocation(record.invocation.clone(), outcome, now)
             .await?;
         self.pipe.emit(kind::TOOL_RESULT, &event).await?;
+        let contract = self.registry.get(&record.tool).map(|tool| tool.contract());
         self.evidence.record(&review::Call {
             step: record.step,
             tool: &record.tool,
-            access: self
-                .registry
-                .get(&record.tool)
-                .map(|tool| tool.contract().access),
+            access: contract.map(|c| c.access),
+            role: contract.map(|c| c.role),
             status: settled.status,
             effects: &settled.effects,
         });

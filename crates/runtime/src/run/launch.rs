@@ -24,8 +24,8 @@ use crate::error::RuntimeError;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped, kind};
 use crate::journal::Journal;
 use crate::runtime::{ActiveRun, Runtime, Shared};
-use crate::subagents::{Family, FamilyParts, SubagentHandle};
-use crate::tools::ToolContext;
+use crate::subagents::{self, Family, FamilyParts};
+use crate::tools::{ToolContext, ToolRegistry};
 use crate::util::error_chain;
 use crate::workspace;
 
@@ -312,11 +312,6 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                     },
                     Ok(_) => {
                         let root = options.parent_run.is_none();
-                        let registry = if root {
-                            Arc::clone(&shared.root_registry)
-                        } else {
-                            Arc::clone(&shared.registry)
-                        };
                         let family = (root && shared.config.subagents.max_per_run > 0).then(|| {
                             Family::new(FamilyParts {
                                 shared: Arc::clone(&shared),
@@ -329,6 +324,14 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 models: request.subagent_models.clone(),
                             })
                         });
+                        let registry = match &family {
+                            Some(family) => {
+                                let mut registry = ToolRegistry::clone(&shared.registry);
+                                subagents::register_tools(&mut registry, family);
+                                Arc::new(registry)
+                            }
+                            None => Arc::clone(&shared.registry),
+                        };
                         let parts = DriverParts {
                             journal: Arc::clone(&journal),
                             schemas: registry.schemas(run.mode),
@@ -342,7 +345,6 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 session: run.session.clone(),
                                 run: run.id.clone(),
                                 cancel: cancel.clone(),
-                                subagents: family.clone().map(|family| SubagentHandle { family }),
                             },
                             system: prompt::system_prompt(
                                 run.mode,

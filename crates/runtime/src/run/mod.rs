@@ -4,6 +4,7 @@ mod budget;
 mod compact;
 mod driver;
 mod finish;
+mod gate;
 mod history;
 mod launch;
 mod prompt;
@@ -13,6 +14,7 @@ mod review;
 mod sandbox;
 mod settled;
 
+use std::fmt;
 use std::sync::Arc;
 
 use paddock_core::ids::RunId;
@@ -24,8 +26,17 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::RuntimeError;
-use crate::subagents::{Gate, SubagentModels};
 use crate::tools::WriteScope;
+
+pub(crate) use gate::{Admission, Gate};
+
+/// Where the model of each subagent comes from (a test gives each child its
+/// own script; a product may pick a cheaper model for `explore`).
+pub trait SubagentModels: Send + Sync + fmt::Debug {
+    /// The model for the child working on `task_id` with `profile`; None:
+    /// the parent's model.
+    fn model(&self, profile: SubagentProfile, task_id: &str) -> Option<Arc<dyn ModelProvider>>;
+}
 
 /// A request to work on a goal in a session.
 #[derive(Debug, Clone)]

@@ -3,21 +3,13 @@
 //! it: every success criterion has evidence, some call that reads or changes
 //! the workspace succeeded, a command succeeded after the last file change,
 //! and nothing was refused or failed after the last success that could clear
-//! it. The honest answer otherwise is "unsure".
+//! it. The honest answer otherwise is "unsure". Calls of control tools
+//! ([`Role::Control`] in their contract) count for nothing either way.
 
 use paddock_core::store::{CriterionReview, Review, Verdict};
 
 use crate::events::CallStatus;
-use crate::tools::{Access, Completion, CriterionClaim, Effect};
-
-/// The control tools: they only talk to the run loop, so their results show
-/// nothing about the workspace, and a malformed call to one sets nothing back.
-const CONTROL_TOOLS: [&str; 4] = [
-    "update_plan",
-    "report_progress",
-    "ask_user",
-    "complete_task",
-];
+use crate::tools::{Access, Completion, CriterionClaim, Effect, Role};
 
 /// Setbacks listed by name in a review; the rest are counted.
 const LISTED_SETBACKS: usize = 3;
@@ -30,6 +22,8 @@ pub(crate) struct Call<'a> {
     pub(crate) tool: &'a str,
     /// The tool's access; `None` for a tool the run does not know.
     pub(crate) access: Option<Access>,
+    /// The tool's role; `None` for a tool the run does not know.
+    pub(crate) role: Option<Role>,
     pub(crate) status: CallStatus,
     pub(crate) effects: &'a [Effect],
 }
@@ -62,7 +56,9 @@ impl Evidence {
     /// Takes one settled call into account. Calls may settle out of call
     /// order (side by side reads), so everything is compared by step.
     pub(crate) fn record(&mut self, call: &Call<'_>) {
-        if CONTROL_TOOLS.contains(&call.tool) {
+        // control tools only talk to the run loop: their results show
+        // nothing about the workspace, and a malformed call sets nothing back
+        if call.role == Some(Role::Control) {
             return;
         }
         let step = call.step;
@@ -322,7 +318,7 @@ pub(crate) fn without_completion(summary: String, remaining: Vec<String>) -> Rev
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{CompleteTask, ReportProgress, Tool, UpdatePlan, VerdictArg};
+    use crate::tools::{ToolRegistry, VerdictArg};
 
     fn claim(criterion: &str, verdict: VerdictArg, evidence: Option<&str>) -> CriterionClaim {
         CriterionClaim {
@@ -342,7 +338,8 @@ mod tests {
         }
     }
 
-    /// Records call `step` of `tool`.
+    /// Records call `step` of `tool`, with the role its built-in contract
+    /// declares (none for a tool that is not built in).
     fn call(
         evidence: &mut Evidence,
         step: u64,
@@ -351,10 +348,12 @@ mod tests {
         status: CallStatus,
         effects: &[Effect],
     ) {
+        let role = ToolRegistry::builtin().get(tool).map(|t| t.contract().role);
         evidence.record(&Call {
             step,
             tool,
             access: Some(access),
+            role,
             status,
             effects,
         });
@@ -580,6 +579,7 @@ mod tests {
             step: 3,
             tool: "apply_patch",
             access: None,
+            role: None,
             status: CallStatus::Failed,
             effects: &[],
         });
@@ -715,14 +715,26 @@ mod tests {
     }
 
     #[test]
-    fn the_control_tools_are_the_registry_s() {
-        let names = [
-            UpdatePlan::new().contract().name,
-            ReportProgress::new().contract().name,
-            crate::tools::AskUser::new().contract().name,
-            CompleteTask::new().contract().name,
-        ];
-        assert_eq!(names, CONTROL_TOOLS);
+    fn the_role_not_the_name_makes_a_control_call() {
+        // a control tool of an embedder's registry, failing: nothing set back
+        let mut evidence = verified();
+        let note = |role| Call {
+            step: 3,
+            tool: "note_to_self",
+            access: Some(Access::ReadOnly),
+            role: Some(role),
+            status: CallStatus::Failed,
+            effects: &[],
+        };
+        evidence.record(&note(Role::Control));
+        assert_eq!(evidence, verified());
+        assert_eq!(review(&met(vec![]), &[], &evidence).verdict, Verdict::Met);
+        // the same call of a workspace tool is a setback nothing cleared
+        evidence.record(&note(Role::Workspace));
+        assert_eq!(
+            unverified(&review(&met(vec![]), &[], &evidence)),
+            ["note_to_self failed (call 3); no call succeeded after that"]
+        );
     }
 
     #[test]

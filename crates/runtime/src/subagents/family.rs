@@ -2,24 +2,23 @@
 //! slots), following each to its end (status events in the parent's
 //! session, the change set), and stopping them all when the parent ends.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::ModelProvider;
 use paddock_core::store::{Run, RunState, Session, SubagentProfile, Workspace};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::SubagentModels;
 use super::changes::{self, ChangeSet};
 use super::child_dir::{self, ChildDir};
 use super::contract::Contract;
-use super::prepare::{self, Base, OpenBatch};
+use super::prepare::{Base, Batcher, Source};
 use super::report::{ChangeSetState, ChildReport};
 use crate::events::{SubagentPhase, SubagentStatus, cap_text, kind};
 use crate::journal::Journal;
-use crate::run::{RunHandle, RunOptions, StartRun};
+use crate::run::{Admission, Gate, RunHandle, RunOptions, StartRun, SubagentModels};
 use crate::runtime::{Runtime, Shared};
 use crate::tools::WriteScope;
 use crate::util::error_chain;
@@ -27,34 +26,6 @@ use crate::workspace;
 
 /// Most characters of a child's summary in `subagent.status`.
 const STATUS_SUMMARY_CAP: usize = 500;
-
-/// A running slot a child run waits for before its sandbox starts.
-#[derive(Debug)]
-pub(crate) struct Gate {
-    slots: Arc<Semaphore>,
-    phases: mpsc::UnboundedSender<SubagentPhase>,
-}
-
-impl Gate {
-    /// Waits for a slot (reporting `queued` if it has to); None when the run
-    /// was cancelled first. The slot is held as long as the permit lives.
-    pub(crate) async fn enter(self, cancel: &CancellationToken) -> Option<OwnedSemaphorePermit> {
-        let permit = match Arc::clone(&self.slots).try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                // the receiver is gone only when the parent stopped following: nothing to tell
-                let _ = self.phases.send(SubagentPhase::Queued);
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => return None,
-                    permit = Arc::clone(&self.slots).acquire_owned() => permit.ok()?,
-                }
-            }
-        };
-        let _ = self.phases.send(SubagentPhase::Running);
-        Some(permit)
-    }
-}
 
 /// What a root run's family is made from.
 #[derive(Debug)]
@@ -71,20 +42,20 @@ pub(crate) struct FamilyParts {
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct FamilyState {
+struct FamilyState {
     /// Spawns admitted (failed ones give their place back).
     reserved: u32,
     /// The parent is ending: no more spawns.
     closed: bool,
     children: Vec<Arc<Child>>,
-    pub(crate) batch: Option<OpenBatch>,
-    pub(crate) batches: u64,
 }
 
 #[derive(Debug)]
 pub(crate) struct Family {
     parts: FamilyParts,
     slots: Arc<Semaphore>,
+    /// Makes the children's workspace copies.
+    batcher: Arc<Batcher>,
     state: Mutex<FamilyState>,
     /// Spawns under way (a spawn runs on its own task, so a cancelled tool
     /// call never leaves a child half made or unfollowed).
@@ -182,15 +153,22 @@ impl Child {
 impl Family {
     pub(crate) fn new(parts: FamilyParts) -> Arc<Self> {
         let running = parts.shared.config.subagents.max_running.max(1) as usize;
+        let batcher = Batcher::new(Source {
+            shared: Arc::clone(&parts.shared),
+            parent: parts.parent.clone(),
+            workspace: parts.workspace.clone(),
+            dir: parts.dir.clone(),
+        });
         Arc::new(Self {
             parts,
             slots: Arc::new(Semaphore::new(running)),
+            batcher,
             state: Mutex::new(FamilyState::default()),
             spawning: watch::Sender::new(0),
         })
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, FamilyState> {
+    fn state(&self) -> MutexGuard<'_, FamilyState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -200,14 +178,6 @@ impl Family {
 
     pub(crate) fn parent(&self) -> &Run {
         &self.parts.parent
-    }
-
-    pub(crate) fn workspace(&self) -> &Workspace {
-        &self.parts.workspace
-    }
-
-    pub(crate) fn dir(&self) -> &Path {
-        &self.parts.dir
     }
 
     pub(crate) fn children(&self) -> Vec<Arc<Child>> {
@@ -282,7 +252,7 @@ impl Family {
         let dir = workspace::workspace_dir(&shared.config, &workspace);
         let read_only = request.profile.mode() == paddock_core::store::RunMode::Plan;
         // no sandbox has the directory until the run is launched: a failure removes it
-        let started = match prepare::prepare(self, &dir, read_only).await {
+        let started = match self.batcher.prepare(&dir, read_only).await {
             Ok(base) => {
                 self.start_child(request, workspace, dir.clone(), base)
                     .await
@@ -364,10 +334,7 @@ impl Family {
             task_key: Some(request.task_id.clone()),
             write_scope: request.write_scope.clone(),
             parent_cancel: Some(self.parts.cancel.clone()),
-            gate: Some(Gate {
-                slots: Arc::clone(&self.slots),
-                phases: phases_tx,
-            }),
+            gate: Some(Gate::new(Arc::clone(&self.slots), phases_tx)),
             inbox: Some(inbox_rx),
         };
         let runtime = Runtime {
@@ -454,13 +421,21 @@ impl Family {
     }
 }
 
-/// Follows one child to its end: its phases as status events, then its
+/// The phase a child's admission at its gate is reported as.
+fn phase(admission: Admission) -> SubagentPhase {
+    match admission {
+        Admission::Queued => SubagentPhase::Queued,
+        Admission::Running => SubagentPhase::Running,
+    }
+}
+
+/// Follows one child to its end: its admissions as status events, then its
 /// change set, then `finished`.
 async fn follow(
     family: Arc<Family>,
     child: Arc<Child>,
     handle: RunHandle,
-    mut phases: mpsc::UnboundedReceiver<SubagentPhase>,
+    mut phases: mpsc::UnboundedReceiver<Admission>,
     finished: watch::Sender<Option<Run>>,
 ) {
     family.status(&child, SubagentPhase::Spawned, None).await;
@@ -470,12 +445,12 @@ async fn follow(
     let ended = loop {
         tokio::select! {
             biased;
-            Some(phase) = phases.recv() => family.status(&child, phase, None).await,
+            Some(admission) = phases.recv() => family.status(&child, phase(admission), None).await,
             ended = &mut wait => break ended,
         }
     };
-    while let Ok(phase) = phases.try_recv() {
-        family.status(&child, phase, None).await;
+    while let Ok(admission) = phases.try_recv() {
+        family.status(&child, phase(admission), None).await;
     }
     let shared = family.shared();
     let (run, sandbox_gone) = match ended {
@@ -554,19 +529,5 @@ async fn change_set(shared: &Shared, base: &Base, run: &Run) -> (ChangeSetState,
         Ok(Ok(set)) => (ChangeSetState::Pending, set),
         Ok(Err(reason)) => unavailable(reason),
         Err(err) => unavailable(format!("the change set task failed: {err}")),
-    }
-}
-
-/// A root run's way to its subagents, on its [`crate::tools::ToolContext`].
-#[derive(Clone)]
-pub struct SubagentHandle {
-    pub(crate) family: Arc<Family>,
-}
-
-impl std::fmt::Debug for SubagentHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SubagentHandle")
-            .field("parent_run", &self.family.parent().id)
-            .finish_non_exhaustive()
     }
 }

@@ -14,7 +14,8 @@
 //! - [`apply`]: the change set written to the parent's workspace through the
 //!   parent's guest, all or nothing: conflicts reported and never
 //!   overwritten, a write failing midway undone.
-//! - [`tools`]: what the root agent calls; children never get these tools.
+//! - [`tools`]: what the root agent calls, each tool holding its run's
+//!   family; children never get these tools.
 
 mod apply;
 mod changes;
@@ -26,21 +27,7 @@ mod prepare;
 mod report;
 mod tools;
 
-use std::fmt;
-use std::sync::Arc;
-
-use paddock_core::model::ModelProvider;
-use paddock_core::store::SubagentProfile;
-
-pub use family::SubagentHandle;
-pub(crate) use family::{Family, FamilyParts, Gate};
+pub use crate::run::SubagentModels;
+pub(crate) use family::{Family, FamilyParts};
 pub use report::{ChangeKind, ChangeSetState, ChangedPath, ChildReport};
-pub(crate) use tools::{refuse_for_child, register_root_tools};
-
-/// Where the model of each subagent comes from (a test gives each child its
-/// own script; a product may pick a cheaper model for `explore`).
-pub trait SubagentModels: Send + Sync + fmt::Debug {
-    /// The model for the child working on `task_id` with `profile`; None:
-    /// the parent's model.
-    fn model(&self, profile: SubagentProfile, task_id: &str) -> Option<Arc<dyn ModelProvider>>;
-}
+pub(crate) use tools::{register_tools, withhold_tools};

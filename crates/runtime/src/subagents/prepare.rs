@@ -6,18 +6,20 @@
 //! pipe into one `unpack_many` pass that writes every joined child's
 //! directory. Packing and unpacking overlap. Read-only children of a batch
 //! share one unpacked copy through hard links (see `link_tree`), so three
-//! explore spawns cost about what one does.
+//! explore spawns cost about what one does. The [`Batcher`] owns the open
+//! batch; a root run's family has one.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
+use paddock_core::store::{Run, Workspace};
 use paddock_snapshot::{PackOptions, PackStats, UnpackOptions};
 use tokio::sync::watch;
 
-use super::family::Family;
+use crate::runtime::Shared;
 use crate::util::error_chain;
 use crate::workspace::{self, SnapshotSource};
 
@@ -47,75 +49,112 @@ struct Target {
 
 /// A batch still taking directories (its pack has not started).
 #[derive(Debug)]
-pub(crate) struct OpenBatch {
+struct OpenBatch {
     id: u64,
     targets: Vec<Target>,
     done: watch::Receiver<Option<Arc<BatchOutcome>>>,
 }
 
-/// Makes `target` a copy of the parent's workspace as it is now; returns
-/// the snapshot it is a copy of. `read_only`: the child's sandbox mounts it
-/// read-only, so its files may be shared with other read-only children.
-pub(crate) async fn prepare(
-    family: &Arc<Family>,
-    target: &Path,
-    read_only: bool,
-) -> Result<Base, String> {
-    let joining = Target {
-        path: target.to_path_buf(),
-        read_only,
-    };
-    let (mut done, start) = {
-        let mut state = family.state();
-        match &mut state.batch {
-            Some(open) => {
-                open.targets.push(joining);
-                (open.done.clone(), None)
-            }
-            None => {
-                state.batches += 1;
-                let id = state.batches;
-                let (tx, rx) = watch::channel(None);
-                state.batch = Some(OpenBatch {
-                    id,
-                    targets: vec![joining],
-                    done: rx.clone(),
-                });
-                (rx, Some((id, tx)))
-            }
-        }
-    };
-    if let Some((id, tx)) = start {
-        tokio::spawn(run_batch(Arc::clone(family), id, tx));
+/// The workspace children are copies of, and where a copy is recorded.
+#[derive(Debug)]
+pub(crate) struct Source {
+    pub(crate) shared: Arc<Shared>,
+    /// The parent run: the spawn snapshots go to its session.
+    pub(crate) parent: Run,
+    pub(crate) workspace: Workspace,
+    pub(crate) dir: PathBuf,
+}
+
+#[derive(Debug, Default)]
+struct BatcherState {
+    open: Option<OpenBatch>,
+    /// Batches started so far; the latest one's number is its id.
+    started: u64,
+}
+
+/// Copies one workspace for children, joining close spawns into batches.
+#[derive(Debug)]
+pub(crate) struct Batcher {
+    source: Source,
+    state: Mutex<BatcherState>,
+}
+
+impl Batcher {
+    pub(crate) fn new(source: Source) -> Arc<Self> {
+        Arc::new(Self {
+            source,
+            state: Mutex::new(BatcherState::default()),
+        })
     }
-    let outcome = done
-        .wait_for(Option::is_some)
-        .await
-        .map_err(|_| "the workspace copy task ended without reporting".to_owned())?
-        .clone()
-        .ok_or_else(|| "no workspace copy outcome".to_owned())?;
-    let base = outcome.base.clone()?;
-    match outcome.targets.iter().find(|(path, _)| path == target) {
-        Some((_, Ok(()))) => Ok(base),
-        Some((_, Err(err))) => Err(err.clone()),
-        None => Err(format!("{} was not restored", target.display())),
+
+    fn state(&self) -> MutexGuard<'_, BatcherState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes `target` a copy of the workspace as it is now; returns the
+    /// snapshot it is a copy of. `read_only`: the child's sandbox mounts it
+    /// read-only, so its files may be shared with other read-only children.
+    pub(crate) async fn prepare(
+        self: &Arc<Self>,
+        target: &Path,
+        read_only: bool,
+    ) -> Result<Base, String> {
+        let joining = Target {
+            path: target.to_path_buf(),
+            read_only,
+        };
+        let (mut done, start) = {
+            let mut state = self.state();
+            match &mut state.open {
+                Some(open) => {
+                    open.targets.push(joining);
+                    (open.done.clone(), None)
+                }
+                None => {
+                    state.started += 1;
+                    let id = state.started;
+                    let (tx, rx) = watch::channel(None);
+                    state.open = Some(OpenBatch {
+                        id,
+                        targets: vec![joining],
+                        done: rx.clone(),
+                    });
+                    (rx, Some((id, tx)))
+                }
+            }
+        };
+        if let Some((id, tx)) = start {
+            tokio::spawn(run_batch(Arc::clone(self), id, tx));
+        }
+        let outcome = done
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| "the workspace copy task ended without reporting".to_owned())?
+            .clone()
+            .ok_or_else(|| "no workspace copy outcome".to_owned())?;
+        let base = outcome.base.clone()?;
+        match outcome.targets.iter().find(|(path, _)| path == target) {
+            Some((_, Ok(()))) => Ok(base),
+            Some((_, Err(err))) => Err(err.clone()),
+            None => Err(format!("{} was not restored", target.display())),
+        }
     }
 }
 
-async fn run_batch(family: Arc<Family>, id: u64, tx: watch::Sender<Option<Arc<BatchOutcome>>>) {
+async fn run_batch(batcher: Arc<Batcher>, id: u64, tx: watch::Sender<Option<Arc<BatchOutcome>>>) {
     tokio::time::sleep(JOIN_WINDOW).await;
     // closes the batch: later spawns start their own
     let targets = {
-        let mut state = family.state();
-        match state.batch.take() {
+        let mut state = batcher.state();
+        match state.open.take() {
             Some(open) if open.id == id => open.targets,
             other => {
-                state.batch = other;
+                state.open = other;
                 Vec::new()
             }
         }
     };
-    let (base, results) = copy(&family, &targets).await;
+    let (base, results) = copy(&batcher.source, &targets).await;
     let outcome = BatchOutcome {
         base,
         targets: targets
@@ -130,8 +169,8 @@ async fn run_batch(family: Arc<Family>, id: u64, tx: watch::Sender<Option<Arc<Ba
 type Copied = (Result<Base, String>, Vec<Result<(), String>>);
 type Packed = Result<(PackStats, BlobInfo), String>;
 
-async fn copy(family: &Family, targets: &[Target]) -> Copied {
-    let shared = family.shared();
+async fn copy(source: &Source, targets: &[Target]) -> Copied {
+    let shared = &source.shared;
     let all = |err: String| -> Copied {
         (
             Err(err.clone()),
@@ -148,7 +187,7 @@ async fn copy(family: &Family, targets: &[Target]) -> Copied {
         ..UnpackOptions::default()
     };
     let blobs = Arc::clone(&shared.blobs);
-    let dir = family.dir().to_path_buf();
+    let dir = source.dir.clone();
     let owned = targets.to_vec();
     let joined = tokio::task::spawn_blocking(move || {
         pack_and_unpack(&blobs, &dir, options, &owned, &unpack)
@@ -162,11 +201,11 @@ async fn copy(family: &Family, targets: &[Target]) -> Copied {
         Ok(packed) => packed,
         Err(err) => return all(err),
     };
-    let parent = family.parent();
+    let parent = &source.parent;
     let source = SnapshotSource {
         tenant: parent.tenant.clone(),
-        workspace: family.workspace().clone(),
-        dir: family.dir().to_path_buf(),
+        workspace: source.workspace.clone(),
+        dir: source.dir.clone(),
         session: Some(parent.session.clone()),
         sandbox: None,
     };

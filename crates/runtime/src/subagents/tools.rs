@@ -1,5 +1,7 @@
-//! The root agent's subagent tools. Only root runs are offered them; a
-//! subagent that calls one anyway is refused with the reason (depth 1).
+//! The root agent's subagent tools. Each holds the family of the root run
+//! it was made for, so only root runs with a family are offered them; the
+//! runtime's own registry withholds their names, so a subagent that calls one
+//! anyway is refused with the reason (depth 1).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +19,8 @@ use super::family::{Child, Family, SpawnError, SpawnRequest};
 use super::report::ChangeSetState;
 use crate::tools::args::{bounded, contract_for, invalid, non_empty, parse_args};
 use crate::tools::{
-    Access, Effect, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput, ToolRegistry,
-    WriteScope, paths,
+    Access, Effect, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput,
+    ToolRegistry, WriteScope, paths,
 };
 
 pub(crate) const SPAWN: &str = "spawn_subagent";
@@ -39,38 +41,27 @@ const WAIT_MAX_SECS: u64 = 3_600;
 const STOP_WAIT: Duration = Duration::from_secs(120);
 const MESSAGE_MAX_CHARS: usize = 8_000;
 
-/// Adds the subagent tools to a root run's registry.
-pub(crate) fn register_root_tools(registry: &mut ToolRegistry) {
+/// Adds the subagent tools of `family`'s root run to the run's registry.
+pub(crate) fn register_tools(registry: &mut ToolRegistry, family: &Arc<Family>) {
     let tools: [Arc<dyn Tool>; 6] = [
-        Arc::new(SpawnSubagent::new()),
-        Arc::new(WaitSubagents::new()),
-        Arc::new(MessageSubagent::new()),
-        Arc::new(StopSubagent::new()),
-        Arc::new(ApplySubagentChanges::new()),
-        Arc::new(RejectSubagentChanges::new()),
+        Arc::new(SpawnSubagent::new(Arc::clone(family))),
+        Arc::new(WaitSubagents::new(Arc::clone(family))),
+        Arc::new(MessageSubagent::new(Arc::clone(family))),
+        Arc::new(StopSubagent::new(Arc::clone(family))),
+        Arc::new(ApplySubagentChanges::new(Arc::clone(family))),
+        Arc::new(RejectSubagentChanges::new(Arc::clone(family))),
     ];
     for tool in tools {
         registry.register(tool);
     }
 }
 
-/// The refusal a subagent gets for calling a subagent tool, if `tool` is one.
-pub(crate) fn refuse_for_child(tool: &str) -> Option<ToolError> {
-    NAMES.contains(&tool).then(|| not_root(tool))
-}
-
-fn not_root(tool: &str) -> ToolError {
-    ToolError::Denied {
-        tool: tool.to_owned(),
-        reason: NOT_ROOT.to_owned(),
+/// Refuses the subagent tools' names in a registry without them (the one
+/// subagents run with), saying why.
+pub(crate) fn withhold_tools(registry: &mut ToolRegistry) {
+    for name in NAMES {
+        registry.withhold(name, NOT_ROOT);
     }
-}
-
-fn family<'a>(tool: &str, ctx: &'a ToolContext) -> Result<&'a Arc<Family>, ToolError> {
-    ctx.subagents
-        .as_ref()
-        .map(|handle| &handle.family)
-        .ok_or_else(|| not_root(tool))
 }
 
 fn child(tool: &str, family: &Family, reference: &str) -> Result<Arc<Child>, ToolError> {
@@ -191,22 +182,38 @@ struct RunArgs {
 
 macro_rules! subagent_tool {
     ($ty:ident, $args:ty, $name:expr, $access:expr, $replay:expr, $timeout:expr, $description:literal) => {
-        #[derive(Debug)]
         pub(crate) struct $ty {
             contract: ToolContract,
+            family: Arc<Family>,
         }
 
         impl $ty {
-            pub(crate) fn new() -> Self {
+            pub(crate) fn new(family: Arc<Family>) -> Self {
                 Self {
-                    contract: contract_for::<$args>(
-                        $name,
-                        $description,
-                        $access,
-                        $replay,
-                        $timeout,
-                    ),
+                    contract: Self::declared(),
+                    family,
                 }
+            }
+
+            /// The contract, which does not depend on the family.
+            fn declared() -> ToolContract {
+                // what a subagent did shows something about the workspace
+                contract_for::<$args>(
+                    $name,
+                    $description,
+                    Role::Workspace,
+                    $access,
+                    $replay,
+                    $timeout,
+                )
+            }
+        }
+
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("parent_run", &self.family.parent().id)
+                    .finish_non_exhaustive()
             }
         }
     };
@@ -305,8 +312,8 @@ impl Tool for SpawnSubagent {
         &self.contract
     }
 
-    async fn call(&self, ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let family = family(SPAWN, ctx)?;
+    async fn call(&self, _ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let family = &self.family;
         let args: SpawnArgs = parse_args(SPAWN, arguments)?;
         non_empty(SPAWN, "task_id", &args.task_id)?;
         non_empty(SPAWN, "prompt", &args.prompt)?;
@@ -354,8 +361,8 @@ impl Tool for WaitSubagents {
         &self.contract
     }
 
-    async fn call(&self, ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let family = family(WAIT, ctx)?;
+    async fn call(&self, _ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let family = &self.family;
         let args: WaitArgs = parse_args(WAIT, arguments)?;
         let timeout = bounded(
             WAIT,
@@ -402,8 +409,8 @@ impl Tool for MessageSubagent {
         &self.contract
     }
 
-    async fn call(&self, ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let family = family(MESSAGE, ctx)?;
+    async fn call(&self, _ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let family = &self.family;
         let args: MessageArgs = parse_args(MESSAGE, arguments)?;
         non_empty(MESSAGE, "message", &args.message)?;
         if args.message.chars().count() > MESSAGE_MAX_CHARS {
@@ -437,8 +444,8 @@ impl Tool for StopSubagent {
         &self.contract
     }
 
-    async fn call(&self, ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let family = family(STOP, ctx)?;
+    async fn call(&self, _ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let family = &self.family;
         let args: RunArgs = parse_args(STOP, arguments)?;
         let child = child(STOP, family, &args.run_id)?;
         child.stop();
@@ -494,7 +501,7 @@ impl Tool for ApplySubagentChanges {
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let family = family(APPLY, ctx)?;
+        let family = &self.family;
         let args: RunArgs = parse_args(APPLY, arguments)?;
         let child = child(APPLY, family, &args.run_id)?;
         let set = match pending(APPLY, &child) {
@@ -601,8 +608,8 @@ impl Tool for RejectSubagentChanges {
         &self.contract
     }
 
-    async fn call(&self, ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let family = family(REJECT, ctx)?;
+    async fn call(&self, _ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let family = &self.family;
         let args: RunArgs = parse_args(REJECT, arguments)?;
         let child = child(REJECT, family, &args.run_id)?;
         Ok(match pending(REJECT, &child) {
@@ -620,5 +627,61 @@ impl Tool for RejectSubagentChanges {
             }
             Err(reason) => output(reason, json!({ "rejected": false }), true),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::PathArgument;
+    use crate::tools::testing::path_argument_problems;
+
+    fn contracts() -> [ToolContract; 6] {
+        [
+            SpawnSubagent::declared(),
+            WaitSubagents::declared(),
+            MessageSubagent::declared(),
+            StopSubagent::declared(),
+            ApplySubagentChanges::declared(),
+            RejectSubagentChanges::declared(),
+        ]
+    }
+
+    #[test]
+    fn the_withheld_names_are_the_tools_names() {
+        let names: Vec<&str> = contracts().iter().map(|c| c.name).collect();
+        assert_eq!(names, NAMES);
+        let mut registry = ToolRegistry::new();
+        withhold_tools(&mut registry);
+        for name in NAMES {
+            match registry.missing(name) {
+                ToolError::Denied { reason, .. } => assert!(reason.contains("depth 1"), "{reason}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+
+    /// The review weighs them as workspace calls and the policy scopes none
+    /// of them, as before contracts declared roles and paths.
+    #[test]
+    fn every_subagent_tool_is_a_workspace_tool_without_a_path_argument() {
+        let declared: Vec<(&str, Role, Access, Option<PathArgument>)> = contracts()
+            .iter()
+            .map(|c| (c.name, c.role, c.access, c.path_argument))
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                (SPAWN, Role::Workspace, Access::ReadOnly, None),
+                (WAIT, Role::Workspace, Access::ReadOnly, None),
+                (MESSAGE, Role::Workspace, Access::ReadOnly, None),
+                (STOP, Role::Workspace, Access::ReadOnly, None),
+                (APPLY, Role::Workspace, Access::Mutating, None),
+                (REJECT, Role::Workspace, Access::ReadOnly, None),
+            ]
+        );
+        for contract in contracts() {
+            assert_eq!(path_argument_problems(&contract), Vec::<String>::new());
+        }
     }
 }

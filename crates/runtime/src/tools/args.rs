@@ -8,7 +8,7 @@ use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Access, Replay, ToolContract, ToolError};
+use super::{Access, Replay, Role, ToolContract, ToolError};
 
 /// The JSON schema of an argument struct as the model is offered it.
 pub(crate) fn schema_of<T: JsonSchema>() -> Value {
@@ -49,10 +49,12 @@ fn drop_rustdoc(value: &mut Value) {
     }
 }
 
-/// A contract whose parameters are the schema of `T`.
+/// A contract whose parameters are the schema of `T`; a tool with a path
+/// argument adds it with [`ToolContract::with_path_argument`].
 pub(crate) fn contract_for<T: JsonSchema>(
     name: &'static str,
     description: &'static str,
+    role: Role,
     access: Access,
     replay: Replay,
     timeout: Duration,
@@ -61,9 +63,11 @@ pub(crate) fn contract_for<T: JsonSchema>(
         name,
         description,
         parameters: schema_of::<T>(),
+        role,
         access,
         replay,
         timeout,
+        path_argument: None,
     }
 }
 

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 
 use super::args::{bounded, contract_for, non_empty, parse_args};
 use super::output::{HeadTail, guest, refusal_as_result};
-use super::{Access, Effect, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput};
+use super::{
+    Access, Effect, PathArgument, Replay, Role, Tool, ToolContext, ToolContract, ToolError,
+    ToolOutput,
+};
 
 pub(crate) const NAME: &str = "run_command";
 
@@ -56,11 +59,13 @@ impl RunCommand {
                  Returns the combined stdout and stderr (long output keeps its start and end) \
                  and the exit code; a non-zero exit is reported, not an error. Use \
                  process_start for servers and other commands that do not end.",
+                Role::Workspace,
                 Access::Mutating,
                 // Commands may append, delete or talk to the network.
                 Replay::Never,
                 Duration::from_secs(MAX_TIMEOUT_SECS) + CALL_GRACE,
-            ),
+            )
+            .with_path_argument(PathArgument::WorkingDirectory("cwd")),
         }
     }
 }

@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::subagents::SubagentHandle;
-
 /// Whether a tool can change the workspace or the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,20 +34,67 @@ pub enum Replay {
     Never,
 }
 
-/// A tool's declaration: what the model is offered and what the policy checks.
+/// What a tool is for, as the end-of-run review weighs its calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Reads or acts on the workspace or the sandbox (files, commands,
+    /// processes, subagents): a success shows something about the
+    /// workspace, a failure is a setback.
+    Workspace,
+    /// Only talks to the run loop (a plan, a progress note, a question, the
+    /// completion): its results show nothing about the workspace, and a
+    /// malformed call sets nothing back.
+    Control,
+}
+
+/// The argument naming the one workspace path a call acts on, by what the
+/// call does there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "use", content = "argument", rename_all = "snake_case")]
+pub enum PathArgument {
+    /// Reads or lists the path.
+    Reads(&'static str),
+    /// Writes or removes the file named: the run's write scope applies to it.
+    Writes(&'static str),
+    /// A command's working directory: what the command writes is not known
+    /// from its arguments, so no write scope applies to it.
+    WorkingDirectory(&'static str),
+}
+
+impl PathArgument {
+    /// The argument's name in the call's arguments object.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Reads(name) | Self::Writes(name) | Self::WorkingDirectory(name) => name,
+        }
+    }
+}
+
+/// A tool's declaration: what the model is offered, what the policy checks
+/// and how the review weighs a call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolContract {
     pub name: &'static str,
     pub description: &'static str,
     /// JSON schema of the arguments object.
     pub parameters: Value,
+    pub role: Role,
     pub access: Access,
     pub replay: Replay,
     /// Longest a call may take before it is stopped and reported as timed out.
     pub timeout: Duration,
+    /// The argument naming the workspace path the call acts on, if it has one.
+    pub path_argument: Option<PathArgument>,
 }
 
 impl ToolContract {
+    /// The contract with `argument` declared as its path argument.
+    pub fn with_path_argument(mut self, argument: PathArgument) -> Self {
+        self.path_argument = Some(argument);
+        self
+    }
+
     /// The schema offered to the model.
     pub fn schema(&self) -> ToolSchema {
         ToolSchema {
@@ -75,8 +120,6 @@ pub struct ToolContext {
     pub run: RunId,
     /// Cancelled when the run is cancelled or the call times out.
     pub cancel: CancellationToken,
-    /// The run's subagents; set on root runs only (subagents cannot spawn).
-    pub subagents: Option<SubagentHandle>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -86,7 +129,6 @@ impl fmt::Debug for ToolContext {
             .field("write_scope", &self.write_scope)
             .field("session", &self.session)
             .field("run", &self.run)
-            .field("subagents", &self.subagents.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::args::{contract_for, invalid, non_empty, parse_args};
 use super::{
-    Access, Completion, CriterionClaim, Effect, PlanStep, Replay, TaskStatusArg, Tool, ToolContext,
-    ToolContract, ToolError, ToolOutput, VerdictArg,
+    Access, Completion, CriterionClaim, Effect, PlanStep, Replay, Role, TaskStatusArg, Tool,
+    ToolContext, ToolContract, ToolError, ToolOutput, VerdictArg,
 };
 
 pub(crate) const UPDATE_PLAN: &str = "update_plan";
@@ -88,6 +88,7 @@ macro_rules! control_tool {
                     contract: contract_for::<$args>(
                         $name,
                         $description,
+                        Role::Control,
                         Access::ReadOnly,
                         $replay,
                         CONTROL_TIMEOUT,

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 use super::args::{contract_for, invalid, parse_args};
 use super::output::{guest, refusal_as_result};
 use super::paths;
-use super::{Access, Effect, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput};
+use super::{
+    Access, Effect, PathArgument, Replay, Role, Tool, ToolContext, ToolContract, ToolError,
+    ToolOutput,
+};
 
 pub(crate) const NAME: &str = "edit_file";
 
@@ -52,12 +55,14 @@ impl EditFile {
                 "Replace exact text in an existing file. old_string must match the file \
                  exactly (whitespace included, without read_file's line-number prefixes) and \
                  occur once, unless replace_all is set.",
+                Role::Workspace,
                 Access::Mutating,
                 // Run again after success, the old text may be gone (an error) or
                 // occur once more inside the new text (a second, wrong edit).
                 Replay::Never,
                 Duration::from_secs(30),
-            ),
+            )
+            .with_path_argument(PathArgument::Writes("path")),
         }
     }
 }

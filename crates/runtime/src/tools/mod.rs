@@ -20,14 +20,14 @@ mod read;
 mod registry;
 mod search;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 mod tree;
 mod write;
 
 pub use command::RunCommand;
 pub use contract::{
-    Access, Completion, CriterionClaim, Effect, PlanStep, Replay, TaskStatusArg, Tool, ToolContext,
-    ToolContract, ToolError, ToolOutput, VerdictArg, WriteScope,
+    Access, Completion, CriterionClaim, Effect, PathArgument, PlanStep, Replay, Role,
+    TaskStatusArg, Tool, ToolContext, ToolContract, ToolError, ToolOutput, VerdictArg, WriteScope,
 };
 pub use control::{AskUser, CompleteTask, ReportProgress, UpdatePlan};
 pub use edit::EditFile;

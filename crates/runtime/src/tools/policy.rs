@@ -14,11 +14,7 @@ use paddock_core::store::RunMode;
 use serde_json::Value;
 
 use super::paths;
-use super::{Access, ToolContext, ToolContract, ToolError, WriteScope, edit, write};
-
-/// Tools that write the one file named by an argument, and that argument:
-/// the write scope applies to them.
-const PATH_WRITERS: &[(&str, &str)] = &[(write::NAME, "path"), (edit::NAME, "path")];
+use super::{Access, PathArgument, ToolContext, ToolContract, ToolError, WriteScope};
 
 /// Allows or refuses calls for one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +61,8 @@ impl Policy {
     }
 
     /// Refuses a call the run may not make. Arguments are only looked at as
-    /// far as the policy needs (the path of a write); the tool validates the rest.
+    /// far as the policy needs (the path of a write: the argument a contract
+    /// declares as [`PathArgument::Writes`]); the tool validates the rest.
     pub fn check(&self, contract: &ToolContract, arguments: &Value) -> Result<(), ToolError> {
         let tool = contract.name;
         if !self.offers(contract) {
@@ -77,11 +74,7 @@ impl Policy {
                 ),
             ));
         }
-        let Some(field) = PATH_WRITERS
-            .iter()
-            .find(|(name, _)| *name == tool)
-            .map(|(_, field)| *field)
-        else {
+        let Some(PathArgument::Writes(field)) = contract.path_argument else {
             return Ok(());
         };
         let raw = arguments
@@ -244,6 +237,29 @@ mod tests {
         assert!(err.to_string().contains("nothing may be written"), "{err}");
         let policy = Policy::new(RunMode::Build, scope(&["."]));
         policy.check(&write, &json!({"path": "any/where"})).unwrap();
+    }
+
+    #[test]
+    fn the_write_scope_applies_to_exactly_the_tools_that_declare_a_written_path() {
+        // the answers the former name table (write_file and edit_file, by
+        // their path) gave, for every built-in
+        let policy = Policy::new(RunMode::Build, scope(&["src"]));
+        let outside = json!({"path": "README.md", "cwd": "README.md", "command": "true"});
+        let inside = json!({"path": "src/a.rs", "cwd": "src", "command": "true"});
+        let mut scoped = Vec::new();
+        for tool in ToolRegistry::builtin().offered(RunMode::Build) {
+            let contract = tool.contract();
+            policy.check(contract, &inside).unwrap();
+            match policy.check(contract, &outside) {
+                Ok(()) => {}
+                Err(ToolError::Denied { reason, .. }) => {
+                    assert!(reason.contains("outside the write scope"), "{reason}");
+                    scoped.push(contract.name);
+                }
+                Err(other) => panic!("{}: {other:?}", contract.name),
+            }
+        }
+        assert_eq!(scoped, ["write_file", "edit_file"]);
     }
 
     #[test]

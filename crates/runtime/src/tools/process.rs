@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use super::args::{bounded, contract_for, non_empty, parse_args};
 use super::output::{guest, refusal_as_result};
-use super::{Access, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput};
+use super::{
+    Access, PathArgument, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput,
+};
 
 pub(crate) const START: &str = "process_start";
 pub(crate) const OUTPUT: &str = "process_output";
@@ -89,10 +91,12 @@ impl ProcessStart {
                 START,
                 "Start a long-running command (a server, a watcher) in the background with \
                  sh -c in /workspace. Returns a handle for process_output and process_stop.",
+                Role::Workspace,
                 Access::Mutating,
                 Replay::Never,
                 Duration::from_secs(30),
-            ),
+            )
+            .with_path_argument(PathArgument::WorkingDirectory("cwd")),
         }
     }
 }
@@ -154,6 +158,7 @@ impl ProcessOutputTool {
                 OUTPUT,
                 "Read a background process's combined output from a byte offset (16 KiB per \
                  call) and whether it is still running. Optionally wait for it to exit first.",
+                Role::Workspace,
                 Access::ReadOnly,
                 // Reads at an explicit offset: the same call gives the same bytes.
                 Replay::Safe,
@@ -241,6 +246,7 @@ impl ProcessStop {
                 STOP,
                 "Stop a background process and everything it started: SIGTERM, then SIGKILL \
                  after grace_secs. Reports how it ended.",
+                Role::Workspace,
                 Access::Mutating,
                 // Stopping a process that already ended is a no-op, and handles are never reused.
                 Replay::Safe,

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use super::args::{contract_for, invalid, parse_args};
 use super::lines::{LineSelector, Stop};
 use super::output::{guest, refusal_as_result};
-use super::{Access, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput};
+use super::{
+    Access, PathArgument, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput,
+};
 
 pub(crate) const NAME: &str = "read_file";
 
@@ -56,10 +58,12 @@ impl ReadFile {
                 "Read a text file under /workspace. Each line is prefixed with its number and a \
                  tab (the prefix is not part of the file). Long files are cut at about 48 KiB \
                  with a note saying which start_line to continue from.",
+                Role::Workspace,
                 Access::ReadOnly,
                 Replay::Safe,
                 Duration::from_secs(30),
-            ),
+            )
+            .with_path_argument(PathArgument::Reads("path")),
         }
     }
 }

@@ -12,10 +12,13 @@ use super::{
     UpdatePlan, WorkspaceTree, WriteFile, execute,
 };
 
-/// Tools by name, in the order they were registered (the order the model is offered them).
+/// Tools by name, in the order they were registered (the order the model is
+/// offered them), and names it withholds: tools other runs are offered, which
+/// a call here is refused with the reason.
 #[derive(Debug, Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
+    withheld: Vec<(&'static str, String)>,
 }
 
 impl ToolRegistry {
@@ -60,8 +63,32 @@ impl ToolRegistry {
         }
     }
 
+    /// Refuses calls to `name` with `reason` while no tool of that name is
+    /// registered (a tool offered to other runs only); a later reason replaces it.
+    pub fn withhold(&mut self, name: &'static str, reason: impl Into<String>) {
+        let reason = reason.into();
+        match self.withheld.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = reason,
+            None => self.withheld.push((name, reason)),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.contract().name == name)
+    }
+
+    /// Why a call to `name`, which has no tool here, cannot run:
+    /// [`ToolError::Denied`] for a withheld name, else [`ToolError::Unknown`].
+    pub fn missing(&self, name: &str) -> ToolError {
+        match self.withheld.iter().find(|(n, _)| *n == name) {
+            Some((_, reason)) => ToolError::Denied {
+                tool: name.to_owned(),
+                reason: reason.clone(),
+            },
+            None => ToolError::Unknown {
+                tool: name.to_owned(),
+            },
+        }
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -88,16 +115,15 @@ impl ToolRegistry {
     }
 
     /// Looks the tool up and runs the call through [`execute`] (policy,
-    /// timeout, cancellation). An unknown name is [`ToolError::Unknown`].
+    /// timeout, cancellation). A name without a tool is refused as
+    /// [`ToolRegistry::missing`] says.
     pub async fn call(
         &self,
         ctx: &ToolContext,
         name: &str,
         arguments: Value,
     ) -> Result<ToolOutput, ToolError> {
-        let tool = self.get(name).ok_or_else(|| ToolError::Unknown {
-            tool: name.to_owned(),
-        })?;
+        let tool = self.get(name).ok_or_else(|| self.missing(name))?;
         execute(tool.as_ref(), ctx, arguments).await
     }
 }
@@ -107,8 +133,89 @@ impl ToolRegistry {
 mod tests {
     use std::collections::HashSet;
 
+    use serde_json::json;
+
     use super::*;
-    use crate::tools::{Access, WriteScope};
+    use crate::tools::testing::path_argument_problems;
+    use crate::tools::{Access, PathArgument, Role, WriteScope};
+
+    /// Every built-in's name, role and path argument: the data the review
+    /// and the policy read.
+    #[test]
+    fn every_builtin_declares_its_role_and_path_argument() {
+        use PathArgument::{Reads, WorkingDirectory, Writes};
+        use Role::{Control, Workspace};
+        let declared: Vec<(&str, Role, Option<PathArgument>)> = ToolRegistry::builtin()
+            .offered(RunMode::Build)
+            .iter()
+            .map(|t| {
+                let c = t.contract();
+                (c.name, c.role, c.path_argument)
+            })
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                ("workspace_tree", Workspace, Some(Reads("path"))),
+                ("read_file", Workspace, Some(Reads("path"))),
+                ("search", Workspace, Some(Reads("path"))),
+                ("write_file", Workspace, Some(Writes("path"))),
+                ("edit_file", Workspace, Some(Writes("path"))),
+                ("run_command", Workspace, Some(WorkingDirectory("cwd"))),
+                ("process_start", Workspace, Some(WorkingDirectory("cwd"))),
+                ("process_output", Workspace, None),
+                ("process_stop", Workspace, None),
+                ("update_plan", Control, None),
+                ("report_progress", Control, None),
+                ("ask_user", Control, None),
+                ("complete_task", Control, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_builtin_with_a_path_argument_declares_it() {
+        for tool in ToolRegistry::builtin().offered(RunMode::Build) {
+            assert_eq!(
+                path_argument_problems(tool.contract()),
+                Vec::<String>::new()
+            );
+        }
+    }
+
+    #[test]
+    fn the_contracts_give_the_name_tables_review_and_policy_used_to_keep() {
+        let registry = ToolRegistry::builtin();
+        let contracts: Vec<&crate::tools::ToolContract> = registry
+            .offered(RunMode::Build)
+            .into_iter()
+            .map(|t| t.contract())
+            .collect();
+        // the review's former CONTROL_TOOLS
+        let control: Vec<&str> = contracts
+            .iter()
+            .filter(|c| c.role == Role::Control)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            control,
+            [
+                "update_plan",
+                "report_progress",
+                "ask_user",
+                "complete_task"
+            ]
+        );
+        // the policy's former PATH_WRITERS
+        let writers: Vec<(&str, &str)> = contracts
+            .iter()
+            .filter_map(|c| match c.path_argument {
+                Some(PathArgument::Writes(field)) => Some((c.name, field)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(writers, [("write_file", "path"), ("edit_file", "path")]);
+    }
 
     #[test]
     fn plan_mode_offers_read_only_and_control_tools_only() {
@@ -160,6 +267,34 @@ mod tests {
         assert!(registry.register(Arc::new(ReadFile::new())).is_some());
         assert_eq!(registry.names(), ["read_file"]);
         assert!(registry.get("write_file").is_none());
+    }
+
+    #[tokio::test]
+    async fn withheld_names_are_refused_with_their_reason_until_a_tool_has_them() {
+        let mut registry = ToolRegistry::builtin();
+        registry.withhold("read_file", "shadowed");
+        registry.withhold("spawn_helper", "not here");
+        registry.withhold("spawn_helper", "only root runs have helpers");
+        let ctx = crate::tools::testing::offline_context();
+        match registry.call(&ctx, "spawn_helper", Value::Null).await {
+            Err(ToolError::Denied { tool, reason }) => {
+                assert_eq!(tool, "spawn_helper");
+                assert_eq!(reason, "only root runs have helpers");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(registry.get("spawn_helper").is_none());
+        assert!(!registry.names().contains(&"spawn_helper"));
+        // a registered tool wins over a withheld name
+        let err = registry
+            .call(&ctx, "read_file", json!({"path": "a"}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Guest { .. }), "{err:?}");
+        assert!(matches!(
+            registry.missing("other"),
+            ToolError::Unknown { .. }
+        ));
     }
 
     #[tokio::test]

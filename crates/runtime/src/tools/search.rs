@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use super::args::{bounded, contract_for, invalid, parse_args};
 use super::output::{guest, refusal_as_result};
 use super::tree::SKIPPED_DIRS;
-use super::{Access, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput};
+use super::{
+    Access, PathArgument, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput,
+};
 
 pub(crate) const NAME: &str = "search";
 
@@ -61,10 +63,12 @@ impl Search {
                  path:line: text) and/or by a file name glob (matching paths). Give text, \
                  name_glob or both. Matches under .git, node_modules and target are left out \
                  unless include_skipped is set.",
+                Role::Workspace,
                 Access::ReadOnly,
                 Replay::Safe,
                 Duration::from_secs(60),
-            ),
+            )
+            .with_path_argument(PathArgument::Reads("path")),
         }
     }
 }

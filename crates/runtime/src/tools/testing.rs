@@ -1,5 +1,6 @@
 //! A context whose guest is gone: every guest call fails as disconnected,
-//! so unit tests prove that argument checks come before any guest work.
+//! so unit tests prove that argument checks come before any guest work;
+//! and the check that a contract declares its path argument.
 
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use paddock_proto::{
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use super::ToolContext;
+use super::{ToolContext, ToolContract};
 
 #[derive(Debug)]
 pub(crate) struct Offline;
@@ -111,6 +112,48 @@ pub(crate) fn offline_context() -> ToolContext {
         session: SessionId::generate(),
         run: RunId::generate(),
         cancel: CancellationToken::new(),
-        subagents: None,
     }
+}
+
+/// Whether a schema property names one workspace path (a file or a
+/// directory); lists of paths (a write scope) are not path arguments.
+fn names_a_path(property: &str) -> bool {
+    property == "path" || property == "cwd" || property.ends_with("_path")
+}
+
+/// What is wrong with `contract`'s path argument: a path property of its
+/// schema it does not declare, a declared one that is not a string property
+/// of the schema, or a declared write on a read-only tool. Empty: all right.
+pub(crate) fn path_argument_problems(contract: &ToolContract) -> Vec<String> {
+    let name = contract.name;
+    let properties = contract.parameters["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let declared = contract.path_argument.map(|a| a.name());
+    let mut problems: Vec<String> = properties
+        .keys()
+        .filter(|p| names_a_path(p) && declared != Some(p.as_str()))
+        .map(|p| format!("{name}: property {p} names a path but is not declared"))
+        .collect();
+    if let Some(argument) = contract.path_argument {
+        let declared = argument.name();
+        let is_string = properties.get(declared).is_some_and(|schema| {
+            schema["type"] == "string"
+                || schema["type"]
+                    .as_array()
+                    .is_some_and(|types| types.iter().any(|t| t == "string"))
+        });
+        if !is_string {
+            problems.push(format!(
+                "{name}: path argument {declared} is not a string property"
+            ));
+        }
+        if matches!(argument, super::PathArgument::Writes(_))
+            && contract.access != super::Access::Mutating
+        {
+            problems.push(format!("{name}: writes {declared} but is read-only"));
+        }
+    }
+    problems
 }

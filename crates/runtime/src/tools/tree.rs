@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 use super::args::{bounded, contract_for, parse_args};
 use super::output::{guest, refusal_as_result};
-use super::{Access, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput};
+use super::{
+    Access, PathArgument, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput,
+};
 
 pub(crate) const NAME: &str = "workspace_tree";
 
@@ -59,10 +61,12 @@ impl WorkspaceTree {
                 "List files and directories under /workspace as an indented tree (directories \
                  end in '/'). Bounded in depth and entries; .git, node_modules and target are \
                  shown but not descended into unless include_skipped is set.",
+                Role::Workspace,
                 Access::ReadOnly,
                 Replay::Safe,
                 Duration::from_secs(30),
-            ),
+            )
+            .with_path_argument(PathArgument::Reads("path")),
         }
     }
 }

@@ -11,7 +11,10 @@ use serde_json::{Value, json};
 use super::args::{contract_for, invalid, parse_args};
 use super::output::{guest, refusal_as_result};
 use super::paths;
-use super::{Access, Effect, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput};
+use super::{
+    Access, Effect, PathArgument, Replay, Role, Tool, ToolContext, ToolContract, ToolError,
+    ToolOutput,
+};
 
 pub(crate) const NAME: &str = "write_file";
 
@@ -40,11 +43,13 @@ impl WriteFile {
                 NAME,
                 "Create a file or replace its whole content. Parent directories are created. \
                  To change part of an existing file, use edit_file instead.",
+                Role::Workspace,
                 Access::Mutating,
                 // Writing the same content again leaves the same file.
                 Replay::Safe,
                 Duration::from_secs(30),
-            ),
+            )
+            .with_path_argument(PathArgument::Writes("path")),
         }
     }
 }
