@@ -38,5 +38,5 @@ pub use options::{
 };
 pub use pack::{PackStats, SkippedEntry, SpecialKind, pack};
 pub use paddock_core::blob::BlobKey;
-pub use record::{ArchiveCounts, SnapshotOrigin, snapshot_record};
+pub use record::{ArchiveCounts, snapshot_record};
 pub use unpack::{UnpackStats, unpack, unpack_many};

@@ -2,8 +2,7 @@
 //! it says of its archive means one thing whoever packed or checked it.
 
 use paddock_core::blob::BlobInfo;
-use paddock_core::ids::{SessionId, SnapshotId, TenantId, WorkspaceId};
-use paddock_core::sandbox::SandboxId;
+use paddock_core::ids::{SnapshotId, TenantId};
 use paddock_core::store::{SnapshotRecord, Timestamp};
 use paddock_proto::SnapshotPackStats;
 
@@ -50,34 +49,12 @@ impl From<&UnpackStats> for ArchiveCounts {
     }
 }
 
-/// Where a snapshot comes from, for its row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotOrigin {
-    pub tenant: TenantId,
-    pub workspace: Option<WorkspaceId>,
-    pub source_sandbox: Option<SandboxId>,
-    pub session: Option<SessionId>,
-    /// The snapshot the source was restored from.
-    pub parent: Option<SnapshotId>,
-}
-
-impl SnapshotOrigin {
-    /// A snapshot of `tenant` from nowhere in particular (an import).
-    pub fn tenant(tenant: TenantId) -> Self {
-        Self {
-            tenant,
-            workspace: None,
-            source_sandbox: None,
-            session: None,
-            parent: None,
-        }
-    }
-}
-
-/// The row of a new snapshot (a fresh id) whose archive, holding `counts`,
-/// was stored as `blob`, leaving out `excludes`.
+/// The row of a new snapshot of `tenant` (a fresh id) whose archive,
+/// holding `counts`, was stored as `blob`, leaving out `excludes`. It names
+/// no workspace, sandbox, session or parent: callers that have them set them
+/// (`SnapshotRecord { session, ..snapshot_record(..) }`).
 pub fn snapshot_record(
-    origin: SnapshotOrigin,
+    tenant: TenantId,
     counts: impl Into<ArchiveCounts>,
     blob: &BlobInfo,
     excludes: Vec<String>,
@@ -86,11 +63,11 @@ pub fn snapshot_record(
     let counts = counts.into();
     SnapshotRecord {
         id: SnapshotId::generate(),
-        tenant: origin.tenant,
-        workspace: origin.workspace,
-        source_sandbox: origin.source_sandbox,
-        session: origin.session,
-        parent: origin.parent,
+        tenant,
+        workspace: None,
+        source_sandbox: None,
+        session: None,
+        parent: None,
         file_count: counts.entries,
         bytes_raw: counts.bytes_raw,
         bytes_compressed: blob.size,
@@ -118,10 +95,8 @@ mod tests {
     }
 
     fn record(counts: impl Into<ArchiveCounts>) -> SnapshotRecord {
-        let mut origin = SnapshotOrigin::tenant(TenantId::parse("acme").unwrap());
-        origin.session = Some(SessionId::generate());
         snapshot_record(
-            origin,
+            TenantId::parse("acme").unwrap(),
             counts,
             &blob(),
             vec!["target".into()],
@@ -147,10 +122,7 @@ mod tests {
             dirs: 2,
             symlinks: 1,
             bytes_raw: 40,
-            bytes_compressed: 321,
-            excluded: 9,
-            skipped: 4,
-            key: pack.key.to_string(),
+            ..SnapshotPackStats::default()
         };
         let unpack = UnpackStats {
             files: 2,
@@ -166,7 +138,8 @@ mod tests {
             assert_eq!(row.blob_hash, pack.key.to_string());
             assert_eq!(row.excludes, ["target"]);
             assert_eq!(row.created_at, Timestamp::from_millis(5));
-            assert!(row.session.is_some() && row.workspace.is_none());
+            assert_eq!(row.tenant.as_str(), "acme");
+            assert!(row.session.is_none() && row.workspace.is_none() && row.parent.is_none());
         }
     }
 }

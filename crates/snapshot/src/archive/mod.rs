@@ -16,7 +16,7 @@ mod shape;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::io::{self, Read};
+use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
@@ -24,8 +24,8 @@ use crate::error::{SnapshotError, lossy};
 use crate::options::Limits;
 use crate::unpack::paths::components;
 use crate::unpack::reader::{Kind, Member, decoder};
-use crate::unpack::tree::TreeError;
-use crate::unpack::walk::{Failure, ReadLimits, Visitor, walk};
+use crate::unpack::tree::{TreeError, copy_data};
+use crate::unpack::walk::{Checked, Failure, ReadLimits, Visitor, walk};
 use shape::Shape;
 
 /// File data is read through a buffer this large.
@@ -130,33 +130,36 @@ fn read<R: Read, K: Keep>(
 
 /// What a reading keeps of each member that passed the checks.
 trait Keep {
-    fn keep(
-        &mut self,
-        member: &Member,
-        path: Vec<u8>,
-        data: &mut dyn Read,
-        buf: &mut [u8],
-    ) -> Result<(), Failure>;
+    fn keep(&mut self, member: &Member, path: Vec<u8>, data: Data<'_>) -> Result<(), Failure>;
+}
+
+/// A file's content, read whole or not at all.
+struct Data<'a> {
+    reader: &'a mut dyn Read,
+    buf: &'a mut [u8],
+}
+
+impl Data<'_> {
+    fn read(self, size: u64, mut sink: impl FnMut(&[u8])) -> Result<(), TreeError> {
+        copy_data(self.reader, size, self.buf, |chunk| {
+            sink(chunk);
+            Ok(())
+        })
+    }
 }
 
 /// Every entry, for [`read_manifest`].
 struct Listing(Manifest);
 
 impl Keep for Listing {
-    fn keep(
-        &mut self,
-        member: &Member,
-        path: Vec<u8>,
-        data: &mut dyn Read,
-        buf: &mut [u8],
-    ) -> Result<(), Failure> {
+    fn keep(&mut self, member: &Member, path: Vec<u8>, data: Data<'_>) -> Result<(), Failure> {
         let name = String::from_utf8(path).map_err(|_| SnapshotError::NotUtf8 {
             entry: lossy(&member.path),
         })?;
         let entry = match member.kind {
             Kind::File => {
                 let mut hasher = Sha256::new();
-                read_data(data, member.size, buf, |chunk| hasher.update(chunk))?;
+                data.read(member.size, |chunk| hasher.update(chunk))?;
                 Entry::File {
                     hash: ContentHash(hasher.finalize().into()),
                     size: member.size,
@@ -186,13 +189,7 @@ struct Chosen<'w> {
 }
 
 impl Keep for Chosen<'_> {
-    fn keep(
-        &mut self,
-        member: &Member,
-        path: Vec<u8>,
-        data: &mut dyn Read,
-        buf: &mut [u8],
-    ) -> Result<(), Failure> {
+    fn keep(&mut self, member: &Member, path: Vec<u8>, data: Data<'_>) -> Result<(), Failure> {
         if member.kind != Kind::File || member.size > self.max_file_bytes {
             return Ok(());
         }
@@ -203,9 +200,7 @@ impl Keep for Chosen<'_> {
             return Ok(());
         }
         let mut content = Vec::new();
-        read_data(data, member.size, buf, |chunk| {
-            content.extend_from_slice(chunk)
-        })?;
+        data.read(member.size, |chunk| content.extend_from_slice(chunk))?;
         self.found.insert(name, content);
         Ok(())
     }
@@ -229,43 +224,13 @@ impl<K> Lister<K> {
 }
 
 impl<K: Keep> Visitor for Lister<K> {
-    fn member(
-        &mut self,
-        member: &Member,
-        path: &[&[u8]],
-        data: &mut dyn Read,
-    ) -> Result<(), Failure> {
+    fn member(&mut self, entry: Checked<'_>, reader: &mut dyn Read) -> Result<(), Failure> {
+        let Checked { member, path } = entry;
         self.shape.add(path, member.kind, &member.link)?;
-        self.keep
-            .keep(member, path.join(&b'/'), data, &mut self.buf)
-    }
-}
-
-/// Reads exactly the `size` bytes an entry declared, handing them to `sink`.
-fn read_data(
-    data: &mut dyn Read,
-    size: u64,
-    buf: &mut [u8],
-    mut sink: impl FnMut(&[u8]),
-) -> Result<(), TreeError> {
-    let mut read = 0u64;
-    loop {
-        let n = match data.read(buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(TreeError::Source(e)),
+        let data = Data {
+            reader,
+            buf: &mut self.buf,
         };
-        read += n as u64;
-        if read > size {
-            return Err(TreeError::Source(io::Error::other(
-                "entry data is longer than its declared size",
-            )));
-        }
-        sink(&buf[..n]);
+        self.keep.keep(member, path.join(&b'/'), data)
     }
-    if read < size {
-        return Err(TreeError::ShortData);
-    }
-    Ok(())
 }

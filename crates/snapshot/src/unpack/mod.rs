@@ -13,10 +13,10 @@ use std::path::Path;
 use crate::error::SnapshotError;
 use crate::options::{SymlinkPolicy, UnpackOptions};
 use paths::{check_symlink_target, components};
-use reader::{Kind, Member, decoder};
+use reader::{Kind, decoder};
 use staging::Staging;
 use tree::Tree;
-use walk::{Failure, ReadLimits, Visitor, tree_error, walk};
+use walk::{Checked, Failure, ReadLimits, Visitor, tree_error, walk};
 
 pub use fanout::unpack_many;
 
@@ -138,12 +138,8 @@ struct Restorer<'o, 'r> {
 }
 
 impl Visitor for Restorer<'_, '_> {
-    fn member(
-        &mut self,
-        member: &Member,
-        path: &[&[u8]],
-        data: &mut dyn Read,
-    ) -> Result<(), Failure> {
+    fn member(&mut self, entry: Checked<'_>, data: &mut dyn Read) -> Result<(), Failure> {
+        let Checked { member, path } = entry;
         let tree = &mut self.tree;
         match member.kind {
             Kind::Dir => tree.dir(path, member.mode, member.mtime)?,

@@ -54,16 +54,16 @@ impl From<Refusal> for Failure {
     }
 }
 
+/// A member below the root whose path was checked and split into `path`.
+pub(crate) struct Checked<'m> {
+    pub(crate) member: &'m Member,
+    pub(crate) path: &'m [&'m [u8]],
+}
+
 /// What is done with each member of an archive.
 pub(crate) trait Visitor {
-    /// One member below the root, in archive order, after its path was
-    /// checked and split into `path`; `data` yields a file's content.
-    fn member(
-        &mut self,
-        member: &Member,
-        path: &[&[u8]],
-        data: &mut dyn Read,
-    ) -> Result<(), Failure>;
+    /// One member, in archive order; `data` yields a file's content.
+    fn member(&mut self, entry: Checked<'_>, data: &mut dyn Read) -> Result<(), Failure>;
 }
 
 /// Reads the decompressed tar stream `tar` to its end, handing each member
@@ -148,7 +148,13 @@ fn visit(visitor: &mut impl Visitor, member: &Member, data: &mut dyn Read) -> Re
             _ => Err(Refusal::EmptyPath.into()),
         };
     }
-    visitor.member(member, &path, data)
+    visitor.member(
+        Checked {
+            member,
+            path: &path,
+        },
+        data,
+    )
 }
 
 /// Checks a file's declared size against the limits before anything is
