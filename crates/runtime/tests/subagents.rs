@@ -27,7 +27,7 @@ use paddock_runtime::subagents::SubagentModels;
 use paddock_runtime::tools::{
     Access, Replay, Tool, ToolContext, ToolContract, ToolError, ToolOutput, ToolRegistry,
 };
-use paddock_snapshot::{Limit, Limits, LocalBlobStore, SnapshotError, UnpackOptions};
+use paddock_snapshot::{Limit, LocalBlobStore, SnapshotError, UnpackOptions};
 use serde_json::{Value, json};
 use support::{Harness, Recording, call, tool_results, turn};
 
@@ -259,13 +259,8 @@ fn assert_file_count_is_what_a_restore_counts(h: &Harness, snapshot: &SnapshotRe
     let key = BlobKey::parse(&snapshot.blob_hash).unwrap();
     let restore = |max_files| {
         let target = tempfile::tempdir().unwrap();
-        let opts = UnpackOptions {
-            limits: Limits {
-                max_files,
-                ..Limits::default()
-            },
-            ..UnpackOptions::default()
-        };
+        let mut opts = UnpackOptions::default();
+        opts.limits.max_files = max_files;
         paddock_snapshot::unpack(blobs.open(&key).unwrap(), &target.path().join("t"), &opts)
     };
     let restored = restore(snapshot.file_count).unwrap();
