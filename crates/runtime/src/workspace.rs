@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
-use paddock_core::ids::{SessionId, SnapshotId, TenantId};
+use paddock_core::ids::{SessionId, TenantId};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{SnapshotRecord, Store, Workspace};
-use paddock_snapshot::{PackOptions, PackStats, UnpackOptions};
+use paddock_snapshot::{PackOptions, PackStats, UnpackOptions, snapshot_record};
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -99,18 +99,10 @@ pub(crate) async fn record_snapshot(
     excludes: Vec<String>,
 ) -> Result<SnapshotRecord, RuntimeError> {
     let record = SnapshotRecord {
-        id: SnapshotId::generate(),
-        tenant: source.tenant,
         workspace: Some(source.workspace.id),
         source_sandbox: source.sandbox,
         session: source.session,
-        parent: None,
-        file_count: stats.files,
-        bytes_raw: stats.bytes_raw,
-        bytes_compressed: info.size,
-        excludes,
-        blob_hash: info.key.to_string(),
-        created_at: store.now(),
+        ..snapshot_record(source.tenant, stats, info, excludes, store.now())
     };
     store
         .create_snapshot(&record)

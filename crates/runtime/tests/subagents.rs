@@ -15,15 +15,19 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
+use paddock_core::blob::{BlobKey, BlobStore};
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::ModelProvider;
-use paddock_core::store::{Run, RunState, SandboxState, SnapshotFilter, SubagentProfile};
+use paddock_core::store::{
+    Run, RunState, SandboxState, SnapshotFilter, SnapshotRecord, SubagentProfile,
+};
 use paddock_proto::ExecSpec;
 use paddock_runtime::StartRun;
 use paddock_runtime::subagents::SubagentModels;
 use paddock_runtime::tools::{
     Access, Replay, Role, Tool, ToolContext, ToolContract, ToolError, ToolOutput, ToolRegistry,
 };
+use paddock_snapshot::{Limit, LocalBlobStore, SnapshotError, UnpackOptions};
 use serde_json::{Value, json};
 use support::{Harness, Recording, call, tool_results, turn};
 
@@ -245,6 +249,86 @@ async fn three_children_run_at_once_in_their_own_sandboxes_and_report_back() {
     // one spawn pack and the parent's end snapshot
     assert_eq!(snapshots.len(), 2, "{snapshots:?}");
     assert_no_child_dirs(&h);
+}
+
+/// The entries of `snapshot` a restore counts: a restore within
+/// `max_files = file_count` succeeds, creating that many, and one with
+/// `max_files = file_count - 1` is over the limit.
+fn assert_file_count_is_what_a_restore_counts(h: &Harness, snapshot: &SnapshotRecord) {
+    let blobs = LocalBlobStore::open(h.dir.path().join("blobs")).unwrap();
+    let key = BlobKey::parse(&snapshot.blob_hash).unwrap();
+    let restore = |max_files| {
+        let target = tempfile::tempdir().unwrap();
+        let mut opts = UnpackOptions::default();
+        opts.limits.max_files = max_files;
+        paddock_snapshot::unpack(blobs.open(&key).unwrap(), &target.path().join("t"), &opts)
+    };
+    let restored = restore(snapshot.file_count).unwrap();
+    assert_eq!(restored.entries(), snapshot.file_count, "{snapshot:?}");
+    let over = restore(snapshot.file_count - 1).unwrap_err();
+    assert!(
+        matches!(over, SnapshotError::OverLimit { limit: Limit::Files(n), .. } if n == snapshot.file_count - 1),
+        "{over:?}"
+    );
+}
+
+#[tokio::test]
+async fn spawn_base_and_end_snapshots_count_what_a_restore_of_them_counts() {
+    let h = Harness::new().await;
+    // 3 regular files of 7 entries: 3 directories and a symlink besides
+    std::fs::create_dir_all(h.project.join("src/deep/er")).unwrap();
+    std::fs::write(h.project.join("src/deep/er/a.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(h.project.join("src/b.rs"), "fn b() {}\n").unwrap();
+    std::fs::write(h.project.join("README"), "counts\n").unwrap();
+    std::os::unix::fs::symlink("src/b.rs", h.project.join("link")).unwrap();
+    let session = h.session("counts").await;
+    let mut models = Models::default();
+    let write = "mkdir -p out/new && echo made > out/new/made.txt";
+    models.0.insert(
+        "writer".into(),
+        h.script(
+            "writer",
+            json!([
+                turn("", vec![call("run_command", json!({"command": write}))]),
+                turn("", vec![done("wrote out/new/made.txt")]),
+            ]),
+        ),
+    );
+    let parent = h.script(
+        "parent",
+        json!([
+            turn("", vec![spawn("writer", "build", "write a file")]),
+            turn("", vec![wait_all()]),
+            turn("", vec![done("the child wrote")]),
+        ]),
+    );
+    let run = run_parent(&h, &session.id, parent, models).await;
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+
+    let of_session = |session: &SessionId| SnapshotFilter {
+        workspace: None,
+        session: Some(session.clone()),
+    };
+    let parents = h
+        .store
+        .list_snapshots(&h.tenant, &of_session(&session.id), &Default::default())
+        .await
+        .unwrap();
+    // the spawn's base pack and the parent's end snapshot
+    assert_eq!(parents.len(), 2, "{parents:?}");
+    for snapshot in &parents {
+        assert_eq!(snapshot.file_count, 7, "{snapshot:?}");
+        assert_file_count_is_what_a_restore_counts(&h, snapshot);
+    }
+    let child = &children(&h, &run.id).await["writer"];
+    let end = h
+        .store
+        .get_snapshot(&h.tenant, child.end_snapshot.as_ref().unwrap())
+        .await
+        .unwrap();
+    // the child's end snapshot holds out/, out/new/ and made.txt besides
+    assert_eq!(end.file_count, 10, "{end:?}");
+    assert_file_count_is_what_a_restore_counts(&h, &end);
 }
 
 /// The text of a child's first model request.

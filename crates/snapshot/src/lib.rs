@@ -9,18 +9,24 @@
 //!   through symlinks, escaping symlinks, hardlinks, devices, fifos, oversize
 //!   entries); it works in a staging directory and only moves the result into
 //!   place when everything succeeded, so a failed restore leaves nothing.
+//! - [`archive`] reads an archive without restoring it (its manifest, the
+//!   contents of chosen files) through the same checks as [`unpack`].
+//! - [`snapshot_record`] builds a snapshot's row from the statistics of its
+//!   pack (or of the restore that checked it), so its counts mean one thing.
 //! - [`LocalBlobStore`] implements [`paddock_core::blob::BlobStore`] over a
 //!   local directory.
 //!
 //! Everything here is blocking `std::io`: async callers run it in
 //! `spawn_blocking` (host) or on a plain thread (guest agent).
 
+pub mod archive;
 mod error;
 mod exclude;
 mod hashing;
 mod local_store;
 mod options;
 mod pack;
+mod record;
 mod unpack;
 
 pub use error::{Limit, Refusal, SnapshotError};
@@ -32,4 +38,5 @@ pub use options::{
 };
 pub use pack::{PackStats, SkippedEntry, SpecialKind, pack};
 pub use paddock_core::blob::BlobKey;
+pub use record::{ArchiveCounts, snapshot_record};
 pub use unpack::{UnpackStats, unpack, unpack_many};

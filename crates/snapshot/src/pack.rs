@@ -50,6 +50,16 @@ pub struct PackStats {
     pub key: BlobKey,
 }
 
+impl PackStats {
+    /// Entries of the archive, which a restore of it creates and its
+    /// [`crate::Limits::max_files`] counts: files, directories and symlinks
+    /// (a pack stores no hardlinks, lists every directory, and leaves out
+    /// the special files it skipped, though its own limit counted them).
+    pub fn entries(&self) -> u64 {
+        self.files + self.dirs + self.symlinks
+    }
+}
+
 /// A special file that [`pack`] did not store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedEntry {

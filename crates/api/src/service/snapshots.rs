@@ -31,7 +31,7 @@ use tokio_util::io::SyncIoBridge;
 use super::commands::{CreateSandbox, CreateWorkspace, LimitsRequest};
 use super::{SandboxService, SandboxView, ServiceError, StoredSpec, destroy_quietly};
 use paddock_proto::NetworkMode;
-use paddock_snapshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, SnapshotError};
+use paddock_snapshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, SnapshotError, snapshot_record};
 
 /// Bytes buffered between the async and the blocking side of a transfer.
 const PIPE_BYTES: usize = 1 << 20;
@@ -114,7 +114,8 @@ pub struct SnapshotView {
     pub session: Option<SessionId>,
     /// The snapshot the source sandbox was restored from.
     pub parent: Option<SnapshotId>,
-    /// Entries in the archive (files, directories, symlinks): what `max_files` counts.
+    /// Entries a restore of the archive creates: what `max_files` counts
+    /// (see [`SnapshotRecord::file_count`]).
     pub file_count: u64,
     pub bytes_raw: u64,
     pub bytes_compressed: u64,
@@ -216,18 +217,17 @@ impl SandboxService {
             tracing::warn!(sandbox_id = %id, stored = %info.key, guest = %stats.key, "archive hash mismatch");
         }
         let mut snapshot = SnapshotRecord {
-            id: SnapshotId::generate(),
-            tenant: tenant.clone(),
             workspace: record.workspace.clone(),
             source_sandbox: Some(id.clone()),
             session: command.session,
             parent: self.lineage_parent(tenant, &record).await?,
-            file_count: stats.files + stats.dirs + stats.symlinks,
-            bytes_raw: stats.bytes_raw,
-            bytes_compressed: info.size,
-            excludes: command.excludes,
-            blob_hash: info.key.to_string(),
-            created_at: self.clock.now(),
+            ..snapshot_record(
+                tenant.clone(),
+                &stats,
+                &info,
+                command.excludes,
+                self.clock.now(),
+            )
         };
         match self.store.create_snapshot(&snapshot).await {
             // The parent was deleted since it was looked up: no lineage.
@@ -714,20 +714,7 @@ impl SandboxService {
                 op: "commit",
                 source,
             })?;
-        let snapshot = SnapshotRecord {
-            id: SnapshotId::generate(),
-            tenant: tenant.clone(),
-            workspace: None,
-            source_sandbox: None,
-            session: None,
-            parent: None,
-            file_count: stats.files + stats.dirs + stats.symlinks + stats.hardlinks,
-            bytes_raw: stats.bytes,
-            bytes_compressed: info.size,
-            excludes: Vec::new(),
-            blob_hash: info.key.to_string(),
-            created_at: self.clock.now(),
-        };
+        let snapshot = snapshot_record(tenant.clone(), &stats, &info, Vec::new(), self.clock.now());
         self.store
             .create_snapshot(&snapshot)
             .await

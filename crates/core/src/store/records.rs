@@ -122,6 +122,8 @@ impl Session {
 }
 
 /// A captured workspace state: a tar + zstd blob addressed by its hash.
+/// Built by `paddock_snapshot::snapshot_record` from the statistics of the
+/// archive's pack (or of the restore that checked an imported one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotRecord {
     pub id: SnapshotId,
@@ -131,7 +133,12 @@ pub struct SnapshotRecord {
     pub session: Option<SessionId>,
     /// The snapshot this one was restored from, when it was taken in a restored sandbox.
     pub parent: Option<SnapshotId>,
+    /// Entries a restore of the archive creates, which is what a restore's
+    /// `max_files` limit counts: regular files, directories (parents the
+    /// archive leaves implied included), symlinks and hardlinks; not the root.
+    /// A restore within `max_files = file_count` succeeds.
     pub file_count: u64,
+    /// File content before compression.
     pub bytes_raw: u64,
     pub bytes_compressed: u64,
     /// Path patterns left out of the archive.

@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use paddock_core::sandbox::{GuestError, GuestOps, WriteOptions};
 use paddock_proto::{ErrorCode, FileKind};
-use sha2::{Digest, Sha256};
+use paddock_snapshot::archive::ContentHash;
 
 use super::changes::{Change, ChangeSet, Entry, MAX_APPLY_BYTES};
 use crate::util::error_chain;
@@ -60,7 +60,7 @@ impl Kept {
         match (self, entry) {
             (Kept::Absent, None) => true,
             (Kept::File { data, .. }, Some(Entry::File { hash, .. })) => {
-                <[u8; 32]>::from(Sha256::digest(data)) == *hash
+                ContentHash::of(data) == *hash
             }
             _ => false,
         }
@@ -122,7 +122,7 @@ async fn check(
     contents: &HashMap<String, Vec<u8>>,
 ) -> Result<Result<Kept, String>, GuestError> {
     match (&change.before, &change.after) {
-        (Some(Entry::Link { .. }), _) | (_, Some(Entry::Link { .. })) => {
+        (Some(Entry::Symlink { .. }), _) | (_, Some(Entry::Symlink { .. })) => {
             return Ok(Err("symlink changes are not applied".to_owned()));
         }
         (_, Some(Entry::File { size, .. })) if *size > MAX_APPLY_BYTES => {

@@ -3,15 +3,15 @@
 //! writes it to the parent's workspace.
 //!
 //! Both sides are read from the archives in the blob store, never from the
-//! child's directory (which is removed once the child ended): the archives
-//! were checked when they were packed, and nothing in them is followed or
-//! executed here.
+//! child's directory (which is removed once the child ended), through
+//! `paddock_snapshot::archive`: the checks of a restore, within the
+//! snapshot limits; nothing in them is followed or executed here.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{self, Read};
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
 
-use sha2::{Digest, Sha256};
-use tar::EntryType;
+use paddock_snapshot::archive;
+use paddock_snapshot::{Limits, SnapshotError};
 
 use super::report::{ChangeKind, ChangedPath};
 
@@ -19,21 +19,12 @@ use super::report::{ChangeKind, ChangedPath};
 /// carries it whole.
 pub(crate) const MAX_APPLY_BYTES: u64 = 8 << 20;
 
-/// One entry of a snapshot, as far as a change set cares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Entry {
-    File {
-        hash: [u8; 32],
-        size: u64,
-        mode: u32,
-    },
-    Link {
-        target: String,
-    },
-}
+/// One entry of a snapshot, as far as a change set cares: a file or a
+/// symlink (directories are implied, hardlinks are never packed).
+pub(crate) use paddock_snapshot::archive::Entry;
 
-/// Files and symlinks of a snapshot by path (directories are implied).
-pub(crate) type Manifest = BTreeMap<String, Entry>;
+/// Files and symlinks of a snapshot by path.
+pub(crate) type Manifest = archive::Manifest;
 
 /// One changed path and both sides of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,51 +54,10 @@ impl ChangeSet {
     }
 }
 
-fn archive<R: Read>(
-    reader: R,
-) -> io::Result<tar::Archive<zstd::stream::read::Decoder<'static, io::BufReader<R>>>> {
-    Ok(tar::Archive::new(zstd::stream::read::Decoder::new(reader)?))
-}
-
-fn entry_path<R: Read>(entry: &tar::Entry<'_, R>) -> io::Result<String> {
-    let path = entry.path()?;
-    let text = path
-        .to_str()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a path is not UTF-8"))?;
-    Ok(text
-        .trim_start_matches("./")
-        .trim_end_matches('/')
-        .to_owned())
-}
-
-/// The files and symlinks of a packed snapshot.
-pub(crate) fn manifest<R: Read>(reader: R) -> io::Result<Manifest> {
-    let mut manifest = Manifest::new();
-    let mut archive = archive(reader)?;
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        let path = entry_path(&entry)?;
-        let kind = entry.header().entry_type();
-        if kind == EntryType::Regular || kind == EntryType::Continuous {
-            let mode = entry.header().mode()? & 0o7777;
-            let mut hasher = Sha256::new();
-            let size = io::copy(&mut entry, &mut hasher)?;
-            manifest.insert(
-                path,
-                Entry::File {
-                    hash: hasher.finalize().into(),
-                    size,
-                    mode,
-                },
-            );
-        } else if kind == EntryType::Symlink {
-            let target = entry
-                .link_name()?
-                .map(|t| t.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            manifest.insert(path, Entry::Link { target });
-        }
-    }
+/// The files and symlinks of a packed snapshot, read within `limits`.
+pub(crate) fn manifest<R: Read>(reader: R, limits: &Limits) -> Result<Manifest, SnapshotError> {
+    let mut manifest = archive::read_manifest(reader, limits)?;
+    manifest.retain(|_, entry| matches!(entry, Entry::File { .. } | Entry::Symlink { .. }));
     Ok(manifest)
 }
 
@@ -134,29 +84,18 @@ pub(crate) fn diff(base: &Manifest, end: &Manifest) -> Vec<Change> {
         .collect()
 }
 
-/// The contents of the regular files `wanted` in a packed snapshot.
+/// The contents of the regular files `wanted` in a packed snapshot, read
+/// within `limits`; files over [`MAX_APPLY_BYTES`] are left out (an apply
+/// refuses them by their size in the manifest).
 pub(crate) fn contents<R: Read>(
     reader: R,
+    limits: &Limits,
     wanted: &BTreeSet<String>,
-) -> io::Result<HashMap<String, Vec<u8>>> {
-    let mut found = HashMap::new();
+) -> Result<HashMap<String, Vec<u8>>, SnapshotError> {
     if wanted.is_empty() {
-        return Ok(found);
+        return Ok(HashMap::new());
     }
-    let mut archive = archive(reader)?;
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        let path = entry_path(&entry)?;
-        if wanted.contains(&path) && entry.header().entry_type().is_file() {
-            let mut data = Vec::new();
-            entry
-                .by_ref()
-                .take(MAX_APPLY_BYTES + 1)
-                .read_to_end(&mut data)?;
-            found.insert(path, data);
-        }
-    }
-    Ok(found)
+    archive::read_files(reader, limits, wanted, MAX_APPLY_BYTES)
 }
 
 #[cfg(test)]
@@ -166,7 +105,7 @@ mod tests {
 
     fn file(byte: u8) -> Entry {
         Entry::File {
-            hash: [byte; 32],
+            hash: paddock_snapshot::archive::ContentHash::from_bytes([byte; 32]),
             size: 1,
             mode: 0o644,
         }
@@ -216,19 +155,20 @@ mod tests {
             &mut packed,
         )
         .unwrap();
-        let manifest = manifest(packed.as_slice()).unwrap();
+        let limits = Limits::default();
+        let manifest = manifest(packed.as_slice(), &limits).unwrap();
         assert_eq!(
             manifest.keys().collect::<Vec<_>>(),
             ["b.txt", "link", "src/a.rs"]
         );
         assert_eq!(
             manifest["link"],
-            Entry::Link {
+            Entry::Symlink {
                 target: "src/a.rs".into()
             }
         );
         let wanted: BTreeSet<String> = ["src/a.rs".to_owned()].into_iter().collect();
-        let found = contents(packed.as_slice(), &wanted).unwrap();
+        let found = contents(packed.as_slice(), &limits, &wanted).unwrap();
         assert_eq!(found["src/a.rs"], b"fn a() {}");
         assert_eq!(found.len(), 1);
     }

@@ -505,22 +505,25 @@ async fn change_set(shared: &Shared, base: &Base, run: &Run) -> (ChangeSetState,
     };
     let blobs = Arc::clone(&shared.blobs);
     let base_key = base.key.clone();
+    let limits = shared.config.snapshot.limits;
     let computed = tokio::task::spawn_blocking(move || {
         let open = |key: &paddock_core::blob::BlobKey| {
             blobs
                 .open(key)
                 .map_err(|err| format!("opening snapshot {key}: {}", error_chain(&err)))
         };
-        let read = |err: std::io::Error| format!("reading a snapshot: {err}");
-        let before = changes::manifest(open(&base_key)?).map_err(read)?;
-        let after = changes::manifest(open(&end_key)?).map_err(read)?;
+        let read = |err: paddock_snapshot::SnapshotError| {
+            format!("reading a snapshot: {}", error_chain(&err))
+        };
+        let before = changes::manifest(open(&base_key)?, &limits).map_err(read)?;
+        let after = changes::manifest(open(&end_key)?, &limits).map_err(read)?;
         let changes = changes::diff(&before, &after);
         let wanted = changes
             .iter()
             .filter(|c| c.after.is_some())
             .map(|c| c.path.clone())
             .collect();
-        let contents = changes::contents(open(&end_key)?, &wanted).map_err(read)?;
+        let contents = changes::contents(open(&end_key)?, &limits, &wanted).map_err(read)?;
         Ok::<_, String>(ChangeSet { changes, contents })
     })
     .await;

@@ -116,26 +116,9 @@ impl<'r> Tree<'r> {
         .map_err(exists_is_duplicate)?;
         let owner = self.owner;
         let mut file = File::from(fd);
-        let mut written = 0u64;
-        loop {
-            let n = match data.read(buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(TreeError::Source(e)),
-            };
-            written += n as u64;
-            // Guards the actual bytes, whatever the header said.
-            if written > size {
-                return Err(TreeError::Source(io::Error::other(
-                    "entry data is longer than its declared size",
-                )));
-            }
-            file.write_all(&buf[..n]).map_err(TreeError::Io)?;
-        }
-        if written < size {
-            return Err(TreeError::ShortData);
-        }
+        copy_data(data, size, buf, |chunk| {
+            file.write_all(chunk).map_err(TreeError::Io)
+        })?;
         fchmod(&file, Mode::from_bits_truncate(mode & PERMISSION_BITS))
             .map_err(TreeError::errno)?;
         if let Some(owner) = owner {
@@ -364,6 +347,37 @@ impl<'r> Tree<'r> {
         }
         Ok(current)
     }
+}
+
+/// Reads exactly the `size` bytes an entry declared from `data` through
+/// `buf`, handing each piece to `sink`.
+pub(crate) fn copy_data(
+    data: &mut dyn Read,
+    size: u64,
+    buf: &mut [u8],
+    mut sink: impl FnMut(&[u8]) -> Result<(), TreeError>,
+) -> Result<(), TreeError> {
+    let mut copied = 0u64;
+    loop {
+        let n = match data.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(TreeError::Source(e)),
+        };
+        copied += n as u64;
+        // Guards the actual bytes, whatever the header said.
+        if copied > size {
+            return Err(TreeError::Source(io::Error::other(
+                "entry data is longer than its declared size",
+            )));
+        }
+        sink(&buf[..n])?;
+    }
+    if copied < size {
+        return Err(TreeError::ShortData);
+    }
+    Ok(())
 }
 
 /// Creates a directory, owner-only until the final pass sets the archive's mode.
