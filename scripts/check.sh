@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The checks that need no root: formatting, clippy with warnings denied, the
+# API docs with warnings denied, and the unit tests (each crate's `--lib`
+# tests, which touch no namespace, cgroup or database server). Run it before
+# every commit; scripts/test.sh runs it first, then the whole suite as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+for component in fmt clippy; do
+    if ! cargo "$component" --version >/dev/null 2>&1; then
+        echo "scripts/check.sh: cargo $component is missing (rustup component add" \
+            "rustfmt clippy)" >&2
+        exit 1
+    fi
+done
+
+echo "==> cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+echo "==> cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "==> cargo doc --workspace --no-deps (warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+echo "==> cargo test --workspace --lib (unit tests)"
+cargo test --workspace --lib
