@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# THE test command: installs what the tests need, then runs formatting,
-# clippy and the whole test suite. Needs root: the scenario tests create
-# namespaces, cgroups and id-mapped mounts. `.ci/run` calls this script.
+# THE test command: installs what the tests need, runs scripts/check.sh
+# (formatting, clippy, docs, unit tests), then the whole test suite. Needs
+# root: the scenario tests create namespaces, cgroups and id-mapped mounts.
+# `.ci/run` calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,19 +28,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-for component in fmt clippy; do
-    if ! cargo "$component" --version >/dev/null 2>&1; then
-        echo "scripts/test.sh: cargo $component is missing (rustup component add" \
-            "rustfmt clippy)" >&2
-        exit 1
-    fi
-done
-
-echo "==> cargo fmt --all -- --check"
-cargo fmt --all -- --check
-
-echo "==> cargo clippy --workspace --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
+# Formatting, clippy, the API docs and the unit tests: the root-free checks.
+bash scripts/check.sh
 
 # The scenario tests drive the built binaries (paddock, paddock-guest and the
 # tests crate's helpers) from target/<triple>/debug: build them first.

@@ -420,9 +420,11 @@ fn kill_members(dir: &Path) {
     };
     for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
         if pid > 0 {
-            // SAFETY: kill(2) with a positive pid read from the cgroup; a pid
-            // that already exited yields ESRCH, which is fine.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // A pid that already exited yields ESRCH, which is fine.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }

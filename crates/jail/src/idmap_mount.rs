@@ -90,7 +90,7 @@ fn user_namespace_with(map: &WorkspaceIdmap, single: &SingleThreaded) -> io::Res
 fn park() -> ! {
     let _ = sys::set_parent_death_signal(libc::SIGKILL);
     loop {
-        // SAFETY: pause() only waits for a signal; SIGKILL from the parent ends us.
-        unsafe { libc::pause() };
+        // Waits for a signal; SIGKILL from the parent ends us.
+        nix::unistd::pause();
     }
 }

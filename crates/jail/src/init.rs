@@ -58,9 +58,7 @@ pub(crate) fn run(
         allowed(Layer::Landlock),
     )?;
     let seccomp = seccomp_bpf::install(&prepared.seccomp, allowed(Layer::Seccomp))?;
-    // SAFETY: the process is single-threaded and holds no pointer into the
-    // environment.
-    unsafe { libc::clearenv() };
+    sys::clear_environment(&prepared.single);
     sync::send(&channel, sync::READY).map_err(JailError::ReportReady)?;
     drop(channel);
     sys::close_from(3).map_err(JailError::CloseFds)?;

@@ -1,11 +1,10 @@
 //! Linux hardening primitives for the native sandbox.
 //!
-//! Sync code only, and the one crate of the workspace allowed `unsafe`
-//! (every block carries a `// SAFETY:` comment). [`enter`] is called by
-//! `paddock-guest` in a fresh, single-threaded process and turns it into a
-//! sandbox: namespaces -> mounts -> pivot_root -> cgroup -> rlimits -> caps ->
+//! Sync code only; its `sys` module is the one place of the workspace's
+//! libraries allowed `unsafe` (every block carries a `// SAFETY:` comment).
+//! [`enter`] is called by `paddock-guest` in a fresh, single-threaded
+//! process and turns it into a sandbox: namespaces -> mounts -> pivot_root -> cgroup -> rlimits -> caps ->
 //! no_new_privs -> landlock -> seccomp. docs/security.md describes the result.
-#![allow(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod capabilities;
@@ -30,6 +29,8 @@ mod seccomp_bpf;
 mod seccomp_rules;
 mod spec;
 mod sync;
+// The system calls nix does not wrap safely: the only module allowed `unsafe`.
+#[allow(unsafe_code)]
 mod sys;
 mod threads;
 mod validate;

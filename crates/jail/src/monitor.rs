@@ -4,10 +4,9 @@
 
 use std::fs;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::errno::Errno;
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
+use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 use paddock_proto::{Enforcement, NetworkMode};
@@ -95,28 +94,10 @@ fn write_id_maps(pid: Pid, ids: &IdPlan) -> Result<(), JailError> {
     write("gid_map", &ids.gid.line())
 }
 
-/// Pid of the sandbox init, for the signal handler.
-static INIT_PID: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn kill_init(_signal: libc::c_int) {
-    let pid = INIT_PID.load(Ordering::SeqCst);
-    if pid > 0 {
-        // SAFETY: kill(2) is async-signal-safe and takes plain integers.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-}
-
 fn supervise(pid: Pid, channel: OwnedFd, cgroups: Option<SandboxCgroups>) -> ! {
-    INIT_PID.store(pid.as_raw(), Ordering::SeqCst);
     // Terminating the monitor kills the sandbox and still cleans up.
-    let action = SigAction::new(
-        SigHandler::Handler(kill_init),
-        SaFlags::empty(),
-        SigSet::empty(),
-    );
     for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-        // SAFETY: the handler only calls the async-signal-safe kill(2).
-        let _ = unsafe { sigaction(signal, &action) };
+        let _ = sys::kill_on_signal(signal, pid);
     }
     release_stdin();
     let ready = matches!(sync::recv(&channel), Ok(Some(sync::READY)));
@@ -150,8 +131,7 @@ fn release_stdin() {
     if let Ok(null) = fs::File::open("/dev/null") {
         let _ = nix::unistd::dup2_stdin(&null);
     } else {
-        // SAFETY: closing fd 0, which no Rust handle in the monitor owns.
-        unsafe { libc::close(0) };
+        sys::close_stdin();
     }
 }
 

@@ -8,7 +8,10 @@
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, fork, getpid, getppid};
+use nix::unistd::{ForkResult, Pid, getpid, getppid};
+
+use crate::sys;
+use crate::threads::{Threads, count_threads};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReaperError {
@@ -39,16 +42,13 @@ pub enum ReaperError {
 ///
 /// Must be called while the process has a single thread; that is checked.
 pub fn fork_reaper() -> Result<(), ReaperError> {
-    let threads = thread_count().map_err(ReaperError::CountThreads)?;
-    if threads != 1 {
-        return Err(ReaperError::NotSingleThreaded { threads });
-    }
-    cloexec_above_stdio().map_err(ReaperError::CloseOnExec)?;
+    let single = match count_threads().map_err(ReaperError::CountThreads)? {
+        Threads::One(single) => single,
+        Threads::Many(threads) => return Err(ReaperError::NotSingleThreaded { threads }),
+    };
+    sys::set_cloexec_from(3).map_err(ReaperError::CloseOnExec)?;
     let init = getpid();
-    // SAFETY: the process has exactly one thread (checked just above), so the
-    // child is a full copy with no lock held by a vanished thread and may run
-    // arbitrary code, including allocating and building an async runtime.
-    match unsafe { fork() }.map_err(ReaperError::Fork)? {
+    match sys::fork(&single).map_err(ReaperError::Fork)? {
         ForkResult::Child => {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .map_err(ReaperError::ParentDeathSignal)?;
@@ -60,14 +60,6 @@ pub fn fork_reaper() -> Result<(), ReaperError> {
         }
         ForkResult::Parent { child } => reap_until(child),
     }
-}
-
-fn cloexec_above_stdio() -> Result<(), Errno> {
-    // SAFETY: with CLOSE_RANGE_CLOEXEC, close_range closes nothing and touches
-    // no memory; it only sets the close-on-exec flag on descriptors 3 and up,
-    // which every owner of those descriptors in this process is fine with.
-    let rc = unsafe { libc::close_range(3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
-    Errno::result(rc).map(drop)
 }
 
 fn reap_until(agent: Pid) -> ! {

@@ -166,14 +166,7 @@ impl CommandFilter {
 
     /// Makes `command` install this filter in its child, between fork and exec.
     pub fn attach_to(&self, command: &mut std::process::Command) {
-        use std::os::unix::process::CommandExt;
-        let filter = self.clone();
-        // SAFETY: the hook runs in the forked child before exec. `apply` only
-        // issues prctl and seccomp system calls on a program built before the
-        // fork; it neither allocates nor takes locks.
-        unsafe {
-            command.pre_exec(move || filter.apply());
-        }
+        crate::sys::install_seccomp_before_exec(command, self.program.clone());
     }
 }
 

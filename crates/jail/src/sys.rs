@@ -1,11 +1,24 @@
-//! Thin wrappers over the system calls that nix does not cover (new mount
-//! API, raw clone, close_range, capset, landlock and seccomp probes).
+//! Thin wrappers over the system calls that nix does not cover safely (new
+//! mount API, raw clone, fork, close_range, capget, ioctl, signal handlers,
+//! landlock and seccomp probes).
+//!
+//! The one module of the workspace's libraries allowed `unsafe` (lib.rs
+//! says so on its `mod` line): every block carries a `// SAFETY:` comment
+//! (clippy's `undocumented_unsafe_blocks` is denied), and every function
+//! here is safe to call, taking a token such as [`SingleThreaded`] where its
+//! soundness depends on the caller's state.
 
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::unistd::{ForkResult, Pid};
 
 use crate::threads::SingleThreaded;
 
@@ -336,4 +349,137 @@ pub(crate) fn prctl(
     // SAFETY: every option passed by this crate takes integer arguments only
     // (PR_CAPBSET_*, PR_CAP_AMBIENT, PR_SET/GET_SECUREBITS, PR_*_NO_NEW_PRIVS).
     check_int(unsafe { libc::prctl(option, arg2, arg3, 0 as libc::c_ulong, 0 as libc::c_ulong) })
+}
+
+/// Installs a seccomp program in `command`'s child, between fork and exec.
+pub(crate) fn install_seccomp_before_exec(
+    command: &mut Command,
+    program: Vec<seccompiler::sock_filter>,
+) {
+    // SAFETY: the hook runs in the forked child before exec. It only issues
+    // prctl and seccomp system calls on a program built before the fork; it
+    // neither allocates nor takes locks.
+    unsafe {
+        command.pre_exec(move || install_seccomp(&program));
+    }
+}
+
+/// fork(2). The child is a full copy that may run any code, including
+/// allocating and building an async runtime: `SingleThreaded` proves no
+/// other thread could hold a lock it would inherit forever.
+pub(crate) fn fork(_single: &SingleThreaded) -> nix::Result<ForkResult> {
+    // SAFETY: the process has exactly one thread (the token), so the child
+    // inherits no lock held by a thread that does not exist there.
+    unsafe { nix::unistd::fork() }
+}
+
+/// Sets the close-on-exec flag on every descriptor from `first` on.
+pub(crate) fn set_cloexec_from(first: libc::c_uint) -> nix::Result<()> {
+    // SAFETY: with CLOSE_RANGE_CLOEXEC, close_range closes nothing and touches
+    // no memory; it only marks descriptors, which no owner of them minds.
+    let rc = unsafe {
+        libc::close_range(
+            first,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+        )
+    };
+    nix::errno::Errno::result(rc).map(drop)
+}
+
+/// Empties the process environment (clearenv(3)).
+pub(crate) fn clear_environment(_single: &SingleThreaded) {
+    // SAFETY: the process has one thread (the token), so no other thread
+    // reads the environment meanwhile, and no Rust code holds a pointer into
+    // it (std copies what it reads).
+    unsafe { libc::clearenv() };
+}
+
+/// Closes descriptor 0, for a process in which no Rust handle owns it.
+pub(crate) fn close_stdin() {
+    // SAFETY: closing fd 0 frees no memory; the callers hold no handle to it.
+    unsafe { libc::close(0) };
+}
+
+/// The pid [`kill_on_signal`]'s handler kills (0: none).
+static KILL_ON_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn kill_registered(_signal: libc::c_int) {
+    let pid = KILL_ON_SIGNAL.load(Ordering::SeqCst);
+    if pid > 0 {
+        // kill(2) is async-signal-safe; nix's wrapper neither allocates nor locks.
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Makes `signal` SIGKILL `pid` instead of its usual action (one pid per
+/// process: the last one given).
+pub(crate) fn kill_on_signal(signal: Signal, pid: Pid) -> nix::Result<()> {
+    KILL_ON_SIGNAL.store(pid.as_raw(), Ordering::SeqCst);
+    let action = SigAction::new(
+        SigHandler::Handler(kill_registered),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only loads an atomic and calls kill(2), both
+    // async-signal-safe.
+    unsafe { nix::sys::signal::sigaction(signal, &action) }.map(drop)
+}
+
+/// `struct ifreq` with the flags member of its union.
+#[repr(C)]
+struct IfReqFlags {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Sets IFF_UP on the interface `name` (shorter than IFNAMSIZ, no NUL).
+pub(crate) fn set_interface_up(name: &[u8]) -> io::Result<()> {
+    if name.len() >= libc::IFNAMSIZ || name.contains(&0) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let sock = nix::sys::socket::socket(
+        nix::sys::socket::AddressFamily::Inet,
+        nix::sys::socket::SockType::Datagram,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(io::Error::from)?;
+    let mut req = IfReqFlags {
+        name: [0; libc::IFNAMSIZ],
+        flags: 0,
+        _pad: [0; 22],
+    };
+    for (slot, byte) in req.name.iter_mut().zip(name) {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the name and writes the flags of a
+    // 40-byte struct ifreq, which IfReqFlags is (asserted by a test).
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    req.flags |= libc::IFF_UP as libc::c_short;
+    // SAFETY: as above; SIOCSIFFLAGS only reads the struct.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ifreq_has_the_kernel_size() {
+        assert_eq!(std::mem::size_of::<super::IfReqFlags>(), 40);
+    }
+
+    #[test]
+    fn an_interface_name_too_long_or_with_a_nul_is_refused() {
+        let long = [b'a'; libc::IFNAMSIZ];
+        for name in [&long[..], &b"l\0"[..]] {
+            let err = super::set_interface_up(name).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{name:?}");
+        }
+    }
 }

@@ -3,15 +3,29 @@
 
 use crate::JailError;
 
-/// Only [`ensure_single_threaded`] makes one.
+/// Only [`count_threads`] makes one.
 #[derive(Debug)]
 pub(crate) struct SingleThreaded(());
 
-pub(crate) fn ensure_single_threaded() -> Result<SingleThreaded, JailError> {
-    let threads = crate::reaper::thread_count().map_err(JailError::CountThreads)?;
-    if threads == 1 {
-        Ok(SingleThreaded(()))
+/// What [`count_threads`] found.
+#[derive(Debug)]
+pub(crate) enum Threads {
+    One(SingleThreaded),
+    Many(u64),
+}
+
+pub(crate) fn count_threads() -> std::io::Result<Threads> {
+    let threads = crate::reaper::thread_count()?;
+    Ok(if threads == 1 {
+        Threads::One(SingleThreaded(()))
     } else {
-        Err(JailError::NotSingleThreaded { threads })
+        Threads::Many(threads)
+    })
+}
+
+pub(crate) fn ensure_single_threaded() -> Result<SingleThreaded, JailError> {
+    match count_threads().map_err(JailError::CountThreads)? {
+        Threads::One(single) => Ok(single),
+        Threads::Many(threads) => Err(JailError::NotSingleThreaded { threads }),
     }
 }

@@ -403,7 +403,7 @@ mod tests {
     }
 
     #[test]
-    fn missing_directories_are_created_with_their_parents_as_the_owner() {
+    fn missing_directories_are_created_with_their_parents_as_the_owner_as_root() {
         let ws = workspace();
         let owner = Owner {
             uid: 4321,

@@ -6,7 +6,9 @@
 //! pass writes all their copies; their sandboxes start side by side).
 //!
 //! `cargo build --release -p paddock-guest && cargo bench -p paddock-runtime --bench subagent_spawn`
-//! (root, or PADDOCK_UNCONFINED=1). ROUNDS (default 3) and MIB (default 100) override.
+//! (root, or PADDOCK_UNCONFINED=1). ROUNDS (default 3) and MIB (default 100)
+//! override; BREAKDOWN=1 prints where each child's time went; `-- --help`
+//! prints the usage.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -14,16 +16,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use paddock_bench_support::{env_or, wants_help};
 use paddock_core::ids::TenantId;
 use paddock_core::model::{
     ModelEvent, ModelProvider, ModelRequest, ModelStream, StopReason, ToolCall,
 };
-use paddock_core::store::{RunState, Store, SubagentProfile, Tenant};
+use paddock_core::store::{RunState, SubagentProfile};
 use paddock_runtime::subagents::SubagentModels;
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps, StartRun};
-use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
-use paddock_snapshot::{Limits, LocalBlobStore};
-use paddock_store::SqlStore;
+use paddock_snapshot::Limits;
+use paddock_test_support::{Stack, StackConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -119,12 +121,15 @@ fn content(seed: u64, len: usize) -> Vec<u8> {
     data
 }
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+const USAGE: &str = "\
+subagent_spawn: time from a parent's spawn turn to every child's first model
+call, 1 explore spawn beside 3 in one turn (floor: 3 under 1.5x of 1).
+
+usage: cargo build --release -p paddock-guest &&
+       cargo bench -p paddock-runtime --bench subagent_spawn
+as root, or with PADDOCK_UNCONFINED=1 against the unconfined guest.
+environment: ROUNDS (default 3), MIB (workspace size, default 100),
+BREAKDOWN=1 (spawn -> run.started -> sandbox.ready per child)";
 
 /// One parent run that spawns `count` explore children in one turn; the
 /// time from its spawn turn to the last child's first model call.
@@ -209,26 +214,17 @@ async fn breakdown(
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let rounds = env_usize("ROUNDS", 3);
-    let mib = env_usize("MIB", 100);
+    if wants_help() {
+        println!("{USAGE}");
+        return;
+    }
+    let rounds: usize = env_or("ROUNDS", 3).unwrap();
+    let mib: usize = env_or("MIB", 100).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-    let store: Arc<dyn Store> = Arc::new(SqlStore::open(&url).await.unwrap());
-    let tenant = TenantId::parse("bench").unwrap();
-    store
-        .ensure_tenant(&Tenant {
-            id: tenant.clone(),
-            name: "bench".into(),
-            created_at: store.now(),
-        })
+    let stack = Stack::open(&StackConfig::in_dir(dir.path(), "paddock-bench"))
         .await
         .unwrap();
-    let temp_root = dir.path().join("sandboxes");
-    std::fs::create_dir_all(&temp_root).unwrap();
-    let mut native = NativeConfig::new(locate_guest_bin(None).unwrap());
-    native.temp_root = Some(temp_root);
-    native.cgroup_parent = "paddock-bench".to_owned();
-    native.unconfined = std::env::var("PADDOCK_UNCONFINED").is_ok_and(|v| v == "1");
+    let tenant = stack.tenant("bench", "bench").await.unwrap();
 
     let project = dir.path().join("project");
     const FILE: usize = 512 * 1024;
@@ -245,9 +241,9 @@ async fn main() {
         max_bytes: 4 << 30,
     };
     let runtime = Runtime::new(RuntimeDeps {
-        store: Arc::clone(&store),
-        backend: Arc::new(NativeBackend::new(native)),
-        blobs: Arc::new(LocalBlobStore::open(dir.path().join("blobs")).unwrap()),
+        store: stack.store,
+        backend: stack.backend,
+        blobs: stack.blobs,
         config,
     });
     let workspace = runtime.workspace_for_dir(&tenant, &project).await.unwrap();

@@ -8,24 +8,25 @@
 //! without the run loop, so the overhead is visible side by side.
 //!
 //! `cargo build --release -p paddock-guest && cargo bench -p paddock-runtime --bench turn_overhead`
-//! (root, or PADDOCK_UNCONFINED=1). TURNS and RUNS override the defaults.
+//! (root, or PADDOCK_UNCONFINED=1). TURNS and RUNS override the defaults;
+//! `-- --help` prints the usage.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use paddock_core::ids::{RunId, SessionId, TenantId};
+use paddock_bench_support::figures::percentile;
+use paddock_bench_support::{env_or, wants_help};
+use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::{
     ModelEvent, ModelProvider, ModelRequest, ModelStream, StopReason, ToolCall, Usage,
 };
-use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
-use paddock_core::store::{Budgets, Lease, NewEvent, RunMode, RunState, Store, Tenant};
+use paddock_core::sandbox::SandboxSpec;
+use paddock_core::store::{Budgets, Lease, NewEvent, RunMode, RunState};
 use paddock_runtime::tools::{ReadFile, ToolContext, execute};
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps, StartRun};
-use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
-use paddock_snapshot::LocalBlobStore;
-use paddock_store::SqlStore;
+use paddock_test_support::{Stack, StackConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -80,10 +81,14 @@ impl ModelProvider for InstantModel {
 /// Events per `append_events` call in the store baseline.
 const BATCH: usize = 6;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index]
-}
+const USAGE: &str = "\
+turn_overhead: orchestration overhead per tool-call turn (read_file in a native
+sandbox, SQLite) beside the same read on the guest and single store writes.
+
+usage: cargo build --release -p paddock-guest &&
+       cargo bench -p paddock-runtime --bench turn_overhead
+as root, or with PADDOCK_UNCONFINED=1 against the unconfined guest.
+environment: TURNS (tool-call turns per run, default 200), RUNS (default 3)";
 
 fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -98,45 +103,30 @@ fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
     median
 }
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let turns = env_usize("TURNS", 200);
-    let runs = env_usize("RUNS", 3);
+    if wants_help() {
+        println!("{USAGE}");
+        return;
+    }
+    let turns: usize = env_or("TURNS", 200).unwrap();
+    let runs: usize = env_or("RUNS", 3).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-    let store: Arc<dyn Store> = Arc::new(SqlStore::open(&url).await.unwrap());
-    let tenant = TenantId::parse("bench").unwrap();
-    store
-        .ensure_tenant(&Tenant {
-            id: tenant.clone(),
-            name: "bench".into(),
-            created_at: store.now(),
-        })
+    let stack = Stack::open(&StackConfig::in_dir(dir.path(), "paddock-bench"))
         .await
         .unwrap();
-    let temp_root = dir.path().join("sandboxes");
-    std::fs::create_dir_all(&temp_root).unwrap();
-    let mut native = NativeConfig::new(locate_guest_bin(None).unwrap());
-    native.temp_root = Some(temp_root);
-    native.cgroup_parent = "paddock-bench".to_owned();
-    native.unconfined = std::env::var("PADDOCK_UNCONFINED").is_ok_and(|v| v == "1");
-    let backend = Arc::new(NativeBackend::new(native));
+    let tenant = stack.tenant("bench", "bench").await.unwrap();
+    let store = Arc::clone(&stack.store);
+    let backend = Arc::clone(&stack.backend);
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
     for n in 0..=turns + 1 {
         std::fs::write(project.join(format!("f{n}.txt")), format!("line {n}\n")).unwrap();
     }
     let runtime = Runtime::new(RuntimeDeps {
-        store: Arc::clone(&store),
-        backend: backend.clone(),
-        blobs: Arc::new(LocalBlobStore::open(dir.path().join("blobs")).unwrap()),
+        store: stack.store,
+        backend: stack.backend,
+        blobs: stack.blobs,
         config: RuntimeConfig::new("bench", dir.path().join("workspaces")),
     });
     let workspace = runtime.workspace_for_dir(&tenant, &project).await.unwrap();

@@ -1,8 +1,11 @@
 //! The events a run appends to its session's log, and their JSON payloads.
 //!
-//! Every payload type here is what `RunEvent::payload` holds for its kind;
-//! front ends parse them with the same types. The run id is on the event
-//! itself (`RunEvent::run`), not repeated in the payloads.
+//! Every payload type here is what `RunEvent::payload` holds for its kind,
+//! and the runtime writes them with these types. Readers do not all use
+//! them yet: the CLI (orchestrator/src/agent/render.rs) and the HTTP event
+//! stream (crates/api/src/http/events.rs) match `kind` as a string and read
+//! the payload as JSON. The run id is on the event itself (`RunEvent::run`),
+//! not repeated in the payloads.
 
 use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
 use paddock_core::model::{ToolCall, Usage};

@@ -16,7 +16,8 @@ use paddock_runtime::tools::{
     Effect, RunCommand, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, WriteFile,
     WriteScope,
 };
-use paddock_sandbox::{NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin};
+use paddock_sandbox::NativeSandbox;
+use paddock_test_support::{StackConfig, native_backend};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -31,11 +32,9 @@ struct Bench {
 impl Bench {
     async fn start(spec: SandboxSpec, mode: RunMode, write_scope: Option<WriteScope>) -> Self {
         let temp_root = tempfile::tempdir().unwrap();
-        let mut config = NativeConfig::new(locate_guest_bin(None).unwrap());
-        config.temp_root = Some(temp_root.path().to_path_buf());
-        config.cgroup_parent = "paddock-test".to_owned();
-        config.unconfined = std::env::var("PADDOCK_UNCONFINED").is_ok_and(|v| v == "1");
-        let sandbox = NativeBackend::new(config)
+        let config = StackConfig::in_dir(temp_root.path(), "paddock-test");
+        let sandbox = native_backend(&config)
+            .unwrap()
             .create_native(spec)
             .await
             .unwrap();

@@ -18,27 +18,39 @@
 //! disk directory to measure there anyway.
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Result, bail};
+use paddock_bench_support::figures::{median, mib, rate, timed};
+use paddock_bench_support::workspace::{Shape, build as build_workspace};
+use paddock_bench_support::{baseline, env_or, wants_help};
 use paddock_snapshot::{Limits, PackOptions, UnpackOptions, pack, unpack, unpack_many};
 
 const FLOOR: f64 = 0.7;
 const FORKS: usize = 5;
 
+const USAGE: &str = "\
+throughput: paddock-snapshot pack/unpack beside tar | zstd -T0 -3 and
+zstd -dc | tar -x on one ~200 MiB workspace, and a fork into 5 with unpack_many.
+
+usage: cargo bench -p paddock-snapshot --bench throughput
+needs GNU tar and the zstd CLI (apt-get install zstd).
+environment: PADDOCK_BENCH_DIR (default /dev/shm, else the temp dir),
+PADDOCK_BENCH_RUNS (default 5), PADDOCK_BENCH_WORKERS (zstd workers of our pack)";
+
 fn main() -> Result<()> {
+    if wants_help() {
+        println!("{USAGE}");
+        return Ok(());
+    }
     // `cargo bench` passes `--bench`; `cargo test --benches` does not.
     if !std::env::args().any(|arg| arg == "--bench") {
         println!("throughput: skipped (run with `cargo bench`)");
         return Ok(());
     }
-    for tool in ["tar", "zstd"] {
-        let found = Command::new(tool).arg("--version").output().is_ok();
-        ensure!(found, "`{tool}` is missing: apt-get install {tool}");
-    }
+    baseline::require_tools()?;
     let runs: usize = env_or("PADDOCK_BENCH_RUNS", 5)?;
     let workers: Option<u32> = std::env::var("PADDOCK_BENCH_WORKERS")
         .ok()
@@ -51,7 +63,7 @@ fn main() -> Result<()> {
         .prefix("paddock-bench-")
         .tempdir_in(base)?;
     let workspace = scratch.path().join("workspace");
-    let (files, bytes) = build_workspace(&workspace)?;
+    let (files, bytes) = build_workspace(&workspace, Shape::FULL)?;
     println!(
         "workspace: {files} files, {:.1} MiB, cores: {}",
         mib(bytes),
@@ -93,7 +105,7 @@ fn main() -> Result<()> {
             } else {
                 times
                     .base_pack
-                    .push(timed(|| baseline_pack(&workspace, &base_archive))?);
+                    .push(timed(|| baseline::pack(&workspace, &base_archive))?);
             }
         }
         let base_dir = scratch.path().join(format!("restore-base-{run}"));
@@ -107,7 +119,7 @@ fn main() -> Result<()> {
             } else {
                 times
                     .base_unpack
-                    .push(timed(|| baseline_unpack(&base_archive, &base_dir))?);
+                    .push(timed(|| baseline::unpack(&base_archive, &base_dir))?);
             }
         }
 
@@ -181,143 +193,5 @@ fn default_dir() -> PathBuf {
         shm
     } else {
         std::env::temp_dir()
-    }
-}
-
-fn baseline_pack(workspace: &Path, archive: &Path) -> Result<()> {
-    let script = "tar -C \"$1\" -cf - . | zstd -q -T0 -3 -f -o \"$2\"";
-    shell(script, &[workspace, archive])
-}
-
-fn baseline_unpack(archive: &Path, dir: &Path) -> Result<()> {
-    fs::create_dir(dir)?;
-    shell("zstd -q -dc \"$1\" | tar -xf - -C \"$2\"", &[archive, dir])
-}
-
-fn shell(script: &str, args: &[&Path]) -> Result<()> {
-    let status = Command::new("bash")
-        .args(["-o", "pipefail", "-c", script, "bench"])
-        .args(args)
-        .status()?;
-    ensure!(status.success(), "`{script}` failed: {status}");
-    Ok(())
-}
-
-fn timed(f: impl FnOnce() -> Result<()>) -> Result<Duration> {
-    let start = Instant::now();
-    f()?;
-    Ok(start.elapsed())
-}
-
-fn median(times: &[Duration]) -> Duration {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    sorted[sorted.len() / 2]
-}
-
-fn rate(bytes: u64, time: Duration) -> f64 {
-    bytes as f64 / 1e6 / time.as_secs_f64()
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> Result<T>
-where
-    T::Err: std::error::Error + Send + Sync + 'static,
-{
-    match std::env::var(name) {
-        Ok(value) => value.parse().with_context(|| format!("{name}={value}")),
-        Err(_) => Ok(default),
-    }
-}
-
-/// ~200 MiB: 12,000 small source-like files (1-8 KiB) in 600 directories,
-/// 300 medium files (64-256 KiB, half compressible), and 16 large files of
-/// 6 MiB (a third random, a third text, a third sparse-ish binary).
-fn build_workspace(root: &Path) -> Result<(u64, u64)> {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut files = 0u64;
-    let mut bytes = 0u64;
-    let mut write = |path: PathBuf, data: &[u8]| -> Result<()> {
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        File::create(&path)?.write_all(data)?;
-        files += 1;
-        bytes += data.len() as u64;
-        Ok(())
-    };
-    let words = [
-        "fn ", "let ", "mut ", "self", "impl ", "pub ", "struct ", "match ", "=> ", "Result<",
-        "Ok(", "Err(", "return ", "{\n", "}\n", "    ", "// ", "value", "index", "buffer",
-    ];
-    for i in 0..12_000u64 {
-        let len = 1024 + (rng.next() % 7168) as usize;
-        let mut text = String::with_capacity(len + 16);
-        while text.len() < len {
-            text.push_str(words[(rng.next() % words.len() as u64) as usize]);
-            if rng.next().is_multiple_of(9) {
-                text.push_str(&format!("{}", rng.next() % 100_000));
-            }
-        }
-        let path = root.join(format!("src/m{:03}/d{}/f{i:05}.rs", i % 120, i % 5));
-        write(path, text.as_bytes())?;
-    }
-    for i in 0..300u64 {
-        let len = 65_536 + (rng.next() % 196_608) as usize;
-        let data = if i % 2 == 0 {
-            rng.bytes(len)
-        } else {
-            (0..len).map(|j| (j / 64 % 26) as u8 + b'a').collect()
-        };
-        write(root.join(format!("assets/a{}/m{i:03}.bin", i % 10)), &data)?;
-    }
-    for i in 0..16u64 {
-        let len = 6 << 20;
-        let data = match i % 3 {
-            0 => rng.bytes(len),
-            1 => {
-                let mut text = Vec::with_capacity(len);
-                while text.len() < len {
-                    text.extend_from_slice(
-                        words[(rng.next() % words.len() as u64) as usize].as_bytes(),
-                    );
-                }
-                text.truncate(len);
-                text
-            }
-            _ => {
-                let mut data = vec![0u8; len];
-                for chunk in data.chunks_mut(4096).step_by(3) {
-                    let noise = rng.bytes(chunk.len());
-                    chunk.copy_from_slice(&noise);
-                }
-                data
-            }
-        };
-        write(root.join(format!("data/big{i:02}.dat")), &data)?;
-    }
-    Ok((files, bytes))
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(len + 8);
-        while out.len() < len {
-            out.extend_from_slice(&self.next().to_le_bytes());
-        }
-        out.truncate(len);
-        out
     }
 }

@@ -22,7 +22,19 @@ use tokio_util::sync::CancellationToken;
 
 const WARM_UP: usize = 20;
 
+const USAGE: &str = "\
+usage: paddock-bench-api [--iterations N]
+
+Exec round-trip latency through the HTTP API beside a direct guest exec, in
+one run. Needs root and paddock-guest built (cargo build --release -p
+paddock-guest).
+  --iterations N  timed execs per line (default 500, after 20 untimed)";
+
 fn main() -> anyhow::Result<()> {
+    if paddock_bench_support::wants_help() {
+        println!("{USAGE}");
+        return Ok(());
+    }
     let iterations = parse_iterations()?;
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -42,7 +54,7 @@ fn parse_iterations() -> anyhow::Result<usize> {
             }
             Ok(n)
         }
-        _ => bail!("usage: paddock-bench-api [--iterations N]"),
+        _ => bail!("unknown arguments {args:?}\n{USAGE}"),
     }
 }
 

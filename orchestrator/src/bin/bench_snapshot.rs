@@ -18,10 +18,8 @@
 //! the baseline's files: on tmpfs both sides measure CPU and syscalls rather
 //! than the disk's metadata latency (see crates/snapshot/benches/throughput.rs).
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +27,9 @@ use anyhow::{Context, Result, bail, ensure};
 use paddock_api::service::commands::{CreateSandbox, CreateWorkspace};
 use paddock_api::service::{CreateSnapshot, RestoreSnapshot};
 use paddock_api::{SandboxService, ServiceConfig};
+use paddock_bench_support::figures::{median, mib, rate, timed};
+use paddock_bench_support::workspace::{Shape, build as build_workspace};
+use paddock_bench_support::{baseline, wants_help};
 use paddock_core::ids::{SnapshotId, TenantId, WorkspaceId};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::Store;
@@ -40,12 +41,24 @@ const FLOOR: f64 = 0.7;
 const FORK_FLOOR: f64 = 3.0;
 const FORKS: u32 = 5;
 
+const USAGE: &str = "\
+usage: paddock-bench-snapshot [--runs N] [--dir DIR]
+
+Snapshot, restore and a fork into 5 through real sandboxes, beside the host's
+tar | zstd -T0 -3 and zstd -dc | tar -x on the same workspace. Needs root, GNU
+tar, the zstd CLI and a release paddock-guest (cargo build --release -p
+paddock-guest).
+  --runs N   timed runs (default 3; medians are reported)
+  --dir DIR  where the data directory and the baseline's files go
+             (default /dev/shm, else the temp dir)";
+
 fn main() -> Result<()> {
-    let (runs, dir) = parse_args()?;
-    for tool in ["tar", "zstd"] {
-        let found = Command::new(tool).arg("--version").output().is_ok();
-        ensure!(found, "`{tool}` is missing: apt-get install {tool}");
+    if wants_help() {
+        println!("{USAGE}");
+        return Ok(());
     }
+    let (runs, dir) = parse_args()?;
+    baseline::require_tools()?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
@@ -65,7 +78,7 @@ fn parse_args() -> Result<(usize, PathBuf)> {
         match (arg.as_str(), args.next()) {
             ("--runs", Some(n)) => runs = n.parse().context("--runs takes a number")?,
             ("--dir", Some(d)) => dir = PathBuf::from(d),
-            _ => bail!("usage: paddock-bench-snapshot [--runs N] [--dir DIR]"),
+            _ => bail!("unknown argument {arg:?}\n{USAGE}"),
         }
     }
     ensure!(runs > 0, "--runs must be more than 0");
@@ -147,7 +160,7 @@ async fn measure(bench: &Bench, runs: usize, scratch: &Path) -> Result<()> {
                 t.snapshot.push(start.elapsed());
             } else {
                 t.base_pack
-                    .push(timed(|| baseline_pack(&full_dir, &base_archive))?);
+                    .push(timed(|| baseline::pack(&full_dir, &base_archive))?);
             }
         }
         let snapshot = snapshot.context("no snapshot")?;
@@ -160,7 +173,7 @@ async fn measure(bench: &Bench, runs: usize, scratch: &Path) -> Result<()> {
             } else {
                 let target = scratch.join(format!("baseline-restore-{run}"));
                 t.base_unpack
-                    .push(timed(|| baseline_unpack(&base_archive, &target))?);
+                    .push(timed(|| baseline::unpack(&base_archive, &target))?);
                 fs::remove_dir_all(&target)?;
             }
         }
@@ -312,157 +325,4 @@ fn row(what: &str, bytes: u64, ours: &[Duration], baseline: &[Duration]) -> f64 
         format!(">= {FLOOR}x")
     );
     ratio
-}
-
-fn baseline_pack(workspace: &Path, archive: &Path) -> Result<()> {
-    shell(
-        "tar -C \"$1\" -cf - . | zstd -q -T0 -3 -f -o \"$2\"",
-        &[workspace, archive],
-    )
-}
-
-fn baseline_unpack(archive: &Path, dir: &Path) -> Result<()> {
-    fs::create_dir(dir)?;
-    shell("zstd -q -dc \"$1\" | tar -xf - -C \"$2\"", &[archive, dir])
-}
-
-fn shell(script: &str, args: &[&Path]) -> Result<()> {
-    let status = Command::new("bash")
-        .args(["-o", "pipefail", "-c", script, "bench"])
-        .args(args)
-        .status()?;
-    ensure!(status.success(), "`{script}` failed: {status}");
-    Ok(())
-}
-
-fn timed(f: impl FnOnce() -> Result<()>) -> Result<Duration> {
-    let start = Instant::now();
-    f()?;
-    Ok(start.elapsed())
-}
-
-fn median(times: &[Duration]) -> Duration {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
-}
-
-fn rate(bytes: u64, time: Duration) -> f64 {
-    bytes as f64 / 1e6 / time.as_secs_f64()
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// How many files of each kind a workspace gets.
-#[derive(Clone, Copy)]
-struct Shape {
-    small: u64,
-    medium: u64,
-    large: u64,
-}
-
-impl Shape {
-    /// ~200 MiB: the mix of the library benchmark.
-    const FULL: Self = Self {
-        small: 12_000,
-        medium: 300,
-        large: 16,
-    };
-    /// ~100 MiB.
-    const HALF: Self = Self {
-        small: 6_000,
-        medium: 150,
-        large: 8,
-    };
-}
-
-/// Small source-like files (1-8 KiB) in many directories, medium files
-/// (64-256 KiB, half compressible) and 6 MiB files (a third random, a third
-/// text, a third partly random binary), as in crates/snapshot's benchmark.
-fn build_workspace(root: &Path, shape: Shape) -> Result<(u64, u64)> {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut files = 0u64;
-    let mut bytes = 0u64;
-    let mut write = |path: PathBuf, data: &[u8]| -> Result<()> {
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        File::create(&path)?.write_all(data)?;
-        files += 1;
-        bytes += data.len() as u64;
-        Ok(())
-    };
-    let words = [
-        "fn ", "let ", "mut ", "self", "impl ", "pub ", "struct ", "match ", "=> ", "Result<",
-        "Ok(", "Err(", "return ", "{\n", "}\n", "    ", "// ", "value", "index", "buffer",
-    ];
-    for i in 0..shape.small {
-        let len = 1024 + (rng.next() % 7168) as usize;
-        let mut text = String::with_capacity(len + 16);
-        while text.len() < len {
-            text.push_str(words[(rng.next() % words.len() as u64) as usize]);
-            if rng.next().is_multiple_of(9) {
-                text.push_str(&format!("{}", rng.next() % 100_000));
-            }
-        }
-        let path = root.join(format!("src/m{:03}/d{}/f{i:05}.rs", i % 120, i % 5));
-        write(path, text.as_bytes())?;
-    }
-    for i in 0..shape.medium {
-        let len = 65_536 + (rng.next() % 196_608) as usize;
-        let data = if i % 2 == 0 {
-            rng.bytes(len)
-        } else {
-            (0..len).map(|j| (j / 64 % 26) as u8 + b'a').collect()
-        };
-        write(root.join(format!("assets/a{}/m{i:03}.bin", i % 10)), &data)?;
-    }
-    for i in 0..shape.large {
-        let len = 6 << 20;
-        let data = match i % 3 {
-            0 => rng.bytes(len),
-            1 => {
-                let mut text = Vec::with_capacity(len);
-                while text.len() < len {
-                    text.extend_from_slice(
-                        words[(rng.next() % words.len() as u64) as usize].as_bytes(),
-                    );
-                }
-                text.truncate(len);
-                text
-            }
-            _ => {
-                let mut data = vec![0u8; len];
-                for chunk in data.chunks_mut(4096).step_by(3) {
-                    let noise = rng.bytes(chunk.len());
-                    chunk.copy_from_slice(&noise);
-                }
-                data
-            }
-        };
-        write(root.join(format!("data/big{i:02}.dat")), &data)?;
-    }
-    Ok((files, bytes))
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(len + 8);
-        while out.len() < len {
-            out.extend_from_slice(&self.next().to_le_bytes());
-        }
-        out.truncate(len);
-        out
-    }
 }

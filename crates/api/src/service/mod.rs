@@ -2,7 +2,7 @@
 //! long-lived sandboxes. Every front end (HTTP API, later MCP) builds the typed
 //! commands of [`commands`] and calls it.
 //!
-//! A running sandbox lives in two places: its handle here (id -> [`live::Live`])
+//! A running sandbox lives in two places: its handle here (id -> `live::Live`)
 //! and its record in the [`Store`] (tenant, workspace, spec, state, node,
 //! monitor pid, times). Every lookup is by tenant, and another tenant's
 //! sandbox is "not found". A background task destroys sandboxes that were

@@ -14,8 +14,7 @@ use paddock_api::service::ServiceConfig;
 use paddock_api::{SandboxService, Tokens};
 use paddock_core::ids::TenantId;
 use paddock_core::store::Store;
-use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
-use paddock_store::SqlStore;
+use paddock_test_support::{Stack, StackConfig};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -155,6 +154,17 @@ impl Setup {
     pub fn cgroup_parent(&self) -> String {
         format!("paddock-api-test/{}", self.node)
     }
+
+    /// The store, sandboxes and blob store of this server's data directory.
+    pub fn stack(&self) -> StackConfig {
+        StackConfig {
+            database_url: self.database_url(),
+            sandboxes_dir: self.data_dir.join("tmp"),
+            blobs_dir: self.data_dir.join("blobs"),
+            cgroup_parent: self.cgroup_parent(),
+            unconfined: false,
+        }
+    }
 }
 
 pub struct TestServer {
@@ -171,26 +181,15 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start(setup: Setup) -> Result<Self> {
-        let guest_bin = locate_guest_bin(None)
-            .context("paddock-guest must be built first: cargo build -p paddock-guest")?;
-        let store: Arc<dyn Store> = Arc::new(
-            SqlStore::open(&setup.database_url())
-                .await
-                .context("opening the store")?,
-        );
-        let mut native = NativeConfig::new(guest_bin);
-        native.cgroup_parent = setup.cgroup_parent();
-        native.temp_root = Some(setup.data_dir.join("tmp"));
-        std::fs::create_dir_all(setup.data_dir.join("tmp"))?;
-        let backend: Arc<dyn paddock_core::sandbox::SandboxBackend> =
-            Arc::new(NativeBackend::new(native));
+        let Stack {
+            store,
+            backend,
+            blobs,
+        } = Stack::open(&setup.stack()).await?;
         let mut config = ServiceConfig::new(setup.node.clone(), setup.data_dir.join("workspaces"));
         config.idle_timeout = setup.idle_timeout;
         config.max_lifetime = setup.max_lifetime;
-        config.blobs = Some(Arc::new(paddock_snapshot::LocalBlobStore::open(
-            setup.data_dir.join("blobs"),
-        )?));
-        let blobs = config.blobs.clone().context("a blob store")?;
+        config.blobs = Some(Arc::clone(&blobs));
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(
             store.clone(),

@@ -1,9 +1,10 @@
 //! The run loop: check budgets, ask the model, run the tools it asked for,
 //! feed the results back, until the agent completes, asks the user, runs out
 //! of budget, repeats itself, fails or is cancelled. Every state change,
-//! message, tool invocation and event is written through the [`Journal`],
-//! one write after the other: SQLite serialises writers anyway, and a writer
-//! that finds the database locked backs off for milliseconds.
+//! message, tool invocation and event is handed to the run's [`Pipeline`]:
+//! one writer task performs them in order through the [`Journal`] while the
+//! loop goes on, and a call that changes the workspace waits until its
+//! invocation record is written (see pipeline.rs).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -1,8 +1,8 @@
-//! What every runtime scenario test needs: a SQLite store in a temporary
-//! directory, real native sandboxes (build `paddock-guest` first; run as root,
-//! or with PADDOCK_UNCONFINED=1 against the unconfined guest), a local blob
-//! store, scripted models that record what they were asked, and helpers to
-//! read a session's events.
+//! What every runtime scenario test needs: the shared [`Stack`] (a SQLite
+//! store in a temporary directory, real native sandboxes: build
+//! `paddock-guest` first; run as root, or with PADDOCK_UNCONFINED=1 against
+//! the unconfined guest; a local blob store) under a runtime, scripted models
+//! that record what they were asked, and helpers to read a session's events.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -11,13 +11,11 @@ use std::time::Duration;
 
 use paddock_core::ids::{SessionId, TenantId};
 use paddock_core::model::{ModelProvider, ModelRequest, ModelStream};
-use paddock_core::store::{Run, RunEvent, Session, Store, Tenant, Workspace};
+use paddock_core::store::{Run, RunEvent, Session, Store, Workspace};
 use paddock_models::ScriptedProvider;
 use paddock_runtime::tools::ToolRegistry;
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
-use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
-use paddock_snapshot::LocalBlobStore;
-use paddock_store::SqlStore;
+use paddock_test_support::{Stack, StackConfig};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -39,31 +37,18 @@ impl Harness {
 
     pub async fn with_registry(registry: ToolRegistry) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("paddock.db").display());
-        let store: Arc<dyn Store> = Arc::new(SqlStore::open(&url).await.unwrap());
-        let tenant = TenantId::parse("acme").unwrap();
-        store
-            .ensure_tenant(&Tenant {
-                id: tenant.clone(),
-                name: "Acme".into(),
-                created_at: store.now(),
-            })
+        let stack = Stack::open(&StackConfig::in_dir(dir.path(), "paddock-test"))
             .await
             .unwrap();
-        let temp_root = dir.path().join("sandboxes");
-        std::fs::create_dir_all(&temp_root).unwrap();
-        let mut native = NativeConfig::new(locate_guest_bin(None).unwrap());
-        native.temp_root = Some(temp_root);
-        native.cgroup_parent = "paddock-test".to_owned();
-        native.unconfined = std::env::var("PADDOCK_UNCONFINED").is_ok_and(|v| v == "1");
-        let blobs = LocalBlobStore::open(dir.path().join("blobs")).unwrap();
+        let tenant = stack.tenant("acme", "Acme").await.unwrap();
+        let store = Arc::clone(&stack.store);
         let mut config = RuntimeConfig::new(NODE, dir.path().join("workspaces"));
         config.lease_ttl = Duration::from_secs(10);
         let runtime = Runtime::with_registry(
             RuntimeDeps {
-                store: Arc::clone(&store),
-                backend: Arc::new(NativeBackend::new(native)),
-                blobs: Arc::new(blobs),
+                store: stack.store,
+                backend: stack.backend,
+                blobs: stack.blobs,
                 config,
             },
             registry,

@@ -10,17 +10,21 @@
 //! `--allow-unsandboxed` is given.
 
 // Test-only probe binary: issuing raw syscalls (mount, ptrace, kexec_load, ...)
-// directly is its whole job, which needs `unsafe`. Every block has a SAFETY note.
-#![allow(unsafe_code)]
-
+// directly is the job of the modules allowed `unsafe` below; every block has a
+// SAFETY note. The other modules stay under the workspace's deny.
+#[allow(unsafe_code)]
 mod cgroup;
+#[allow(unsafe_code)]
 mod child;
 mod controls;
 mod fs;
+#[allow(unsafe_code)]
 mod limits;
+#[allow(unsafe_code)]
 mod net;
 mod procs;
 mod scratch;
+#[allow(unsafe_code)]
 mod syscalls;
 mod userns;
 
