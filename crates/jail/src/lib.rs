@@ -65,15 +65,3 @@ pub fn enter(spec: &JailSpec) -> Result<Enforcement, JailError> {
     let prepared = prepare::prepare(spec)?;
     monitor::run(spec, prepared)
 }
-
-/// An error and its sources, joined by ": ".
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
-}

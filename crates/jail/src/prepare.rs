@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use paddock_proto::{CgroupEnforcement, LayerState, NetworkMode};
+use paddock_proto::{CgroupEnforcement, LayerState, NetworkMode, error_chain};
 use seccompiler::BpfProgram;
 
 use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
@@ -15,7 +15,7 @@ use crate::ids::{self, Caller, IdPlan, Owner};
 use crate::layout::{self, LayoutInput, MountOp, RealHost};
 use crate::threads::{SingleThreaded, ensure_single_threaded};
 use crate::writable::{self, WritableMount};
-use crate::{JailError, JailSpec, Layer, error_chain, idmap_mount, seccomp_bpf, sys, validate};
+use crate::{JailError, JailSpec, Layer, idmap_mount, seccomp_bpf, sys, validate};
 
 #[derive(Debug)]
 pub(crate) struct Prepared {

@@ -12,10 +12,12 @@
 //! refuses everything else until the versions agree.
 
 mod enforcement;
+mod error_chain;
 mod frame;
 mod messages;
 
 pub use enforcement::{CgroupEnforcement, Enforcement, LayerState, NetworkMode};
+pub use error_chain::{ErrorChain, error_chain};
 pub use frame::{
     FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame, decode_header,
     encode_frame,
