@@ -40,7 +40,7 @@ pub use error::JailError;
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, JailSpec, Layer, Limits};
+pub use spec::{IdMapping, JailSpec};
 
 use paddock_proto::Enforcement;
 
