@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use paddock_proto::{Enforcement, WORKSPACE_MOUNT};
+use paddock_proto::{Enforcement, WORKSPACE_MOUNT, error_chain};
 use tracing::Instrument;
 
 use crate::agent::Agent;
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     };
     // The caller stays behind as PID 1 (the reaper); we continue as the agent.
     if let Err(e) = paddock_jail::fork_reaper() {
-        eprintln!("paddock-guest: starting the agent: {}", server::chain(&e));
+        eprintln!("paddock-guest: starting the agent: {}", error_chain(&e));
         return ExitCode::from(EXIT_SOFTWARE);
     }
     init_logging(&cli.log);
@@ -96,14 +96,14 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
     })?;
     // Before anything else: enter() needs a process with a single thread.
     let enforcement = paddock_jail::enter(&spec).map_err(|e| {
-        eprintln!("paddock-guest: sandbox setup failed: {}", server::chain(&e));
+        eprintln!("paddock-guest: sandbox setup failed: {}", error_chain(&e));
         EXIT_SOFTWARE
     })?;
     // Commands lose openat2 on top of the sandbox filter (see CommandFilter).
     let command_filter = paddock_jail::CommandFilter::new().map_err(|e| {
         eprintln!(
             "paddock-guest: building the command filter: {}",
-            server::chain(&e)
+            error_chain(&e)
         );
         EXIT_SOFTWARE
     })?;

@@ -21,7 +21,8 @@ pub use guest::{
 pub use id::{InvalidSandboxId, SandboxId};
 pub use orphans::OrphanReport;
 pub use port::{Sandbox, SandboxBackend};
-pub use spec::{
-    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxInfo,
-    SandboxLimits, SandboxSpec,
+// The sandbox-spec vocabulary is defined once in proto, shared with the jail.
+pub use paddock_proto::{
+    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,
 };
+pub use spec::{SandboxInfo, SandboxSpec};

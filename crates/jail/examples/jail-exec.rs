@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context, bail};
-use paddock_jail::{JailSpec, Layer, Limits, enter};
-use paddock_proto::NetworkMode;
+use paddock_jail::{JailSpec, enter};
+use paddock_proto::{DowngradeLayer, NetworkMode, SandboxLimits};
 
 const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -75,7 +75,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         read_only: false,
         writable_paths: Vec::new(),
         network: NetworkMode::None,
-        limits: Limits::default(),
+        limits: SandboxLimits::default(),
         id_mapping: None,
         rootfs: None,
         allow_downgrade: Default::default(),
@@ -103,7 +103,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
             "--cpu-millis" => spec.limits.cpu_millis = Some(value()?.parse()?),
             "--allow" => {
                 for layer in value()?.split(',') {
-                    let layer: Layer = serde_json::from_value(layer.into())
+                    let layer: DowngradeLayer = serde_json::from_value(layer.into())
                         .with_context(|| format!("unknown layer {layer}"))?;
                     spec.allow_downgrade.insert(layer);
                 }

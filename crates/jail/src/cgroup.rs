@@ -12,9 +12,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use paddock_proto::CgroupEnforcement;
+use paddock_proto::{CgroupEnforcement, SandboxLimits};
 
-use crate::{JailError, Limits, validate};
+use crate::{JailError, validate};
 
 const CPU_PERIOD_US: u64 = 100_000;
 /// How long removal keeps killing and retrying before it gives up.
@@ -153,7 +153,7 @@ impl Hierarchies {
 
 /// The values written to the cgroup files, in order, relative to one cgroup
 /// directory. Pure so that the exact writes are unit-tested.
-pub(crate) fn limit_writes(v2: bool, limits: &Limits) -> Vec<(&'static str, String)> {
+pub(crate) fn limit_writes(v2: bool, limits: &SandboxLimits) -> Vec<(&'static str, String)> {
     let mut writes = Vec::new();
     if let Some(bytes) = limits.memory_bytes {
         if v2 {
@@ -203,7 +203,7 @@ impl SandboxCgroups {
         hierarchies: &Hierarchies,
         parent: &str,
         sandbox_id: &str,
-        limits: &Limits,
+        limits: &SandboxLimits,
     ) -> Result<Self, JailError> {
         let mut created = Self {
             version: hierarchies.version(),
@@ -225,7 +225,7 @@ impl SandboxCgroups {
         hierarchies: &Hierarchies,
         parent: &str,
         sandbox_id: &str,
-        limits: &Limits,
+        limits: &SandboxLimits,
     ) -> Result<(), JailError> {
         match hierarchies {
             Hierarchies::V2 { root } => {
@@ -260,7 +260,7 @@ impl SandboxCgroups {
                         continue;
                     };
                     let dir = self.make_dir(mount, parent, sandbox_id, "")?;
-                    let only_this = Limits {
+                    let only_this = SandboxLimits {
                         memory_bytes: limits.memory_bytes.filter(|_| controller == "memory"),
                         pids: limits.pids.filter(|_| controller == "pids"),
                         cpu_millis: limits.cpu_millis.filter(|_| controller == "cpu"),
@@ -335,7 +335,7 @@ impl SandboxCgroups {
         }
     }
 
-    pub(crate) fn report(&self, limits: &Limits) -> CgroupEnforcement {
+    pub(crate) fn report(&self, limits: &SandboxLimits) -> CgroupEnforcement {
         CgroupEnforcement {
             version: self.version.to_owned(),
             memory_bytes: limits.memory_bytes,
@@ -504,11 +504,11 @@ mod tests {
 
     #[test]
     fn limit_files_for_both_versions() {
-        let limits = Limits {
+        let limits = SandboxLimits {
             memory_bytes: Some(1 << 20),
             pids: Some(64),
             cpu_millis: Some(1500),
-            ..Limits::default()
+            ..SandboxLimits::default()
         };
         assert_eq!(
             limit_writes(true, &limits),
@@ -529,11 +529,11 @@ mod tests {
                 ("cpu.cfs_quota_us", "150000".to_owned()),
             ]
         );
-        let tiny = Limits {
+        let tiny = SandboxLimits {
             memory_bytes: None,
             pids: None,
             cpu_millis: Some(1),
-            ..Limits::default()
+            ..SandboxLimits::default()
         };
         assert_eq!(
             limit_writes(true, &tiny),
@@ -553,11 +553,11 @@ mod tests {
             pids: Some(pids.clone()),
             cpu: None,
         };
-        let limits = Limits {
+        let limits = SandboxLimits {
             memory_bytes: Some(4096),
             pids: Some(10),
             cpu_millis: None,
-            ..Limits::default()
+            ..SandboxLimits::default()
         };
         let cg = SandboxCgroups::create(&h, "paddock/nested", "sb-1", &limits).unwrap();
         let mem_dir = memory.join("paddock/nested/sb-1");
@@ -594,7 +594,7 @@ mod tests {
             pids: None,
             cpu: None,
         };
-        let err = SandboxCgroups::create(&h, "paddock", "sb-2", &Limits::default());
+        let err = SandboxCgroups::create(&h, "paddock", "sb-2", &SandboxLimits::default());
         assert!(matches!(
             err,
             Err(JailError::MissingCgroupController { controller: "pids" })

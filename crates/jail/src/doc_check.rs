@@ -46,7 +46,7 @@ fn every_landlock_path_is_documented() {
 fn every_rlimit_and_etc_entry_is_documented() {
     assert_named(
         "rlimits",
-        rlimits::rules(&crate::Limits::default())
+        rlimits::rules(&paddock_proto::SandboxLimits::default())
             .iter()
             .map(|r| r.name.to_owned()),
     );

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 pub enum JailError {
     #[error("invalid jail spec field {field}: {reason}")]
     InvalidSpec { field: &'static str, reason: String },
+    #[error("invalid jail spec field writable_paths")]
+    InvalidWritablePaths(#[source] paddock_proto::InvalidSandboxSpec),
     #[error("counting the threads of the calling process")]
     CountThreads(#[source] io::Error),
     #[error("enter() needs a single-threaded process, this one has {threads} threads")]

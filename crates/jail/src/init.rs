@@ -5,12 +5,12 @@
 use std::os::fd::OwnedFd;
 
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
-use paddock_proto::{Enforcement, LayerState, NetworkMode};
+use paddock_proto::{DowngradeLayer, Enforcement, LayerState, NetworkMode};
 
 use crate::ids::IdPlan;
 use crate::prepare::Prepared;
 use crate::{
-    JailError, JailSpec, Layer, capabilities, landlock_rules, monitor, mount_ops, net, rlimits,
+    JailError, JailSpec, capabilities, landlock_rules, monitor, mount_ops, net, rlimits,
     seccomp_bpf, seccomp_rules, sync, sys,
 };
 
@@ -55,9 +55,9 @@ pub(crate) fn run(
         spec.read_only,
         &prepared.writable_paths,
         prepared.landlock_abi,
-        allowed(Layer::Landlock),
+        allowed(DowngradeLayer::Landlock),
     )?;
-    let seccomp = seccomp_bpf::install(&prepared.seccomp, allowed(Layer::Seccomp))?;
+    let seccomp = seccomp_bpf::install(&prepared.seccomp, allowed(DowngradeLayer::Seccomp))?;
     sys::clear_environment(&prepared.single);
     sync::send(&channel, sync::READY).map_err(JailError::ReportReady)?;
     drop(channel);

@@ -187,7 +187,7 @@ pub(crate) fn enforce(
         Err(e) if allow_missing => Ok((
             None,
             LayerState::Downgraded {
-                reason: crate::error_chain(&e),
+                reason: paddock_proto::error_chain(&e),
             },
         )),
         Err(e) => Err(e),

@@ -41,7 +41,7 @@ pub use error::JailError;
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, JailSpec, Layer, Limits};
+pub use spec::{IdMapping, JailSpec};
 
 use paddock_proto::Enforcement;
 
@@ -65,16 +65,4 @@ use paddock_proto::Enforcement;
 pub fn enter(spec: &JailSpec) -> Result<Enforcement, JailError> {
     let prepared = prepare::prepare(spec)?;
     monitor::run(spec, prepared)
-}
-
-/// An error and its sources, joined by ": ".
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }

@@ -9,12 +9,12 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
-use paddock_proto::{Enforcement, NetworkMode};
+use paddock_proto::{Enforcement, NetworkMode, error_chain};
 
 use crate::cgroup::SandboxCgroups;
 use crate::ids::IdPlan;
 use crate::prepare::Prepared;
-use crate::{JailError, JailSpec, error_chain, init, sync, sys};
+use crate::{JailError, JailSpec, init, sync, sys};
 
 /// Namespaces of the sandbox init: clone flags and the names reported.
 pub(crate) fn namespaces(network: NetworkMode) -> (libc::c_ulong, Vec<String>) {

@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use paddock_proto::{CgroupEnforcement, LayerState, NetworkMode};
+use paddock_proto::{CgroupEnforcement, DowngradeLayer, LayerState, NetworkMode, error_chain};
 use seccompiler::BpfProgram;
 
 use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
@@ -15,7 +15,7 @@ use crate::ids::{self, Caller, IdPlan, Owner};
 use crate::layout::{self, LayoutInput, MountOp, RealHost};
 use crate::threads::{SingleThreaded, ensure_single_threaded};
 use crate::writable::{self, WritableMount};
-use crate::{JailError, JailSpec, Layer, error_chain, idmap_mount, seccomp_bpf, sys, validate};
+use crate::{JailError, JailSpec, idmap_mount, seccomp_bpf, sys, validate};
 
 #[derive(Debug)]
 pub(crate) struct Prepared {
@@ -74,7 +74,11 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
                 workspace_tree = Some(trees.workspace);
                 writable_trees = trees.writable.into_iter().map(Some).collect();
             }
-            Err(_) if spec.allow_downgrade.contains(&Layer::IdmappedWorkspace) => {
+            Err(_)
+                if spec
+                    .allow_downgrade
+                    .contains(&DowngradeLayer::IdmappedWorkspace) =>
+            {
                 ids = ids::without_idmap(owner).ok_or_else(|| JailError::WorkspaceOwnedByRoot {
                     path: workspace.clone(),
                 })?;
@@ -159,7 +163,7 @@ fn setup_cgroups(spec: &JailSpec) -> Result<(Option<SandboxCgroups>, LayerState)
     };
     match attempt() {
         Ok(cgroups) => Ok((Some(cgroups), LayerState::Enforced)),
-        Err(e) if spec.allow_downgrade.contains(&Layer::Cgroups) => Ok((
+        Err(e) if spec.allow_downgrade.contains(&DowngradeLayer::Cgroups) => Ok((
             None,
             LayerState::Downgraded {
                 reason: error_chain(&e),

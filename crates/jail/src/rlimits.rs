@@ -4,7 +4,9 @@
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
-use crate::{JailError, Limits};
+use paddock_proto::SandboxLimits;
+
+use crate::JailError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RlimitRule {
@@ -20,7 +22,7 @@ pub(crate) struct RlimitRule {
 /// ssh-agent), nothing that would pin real memory outside reclaim.
 const MEMLOCK_BYTES: u64 = 64 << 10;
 
-pub(crate) fn rules(limits: &Limits) -> Vec<RlimitRule> {
+pub(crate) fn rules(limits: &SandboxLimits) -> Vec<RlimitRule> {
     vec![
         RlimitRule {
             name: "RLIMIT_CORE",
@@ -55,7 +57,7 @@ pub(crate) fn rules(limits: &Limits) -> Vec<RlimitRule> {
     ]
 }
 
-pub(crate) fn apply(limits: &Limits) -> Result<(), JailError> {
+pub(crate) fn apply(limits: &SandboxLimits) -> Result<(), JailError> {
     for rule in rules(limits) {
         let to_err = |e: nix::errno::Errno| JailError::SetRlimit {
             resource: rule.name,
@@ -74,9 +76,9 @@ mod tests {
 
     #[test]
     fn the_table_sets_the_expected_limits() {
-        let limits = Limits {
+        let limits = SandboxLimits {
             open_files: 1234,
-            ..Limits::default()
+            ..SandboxLimits::default()
         };
         let table: Vec<(&str, u64)> = rules(&limits).iter().map(|r| (r.name, r.value)).collect();
         assert_eq!(

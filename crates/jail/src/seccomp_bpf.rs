@@ -176,7 +176,7 @@ pub(crate) fn install(program: &BpfProgram, allow_missing: bool) -> Result<Layer
     match seccompiler::apply_filter_all_threads(program) {
         Ok(()) => Ok(LayerState::Enforced),
         Err(e) if allow_missing => Ok(LayerState::Downgraded {
-            reason: crate::error_chain(&JailError::SeccompInstall(e)),
+            reason: paddock_proto::error_chain(&JailError::SeccompInstall(e)),
         }),
         Err(e) => Err(JailError::SeccompInstall(e)),
     }

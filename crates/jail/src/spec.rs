@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use paddock_proto::NetworkMode;
+use paddock_proto::{DowngradeLayer, NetworkMode, SandboxLimits};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub struct JailSpec {
     #[serde(default)]
     pub network: NetworkMode,
     #[serde(default)]
-    pub limits: Limits,
+    pub limits: SandboxLimits,
     /// How sandbox uids map to host uids. None: the jail picks (a range
     /// starting at 100000 when the caller is host root, its own uid otherwise).
     #[serde(default)]
@@ -38,7 +38,7 @@ pub struct JailSpec {
     /// Layers the operator allows to be missing. Anything else that cannot be
     /// applied fails the sandbox.
     #[serde(default)]
-    pub allow_downgrade: BTreeSet<Layer>,
+    pub allow_downgrade: BTreeSet<DowngradeLayer>,
     /// Parent cgroup name under each hierarchy.
     #[serde(default = "default_cgroup_parent")]
     pub cgroup_parent: String,
@@ -48,46 +48,10 @@ fn default_cgroup_parent() -> String {
     "paddock".to_string()
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Limits {
-    pub memory_bytes: Option<u64>,
-    pub pids: Option<u64>,
-    /// CPU quota in millicpus (1000 = one core).
-    pub cpu_millis: Option<u64>,
-    /// Size of the sandbox's /tmp tmpfs.
-    pub tmp_bytes: u64,
-    /// RLIMIT_NOFILE.
-    pub open_files: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            memory_bytes: Some(1 << 30),
-            pids: Some(512),
-            cpu_millis: None,
-            tmp_bytes: 256 << 20,
-            open_files: 4096,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdMapping {
     /// First host uid/gid that sandbox id 0 maps to.
     pub host_base: u32,
     /// How many ids are mapped.
     pub count: u32,
-}
-
-/// A hardening layer that an operator may explicitly allow to be missing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    Cgroups,
-    Landlock,
-    Seccomp,
-    /// The idmapped bind of the workspace (needed when host root runs sandboxes
-    /// with a uid range).
-    IdmappedWorkspace,
 }

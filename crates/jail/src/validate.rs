@@ -1,14 +1,11 @@
 //! Checks on the names that become paths (cgroups) and the hostname.
 
-use crate::{JailError, Limits};
+use paddock_proto::{SandboxLimits, check_writable_paths};
+
+use crate::JailError;
 
 const MAX_ID_LEN: usize = 64;
 const HOSTNAME_ID_CHARS: usize = 12;
-/// Most writable paths of one sandbox (each is a mount and a landlock rule).
-pub(crate) const MAX_WRITABLE_PATHS: usize = 64;
-/// Longest writable path: 64 of them must fit in the one argv string
-/// (at most 128 KiB) that carries the spec to the guest.
-const MAX_WRITABLE_PATH_LEN: usize = 1024;
 
 fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
@@ -45,8 +42,8 @@ pub(crate) fn cgroup_parent(parent: &str) -> Result<(), JailError> {
     }
 }
 
-/// Limits of 0 would mean "unlimited" (tmpfs size) or an unusable sandbox.
-pub(crate) fn limits(limits: &Limits) -> Result<(), JailError> {
+/// SandboxLimits of 0 would mean "unlimited" (tmpfs size) or an unusable sandbox.
+pub(crate) fn limits(limits: &SandboxLimits) -> Result<(), JailError> {
     let zero = [
         ("limits.tmp_bytes", Some(limits.tmp_bytes)),
         ("limits.open_files", Some(limits.open_files)),
@@ -65,35 +62,13 @@ pub(crate) fn limits(limits: &Limits) -> Result<(), JailError> {
     }
 }
 
-/// The write scope: each path relative to the workspace root and
-/// normalized (non-empty components, none `.` or `..`, no leading, trailing
-/// or doubled `/`), at most [`MAX_WRITABLE_PATHS`] of them, and not together
-/// with read-only mode. Returns the paths to mount, sorted, without
-/// duplicates and without paths inside another one (that one covers them).
+/// The write scope, checked by the one rule the host uses too
+/// ([`paddock_proto::check_writable_paths`]: normalized relative paths, at
+/// most [`paddock_proto::MAX_WRITABLE_PATHS`], not with read-only mode).
+/// Returns the paths to mount, sorted, without duplicates and without paths
+/// inside another one (that one covers them).
 pub(crate) fn writable_paths(paths: &[String], read_only: bool) -> Result<Vec<String>, JailError> {
-    let invalid = |reason: String| JailError::InvalidSpec {
-        field: "writable_paths",
-        reason,
-    };
-    if paths.is_empty() {
-        return Ok(Vec::new());
-    }
-    if read_only {
-        return Err(invalid(
-            "a read-only workspace has no writable paths; ask for one or the other".into(),
-        ));
-    }
-    if paths.len() > MAX_WRITABLE_PATHS {
-        return Err(invalid(format!(
-            "{} paths, at most {MAX_WRITABLE_PATHS} are allowed",
-            paths.len()
-        )));
-    }
-    for path in paths {
-        if let Some(problem) = writable_path_problem(path) {
-            return Err(invalid(format!("{path:?} {problem}")));
-        }
-    }
+    check_writable_paths(paths, read_only).map_err(JailError::InvalidWritablePaths)?;
     let mut sorted: Vec<&String> = paths.iter().collect();
     sorted.sort();
     let mut cover: Vec<String> = Vec::with_capacity(sorted.len());
@@ -109,28 +84,6 @@ pub(crate) fn writable_paths(paths: &[String], read_only: bool) -> Result<Vec<St
         }
     }
     Ok(cover)
-}
-
-/// Why `path` is not a normalized relative path, None when it is.
-fn writable_path_problem(path: &str) -> Option<&'static str> {
-    if path.is_empty() {
-        return Some("is empty");
-    }
-    if path.len() > MAX_WRITABLE_PATH_LEN {
-        return Some("is longer than the 1024 bytes allowed");
-    }
-    if path.contains('\0') {
-        return Some("contains a NUL byte");
-    }
-    if path.starts_with('/') {
-        return Some("is absolute; give it relative to the workspace root");
-    }
-    path.split('/').find_map(|component| match component {
-        "" => Some("has an empty component (a doubled or trailing '/')"),
-        "." => Some("has a '.' component; give it normalized"),
-        ".." => Some("has a '..' component; writable paths stay inside the workspace"),
-        _ => None,
-    })
 }
 
 /// `paddock-<short id>`: the last 12 letters/digits of the id, lowercased
@@ -149,6 +102,10 @@ pub(crate) fn hostname(sandbox_id: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use paddock_proto::{
+        InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, error_chain,
+    };
+
     use super::*;
 
     #[test]
@@ -172,10 +129,10 @@ mod tests {
 
     #[test]
     fn zero_limits_are_refused() {
-        assert!(limits(&Limits::default()).is_ok());
-        let zero_tmp = Limits {
+        assert!(limits(&SandboxLimits::default()).is_ok());
+        let zero_tmp = SandboxLimits {
             tmp_bytes: 0,
-            ..Limits::default()
+            ..SandboxLimits::default()
         };
         assert!(matches!(
             limits(&zero_tmp),
@@ -184,9 +141,9 @@ mod tests {
                 ..
             })
         ));
-        let zero_pids = Limits {
+        let zero_pids = SandboxLimits {
             pids: Some(0),
-            ..Limits::default()
+            ..SandboxLimits::default()
         };
         assert!(limits(&zero_pids).is_err());
     }
@@ -210,9 +167,14 @@ mod tests {
             assert!(
                 matches!(
                     &err,
-                    JailError::InvalidSpec { field: "writable_paths", reason } if reason.starts_with(&format!("{bad:?}"))
+                    JailError::InvalidWritablePaths(InvalidSandboxSpec::WritablePath { path, .. }) if path == bad
                 ),
                 "{bad:?}: {err}"
+            );
+            assert!(
+                error_chain(&err).contains(&format!("{bad:?}")),
+                "{bad:?}: {}",
+                error_chain(&err)
             );
         }
     }
@@ -220,11 +182,11 @@ mod tests {
     #[test]
     fn writable_paths_contradict_read_only_and_are_bounded() {
         assert!(writable_paths(&[], true).unwrap().is_empty());
-        let err = writable_paths(&strings(&["src"]), true).unwrap_err();
-        assert!(err.to_string().contains("read-only"), "{err}");
+        let err = error_chain(&writable_paths(&strings(&["src"]), true).unwrap_err());
+        assert!(err.contains("read-only"), "{err}");
         let many: Vec<String> = (0..=MAX_WRITABLE_PATHS).map(|i| format!("d{i}")).collect();
-        let err = writable_paths(&many, false).unwrap_err();
-        assert!(err.to_string().contains("at most 64"), "{err}");
+        let err = error_chain(&writable_paths(&many, false).unwrap_err());
+        assert!(err.contains("at most 64"), "{err}");
         assert_eq!(
             writable_paths(&many[..MAX_WRITABLE_PATHS], false)
                 .unwrap()
@@ -233,11 +195,8 @@ mod tests {
         );
         let longest = "x".repeat(MAX_WRITABLE_PATH_LEN);
         assert!(writable_paths(std::slice::from_ref(&longest), false).is_ok());
-        let err = writable_paths(&[longest + "y"], false).unwrap_err();
-        assert!(
-            err.to_string().contains("longer than the 1024 bytes"),
-            "{err}"
-        );
+        let err = error_chain(&writable_paths(&[longest + "y"], false).unwrap_err());
+        assert!(err.contains("longer than the 1024 bytes"), "{err}");
     }
 
     #[test]

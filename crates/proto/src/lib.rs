@@ -12,10 +12,13 @@
 //! refuses everything else until the versions agree.
 
 mod enforcement;
+mod error_chain;
 mod frame;
 mod messages;
+mod sandbox_spec;
 
 pub use enforcement::{CgroupEnforcement, Enforcement, LayerState, NetworkMode};
+pub use error_chain::{ErrorChain, error_chain};
 pub use frame::{
     FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame, decode_header,
     encode_frame,
@@ -24,6 +27,10 @@ pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
     GuestMessage, HostFrame, OutputStream, ProcessInfo, Reply, Request, SearchMatch, SearchSpec,
     SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+};
+pub use sandbox_spec::{
+    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,
+    check_writable_paths,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

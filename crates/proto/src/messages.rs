@@ -142,6 +142,38 @@ pub enum Request {
     Shutdown,
 }
 
+impl Request {
+    /// The operation's name: its `op` tag on the wire, and the `op` of logs
+    /// and errors on both sides.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Hello { .. } => "hello",
+            Request::Info => "info",
+            Request::Exec(_) => "exec",
+            Request::ExecStdin { .. } => "exec_stdin",
+            Request::ExecSignal { .. } => "exec_signal",
+            Request::ProcessStart(_) => "process_start",
+            Request::ProcessList => "process_list",
+            Request::ProcessRead { .. } => "process_read",
+            Request::ProcessWrite { .. } => "process_write",
+            Request::ProcessSignal { .. } => "process_signal",
+            Request::ProcessWait { .. } => "process_wait",
+            Request::FileRead { .. } => "file_read",
+            Request::FileWrite { .. } => "file_write",
+            Request::FileList { .. } => "file_list",
+            Request::FileStat { .. } => "file_stat",
+            Request::Mkdir { .. } => "mkdir",
+            Request::Remove { .. } => "remove",
+            Request::Rename { .. } => "rename",
+            Request::Search(_) => "search",
+            Request::SnapshotExport { .. } => "snapshot_export",
+            Request::SnapshotImport { .. } => "snapshot_import",
+            Request::SnapshotChunk { .. } => "snapshot_chunk",
+            Request::Shutdown => "shutdown",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecSpec {
     /// Program and arguments, looked up on PATH. Exactly one of `argv` / `shell` is set.
@@ -442,5 +474,95 @@ mod tests {
         };
         let json = serde_json::to_vec(&frame).unwrap();
         assert_eq!(serde_json::from_slice::<GuestFrame>(&json).unwrap(), frame);
+    }
+
+    #[test]
+    fn each_request_name_is_its_wire_tag() {
+        let path = || "a".to_owned();
+        let search = SearchSpec {
+            path: None,
+            name_glob: Some("*".into()),
+            content: None,
+            max_results: 1,
+            max_file_bytes: None,
+        };
+        let requests = [
+            Request::Hello { version: 1 },
+            Request::Info,
+            Request::Exec(ExecSpec::default()),
+            Request::ExecStdin {
+                target: 1,
+                eof: true,
+            },
+            Request::ExecSignal {
+                target: 1,
+                signal: 15,
+            },
+            Request::ProcessStart(ExecSpec::default()),
+            Request::ProcessList,
+            Request::ProcessRead {
+                handle: 1,
+                offset: 0,
+                max_bytes: 1,
+            },
+            Request::ProcessWrite {
+                handle: 1,
+                eof: false,
+            },
+            Request::ProcessSignal {
+                handle: 1,
+                signal: 9,
+            },
+            Request::ProcessWait {
+                handle: 1,
+                timeout_ms: None,
+            },
+            Request::FileRead {
+                path: path(),
+                offset: 0,
+                len: None,
+            },
+            Request::FileWrite {
+                path: path(),
+                mode: None,
+                create_parents: false,
+            },
+            Request::FileList { path: path() },
+            Request::FileStat { path: path() },
+            Request::Mkdir {
+                path: path(),
+                parents: true,
+            },
+            Request::Remove {
+                path: path(),
+                recursive: false,
+            },
+            Request::Rename {
+                from: path(),
+                to: path(),
+            },
+            Request::Search(search),
+            Request::SnapshotExport {
+                excludes: Vec::new(),
+                max_files: None,
+                max_bytes: None,
+            },
+            Request::SnapshotImport {
+                max_files: None,
+                max_bytes: None,
+            },
+            Request::SnapshotChunk {
+                target: 1,
+                eof: true,
+            },
+            Request::Shutdown,
+        ];
+        let mut names = std::collections::BTreeSet::new();
+        for request in &requests {
+            let json = serde_json::to_value(request).unwrap();
+            assert_eq!(json["op"], request.name(), "{request:?}");
+            names.insert(request.name());
+        }
+        assert_eq!(names.len(), requests.len(), "two requests share a name");
     }
 }

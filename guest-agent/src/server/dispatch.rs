@@ -46,7 +46,7 @@ impl Session {
 
     pub async fn dispatch(&mut self, frame: HostFrame, payload: Vec<u8>) -> Flow {
         let HostFrame { id, request } = frame;
-        tracing::debug!(id, op = op_name(&request), "request");
+        tracing::debug!(id, op = request.name(), "request");
         if let Request::Hello { version } = request {
             let result = hello(version);
             self.greeted |= result.is_ok();
@@ -203,32 +203,4 @@ fn hello(version: u32) -> Handled {
         },
         Vec::new(),
     ))
-}
-
-fn op_name(request: &Request) -> &'static str {
-    match request {
-        Request::Hello { .. } => "hello",
-        Request::Info => "info",
-        Request::Exec(_) => "exec",
-        Request::ExecStdin { .. } => "exec_stdin",
-        Request::ExecSignal { .. } => "exec_signal",
-        Request::ProcessStart(_) => "process_start",
-        Request::ProcessList => "process_list",
-        Request::ProcessRead { .. } => "process_read",
-        Request::ProcessWrite { .. } => "process_write",
-        Request::ProcessSignal { .. } => "process_signal",
-        Request::ProcessWait { .. } => "process_wait",
-        Request::FileRead { .. } => "file_read",
-        Request::FileWrite { .. } => "file_write",
-        Request::FileList { .. } => "file_list",
-        Request::FileStat { .. } => "file_stat",
-        Request::Mkdir { .. } => "mkdir",
-        Request::Remove { .. } => "remove",
-        Request::Rename { .. } => "rename",
-        Request::Search(_) => "search",
-        Request::SnapshotExport { .. } => "snapshot_export",
-        Request::SnapshotImport { .. } => "snapshot_import",
-        Request::SnapshotChunk { .. } => "snapshot_chunk",
-        Request::Shutdown => "shutdown",
-    }
 }

@@ -4,11 +4,10 @@
 mod dispatch;
 pub mod outbox;
 
-use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 
-use paddock_proto::{FrameReader, HostFrame};
+use paddock_proto::{FrameReader, HostFrame, error_chain};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use self::dispatch::{Flow, Session};
@@ -46,7 +45,7 @@ where
             }
             Err(e) => {
                 // The stream is out of step (or gone): no later frame can be trusted.
-                tracing::warn!(error = %chain(&e), "unreadable frame; closing the connection");
+                tracing::warn!(error = %error_chain(&e), "unreadable frame; closing the connection");
                 break;
             }
         };
@@ -54,12 +53,12 @@ where
             Ok(frame) => frame,
             Err(e) => match request_id(&raw.header) {
                 Some(id) => {
-                    let error = bad_request(format!("malformed request: {}", chain(&e)));
+                    let error = bad_request(format!("malformed request: {}", error_chain(&e)));
                     outbox.finish(id, Err(error)).await;
                     continue;
                 }
                 None => {
-                    tracing::warn!(error = %chain(&e), "frame without a request id; closing the connection");
+                    tracing::warn!(error = %error_chain(&e), "frame without a request id; closing the connection");
                     break;
                 }
             },
@@ -85,16 +84,4 @@ fn request_id(header: &[u8]) -> Option<u64> {
         .ok()?
         .get("id")?
         .as_u64()
-}
-
-/// An error and its sources, joined.
-pub fn chain(err: &dyn Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -7,10 +7,8 @@
 pub mod export;
 pub mod import;
 
-use paddock_proto::{ErrorCode, ErrorInfo};
+use paddock_proto::{ErrorCode, ErrorInfo, error_chain};
 use paddock_snapshot::{Limits, SnapshotError};
-
-use crate::server::chain;
 
 /// Limits from a request, the snapshot defaults where not given.
 fn limits(max_files: Option<u64>, max_bytes: Option<u64>) -> Limits {
@@ -40,5 +38,5 @@ fn snapshot_error(action: &str, err: &SnapshotError) -> ErrorInfo {
         }
         _ => ErrorCode::Io,
     };
-    ErrorInfo::new(code, format!("{action}: {}", chain(err)))
+    ErrorInfo::new(code, format!("{action}: {}", error_chain(err)))
 }

@@ -10,6 +10,7 @@ use futures_util::StreamExt;
 use paddock_core::ids::SessionId;
 use paddock_core::model::{ModelProvider, ProviderKind};
 use paddock_core::store::{Budgets, RunMode, Session};
+use paddock_proto::error_chain;
 use paddock_runtime::{RuntimeError, StartRun};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
@@ -129,7 +130,7 @@ fn model(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn ModelProvider>, S
             config.api_key_env = None;
         }
     }
-    paddock_models::build(&config).map_err(|e| format!("--model {spec}: {}", chain(&e)))
+    paddock_models::build(&config).map_err(|e| format!("--model {spec}: {}", error_chain(&e)))
 }
 
 /// The session to run in: `--session`, or a new one in the workspace.
@@ -145,12 +146,12 @@ async fn session_for(
         let session = runtime
             .get_session(tenant, &id)
             .await
-            .map_err(|e| Usage(format!("--session {raw}: {}", chain(&e))))?;
+            .map_err(|e| Usage(format!("--session {raw}: {}", error_chain(&e))))?;
         if let Some(dir) = workspace {
             let registered = runtime
                 .workspace_for_dir(tenant, dir)
                 .await
-                .map_err(|e| Usage(format!("--workspace: {}", chain(&e))))?;
+                .map_err(|e| Usage(format!("--workspace: {}", error_chain(&e))))?;
             if registered.id != session.workspace {
                 return Err(Usage(format!(
                     "--session {raw} works in another workspace than {}",
@@ -161,14 +162,17 @@ async fn session_for(
         return Ok(session);
     }
     let dir = workspace.ok_or_else(|| Usage("--workspace is missing".to_owned()))?;
-    let registered = runtime
-        .workspace_for_dir(tenant, dir)
-        .await
-        .map_err(|e| Usage(format!("--workspace {}: {}", dir.display(), chain(&e))))?;
+    let registered = runtime.workspace_for_dir(tenant, dir).await.map_err(|e| {
+        Usage(format!(
+            "--workspace {}: {}",
+            dir.display(),
+            error_chain(&e)
+        ))
+    })?;
     runtime
         .create_session(tenant, &registered.id, &title(&args.goal))
         .await
-        .map_err(|e| Usage(format!("creating a session: {}", chain(&e))))
+        .map_err(|e| Usage(format!("creating a session: {}", error_chain(&e))))
 }
 
 fn title(goal: &str) -> String {
@@ -226,7 +230,7 @@ async fn drive(
                     }
                 }
                 Some(Err(err)) => {
-                    eprintln!("paddock: following the run's events: {}", chain(&err));
+                    eprintln!("paddock: following the run's events: {}", error_chain(&err));
                     break;
                 }
                 None => break,
@@ -255,15 +259,4 @@ async fn drive(
         }
     }
     Ok(code)
-}
-
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -3,10 +3,10 @@
 
 use axum::http::StatusCode;
 use paddock_core::store::StoreError;
+use paddock_proto::error_chain;
 use paddock_runtime::RuntimeError;
 
 use super::ApiError;
-use super::error::chain;
 use crate::service::AgentError;
 
 impl From<AgentError> for ApiError {
@@ -32,7 +32,7 @@ impl From<AgentError> for ApiError {
             ),
             AgentError::Runtime { op, source } => runtime_error(op, *source),
             other => {
-                tracing::error!(error = %chain(&other), "agent request failed");
+                tracing::error!(error = %error_chain(&other), "agent request failed");
                 ApiError::internal()
             }
         }
@@ -50,7 +50,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::NoEndSnapshot { .. } => (StatusCode::CONFLICT, "no_end_snapshot"),
         RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
         RuntimeError::Sandbox { .. } => {
-            tracing::error!(op, error = %chain(&err), "starting a run's sandbox");
+            tracing::error!(op, error = %error_chain(&err), "starting a run's sandbox");
             return ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "sandbox_start_failed",
@@ -61,7 +61,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
             source: StoreError::Unavailable { .. },
             ..
         } => {
-            tracing::error!(op, error = %chain(&err), "store unavailable");
+            tracing::error!(op, error = %error_chain(&err), "store unavailable");
             return ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "database_unavailable",
@@ -69,7 +69,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
             );
         }
         _ => {
-            tracing::error!(op, error = %chain(&err), "agent operation failed");
+            tracing::error!(op, error = %error_chain(&err), "agent operation failed");
             return ApiError::internal();
         }
     };

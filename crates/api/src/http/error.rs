@@ -7,7 +7,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use paddock_core::sandbox::GuestError;
 use paddock_core::store::StoreError;
-use paddock_proto::ErrorCode;
+use paddock_proto::{ErrorCode, error_chain};
 use serde::Serialize;
 
 use crate::service::ServiceError;
@@ -145,7 +145,7 @@ impl From<ServiceError> for ApiError {
                 "snapshots are not available on this server",
             ),
             ServiceError::CreateSandbox(source) => {
-                tracing::error!(error = %chain(&source), "creating a sandbox");
+                tracing::error!(error = %error_chain(&source), "creating a sandbox");
                 Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "sandbox_start_failed",
@@ -164,7 +164,7 @@ impl From<ServiceError> for ApiError {
                 )
             }
             other => {
-                tracing::error!(error = %chain(&other), "request failed");
+                tracing::error!(error = %error_chain(&other), "request failed");
                 Self::internal()
             }
         }
@@ -184,7 +184,7 @@ fn not_found_code(entity: &str) -> &'static str {
 /// processes), so their messages are passed on.
 fn guest_error(id: &str, op: &'static str, source: GuestError) -> ApiError {
     let GuestError::Refused { error, .. } = &source else {
-        tracing::error!(sandbox_id = id, op, error = %chain(&source), "guest operation failed");
+        tracing::error!(sandbox_id = id, op, error = %error_chain(&source), "guest operation failed");
         return ApiError::internal();
     };
     let (status, code) = match error.code {
@@ -207,18 +207,6 @@ fn guest_error(id: &str, op: &'static str, source: GuestError) -> ApiError {
         }
     };
     ApiError::new(status, code, format!("{op}: {}", error.message))
-}
-
-/// An error and its sources, for logs.
-pub(super) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use tokio_util::io::SyncIoBridge;
 
 use super::commands::{CreateSandbox, CreateWorkspace, LimitsRequest};
 use super::{SandboxService, SandboxView, ServiceError, StoredSpec, destroy_quietly};
-use paddock_proto::NetworkMode;
+use paddock_proto::{NetworkMode, error_chain};
 use paddock_snapshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, SnapshotError, snapshot_record};
 
 /// Bytes buffered between the async and the blocking side of a transfer.
@@ -702,7 +702,7 @@ impl SandboxService {
             | SnapshotError::Decompress { .. }
             | SnapshotError::ReadArchive { .. }
             | SnapshotError::Truncated { .. } => ServiceError::SnapshotRefused {
-                reason: chain(&err),
+                reason: error_chain(&err),
             },
             source => ServiceError::CheckArchive { source },
         })?;
@@ -910,15 +910,4 @@ fn blob_key(record: &SnapshotRecord) -> Result<BlobKey, ServiceError> {
         id: record.id.to_string(),
         source,
     })
-}
-
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

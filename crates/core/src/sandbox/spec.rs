@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use paddock_proto::NetworkMode;
+use paddock_proto::{
+    DowngradeLayer, InvalidSandboxSpec, NetworkMode, SandboxLimits, check_writable_paths,
+};
 use serde::{Deserialize, Serialize};
 
 use super::SandboxId;
@@ -37,128 +39,15 @@ pub struct SandboxSpec {
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
 }
 
-/// Most entries of [`SandboxSpec::writable_paths`].
-pub const MAX_WRITABLE_PATHS: usize = 64;
-/// Longest entry of [`SandboxSpec::writable_paths`], in bytes (all of them
-/// must fit in the one argv string that carries a native sandbox's spec).
-pub const MAX_WRITABLE_PATH_LEN: usize = 1024;
-
-/// A [`SandboxSpec`] that no backend may start.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InvalidSandboxSpec {
-    #[error("writable path {path:?} {problem}")]
-    WritablePath { path: String, problem: &'static str },
-    #[error("{count} writable paths, at most {MAX_WRITABLE_PATHS} are allowed")]
-    TooManyWritablePaths { count: usize },
-    #[error("a read-only workspace has no writable paths: ask for read_only or for writable_paths")]
-    ReadOnlyWithWritablePaths,
-}
-
 impl SandboxSpec {
-    /// Checks what can be checked without the workspace: each writable path
-    /// is relative to the workspace root and normalized (non-empty
-    /// components, none `.` or `..`, no leading, trailing or doubled `/`),
-    /// there are at most [`MAX_WRITABLE_PATHS`], and `read_only` is not
-    /// asked together with them. Whether the paths are safe on disk is the
-    /// backend's check when it starts the sandbox.
+    /// Checks what can be checked without the workspace
+    /// ([`paddock_proto::check_writable_paths`]: each writable path is
+    /// relative to the workspace root and normalized, there are at most
+    /// [`super::MAX_WRITABLE_PATHS`], and `read_only` is not asked together with
+    /// them). Whether the paths are safe on disk is the backend's check when
+    /// it starts the sandbox.
     pub fn validate(&self) -> Result<(), InvalidSandboxSpec> {
-        if self.writable_paths.is_empty() {
-            return Ok(());
-        }
-        if self.read_only {
-            return Err(InvalidSandboxSpec::ReadOnlyWithWritablePaths);
-        }
-        if self.writable_paths.len() > MAX_WRITABLE_PATHS {
-            return Err(InvalidSandboxSpec::TooManyWritablePaths {
-                count: self.writable_paths.len(),
-            });
-        }
-        self.writable_paths
-            .iter()
-            .try_for_each(|path| match writable_path_problem(path) {
-                Some(problem) => Err(InvalidSandboxSpec::WritablePath {
-                    path: path.clone(),
-                    problem,
-                }),
-                None => Ok(()),
-            })
-    }
-}
-
-/// Why `path` is not a normalized path relative to the workspace root.
-fn writable_path_problem(path: &str) -> Option<&'static str> {
-    if path.is_empty() {
-        return Some("is empty");
-    }
-    if path.len() > MAX_WRITABLE_PATH_LEN {
-        return Some("is longer than the 1024 bytes allowed");
-    }
-    if path.contains('\0') {
-        return Some("contains a NUL byte");
-    }
-    if path.starts_with('/') {
-        return Some("is absolute; give it relative to the workspace root");
-    }
-    path.split('/').find_map(|component| match component {
-        "" => Some("has an empty component (a doubled or trailing '/')"),
-        "." => Some("has a '.' component; give it normalized"),
-        ".." => Some("has a '..' component; writable paths stay inside the workspace"),
-        _ => None,
-    })
-}
-
-/// Resource limits of one sandbox. `None` means no limit of that kind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SandboxLimits {
-    pub memory_bytes: Option<u64>,
-    pub pids: Option<u64>,
-    /// CPU quota in millicpus (1000 = one core).
-    pub cpu_millis: Option<u64>,
-    /// Size of the sandbox's /tmp.
-    pub tmp_bytes: u64,
-    /// Most open files per process.
-    pub open_files: u64,
-}
-
-impl Default for SandboxLimits {
-    fn default() -> Self {
-        Self {
-            memory_bytes: Some(1 << 30),
-            pids: Some(512),
-            cpu_millis: None,
-            tmp_bytes: 256 << 20,
-            open_files: 4096,
-        }
-    }
-}
-
-/// A hardening layer an operator may explicitly allow to be missing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DowngradeLayer {
-    Cgroups,
-    Landlock,
-    Seccomp,
-    /// The idmapped bind of the workspace (host root running sandboxes with a uid range).
-    IdmappedWorkspace,
-}
-
-impl DowngradeLayer {
-    pub const ALL: [DowngradeLayer; 4] = [
-        DowngradeLayer::Cgroups,
-        DowngradeLayer::Landlock,
-        DowngradeLayer::Seccomp,
-        DowngradeLayer::IdmappedWorkspace,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DowngradeLayer::Cgroups => "cgroups",
-            DowngradeLayer::Landlock => "landlock",
-            DowngradeLayer::Seccomp => "seccomp",
-            DowngradeLayer::IdmappedWorkspace => "idmapped_workspace",
-        }
+        check_writable_paths(&self.writable_paths, self.read_only)
     }
 }
 
@@ -184,6 +73,8 @@ pub struct SandboxInfo {
 
 #[cfg(test)]
 mod tests {
+    use paddock_proto::{MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS};
+
     use super::*;
 
     fn scoped(read_only: bool, paths: &[&str]) -> SandboxSpec {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use paddock_core::sandbox::GuestError;
-use paddock_proto::{FrameReader, GuestFrame, GuestMessage};
+use paddock_proto::{FrameReader, GuestFrame, GuestMessage, error_chain};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -109,10 +109,10 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(reader: R, shared: Arc<Share
         match reader.read_frame().await {
             Ok(Some(raw)) => match raw.decode::<GuestFrame>() {
                 Ok(frame) => shared.dispatch(frame, raw.payload),
-                Err(err) => break format!("guest sent a malformed frame: {}", chain(&err)),
+                Err(err) => break format!("guest sent a malformed frame: {}", error_chain(&err)),
             },
             Ok(None) => break "guest closed the connection".to_owned(),
-            Err(err) => break format!("reading from the guest failed: {}", chain(&err)),
+            Err(err) => break format!("reading from the guest failed: {}", error_chain(&err)),
         }
     };
     shared.close(reason);
@@ -136,17 +136,4 @@ pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
         }
     }
     let _ = writer.shutdown().await;
-}
-
-/// An error and its sources on one line: these reasons end up in messages
-/// that are read far from the connection that broke.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
 }

@@ -107,7 +107,7 @@ impl GuestClient {
 
     /// Sends a request and returns the channel its answer arrives on.
     fn start(&self, request: Request, payload: &[u8]) -> Result<Call, GuestError> {
-        let op = op_name(&request);
+        let op = request.name();
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let frame = encode_frame(&HostFrame { id, request }, payload)
             .map_err(|source| GuestError::Encode { op, source })?;
@@ -177,33 +177,5 @@ impl Call {
 impl Drop for Call {
     fn drop(&mut self) {
         self.shared.forget(self.id);
-    }
-}
-
-fn op_name(request: &Request) -> &'static str {
-    match request {
-        Request::Hello { .. } => "hello",
-        Request::Info => "info",
-        Request::Exec(_) => "exec",
-        Request::ExecStdin { .. } => "exec_stdin",
-        Request::ExecSignal { .. } => "exec_signal",
-        Request::ProcessStart(_) => "process_start",
-        Request::ProcessList => "process_list",
-        Request::ProcessRead { .. } => "process_read",
-        Request::ProcessWrite { .. } => "process_write",
-        Request::ProcessSignal { .. } => "process_signal",
-        Request::ProcessWait { .. } => "process_wait",
-        Request::FileRead { .. } => "file_read",
-        Request::FileWrite { .. } => "file_write",
-        Request::FileList { .. } => "file_list",
-        Request::FileStat { .. } => "file_stat",
-        Request::Mkdir { .. } => "mkdir",
-        Request::Remove { .. } => "remove",
-        Request::Rename { .. } => "rename",
-        Request::Search(_) => "search",
-        Request::SnapshotExport { .. } => "snapshot_export",
-        Request::SnapshotImport { .. } => "snapshot_import",
-        Request::SnapshotChunk { .. } => "snapshot_chunk",
-        Request::Shutdown => "shutdown",
     }
 }

@@ -39,7 +39,7 @@ pub(super) fn unexpected(op: &'static str, reply: &Reply) -> GuestError {
 
 impl GuestClient {
     async fn call_ok(&self, request: Request, payload: &[u8]) -> Result<(), GuestError> {
-        let op = super::op_name(&request);
+        let op = request.name();
         match self.call(request, payload).await? {
             (Reply::Ok, _) => Ok(()),
             (other, _) => Err(unexpected(op, &other)),

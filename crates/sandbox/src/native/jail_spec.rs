@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use paddock_core::sandbox::{DowngradeLayer, SandboxId, SandboxSpec};
-use paddock_jail::{JailSpec, Layer, Limits};
+use paddock_core::sandbox::{SandboxId, SandboxSpec};
+use paddock_jail::JailSpec;
 
 use super::NativeConfig;
 
@@ -13,33 +13,17 @@ pub(super) fn jail_spec(
     spec: &SandboxSpec,
     config: &NativeConfig,
 ) -> JailSpec {
-    let limits = &spec.limits;
     JailSpec {
         sandbox_id: id.to_string(),
         workspace,
         read_only: spec.read_only,
         writable_paths: spec.writable_paths.clone(),
         network: spec.network,
-        limits: Limits {
-            memory_bytes: limits.memory_bytes,
-            pids: limits.pids,
-            cpu_millis: limits.cpu_millis,
-            tmp_bytes: limits.tmp_bytes,
-            open_files: limits.open_files,
-        },
+        limits: spec.limits.clone(),
         id_mapping: config.id_mapping,
         rootfs: config.rootfs.clone(),
-        allow_downgrade: spec.allow_downgrade.iter().map(|l| layer(*l)).collect(),
+        allow_downgrade: spec.allow_downgrade.clone(),
         cgroup_parent: config.cgroup_parent.clone(),
-    }
-}
-
-fn layer(layer: DowngradeLayer) -> Layer {
-    match layer {
-        DowngradeLayer::Cgroups => Layer::Cgroups,
-        DowngradeLayer::Landlock => Layer::Landlock,
-        DowngradeLayer::Seccomp => Layer::Seccomp,
-        DowngradeLayer::IdmappedWorkspace => Layer::IdmappedWorkspace,
     }
 }
 
@@ -47,7 +31,7 @@ fn layer(layer: DowngradeLayer) -> Layer {
 mod tests {
     use std::collections::BTreeSet;
 
-    use paddock_core::sandbox::SandboxLimits;
+    use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
     use paddock_proto::NetworkMode;
 
     use super::*;
@@ -80,7 +64,7 @@ mod tests {
                 read_only: false,
                 writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
                 network: NetworkMode::Full,
-                limits: Limits {
+                limits: SandboxLimits {
                     memory_bytes: Some(512 << 20),
                     pids: None,
                     cpu_millis: Some(1500),
@@ -89,31 +73,12 @@ mod tests {
                 },
                 id_mapping: None,
                 rootfs: None,
-                allow_downgrade: BTreeSet::from([Layer::Cgroups, Layer::Landlock]),
+                allow_downgrade: BTreeSet::from([
+                    DowngradeLayer::Cgroups,
+                    DowngradeLayer::Landlock
+                ]),
                 cgroup_parent: "paddock-test".to_owned(),
             }
-        );
-    }
-
-    #[test]
-    fn default_limits_match_the_jail_defaults() {
-        let core = SandboxLimits::default();
-        let jail = Limits::default();
-        assert_eq!(
-            (
-                core.memory_bytes,
-                core.pids,
-                core.cpu_millis,
-                core.tmp_bytes,
-                core.open_files
-            ),
-            (
-                jail.memory_bytes,
-                jail.pids,
-                jail.cpu_millis,
-                jail.tmp_bytes,
-                jail.open_files
-            )
         );
     }
 }

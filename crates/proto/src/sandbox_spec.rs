@@ -1,0 +1,169 @@
+//! The sandbox-spec vocabulary the host and the jail share: resource limits,
+//! the hardening layers an operator may allow to be missing, and the check of
+//! a write scope. The host's `SandboxSpec` (core) and the jail's `JailSpec`
+//! are built from these types, and both run [`check_writable_paths`]: the
+//! host to refuse a request early, the jail because it trusts no caller.
+
+use serde::{Deserialize, Serialize};
+
+/// Resource limits of one sandbox. `None` means no limit of that kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxLimits {
+    pub memory_bytes: Option<u64>,
+    pub pids: Option<u64>,
+    /// CPU quota in millicpus (1000 = one core).
+    pub cpu_millis: Option<u64>,
+    /// Size of the sandbox's /tmp tmpfs.
+    pub tmp_bytes: u64,
+    /// Most open files per process (RLIMIT_NOFILE).
+    pub open_files: u64,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: Some(1 << 30),
+            pids: Some(512),
+            cpu_millis: None,
+            tmp_bytes: 256 << 20,
+            open_files: 4096,
+        }
+    }
+}
+
+/// A hardening layer an operator may explicitly allow to be missing; any
+/// other layer that cannot be applied fails the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DowngradeLayer {
+    Cgroups,
+    Landlock,
+    Seccomp,
+    /// The idmapped bind of the workspace (needed when host root runs
+    /// sandboxes with a uid range).
+    IdmappedWorkspace,
+}
+
+impl DowngradeLayer {
+    pub const ALL: [DowngradeLayer; 4] = [
+        DowngradeLayer::Cgroups,
+        DowngradeLayer::Landlock,
+        DowngradeLayer::Seccomp,
+        DowngradeLayer::IdmappedWorkspace,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DowngradeLayer::Cgroups => "cgroups",
+            DowngradeLayer::Landlock => "landlock",
+            DowngradeLayer::Seccomp => "seccomp",
+            DowngradeLayer::IdmappedWorkspace => "idmapped_workspace",
+        }
+    }
+}
+
+/// Most writable paths of one sandbox (each is a mount and a landlock rule).
+pub const MAX_WRITABLE_PATHS: usize = 64;
+/// Longest writable path, in bytes: all of them must fit in the one argv
+/// string (at most 128 KiB) that carries a native sandbox's spec to the guest.
+pub const MAX_WRITABLE_PATH_LEN: usize = 1024;
+
+/// A write scope no sandbox may start with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidSandboxSpec {
+    #[error("writable path {path:?} {problem}")]
+    WritablePath { path: String, problem: &'static str },
+    #[error("{count} writable paths, at most {MAX_WRITABLE_PATHS} are allowed")]
+    TooManyWritablePaths { count: usize },
+    #[error("a read-only workspace has no writable paths: ask for read_only or for writable_paths")]
+    ReadOnlyWithWritablePaths,
+}
+
+/// Checks what can be checked of a write scope without the workspace: each
+/// path is relative to the workspace root and normalized (non-empty
+/// components, none `.` or `..`, no leading, trailing or doubled `/`, no NUL,
+/// at most [`MAX_WRITABLE_PATH_LEN`] bytes), there are at most
+/// [`MAX_WRITABLE_PATHS`], and `read_only` is not asked together with them.
+/// Whether the paths are safe on disk is the jail's check when it prepares
+/// the sandbox.
+pub fn check_writable_paths(paths: &[String], read_only: bool) -> Result<(), InvalidSandboxSpec> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    if read_only {
+        return Err(InvalidSandboxSpec::ReadOnlyWithWritablePaths);
+    }
+    if paths.len() > MAX_WRITABLE_PATHS {
+        return Err(InvalidSandboxSpec::TooManyWritablePaths { count: paths.len() });
+    }
+    paths
+        .iter()
+        .try_for_each(|path| match writable_path_problem(path) {
+            Some(problem) => Err(InvalidSandboxSpec::WritablePath {
+                path: path.clone(),
+                problem,
+            }),
+            None => Ok(()),
+        })
+}
+
+/// Why `path` is not a normalized path relative to the workspace root.
+fn writable_path_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        return Some("is empty");
+    }
+    if path.len() > MAX_WRITABLE_PATH_LEN {
+        return Some("is longer than the 1024 bytes allowed");
+    }
+    if path.contains('\0') {
+        return Some("contains a NUL byte");
+    }
+    if path.starts_with('/') {
+        return Some("is absolute; give it relative to the workspace root");
+    }
+    path.split('/').find_map(|component| match component {
+        "" => Some("has an empty component (a doubled or trailing '/')"),
+        "." => Some("has a '.' component; give it normalized"),
+        ".." => Some("has a '..' component; writable paths stay inside the workspace"),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_path_message_names_the_limit() {
+        let long = "x".repeat(MAX_WRITABLE_PATH_LEN + 1);
+        assert_eq!(
+            writable_path_problem(&long),
+            Some("is longer than the 1024 bytes allowed")
+        );
+        assert_eq!(MAX_WRITABLE_PATH_LEN, 1024);
+    }
+
+    #[test]
+    fn layer_names_are_their_json_names() {
+        for layer in DowngradeLayer::ALL {
+            assert_eq!(
+                serde_json::to_value(layer).unwrap(),
+                serde_json::Value::String(layer.as_str().to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn missing_limits_take_the_defaults() {
+        let limits: SandboxLimits = serde_json::from_str(r#"{"pids": 7}"#).unwrap();
+        assert_eq!(
+            limits,
+            SandboxLimits {
+                pids: Some(7),
+                ..SandboxLimits::default()
+            }
+        );
+    }
+}
