@@ -1,35 +1,30 @@
 //! The events a run appends to its session's log, and their JSON payloads.
 //!
-//! Every payload type here is what `RunEvent::payload` holds for its kind;
-//! front ends parse them with the same types. The run id is on the event
-//! itself (`RunEvent::run`), not repeated in the payloads.
+//! Every payload type here is what `RunEvent::payload` holds for its kind,
+//! and declares that kind once ([`EventPayload::KIND`], in the table at the
+//! end of this file); the journal writes a payload under its type's kind, and
+//! readers decode a stored event into the typed [`Event`]. The run id is on
+//! the event itself (`RunEvent::run`), not repeated in the payloads.
+//!
+//! The stored form is what `serde_json` writes for the payload type (the
+//! `kind` column and the payload JSON); `tests/event_format.rs` pins it
+//! with events as they were stored before the types were read back.
 
 use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
 use paddock_core::model::{ToolCall, Usage};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Budgets, EndReason, RunMode, RunState, RunUsage, SubagentProfile, TaskStatus, Verdict,
+    Budgets, EndReason, Review, RunEvent, RunMode, RunState, RunUsage, SubagentProfile, TaskStatus,
+    Verdict,
 };
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Event kinds (`RunEvent::kind`).
-pub mod kind {
-    pub const RUN_STARTED: &str = "run.started";
-    pub const RUN_STATE: &str = "run.state";
-    pub const SANDBOX_READY: &str = "sandbox.ready";
-    pub const SANDBOX_STOPPED: &str = "sandbox.stopped";
-    pub const MODEL_MESSAGE: &str = "model.message";
-    pub const TOOL_CALL: &str = "tool.call";
-    pub const TOOL_RESULT: &str = "tool.result";
-    pub const PLAN_UPDATED: &str = "plan.updated";
-    pub const PROGRESS: &str = "progress";
-    pub const RUN_REVIEW: &str = "run.review";
-    pub const RUN_FINISHED: &str = "run.finished";
-    /// In a parent's session: one of its subagents changed phase.
-    pub const SUBAGENT_STATUS: &str = "subagent.status";
-    /// In a subagent's session: the parent sent it a message.
-    pub const PARENT_MESSAGE: &str = "parent.message";
+/// The payload of one event kind.
+pub trait EventPayload: Serialize + DeserializeOwned {
+    /// `RunEvent::kind` of the events that carry this payload.
+    const KIND: &'static str;
 }
 
 /// Most characters of a tool result's content carried by a `tool.result` event
@@ -109,6 +104,27 @@ pub enum CallStatus {
     Skipped,
 }
 
+impl CallStatus {
+    pub const ALL: [CallStatus; 5] = [
+        CallStatus::Succeeded,
+        CallStatus::Failed,
+        CallStatus::Denied,
+        CallStatus::Hint,
+        CallStatus::Skipped,
+    ];
+
+    /// The name the payload stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Succeeded => "succeeded",
+            CallStatus::Failed => "failed",
+            CallStatus::Denied => "denied",
+            CallStatus::Hint => "hint",
+            CallStatus::Skipped => "skipped",
+        }
+    }
+}
+
 /// `tool.result`: a call's result as the model receives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultEvent {
@@ -176,6 +192,25 @@ pub enum SubagentPhase {
     Finished,
 }
 
+impl SubagentPhase {
+    pub const ALL: [SubagentPhase; 4] = [
+        SubagentPhase::Spawned,
+        SubagentPhase::Queued,
+        SubagentPhase::Running,
+        SubagentPhase::Finished,
+    ];
+
+    /// The name the payload stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentPhase::Spawned => "spawned",
+            SubagentPhase::Queued => "queued",
+            SubagentPhase::Running => "running",
+            SubagentPhase::Finished => "finished",
+        }
+    }
+}
+
 /// `subagent.status`, in the parent's session: a lightweight view of a child,
 /// never its transcript (that is in the child's own session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,6 +233,131 @@ pub struct SubagentStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParentMessage {
     pub message: String,
+}
+
+/// The kinds: each payload type's [`EventPayload`] impl and its variant of
+/// [`Event`], from one line per kind.
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $variant:ident($payload:ty) = $kind:literal,)+) => {
+        $(impl EventPayload for $payload {
+            const KIND: &'static str = $kind;
+        })+
+
+        /// A stored event's payload, typed by its kind.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            $($(#[$doc])* $variant($payload),)+
+            /// What this version cannot type; kept as stored.
+            Other(OtherEvent),
+        }
+
+        $(impl From<$payload> for Event {
+            fn from(payload: $payload) -> Self {
+                Event::$variant(payload)
+            }
+        })+
+
+        impl Event {
+            /// Every kind this version types, in the order of the table.
+            pub const KINDS: &'static [&'static str] = &[$($kind),+];
+
+            /// The event stored as `kind` with `payload`. Never fails: an
+            /// unknown kind, or a payload that does not decode as its kind's
+            /// type, is [`Event::Other`], so one odd event cannot stop a reader.
+            pub fn decode(kind: &str, payload: &str) -> Self {
+                match kind {
+                    $($kind => match serde_json::from_str(payload) {
+                        Ok(payload) => Event::$variant(payload),
+                        Err(err) => Event::Other(OtherEvent::new(kind, payload, Some(err.to_string()))),
+                    },)+
+                    _ => Event::Other(OtherEvent::new(kind, payload, None)),
+                }
+            }
+
+            /// `RunEvent::kind` of this event.
+            pub fn kind(&self) -> &str {
+                match self {
+                    $(Event::$variant(_) => $kind,)+
+                    Event::Other(other) => &other.kind,
+                }
+            }
+
+            /// The payload as it is stored (`RunEvent::payload`).
+            pub fn encode(&self) -> Result<String, serde_json::Error> {
+                match self {
+                    $(Event::$variant(payload) => serde_json::to_string(payload),)+
+                    Event::Other(other) => Ok(other.payload.clone()),
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    /// The run row exists and its goal is recorded.
+    RunStarted(RunStarted) = "run.started",
+    /// The run moved to another state.
+    RunState(RunStateChanged) = "run.state",
+    SandboxReady(SandboxReady) = "sandbox.ready",
+    SandboxStopped(SandboxStopped) = "sandbox.stopped",
+    ModelMessage(ModelMessage) = "model.message",
+    ToolCall(ToolCallEvent) = "tool.call",
+    ToolResult(ToolResultEvent) = "tool.result",
+    PlanUpdated(PlanUpdated) = "plan.updated",
+    Progress(Progress) = "progress",
+    /// The run's review, just before `run.finished`.
+    RunReview(Review) = "run.review",
+    RunFinished(RunFinished) = "run.finished",
+    /// In a parent's session: one of its subagents changed phase.
+    SubagentStatus(SubagentStatus) = "subagent.status",
+    /// In a subagent's session: the parent sent it a message.
+    ParentMessage(ParentMessage) = "parent.message",
+}
+
+impl Event {
+    /// A stored event, typed.
+    pub fn of(event: &RunEvent) -> Self {
+        Self::decode(&event.kind, &event.payload)
+    }
+
+    /// Whether this is a run's last event (`run.finished`), also when its
+    /// payload did not decode.
+    pub fn is_run_finished(&self) -> bool {
+        self.kind() == RunFinished::KIND
+    }
+}
+
+/// An event this version cannot type: a kind it does not know (written by a
+/// newer version), or a payload that does not decode as its kind's type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherEvent {
+    pub kind: String,
+    /// The payload as stored.
+    pub payload: String,
+    /// Why the payload of a known kind did not decode; None for an unknown kind.
+    pub error: Option<String>,
+}
+
+impl OtherEvent {
+    fn new(kind: &str, payload: &str, error: Option<String>) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            payload: payload.to_owned(),
+            error,
+        }
+    }
+
+    /// The payload as JSON; see [`payload_json`].
+    pub fn json(&self) -> Value {
+        payload_json(&self.payload)
+    }
+}
+
+/// A stored payload as JSON, for front ends that pass it on untyped; one
+/// that is not JSON (never written by the runtime) becomes a JSON string, so
+/// nothing is lost.
+pub fn payload_json(payload: &str) -> Value {
+    serde_json::from_str(payload).unwrap_or_else(|_| Value::String(payload.to_owned()))
 }
 
 /// `content` cut to at most `cap` characters, and whether it was cut.
@@ -229,5 +389,58 @@ mod tests {
         assert_eq!(json["state"], "awaiting_user");
         assert_eq!(serde_json::to_value(CallStatus::Hint)?, "hint");
         Ok(())
+    }
+
+    #[test]
+    fn status_names_are_the_stored_ones() -> Result<(), serde_json::Error> {
+        for status in CallStatus::ALL {
+            assert_eq!(serde_json::to_value(status)?, status.as_str());
+        }
+        for phase in SubagentPhase::ALL {
+            assert_eq!(serde_json::to_value(phase)?, phase.as_str());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_kinds_and_undecodable_payloads_are_kept_as_stored() {
+        let unknown = Event::decode("child.spawned", r#"{"a":1}"#);
+        assert_eq!(
+            unknown,
+            Event::Other(OtherEvent {
+                kind: "child.spawned".into(),
+                payload: r#"{"a":1}"#.into(),
+                error: None,
+            })
+        );
+        assert_eq!(unknown.kind(), "child.spawned");
+        assert_eq!(unknown.encode().ok().as_deref(), Some(r#"{"a":1}"#));
+
+        let Event::Other(bad) = Event::decode(RunFinished::KIND, "{\"state\":1}") else {
+            panic!("a run.finished without its fields decoded");
+        };
+        assert_eq!(bad.kind, "run.finished");
+        assert!(bad.error.is_some());
+        assert!(Event::Other(bad).is_run_finished());
+
+        let not_json = Event::decode("progress", "not json");
+        let Event::Other(not_json) = not_json else {
+            panic!("not JSON decoded");
+        };
+        assert_eq!(not_json.json(), Value::String("not json".into()));
+    }
+
+    #[test]
+    fn a_typed_event_knows_its_kind() {
+        let event = Event::from(Progress {
+            message: "half way".into(),
+        });
+        assert_eq!(event.kind(), Progress::KIND);
+        assert_eq!(event.kind(), "progress");
+        assert!(!event.is_run_finished());
+        assert_eq!(
+            event.encode().ok().as_deref(),
+            Some(r#"{"message":"half way"}"#)
+        );
     }
 }

@@ -17,7 +17,7 @@ use super::child_dir::{self, ChildDir};
 use super::contract::Contract;
 use super::prepare::{self, Base, OpenBatch};
 use super::report::{ChangeSetState, ChildReport};
-use crate::events::{SubagentPhase, SubagentStatus, cap_text, kind};
+use crate::events::{SubagentPhase, SubagentStatus, cap_text};
 use crate::journal::Journal;
 use crate::run::{RunHandle, RunOptions, StartRun};
 use crate::runtime::{Runtime, Shared};
@@ -448,7 +448,7 @@ impl Family {
                 .map(|s| cap_text(s, STATUS_SUMMARY_CAP).0),
             changed_paths: report.map(|r| u32::try_from(r.changed_paths.len()).unwrap_or(u32::MAX)),
         };
-        if let Err(err) = self.parts.journal.emit(kind::SUBAGENT_STATUS, &event).await {
+        if let Err(err) = self.parts.journal.emit(&event).await {
             tracing::warn!(run_id = %child.run, error = %error_chain(&err), "recording a subagent's status");
         }
     }
