@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::RuntimeError;
 use crate::events::RunFinished;
-use crate::journal::Journal;
+use crate::events::journal::Journal;
 use crate::runtime::Runtime;
 use crate::util::error_chain;
 

@@ -30,12 +30,12 @@ use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
 use crate::error::RuntimeError;
+use crate::events::journal::Journal;
+use crate::events::pipeline::Pipeline;
 use crate::events::{
     CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
     ToolCallEvent, ToolResultEvent, cap_text,
 };
-use crate::journal::Journal;
-use crate::pipeline::Pipeline;
 use crate::tools::{
     Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolError, ToolRegistry,
 };

@@ -13,7 +13,7 @@ use paddock_core::store::{
 use super::driver::Ending;
 use super::review::without_completion;
 use crate::events::RunFinished;
-use crate::journal::Journal;
+use crate::events::journal::Journal;
 use crate::runtime::Shared;
 use crate::util::error_chain;
 use crate::workspace::{self, SnapshotSource};

@@ -33,8 +33,8 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::error::RuntimeError;
+use crate::events::journal::{Encoded, Journal};
 use crate::events::{EventPayload, PlanTask, PlanUpdated};
-use crate::journal::{Encoded, Journal};
 use crate::util::error_chain;
 
 /// Writes queued before the run loop waits for the writer.
@@ -427,7 +427,7 @@ mod tests {
     struct Fixture {
         _dir: tempfile::TempDir,
         store: Arc<dyn paddock_core::store::Store>,
-        bus: Arc<crate::bus::EventBus>,
+        bus: Arc<crate::events::bus::EventBus>,
         run: Run,
         journal: Arc<Journal>,
     }
@@ -460,7 +460,7 @@ mod tests {
             .unwrap();
         let run = Run::new(tenant, session.id.clone(), "g", store.now());
         store.create_run(&lease, &run).await.unwrap();
-        let bus = Arc::new(crate::bus::EventBus::default());
+        let bus = Arc::new(crate::events::bus::EventBus::default());
         let journal = Arc::new(Journal::new(
             Arc::clone(&store),
             Arc::clone(&bus),

@@ -11,9 +11,9 @@ use paddock_core::store::{
     ToolInvocation, ToolOutcome,
 };
 
-use crate::bus::EventBus;
 use crate::error::RuntimeError;
 use crate::events::EventPayload;
+use crate::events::bus::EventBus;
 
 /// An event payload encoded for the store, under its type's kind.
 #[derive(Debug)]
