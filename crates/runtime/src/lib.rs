@@ -8,17 +8,13 @@
 //! their payloads are in [`events`]. Root runs can fan work out to
 //! [`subagents`], each in its own session, workspace copy and sandbox.
 
-mod bus;
 mod config;
 mod error;
 pub mod events;
-mod journal;
-mod pipeline;
 mod recover;
 mod run;
 mod runtime;
 mod sessions;
-mod stream;
 pub mod subagents;
 pub mod tools;
 mod util;
@@ -26,7 +22,7 @@ mod workspace;
 
 pub use config::{RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings};
 pub use error::RuntimeError;
+pub use events::stream::EventStream;
 pub use recover::{RecoveryReport, SkippedRun};
 pub use run::{RunHandle, StartRun, SubagentModels};
 pub use runtime::Runtime;
-pub use stream::EventStream;

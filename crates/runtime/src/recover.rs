@@ -9,8 +9,8 @@ use paddock_core::store::{EndReason, Lease, Run, RunState, RunUpdate, StoreError
 use serde::Serialize;
 
 use crate::error::RuntimeError;
-use crate::events::{RunFinished, kind};
-use crate::journal::Journal;
+use crate::events::RunFinished;
+use crate::events::journal::Journal;
 use crate::runtime::Runtime;
 use crate::util::error_chain;
 
@@ -134,7 +134,7 @@ async fn interrupt(journal: &Journal, run: &Run) -> Result<(), RuntimeError> {
         end_snapshot: None,
         snapshot_error: None,
     };
-    if let Err(err) = journal.emit(kind::RUN_FINISHED, &finished).await {
+    if let Err(err) = journal.emit(&finished).await {
         tracing::warn!(run_id = %run.id, error = %error_chain(&err), "recording the interrupted run's event");
     }
     Ok(())

@@ -10,10 +10,10 @@ use paddock_core::store::{Run, Store};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::EventBus;
 use crate::config::{RuntimeConfig, RuntimeDeps};
 use crate::error::RuntimeError;
-use crate::stream::{self, EventStream};
+use crate::events::bus::EventBus;
+use crate::events::stream::{self, EventStream};
 use crate::tools::ToolRegistry;
 
 /// A run driven by a task of this process.

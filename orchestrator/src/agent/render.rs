@@ -4,7 +4,10 @@
 use std::io::Write;
 
 use paddock_api::service::RunView;
-use paddock_core::store::{Review, Run, RunEvent, Verdict};
+use paddock_core::store::{Review, Run, RunEvent, RunState, TaskStatus, Verdict};
+use paddock_runtime::events::{
+    CallStatus, Event, PlanUpdated, SubagentPhase, SubagentStatus, ToolResultEvent, payload_json,
+};
 use serde_json::{Value, json};
 
 /// Longest one-line summary of a tool call or result, in characters.
@@ -25,12 +28,8 @@ pub fn event_json(event: &RunEvent) -> Value {
         "run": event.run,
         "kind": event.kind,
         "created_at": event.created_at.to_string(),
-        "data": payload(event),
+        "data": payload_json(&event.payload),
     })
-}
-
-fn payload(event: &RunEvent) -> Value {
-    serde_json::from_str(&event.payload).unwrap_or_else(|_| Value::String(event.payload.clone()))
 }
 
 /// Prints one event; write errors (a closed pipe) are ignored.
@@ -47,112 +46,115 @@ pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent) {
 
 /// The human text of an event; None for the ones not worth a line.
 pub fn human_event(event: &RunEvent) -> Option<String> {
-    let data = payload(event);
-    let text = |key: &str| data[key].as_str().unwrap_or_default().to_owned();
-    match event.kind.as_str() {
-        "run.started" => Some(format!(
+    match Event::of(event) {
+        Event::RunStarted(started) => Some(format!(
             "[run] {} mode, model {}: {}",
-            text("mode"),
-            text("model"),
-            first_line(&text("goal"))
+            started.mode,
+            started.model,
+            first_line(&started.goal)
         )),
-        "run.state" => match text("state").as_str() {
-            state @ ("cancelling" | "awaiting_user") => Some(format!("[state] {state}")),
+        Event::RunState(changed) => match changed.state {
+            state @ (RunState::Cancelling | RunState::AwaitingUser) => {
+                Some(format!("[state] {state}"))
+            }
             _ => None,
         },
-        "sandbox.ready" => Some(format!(
+        Event::SandboxReady(ready) => Some(format!(
             "[sandbox] {} ready{}",
-            text("backend"),
-            if data["read_only"].as_bool() == Some(true) {
+            ready.backend,
+            if ready.read_only {
                 " (workspace read-only)"
             } else {
                 ""
             }
         )),
-        "sandbox.stopped" => Some(match data["error"].as_str() {
+        Event::SandboxStopped(stopped) => Some(match stopped.error {
             Some(error) => format!("[sandbox] stopped: {error}"),
             None => "[sandbox] stopped".to_owned(),
         }),
-        "model.message" => {
-            let message = text("text");
-            let message = message.trim();
-            (!message.is_empty()).then(|| indent_rest(&format!("[agent] {message}"), "        "))
+        Event::ModelMessage(message) => {
+            let text = message.text.trim();
+            (!text.is_empty()).then(|| indent_rest(&format!("[agent] {text}"), "        "))
         }
-        "plan.updated" => Some(plan(&data)),
-        "tool.call" => Some(format!(
+        Event::PlanUpdated(update) => Some(plan(&update)),
+        Event::ToolCall(call) => Some(format!(
             "[tool] {}",
-            call_summary(&text("tool"), &data["arguments"])
+            call_summary(&call.tool, &call.arguments)
         )),
-        "tool.result" => Some(result_summary(&data)),
-        "progress" => Some(indent_rest(
-            &format!("[progress] {}", text("message").trim()),
+        Event::ToolResult(result) => Some(result_summary(&result)),
+        Event::Progress(progress) => Some(indent_rest(
+            &format!("[progress] {}", progress.message.trim()),
             "           ",
         )),
-        "run.review" => None, // printed whole at the end
-        "run.finished" => Some(format!(
+        Event::RunReview(_) => None, // printed whole at the end
+        Event::RunFinished(finished) => Some(format!(
             "[finished] {} ({})",
-            text("state"),
-            text("end_reason")
+            finished.state, finished.end_reason
         )),
-        "subagent.status" => Some(subagent_status(&data)),
-        "parent.message" => Some(indent_rest(
-            &format!("[parent] {}", text("message").trim()),
+        Event::SubagentStatus(status) => Some(subagent_status(&status)),
+        Event::ParentMessage(message) => Some(indent_rest(
+            &format!("[parent] {}", message.message.trim()),
             "         ",
         )),
-        other if other.starts_with("child.") || other.starts_with("subagent.") => Some(format!(
-            "[subagent] {other}: {}",
-            truncate(&data.to_string())
-        )),
-        _ => None,
+        Event::Other(other)
+            if other.kind.starts_with("child.") || other.kind.starts_with("subagent.") =>
+        {
+            Some(format!(
+                "[subagent] {}: {}",
+                other.kind,
+                truncate(&other.json().to_string())
+            ))
+        }
+        Event::Other(_) => None,
     }
 }
 
 /// `[subagent] build fix-api (run_...) running`, and on finishing its state,
 /// verdict, changed files and summary.
-fn subagent_status(data: &Value) -> String {
-    let text = |key: &str| data[key].as_str().unwrap_or_default();
+fn subagent_status(status: &SubagentStatus) -> String {
     let mut line = format!(
         "[subagent] {} {} ({}) {}",
-        text("profile"),
-        text("task_id"),
-        text("run_id"),
-        text("status")
+        status.profile,
+        status.task_id,
+        status.run_id,
+        status.status.as_str()
     );
-    if text("status") == "finished" {
-        line.push_str(&format!(": {}", text("state")));
-        if let Some(verdict) = data["verdict"].as_str() {
+    if status.status == SubagentPhase::Finished {
+        line.push_str(&format!(
+            ": {}",
+            status.state.map(RunState::as_str).unwrap_or_default()
+        ));
+        if let Some(verdict) = status.verdict {
             line.push_str(&format!(", {verdict}"));
         }
-        if let Some(changed) = data["changed_paths"].as_u64().filter(|n| *n > 0) {
+        if let Some(changed) = status.changed_paths.filter(|n| *n > 0) {
             line.push_str(&format!(", {changed} changed file(s)"));
         }
-        if let Some(summary) = data["summary"].as_str().filter(|s| !s.trim().is_empty()) {
+        if let Some(summary) = status.summary.as_deref().filter(|s| !s.trim().is_empty()) {
             line.push_str(&format!(" - {}", first_line(summary)));
         }
     }
     truncate(&line)
 }
 
-fn plan(data: &Value) -> String {
-    let mut out = format!("[plan] v{}", data["version"].as_u64().unwrap_or(0));
-    if let Some(explanation) = data["explanation"]
-        .as_str()
+fn plan(update: &PlanUpdated) -> String {
+    let mut out = format!("[plan] v{}", update.version);
+    if let Some(explanation) = update
+        .explanation
+        .as_deref()
         .filter(|e| !e.trim().is_empty())
     {
         out.push_str(&format!(": {}", first_line(explanation)));
     }
-    for task in data["tasks"].as_array().into_iter().flatten() {
-        let mark = match task["status"].as_str().unwrap_or_default() {
-            "done" => "[x]",
-            "in_progress" => "[>]",
-            "blocked" => "[!]",
-            "cancelled" => "[-]",
-            _ => "[ ]",
+    for task in &update.tasks {
+        let mark = match task.status {
+            TaskStatus::Done => "[x]",
+            TaskStatus::InProgress => "[>]",
+            TaskStatus::Blocked => "[!]",
+            TaskStatus::Cancelled => "[-]",
+            TaskStatus::Pending => "[ ]",
         };
-        out.push_str(&format!(
-            "\n    {mark} {}",
-            task["title"].as_str().unwrap_or_default()
-        ));
+        out.push_str(&format!("\n    {mark} {}", task.title));
     }
     out
 }
@@ -202,12 +204,9 @@ pub fn call_summary(tool: &str, arguments: &Value) -> String {
 
 /// `<- tool label: line (+N lines)`: for a command its exit code and the last
 /// line it printed (where test runners put their totals), else the first line.
-fn result_summary(data: &Value) -> String {
-    let tool = data["tool"].as_str().unwrap_or("tool");
-    let status = data["status"].as_str().unwrap_or("succeeded");
-    let is_error = data["is_error"].as_bool() == Some(true);
-    let content = data["content"].as_str().unwrap_or_default();
-    let mut lines: Vec<&str> = content
+fn result_summary(result: &ToolResultEvent) -> String {
+    let mut lines: Vec<&str> = result
+        .content
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -216,18 +215,18 @@ fn result_summary(data: &Value) -> String {
     if exit.is_some() {
         lines.pop();
     }
-    let label = match (status, is_error, exit) {
-        ("succeeded", false, Some(code)) => format!("exit {code}"),
-        ("succeeded", false, None) => "ok".to_owned(),
-        ("succeeded", true, _) | ("failed", _, _) => "error".to_owned(),
-        (other, _, _) => other.to_owned(),
+    let label = match (result.status, result.is_error, exit) {
+        (CallStatus::Succeeded, false, Some(code)) => format!("exit {code}"),
+        (CallStatus::Succeeded, false, None) => "ok".to_owned(),
+        (CallStatus::Succeeded, true, _) | (CallStatus::Failed, _, _) => "error".to_owned(),
+        (other, _, _) => other.as_str().to_owned(),
     };
     let shown = if exit.is_some() {
         lines.last()
     } else {
         lines.first()
     };
-    let mut out = format!("    <- {tool} {label}");
+    let mut out = format!("    <- {} {label}", result.tool);
     if let Some(line) = shown {
         out.push_str(&format!(": {line}"));
         if lines.len() > 1 {
@@ -337,63 +336,88 @@ fn truncate(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use paddock_core::ids::{SessionId, TenantId};
-    use paddock_core::store::Timestamp;
+    use paddock_core::ids::{RunId, SessionId, TenantId, ToolInvocationId};
+    use paddock_core::store::{SubagentProfile, Timestamp};
+    use paddock_runtime::events::{EventPayload, PlanTask, Progress, ToolCallEvent};
 
     use super::*;
 
-    fn event(kind: &str, payload: Value) -> RunEvent {
+    fn stored(kind: &str, payload: String) -> RunEvent {
         RunEvent {
             tenant: TenantId::parse("t").unwrap(),
             session: SessionId::generate(),
             seq: 3,
             run: None,
             kind: kind.into(),
-            payload: payload.to_string(),
+            payload,
             created_at: Timestamp::from_millis(0),
         }
     }
 
+    /// `payload` as the journal stores it.
+    fn event<P: EventPayload>(payload: P) -> RunEvent {
+        stored(P::KIND, serde_json::to_string(&payload).unwrap())
+    }
+
+    fn call(tool: &str, arguments: Value) -> RunEvent {
+        event(ToolCallEvent {
+            call_id: "c1".into(),
+            tool: tool.into(),
+            arguments,
+            invocation_id: ToolInvocationId::generate(),
+        })
+    }
+
+    fn result(tool: &str, status: CallStatus, is_error: bool, content: &str) -> RunEvent {
+        event(ToolResultEvent {
+            call_id: "c1".into(),
+            tool: tool.into(),
+            invocation_id: None,
+            status,
+            is_error,
+            content: content.into(),
+            truncated: false,
+            duration_ms: 5,
+        })
+    }
+
     #[test]
     fn tool_calls_and_results_fit_one_line() {
-        let call = event(
-            "tool.call",
-            json!({"tool": "run_command", "arguments": {"command": "sh test.sh\necho more"}}),
-        );
+        let call_event = call("run_command", json!({"command": "sh test.sh\necho more"}));
         assert_eq!(
-            human_event(&call).unwrap(),
+            human_event(&call_event).unwrap(),
             "[tool] run_command $ sh test.sh"
         );
-        let write = event(
-            "tool.call",
-            json!({"tool": "write_file", "arguments": {"path": "a.sh", "content": "a\nb\n"}}),
-        );
+        let write = call("write_file", json!({"path": "a.sh", "content": "a\nb\n"}));
         assert_eq!(
             human_event(&write).unwrap(),
             "[tool] write_file a.sh (2 lines)"
         );
-        let result = event(
-            "tool.result",
-            json!({"tool": "run_command", "status": "succeeded", "is_error": false,
-                   "content": "FAIL x\n\nFAIL y\n1 of 2 failed\n[exit code 1 after 0.2s]"}),
+        let command = result(
+            "run_command",
+            CallStatus::Succeeded,
+            false,
+            "FAIL x\n\nFAIL y\n1 of 2 failed\n[exit code 1 after 0.2s]",
         );
         assert_eq!(
-            human_event(&result).unwrap(),
+            human_event(&command).unwrap(),
             "    <- run_command exit 1: 1 of 2 failed (+2 lines)"
         );
-        let read = event(
-            "tool.result",
-            json!({"tool": "read_file", "status": "succeeded", "is_error": false,
-                   "content": "1\t#!/bin/sh\n2\techo"}),
+        let read = result(
+            "read_file",
+            CallStatus::Succeeded,
+            false,
+            "1\t#!/bin/sh\n2\techo",
         );
         assert_eq!(
             human_event(&read).unwrap(),
             "    <- read_file ok: 1\t#!/bin/sh (+1 lines)"
         );
-        let denied = event(
-            "tool.result",
-            json!({"tool": "write_file", "status": "denied", "is_error": true,
-                   "content": "write_file is not allowed: plan mode"}),
+        let denied = result(
+            "write_file",
+            CallStatus::Denied,
+            true,
+            "write_file is not allowed: plan mode",
         );
         assert_eq!(
             human_event(&denied).unwrap(),
@@ -405,23 +429,45 @@ mod tests {
 
     #[test]
     fn subagent_status_lines_name_the_child_and_how_it_ended() {
-        let running = event(
-            "subagent.status",
-            json!({"run_id": "run_1", "task_id": "api", "profile": "build", "status": "running"}),
-        );
+        let run_id = RunId::parse("run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b").unwrap();
+        let status = |phase| SubagentStatus {
+            run_id: run_id.clone(),
+            session_id: SessionId::generate(),
+            task_id: "api".into(),
+            profile: SubagentProfile::Build,
+            status: phase,
+            state: None,
+            verdict: None,
+            summary: None,
+            changed_paths: None,
+        };
+        let running = event(status(SubagentPhase::Running));
         assert_eq!(
             human_event(&running).unwrap(),
-            "[subagent] build api (run_1) running"
+            "[subagent] build api (run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b) running"
         );
-        let finished = event(
-            "subagent.status",
-            json!({"run_id": "run_1", "task_id": "api", "profile": "build",
-                   "status": "finished", "state": "completed", "verdict": "met",
-                   "changed_paths": 2, "summary": "added the route\nand tests"}),
-        );
+        let finished = event(SubagentStatus {
+            state: Some(RunState::Completed),
+            verdict: Some(Verdict::Met),
+            changed_paths: Some(2),
+            summary: Some("added the route\nand tests".into()),
+            ..status(SubagentPhase::Finished)
+        });
+        // a whole run id is 36 characters: the line is cut at SUMMARY_CHARS
         assert_eq!(
             human_event(&finished).unwrap(),
-            "[subagent] build api (run_1) finished: completed, met, 2 changed file(s) - added the route"
+            "[subagent] build api (run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b) finished: completed, met, 2 changed file(s) - adde..."
+        );
+        let short = event(SubagentStatus {
+            state: Some(RunState::Completed),
+            verdict: Some(Verdict::Met),
+            changed_paths: Some(0),
+            summary: Some("added\nand tests".into()),
+            ..status(SubagentPhase::Finished)
+        });
+        assert_eq!(
+            human_event(&short).unwrap(),
+            "[subagent] build api (run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b) finished: completed, met - added"
         );
         let spawn = call_summary(
             "spawn_subagent",
@@ -432,13 +478,20 @@ mod tests {
 
     #[test]
     fn plans_show_each_task_with_its_status() {
-        let plan = event(
-            "plan.updated",
-            json!({"version": 2, "explanation": null, "tasks": [
-                {"key": "1", "title": "Read", "status": "done"},
-                {"key": "2", "title": "Write", "status": "in_progress"},
-                {"key": "3", "title": "Test", "status": "pending"}]}),
-        );
+        let task = |key: &str, title: &str, status| PlanTask {
+            key: key.into(),
+            title: title.into(),
+            status,
+        };
+        let plan = event(PlanUpdated {
+            version: 2,
+            explanation: None,
+            tasks: vec![
+                task("1", "Read", TaskStatus::Done),
+                task("2", "Write", TaskStatus::InProgress),
+                task("3", "Test", TaskStatus::Pending),
+            ],
+        });
         assert_eq!(
             human_event(&plan).unwrap(),
             "[plan] v2\n    [x] Read\n    [>] Write\n    [ ] Test"
@@ -447,9 +500,28 @@ mod tests {
 
     #[test]
     fn json_lines_carry_the_parsed_payload() {
-        let line = event_json(&event("progress", json!({"message": "half way"})));
+        let line = event_json(&event(Progress {
+            message: "half way".into(),
+        }));
         assert_eq!(line["type"], "event");
         assert_eq!(line["seq"], 3);
         assert_eq!(line["data"]["message"], "half way");
+    }
+
+    #[test]
+    fn kinds_this_version_cannot_type_never_fail_the_output() {
+        let child = stored("child.spawned", r#"{"task":"api"}"#.into());
+        assert_eq!(
+            human_event(&child).unwrap(),
+            r#"[subagent] child.spawned: {"task":"api"}"#
+        );
+        assert_eq!(human_event(&stored("weird.kind", "{}".into())), None);
+        // a known kind whose payload does not decode prints nothing
+        assert_eq!(
+            human_event(&stored("run.started", r#"{"goal":1}"#.into())),
+            None
+        );
+        let line = event_json(&stored("weird.kind", "not json".into()));
+        assert_eq!(line["data"], "not json");
     }
 }

@@ -11,6 +11,7 @@ use paddock_core::ids::SessionId;
 use paddock_core::model::{ModelProvider, ProviderKind};
 use paddock_core::store::{Budgets, RunMode, Session};
 use paddock_proto::error_chain;
+use paddock_runtime::events::Event;
 use paddock_runtime::{RuntimeError, StartRun};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
@@ -19,8 +20,6 @@ use super::render::{self, Format};
 use crate::cli::{BackendArgs, GoalArgs, Mode};
 use crate::sandbox::signals::TermSignals;
 
-/// The event that ends a run's stream.
-const RUN_FINISHED: &str = "run.finished";
 /// Longest session title made from a goal.
 const TITLE_CHARS: usize = 80;
 
@@ -225,7 +224,7 @@ async fn drive(
                         continue;
                     }
                     render::print_event(&mut stdout, format, &event);
-                    if event.kind == RUN_FINISHED {
+                    if Event::of(&event).is_run_finished() {
                         break;
                     }
                 }

@@ -10,6 +10,7 @@ use paddock_api::service::sessions::fork_title;
 use paddock_api::service::{RunView, SessionView};
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::store::{MAX_PAGE, Page, Run, Session};
+use paddock_runtime::events::Event;
 use serde_json::json;
 
 use super::exit::EXIT_CANCELLED;
@@ -201,11 +202,10 @@ pub fn print_session_event(
 
 /// `[state] acting`: every state change, which a run's own output leaves out.
 fn state_change(event: &paddock_core::store::RunEvent) -> Option<String> {
-    if event.kind != "run.state" {
-        return None;
+    match Event::of(event) {
+        Event::RunState(changed) => Some(format!("[state] {}", changed.state)),
+        _ => None,
     }
-    let data: serde_json::Value = serde_json::from_str(&event.payload).ok()?;
-    Some(format!("[state] {}", data["state"].as_str()?))
 }
 
 /// The workspace registered for `dir`, if any run used it.

@@ -20,6 +20,7 @@ use futures_util::stream::Stream;
 use paddock_core::ids::{SessionId, TenantId};
 use paddock_core::store::RunEvent;
 use paddock_runtime::EventStream;
+use paddock_runtime::events::{Event as TypedEvent, payload_json};
 use serde::Deserialize;
 
 use super::extract::{ApiPath, ApiQuery};
@@ -28,8 +29,6 @@ use super::sessions::session_id;
 use super::{ApiError, AppState, Caller};
 use crate::service::{AgentError, AgentService};
 
-/// The kind after which `?until=run_finished` ends the stream.
-const RUN_FINISHED: &str = "run.finished";
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Deserialize)]
@@ -165,7 +164,7 @@ fn sse_events(
         let mut events = events?;
         match events.next().await? {
             Ok(event) => {
-                let last = stop_after_finish && event.kind == RUN_FINISHED;
+                let last = stop_after_finish && TypedEvent::of(&event).is_run_finished();
                 let sse = to_sse(&event);
                 Some((Ok(sse), (!last).then_some(events)))
             }
@@ -189,8 +188,7 @@ fn to_sse(event: &RunEvent) -> Event {
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
         .collect();
-    let payload = serde_json::from_str::<serde_json::Value>(&event.payload)
-        .unwrap_or_else(|_| serde_json::Value::String(event.payload.clone()));
+    let payload = payload_json(&event.payload);
     // serde_json writes one line: raw line breaks in strings are escaped.
     let data = serde_json::json!({
         "seq": event.seq,
@@ -229,6 +227,37 @@ mod tests {
             .into_body();
         let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
         String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn until_run_finished_ends_after_it_and_unknown_kinds_pass_through() {
+        let mut finished = event(
+            "run.finished",
+            r#"{"state":"completed","end_reason":"completed","usage":{},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+        );
+        finished.seq = 8;
+        let mut after = event("progress", r#"{"message":"next run"}"#);
+        after.seq = 9;
+        let events: EventStream = futures_util::stream::iter(
+            [event("child.spawned", r#"{"a":1}"#), finished, after].map(Ok),
+        )
+        .boxed();
+        let frames: Vec<Event> = sse_events(events, true)
+            .map(|frame| frame.unwrap_or_else(|never| match never {}))
+            .collect()
+            .await;
+        let mut text = String::new();
+        for frame in frames {
+            text.push_str(&wire(frame).await);
+        }
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("event: "))
+                .collect::<Vec<_>>(),
+            ["event: child.spawned", "event: run.finished"],
+            "{text}"
+        );
+        assert!(text.contains(r#""payload":{"a":1}"#), "{text}");
     }
 
     #[tokio::test]

@@ -31,12 +31,12 @@ use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
 use crate::error::RuntimeError;
+use crate::events::journal::Journal;
+use crate::events::pipeline::Pipeline;
 use crate::events::{
     CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
-    ToolCallEvent, ToolResultEvent, cap_text, kind,
+    ToolCallEvent, ToolResultEvent, cap_text,
 };
-use crate::journal::Journal;
-use crate::pipeline::Pipeline;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
 use crate::util::error_chain;
 
@@ -274,7 +274,7 @@ impl Driver {
             usage: self.usage,
         };
         self.pipe.update_run(update).await?;
-        self.pipe.emit(kind::RUN_STATE, &changed).await?;
+        self.pipe.emit(&changed).await?;
         Ok(())
     }
 
@@ -300,7 +300,7 @@ impl Driver {
                 compacted,
             };
             self.pipe.append_message(message).await?;
-            self.pipe.emit(kind::MODEL_MESSAGE, &event).await?;
+            self.pipe.emit(&event).await?;
             if response.tool_calls.is_empty() {
                 return Ok(Ending::Stopped {
                     text: response.text,
@@ -333,9 +333,7 @@ impl Driver {
             let message = Message::user(format!("Message from your parent agent:\n{text}"));
             self.history.push(message.clone());
             self.pipe.append_message(message).await?;
-            self.pipe
-                .emit(kind::PARENT_MESSAGE, &ParentMessage { message: text })
-                .await?;
+            self.pipe.emit(&ParentMessage { message: text }).await?;
         }
         Ok(())
     }
@@ -469,7 +467,7 @@ impl Driver {
         };
         let invocation_id = invocation.id.clone();
         self.pipe.record_invocation(invocation).await?;
-        self.pipe.emit(kind::TOOL_CALL, &event).await?;
+        self.pipe.emit(&event).await?;
         let record = CallRecord {
             index,
             call_id: call.id.clone(),
@@ -601,7 +599,7 @@ impl Driver {
         self.pipe
             .finish_invocation(record.invocation.clone(), outcome, now)
             .await?;
-        self.pipe.emit(kind::TOOL_RESULT, &event).await?;
+        self.pipe.emit(&event).await?;
         let contract = self.registry.get(&record.tool).map(|tool| tool.contract());
         self.evidence.record(&review::Call {
             step: record.step,
@@ -635,7 +633,7 @@ impl Driver {
                     let progress = Progress {
                         message: message.clone(),
                     };
-                    self.pipe.emit(kind::PROGRESS, &progress).await?;
+                    self.pipe.emit(&progress).await?;
                 }
                 Effect::AskUser { question } => {
                     self.question.get_or_insert_with(|| question.clone());

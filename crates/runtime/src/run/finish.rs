@@ -12,8 +12,8 @@ use paddock_core::store::{
 
 use super::driver::Ending;
 use super::review::without_completion;
-use crate::events::{RunFinished, kind};
-use crate::journal::Journal;
+use crate::events::RunFinished;
+use crate::events::journal::Journal;
 use crate::runtime::Shared;
 use crate::util::error_chain;
 use crate::workspace::{self, SnapshotSource};
@@ -167,7 +167,7 @@ pub(crate) async fn finish(
             }
         }
     };
-    if let Err(err) = journal.emit(kind::RUN_REVIEW, &outcome.review).await {
+    if let Err(err) = journal.emit(&outcome.review).await {
         tracing::warn!(error = %error_chain(&err), "recording the review event");
     }
     let event = RunFinished {
@@ -180,7 +180,7 @@ pub(crate) async fn finish(
         end_snapshot,
         snapshot_error,
     };
-    if let Err(err) = journal.emit(kind::RUN_FINISHED, &event).await {
+    if let Err(err) = journal.emit(&event).await {
         tracing::warn!(error = %error_chain(&err), "recording the run.finished event");
     }
     finished

@@ -21,8 +21,8 @@ use super::driver::{Driver, DriverParts, Ending};
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{RunHandle, RunOptions, StartRun, finish, history, prompt, renew};
 use crate::error::RuntimeError;
-use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped, kind};
-use crate::journal::Journal;
+use crate::events::journal::Journal;
+use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
 use crate::runtime::{ActiveRun, Runtime, Shared};
 use crate::subagents::{self, Family, FamilyParts};
 use crate::tools::{ToolContext, ToolRegistry};
@@ -201,7 +201,7 @@ async fn prepare(
         profile: options.profile,
         task_key: options.task_key.clone(),
     };
-    journal.emit(kind::RUN_STARTED, &started).await?;
+    journal.emit(&started).await?;
     Ok((goal, history))
 }
 
@@ -226,7 +226,7 @@ async fn fail_early(journal: &Journal, err: &RuntimeError) {
     if let Err(e) = journal.update_run(&update).await {
         tracing::warn!(error = %error_chain(&e), "recording a run that failed to start");
     }
-    if let Err(e) = journal.emit(kind::RUN_FINISHED, &finished).await {
+    if let Err(e) = journal.emit(&finished).await {
         tracing::warn!(error = %error_chain(&e), "recording a run that failed to start");
     }
 }
@@ -305,7 +305,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                     backend: sandbox.backend().to_owned(),
                     read_only: sandbox.read_only(),
                 };
-                let ending = match journal.emit(kind::SANDBOX_READY, &ready).await {
+                let ending = match journal.emit(&ready).await {
                     Err(err) => Ending::Failed {
                         reason: EndReason::InfrastructureError,
                         error: error_chain(&err),
@@ -369,7 +369,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                     sandbox_id: sandbox.id().clone(),
                     error: sandbox.stop(&shared.store).await,
                 };
-                if let Err(err) = journal.emit(kind::SANDBOX_STOPPED, &stopped).await {
+                if let Err(err) = journal.emit(&stopped).await {
                     tracing::warn!(error = %error_chain(&err), "recording the stopped sandbox");
                 }
                 ending

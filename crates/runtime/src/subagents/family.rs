@@ -16,8 +16,8 @@ use super::child_dir::{self, ChildDir};
 use super::contract::Contract;
 use super::prepare::{Base, Batcher, Source};
 use super::report::{ChangeSetState, ChildReport};
-use crate::events::{SubagentPhase, SubagentStatus, cap_text, kind};
-use crate::journal::Journal;
+use crate::events::journal::Journal;
+use crate::events::{SubagentPhase, SubagentStatus, cap_text};
 use crate::run::{Admission, Gate, RunHandle, RunOptions, StartRun, SubagentModels};
 use crate::runtime::{Runtime, Shared};
 use crate::tools::WriteScope;
@@ -415,7 +415,7 @@ impl Family {
                 .map(|s| cap_text(s, STATUS_SUMMARY_CAP).0),
             changed_paths: report.map(|r| u32::try_from(r.changed_paths.len()).unwrap_or(u32::MAX)),
         };
-        if let Err(err) = self.parts.journal.emit(kind::SUBAGENT_STATUS, &event).await {
+        if let Err(err) = self.parts.journal.emit(&event).await {
             tracing::warn!(run_id = %child.run, error = %error_chain(&err), "recording a subagent's status");
         }
     }

@@ -28,14 +28,13 @@ use std::sync::Mutex;
 use paddock_core::ids::ToolInvocationId;
 use paddock_core::model::Message;
 use paddock_core::store::{Plan, RunUpdate, Timestamp, ToolInvocation, ToolOutcome};
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::error::RuntimeError;
-use crate::events::{PlanTask, PlanUpdated, kind};
-use crate::journal::Journal;
+use crate::events::journal::{Encoded, Journal};
+use crate::events::{EventPayload, PlanTask, PlanUpdated};
 use crate::util::error_chain;
 
 /// Writes queued before the run loop waits for the writer.
@@ -44,10 +43,7 @@ const QUEUE: usize = 64;
 #[derive(Debug)]
 enum Job {
     UpdateRun(RunUpdate),
-    Event {
-        kind: &'static str,
-        payload: String,
-    },
+    Event(Encoded),
     Message(Message),
     Record(ToolInvocation),
     Finish(ToolInvocationId, ToolOutcome, Timestamp),
@@ -114,16 +110,8 @@ impl Pipeline {
             })
     }
 
-    pub(crate) async fn emit<P: Serialize>(
-        &self,
-        kind: &'static str,
-        payload: &P,
-    ) -> Result<(), RuntimeError> {
-        let payload = serde_json::to_string(payload).map_err(|source| RuntimeError::Encode {
-            what: "event payload",
-            source,
-        })?;
-        self.submit(Job::Event { kind, payload }).await
+    pub(crate) async fn emit<P: EventPayload>(&self, payload: &P) -> Result<(), RuntimeError> {
+        self.submit(Job::Event(Encoded::of(payload)?)).await
     }
 
     pub(crate) async fn update_run(&self, update: RunUpdate) -> Result<(), RuntimeError> {
@@ -271,7 +259,7 @@ async fn write_all(journal: &Journal, jobs: Vec<Job>) -> Result<(), RuntimeError
     let mut events = Vec::new();
     for job in jobs {
         match job {
-            Job::Event { kind, payload } => events.push((kind, payload)),
+            Job::Event(event) => events.push(event),
             Job::UpdateRun(update) => journal.update_run(&update).await.map(drop)?,
             Job::Message(message) => journal.append_message(message).await.map(drop)?,
             Job::Record(invocation) => journal.record_invocation(&invocation).await?,
@@ -294,12 +282,7 @@ async fn write_all(journal: &Journal, jobs: Vec<Job>) -> Result<(), RuntimeError
                         })
                         .collect(),
                 };
-                let payload =
-                    serde_json::to_string(&event).map_err(|source| RuntimeError::Encode {
-                        what: "event payload",
-                        source,
-                    })?;
-                events.push((kind::PLAN_UPDATED, payload));
+                events.push(Encoded::of(&event)?);
             }
         }
     }
@@ -309,6 +292,9 @@ async fn write_all(journal: &Journal, jobs: Vec<Job>) -> Result<(), RuntimeError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::{
+        CallStatus, Event, Progress, RunStateChanged, ToolCallEvent, ToolResultEvent,
+    };
     use paddock_core::ids::{SessionId, TenantId};
     use paddock_core::store::{Run, RunState, RunUsage, ToolStatus};
 
@@ -327,7 +313,7 @@ mod tests {
         ]);
         assert!(matches!(
             got.as_slice(),
-            [Job::UpdateRun(_), Job::Barrier(_), Job::Event { .. }]
+            [Job::UpdateRun(_), Job::Barrier(_), Job::Event(_)]
         ));
     }
 
@@ -342,10 +328,10 @@ mod tests {
     }
 
     fn event(kind: &'static str) -> Job {
-        Job::Event {
+        Job::Event(Encoded {
             kind,
             payload: "{}".into(),
-        }
+        })
     }
 
     #[test]
@@ -420,11 +406,28 @@ mod tests {
         );
     }
 
+    fn progress(message: &str) -> Progress {
+        Progress {
+            message: message.into(),
+        }
+    }
+
+    /// The messages of the `progress` events among `events`, in order.
+    fn progress_messages(events: &[paddock_core::store::RunEvent]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|event| match Event::of(event) {
+                Event::Progress(progress) => Some(progress.message),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// A run with its session lease on a fresh SQLite store.
     struct Fixture {
         _dir: tempfile::TempDir,
         store: Arc<dyn paddock_core::store::Store>,
-        bus: Arc<crate::bus::EventBus>,
+        bus: Arc<crate::events::bus::EventBus>,
         run: Run,
         journal: Arc<Journal>,
     }
@@ -457,7 +460,7 @@ mod tests {
             .unwrap();
         let run = Run::new(tenant, session.id.clone(), "g", store.now());
         store.create_run(&lease, &run).await.unwrap();
-        let bus = Arc::new(crate::bus::EventBus::default());
+        let bus = Arc::new(crate::events::bus::EventBus::default());
         let journal = Arc::new(Journal::new(
             Arc::clone(&store),
             Arc::clone(&bus),
@@ -496,18 +499,41 @@ mod tests {
         pipe.update_run(RunUpdate::state(RunState::Planning))
             .await
             .unwrap();
-        pipe.emit("run.state", &"planning").await.unwrap();
+        pipe.emit(&RunStateChanged {
+            state: RunState::Planning,
+            usage: RunUsage::default(),
+        })
+        .await
+        .unwrap();
         pipe.append_message(Message::user("hello")).await.unwrap();
         pipe.record_invocation(invocation.clone()).await.unwrap();
-        pipe.emit("tool.call", &1).await.unwrap();
+        pipe.emit(&ToolCallEvent {
+            call_id: "c1".into(),
+            tool: "read_file".into(),
+            arguments: serde_json::json!({}),
+            invocation_id: invocation.id.clone(),
+        })
+        .await
+        .unwrap();
         pipe.finish_invocation(invocation.id.clone(), outcome, now)
             .await
             .unwrap();
-        pipe.emit("tool.result", &2).await.unwrap();
+        pipe.emit(&ToolResultEvent {
+            call_id: "c1".into(),
+            tool: "read_file".into(),
+            invocation_id: Some(invocation.id.clone()),
+            status: CallStatus::Succeeded,
+            is_error: false,
+            content: "ok".into(),
+            truncated: false,
+            duration_ms: 1,
+        })
+        .await
+        .unwrap();
         pipe.save_plan(plan).await.unwrap();
-        pipe.emit("after.plan", &3).await.unwrap();
+        pipe.emit(&progress("after.plan")).await.unwrap();
         pipe.barrier().await.unwrap();
-        pipe.emit("after.barrier", &4).await.unwrap();
+        pipe.emit(&progress("after.barrier")).await.unwrap();
         pipe.close().await.unwrap();
 
         let events = fx
@@ -522,11 +548,12 @@ mod tests {
                 "run.state",
                 "tool.call",
                 "tool.result",
-                kind::PLAN_UPDATED,
-                "after.plan",
-                "after.barrier"
+                PlanUpdated::KIND,
+                "progress",
+                "progress"
             ]
         );
+        assert_eq!(progress_messages(&events), ["after.plan", "after.barrier"]);
         let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
         assert!(
@@ -558,7 +585,7 @@ mod tests {
     async fn after_a_takeover_nothing_more_is_written() {
         let fx = fixture().await;
         let pipe = Pipeline::spawn(Arc::clone(&fx.journal));
-        pipe.emit("first", &1).await.unwrap();
+        pipe.emit(&progress("first")).await.unwrap();
         pipe.barrier().await.unwrap();
         // another driver takes the session over
         fx.store.release_lease(fx.journal.lease()).await.unwrap();
@@ -570,9 +597,9 @@ mod tests {
             )
             .await
             .unwrap();
-        pipe.emit("late", &2).await.unwrap();
+        pipe.emit(&progress("late")).await.unwrap();
         pipe.append_message(Message::user("late")).await.unwrap();
-        pipe.emit("later", &3).await.unwrap();
+        pipe.emit(&progress("later")).await.unwrap();
         assert!(pipe.close().await.is_err());
         let events = fx
             .store
@@ -580,6 +607,7 @@ mod tests {
             .await
             .unwrap();
         let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-        assert_eq!(kinds, ["first"]);
+        assert_eq!(kinds, ["progress"]);
+        assert_eq!(progress_messages(&events), ["first"]);
     }
 }

@@ -10,10 +10,30 @@ use paddock_core::store::{
     Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, Store, StoredMessage,
     ToolInvocation, ToolOutcome,
 };
-use serde::Serialize;
 
-use crate::bus::EventBus;
 use crate::error::RuntimeError;
+use crate::events::EventPayload;
+use crate::events::bus::EventBus;
+
+/// An event payload encoded for the store, under its type's kind.
+#[derive(Debug)]
+pub(crate) struct Encoded {
+    pub(crate) kind: &'static str,
+    pub(crate) payload: String,
+}
+
+impl Encoded {
+    pub(crate) fn of<P: EventPayload>(payload: &P) -> Result<Self, RuntimeError> {
+        let payload = serde_json::to_string(payload).map_err(|source| RuntimeError::Encode {
+            what: "event payload",
+            source,
+        })?;
+        Ok(Self {
+            kind: P::KIND,
+            payload,
+        })
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Journal {
@@ -58,30 +78,11 @@ impl Journal {
     }
 
     /// Appends an event of this run, then publishes it.
-    pub(crate) async fn emit<P: Serialize>(
+    pub(crate) async fn emit<P: EventPayload>(
         &self,
-        kind: &str,
         payload: &P,
     ) -> Result<RunEvent, RuntimeError> {
-        let payload = serde_json::to_string(payload).map_err(|source| RuntimeError::Encode {
-            what: "event payload",
-            source,
-        })?;
-        self.emit_raw(kind, payload).await
-    }
-
-    /// [`Journal::emit`] with the payload already encoded.
-    pub(crate) async fn emit_raw(
-        &self,
-        kind: &str,
-        payload: String,
-    ) -> Result<RunEvent, RuntimeError> {
-        let event = NewEvent {
-            session: self.session.clone(),
-            run: Some(self.run.clone()),
-            kind: kind.to_owned(),
-            payload,
-        };
+        let event = self.new_event(Encoded::of(payload)?);
         let _order = self.order.lock().await;
         let stored = self
             .store
@@ -92,23 +93,18 @@ impl Journal {
         Ok(stored)
     }
 
-    /// Appends events of this run (kind and encoded payload) in one store
-    /// write, then publishes them in order.
+    /// Appends events of this run in one store write, then publishes them in
+    /// order.
     pub(crate) async fn emit_all(
         &self,
-        events: Vec<(&'static str, String)>,
+        events: Vec<Encoded>,
     ) -> Result<Vec<RunEvent>, RuntimeError> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
         let events: Vec<NewEvent> = events
             .into_iter()
-            .map(|(kind, payload)| NewEvent {
-                session: self.session.clone(),
-                run: Some(self.run.clone()),
-                kind: kind.to_owned(),
-                payload,
-            })
+            .map(|event| self.new_event(event))
             .collect();
         let _order = self.order.lock().await;
         let stored = self
@@ -120,6 +116,15 @@ impl Journal {
             self.bus.publish(event);
         }
         Ok(stored)
+    }
+
+    fn new_event(&self, event: Encoded) -> NewEvent {
+        NewEvent {
+            session: self.session.clone(),
+            run: Some(self.run.clone()),
+            kind: event.kind.to_owned(),
+            payload: event.payload,
+        }
     }
 
     pub(crate) async fn create_run(&self, run: &Run) -> Result<(), RuntimeError> {

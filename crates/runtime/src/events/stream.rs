@@ -17,7 +17,7 @@ use paddock_core::store::{RunEvent, Store};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::error::RuntimeError;
-use crate::events::kind;
+use crate::events::{EventPayload, RunFinished};
 
 /// Events read from the store per query while catching up.
 const BACKFILL_PAGE: u32 = 500;
@@ -96,7 +96,7 @@ pub(crate) fn run_events(events: EventStream, run: RunId) -> EventStream {
                 match events.next().await? {
                     Ok(event) if event.run.as_ref() != Some(&run) => {}
                     Ok(event) => {
-                        let last = event.kind == kind::RUN_FINISHED;
+                        let last = event.kind == RunFinished::KIND;
                         return Some((Ok(event), (!last).then_some(events)));
                     }
                     Err(err) => return Some((Err(err), None)),

@@ -1,0 +1,20 @@
+//! Run events, and the path every one of them takes: the payload types and
+//! their kinds ([`payload`], re-exported here), the run's writer that appends
+//! them under the session lease (`journal`), the pipelined write queue in
+//! front of it (`pipeline`), the in-process live bus they are published on
+//! once stored (`bus`), and the session stream that reads them back, store
+//! first, then live (`stream`).
+
+pub(crate) mod bus;
+pub(crate) mod journal;
+mod payload;
+pub(crate) mod pipeline;
+pub(crate) mod stream;
+
+pub(crate) use payload::cap_text;
+pub use payload::{
+    CallStatus, Event, EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask,
+    PlanUpdated, Progress, RESULT_EVENT_CAP, RunFinished, RunStarted, RunStateChanged,
+    SandboxReady, SandboxStopped, SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
+    payload_json,
+};

@@ -1,0 +1,446 @@
+//! The events a run appends to its session's log, and their JSON payloads.
+//!
+//! Every payload type here is what `RunEvent::payload` holds for its kind,
+//! and declares that kind once ([`EventPayload::KIND`], in the table at the
+//! end of this file); the journal writes a payload under its type's kind, and
+//! readers decode a stored event into the typed [`Event`]. The run id is on
+//! the event itself (`RunEvent::run`), not repeated in the payloads.
+//!
+//! The stored form is what `serde_json` writes for the payload type (the
+//! `kind` column and the payload JSON); `tests/event_format.rs` pins it
+//! with events as they were stored before the types were read back.
+
+use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
+use paddock_core::model::{ToolCall, Usage};
+use paddock_core::sandbox::SandboxId;
+use paddock_core::store::{
+    Budgets, EndReason, Review, RunEvent, RunMode, RunState, RunUsage, SubagentProfile, TaskStatus,
+    Verdict,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The payload of one event kind.
+pub trait EventPayload: Serialize + DeserializeOwned {
+    /// `RunEvent::kind` of the events that carry this payload.
+    const KIND: &'static str;
+}
+
+/// Most characters of a tool result's content carried by a `tool.result` event
+/// (the invocation log keeps the whole result).
+pub const RESULT_EVENT_CAP: usize = 2_000;
+
+/// `run.started`: the run row exists and its goal is recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStarted {
+    pub goal: String,
+    pub success_criteria: Vec<String>,
+    pub mode: RunMode,
+    pub budgets: Budgets,
+    /// `provider:model` of the model driving the run.
+    pub model: String,
+    pub parent_run: Option<RunId>,
+    pub profile: Option<SubagentProfile>,
+    pub task_key: Option<String>,
+}
+
+/// `run.state`: the run moved to `state`; `usage` is what it spent so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStateChanged {
+    pub state: RunState,
+    pub usage: RunUsage,
+}
+
+/// `sandbox.ready`: the run's sandbox answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxReady {
+    pub sandbox_id: SandboxId,
+    pub backend: String,
+    pub read_only: bool,
+}
+
+/// `sandbox.stopped`: the run's sandbox was torn down (`error` if not cleanly).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxStopped {
+    pub sandbox_id: SandboxId,
+    pub error: Option<String>,
+}
+
+/// `model.message`: one model turn's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelMessage {
+    /// 1-based model turn of the run.
+    pub turn: u32,
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+    /// The request was compacted to fit the context window before this turn.
+    pub compacted: bool,
+}
+
+/// `tool.call`: a call the model asked for, before it runs (or is refused).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallEvent {
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub invocation_id: ToolInvocationId,
+}
+
+/// How a call ended, as `tool.result` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// The tool ran and reported success.
+    Succeeded,
+    /// The tool ran (or tried to) and failed: its error is the result.
+    Failed,
+    /// The policy refused the call; nothing ran.
+    Denied,
+    /// The repeat guard answered with a recovery hint; nothing ran.
+    Hint,
+    /// Not run because the run ended first (budget, repeat, cancellation).
+    Skipped,
+}
+
+impl CallStatus {
+    pub const ALL: [CallStatus; 5] = [
+        CallStatus::Succeeded,
+        CallStatus::Failed,
+        CallStatus::Denied,
+        CallStatus::Hint,
+        CallStatus::Skipped,
+    ];
+
+    /// The name the payload stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Succeeded => "succeeded",
+            CallStatus::Failed => "failed",
+            CallStatus::Denied => "denied",
+            CallStatus::Hint => "hint",
+            CallStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// `tool.result`: a call's result as the model receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultEvent {
+    pub call_id: String,
+    pub tool: String,
+    pub invocation_id: Option<ToolInvocationId>,
+    pub status: CallStatus,
+    pub is_error: bool,
+    /// The result's text, cut at [`RESULT_EVENT_CAP`] characters.
+    pub content: String,
+    pub truncated: bool,
+    pub duration_ms: u64,
+}
+
+/// One task of a `plan.updated` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanTask {
+    pub key: String,
+    pub title: String,
+    pub status: TaskStatus,
+}
+
+/// `plan.updated`: the session's plan as `update_plan` set it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanUpdated {
+    pub version: u64,
+    pub explanation: Option<String>,
+    pub tasks: Vec<PlanTask>,
+}
+
+/// `progress`: a milestone the agent reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub message: String,
+}
+
+/// `run.finished`: the run reached the end of its life (a terminal state, or
+/// `awaiting_user`). The review, if any, came in `run.review` just before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFinished {
+    pub state: RunState,
+    pub end_reason: EndReason,
+    pub usage: RunUsage,
+    pub error: Option<String>,
+    pub verdict: Option<Verdict>,
+    /// The question of `ask_user` (state `awaiting_user`).
+    pub question: Option<String>,
+    /// The workspace as the run left it (a fork from this run restores it).
+    pub end_snapshot: Option<SnapshotId>,
+    /// Why no end snapshot was taken, if that failed.
+    pub snapshot_error: Option<String>,
+}
+
+/// Where a subagent is in its life, as `subagent.status` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentPhase {
+    /// Its run, session and workspace exist.
+    Spawned,
+    /// It waits for one of the parent's running slots.
+    Queued,
+    /// Its sandbox is starting or its loop runs.
+    Running,
+    /// Its run ended; `state`, `verdict`, `summary` and `changed_paths` say how.
+    Finished,
+}
+
+impl SubagentPhase {
+    pub const ALL: [SubagentPhase; 4] = [
+        SubagentPhase::Spawned,
+        SubagentPhase::Queued,
+        SubagentPhase::Running,
+        SubagentPhase::Finished,
+    ];
+
+    /// The name the payload stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubagentPhase::Spawned => "spawned",
+            SubagentPhase::Queued => "queued",
+            SubagentPhase::Running => "running",
+            SubagentPhase::Finished => "finished",
+        }
+    }
+}
+
+/// `subagent.status`, in the parent's session: a lightweight view of a child,
+/// never its transcript (that is in the child's own session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubagentStatus {
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub task_id: String,
+    pub profile: SubagentProfile,
+    pub status: SubagentPhase,
+    /// Set when finished.
+    pub state: Option<RunState>,
+    pub verdict: Option<Verdict>,
+    /// The child's review summary, first 500 characters.
+    pub summary: Option<String>,
+    /// Files its change set adds, modifies or deletes (build children).
+    pub changed_paths: Option<u32>,
+}
+
+/// `parent.message`, in a subagent's session: what `message_subagent` sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentMessage {
+    pub message: String,
+}
+
+/// The kinds: each payload type's [`EventPayload`] impl and its variant of
+/// [`Event`], from one line per kind.
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $variant:ident($payload:ty) = $kind:literal,)+) => {
+        $(impl EventPayload for $payload {
+            const KIND: &'static str = $kind;
+        })+
+
+        /// A stored event's payload, typed by its kind.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Event {
+            $($(#[$doc])* $variant($payload),)+
+            /// What this version cannot type; kept as stored.
+            Other(OtherEvent),
+        }
+
+        $(impl From<$payload> for Event {
+            fn from(payload: $payload) -> Self {
+                Event::$variant(payload)
+            }
+        })+
+
+        impl Event {
+            /// Every kind this version types, in the order of the table.
+            pub const KINDS: &'static [&'static str] = &[$($kind),+];
+
+            /// The event stored as `kind` with `payload`. Never fails: an
+            /// unknown kind, or a payload that does not decode as its kind's
+            /// type, is [`Event::Other`], so one odd event cannot stop a reader.
+            pub fn decode(kind: &str, payload: &str) -> Self {
+                match kind {
+                    $($kind => match serde_json::from_str(payload) {
+                        Ok(payload) => Event::$variant(payload),
+                        Err(err) => Event::Other(OtherEvent::new(kind, payload, Some(err.to_string()))),
+                    },)+
+                    _ => Event::Other(OtherEvent::new(kind, payload, None)),
+                }
+            }
+
+            /// `RunEvent::kind` of this event.
+            pub fn kind(&self) -> &str {
+                match self {
+                    $(Event::$variant(_) => $kind,)+
+                    Event::Other(other) => &other.kind,
+                }
+            }
+
+            /// The payload as it is stored (`RunEvent::payload`).
+            pub fn encode(&self) -> Result<String, serde_json::Error> {
+                match self {
+                    $(Event::$variant(payload) => serde_json::to_string(payload),)+
+                    Event::Other(other) => Ok(other.payload.clone()),
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    /// The run row exists and its goal is recorded.
+    RunStarted(RunStarted) = "run.started",
+    /// The run moved to another state.
+    RunState(RunStateChanged) = "run.state",
+    SandboxReady(SandboxReady) = "sandbox.ready",
+    SandboxStopped(SandboxStopped) = "sandbox.stopped",
+    ModelMessage(ModelMessage) = "model.message",
+    ToolCall(ToolCallEvent) = "tool.call",
+    ToolResult(ToolResultEvent) = "tool.result",
+    PlanUpdated(PlanUpdated) = "plan.updated",
+    Progress(Progress) = "progress",
+    /// The run's review, just before `run.finished`.
+    RunReview(Review) = "run.review",
+    RunFinished(RunFinished) = "run.finished",
+    /// In a parent's session: one of its subagents changed phase.
+    SubagentStatus(SubagentStatus) = "subagent.status",
+    /// In a subagent's session: the parent sent it a message.
+    ParentMessage(ParentMessage) = "parent.message",
+}
+
+impl Event {
+    /// A stored event, typed.
+    pub fn of(event: &RunEvent) -> Self {
+        Self::decode(&event.kind, &event.payload)
+    }
+
+    /// Whether this is a run's last event (`run.finished`), also when its
+    /// payload did not decode.
+    pub fn is_run_finished(&self) -> bool {
+        self.kind() == RunFinished::KIND
+    }
+}
+
+/// An event this version cannot type: a kind it does not know (written by a
+/// newer version), or a payload that does not decode as its kind's type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherEvent {
+    pub kind: String,
+    /// The payload as stored.
+    pub payload: String,
+    /// Why the payload of a known kind did not decode; None for an unknown kind.
+    pub error: Option<String>,
+}
+
+impl OtherEvent {
+    fn new(kind: &str, payload: &str, error: Option<String>) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            payload: payload.to_owned(),
+            error,
+        }
+    }
+
+    /// The payload as JSON; see [`payload_json`].
+    pub fn json(&self) -> Value {
+        payload_json(&self.payload)
+    }
+}
+
+/// A stored payload as JSON, for front ends that pass it on untyped; one
+/// that is not JSON (never written by the runtime) becomes a JSON string, so
+/// nothing is lost.
+pub fn payload_json(payload: &str) -> Value {
+    serde_json::from_str(payload).unwrap_or_else(|_| Value::String(payload.to_owned()))
+}
+
+/// `content` cut to at most `cap` characters, and whether it was cut.
+pub(crate) fn cap_text(content: &str, cap: usize) -> (String, bool) {
+    match content.char_indices().nth(cap) {
+        Some((end, _)) => (content[..end].to_owned(), true),
+        None => (content.to_owned(), false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capping_counts_characters_not_bytes() {
+        assert_eq!(cap_text("héllo", 2), ("hé".to_owned(), true));
+        assert_eq!(cap_text("héllo", 5), ("héllo".to_owned(), false));
+        assert_eq!(cap_text("", 0), (String::new(), false));
+    }
+
+    #[test]
+    fn payloads_use_snake_case_states_and_statuses() -> Result<(), serde_json::Error> {
+        let changed = RunStateChanged {
+            state: RunState::AwaitingUser,
+            usage: RunUsage::default(),
+        };
+        let json = serde_json::to_value(&changed)?;
+        assert_eq!(json["state"], "awaiting_user");
+        assert_eq!(serde_json::to_value(CallStatus::Hint)?, "hint");
+        Ok(())
+    }
+
+    #[test]
+    fn status_names_are_the_stored_ones() -> Result<(), serde_json::Error> {
+        for status in CallStatus::ALL {
+            assert_eq!(serde_json::to_value(status)?, status.as_str());
+        }
+        for phase in SubagentPhase::ALL {
+            assert_eq!(serde_json::to_value(phase)?, phase.as_str());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_kinds_and_undecodable_payloads_are_kept_as_stored() {
+        let unknown = Event::decode("child.spawned", r#"{"a":1}"#);
+        assert_eq!(
+            unknown,
+            Event::Other(OtherEvent {
+                kind: "child.spawned".into(),
+                payload: r#"{"a":1}"#.into(),
+                error: None,
+            })
+        );
+        assert_eq!(unknown.kind(), "child.spawned");
+        assert_eq!(unknown.encode().ok().as_deref(), Some(r#"{"a":1}"#));
+
+        let Event::Other(bad) = Event::decode(RunFinished::KIND, "{\"state\":1}") else {
+            panic!("a run.finished without its fields decoded");
+        };
+        assert_eq!(bad.kind, "run.finished");
+        assert!(bad.error.is_some());
+        assert!(Event::Other(bad).is_run_finished());
+
+        let not_json = Event::decode("progress", "not json");
+        let Event::Other(not_json) = not_json else {
+            panic!("not JSON decoded");
+        };
+        assert_eq!(not_json.json(), Value::String("not json".into()));
+    }
+
+    #[test]
+    fn a_typed_event_knows_its_kind() {
+        let event = Event::from(Progress {
+            message: "half way".into(),
+        });
+        assert_eq!(event.kind(), Progress::KIND);
+        assert_eq!(event.kind(), "progress");
+        assert!(!event.is_run_finished());
+        assert_eq!(
+            event.encode().ok().as_deref(),
+            Some(r#"{"message":"half way"}"#)
+        );
+    }
+}

@@ -1,0 +1,497 @@
+//! The stored form of run events is pinned: events as they were written
+//! before readers decoded them into `Event` (the `kind` column and the exact
+//! payload JSON of every kind) still decode, into the values they were
+//! written from, and encode back to the same bytes; a store holding them,
+//! and a kind this version does not know, reads back through the runtime's
+//! event stream.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
+use paddock_core::model::{ToolCall, Usage};
+use paddock_core::sandbox::SandboxId;
+use paddock_core::store::{
+    Budgets, CriterionReview, EndReason, Lease, NewEvent, Review, RunMode, RunState, RunUsage,
+    SubagentProfile, TaskStatus, Verdict,
+};
+use paddock_runtime::events::{
+    CallStatus, Event, EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask,
+    PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
+    SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
+};
+use serde_json::json;
+use support::Harness;
+
+const RUN: &str = "run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b";
+const CHILD_RUN: &str = "run_0193a1b2c3d47e5f8a9b0c1d2e3f4a6c";
+const CHILD_SESSION: &str = "ses_0193a1b2c3d47e5f8a9b0c1d2e3f4a70";
+const INVOCATION: &str = "tool_0193a1b2c3d47e5f8a9b0c1d2e3f4a81";
+const SNAPSHOT: &str = "snap_0193a1b2c3d47e5f8a9b0c1d2e3f4a92";
+const SANDBOX: &str = "sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3";
+
+/// `(kind, payload)` exactly as the runtime stored them before the change;
+/// every kind at least once, optional fields both set and null.
+const STORED: &[(&str, &str)] = &[
+    (
+        "run.started",
+        r#"{"goal":"Make the tests pass","success_criteria":["sh test.sh exits 0"],"mode":"build","budgets":{"max_turns":50,"max_tokens":2000000,"max_tool_calls":200,"max_wall_clock_ms":1800000},"model":"scripted:inline","parent_run":null,"profile":null,"task_key":null}"#,
+    ),
+    (
+        "run.started",
+        r#"{"goal":"Task api: Add the route\nand its tests","success_criteria":[],"mode":"plan","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","profile":"explore","task_key":"api"}"#,
+    ),
+    (
+        "run.state",
+        r#"{"state":"awaiting_user","usage":{"turns":3,"input_tokens":1200,"output_tokens":340,"tool_calls":5,"wall_clock_ms":8123}}"#,
+    ),
+    (
+        "sandbox.ready",
+        r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","backend":"native","read_only":true}"#,
+    ),
+    (
+        "sandbox.stopped",
+        r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","error":null}"#,
+    ),
+    (
+        "sandbox.stopped",
+        r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","error":"destroying the sandbox: the guest did not answer"}"#,
+    ),
+    (
+        "model.message",
+        r#"{"turn":2,"text":"Running the tests.","tool_calls":[{"id":"call_1","name":"run_command","arguments":{"command":"sh test.sh","timeout_secs":60}}],"usage":{"input_tokens":900,"output_tokens":42},"compacted":false}"#,
+    ),
+    (
+        "model.message",
+        r#"{"turn":1,"text":"","tool_calls":[],"usage":null,"compacted":true}"#,
+    ),
+    (
+        "tool.call",
+        r#"{"call_id":"call_1","tool":"run_command","arguments":{"command":"sh test.sh","timeout_secs":60},"invocation_id":"tool_0193a1b2c3d47e5f8a9b0c1d2e3f4a81"}"#,
+    ),
+    (
+        "tool.result",
+        r#"{"call_id":"call_1","tool":"run_command","invocation_id":"tool_0193a1b2c3d47e5f8a9b0c1d2e3f4a81","status":"succeeded","is_error":false,"content":"ok 1 - héllo ✓\n[exit code 0 after 0.2s]","truncated":false,"duration_ms":214}"#,
+    ),
+    (
+        "tool.result",
+        r#"{"call_id":"call_2","tool":"write_file","invocation_id":null,"status":"denied","is_error":true,"content":"write_file is not allowed: plan mode","truncated":false,"duration_ms":0}"#,
+    ),
+    (
+        "tool.result",
+        r#"{"call_id":"call_3","tool":"read_file","invocation_id":null,"status":"hint","is_error":true,"content":"\"a.txt\" was read already","truncated":true,"duration_ms":3}"#,
+    ),
+    (
+        "plan.updated",
+        r#"{"version":2,"explanation":"Tests first","tasks":[{"key":"1","title":"Read the code","status":"done"},{"key":"2","title":"Fix the bug","status":"in_progress"},{"key":"3","title":"Run the tests","status":"pending"},{"key":"4","title":"Ask","status":"blocked"},{"key":"5","title":"Docs","status":"cancelled"}]}"#,
+    ),
+    (
+        "plan.updated",
+        r#"{"version":1,"explanation":null,"tasks":[]}"#,
+    ),
+    ("progress", r#"{"message":"Half way: \"parser\" done"}"#),
+    (
+        "run.review",
+        r#"{"verdict":"met","summary":"The tests pass.","evidence":["sh test.sh exited 0"],"remaining":[],"criteria":[{"criterion":"sh test.sh exits 0","verdict":"met","evidence":"exit code 0"}]}"#,
+    ),
+    (
+        "run.review",
+        r#"{"verdict":"unsure","summary":"","evidence":[],"remaining":["no command exited 0 after the last change"],"criteria":[{"criterion":"docs updated","verdict":"not_met","evidence":null}]}"#,
+    ),
+    (
+        "run.finished",
+        r#"{"state":"completed","end_reason":"completed","usage":{"turns":4,"input_tokens":5000,"output_tokens":600,"tool_calls":6,"wall_clock_ms":12500},"error":null,"verdict":"met","question":null,"end_snapshot":"snap_0193a1b2c3d47e5f8a9b0c1d2e3f4a92","snapshot_error":null}"#,
+    ),
+    (
+        "run.finished",
+        r#"{"state":"awaiting_user","end_reason":"awaiting_user","usage":{"turns":1,"input_tokens":10,"output_tokens":2,"tool_calls":1,"wall_clock_ms":40},"error":null,"verdict":null,"question":"Which database?","end_snapshot":null,"snapshot_error":"packing the workspace: disk full"}"#,
+    ),
+    (
+        "run.finished",
+        r#"{"state":"failed","end_reason":"budget_exceeded","usage":{"turns":50,"input_tokens":0,"output_tokens":0,"tool_calls":0,"wall_clock_ms":0},"error":"budget exceeded: 50 model turns","verdict":"unsure","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+    ),
+    (
+        "subagent.status",
+        r#"{"run_id":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a6c","session_id":"ses_0193a1b2c3d47e5f8a9b0c1d2e3f4a70","task_id":"api","profile":"build","status":"spawned","state":null,"verdict":null,"summary":null,"changed_paths":null}"#,
+    ),
+    (
+        "subagent.status",
+        r#"{"run_id":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a6c","session_id":"ses_0193a1b2c3d47e5f8a9b0c1d2e3f4a70","task_id":"api","profile":"build","status":"finished","state":"completed","verdict":"met","summary":"added the route","changed_paths":2}"#,
+    ),
+    (
+        "parent.message",
+        r#"{"message":"Also cover the error path."}"#,
+    ),
+];
+
+fn usage(turns: u32, input: u64, output: u64, calls: u32, ms: u64) -> RunUsage {
+    RunUsage {
+        turns,
+        input_tokens: input,
+        output_tokens: output,
+        tool_calls: calls,
+        wall_clock_ms: ms,
+    }
+}
+
+/// What each of [`STORED`] was written from, in the same order.
+fn written() -> Vec<Event> {
+    let run = RunId::parse(RUN).unwrap();
+    let child = RunId::parse(CHILD_RUN).unwrap();
+    let child_session = SessionId::parse(CHILD_SESSION).unwrap();
+    let invocation = ToolInvocationId::parse(INVOCATION).unwrap();
+    let sandbox = SandboxId::parse(SANDBOX).unwrap();
+    let arguments = json!({"command": "sh test.sh", "timeout_secs": 60});
+    let task = |key: &str, title: &str, status| PlanTask {
+        key: key.into(),
+        title: title.into(),
+        status,
+    };
+    let subagent = |status, state, verdict, summary: Option<&str>, changed_paths| SubagentStatus {
+        run_id: child.clone(),
+        session_id: child_session.clone(),
+        task_id: "api".into(),
+        profile: SubagentProfile::Build,
+        status,
+        state,
+        verdict,
+        summary: summary.map(str::to_owned),
+        changed_paths,
+    };
+    vec![
+        RunStarted {
+            goal: "Make the tests pass".into(),
+            success_criteria: vec!["sh test.sh exits 0".into()],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 50,
+                max_tokens: 2_000_000,
+                max_tool_calls: 200,
+                max_wall_clock_ms: 1_800_000,
+            },
+            model: "scripted:inline".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+        }
+        .into(),
+        RunStarted {
+            goal: "Task api: Add the route\nand its tests".into(),
+            success_criteria: vec![],
+            mode: RunMode::Plan,
+            budgets: Budgets {
+                max_turns: 10,
+                max_tokens: 50_000,
+                max_tool_calls: 20,
+                max_wall_clock_ms: 60_000,
+            },
+            model: "openai:gpt-4o".into(),
+            parent_run: Some(run.clone()),
+            profile: Some(SubagentProfile::Explore),
+            task_key: Some("api".into()),
+        }
+        .into(),
+        RunStateChanged {
+            state: RunState::AwaitingUser,
+            usage: usage(3, 1200, 340, 5, 8123),
+        }
+        .into(),
+        SandboxReady {
+            sandbox_id: sandbox.clone(),
+            backend: "native".into(),
+            read_only: true,
+        }
+        .into(),
+        SandboxStopped {
+            sandbox_id: sandbox.clone(),
+            error: None,
+        }
+        .into(),
+        SandboxStopped {
+            sandbox_id: sandbox,
+            error: Some("destroying the sandbox: the guest did not answer".into()),
+        }
+        .into(),
+        ModelMessage {
+            turn: 2,
+            text: "Running the tests.".into(),
+            tool_calls: vec![ToolCall {
+                id: "call_1".into(),
+                name: "run_command".into(),
+                arguments: arguments.clone(),
+            }],
+            usage: Some(Usage {
+                input_tokens: 900,
+                output_tokens: 42,
+            }),
+            compacted: false,
+        }
+        .into(),
+        ModelMessage {
+            turn: 1,
+            text: String::new(),
+            tool_calls: vec![],
+            usage: None,
+            compacted: true,
+        }
+        .into(),
+        ToolCallEvent {
+            call_id: "call_1".into(),
+            tool: "run_command".into(),
+            arguments,
+            invocation_id: invocation.clone(),
+        }
+        .into(),
+        ToolResultEvent {
+            call_id: "call_1".into(),
+            tool: "run_command".into(),
+            invocation_id: Some(invocation),
+            status: CallStatus::Succeeded,
+            is_error: false,
+            content: "ok 1 - héllo ✓\n[exit code 0 after 0.2s]".into(),
+            truncated: false,
+            duration_ms: 214,
+        }
+        .into(),
+        ToolResultEvent {
+            call_id: "call_2".into(),
+            tool: "write_file".into(),
+            invocation_id: None,
+            status: CallStatus::Denied,
+            is_error: true,
+            content: "write_file is not allowed: plan mode".into(),
+            truncated: false,
+            duration_ms: 0,
+        }
+        .into(),
+        ToolResultEvent {
+            call_id: "call_3".into(),
+            tool: "read_file".into(),
+            invocation_id: None,
+            status: CallStatus::Hint,
+            is_error: true,
+            content: "\"a.txt\" was read already".into(),
+            truncated: true,
+            duration_ms: 3,
+        }
+        .into(),
+        PlanUpdated {
+            version: 2,
+            explanation: Some("Tests first".into()),
+            tasks: vec![
+                task("1", "Read the code", TaskStatus::Done),
+                task("2", "Fix the bug", TaskStatus::InProgress),
+                task("3", "Run the tests", TaskStatus::Pending),
+                task("4", "Ask", TaskStatus::Blocked),
+                task("5", "Docs", TaskStatus::Cancelled),
+            ],
+        }
+        .into(),
+        PlanUpdated {
+            version: 1,
+            explanation: None,
+            tasks: vec![],
+        }
+        .into(),
+        Progress {
+            message: "Half way: \"parser\" done".into(),
+        }
+        .into(),
+        Review {
+            verdict: Verdict::Met,
+            summary: "The tests pass.".into(),
+            evidence: vec!["sh test.sh exited 0".into()],
+            remaining: vec![],
+            criteria: vec![CriterionReview {
+                criterion: "sh test.sh exits 0".into(),
+                verdict: Verdict::Met,
+                evidence: Some("exit code 0".into()),
+            }],
+        }
+        .into(),
+        Review {
+            verdict: Verdict::Unsure,
+            summary: String::new(),
+            evidence: vec![],
+            remaining: vec!["no command exited 0 after the last change".into()],
+            criteria: vec![CriterionReview {
+                criterion: "docs updated".into(),
+                verdict: Verdict::NotMet,
+                evidence: None,
+            }],
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Completed,
+            end_reason: EndReason::Completed,
+            usage: usage(4, 5000, 600, 6, 12_500),
+            error: None,
+            verdict: Some(Verdict::Met),
+            question: None,
+            end_snapshot: Some(SnapshotId::parse(SNAPSHOT).unwrap()),
+            snapshot_error: None,
+        }
+        .into(),
+        RunFinished {
+            state: RunState::AwaitingUser,
+            end_reason: EndReason::AwaitingUser,
+            usage: usage(1, 10, 2, 1, 40),
+            error: None,
+            verdict: None,
+            question: Some("Which database?".into()),
+            end_snapshot: None,
+            snapshot_error: Some("packing the workspace: disk full".into()),
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Failed,
+            end_reason: EndReason::BudgetExceeded,
+            usage: usage(50, 0, 0, 0, 0),
+            error: Some("budget exceeded: 50 model turns".into()),
+            verdict: Some(Verdict::Unsure),
+            question: None,
+            end_snapshot: None,
+            snapshot_error: None,
+        }
+        .into(),
+        subagent(SubagentPhase::Spawned, None, None, None, None).into(),
+        subagent(
+            SubagentPhase::Finished,
+            Some(RunState::Completed),
+            Some(Verdict::Met),
+            Some("added the route"),
+            Some(2),
+        )
+        .into(),
+        ParentMessage {
+            message: "Also cover the error path.".into(),
+        }
+        .into(),
+    ]
+}
+
+#[test]
+fn every_kind_has_a_stored_fixture() {
+    let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
+    let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
+    assert_eq!(stored, typed);
+    assert_eq!(Event::KINDS.len(), 13);
+}
+
+#[test]
+fn stored_events_decode_to_what_was_written_and_encode_to_the_same_bytes() {
+    let written = written();
+    assert_eq!(written.len(), STORED.len());
+    for ((kind, payload), event) in STORED.iter().zip(&written) {
+        let decoded = Event::decode(kind, payload);
+        assert_eq!(&decoded, event, "{kind} {payload}");
+        assert_eq!(decoded.kind(), *kind);
+        assert_eq!(decoded.encode().unwrap(), *payload, "{kind}");
+        assert_eq!(event.encode().unwrap(), *payload, "{kind}");
+    }
+}
+
+#[test]
+fn payload_types_name_their_stored_kinds() {
+    let kinds = [
+        RunStarted::KIND,
+        RunStateChanged::KIND,
+        SandboxReady::KIND,
+        SandboxStopped::KIND,
+        ModelMessage::KIND,
+        ToolCallEvent::KIND,
+        ToolResultEvent::KIND,
+        PlanUpdated::KIND,
+        Progress::KIND,
+        Review::KIND,
+        RunFinished::KIND,
+        SubagentStatus::KIND,
+        ParentMessage::KIND,
+    ];
+    assert_eq!(
+        kinds,
+        [
+            "run.started",
+            "run.state",
+            "sandbox.ready",
+            "sandbox.stopped",
+            "model.message",
+            "tool.call",
+            "tool.result",
+            "plan.updated",
+            "progress",
+            "run.review",
+            "run.finished",
+            "subagent.status",
+            "parent.message",
+        ]
+    );
+}
+
+/// Rows as an earlier version wrote them, an unknown kind among them, read
+/// back through the runtime's live stream: each decodes, none stops it.
+#[tokio::test]
+async fn a_store_of_earlier_events_reads_back_typed_through_the_stream() {
+    let h = Harness::new().await;
+    let session = h.session("legacy").await;
+    let lease = h
+        .store
+        .acquire_lease(
+            &Lease::session_resource(&session.id),
+            "earlier-version",
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    let unknown = ("child.spawned", r#"{"run_id":"run_x","note":"newer"}"#);
+    let mut rows: Vec<(&str, &str)> = STORED.to_vec();
+    rows.insert(3, unknown);
+    let new_events: Vec<NewEvent> = rows
+        .iter()
+        .map(|(kind, payload)| NewEvent {
+            session: session.id.clone(),
+            run: None,
+            kind: (*kind).to_owned(),
+            payload: (*payload).to_owned(),
+        })
+        .collect();
+    h.store
+        .append_events(&lease, &h.tenant, &new_events)
+        .await
+        .unwrap();
+
+    let stream = h
+        .runtime
+        .event_stream(&h.tenant, &session.id, 0)
+        .await
+        .unwrap();
+    let read: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(10),
+        stream.take(rows.len()).collect::<Vec<_>>(),
+    )
+    .await
+    .expect("every stored event is streamed");
+    let read: Vec<_> = read.into_iter().map(Result::unwrap).collect();
+    let seqs: Vec<u64> = read.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=rows.len() as u64).collect::<Vec<_>>());
+
+    let mut expected = written();
+    expected.insert(
+        3,
+        Event::Other(OtherEvent {
+            kind: unknown.0.into(),
+            payload: unknown.1.into(),
+            error: None,
+        }),
+    );
+    let decoded: Vec<Event> = read.iter().map(Event::of).collect();
+    assert_eq!(decoded, expected);
+    for (event, (kind, payload)) in read.iter().zip(&rows) {
+        assert_eq!(event.kind, *kind);
+        assert_eq!(event.payload, *payload);
+    }
+}
