@@ -1,5 +1,5 @@
 //! Run events, and the path every one of them takes: the payload types and
-//! their kinds ([`payload`], re-exported here), the run's writer that appends
+//! their kinds (`payload`, re-exported here), the run's writer that appends
 //! them under the session lease (`journal`), the pipelined write queue in
 //! front of it (`pipeline`), the in-process live bus they are published on
 //! once stored (`bus`), and the session stream that reads them back, store
