@@ -21,13 +21,13 @@ const DEFAULT_SEARCH_RESULTS: u32 = 100;
 /// Most bytes of process output one read returns.
 pub const MAX_PROCESS_READ: u64 = 4 << 20;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWorkspace {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSandbox {
     /// The workspace mounted at /workspace; None: an empty one that goes
@@ -43,7 +43,7 @@ pub struct CreateSandbox {
 }
 
 /// Limits asked for; each missing one takes the operator's default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsRequest {
     pub memory_bytes: Option<u64>,
@@ -107,7 +107,7 @@ fn bounded(field: &str, value: u64, max: Option<u64>) -> Result<u64, ServiceErro
 }
 
 /// A command to run: exactly one of `argv` and `shell`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecCommand {
     #[serde(default)]
@@ -189,7 +189,7 @@ impl ExecCommand {
 }
 
 /// A background process: its stdin stays open for later writes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartProcess {
     #[serde(default)]
@@ -219,7 +219,7 @@ impl StartProcess {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteStdin {
     #[serde(default)]
@@ -248,7 +248,7 @@ impl WriteStdin {
 }
 
 /// A signal by number (15) or name (`TERM`, `SIGTERM`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum SignalName {
     Number(i32),
@@ -284,13 +284,13 @@ impl SignalName {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendSignal {
     pub signal: SignalName,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchCommand {
     /// Directory to search under (default: the workspace root).
