@@ -368,6 +368,14 @@ async fn malformed_requests_get_clear_errors(db: Db) -> Result<()> {
         .a(Method::PUT, &format!("/v1/sandboxes/{id}/files/x?mode=999"))
         .body("x");
     expect_error(bad_mode, StatusCode::BAD_REQUEST, "invalid_request").await?;
+    // A sign is not octal digits (the document's pattern refuses it too).
+    let signed_mode = server
+        .a(
+            Method::PUT,
+            &format!("/v1/sandboxes/{id}/files/x?mode=%2B644"),
+        )
+        .body("x");
+    expect_error(signed_mode, StatusCode::BAD_REQUEST, "invalid_request").await?;
 
     // After all that, the sandbox still works.
     let (_, out) = send(

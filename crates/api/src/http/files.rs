@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery, RawBody, sandbox_id};
+use super::openapi::Binary;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::SearchCommand;
 use crate::service::{FileEntry, SearchView};
@@ -76,7 +77,7 @@ pub(super) struct Listing {
     summary = "Read a file",
     params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), ReadQuery),
     responses(
-        (status = 200, description = "the bytes", body = Vec<u8>, content_type = "application/octet-stream"),
+        (status = 200, description = "the bytes", body = Binary, content_type = "application/octet-stream"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
         (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
@@ -136,7 +137,8 @@ pub(super) async fn read(
 #[utoipa::path(put, path = "/v1/sandboxes/{id}/files/{path}", tag = "files",
     summary = "Write a file (the body is its bytes)",
     params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), WriteQuery),
-    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    request_body(content = Option<Binary>, content_type = "application/octet-stream",
+        description = "The file's bytes; none writes an empty file"),
     responses(
         (status = 200, description = "written", body = Written),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
@@ -153,9 +155,16 @@ pub(super) async fn write(
 ) -> Result<Json<Written>, ApiError> {
     let id = sandbox_id(&id)?;
     let mode = match query.mode.as_deref() {
-        Some(text) => Some(u32::from_str_radix(text, 8).map_err(|_| {
-            ApiError::invalid("query string: mode is octal permission bits, e.g. 644")
-        })?),
+        // Digits only, as the document's pattern says (from_str_radix would take a sign).
+        Some(text) => Some(
+            text.bytes()
+                .all(|b| (b'0'..=b'7').contains(&b))
+                .then(|| u32::from_str_radix(text, 8).ok())
+                .flatten()
+                .ok_or_else(|| {
+                    ApiError::invalid("query string: mode is octal permission bits, e.g. 644")
+                })?,
+        ),
         None => None,
     };
     let options = WriteOptions {

@@ -84,6 +84,23 @@ pub static OPENAPI: LazyLock<String> = LazyLock::new(|| {
     })
 });
 
+/// Raw bytes in a request or response body (a file, an archive).
+pub(super) struct Binary;
+
+impl utoipa::PartialSchema for Binary {
+    fn schema() -> RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                utoipa::openapi::KnownFormat::Binary,
+            )))
+            .description(Some("Raw bytes."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Binary {}
+
 /// Name of the error body schema every error answer refers to.
 const ERROR_BODY: &str = "ErrorBody";
 

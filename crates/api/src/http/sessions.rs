@@ -129,9 +129,11 @@ pub(super) async fn update(
 /// Archives the session; its runs and events stay readable.
 #[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
     summary = "Archive a session (nothing is removed)",
-    description = "The same as `PATCH {\"archived\": true}`, and idempotent. DELETE does not remove \
-the session: `GET` still answers it (`status: archived`), its runs and events stay readable, \
-it takes no new run (409 `session_archived`), and `PATCH {\"archived\": false}` brings it back.",
+    description = "The same as `PATCH {\"archived\": true}`, and idempotent. DELETE does not \
+remove the session: `GET` still answers it (`status: archived`) and lists still show it, its \
+runs and events stay readable, and it takes no new run (409 `session_archived`). Archiving is \
+for good (`PATCH {\"archived\": false}` is 400); fork the session to go on. Refused while one \
+of its runs is in progress (409 `session_busy`).",
     params(("id" = SessionId, Path)),
     responses(
         (status = 200, description = "the session, archived", body = SessionView),

@@ -14,6 +14,7 @@ use tokio_util::io::{ReaderStream, StreamReader};
 
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
+use super::openapi::Binary;
 use super::{ApiError, AppState, Caller};
 use crate::service::{CreateSnapshot, ImportSnapshot, RestoreSnapshot, SandboxView, SnapshotView};
 
@@ -143,7 +144,7 @@ pub(super) async fn restore(
 #[utoipa::path(get, path = "/v1/snapshots/{id}/archive", tag = "snapshots",
     summary = "Download a snapshot's archive (tar, zstd)",
     params(("id" = SnapshotId, Path)),
-    responses((status = 200, description = "the archive", body = Vec<u8>, content_type = "application/zstd")))]
+    responses((status = 200, description = "the archive", body = Binary, content_type = "application/zstd")))]
 pub(super) async fn archive(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -168,7 +169,8 @@ pub(super) async fn archive(
 #[utoipa::path(post, path = "/v1/snapshots", tag = "snapshots",
     summary = "Import an archive as a snapshot (the body is the tar.zst)",
     params(ImportSnapshot),
-    request_body(content = Vec<u8>, content_type = "application/zstd"),
+    request_body(description = "The archive; any content type is read as its bytes",
+        content((Binary = "application/zstd"), (Binary = "application/octet-stream"))),
     responses(
         (status = 201, description = "stored", body = SnapshotView),
         (status = 400, description = "a bad query, or the archive is unreadable or over 1 GiB (`upload_failed`) or refused (`archive_refused`)", body = ErrorBody),

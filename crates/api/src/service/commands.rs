@@ -42,19 +42,70 @@ pub struct CreateSandbox {
     pub read_only: bool,
 }
 
-/// Limits asked for; each missing one takes the operator's default.
+/// Limits asked for; each missing one takes the operator's default. Each has
+/// a floor below which no sandbox could start (the guest, a shell and a
+/// command need that much): asking for less is a 400, never a sandbox that
+/// dies starting.
+// The schema minimums are the LIMIT_FLOORS (a test keeps them equal).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsRequest {
+    #[schema(minimum = 33554432)]
     pub memory_bytes: Option<u64>,
+    #[schema(minimum = 16)]
     pub pids: Option<u64>,
+    /// CPU quota in millicpus (1000 = one core), at most 1024 cores.
+    #[schema(minimum = 50, maximum = 1024000)]
     pub cpu_millis: Option<u64>,
+    #[schema(minimum = 1048576)]
     pub tmp_bytes: Option<u64>,
+    #[schema(minimum = 64)]
     pub open_files: Option<u64>,
 }
 
+/// The most CPU a request may ask for even when the operator sets no
+/// ceiling: 1024 cores (the kernel refuses quotas far past any real machine).
+pub const MAX_CPU_MILLIS: u64 = 1024 * 1000;
+
+/// The least of each limit a request may ask for.
+pub const LIMIT_FLOORS: &[(&str, u64)] = &[
+    ("memory_bytes", 32 << 20),
+    ("pids", 16),
+    ("cpu_millis", 50),
+    ("tmp_bytes", 1 << 20),
+    ("open_files", 64),
+];
+
 impl LimitsRequest {
     pub(crate) fn resolve(&self, policy: &LimitsPolicy) -> Result<SandboxLimits, ServiceError> {
+        for (field, asked) in [
+            ("memory_bytes", self.memory_bytes),
+            ("pids", self.pids),
+            ("cpu_millis", self.cpu_millis),
+            ("tmp_bytes", self.tmp_bytes),
+            ("open_files", self.open_files),
+        ] {
+            let floor = LIMIT_FLOORS
+                .iter()
+                .find(|(name, _)| *name == field)
+                .map_or(1, |(_, floor)| *floor);
+            if let Some(value) = asked
+                && value < floor
+            {
+                return Err(ServiceError::invalid(
+                    format!("limits.{field}"),
+                    format!("{value} is under the least a sandbox can start with, {floor}"),
+                ));
+            }
+        }
+        if let Some(cpu) = self.cpu_millis
+            && cpu > MAX_CPU_MILLIS
+        {
+            return Err(ServiceError::invalid(
+                "limits.cpu_millis",
+                format!("{cpu} is over the most any sandbox may have, {MAX_CPU_MILLIS}"),
+            ));
+        }
         let d = &policy.default;
         let m = &policy.max;
         Ok(SandboxLimits {
@@ -394,6 +445,42 @@ pub(crate) fn path(field: &str, path: &str) -> Result<String, ServiceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limit_floors_are_the_schema_minimums_and_refused_below() {
+        let schema = serde_json::to_value(<LimitsRequest as utoipa::PartialSchema>::schema())
+            .unwrap_or_default();
+        for (field, floor) in LIMIT_FLOORS {
+            assert_eq!(
+                schema["properties"][field]["minimum"].as_f64(),
+                Some(*floor as f64),
+                "{field}: {schema}"
+            );
+            let mut asked = serde_json::Map::new();
+            asked.insert((*field).to_owned(), serde_json::json!(floor - 1));
+            let below: LimitsRequest =
+                serde_json::from_value(serde_json::Value::Object(asked.clone()))
+                    .unwrap_or_default();
+            let err = below.resolve(&LimitsPolicy::default());
+            assert!(
+                matches!(&err, Err(ServiceError::Invalid { field: f, .. }) if f == &format!("limits.{field}")),
+                "{field}: {err:?}"
+            );
+            asked.insert((*field).to_owned(), serde_json::json!(floor));
+            let at: LimitsRequest =
+                serde_json::from_value(serde_json::Value::Object(asked)).unwrap_or_default();
+            assert!(at.resolve(&LimitsPolicy::default()).is_ok(), "{field}");
+        }
+        assert_eq!(
+            schema["properties"]["cpu_millis"]["maximum"].as_f64(),
+            Some(MAX_CPU_MILLIS as f64)
+        );
+        let over = LimitsRequest {
+            cpu_millis: Some(MAX_CPU_MILLIS + 1),
+            ..LimitsRequest::default()
+        };
+        assert!(over.resolve(&LimitsPolicy::default()).is_err());
+    }
 
     #[test]
     fn limits_take_defaults_and_refuse_zero_or_over_the_maximum() {
