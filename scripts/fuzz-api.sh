@@ -12,7 +12,12 @@
 # Not checked: positive_data_acceptance (schema-valid requests the server
 # refuses): the schema cannot say everything a request must satisfy ("argv or
 # shell", a workspace that exists, a command that starts), so valid-looking
-# requests are rightly refused with 400/404/409/422, all documented.
+# requests are rightly refused with 400/404/409/422, all documented. Nor
+# use_after_free: DELETE of a sandbox or a session leaves its record readable
+# (`stopped`, `archived`), as the document says of each.
+#
+# PADDOCK_FUZZ_PHASES picks schemathesis phases (default
+# examples,coverage,fuzzing; `stateful` follows the links it infers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +26,7 @@ venv=target/schemathesis-venv
 examples=${PADDOCK_FUZZ_EXAMPLES:-20}
 seconds=${PADDOCK_FUZZ_SECONDS:-75}
 seed=${PADDOCK_FUZZ_SEED:-$RANDOM}
+phases=${PADDOCK_FUZZ_PHASES:-examples,coverage,fuzzing}
 
 for binary in paddock paddock-guest; do
     if [ ! -x "$bin/$binary" ]; then
@@ -87,7 +93,7 @@ timeout --signal=INT "$((seconds + 60))" \
     "$venv/bin/schemathesis" run "$base/v1/openapi.json" \
     --header "Authorization: Bearer $token" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,ignored_auth \
-    --phases examples,coverage,fuzzing \
+    --phases "$phases" \
     --max-examples "$examples" \
     --max-time "$seconds" \
     --request-timeout 20 \

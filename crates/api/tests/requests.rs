@@ -290,6 +290,27 @@ async fn malformed_requests_get_clear_errors(db: Db) -> Result<()> {
         .json(&json!({"limits": {"pids": 0}}));
     expect_error(zero, StatusCode::BAD_REQUEST, "invalid_request").await?;
 
+    // Limits no sandbox could start with are refused up front (they were
+    // sandboxes that died starting: 503).
+    for limits in [
+        json!({"memory_bytes": 4096}),
+        json!({"pids": 2}),
+        json!({"open_files": 3}),
+        json!({"cpu_millis": 9_223_372_036_854_775_808u64}),
+    ] {
+        let request = server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"limits": limits}));
+        let err = expect_error(request, StatusCode::BAD_REQUEST, "invalid_request").await?;
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("limits."),
+            "{limits}: {err}"
+        );
+    }
+
     let not_json = server
         .a(Method::POST, &exec)
         .header("content-type", "text/plain")
@@ -883,6 +904,53 @@ async fn ids_outside_the_pattern_are_refused_by_the_server() -> Result<()> {
             );
         }
     }
+    server.stop().await?;
+    Ok(())
+}
+
+/// A workspace file the sandbox may not read (mode 000) refuses a snapshot
+/// with `permission_denied`, not an internal error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_files_refuse_a_snapshot_clearly() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(Db::Sqlite, data.path())).await?;
+    let id = server.create_sandbox(json!({})).await?;
+    let (status, _) = send(
+        server
+            .a(
+                Method::PUT,
+                &format!("/v1/sandboxes/{id}/files/locked?mode=0"),
+            )
+            .body("secret"),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK);
+    let snapshot = server
+        .a(Method::POST, &format!("/v1/sandboxes/{id}/snapshots"))
+        .json(&json!({}));
+    let err = expect_error(snapshot, StatusCode::FORBIDDEN, "permission_denied").await?;
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains("locked"),
+        "{err}"
+    );
+    // Readable again, the same workspace snapshots.
+    let (status, _) = send(
+        server
+            .a(
+                Method::PUT,
+                &format!("/v1/sandboxes/{id}/files/locked?mode=644"),
+            )
+            .body("secret"),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = send(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/snapshots"))
+            .json(&json!({})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     server.stop().await?;
     Ok(())
 }
