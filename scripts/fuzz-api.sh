@@ -88,9 +88,11 @@ if [ -z "$base" ]; then
 fi
 echo "==> schemathesis against $base/v1/openapi.json (seed $seed, $examples examples, ${seconds}s)"
 
+# Run from the throwaway directory: schemathesis keeps a cache in its cwd.
+schemathesis="$PWD/$venv/bin/schemathesis"
 status=0
-timeout --signal=INT "$((seconds + 60))" \
-    "$venv/bin/schemathesis" run "$base/v1/openapi.json" \
+(cd "$work" && timeout --signal=INT "$((seconds + 60))" \
+    "$schemathesis" run "$base/v1/openapi.json" \
     --header "Authorization: Bearer $token" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,ignored_auth \
     --phases "$phases" \
@@ -100,7 +102,7 @@ timeout --signal=INT "$((seconds + 60))" \
     --workers 2 \
     --seed "$seed" \
     --no-color \
-    --report ndjson --report-ndjson-path "$work/events.ndjson" \
+    --report ndjson --report-ndjson-path "$work/events.ndjson") \
     >"$work/schemathesis.out" 2>&1 || status=$?
 cat "$work/schemathesis.out"
 

@@ -93,7 +93,6 @@ pub(super) async fn output(
     ApiQuery(query): ApiQuery<OutputQuery>,
 ) -> Result<Json<ProcessOutputView>, ApiError> {
     let id = sandbox_id(&id)?;
-    let handle = process_handle(handle)?;
     let view = state
         .service
         .read_process_output(
@@ -126,7 +125,6 @@ pub(super) async fn stdin(
     ApiJson(command): ApiJson<WriteStdin>,
 ) -> Result<StatusCode, ApiError> {
     let id = sandbox_id(&id)?;
-    let handle = process_handle(handle)?;
     state
         .service
         .write_process_stdin(&tenant, &id, handle, command)
@@ -152,24 +150,9 @@ pub(super) async fn signal(
     ApiJson(command): ApiJson<SendSignal>,
 ) -> Result<StatusCode, ApiError> {
     let id = sandbox_id(&id)?;
-    let handle = process_handle(handle)?;
     state
         .service
         .signal_process(&tenant, &id, handle, command)
         .await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Handles are counters the guest hands out; the document bounds them as
-/// int64, and so does the server.
-fn process_handle(handle: u64) -> Result<u64, ApiError> {
-    if i64::try_from(handle).is_ok() {
-        Ok(handle)
-    } else {
-        Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_id",
-            format!("process handle {handle}: expected 0 to {}", i64::MAX),
-        ))
-    }
 }
