@@ -6,8 +6,8 @@
 # (status, content type, headers, body schema), on schema-invalid requests the
 # server accepts, and on routes that answer without a token. Bounded:
 # PADDOCK_FUZZ_EXAMPLES cases per operation and phase, PADDOCK_FUZZ_SECONDS
-# in all. Needs root (the server starts real sandboxes) and a prior
-# `cargo build --workspace`.
+# in all (defaults: 20 and 75; about 90 s with the server's start). Needs
+# root (the server starts real sandboxes) and a prior `cargo build --workspace`.
 #
 # Not checked: positive_data_acceptance (schema-valid requests the server
 # refuses): the schema cannot say everything a request must satisfy ("argv or
@@ -25,7 +25,8 @@ bin=target/x86_64-unknown-linux-gnu/debug
 venv=target/schemathesis-venv
 examples=${PADDOCK_FUZZ_EXAMPLES:-20}
 seconds=${PADDOCK_FUZZ_SECONDS:-75}
-seed=${PADDOCK_FUZZ_SEED:-$RANDOM}
+# A fixed seed keeps the run in scripts/test.sh reproducible; set one to explore.
+seed=${PADDOCK_FUZZ_SEED:-13571}
 phases=${PADDOCK_FUZZ_PHASES:-examples,coverage,fuzzing}
 
 for binary in paddock paddock-guest; do
