@@ -930,6 +930,11 @@ async fn unreadable_files_refuse_a_snapshot_clearly() -> Result<()> {
         .json(&json!({}));
     let err = expect_error(snapshot, StatusCode::FORBIDDEN, "permission_denied").await?;
     assert!(
+        document()?["paths"]["/v1/sandboxes/{id}/snapshots"]["post"]["responses"]["403"]
+            .is_object(),
+        "the document leaves out the 403"
+    );
+    assert!(
         err["error"]["message"].as_str().unwrap().contains("locked"),
         "{err}"
     );
