@@ -36,6 +36,11 @@ bash scripts/check.sh
 echo "==> cargo build --workspace"
 cargo build --workspace
 
+# Schema-driven fuzzing of a served API against its OpenAPI document
+# (schemathesis from PyPI; bounded in examples and time).
+echo "==> scripts/fuzz-api.sh"
+bash scripts/fuzz-api.sh
+
 # The store and API contract suites run on SQLite and on a real Postgres:
 # postgres-test.sh installs Debian's postgresql if needed, starts a throwaway
 # cluster on a loopback port and exports PADDOCK_TEST_POSTGRES_URL.

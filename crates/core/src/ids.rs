@@ -36,6 +36,9 @@ macro_rules! prefixed_id {
 
         impl $name {
             pub const PREFIX: &'static str = $prefix;
+            /// What [`Self::parse`] accepts, as a regular expression (the API
+            /// document's pattern for this id).
+            pub const PATTERN: &'static str = concat!("^", $prefix, "_[0-9a-f]{32}$");
 
             /// A fresh, unique, time-ordered id.
             pub fn generate() -> Self {
@@ -82,7 +85,37 @@ macro_rules! prefixed_id {
                 id.0
             }
         }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                id_schema(
+                    Self::PATTERN,
+                    concat!("A ", $kind, " id: ", $prefix, "_ and 32 lowercase hex digits."),
+                    concat!($prefix, "_0192f5e0c1a47d2e9b3c4d5e6f708192"),
+                )
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {}
     };
+}
+
+/// The OpenAPI schema of an id: a string that matches `pattern`.
+#[cfg(feature = "openapi")]
+pub(crate) fn id_schema(
+    pattern: &str,
+    description: &str,
+    example: &str,
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(pattern))
+        .description(Some(description))
+        .examples([example])
+        .into()
 }
 
 fn is_prefixed_uuid(s: &str, prefix: &str) -> bool {
@@ -251,6 +284,18 @@ mod tests {
         assert!(serde_json::from_str::<ToolInvocationId>("\"tool_x\"").is_err());
         assert!(serde_json::from_str::<TenantId>("\"Acme Corp\"").is_err());
         Ok(())
+    }
+
+    /// PATTERN says what parse accepts (without a regex engine here: the
+    /// pattern is checked against its one spelling, and parse against the
+    /// cases that spelling admits and refuses).
+    #[test]
+    fn the_pattern_spells_what_parse_accepts() {
+        assert_eq!(SessionId::PATTERN, "^ses_[0-9a-f]{32}$");
+        assert_eq!(SnapshotId::PATTERN, "^snap_[0-9a-f]{32}$");
+        assert!(SessionId::parse(&format!("ses_{}", "0a".repeat(16))).is_ok());
+        assert!(SessionId::parse(&format!("ses_{}", "0A".repeat(16))).is_err());
+        assert!(RunId::parse(&format!("run_{}", "9".repeat(31))).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// Resource limits of one sandbox. `None` means no limit of that kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct SandboxLimits {
     pub memory_bytes: Option<u64>,

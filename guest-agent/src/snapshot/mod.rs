@@ -28,6 +28,15 @@ fn snapshot_error(action: &str, err: &SnapshotError) -> ErrorInfo {
         | SnapshotError::ReadArchive { .. }
         | SnapshotError::Truncated { .. } => ErrorCode::BadRequest,
         SnapshotError::TargetNotEmpty { .. } => ErrorCode::DirectoryNotEmpty,
+        // A workspace entry the guest may not read (a file of mode 000): the
+        // caller's own doing, answered as such rather than as a guest failure.
+        SnapshotError::ReadDir { source, .. }
+        | SnapshotError::Stat { source, .. }
+        | SnapshotError::ReadFile { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            ErrorCode::PermissionDenied
+        }
         SnapshotError::Target { source, .. }
         | SnapshotError::Staging { source, .. }
         | SnapshotError::Extract { source, .. }

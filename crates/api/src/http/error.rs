@@ -19,14 +19,19 @@ pub struct ApiError {
     pub message: String,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// The body of every error answer (and of an SSE `error` event).
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ErrorBody)]
+pub(super) struct Body<'a> {
     error: Detail<'a>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ErrorDetail)]
 struct Detail<'a> {
+    /// Stable and machine-readable: `invalid_request`, `sandbox_not_found`, ...
     code: &'a str,
+    /// For people; its wording may change.
     message: &'a str,
 }
 

@@ -17,7 +17,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use futures_util::stream::Stream;
-use paddock_core::ids::{SessionId, TenantId};
+use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::RunEvent;
 use paddock_runtime::EventStream;
 use paddock_runtime::events::{Event as TypedEvent, payload_json};
@@ -31,15 +31,18 @@ use crate::service::{AgentError, AgentService};
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EventsQuery {
     /// Only events with a higher sequence number (`Last-Event-ID` wins).
     after: Option<u64>,
+    /// End the stream after the next `run.finished`, or once the stored events were sent.
+    #[param(inline)]
     until: Option<Until>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 enum Until {
     RunFinished,
@@ -49,6 +52,12 @@ enum Until {
 /// Events read from the store per query for `until=caught_up`.
 const PAGE: u32 = 500;
 
+/// Each event: `id: <seq>`, `event: <kind>`, `data: {"seq", "run", "created_at", "payload"}`;
+/// a failure midway ends the stream with an `error` event (an error body).
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "runs",
+    summary = "A session's events as server-sent events, from a sequence number on, then live",
+    params(("id" = SessionId, Path), EventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
+    responses((status = 200, description = "the event stream", body = String, content_type = "text/event-stream")))]
 pub(super) async fn stream(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -92,7 +101,8 @@ fn after_seq(headers: &HeaderMap, after: Option<u64>) -> Result<u64, ApiError> {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RunEventsQuery {
     /// Only events with a higher sequence number (`Last-Event-ID` wins).
@@ -101,6 +111,10 @@ pub(super) struct RunEventsQuery {
 
 /// One run's events (sequence numbers are its session's), ending after its
 /// `run.finished`; a finished run's stream ends once its events were sent.
+#[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
+    summary = "One run's events as server-sent events, ending after its `run.finished`",
+    params(("id" = RunId, Path), RunEventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
+    responses((status = 200, description = "the event stream", body = String, content_type = "text/event-stream")))]
 pub(super) async fn run_stream(
     State(state): State<AppState>,
     Caller(tenant): Caller,

@@ -19,16 +19,35 @@ use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
-use paddock_core::sandbox::ExecEvent;
+use paddock_core::sandbox::{ExecEvent, SandboxId};
 use paddock_proto::OutputStream;
 use serde_json::json;
 
+use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, sandbox_id};
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::ExecCommand;
-use crate::service::{ExecStream, ExitView, SandboxService};
+use crate::service::{ExecResult, ExecStream, ExitView, SandboxService};
 use crate::text::ChunkEncoder;
 
+/// One JSON answer, or with `Accept: text/event-stream` server-sent events:
+/// `started` `{"pid"}`, `stdout`/`stderr` `{"data"}`, then `exit` (an
+/// [`ExitView`]) or `error` (an error body).
+#[utoipa::path(post, path = "/v1/sandboxes/{id}/exec", tag = "sandboxes",
+    summary = "Run a command and wait for it (or stream it)",
+    params(("id" = SandboxId, Path)),
+    request_body = ExecCommand,
+    responses(
+        (status = 200, description = "how it ended, with its output; or its events as they happen", content(
+            (ExecResult = "application/json"),
+            (String = "text/event-stream"),
+        )),
+        (status = 422, description = "the body does not fit the request type (`invalid_request`), or the command could not be started (`spawn_failed`)", body = ErrorBody),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn exec(
     State(state): State<AppState>,
     Caller(tenant): Caller,

@@ -4,15 +4,17 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
 use paddock_core::sandbox::SandboxId;
 use serde::de::DeserializeOwned;
 
 use super::ApiError;
 
-/// A JSON body (`Content-Type: application/json`); unknown fields are refused
-/// by the command types themselves.
+/// A JSON object body (`Content-Type: application/json`); unknown fields are
+/// refused by the command types themselves. Every request type is an object:
+/// serde would also read a struct from an array of its fields (`[]` as "all
+/// defaults"), so anything but an object is refused here, as the document says.
 #[derive(Debug)]
 pub struct ApiJson<T>(pub T);
 
@@ -24,11 +26,41 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
+        if !has_json_content_type(req.headers()) {
+            return Err(unsupported_media_type());
         }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(bytes_rejection)?;
+        let value = match axum::Json::<T>::from_bytes(&bytes) {
+            Ok(axum::Json(value)) => value,
+            Err(rejection) => return Err(json_rejection(rejection)),
+        };
+        if bytes.trim_ascii_start().first() != Some(&b'{') {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "request body: expected a JSON object",
+            ));
+        }
+        Ok(ApiJson(value))
     }
+}
+
+/// `application/json` or an `application/*+json` type, as axum's `Json` takes.
+fn has_json_content_type(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    let essence = essence.to_ascii_lowercase();
+    essence == "application/json"
+        || essence
+            .strip_prefix("application/")
+            .is_some_and(|sub| sub.ends_with("+json"))
 }
 
 fn json_rejection(rejection: JsonRejection) -> ApiError {
@@ -43,14 +75,18 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
             "malformed_json",
             serde_message(&e.body_text()),
         ),
-        JsonRejection::MissingJsonContentType(_) => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "expected Content-Type: application/json",
-        ),
+        JsonRejection::MissingJsonContentType(_) => unsupported_media_type(),
         JsonRejection::BytesRejection(e) => bytes_rejection(e),
         other => ApiError::invalid(format!("unreadable request body ({})", other.status())),
     }
+}
+
+fn unsupported_media_type() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "expected Content-Type: application/json",
+    )
 }
 
 /// axum prefixes serde's message with its own words; keep serde's part,

@@ -8,10 +8,12 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
-use paddock_core::sandbox::WriteOptions;
+use paddock_core::sandbox::{SandboxId, WriteOptions};
 use serde::{Deserialize, Serialize};
 
+use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery, RawBody, sandbox_id};
+use super::openapi::Binary;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::SearchCommand;
 use crate::service::{FileEntry, SearchView};
@@ -19,49 +21,68 @@ use crate::service::{FileEntry, SearchView};
 /// Bytes read from the guest per request while a file streams out.
 const READ_CHUNK: u64 = 4 << 20;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ReadQuery {
+    /// First byte to read (default 0).
     #[serde(default)]
     offset: u64,
+    /// Most bytes to read (default: to the end).
     len: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WriteQuery {
     /// Permission bits in octal (`644`).
+    #[param(pattern = "^[0-7]{1,11}$")]
     mode: Option<String>,
     /// Create missing parent directories (default true).
     parents: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct DeleteQuery {
+    /// Delete a directory with everything in it (default false).
     #[serde(default)]
     recursive: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
+    /// The directory to list, relative to /workspace (default `.`).
     dir: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct Written {
     path: String,
     bytes: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct Listing {
     dir: String,
     entries: Vec<FileEntry>,
 }
 
 /// The file's bytes (or the asked range), streamed in chunks.
+#[utoipa::path(get, path = "/v1/sandboxes/{id}/files/{path}", tag = "files",
+    summary = "Read a file",
+    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), ReadQuery),
+    responses(
+        (status = 200, description = "the bytes", body = Binary, content_type = "application/octet-stream"),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn read(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -113,6 +134,18 @@ pub(super) async fn read(
     Ok(([(header::CONTENT_TYPE, octet_stream)], body).into_response())
 }
 
+#[utoipa::path(put, path = "/v1/sandboxes/{id}/files/{path}", tag = "files",
+    summary = "Write a file (the body is its bytes)",
+    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), WriteQuery),
+    request_body(content = Option<Binary>, content_type = "application/octet-stream",
+        description = "The file's bytes; none writes an empty file"),
+    responses(
+        (status = 200, description = "written", body = Written),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn write(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -122,9 +155,16 @@ pub(super) async fn write(
 ) -> Result<Json<Written>, ApiError> {
     let id = sandbox_id(&id)?;
     let mode = match query.mode.as_deref() {
-        Some(text) => Some(u32::from_str_radix(text, 8).map_err(|_| {
-            ApiError::invalid("query string: mode is octal permission bits, e.g. 644")
-        })?),
+        // Digits only, as the document's pattern says (from_str_radix would take a sign).
+        Some(text) => Some(
+            text.bytes()
+                .all(|b| (b'0'..=b'7').contains(&b))
+                .then(|| u32::from_str_radix(text, 8).ok())
+                .flatten()
+                .ok_or_else(|| {
+                    ApiError::invalid("query string: mode is octal permission bits, e.g. 644")
+                })?,
+        ),
         None => None,
     };
     let options = WriteOptions {
@@ -138,6 +178,16 @@ pub(super) async fn write(
     Ok(Json(Written { path, bytes }))
 }
 
+#[utoipa::path(delete, path = "/v1/sandboxes/{id}/files/{path}", tag = "files",
+    summary = "Delete a file or directory",
+    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), DeleteQuery),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn delete(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -152,6 +202,16 @@ pub(super) async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(get, path = "/v1/sandboxes/{id}/files", tag = "files",
+    summary = "List a directory",
+    params(("id" = SandboxId, Path), ListQuery),
+    responses(
+        (status = 200, description = "its entries", body = Listing),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -164,6 +224,17 @@ pub(super) async fn list(
     Ok(Json(Listing { dir, entries }))
 }
 
+#[utoipa::path(post, path = "/v1/sandboxes/{id}/search", tag = "files",
+    summary = "Find files by name and/or content",
+    params(("id" = SandboxId, Path)),
+    request_body = SearchCommand,
+    responses(
+        (status = 200, description = "the matches", body = SearchView),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn search(
     State(state): State<AppState>,
     Caller(tenant): Caller,

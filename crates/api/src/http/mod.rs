@@ -2,7 +2,7 @@
 //! errors as `{"error": {"code", "message"}}`, SSE for streamed exec and
 //! for a session's events (resumable by sequence number).
 //! docs/api.md describes it for callers; `GET /v1/openapi.json` serves the
-//! OpenAPI document.
+//! OpenAPI document, generated from the types and the handlers (`openapi`).
 
 mod agent_error;
 mod auth;
@@ -12,6 +12,7 @@ mod exec;
 mod extract;
 mod files;
 mod meta;
+mod openapi;
 mod processes;
 mod runs;
 mod sandboxes;
@@ -23,14 +24,15 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::handler::Handler;
+use axum::routing::MethodFilter;
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{Caller, MIN_TOKEN_LEN, TokenError, Tokens};
 pub use error::ApiError;
-pub use meta::OPENAPI;
+pub use openapi::{OPENAPI, document};
 
 use crate::service::{AgentService, SandboxService};
 
@@ -40,51 +42,6 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = paddock_proto::MAX_PAYLOAD_LEN as usiz
 
 /// How long a shutdown waits for open connections after the sandboxes are gone.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Every route, as (method, path template) in the OpenAPI document's
-/// spelling; a test checks that the document and the router agree.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("get", "/v1/health"),
-    ("get", "/v1/openapi.json"),
-    ("post", "/v1/workspaces"),
-    ("get", "/v1/workspaces"),
-    ("get", "/v1/workspaces/{id}"),
-    ("post", "/v1/sandboxes"),
-    ("get", "/v1/sandboxes"),
-    ("get", "/v1/sandboxes/{id}"),
-    ("delete", "/v1/sandboxes/{id}"),
-    ("post", "/v1/sandboxes/{id}/exec"),
-    ("post", "/v1/sandboxes/{id}/processes"),
-    ("get", "/v1/sandboxes/{id}/processes"),
-    ("get", "/v1/sandboxes/{id}/processes/{handle}/output"),
-    ("post", "/v1/sandboxes/{id}/processes/{handle}/stdin"),
-    ("post", "/v1/sandboxes/{id}/processes/{handle}/signal"),
-    ("get", "/v1/sandboxes/{id}/files"),
-    ("get", "/v1/sandboxes/{id}/files/{path}"),
-    ("put", "/v1/sandboxes/{id}/files/{path}"),
-    ("delete", "/v1/sandboxes/{id}/files/{path}"),
-    ("post", "/v1/sandboxes/{id}/search"),
-    ("post", "/v1/sandboxes/{id}/snapshots"),
-    ("post", "/v1/snapshots"),
-    ("get", "/v1/snapshots"),
-    ("get", "/v1/snapshots/{id}"),
-    ("delete", "/v1/snapshots/{id}"),
-    ("post", "/v1/snapshots/{id}/restore"),
-    ("get", "/v1/snapshots/{id}/archive"),
-    ("post", "/v1/sessions"),
-    ("get", "/v1/sessions"),
-    ("get", "/v1/sessions/{id}"),
-    ("patch", "/v1/sessions/{id}"),
-    ("delete", "/v1/sessions/{id}"),
-    ("post", "/v1/sessions/{id}/fork"),
-    ("get", "/v1/sessions/{id}/runs"),
-    ("post", "/v1/sessions/{id}/runs"),
-    ("get", "/v1/sessions/{id}/events"),
-    ("get", "/v1/runs/{id}"),
-    ("post", "/v1/runs/{id}/cancel"),
-    ("get", "/v1/runs/{id}/children"),
-    ("get", "/v1/runs/{id}/events"),
-];
 
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -145,77 +102,117 @@ pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptio
         agents: services.agents,
         tokens: Arc::new(tokens),
     };
-    Router::new()
-        .route("/v1/health", get(meta::health))
-        .route("/v1/openapi.json", get(meta::openapi))
-        .route(
-            "/v1/workspaces",
-            post(sandboxes::create_workspace).get(sandboxes::list_workspaces),
-        )
-        .route("/v1/workspaces/{id}", get(sandboxes::get_workspace))
-        .route(
-            "/v1/sandboxes",
-            post(sandboxes::create_sandbox).get(sandboxes::list_sandboxes),
-        )
-        .route(
-            "/v1/sandboxes/{id}",
-            get(sandboxes::get_sandbox).delete(sandboxes::delete_sandbox),
-        )
-        .route("/v1/sandboxes/{id}/exec", post(exec::exec))
-        .route(
-            "/v1/sandboxes/{id}/processes",
-            post(processes::start).get(processes::list),
-        )
-        .route(
-            "/v1/sandboxes/{id}/processes/{handle}/output",
-            get(processes::output),
-        )
-        .route(
-            "/v1/sandboxes/{id}/processes/{handle}/stdin",
-            post(processes::stdin),
-        )
-        .route(
-            "/v1/sandboxes/{id}/processes/{handle}/signal",
-            post(processes::signal),
-        )
-        .route("/v1/sandboxes/{id}/files", get(files::list))
-        .route(
-            "/v1/sandboxes/{id}/files/{*path}",
-            get(files::read).put(files::write).delete(files::delete),
-        )
-        .route("/v1/sandboxes/{id}/search", post(files::search))
-        .route("/v1/sandboxes/{id}/snapshots", post(snapshots::create))
-        .route(
-            "/v1/snapshots",
-            post(snapshots::import).get(snapshots::list),
-        )
-        .route(
-            "/v1/snapshots/{id}",
-            get(snapshots::get).delete(snapshots::delete),
-        )
-        .route("/v1/snapshots/{id}/restore", post(snapshots::restore))
-        .route("/v1/snapshots/{id}/archive", get(snapshots::archive))
-        .route("/v1/sessions", post(sessions::create).get(sessions::list))
-        .route(
-            "/v1/sessions/{id}",
-            get(sessions::get)
-                .patch(sessions::update)
-                .delete(sessions::archive),
-        )
-        .route("/v1/sessions/{id}/fork", post(sessions::fork))
-        .route(
-            "/v1/sessions/{id}/runs",
-            get(sessions::list_runs).post(sessions::start_run),
-        )
-        .route("/v1/sessions/{id}/events", get(events::stream))
-        .route("/v1/runs/{id}", get(runs::get))
-        .route("/v1/runs/{id}/cancel", post(runs::cancel))
-        .route("/v1/runs/{id}/children", get(runs::children))
-        .route("/v1/runs/{id}/events", get(events::run_stream))
+    routes()
+        .router
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
         .with_state(state)
+}
+
+/// Every route the router serves, as (method, path template) in the OpenAPI
+/// document's spelling (`{path}` for axum's `{*path}`); a test checks that
+/// the document lists exactly these.
+pub fn registered_routes() -> Vec<(String, String)> {
+    routes().registered
+}
+
+/// The router and what it registered, built together so neither can miss a route.
+struct Routes {
+    router: Router<AppState>,
+    registered: Vec<(String, String)>,
+}
+
+impl Routes {
+    fn get<H: Handler<T, AppState>, T: 'static>(self, path: &str, handler: H) -> Self {
+        self.add(MethodFilter::GET, "get", path, handler)
+    }
+
+    fn post<H: Handler<T, AppState>, T: 'static>(self, path: &str, handler: H) -> Self {
+        self.add(MethodFilter::POST, "post", path, handler)
+    }
+
+    fn put<H: Handler<T, AppState>, T: 'static>(self, path: &str, handler: H) -> Self {
+        self.add(MethodFilter::PUT, "put", path, handler)
+    }
+
+    fn patch<H: Handler<T, AppState>, T: 'static>(self, path: &str, handler: H) -> Self {
+        self.add(MethodFilter::PATCH, "patch", path, handler)
+    }
+
+    fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &str, handler: H) -> Self {
+        self.add(MethodFilter::DELETE, "delete", path, handler)
+    }
+
+    fn add<H: Handler<T, AppState>, T: 'static>(
+        mut self,
+        filter: MethodFilter,
+        method: &str,
+        path: &str,
+        handler: H,
+    ) -> Self {
+        self.router = self.router.route(path, axum::routing::on(filter, handler));
+        self.registered
+            .push((method.to_owned(), path.replace("{*", "{")));
+        self
+    }
+}
+
+fn routes() -> Routes {
+    let routes = Routes {
+        router: Router::new(),
+        registered: Vec::new(),
+    };
+    routes
+        .get("/v1/health", meta::health)
+        .get("/v1/openapi.json", meta::openapi)
+        .post("/v1/workspaces", sandboxes::create_workspace)
+        .get("/v1/workspaces", sandboxes::list_workspaces)
+        .get("/v1/workspaces/{id}", sandboxes::get_workspace)
+        .post("/v1/sandboxes", sandboxes::create_sandbox)
+        .get("/v1/sandboxes", sandboxes::list_sandboxes)
+        .get("/v1/sandboxes/{id}", sandboxes::get_sandbox)
+        .delete("/v1/sandboxes/{id}", sandboxes::delete_sandbox)
+        .post("/v1/sandboxes/{id}/exec", exec::exec)
+        .post("/v1/sandboxes/{id}/processes", processes::start)
+        .get("/v1/sandboxes/{id}/processes", processes::list)
+        .get(
+            "/v1/sandboxes/{id}/processes/{handle}/output",
+            processes::output,
+        )
+        .post(
+            "/v1/sandboxes/{id}/processes/{handle}/stdin",
+            processes::stdin,
+        )
+        .post(
+            "/v1/sandboxes/{id}/processes/{handle}/signal",
+            processes::signal,
+        )
+        .get("/v1/sandboxes/{id}/files", files::list)
+        .get("/v1/sandboxes/{id}/files/{*path}", files::read)
+        .put("/v1/sandboxes/{id}/files/{*path}", files::write)
+        .delete("/v1/sandboxes/{id}/files/{*path}", files::delete)
+        .post("/v1/sandboxes/{id}/search", files::search)
+        .post("/v1/sandboxes/{id}/snapshots", snapshots::create)
+        .post("/v1/snapshots", snapshots::import)
+        .get("/v1/snapshots", snapshots::list)
+        .get("/v1/snapshots/{id}", snapshots::get)
+        .delete("/v1/snapshots/{id}", snapshots::delete)
+        .post("/v1/snapshots/{id}/restore", snapshots::restore)
+        .get("/v1/snapshots/{id}/archive", snapshots::archive)
+        .post("/v1/sessions", sessions::create)
+        .get("/v1/sessions", sessions::list)
+        .get("/v1/sessions/{id}", sessions::get)
+        .patch("/v1/sessions/{id}", sessions::update)
+        .delete("/v1/sessions/{id}", sessions::archive)
+        .post("/v1/sessions/{id}/fork", sessions::fork)
+        .get("/v1/sessions/{id}/runs", sessions::list_runs)
+        .post("/v1/sessions/{id}/runs", sessions::start_run)
+        .get("/v1/sessions/{id}/events", events::stream)
+        .get("/v1/runs/{id}", runs::get)
+        .post("/v1/runs/{id}/cancel", runs::cancel)
+        .get("/v1/runs/{id}/children", runs::children)
+        .get("/v1/runs/{id}/events", events::run_stream)
 }
 
 /// Serves until `shutdown` is cancelled (SIGTERM, SIGINT, or a test), then

@@ -4,29 +4,47 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use paddock_core::sandbox::SandboxId;
 use serde::{Deserialize, Serialize};
 
+use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::{SendSignal, StartProcess, WriteStdin};
 use crate::service::{ProcessOutputView, ProcessView};
 use crate::text::Encoding;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct ProcessList {
     processes: Vec<ProcessView>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct OutputQuery {
+    /// Where to start reading, in bytes of the whole output (default 0).
     #[serde(default)]
     offset: u64,
+    /// Most bytes to return (at most 4 MiB).
     max_bytes: Option<u64>,
+    /// How the bytes are written into `data` (default `text`).
     #[serde(default)]
     encoding: Encoding,
 }
 
+#[utoipa::path(post, path = "/v1/sandboxes/{id}/processes", tag = "processes",
+    summary = "Start a background process",
+    params(("id" = SandboxId, Path)),
+    request_body = StartProcess,
+    responses(
+        (status = 201, description = "started", body = ProcessView),
+        (status = 422, description = "the body does not fit the request type (`invalid_request`), or the command could not be started (`spawn_failed`)", body = ErrorBody),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn start(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -38,6 +56,16 @@ pub(super) async fn start(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(get, path = "/v1/sandboxes/{id}/processes", tag = "processes",
+    summary = "List the sandbox's background processes",
+    params(("id" = SandboxId, Path)),
+    responses(
+        (status = 200, description = "the processes", body = ProcessList),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -48,6 +76,16 @@ pub(super) async fn list(
     Ok(Json(ProcessList { processes }))
 }
 
+#[utoipa::path(get, path = "/v1/sandboxes/{id}/processes/{handle}/output", tag = "processes",
+    summary = "Read a process's output from an offset",
+    params(("id" = SandboxId, Path), ("handle" = u64, Path, description = "The handle its start answered."), OutputQuery),
+    responses(
+        (status = 200, description = "output from `offset` on", body = ProcessOutputView),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn output(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -69,6 +107,17 @@ pub(super) async fn output(
     Ok(Json(view))
 }
 
+#[utoipa::path(post, path = "/v1/sandboxes/{id}/processes/{handle}/stdin", tag = "processes",
+    summary = "Write to a process's stdin",
+    params(("id" = SandboxId, Path), ("handle" = u64, Path, description = "The handle its start answered.")),
+    request_body = WriteStdin,
+    responses(
+        (status = 204, description = "written"),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn stdin(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -83,6 +132,17 @@ pub(super) async fn stdin(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(post, path = "/v1/sandboxes/{id}/processes/{handle}/signal", tag = "processes",
+    summary = "Send a process a signal",
+    params(("id" = SandboxId, Path), ("handle" = u64, Path, description = "The handle its start answered.")),
+    request_body = SendSignal,
+    responses(
+        (status = 204, description = "sent"),
+        (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn signal(
     State(state): State<AppState>,
     Caller(tenant): Caller,

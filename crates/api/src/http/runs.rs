@@ -6,10 +6,15 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use paddock_core::ids::RunId;
 
+use super::error::Body as ErrorBody;
 use super::extract::ApiPath;
 use super::{ApiError, AppState, Caller};
 use crate::service::RunView;
 
+#[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
+    summary = "Get a run",
+    params(("id" = RunId, Path)),
+    responses((status = 200, description = "the run", body = RunView)))]
 pub(super) async fn get(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -22,6 +27,13 @@ pub(super) async fn get(
 /// Asks the run to stop and answers it as it is now; the run ends
 /// `cancelled` shortly after (its `run.finished` event says when). Cancelling
 /// a finished run changes nothing.
+#[utoipa::path(post, path = "/v1/runs/{id}/cancel", tag = "runs",
+    summary = "Cancel a run (it ends `cancelled` shortly after)",
+    params(("id" = RunId, Path)),
+    responses(
+        (status = 200, description = "the run as it is now", body = RunView),
+        (status = 409, description = "a conflicting write (`conflict`)", body = ErrorBody),
+    ))]
 pub(super) async fn cancel(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -32,6 +44,10 @@ pub(super) async fn cancel(
 }
 
 /// The subagent runs the run spawned, oldest first (empty for a run without any).
+#[utoipa::path(get, path = "/v1/runs/{id}/children", tag = "runs",
+    summary = "The subagent runs a run spawned, oldest first",
+    params(("id" = RunId, Path)),
+    responses((status = 200, description = "the child runs", body = ChildRuns)))]
 pub(super) async fn children(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -42,7 +58,7 @@ pub(super) async fn children(
     Ok(Json(ChildRuns { runs }))
 }
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub(super) struct ChildRuns {
     runs: Vec<RunView>,
 }

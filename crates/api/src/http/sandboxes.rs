@@ -8,32 +8,45 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::SandboxState;
 use serde::{Deserialize, Serialize};
 
+use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::{CreateSandbox, CreateWorkspace};
 use crate::service::{SandboxFilter, SandboxView, WorkspaceView};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
+    /// Only sandboxes in this state (sandbox listings only).
+    #[param(value_type = Option<SandboxState>)]
     state: Option<String>,
+    /// The last id of the previous page.
+    #[param(value_type = Option<SandboxId>)]
     after: Option<String>,
+    /// Page size, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct SandboxList {
     sandboxes: Vec<SandboxView>,
     /// Pass as `after` for the next page; absent on the last page.
     next_after: Option<SandboxId>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct WorkspaceList {
     workspaces: Vec<WorkspaceView>,
+    /// Pass as `after` for the next page; absent on the last page.
     next_after: Option<WorkspaceId>,
 }
 
+#[utoipa::path(post, path = "/v1/workspaces", tag = "workspaces",
+    summary = "Create a workspace",
+    request_body = CreateWorkspace,
+    responses((status = 201, description = "created", body = WorkspaceView)))]
 pub(super) async fn create_workspace(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -43,6 +56,13 @@ pub(super) async fn create_workspace(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(get, path = "/v1/workspaces", tag = "workspaces",
+    summary = "List workspaces, oldest first",
+    params(
+        ("after" = Option<WorkspaceId>, Query, description = "The last id of the previous page."),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Page size, default 100."),
+    ),
+    responses((status = 200, description = "one page", body = WorkspaceList)))]
 pub(super) async fn list_workspaces(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -63,6 +83,10 @@ pub(super) async fn list_workspaces(
     }))
 }
 
+#[utoipa::path(get, path = "/v1/workspaces/{id}", tag = "workspaces",
+    summary = "Get a workspace",
+    params(("id" = WorkspaceId, Path)),
+    responses((status = 200, description = "the workspace", body = WorkspaceView)))]
 pub(super) async fn get_workspace(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -72,6 +96,15 @@ pub(super) async fn get_workspace(
     Ok(Json(state.service.get_workspace(&tenant, &id).await?))
 }
 
+#[utoipa::path(post, path = "/v1/sandboxes", tag = "sandboxes",
+    summary = "Start a sandbox",
+    request_body = CreateSandbox,
+    responses(
+        (status = 201, description = "running", body = SandboxView),
+        (status = 404, description = "no such workspace (`workspace_not_found`)", body = ErrorBody),
+        (status = 409, description = "a conflicting write (`conflict`)", body = ErrorBody),
+        (status = 429, description = "the server runs its limit of sandboxes (`too_many_sandboxes`)", body = ErrorBody),
+    ))]
 pub(super) async fn create_sandbox(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -81,6 +114,10 @@ pub(super) async fn create_sandbox(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(get, path = "/v1/sandboxes", tag = "sandboxes",
+    summary = "List sandboxes, oldest first",
+    params(ListQuery),
+    responses((status = 200, description = "one page", body = SandboxList)))]
 pub(super) async fn list_sandboxes(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -108,6 +145,10 @@ pub(super) async fn list_sandboxes(
     }))
 }
 
+#[utoipa::path(get, path = "/v1/sandboxes/{id}", tag = "sandboxes",
+    summary = "Get a sandbox",
+    params(("id" = SandboxId, Path)),
+    responses((status = 200, description = "the sandbox", body = SandboxView)))]
 pub(super) async fn get_sandbox(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -117,6 +158,10 @@ pub(super) async fn get_sandbox(
     Ok(Json(state.service.get_sandbox(&tenant, &id).await?))
 }
 
+#[utoipa::path(delete, path = "/v1/sandboxes/{id}", tag = "sandboxes",
+    summary = "Destroy a sandbox (its record stays, `stopped`)",
+    params(("id" = SandboxId, Path)),
+    responses((status = 200, description = "the sandbox as it ended", body = SandboxView)))]
 pub(super) async fn delete_sandbox(
     State(state): State<AppState>,
     Caller(tenant): Caller,

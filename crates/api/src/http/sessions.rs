@@ -7,31 +7,47 @@ use axum::http::StatusCode;
 use paddock_core::ids::{SessionId, WorkspaceId};
 use serde::{Deserialize, Serialize};
 
+use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::{ApiError, AppState, Caller};
 use crate::service::sessions::{CreateSession, ForkSession, StartRunCommand, UpdateSession};
 use crate::service::{RunView, SessionView};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
+    /// Only the sessions of this workspace.
+    #[param(value_type = Option<WorkspaceId>)]
     workspace: Option<String>,
+    /// The last id of the previous page.
+    #[param(value_type = Option<SessionId>)]
     after: Option<String>,
+    /// Page size, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct SessionList {
     sessions: Vec<SessionView>,
     /// Pass as `after` for the next page; absent on the last page.
     next_after: Option<SessionId>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct RunList {
     runs: Vec<RunView>,
 }
 
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions",
+    summary = "Create a session on a workspace",
+    request_body = CreateSession,
+    responses(
+        (status = 201, description = "created", body = SessionView),
+        (status = 404, description = "no such workspace (`workspace_not_found`)", body = ErrorBody),
+        (status = 409, description = "a conflicting write (`conflict`)", body = ErrorBody),
+    ))]
 pub(super) async fn create(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -41,6 +57,10 @@ pub(super) async fn create(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
+    summary = "List sessions, oldest first (archived ones too)",
+    params(ListQuery),
+    responses((status = 200, description = "one page", body = SessionList)))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -70,6 +90,10 @@ pub(super) async fn list(
     }))
 }
 
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
+    summary = "Get a session (an archived one too)",
+    params(("id" = SessionId, Path)),
+    responses((status = 200, description = "the session", body = SessionView)))]
 pub(super) async fn get(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -79,6 +103,14 @@ pub(super) async fn get(
     Ok(Json(state.agents()?.get_session(&tenant, &id).await?))
 }
 
+#[utoipa::path(patch, path = "/v1/sessions/{id}", tag = "sessions",
+    summary = "Rename a session, archive it or take it out of the archive",
+    params(("id" = SessionId, Path)),
+    request_body = UpdateSession,
+    responses(
+        (status = 200, description = "the session as it is now", body = SessionView),
+        (status = 409, description = "the session is archived (`session_archived`) or runs already (`session_busy`), or a conflicting write (`conflict`)", body = ErrorBody),
+    ))]
 pub(super) async fn update(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -95,6 +127,18 @@ pub(super) async fn update(
 }
 
 /// Archives the session; its runs and events stay readable.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
+    summary = "Archive a session (nothing is removed)",
+    description = "The same as `PATCH {\"archived\": true}`, and idempotent. DELETE does not \
+remove the session: `GET` still answers it (`status: archived`) and lists still show it, its \
+runs and events stay readable, and it takes no new run (409 `session_archived`). Archiving is \
+for good (`PATCH {\"archived\": false}` is 400); fork the session to go on. Refused while one \
+of its runs is in progress (409 `session_busy`).",
+    params(("id" = SessionId, Path)),
+    responses(
+        (status = 200, description = "the session, archived", body = SessionView),
+        (status = 409, description = "the session is archived (`session_archived`) or runs already (`session_busy`), or a conflicting write (`conflict`)", body = ErrorBody),
+    ))]
 pub(super) async fn archive(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -104,6 +148,14 @@ pub(super) async fn archive(
     Ok(Json(state.agents()?.archive_session(&tenant, &id).await?))
 }
 
+#[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions",
+    summary = "Fork a session: a new one with its history up to a run",
+    params(("id" = SessionId, Path)),
+    request_body = ForkSession,
+    responses(
+        (status = 201, description = "the new session", body = SessionView),
+        (status = 409, description = "the run left no end snapshot (`no_end_snapshot`), or a conflicting write (`conflict`)", body = ErrorBody),
+    ))]
 pub(super) async fn fork(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -115,6 +167,10 @@ pub(super) async fn fork(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "runs",
+    summary = "List a session's runs, oldest first",
+    params(("id" = SessionId, Path)),
+    responses((status = 200, description = "the runs", body = RunList)))]
 pub(super) async fn list_runs(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -126,6 +182,16 @@ pub(super) async fn list_runs(
 }
 
 /// Starts a run and answers at once (202); the events route follows it.
+#[utoipa::path(post, path = "/v1/sessions/{id}/runs", tag = "runs",
+    summary = "Start a run (answers at once; the events route follows it)",
+    params(("id" = SessionId, Path)),
+    request_body = StartRunCommand,
+    responses(
+        (status = 202, description = "started", body = RunView),
+        (status = 400, description = "a bad id or body, or a model the server does not allow (`model_not_allowed`)", body = ErrorBody),
+        (status = 409, description = "the session is archived (`session_archived`) or runs already (`session_busy`), or a conflicting write (`conflict`)", body = ErrorBody),
+        (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
+    ))]
 pub(super) async fn start_run(
     State(state): State<AppState>,
     Caller(tenant): Caller,

@@ -8,35 +8,55 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::TryStreamExt;
 use paddock_core::ids::SnapshotId;
+use paddock_core::sandbox::SandboxId;
 use serde::{Deserialize, Serialize};
 use tokio_util::io::{ReaderStream, StreamReader};
 
+use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
+use super::openapi::Binary;
 use super::{ApiError, AppState, Caller};
 use crate::service::{CreateSnapshot, ImportSnapshot, RestoreSnapshot, SandboxView, SnapshotView};
 
 /// Largest archive `POST /v1/snapshots` accepts.
 pub const MAX_IMPORT_BYTES: u64 = 1 << 30;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
+    /// The last id of the previous page.
+    #[param(value_type = Option<SnapshotId>)]
     after: Option<String>,
+    /// Page size, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct SnapshotList {
     snapshots: Vec<SnapshotView>,
     /// Pass as `after` for the next page; absent on the last page.
     next_after: Option<SnapshotId>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct Restored {
     sandboxes: Vec<SandboxView>,
 }
 
+#[utoipa::path(post, path = "/v1/sandboxes/{id}/snapshots", tag = "snapshots",
+    summary = "Snapshot a sandbox's workspace",
+    params(("id" = SandboxId, Path)),
+    request_body = CreateSnapshot,
+    responses(
+        (status = 201, description = "stored", body = SnapshotView),
+        (status = 400, description = "a bad id or body, or the workspace is over the asked limits (`archive_refused`)", body = ErrorBody),
+        (status = 403, description = "the sandbox may not read a workspace file (`permission_denied`)", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or a conflicting write (`conflict`)", body = ErrorBody),
+        (status = 413, description = "the body is larger than the server accepts (`payload_too_large`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
 pub(super) async fn create(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -48,6 +68,10 @@ pub(super) async fn create(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
+#[utoipa::path(get, path = "/v1/snapshots", tag = "snapshots",
+    summary = "List snapshots, oldest first",
+    params(ListQuery),
+    responses((status = 200, description = "one page", body = SnapshotList)))]
 pub(super) async fn list(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -66,6 +90,10 @@ pub(super) async fn list(
     }))
 }
 
+#[utoipa::path(get, path = "/v1/snapshots/{id}", tag = "snapshots",
+    summary = "Get a snapshot",
+    params(("id" = SnapshotId, Path)),
+    responses((status = 200, description = "the snapshot", body = SnapshotView)))]
 pub(super) async fn get(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -75,6 +103,13 @@ pub(super) async fn get(
     Ok(Json(state.service.get_snapshot(&tenant, &id).await?))
 }
 
+#[utoipa::path(delete, path = "/v1/snapshots/{id}", tag = "snapshots",
+    summary = "Delete a snapshot (its archive goes once nothing else refers to it)",
+    params(("id" = SnapshotId, Path)),
+    responses(
+        (status = 200, description = "the snapshot as it was", body = SnapshotView),
+        (status = 409, description = "a conflicting write (`conflict`)", body = ErrorBody),
+    ))]
 pub(super) async fn delete(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -84,6 +119,15 @@ pub(super) async fn delete(
     Ok(Json(state.service.delete_snapshot(&tenant, &id).await?))
 }
 
+#[utoipa::path(post, path = "/v1/snapshots/{id}/restore", tag = "snapshots",
+    summary = "Start sandboxes from a snapshot",
+    params(("id" = SnapshotId, Path)),
+    request_body = RestoreSnapshot,
+    responses(
+        (status = 201, description = "the sandboxes, running", body = Restored),
+        (status = 409, description = "a conflicting write (`conflict`)", body = ErrorBody),
+        (status = 429, description = "the server runs its limit of sandboxes (`too_many_sandboxes`)", body = ErrorBody),
+    ))]
 pub(super) async fn restore(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -98,6 +142,10 @@ pub(super) async fn restore(
     Ok((StatusCode::CREATED, Json(Restored { sandboxes })))
 }
 
+#[utoipa::path(get, path = "/v1/snapshots/{id}/archive", tag = "snapshots",
+    summary = "Download a snapshot's archive (tar, zstd)",
+    params(("id" = SnapshotId, Path)),
+    responses((status = 200, description = "the archive", body = Binary, content_type = "application/zstd")))]
 pub(super) async fn archive(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -119,6 +167,16 @@ pub(super) async fn archive(
 
 /// The body is the archive itself (`application/zstd`), streamed; the
 /// query may raise the limits of its check (`?max_files=N&max_bytes=N`).
+#[utoipa::path(post, path = "/v1/snapshots", tag = "snapshots",
+    summary = "Import an archive as a snapshot (the body is the tar.zst)",
+    params(ImportSnapshot),
+    request_body(description = "The archive; any content type is read as its bytes",
+        content((Binary = "application/zstd"), (Binary = "application/octet-stream"))),
+    responses(
+        (status = 201, description = "stored", body = SnapshotView),
+        (status = 400, description = "a bad query, or the archive is unreadable or over 1 GiB (`upload_failed`) or refused (`archive_refused`)", body = ErrorBody),
+        (status = 409, description = "a conflicting write (`conflict`)", body = ErrorBody),
+    ))]
 pub(super) async fn import(
     State(state): State<AppState>,
     Caller(tenant): Caller,

@@ -8,7 +8,7 @@ use paddock_core::store::{
 };
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SessionView {
     pub id: SessionId,
     pub workspace: WorkspaceId,
@@ -38,7 +38,7 @@ impl From<&Session> for SessionView {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunView {
     pub id: RunId,
     pub session: SessionId,

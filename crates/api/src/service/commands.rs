@@ -21,13 +21,13 @@ const DEFAULT_SEARCH_RESULTS: u32 = 100;
 /// Most bytes of process output one read returns.
 pub const MAX_PROCESS_READ: u64 = 4 << 20;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWorkspace {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSandbox {
     /// The workspace mounted at /workspace; None: an empty one that goes
@@ -42,19 +42,70 @@ pub struct CreateSandbox {
     pub read_only: bool,
 }
 
-/// Limits asked for; each missing one takes the operator's default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Limits asked for; each missing one takes the operator's default. Each has
+/// a floor below which no sandbox could start (the guest, a shell and a
+/// command need that much): asking for less is a 400, never a sandbox that
+/// dies starting.
+// The schema minimums are the LIMIT_FLOORS (a test keeps them equal).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsRequest {
+    #[schema(minimum = 33554432)]
     pub memory_bytes: Option<u64>,
+    #[schema(minimum = 16)]
     pub pids: Option<u64>,
+    /// CPU quota in millicpus (1000 = one core), at most 1024 cores.
+    #[schema(minimum = 50, maximum = 1024000)]
     pub cpu_millis: Option<u64>,
+    #[schema(minimum = 1048576)]
     pub tmp_bytes: Option<u64>,
+    #[schema(minimum = 64)]
     pub open_files: Option<u64>,
 }
 
+/// The most CPU a request may ask for even when the operator sets no
+/// ceiling: 1024 cores (the kernel refuses quotas far past any real machine).
+pub const MAX_CPU_MILLIS: u64 = 1024 * 1000;
+
+/// The least of each limit a request may ask for.
+pub const LIMIT_FLOORS: &[(&str, u64)] = &[
+    ("memory_bytes", 32 << 20),
+    ("pids", 16),
+    ("cpu_millis", 50),
+    ("tmp_bytes", 1 << 20),
+    ("open_files", 64),
+];
+
 impl LimitsRequest {
     pub(crate) fn resolve(&self, policy: &LimitsPolicy) -> Result<SandboxLimits, ServiceError> {
+        for (field, asked) in [
+            ("memory_bytes", self.memory_bytes),
+            ("pids", self.pids),
+            ("cpu_millis", self.cpu_millis),
+            ("tmp_bytes", self.tmp_bytes),
+            ("open_files", self.open_files),
+        ] {
+            let floor = LIMIT_FLOORS
+                .iter()
+                .find(|(name, _)| *name == field)
+                .map_or(1, |(_, floor)| *floor);
+            if let Some(value) = asked
+                && value < floor
+            {
+                return Err(ServiceError::invalid(
+                    format!("limits.{field}"),
+                    format!("{value} is under the least a sandbox can start with, {floor}"),
+                ));
+            }
+        }
+        if let Some(cpu) = self.cpu_millis
+            && cpu > MAX_CPU_MILLIS
+        {
+            return Err(ServiceError::invalid(
+                "limits.cpu_millis",
+                format!("{cpu} is over the most any sandbox may have, {MAX_CPU_MILLIS}"),
+            ));
+        }
         let d = &policy.default;
         let m = &policy.max;
         Ok(SandboxLimits {
@@ -107,7 +158,7 @@ fn bounded(field: &str, value: u64, max: Option<u64>) -> Result<u64, ServiceErro
 }
 
 /// A command to run: exactly one of `argv` and `shell`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecCommand {
     #[serde(default)]
@@ -189,7 +240,7 @@ impl ExecCommand {
 }
 
 /// A background process: its stdin stays open for later writes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartProcess {
     #[serde(default)]
@@ -219,7 +270,7 @@ impl StartProcess {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteStdin {
     #[serde(default)]
@@ -248,7 +299,7 @@ impl WriteStdin {
 }
 
 /// A signal by number (15) or name (`TERM`, `SIGTERM`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum SignalName {
     Number(i32),
@@ -284,13 +335,13 @@ impl SignalName {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendSignal {
     pub signal: SignalName,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchCommand {
     /// Directory to search under (default: the workspace root).
@@ -394,6 +445,42 @@ pub(crate) fn path(field: &str, path: &str) -> Result<String, ServiceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limit_floors_are_the_schema_minimums_and_refused_below() {
+        let schema = serde_json::to_value(<LimitsRequest as utoipa::PartialSchema>::schema())
+            .unwrap_or_default();
+        for (field, floor) in LIMIT_FLOORS {
+            assert_eq!(
+                schema["properties"][field]["minimum"].as_f64(),
+                Some(*floor as f64),
+                "{field}: {schema}"
+            );
+            let mut asked = serde_json::Map::new();
+            asked.insert((*field).to_owned(), serde_json::json!(floor - 1));
+            let below: LimitsRequest =
+                serde_json::from_value(serde_json::Value::Object(asked.clone()))
+                    .unwrap_or_default();
+            let err = below.resolve(&LimitsPolicy::default());
+            assert!(
+                matches!(&err, Err(ServiceError::Invalid { field: f, .. }) if f == &format!("limits.{field}")),
+                "{field}: {err:?}"
+            );
+            asked.insert((*field).to_owned(), serde_json::json!(floor));
+            let at: LimitsRequest =
+                serde_json::from_value(serde_json::Value::Object(asked)).unwrap_or_default();
+            assert!(at.resolve(&LimitsPolicy::default()).is_ok(), "{field}");
+        }
+        assert_eq!(
+            schema["properties"]["cpu_millis"]["maximum"].as_f64(),
+            Some(MAX_CPU_MILLIS as f64)
+        );
+        let over = LimitsRequest {
+            cpu_millis: Some(MAX_CPU_MILLIS + 1),
+            ..LimitsRequest::default()
+        };
+        assert!(over.resolve(&LimitsPolicy::default()).is_err());
+    }
 
     #[test]
     fn limits_take_defaults_and_refuse_zero_or_over_the_maximum() {

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// The model of a run as a request names it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelChoice {
     /// An inline script: `{"turns": [{"text", "tool_calls": [{"name", "arguments"}]}]}`.

@@ -73,7 +73,7 @@ impl From<ModelChoiceError> for AgentError {
 }
 
 /// `POST /v1/sessions`
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
     pub workspace: WorkspaceId,
@@ -82,7 +82,7 @@ pub struct CreateSession {
 }
 
 /// `PATCH /v1/sessions/{id}`
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateSession {
     #[serde(default)]
@@ -92,7 +92,7 @@ pub struct UpdateSession {
 }
 
 /// `POST /v1/sessions/{id}/fork`
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForkSession {
     /// Fork from the end of this run of the session (default: its latest state).
@@ -103,7 +103,7 @@ pub struct ForkSession {
 }
 
 /// `POST /v1/sessions/{id}/runs`
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRunCommand {
     pub goal: String,

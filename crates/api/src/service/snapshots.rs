@@ -50,7 +50,7 @@ pub const MAX_SNAPSHOT_FILES: u64 = 1_000_000;
 /// import may ask for; an import unpacks into a scratch directory on the host.
 pub const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSnapshot {
     /// Patterns left out, added to the defaults (node_modules, target, ...).
@@ -65,7 +65,7 @@ pub struct CreateSnapshot {
     pub session: Option<SessionId>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreSnapshot {
     /// How many sandboxes to make (more than one is a fork).
@@ -97,7 +97,9 @@ impl Default for RestoreSnapshot {
 }
 
 /// Limits of an imported archive's check; each missing one is the snapshot default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::IntoParams,
+)]
 #[serde(deny_unknown_fields)]
 pub struct ImportSnapshot {
     #[serde(default)]
@@ -106,7 +108,7 @@ pub struct ImportSnapshot {
     pub max_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SnapshotView {
     pub id: SnapshotId,
     pub workspace: Option<WorkspaceId>,

@@ -20,7 +20,7 @@ pub struct StoredSpec {
     pub restored_from: Option<SnapshotId>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WorkspaceView {
     pub id: WorkspaceId,
     pub name: String,
@@ -37,7 +37,7 @@ impl From<&Workspace> for WorkspaceView {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SandboxView {
     pub id: SandboxId,
     pub workspace: Option<WorkspaceId>,
@@ -87,7 +87,7 @@ impl SandboxView {
 }
 
 /// How a command ended.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExitView {
     /// The exit code; None when a signal ended it.
     pub exit_code: Option<i32>,
@@ -110,7 +110,7 @@ impl From<&ExitInfo> for ExitView {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExecResult {
     #[serde(flatten)]
     pub exit: ExitView,
@@ -120,7 +120,7 @@ pub struct ExecResult {
     pub encoding: Encoding,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ProcessView {
     /// Names the process in later requests.
     pub handle: u64,
@@ -145,7 +145,7 @@ impl From<&ProcessInfo> for ProcessView {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ProcessOutputView {
     /// Offset of the first byte of `data`.
     pub offset: u64,
@@ -159,7 +159,7 @@ pub struct ProcessOutputView {
     pub encoding: Encoding,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileEntry {
     pub name: String,
     pub kind: FileKind,
@@ -182,7 +182,7 @@ impl From<&DirEntry> for FileEntry {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SearchView {
     pub matches: Vec<SearchMatch>,
     pub truncated: bool,

@@ -18,6 +18,10 @@ pub struct SandboxId(String);
 pub struct InvalidSandboxId(pub String);
 
 impl SandboxId {
+    /// What [`Self::parse`] accepts, as a regular expression (the API
+    /// document's pattern for sandbox ids).
+    pub const PATTERN: &'static str = "^[A-Za-z0-9_-]{1,64}$";
+
     /// A fresh, unique, time-ordered id (`sb-` + UUIDv7 in hex).
     pub fn generate() -> Self {
         Self(format!("sb-{}", uuid::Uuid::now_v7().simple()))
@@ -59,6 +63,20 @@ impl From<SandboxId> for String {
         id.0
     }
 }
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for SandboxId {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::ids::id_schema(
+            Self::PATTERN,
+            "A sandbox id: 1 to 64 ASCII letters, digits, '-' or '_' (generated ones are sb- and 32 hex digits).",
+            "sb-0192f5e0c1a47d2e9b3c4d5e6f708192",
+        )
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for SandboxId {}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

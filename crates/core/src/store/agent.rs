@@ -67,6 +67,7 @@ text_enum!(
 
 /// Limits of one run; reaching any of them ends it with `budget_exceeded`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct Budgets {
     /// Model calls.
@@ -90,6 +91,7 @@ impl Default for Budgets {
 
 /// What a run has spent so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct RunUsage {
     pub turns: u32,
@@ -117,6 +119,7 @@ text_enum!(
 
 /// One success criterion as the review judged it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CriterionReview {
     pub criterion: String,
     pub verdict: Verdict,
@@ -125,6 +128,7 @@ pub struct CriterionReview {
 
 /// The structured end of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Review {
     pub verdict: Verdict,
     pub summary: String,
