@@ -374,7 +374,7 @@ fn the_connection_caps_refuse_and_recover() -> Result<()> {
 fn floor_slow_streams_and_half_open_connections() -> Result<()> {
     let streams: usize = env_count("PADDOCK_FLOOR_STREAMS", 200);
     let half_open: usize = env_count("PADDOCK_FLOOR_HALF_OPEN", 20_000);
-    raise_fd_limit(half_open + streams + 1024)?;
+    raise_fd_limit(streams + 1024)?;
     let data = tempfile::tempdir()?;
     let server = Server::start(data.path(), "[http]\nheader_timeout_secs = 30\n")?;
     runtime().block_on(async {
@@ -410,23 +410,23 @@ fn floor_slow_streams_and_half_open_connections() -> Result<()> {
                 total
             });
         }
-        let mut attackers = Vec::with_capacity(half_open);
+        // Two helper processes (each has its own descriptor limit), each
+        // from two loopback addresses.
         let started = Instant::now();
-        for i in 0..half_open {
-            let source = IpAddr::from([127, 0, 1, 1 + (i % 4) as u8]);
-            match server.connect_from(source).await {
-                Ok(mut tcp) => {
-                    let _ = tcp
-                        .write_all(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n")
-                        .await;
-                    attackers.push(tcp);
-                }
-                Err(err) => bail!("half-open connection {i}: {err}"),
-            }
+        let mut attackers = Vec::new();
+        for helper in 0..2u8 {
+            let sources = [
+                format!("127.0.1.{}", 1 + 2 * helper),
+                format!("127.0.1.{}", 2 + 2 * helper),
+            ];
+            attackers.push(HalfOpen::start(server.addr, half_open / 2, &sources)?);
+        }
+        let mut opened = 0;
+        for attacker in &mut attackers {
+            opened += attacker.ready()?;
         }
         println!(
-            "opened {streams} slow streams and {} half-open connections in {:?}",
-            attackers.len(),
+            "opened {streams} slow streams and {opened} half-open connections in {:?}",
             started.elapsed()
         );
         let mut peak = server.rss_bytes();
@@ -436,7 +436,11 @@ fn floor_slow_streams_and_half_open_connections() -> Result<()> {
             peak = peak.max(server.rss_bytes());
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        drop(attackers);
+        let mut held = 0;
+        for attacker in attackers {
+            held += attacker.finish()?;
+        }
+        println!("the server still held {held} of the {opened} half-open connections");
         let mut streamed = 0u64;
         while let Some(total) = readers.join_next().await {
             streamed += total.unwrap_or(0);
@@ -455,6 +459,54 @@ fn floor_slow_streams_and_half_open_connections() -> Result<()> {
         assert!(streamed > 0, "the slow streams delivered nothing");
         Ok(())
     })
+}
+
+/// A `paddock-half-open` process holding half-sent connections.
+struct HalfOpen {
+    child: std::process::Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl HalfOpen {
+    fn start(addr: SocketAddr, count: usize, sources: &[String]) -> Result<Self> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_paddock-half-open"))
+            .arg(addr.to_string())
+            .arg(count.to_string())
+            .args(sources)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("spawning paddock-half-open")?;
+        let lines = BufReader::new(child.stdout.take().context("no stdout")?).lines();
+        Ok(Self { child, lines })
+    }
+
+    fn line(&mut self, prefix: &str) -> Result<usize> {
+        let line = self.lines.next().context("paddock-half-open ended")??;
+        line.strip_prefix(prefix)
+            .and_then(|n| n.trim().parse().ok())
+            .with_context(|| format!("paddock-half-open said {line:?}"))
+    }
+
+    /// How many connections it opened.
+    fn ready(&mut self) -> Result<usize> {
+        self.line("ready ")
+    }
+
+    /// Lets go; how many the server still held open.
+    fn finish(mut self) -> Result<usize> {
+        drop(self.child.stdin.take());
+        let held = self.line("held ")?;
+        self.child.wait()?;
+        Ok(held)
+    }
+}
+
+impl Drop for HalfOpen {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn tokio_util_stop() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
@@ -488,11 +540,13 @@ fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
 fn raise_fd_limit(needed: usize) -> Result<()> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
-    if hard < needed as u64 {
-        bail!("RLIMIT_NOFILE hard limit {hard} is below the {needed} descriptors this test needs");
-    }
-    if soft < hard {
-        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+    let needed = needed as u64;
+    // Root may raise the hard limit too; the server inherits both.
+    let target = hard.max(needed);
+    if soft < target {
+        setrlimit(Resource::RLIMIT_NOFILE, target, target).with_context(|| {
+            format!("raising RLIMIT_NOFILE from {soft}/{hard} to the {needed} this test needs")
+        })?;
     }
     Ok(())
 }
