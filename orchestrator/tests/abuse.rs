@@ -77,6 +77,43 @@ impl Server {
         Ok(socket.connect(self.addr).await?)
     }
 
+    /// A connection the server has surely accepted: one keep-alive request
+    /// answered on it, and it stays open.
+    async fn kept_alive_from(&self, source: IpAddr) -> Result<TcpStream> {
+        let mut tcp = self.connect_from(source).await?;
+        tcp.write_all(b"GET /v1/health HTTP/1.1\r\nHost: paddock\r\n\r\n")
+            .await?;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        let answered = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let n = tcp.read(&mut buf).await?;
+                if n == 0 {
+                    bail!("closed before answering");
+                }
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen);
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().to_owned())
+                        })
+                        .and_then(|v| v.parse().ok())
+                        .context("no content-length")?;
+                    if body.len() >= len {
+                        return Ok(());
+                    }
+                }
+            }
+        })
+        .await;
+        answered.context("no answer within 20 s")??;
+        Ok(tcp)
+    }
+
     /// One request on its own connection from 127.0.0.1; the status and body.
     async fn request(&self, method: &str, path: &str, body: &str) -> Result<(u16, String)> {
         self.request_from(local(1), method, path, body).await
@@ -325,10 +362,8 @@ fn the_connection_caps_refuse_and_recover() -> Result<()> {
     runtime().block_on(async {
         let mut held = Vec::new();
         for _ in 0..4 {
-            held.push(server.connect_from(local(2)).await?);
+            held.push(server.kept_alive_from(local(2)).await?);
         }
-        // Accepted in order: by now the four are counted.
-        tokio::time::sleep(Duration::from_millis(200)).await;
         let mut over_peer = server.connect_from(local(2)).await?;
         assert!(
             closed_within(&mut over_peer, Duration::from_secs(1)).await,
@@ -339,9 +374,8 @@ fn the_connection_caps_refuse_and_recover() -> Result<()> {
             .await?;
         assert_eq!(status, 200, "another peer is served");
         for _ in 0..2 {
-            held.push(server.connect_from(local(4)).await?);
+            held.push(server.kept_alive_from(local(4)).await?);
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
         let mut over_global = server.connect_from(local(5)).await?;
         assert!(
             closed_within(&mut over_global, Duration::from_secs(1)).await,
