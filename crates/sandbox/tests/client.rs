@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use paddock_core::sandbox::{ExecEvent, GuestError, GuestOps};
+use paddock_core::sandbox::{ExecEvent, Execution, GuestError, GuestOps};
 use paddock_proto::{
     Enforcement, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FrameReader, GuestFrame,
     GuestMessage, HostFrame, OutputStream, PROTOCOL_VERSION, Reply, Request, StdinMode,
