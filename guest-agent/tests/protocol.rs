@@ -260,3 +260,72 @@ fn start_up_failures_exit_with_a_clear_status() {
     assert_eq!(code, Some(70), "fd 0 is not a socket");
     assert!(stderr.contains("not a socket"), "{stderr}");
 }
+
+/// Exec output is flow-controlled per stream: without credit the guest stops
+/// after one window (the command blocks on its pipe) while other requests are
+/// still answered; each grant lets about that much more through.
+#[tokio::test]
+async fn exec_output_stops_at_the_window_until_credit_comes() {
+    use paddock_proto::{Event, STREAM_WINDOW};
+    let mut guest = Guest::start().await;
+    guest.grant_credit = false;
+    let id = guest.send(Request::Exec(argv(&["yes"])), &[]).await;
+    let mut received = 0u64;
+    // Until the guest goes quiet: it must, one window in.
+    while let Ok(frame) = tokio::time::timeout(Duration::from_millis(700), guest.next_frame()).await
+    {
+        let (frame, payload) = frame.expect("connection closed");
+        assert_eq!(frame.id, id);
+        received += payload.len() as u64;
+        assert!(received <= STREAM_WINDOW, "{received} bytes without credit");
+    }
+    assert!(
+        received > STREAM_WINDOW / 2,
+        "only {received} bytes of a window"
+    );
+    // The connection is not blocked by the stalled stream.
+    let info = guest.call(Request::Info, &[]).await;
+    assert!(matches!(info, Ok((Reply::Info { .. }, _))), "{info:?}");
+
+    let grant = 100_000u64;
+    guest
+        .send(
+            Request::StreamCredit {
+                target: id,
+                bytes: grant,
+            },
+            &[],
+        )
+        .await;
+    let mut more = 0u64;
+    while let Ok(frame) = tokio::time::timeout(Duration::from_millis(700), guest.next_frame()).await
+    {
+        let (frame, payload) = frame.expect("connection closed");
+        if let GuestMessage::Event(Event::Output { .. }) = frame.message {
+            more += payload.len() as u64;
+        }
+    }
+    assert!(
+        more > 0 && more <= grant + (STREAM_WINDOW - received),
+        "{more} bytes after a grant of {grant}"
+    );
+    // As a host that stops reading does: let the stream drain, then kill.
+    guest.grant_credit = true;
+    guest
+        .send(
+            Request::StreamCredit {
+                target: id,
+                bytes: u64::MAX / 2,
+            },
+            &[],
+        )
+        .await;
+    guest
+        .ok(Request::ExecSignal {
+            target: id,
+            signal: 9,
+        })
+        .await;
+    let exit = guest.finish_of(id).await;
+    assert!(matches!(exit, Ok((Reply::Exited(_), _))), "{exit:?}");
+}

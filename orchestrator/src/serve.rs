@@ -60,6 +60,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     // this node left, even with other paddock processes on the host.
     native.cgroup_parent = format!("paddock/{node}");
     native.temp_root = Some(data.join("tmp"));
+    native.stream_limits = config.stream_limits()?;
     let backend: Arc<dyn SandboxBackend> = Arc::new(NativeBackend::new(native));
 
     let root = CancellationToken::new();
@@ -121,8 +122,11 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     tracing::info!(%address, node, engine = store.engine(), "serving");
     tokio::spawn(stop_on_signal(root.clone()));
 
+    let connections = config.connection_limits()?;
+    raise_fd_limit(connections.max_connections);
     let options = HttpOptions {
         max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        connections,
     };
     let services = Services {
         sandboxes: service,
@@ -147,6 +151,35 @@ async fn stop_on_signal(root: CancellationToken) {
         _ = int.recv() => tracing::info!("SIGINT: shutting down"),
     }
     root.cancel();
+}
+
+/// Lifts the soft descriptor limit to the hard one: past it accepts fail and
+/// every client waits, where the connection cap refuses cheaply instead.
+fn raise_fd_limit(max_connections: usize) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok(limits) => limits,
+        Err(err) => {
+            tracing::warn!(error = %err, "reading RLIMIT_NOFILE");
+            return;
+        }
+    };
+    let mut limit = soft;
+    if soft < hard {
+        match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => limit = hard,
+            Err(err) => tracing::warn!(error = %err, soft, hard, "raising RLIMIT_NOFILE"),
+        }
+    }
+    // Sandboxes, the store and the guests' sockets need descriptors too.
+    let needed = max_connections as u64 + 1024;
+    if limit < needed {
+        tracing::warn!(
+            limit,
+            max_connections,
+            "the descriptor limit is below the connection cap plus headroom; lower http.max_connections"
+        );
+    }
 }
 
 fn create_private_dir(dir: &Path) -> anyhow::Result<()> {

@@ -34,7 +34,14 @@ pub use sandbox_spec::{
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Event payload bytes the guest may send for one request before the host
+/// grants more with [`Request::StreamCredit`]. The guest stops reading a
+/// command's pipes while a stream has no credit left (an event may overrun
+/// the credit by at most its own size), so a slow consumer on the host slows
+/// that one stream down without stalling the connection's other requests.
+pub const STREAM_WINDOW: u64 = 256 << 10;
 
 /// Where the workspace is mounted inside every sandbox.
 pub const WORKSPACE_MOUNT: &str = "/workspace";

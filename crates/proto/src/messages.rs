@@ -137,6 +137,10 @@ pub enum Request {
     /// request id). Payload: bytes. `eof` ends the archive.
     /// Reply: [`Reply::Ok`] once the chunk is queued for the restore.
     SnapshotChunk { target: u64, eof: bool },
+    /// Lets the guest send `bytes` more event payload for request `target`
+    /// (flow control; see [`STREAM_WINDOW`](crate::STREAM_WINDOW)). No reply:
+    /// the guest answers nothing, so credit costs no frame back.
+    StreamCredit { target: u64, bytes: u64 },
 
     /// Ends the guest (and so the sandbox). Reply: [`Reply::Ok`], then the connection closes.
     Shutdown,
@@ -152,6 +156,7 @@ impl Request {
             Request::Exec(_) => "exec",
             Request::ExecStdin { .. } => "exec_stdin",
             Request::ExecSignal { .. } => "exec_signal",
+            Request::StreamCredit { .. } => "stream_credit",
             Request::ProcessStart(_) => "process_start",
             Request::ProcessList => "process_list",
             Request::ProcessRead { .. } => "process_read",
@@ -499,6 +504,10 @@ mod tests {
             Request::ExecSignal {
                 target: 1,
                 signal: 15,
+            },
+            Request::StreamCredit {
+                target: 1,
+                bytes: 1,
             },
             Request::ProcessStart(ExecSpec::default()),
             Request::ProcessList,

@@ -9,7 +9,7 @@
 mod client;
 mod native;
 
-pub use client::{ExecStream, GuestClient};
+pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
 pub use native::{
     GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,
 };

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use paddock_core::sandbox::{ExecEvent, GuestError, GuestOps};
+use paddock_core::sandbox::{ExecEvent, Execution, GuestError, GuestOps};
 use paddock_proto::{
     Enforcement, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FrameReader, GuestFrame,
     GuestMessage, HostFrame, OutputStream, PROTOCOL_VERSION, Reply, Request, StdinMode,
@@ -445,4 +445,145 @@ async fn dropping_the_last_client_closes_the_connection() {
     drop(other);
     let end = within(fake.reader.read_frame()).await.unwrap();
     assert!(end.is_none(), "{end:?}");
+}
+
+/// A guest that ignores its credit and floods one exec nobody reads: the
+/// host keeps at most the stream's cap of it, answers the connection's other
+/// requests meanwhile, and the reader later gets a marker for what was dropped.
+#[tokio::test]
+async fn a_flooded_stream_is_capped_and_does_not_block_the_others() {
+    let (client, mut fake) = within(connected()).await;
+    let cap = client.limits().stream_buffer_bytes;
+    let mut exec = within(client.exec_stream(argv(&["yes"]), &[]))
+        .await
+        .unwrap();
+    let (frame, _) = within(fake.recv()).await;
+    let exec_id = frame.id;
+    let chunk = vec![b'y'; 64 << 10];
+    let flood = cap * 4;
+    let mut sent = 0;
+    while sent < flood {
+        within(fake.send(exec_id, output(OutputStream::Stdout), &chunk)).await;
+        sent += chunk.len();
+    }
+    let info = async {
+        let (frame, _) = fake.recv().await;
+        assert_eq!(frame.request, Request::Info);
+        let reply = Reply::Info {
+            version: PROTOCOL_VERSION,
+            agent_version: "fake-1".to_owned(),
+            enforcement: Enforcement::unconfined(),
+        };
+        fake.reply(frame.id, reply).await;
+        fake
+    };
+    let (answered, mut fake) = within(async { tokio::join!(client.info(), info) }).await;
+    assert_eq!(answered.unwrap().agent_version, "fake-1");
+    within(fake.send(exec_id, exited(0), &[])).await;
+
+    let mut kept = 0;
+    let mut marker = None;
+    let exit = loop {
+        match within(exec.next_event()).await.unwrap().unwrap() {
+            ExecEvent::Output {
+                stream: OutputStream::Stdout,
+                data,
+            } => kept += data.len(),
+            ExecEvent::Output {
+                stream: OutputStream::Stderr,
+                data,
+            } => marker = Some(String::from_utf8(data).unwrap()),
+            ExecEvent::Exited(exit) => break exit,
+            ExecEvent::Started { .. } => {}
+        }
+    };
+    assert!(kept <= cap, "kept {kept} bytes past the cap of {cap}");
+    let marker = marker.expect("no drop marker");
+    assert!(
+        marker.contains(&format!("{} bytes of output dropped", flood - kept)),
+        "{marker}"
+    );
+    assert!(
+        exit.truncated,
+        "an exit after dropped output says truncated"
+    );
+}
+
+/// Taking events grants the guest credit for them, in steps.
+#[tokio::test]
+async fn reading_a_stream_grants_credit() {
+    let (client, mut fake) = within(connected()).await;
+    let mut exec = within(client.exec_stream(argv(&["yes"]), &[]))
+        .await
+        .unwrap();
+    let (frame, _) = within(fake.recv()).await;
+    let chunk = vec![b'y'; 64 << 10];
+    for _ in 0..4 {
+        within(fake.send(frame.id, output(OutputStream::Stdout), &chunk)).await;
+    }
+    let mut granted = 0u64;
+    for _ in 0..4 {
+        within(exec.next_event()).await.unwrap().unwrap();
+    }
+    while granted < 4 * chunk.len() as u64 {
+        let (credit, _) = within(fake.recv()).await;
+        match credit.request {
+            Request::StreamCredit { target, bytes } => {
+                assert_eq!(target, frame.id);
+                granted += bytes;
+            }
+            other => panic!("expected credit, got {other:?}"),
+        }
+    }
+    assert_eq!(granted, 4 * chunk.len() as u64);
+}
+
+/// A guest that takes input and never answers holds the input budget; the
+/// next request with a payload waits for room, then fails clearly instead of
+/// queueing without bound.
+#[tokio::test]
+async fn input_to_a_guest_that_stopped_answering_is_bounded() {
+    let (host, mut fake) = pair();
+    let limits = paddock_sandbox::StreamLimits {
+        input_budget_bytes: 1 << 20,
+        input_stall: Duration::from_millis(200),
+        ..paddock_sandbox::StreamLimits::default()
+    };
+    let (client, ()) = within(async {
+        tokio::join!(
+            GuestClient::connect_unix_with(host, limits),
+            fake.answer_hello(PROTOCOL_VERSION)
+        )
+    })
+    .await;
+    let client = client.unwrap();
+    let data = vec![b'x'; 1 << 20];
+    let first = {
+        let client = client.clone();
+        let data = data.clone();
+        tokio::spawn(async move { client.process_write(1, &data, false).await })
+    };
+    let (frame, payload) = within(fake.recv()).await;
+    assert!(matches!(frame.request, Request::ProcessWrite { .. }));
+    assert_eq!(payload.len(), data.len());
+    let started = std::time::Instant::now();
+    let err = within(client.process_write(1, &data, false))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, GuestError::Refused { error, .. } if error.code == ErrorCode::Timeout),
+        "{err:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    // The unanswered one frees its share when answered.
+    within(fake.reply(frame.id, Reply::Ok)).await;
+    within(first).await.unwrap().unwrap();
+    let again = {
+        let client = client.clone();
+        let data = data.clone();
+        tokio::spawn(async move { client.process_write(1, &data, false).await })
+    };
+    let (frame, _) = within(fake.recv()).await;
+    within(fake.reply(frame.id, Reply::Ok)).await;
+    within(again).await.unwrap().unwrap();
 }

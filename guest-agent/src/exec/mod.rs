@@ -16,6 +16,7 @@ use self::stdin::{StdinFeed, StdinQueue};
 use self::supervise::{Limits, OutputSink, supervise};
 use crate::agent::Agent;
 use crate::error::{Handled, bad_request};
+use crate::server::credit::Credit;
 use crate::server::outbox::Outbox;
 
 pub fn limits(spec: &ExecSpec) -> Limits {
@@ -155,17 +156,23 @@ async fn run(
     if let (Some(pipe), Some(queue)) = (spawned.stdin.take(), queue) {
         tokio::spawn(stdin::pump(pipe, queue));
     }
-    let mut sink = EventSink { outbox, id };
+    let mut sink = EventSink {
+        outbox,
+        id,
+        credit: outbox.credit(id),
+    };
     let exit = supervise(spawned, limits(spec), &mut sink).await;
     agent.groups.forget_if_empty(pgid);
     tracing::debug!(id, pid, ?exit, "exec finished");
     Ok((Reply::Exited(exit), Vec::new()))
 }
 
-/// Sends output as `Output` events of the exec's request.
+/// Sends output as `Output` events of the exec's request, as far as the
+/// host's credit for it goes.
 struct EventSink<'a> {
     outbox: &'a Outbox,
     id: u64,
+    credit: Arc<Credit>,
 }
 
 impl OutputSink for EventSink<'_> {
@@ -173,5 +180,13 @@ impl OutputSink for EventSink<'_> {
         self.outbox
             .event(self.id, Event::Output { stream }, data.to_vec())
             .await;
+    }
+
+    fn room(&self) -> Option<usize> {
+        Some(usize::try_from(self.credit.left()).unwrap_or(usize::MAX))
+    }
+
+    fn more_room(&self) -> impl Future<Output = ()> + Send {
+        self.credit.available()
     }
 }

@@ -22,10 +22,24 @@ const DRAIN_MAX: Duration = Duration::from_secs(2);
 const FINAL_QUIET: Duration = Duration::from_secs(1);
 const FINAL_MAX: Duration = Duration::from_secs(5);
 const READ_CHUNK: usize = 64 * 1024;
+/// After the child exits, how long the sink may take no output (its reader
+/// stopped) before the pipes are abandoned and the output marked truncated.
+/// Before the exit, a sink without room just holds the command back.
+const STARVED_MAX: Duration = Duration::from_secs(60);
 
 /// Where output goes.
 pub trait OutputSink {
     fn output(&mut self, stream: OutputStream, data: &[u8]) -> impl Future<Output = ()> + Send;
+
+    /// Bytes the sink takes now without waiting; None: no limit.
+    fn room(&self) -> Option<usize> {
+        None
+    }
+
+    /// Resolves once [`OutputSink::room`] is above zero.
+    fn more_room(&self) -> impl Future<Output = ()> + Send {
+        std::future::pending()
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,8 +74,18 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
     // long), the group is killed; the second time, the pipes are abandoned.
     // Killing loses nothing: bytes already in a pipe stay readable.
     let mut drain: Option<Drain> = None;
+    // Since when the sink has had no room (pipes left unread meanwhile).
+    let mut starved_since: Option<Instant> = None;
 
     while status.is_none() || out_open || err_open {
+        let room = capped.sink.room();
+        let can_read = room.is_none_or(|room| room > 0);
+        let limit = room.map_or(READ_CHUNK, |room| room.min(READ_CHUNK));
+        if can_read {
+            starved_since = None;
+        } else if starved_since.is_none() {
+            starved_since = Some(Instant::now());
+        }
         tokio::select! {
             // Timers and the exit before output, so endless output can starve
             // none of them.
@@ -77,7 +101,19 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
                 status = Some(waited.ok());
                 drain = Some(Drain::start(DRAIN_QUIET, DRAIN_MAX));
             },
-            () = sleep_until(far(drain.as_ref().map(Drain::due))), if drain.is_some() => {
+            // Flow control: the sink's reader is behind, so the pipes are not
+            // read (the command blocks writing) until it catches up.
+            () = capped.sink.more_room(), if !can_read => {
+                if let Some(drain) = drain.as_mut() { drain.activity(); }
+            },
+            () = sleep_until(far(starved_since.map(|at| at + STARVED_MAX))), if !can_read && status.is_some() => {
+                tracing::debug!(pid, "output reader stalled after exit; abandoning the pipes");
+                kill_group(pgid, Signal::SIGKILL);
+                capped.truncated = true;
+                break;
+            },
+            // A starved sink is not quiet pipes: the drain waits for it.
+            () = sleep_until(far(drain.as_ref().map(Drain::due))), if drain.is_some() && can_read => {
                 if drain.as_ref().is_some_and(|d| d.final_phase) {
                     tracing::debug!(pid, "pipes held open outside the group; abandoning them");
                     break;
@@ -86,14 +122,14 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
                 kill_group(pgid, Signal::SIGKILL);
                 drain = Some(Drain { final_phase: true, ..Drain::start(FINAL_QUIET, FINAL_MAX) });
             },
-            read = stdout.read(&mut out_buf), if out_open => {
+            read = stdout.read(&mut out_buf[..limit]), if out_open && can_read => {
                 match read {
                     Ok(n) if n > 0 => capped.output(OutputStream::Stdout, &out_buf[..n]).await,
                     _ => out_open = false,
                 }
                 if let Some(drain) = drain.as_mut() { drain.activity(); }
             },
-            read = stderr.read(&mut err_buf), if err_open => {
+            read = stderr.read(&mut err_buf[..limit]), if err_open && can_read => {
                 match read {
                     Ok(n) if n > 0 => capped.output(OutputStream::Stderr, &err_buf[..n]).await,
                     _ => err_open = false,

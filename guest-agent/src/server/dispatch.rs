@@ -88,6 +88,11 @@ impl Session {
             Request::ExecSignal { target, signal } => {
                 agent.execs.signal(target, signal).and_then(|()| ok())
             }
+            // Unanswered by design: credit flows often and needs no reply.
+            Request::StreamCredit { target, bytes } => {
+                self.outbox.grant(target, bytes);
+                return Flow::Continue;
+            }
             Request::ProcessStart(spec) => processes::start(agent, spec, payload),
             Request::ProcessList => agent.processes.list(),
             Request::ProcessRead {

@@ -1,6 +1,7 @@
 //! Serving the one host connection: a reader loop that decodes frames and
 //! dispatches them, and a single writer ([`outbox::Outbox`]).
 
+pub mod credit;
 mod dispatch;
 pub mod outbox;
 

@@ -4,14 +4,23 @@
 use paddock_proto::{
     ErrorCode, ErrorInfo, Event, FrameWriter, GuestFrame, GuestMessage, encode_frame,
 };
+use std::sync::Arc;
+use std::time::Duration;
+
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot};
+
+use super::credit::{Credit, Credits};
 
 use crate::error::Handled;
 
 /// Frames that may wait in the channel; senders beyond it wait, which is how
 /// a host that stops reading slows command output down instead of growing memory.
 const QUEUE_FRAMES: usize = 64;
+
+/// How long an event waits for the host to grant credit before its stream
+/// gives up (the host stopped reading that request; the stream ends with an error).
+pub const CREDIT_STALL: Duration = Duration::from_secs(60);
 
 #[derive(Debug)]
 enum Outgoing {
@@ -23,6 +32,7 @@ enum Outgoing {
 #[derive(Debug, Clone)]
 pub struct Outbox {
     tx: mpsc::Sender<Outgoing>,
+    credits: Arc<Credits>,
 }
 
 impl Outbox {
@@ -38,11 +48,36 @@ impl Outbox {
             write_frames(FrameWriter::new(writer), rx).await;
             let _ = stopped_tx.send(());
         });
-        (Outbox { tx }, stopped_rx)
+        (
+            Outbox {
+                tx,
+                credits: Arc::default(),
+            },
+            stopped_rx,
+        )
     }
 
-    pub async fn event(&self, id: u64, event: Event, payload: Vec<u8>) {
+    /// Sends an event once stream `id` has credit; false (and nothing sent)
+    /// when the host granted none within [`CREDIT_STALL`].
+    pub async fn event(&self, id: u64, event: Event, payload: Vec<u8>) -> bool {
+        let credit = self.credit(id);
+        if !credit.available_within(CREDIT_STALL).await {
+            tracing::warn!(id, "the host granted no credit in time; stream abandoned");
+            return false;
+        }
+        credit.spend(payload.len());
         self.send(id, GuestMessage::Event(event), payload).await;
+        true
+    }
+
+    /// The flow-control credit of stream `id`.
+    pub fn credit(&self, id: u64) -> Arc<Credit> {
+        self.credits.stream(id)
+    }
+
+    /// `StreamCredit` from the host.
+    pub fn grant(&self, id: u64, bytes: u64) {
+        self.credits.grant(id, bytes);
     }
 
     pub async fn finish(&self, id: u64, result: Handled) {
@@ -51,6 +86,7 @@ impl Outbox {
             Err(error) => (GuestMessage::Error(error), Vec::new()),
         };
         self.send(id, message, payload).await;
+        self.credits.end(id);
     }
 
     async fn send(&self, id: u64, message: GuestMessage, payload: Vec<u8>) {

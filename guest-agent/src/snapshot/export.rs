@@ -37,8 +37,12 @@ pub fn start(root: PathBuf, outbox: &Outbox, id: u64, spec: ExportSpec) {
             Ok(stats)
         });
         while let Some(chunk) = rx.recv().await {
-            outbox.event(id, Event::Chunk, chunk).await;
+            if !outbox.event(id, Event::Chunk, chunk).await {
+                // Dropping the receiver fails the packer's next write.
+                break;
+            }
         }
+        drop(rx);
         let result: Handled = match work.await {
             Ok(Ok(stats)) => Ok((Reply::SnapshotExported(wire_stats(&stats)), Vec::new())),
             Ok(Err(e)) => Err(snapshot_error("packing the workspace", &e)),

@@ -25,6 +25,8 @@ pub struct Guest {
     /// Pids from `Started` events already handed out, by request id.
     started: HashMap<u64, u32>,
     next_id: u64,
+    /// Grant stream credit for every event read, as a host that keeps up does.
+    pub grant_credit: bool,
     /// Canonical workspace root the guest serves.
     pub root: PathBuf,
     _workspace: tempfile::TempDir,
@@ -125,6 +127,7 @@ impl Guest {
             stash: HashMap::new(),
             started: HashMap::new(),
             next_id: 1,
+            grant_credit: true,
             root,
             _workspace: workspace,
         }
@@ -183,6 +186,13 @@ impl Guest {
             .expect("guest did not answer in time")
             .expect("reading a frame")?;
         let frame: GuestFrame = raw.decode().expect("decoding a guest frame");
+        if self.grant_credit && !frame.message.is_final() && !raw.payload.is_empty() {
+            let credit = Request::StreamCredit {
+                target: frame.id,
+                bytes: raw.payload.len() as u64,
+            };
+            self.send(credit, &[]).await;
+        }
         Some((frame, raw.payload))
     }
 

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use paddock_api::Tokens;
+use paddock_api::http::ConnectionLimits;
 use paddock_api::service::{LimitsPolicy, ServiceConfig};
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
+use paddock_sandbox::{SlowReader, StreamLimits};
 use serde::Deserialize;
 
 /// Environment variable with extra tokens: `tenant:token,tenant:token`.
@@ -41,6 +43,52 @@ pub struct ServeConfig {
     /// name as `base_url`; the server's API key for the provider is sent there.
     #[serde(default)]
     pub model_base_urls: Vec<String>,
+    /// The listener's connection caps and timeouts.
+    #[serde(default)]
+    pub http: HttpSection,
+    /// Host memory bounds of each sandbox's guest connection.
+    #[serde(default)]
+    pub streams: StreamsSection,
+}
+
+/// `[http]`: every field optional, defaults in [`ConnectionLimits::default`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    /// Open connections at once (default 4096).
+    pub max_connections: Option<usize>,
+    /// Open connections from one peer address (default 256).
+    pub max_connections_per_peer: Option<usize>,
+    /// Seconds a client has to send a request's headers (default 10).
+    pub header_timeout_secs: Option<u64>,
+    /// Seconds to wait for the next piece of a request body (default 30).
+    pub body_timeout_secs: Option<u64>,
+    /// Seconds without a byte either way before a connection closes (default 120).
+    pub idle_timeout_secs: Option<u64>,
+    /// Request body bytes held at once over all requests (default 256 MiB).
+    pub max_body_memory_bytes: Option<usize>,
+}
+
+/// `[streams]`: defaults in [`StreamLimits::default`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamsSection {
+    /// "wait" (a slow reader slows the command; default) or "drop" (output
+    /// past the buffer is dropped with a marker).
+    pub slow_reader: Option<SlowReaderName>,
+    /// Output bytes one stream may buffer for its reader.
+    pub stream_buffer_bytes: Option<usize>,
+    /// The same over all streams of one sandbox (default 32 MiB).
+    pub sandbox_buffer_bytes: Option<usize>,
+    /// Request payload bytes in flight to one sandbox (default 32 MiB).
+    pub input_budget_bytes: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlowReaderName {
+    Wait,
+    Drop,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +166,60 @@ impl ServeConfig {
     }
 }
 
+impl ServeConfig {
+    pub fn connection_limits(&self) -> anyhow::Result<ConnectionLimits> {
+        let http = &self.http;
+        let mut limits = ConnectionLimits::default();
+        if let Some(max) = http.max_connections {
+            limits.max_connections = positive("http.max_connections", max)?;
+        }
+        if let Some(max) = http.max_connections_per_peer {
+            limits.max_connections_per_peer = positive("http.max_connections_per_peer", max)?;
+        }
+        if let Some(secs) = http.header_timeout_secs {
+            limits.header_read_timeout = positive_secs("http.header_timeout_secs", secs)?;
+        }
+        if let Some(secs) = http.body_timeout_secs {
+            limits.body_read_timeout = positive_secs("http.body_timeout_secs", secs)?;
+        }
+        if let Some(secs) = http.idle_timeout_secs {
+            limits.idle_timeout = positive_secs("http.idle_timeout_secs", secs)?;
+        }
+        if let Some(bytes) = http.max_body_memory_bytes {
+            limits.max_body_memory_bytes = positive("http.max_body_memory_bytes", bytes)?;
+        }
+        Ok(limits)
+    }
+
+    pub fn stream_limits(&self) -> anyhow::Result<StreamLimits> {
+        let streams = &self.streams;
+        let mut limits = StreamLimits::default();
+        if let Some(policy) = streams.slow_reader {
+            limits.slow_reader = match policy {
+                SlowReaderName::Wait => SlowReader::Wait,
+                SlowReaderName::Drop => SlowReader::Drop,
+            };
+        }
+        if let Some(bytes) = streams.stream_buffer_bytes {
+            limits.stream_buffer_bytes = positive("streams.stream_buffer_bytes", bytes)?;
+        }
+        if let Some(bytes) = streams.sandbox_buffer_bytes {
+            limits.sandbox_buffer_bytes = positive("streams.sandbox_buffer_bytes", bytes)?;
+        }
+        if let Some(bytes) = streams.input_budget_bytes {
+            limits.input_budget_bytes = positive("streams.input_budget_bytes", bytes)?;
+        }
+        Ok(limits)
+    }
+}
+
+fn positive(field: &str, value: usize) -> anyhow::Result<usize> {
+    if value == 0 {
+        bail!("{field} must be more than 0");
+    }
+    Ok(value)
+}
+
 fn positive_secs(field: &str, secs: u64) -> anyhow::Result<Duration> {
     if secs == 0 {
         bail!("{field} must be more than 0");
@@ -173,6 +275,15 @@ mod tests {
 
             [max_limits]
             memory_bytes = 1073741824
+
+            [http]
+            max_connections = 100
+            max_connections_per_peer = 10
+            header_timeout_secs = 3
+
+            [streams]
+            slow_reader = "drop"
+            sandbox_buffer_bytes = 1048576
             "#,
         )
         .unwrap();
@@ -197,6 +308,18 @@ mod tests {
             ]
         );
         assert!(!format!("{:?}", config.tokens).contains("0123456789"));
+        let http = config.connection_limits().unwrap();
+        assert_eq!(http.max_connections, 100);
+        assert_eq!(http.max_connections_per_peer, 10);
+        assert_eq!(http.header_read_timeout, Duration::from_secs(3));
+        assert_eq!(
+            http.idle_timeout,
+            ConnectionLimits::default().idle_timeout,
+            "fields left out keep their default"
+        );
+        let streams = config.stream_limits().unwrap();
+        assert_eq!(streams.slow_reader, SlowReader::Drop);
+        assert_eq!(streams.sandbox_buffer_bytes, 1 << 20);
     }
 
     #[test]
@@ -210,6 +333,9 @@ mod tests {
         assert!(empty.tokens(None).is_err());
         assert!(empty.tokens(Some("acme")).is_err());
         assert!(empty.tokens(Some("acme:short")).is_err());
+        assert!(toml::from_str::<ServeConfig>("[streams]\nslow_reader = \"later\"").is_err());
+        let no_peers: ServeConfig = toml::from_str("[http]\nmax_connections_per_peer = 0").unwrap();
+        assert!(no_peers.connection_limits().is_err());
         let zero: ServeConfig = toml::from_str("idle_timeout_secs = 0").unwrap();
         assert!(zero.service_config("n".into(), "/w".into()).is_err());
     }

@@ -18,6 +18,7 @@ mod runs;
 mod sandboxes;
 mod sessions;
 mod snapshots;
+mod transport;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,13 +27,13 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::routing::MethodFilter;
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{Caller, MIN_TOKEN_LEN, TokenError, Tokens};
 pub use error::ApiError;
 pub use openapi::{OPENAPI, document};
+pub use transport::ConnectionLimits;
 
 use crate::service::{AgentService, SandboxService};
 
@@ -47,12 +48,15 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct HttpOptions {
     /// Largest request body accepted; larger ones get 413.
     pub max_body_bytes: usize,
+    /// Connection caps and timeouts of the listener.
+    pub connections: ConnectionLimits,
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -233,19 +237,13 @@ pub async fn run(
     let expiry = service.spawn_expiry();
     let blob_sweeper = service.spawn_blob_sweeper();
     let app = router(services, tokens, &options);
-    let graceful = shutdown.clone().cancelled_owned();
-    // Small frames (SSE events, short JSON answers) go out at once instead of
-    // waiting on Nagle's algorithm for the peer's delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(err) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %err, "setting TCP_NODELAY");
-        }
-    });
-    let mut server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(graceful)
-            .await
-    });
+    let mut server = tokio::spawn(transport::serve(
+        listener,
+        app,
+        options.connections.clone(),
+        options.max_body_bytes,
+        shutdown.clone(),
+    ));
     let served = tokio::select! {
         () = shutdown.cancelled() => None,
         result = &mut server => Some(result),
@@ -263,7 +261,7 @@ pub async fn run(
             Err(_) => {
                 tracing::warn!("connections still open after the drain timeout; closing them");
                 server.abort();
-                Ok(Ok(()))
+                Ok(())
             }
         },
     };
@@ -275,8 +273,5 @@ pub async fn run(
     {
         tracing::warn!(error = %err, "blob sweeper ended abnormally");
     }
-    match served {
-        Ok(result) => result,
-        Err(join) => Err(std::io::Error::other(join)),
-    }
+    served.map_err(std::io::Error::other)
 }

@@ -223,6 +223,7 @@ impl TestServer {
         let url = format!("http://{}", listener.local_addr()?);
         let options = HttpOptions {
             max_body_bytes: setup.max_body_bytes,
+            ..HttpOptions::default()
         };
         let services = paddock_api::Services {
             sandboxes: service.clone(),

@@ -1,8 +1,10 @@
 //! A running exec: its events, in order, ending with the exit.
 
+use std::sync::atomic::Ordering;
+
 use async_trait::async_trait;
 use paddock_core::sandbox::{ExecEvent, Execution, GuestError};
-use paddock_proto::{Event, GuestMessage, Reply, Request};
+use paddock_proto::{Event, ExitInfo, GuestMessage, OutputStream, Reply, Request};
 
 use super::{Call, GuestClient, ops};
 
@@ -14,6 +16,15 @@ pub struct ExecStream {
     /// None once the final frame (or an error) was returned.
     call: Option<Call>,
     client: GuestClient,
+    /// Some output was dropped (the reader fell behind): the exit says truncated.
+    dropped_any: bool,
+    /// The exit, held back one event for a last drop marker.
+    pending_exit: Option<ExitInfo>,
+}
+
+/// What a reader sees in place of output dropped because it fell behind.
+fn dropped_marker(bytes: u64) -> Vec<u8> {
+    format!("\n[paddock: {bytes} bytes of output dropped: the reader fell behind]\n").into_bytes()
 }
 
 impl ExecStream {
@@ -22,6 +33,8 @@ impl ExecStream {
             id: call.id,
             call: Some(call),
             client,
+            dropped_any: false,
+            pending_exit: None,
         }
     }
 }
@@ -33,9 +46,21 @@ impl Execution for ExecStream {
     }
 
     async fn next_event(&mut self) -> Result<Option<ExecEvent>, GuestError> {
+        if let Some(exit) = self.pending_exit.take() {
+            self.call = None;
+            return Ok(Some(ExecEvent::Exited(exit)));
+        }
         let Some(call) = self.call.as_mut() else {
             return Ok(None);
         };
+        let dropped = call.stream.dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            self.dropped_any = true;
+            return Ok(Some(ExecEvent::Output {
+                stream: OutputStream::Stderr,
+                data: dropped_marker(dropped),
+            }));
+        }
         let op = call.op;
         let next = call.next().await;
         let event = match next {
@@ -52,7 +77,21 @@ impl Execution for ExecStream {
                     got: "chunk".to_owned(),
                 });
             }
-            Ok((GuestMessage::Reply(Reply::Exited(exit)), _)) => Ok(Some(ExecEvent::Exited(exit))),
+            Ok((GuestMessage::Reply(Reply::Exited(mut exit)), _)) => {
+                // Output dropped just before the exit still gets its marker.
+                let dropped = call.stream.dropped.swap(0, Ordering::Relaxed);
+                if dropped > 0 || self.dropped_any {
+                    exit.truncated = true;
+                }
+                if dropped > 0 {
+                    self.pending_exit = Some(exit);
+                    return Ok(Some(ExecEvent::Output {
+                        stream: OutputStream::Stderr,
+                        data: dropped_marker(dropped),
+                    }));
+                }
+                Ok(Some(ExecEvent::Exited(exit)))
+            }
             Ok((GuestMessage::Reply(other), _)) => Err(ops::unexpected(op, &other)),
             Ok((GuestMessage::Error(error), _)) => Err(GuestError::Refused { op, error }),
             Err(err) => Err(err),
@@ -64,7 +103,7 @@ impl Execution for ExecStream {
 
 impl Drop for ExecStream {
     fn drop(&mut self) {
-        if self.call.is_some() {
+        if self.call.is_some() && self.pending_exit.is_none() {
             self.client.send_detached(Request::ExecSignal {
                 target: self.id,
                 signal: libc::SIGKILL,

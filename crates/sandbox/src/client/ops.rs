@@ -79,7 +79,7 @@ impl GuestClient {
         } else {
             &[]
         };
-        let call = self.start(Request::Exec(spec), payload)?;
+        let call = self.start(Request::Exec(spec), payload).await?;
         Ok(ExecStream::new(call, self.clone()))
     }
 }

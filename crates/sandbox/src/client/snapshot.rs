@@ -22,7 +22,7 @@ impl GuestClient {
             max_files: options.max_files,
             max_bytes: options.max_bytes,
         };
-        let mut call = self.start(request, &[])?;
+        let mut call = self.start(request, &[]).await?;
         let op = call.op;
         loop {
             match call.next().await? {
@@ -52,7 +52,7 @@ impl GuestClient {
             max_files: options.max_files,
             max_bytes: options.max_bytes,
         };
-        let import = self.start(request, &[])?;
+        let import = self.start(request, &[]).await?;
         let target = import.id;
         let mut buf = vec![0u8; IMPORT_CHUNK];
         loop {

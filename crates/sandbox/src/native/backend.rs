@@ -16,7 +16,7 @@ use tokio::process::{Child, Command};
 use super::jail_spec::jail_spec;
 use super::sandbox::{NativeSandbox, Teardown};
 use super::stderr::{self, StderrTail};
-use crate::GuestClient;
+use crate::{GuestClient, StreamLimits};
 
 #[derive(Debug, Clone)]
 pub struct NativeConfig {
@@ -37,6 +37,8 @@ pub struct NativeConfig {
     pub start_timeout: Duration,
     /// How long `destroy` waits for the guest to stop before killing it.
     pub stop_timeout: Duration,
+    /// Host memory bounds of each guest connection and the slow-reader policy.
+    pub stream_limits: StreamLimits,
 }
 
 impl NativeConfig {
@@ -50,6 +52,7 @@ impl NativeConfig {
             temp_root: None,
             start_timeout: Duration::from_secs(10),
             stop_timeout: Duration::from_secs(2),
+            stream_limits: StreamLimits::default(),
         }
     }
 }
@@ -152,7 +155,12 @@ impl NativeBackend {
 
     async fn handshake(&self, stream: tokio::net::UnixStream) -> Result<GuestClient, BoxError> {
         let timeout = self.config.start_timeout;
-        match tokio::time::timeout(timeout, GuestClient::connect_unix(stream)).await {
+        match tokio::time::timeout(
+            timeout,
+            GuestClient::connect_unix_with(stream, self.config.stream_limits.clone()),
+        )
+        .await
+        {
             Ok(connected) => Ok(connected?),
             Err(_) => {
                 Err(format!("the guest did not answer the handshake within {timeout:?}").into())
