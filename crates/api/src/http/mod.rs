@@ -49,6 +49,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/workspaces"),
     ("get", "/v1/workspaces"),
     ("get", "/v1/workspaces/{id}"),
+    ("delete", "/v1/workspaces/{id}"),
     ("post", "/v1/sandboxes"),
     ("get", "/v1/sandboxes"),
     ("get", "/v1/sandboxes/{id}"),
@@ -152,7 +153,10 @@ pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptio
             "/v1/workspaces",
             post(sandboxes::create_workspace).get(sandboxes::list_workspaces),
         )
-        .route("/v1/workspaces/{id}", get(sandboxes::get_workspace))
+        .route(
+            "/v1/workspaces/{id}",
+            get(sandboxes::get_workspace).delete(sandboxes::delete_workspace),
+        )
         .route(
             "/v1/sandboxes",
             post(sandboxes::create_sandbox).get(sandboxes::list_sandboxes),

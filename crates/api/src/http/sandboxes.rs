@@ -72,6 +72,15 @@ pub(super) async fn get_workspace(
     Ok(Json(state.service.get_workspace(&tenant, &id).await?))
 }
 
+pub(super) async fn delete_workspace(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<WorkspaceView>, ApiError> {
+    let id = workspace_id(&id)?;
+    Ok(Json(state.service.delete_workspace(&tenant, &id).await?))
+}
+
 pub(super) async fn create_sandbox(
     State(state): State<AppState>,
     Caller(tenant): Caller,
