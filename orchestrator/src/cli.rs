@@ -68,6 +68,9 @@ pub enum Command {
     /// Workspace snapshots on the server: take, list, restore, fork, move archives.
     #[command(subcommand)]
     Snapshot(SnapshotCommand),
+    /// Workspaces on the server (needs --server).
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
     /// Run a goal with an agent, here (embedded store, native sandboxes; no server).
     ///
     /// Streams the plan, tool calls, results and progress, then prints the
@@ -208,6 +211,13 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Delete workspaces (a restore's, or any no session or running sandbox
+    /// uses): the row and the files the server keeps for it.
+    Rm(RmArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -61,6 +61,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             let api = client::ApiClient::from_args(&cli.server, "snapshot")?;
             client::snapshot(&api, command).await
         }
+        Command::Workspace(command) => {
+            let api = client::ApiClient::from_args(&cli.server, "workspace")?;
+            client::workspace(&api, command).await
+        }
         Command::Run(args) => agent::run(*args, &cli.backend).await,
         Command::Session(command) => agent::session(command, &cli.backend, &cli.server).await,
     }

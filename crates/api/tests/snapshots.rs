@@ -27,6 +27,8 @@ on_both_databases!(
     thousands_of_entries_move_to_a_second_server,
     blobs_are_collected_when_no_row_names_them,
     a_delete_does_not_cut_a_download_or_a_restore_short,
+    the_disk_quota_holds_imports_and_restores_and_workspaces_can_be_deleted,
+    a_failed_restore_leaves_no_workspace,
 );
 
 async fn sh(server: &TestServer, id: &str, script: &str) -> Result<String> {
@@ -910,6 +912,168 @@ async fn a_delete_does_not_cut_a_download_or_a_restore_short(db: Db) -> Result<(
     // Only the source still runs.
     let (_, list) = send(server.a(Method::GET, "/v1/sandboxes?state=running")).await?;
     assert_eq!(list["sandboxes"].as_array().unwrap().len(), 1, "{list}");
+    server.stop().await?;
+    Ok(())
+}
+
+async fn workspace_ids(server: &TestServer) -> Result<Vec<String>> {
+    let (status, list) = send(server.a(Method::GET, "/v1/workspaces?limit=1000")).await?;
+    ensure!(status == StatusCode::OK, "{status} {list}");
+    Ok(list["workspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["id"].as_str().unwrap().to_owned())
+        .collect())
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+async fn the_disk_quota_holds_imports_and_restores_and_workspaces_can_be_deleted(
+    db: Db,
+) -> Result<()> {
+    const QUOTA: u64 = 8 << 20;
+    let data = tempfile::tempdir()?;
+    let mut setup = Setup::new(db, data.path());
+    setup.disk_quota = Some(QUOTA);
+    let server = TestServer::start(setup).await?;
+    let workspaces_dir = data.path().join("workspaces");
+
+    // 16 MiB of zeros in a few KB: refused while its headers are read.
+    let mut tar = Vec::new();
+    entry(&mut tar, b"zeros", b'0', b"", &vec![0u8; 16 << 20]);
+    tar.extend([0u8; 1024]);
+    let bomb = zstd::encode_all(&tar[..], 3)?;
+    assert!(bomb.len() < 64 << 10, "{}", bomb.len());
+    let (status, body) = send(
+        server
+            .a(Method::POST, "/v1/snapshots")
+            .header("content-type", "application/zstd")
+            .body(bomb),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["code"], "disk_quota_exceeded", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&QUOTA.to_string()), "{message}");
+    assert!(message.contains("0 bytes in use"), "{message}");
+    assert!(snapshot_ids(&server).await?.is_empty());
+    assert!(
+        dir_names(&workspaces_dir).is_empty(),
+        "{:?}",
+        dir_names(&workspaces_dir)
+    );
+
+    // 3 MiB that do not compress, snapshotted: a fork of 4 needs 12 MiB.
+    let (status, sandbox) = send(server.a(Method::POST, "/v1/sandboxes").json(&json!({}))).await?;
+    assert_eq!(status, StatusCode::CREATED, "{sandbox}");
+    let source = sandbox["id"].as_str().unwrap().to_owned();
+    sh(
+        &server,
+        &source,
+        "head -c 3145728 /dev/urandom > /workspace/big",
+    )
+    .await?;
+    let snap = snapshot(&server, &source, json!({})).await?;
+    let snap_id = snap["id"].as_str().unwrap().to_owned();
+    let before = workspace_ids(&server).await?;
+    let dirs_before = dir_names(&workspaces_dir);
+    let (status, body) = send(
+        server
+            .a(Method::POST, &format!("/v1/snapshots/{snap_id}/restore"))
+            .json(&json!({"count": 4})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["code"], "disk_quota_exceeded", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&QUOTA.to_string()), "{message}");
+    assert!(message.contains("4 time(s)"), "{message}");
+    assert_eq!(workspace_ids(&server).await?, before);
+    assert_eq!(dir_names(&workspaces_dir), dirs_before);
+
+    // One copy fits; its workspace cannot go while its sandbox runs.
+    let restored = restore(&server, &snap_id, json!({})).await?;
+    let (_, view) = send(server.a(Method::GET, &format!("/v1/sandboxes/{}", restored[0]))).await?;
+    let workspace = view["workspace"].as_str().unwrap().to_owned();
+    assert!(workspaces_dir.join(&workspace).join("big").exists());
+    let path = format!("/v1/workspaces/{workspace}");
+    let (status, body) = send(server.a(Method::DELETE, &path)).await?;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&restored[0]),
+        "{body}"
+    );
+    let (status, _) =
+        send(server.a(Method::DELETE, &format!("/v1/sandboxes/{}", restored[0]))).await?;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = send(server.a(Method::DELETE, &path)).await?;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["id"], workspace.as_str());
+    assert!(!workspaces_dir.join(&workspace).exists());
+    let (status, body) = send(server.a(Method::GET, &path)).await?;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, _) = send(server.a(Method::DELETE, &path)).await?;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // The space is free again: the snapshot of the deleted workspace's
+    // sandbox still restores.
+    let again = restore(&server, &snap_id, json!({})).await?;
+    assert_eq!(again.len(), 1);
+    server.stop().await?;
+    Ok(())
+}
+
+async fn a_failed_restore_leaves_no_workspace(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let workspaces_dir = data.path().join("workspaces");
+    let (status, sandbox) = send(server.a(Method::POST, "/v1/sandboxes").json(&json!({}))).await?;
+    assert_eq!(status, StatusCode::CREATED, "{sandbox}");
+    let source = sandbox["id"].as_str().unwrap().to_owned();
+    sh(
+        &server,
+        &source,
+        "head -c 200000 /dev/urandom > /workspace/noise",
+    )
+    .await?;
+    let snap = snapshot(&server, &source, json!({})).await?;
+    // The stored archive is damaged: every restore of it fails in the guest.
+    let blob = blob_path(data.path(), snap["blob_hash"].as_str().unwrap());
+    let mut bytes = std::fs::read(&blob)?;
+    let middle = bytes.len() / 2;
+    for byte in &mut bytes[middle..middle + 64] {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(&blob, bytes)?;
+    let before = workspace_ids(&server).await?;
+    let dirs_before = dir_names(&workspaces_dir);
+    for body in [json!({"count": 3}), json!({"count": 1, "read_only": true})] {
+        let (status, answer) = send(
+            server
+                .a(
+                    Method::POST,
+                    &format!("/v1/snapshots/{}/restore", snap["id"].as_str().unwrap()),
+                )
+                .json(&body),
+        )
+        .await?;
+        assert!(!status.is_success(), "{body}: {status} {answer}");
+        assert_eq!(workspace_ids(&server).await?, before, "{body}");
+        assert_eq!(dir_names(&workspaces_dir), dirs_before, "{body}");
+    }
     server.stop().await?;
     Ok(())
 }

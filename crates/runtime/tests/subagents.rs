@@ -331,6 +331,70 @@ async fn spawn_base_and_end_snapshots_count_what_a_restore_of_them_counts() {
     assert_file_count_is_what_a_restore_counts(&h, &end);
 }
 
+#[tokio::test]
+async fn absolute_and_climbing_symlinks_do_not_stop_a_subagent() {
+    // A virtualenv's links: the spawn's base pack, the child's restore and
+    // its end snapshot keep them as links.
+    let h = Harness::new().await;
+    std::fs::create_dir_all(h.project.join("venv/bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", h.project.join("venv/bin/python")).unwrap();
+    std::os::unix::fs::symlink("../../..", h.project.join("venv/bin/up")).unwrap();
+    std::fs::write(h.project.join("README"), "venv\n").unwrap();
+    let session = h.session("links").await;
+    let mut models = Models::default();
+    let probe = "test \"$(readlink venv/bin/python)\" = /usr/bin/python3 && echo ok > seen.txt";
+    models.0.insert(
+        "prober".into(),
+        h.script(
+            "prober",
+            json!([
+                turn("", vec![call("run_command", json!({"command": probe}))]),
+                turn("", vec![done("checked the links")]),
+            ]),
+        ),
+    );
+    let parent = h.script(
+        "parent",
+        json!([
+            turn("", vec![spawn("prober", "build", "check the links")]),
+            turn("", vec![wait_all()]),
+            turn("", vec![done("the child checked")]),
+        ]),
+    );
+    let run = run_parent(&h, &session.id, parent, models).await;
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+    let child = &children(&h, &run.id).await["prober"];
+    assert_eq!(child.state, RunState::Completed, "{child:?}");
+    let end = h
+        .store
+        .get_snapshot(&h.tenant, child.end_snapshot.as_ref().unwrap())
+        .await
+        .unwrap();
+    assert_file_count_is_what_a_restore_counts(&h, &end);
+    let blobs = LocalBlobStore::open(h.dir.path().join("blobs")).unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let restored = target.path().join("t");
+    let key = BlobKey::parse(&end.blob_hash).unwrap();
+    paddock_snapshot::unpack(
+        blobs.open(&key).unwrap(),
+        &restored,
+        &UnpackOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_link(restored.join("venv/bin/python")).unwrap(),
+        Path::new("/usr/bin/python3")
+    );
+    assert_eq!(
+        std::fs::read_link(restored.join("venv/bin/up")).unwrap(),
+        Path::new("../../..")
+    );
+    assert_eq!(
+        std::fs::read_to_string(restored.join("seen.txt")).unwrap(),
+        "ok\n"
+    );
+}
+
 /// The text of a child's first model request.
 async fn models_request(h: &Harness, session: &SessionId) -> String {
     let messages = h

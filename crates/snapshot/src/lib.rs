@@ -6,8 +6,8 @@
 //!   the compressed stream into the [`BlobKey`] it will be stored under.
 //! - [`unpack`] restores an archive into a new or empty directory, refusing
 //!   every entry that could write outside it (absolute paths, `..`, writes
-//!   through symlinks, escaping symlinks, hardlinks, devices, fifos, oversize
-//!   entries); it works in a staging directory and only moves the result into
+//!   through symlinks, hardlinks, devices, fifos, oversize entries); symlinks
+//!   are created as links whatever they point at, and never followed; it works in a staging directory and only moves the result into
 //!   place when everything succeeded, so a failed restore leaves nothing.
 //! - [`archive`] reads an archive without restoring it (its manifest, the
 //!   contents of chosen files) through the same checks as [`unpack`].
@@ -34,7 +34,7 @@ pub use hashing::HashingWriter;
 pub use local_store::LocalBlobStore;
 pub use options::{
     DEFAULT_EXCLUDES, DEFAULT_LEVEL, DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits, Owner,
-    PackOptions, SymlinkPolicy, UnpackOptions,
+    PackOptions, UnpackOptions,
 };
 pub use pack::{PackStats, SkippedEntry, SpecialKind, pack};
 pub use paddock_core::blob::BlobKey;

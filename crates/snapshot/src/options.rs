@@ -76,19 +76,6 @@ impl PackOptions {
     }
 }
 
-/// What a restore does with a symlink whose target could lead outside the
-/// restore target (absolute, too many `..`, or `..` after a name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SymlinkPolicy {
-    /// Fail the restore, naming the entry.
-    #[default]
-    Refuse,
-    /// Leave the symlink out and list it in [`crate::UnpackStats::skipped_symlinks`];
-    /// entries under its path are still refused. For imports of trees that
-    /// carry absolute links (a Python venv's `bin/python -> /usr/bin/python3`).
-    Skip,
-}
-
 /// Owner given to everything a restore creates (e.g. a sandbox's mapped
 /// uid/gid when the host restores as root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +92,6 @@ pub struct UnpackOptions {
     pub max_file_bytes: u64,
     /// `None` keeps the restoring process's uid/gid (the archive's owners are ignored).
     pub owner: Option<Owner>,
-    pub unsafe_symlinks: SymlinkPolicy,
 }
 
 impl Default for UnpackOptions {
@@ -114,7 +100,6 @@ impl Default for UnpackOptions {
             limits: Limits::default(),
             max_file_bytes: DEFAULT_MAX_BYTES,
             owner: None,
-            unsafe_symlinks: SymlinkPolicy::Refuse,
         }
     }
 }

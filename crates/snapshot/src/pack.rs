@@ -198,13 +198,32 @@ struct Packer<'o, W: Write> {
 
 impl<W: Write> Packer<'_, W> {
     fn walk(&mut self, mut dir: Dir, depth: usize) -> Result<(), SnapshotError> {
+        // Counted and limited while the listing is read: a directory of
+        // millions of names is refused at the first one over the limit,
+        // not after all of them were read.
         let mut names: Vec<(Vec<u8>, Option<Type>)> = Vec::new();
         for entry in dir.iter() {
             let entry = entry.map_err(|errno| self.err_read_dir(errno))?;
             let name = entry.file_name().to_bytes();
-            if name != b"." && name != b".." {
-                names.push((name.to_vec(), entry.file_type()));
+            if name == b"." || name == b".." {
+                continue;
             }
+            let parent_len = self.path.len();
+            if !self.path.is_empty() {
+                self.path.push(b'/');
+            }
+            self.path.extend_from_slice(name);
+            let excluded = self.excludes.matches(&self.path, name);
+            self.path.truncate(parent_len);
+            if excluded {
+                self.stats.excluded += 1;
+                continue;
+            }
+            // Every name listed is an entry the walk will count; the
+            // directory is named, since which of its names comes first in
+            // the archive's order is only known once all were read.
+            self.check_room(names.len() as u64)?;
+            names.push((name.to_vec(), entry.file_type()));
         }
         names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
 
@@ -228,10 +247,6 @@ impl<W: Write> Packer<'_, W> {
         file_type: Option<Type>,
         depth: usize,
     ) -> Result<(), SnapshotError> {
-        if self.excludes.matches(&self.path, name) {
-            self.stats.excluded += 1;
-            return Ok(());
-        }
         let name = OsStr::from_bytes(name);
         // The type from readdir saves a stat for regular files: the opened
         // file is checked with fstat anyway.
@@ -383,14 +398,21 @@ impl<W: Write> Packer<'_, W> {
     }
 
     fn count_entry(&mut self) -> Result<(), SnapshotError> {
+        self.check_room(0)?;
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Refuses the entry at the current path when `pending` entries listed
+    /// before it and the ones counted so far fill `max_files`.
+    fn check_room(&self, pending: u64) -> Result<(), SnapshotError> {
         let max_files = self.opts.limits.max_files;
-        if self.entries >= max_files {
+        if self.entries.saturating_add(pending) >= max_files {
             return Err(SnapshotError::OverLimit {
                 limit: Limit::Files(max_files),
                 path: lossy(&self.path),
             });
         }
-        self.entries += 1;
         Ok(())
     }
 

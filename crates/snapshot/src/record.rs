@@ -130,7 +130,6 @@ mod tests {
             symlinks: 1,
             hardlinks: 1,
             bytes: 40,
-            skipped_symlinks: Vec::new(),
         };
         for row in [record(&pack), record(&wire), record(&unpack)] {
             assert_eq!((row.file_count, row.bytes_raw), (6, 40), "{row:?}");

@@ -6,10 +6,11 @@
 mod common;
 
 use std::fs;
+use std::io::Read;
 use std::path::Path;
 
 use common::{BLOCK, CHAR, FIFO, GNU_LONGNAME, RawTar, names, pack_everything, pack_to_vec, zstd};
-use paddock_snapshot::{Limit, Refusal, SnapshotError, SymlinkPolicy, UnpackOptions, unpack};
+use paddock_snapshot::{Limit, Refusal, SnapshotError, UnpackOptions, unpack};
 
 /// A scratch directory laid out as `<tmp>/outside/` (must stay empty) and
 /// `<tmp>/target` (the restore target, must not appear).
@@ -40,6 +41,17 @@ impl Scene {
 
     fn refuse(&self, tar: Vec<u8>) -> SnapshotError {
         self.restore(&zstd(&tar), &UnpackOptions::default())
+    }
+
+    /// Restores an archive that must be accepted; nothing is written outside.
+    fn accept(&self, tar: Vec<u8>) -> std::path::PathBuf {
+        let target = self.target();
+        unpack(zstd(&tar).as_slice(), &target, &UnpackOptions::default()).unwrap();
+        assert!(
+            names(&self.outside()).is_empty(),
+            "wrote outside the target"
+        );
+        target
     }
 
     fn assert_untouched(&self) {
@@ -124,17 +136,7 @@ fn symlink_to_root_then_write_through_it() {
         .symlink(b"evil", b"/")
         .file(b"evil/tmp/paddock-hostile-x", b"pwned")
         .finish();
-    let err = scene.refuse(tar.clone());
-    assert_refused(&err, "evil", |r| {
-        matches!(r, Refusal::AbsoluteSymlink { .. })
-    });
-
-    // Even when such links are skipped, nothing is restored through them.
-    let opts = UnpackOptions {
-        unsafe_symlinks: SymlinkPolicy::Skip,
-        ..UnpackOptions::default()
-    };
-    let err = scene.restore(&zstd(&tar), &opts);
+    let err = scene.refuse(tar);
     assert_refused(
         &err,
         "evil/tmp/paddock-hostile-x",
@@ -151,31 +153,86 @@ fn symlink_to_parent_then_write_through_it() {
         .file(b"up/outside/x", b"pwned")
         .finish();
     let err = scene.refuse(tar);
-    assert_refused(&err, "up", |r| matches!(r, Refusal::SymlinkEscapes { .. }));
+    assert_refused(
+        &err,
+        "up/outside/x",
+        |r| matches!(r, Refusal::ThroughSymlink { link } if link == "up"),
+    );
 }
 
 #[test]
-fn escaping_symlink_chains() {
+fn escaping_symlinks_are_restored_as_links() {
+    // A venv's `bin/python -> /usr/bin/python3`, links climbing out, links
+    // through other links: links, never followed while writing.
     let scene = Scene::new();
-    // d/l -> .. is inside, but `x -> d/l/..` would climb out of it.
+    let outside = scene.outside();
     let tar = RawTar::new()
         .dir(b"d/")
         .symlink(b"d/l", b"..")
         .symlink(b"x", b"d/l/../outside")
+        .symlink(b"a/b/l", b"../../../outside")
+        .symlink(b"python", b"/usr/bin/python3")
+        .symlink(b"abs", outside.as_os_str().as_encoded_bytes())
         .finish();
-    let err = scene.refuse(tar);
-    assert_refused(&err, "x", |r| {
-        matches!(r, Refusal::SymlinkInnerParent { .. })
-    });
+    let target = scene.accept(tar);
+    for (link, pointing_at) in [
+        ("d/l", Path::new("..")),
+        ("x", Path::new("d/l/../outside")),
+        ("a/b/l", Path::new("../../../outside")),
+        ("python", Path::new("/usr/bin/python3")),
+        ("abs", outside.as_path()),
+    ] {
+        let path = target.join(link);
+        assert!(fs::symlink_metadata(&path).unwrap().is_symlink(), "{link}");
+        assert_eq!(fs::read_link(&path).unwrap(), pointing_at, "{link}");
+    }
+}
 
-    let err = scene.refuse(
-        RawTar::new()
-            .symlink(b"a/b/l", b"../../../outside")
-            .finish(),
-    );
-    assert_refused(&err, "a/b/l", |r| {
-        matches!(r, Refusal::SymlinkEscapes { .. })
-    });
+#[test]
+fn nothing_is_restored_through_an_escaping_symlink() {
+    let scene = Scene::new();
+    for (link, pointing_at) in [
+        (
+            &b"abs"[..],
+            scene.outside().as_os_str().as_encoded_bytes().to_vec(),
+        ),
+        (b"up", b"../outside".to_vec()),
+    ] {
+        let mut entry = link.to_vec();
+        entry.extend_from_slice(b"/x");
+        for tar in [
+            RawTar::new()
+                .symlink(link, &pointing_at)
+                .file(&entry, b"pwned"),
+            RawTar::new().symlink(link, &pointing_at).dir(&entry),
+            RawTar::new()
+                .file(b"f", b"f")
+                .symlink(link, &pointing_at)
+                .hardlink(&entry, b"f"),
+        ] {
+            let err = scene.refuse(tar.finish());
+            assert_refused(&err, &String::from_utf8_lossy(&entry), |r| {
+                matches!(r, Refusal::ThroughSymlink { .. })
+            });
+        }
+        // Nor a file over the link itself.
+        let err = scene.refuse(
+            RawTar::new()
+                .symlink(link, &pointing_at)
+                .file(link, b"pwned")
+                .finish(),
+        );
+        assert_refused(&err, &String::from_utf8_lossy(link), |r| {
+            *r == Refusal::Duplicate
+        });
+    }
+}
+
+#[test]
+fn symlink_with_an_empty_target() {
+    let scene = Scene::new();
+    let err = scene.refuse(RawTar::new().symlink(b"l", b"").finish());
+    assert_refused(&err, "l", |r| *r == Refusal::EmptySymlink);
 }
 
 #[test]
@@ -233,15 +290,11 @@ fn hardlink_escapes() {
 
     // To a path that is not a regular file restored earlier (here a
     // symlink that itself points outside).
-    let opts = UnpackOptions {
-        unsafe_symlinks: SymlinkPolicy::Skip,
-        ..UnpackOptions::default()
-    };
     let tar = RawTar::new()
         .symlink(b"l", b"/etc/passwd")
         .hardlink(b"x", b"l")
         .finish();
-    let err = scene.restore(&zstd(&tar), &opts);
+    let err = scene.refuse(tar);
     assert_refused(&err, "x", |r| matches!(r, Refusal::HardlinkTarget { .. }));
 }
 
@@ -286,14 +339,16 @@ fn pax_path_override_with_parent_components() {
     let err = scene.refuse(tar);
     assert_refused(&err, "../../outside/x", |r| *r == Refusal::ParentComponent);
 
+    // A pax linkpath is the link's target: restored as a link to it.
     let tar = RawTar::new()
         .pax(&[("linkpath", b"/")])
         .symlink(b"innocent", b"fine")
         .finish();
-    let err = scene.refuse(tar);
-    assert_refused(&err, "innocent", |r| {
-        matches!(r, Refusal::AbsoluteSymlink { .. })
-    });
+    let target = scene.accept(tar);
+    assert_eq!(
+        fs::read_link(target.join("innocent")).unwrap(),
+        Path::new("/")
+    );
 }
 
 #[test]
@@ -513,4 +568,39 @@ fn endless_pax_records_are_bounded() {
         ),
         "{err:?}"
     );
+}
+
+#[test]
+fn an_archive_that_expands_like_a_zip_bomb() {
+    // 512 MiB of zeros compress to a few KB: refused once the output
+    // outgrows the ratio cap, long before it is all written.
+    let size = 512 << 20;
+    let mut builder = tar::Builder::new(zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size);
+    header.set_mode(0o644);
+    builder
+        .append_data(&mut header, "zeros", std::io::repeat(0).take(size))
+        .unwrap();
+    let archive = builder.into_inner().unwrap().finish().unwrap();
+    assert!(archive.len() < 1 << 20, "{}", archive.len());
+    let opts = UnpackOptions {
+        limits: paddock_snapshot::Limits {
+            max_files: 10,
+            max_bytes: 1 << 30,
+        },
+        max_file_bytes: 1 << 30,
+        ..UnpackOptions::default()
+    };
+    let scene = Scene::new();
+    match scene.restore(&archive, &opts) {
+        SnapshotError::OverLimit {
+            limit: Limit::Ratio(ratio),
+            path,
+        } => {
+            assert_eq!(ratio, 1_000);
+            assert_eq!(path, "zeros");
+        }
+        other => panic!("{other:?}: {other}"),
+    }
 }

@@ -105,6 +105,24 @@ fn what_a_restore_refuses_a_manifest_refuses_with_the_same_error() {
                 .finish(),
         ),
         (
+            "through an absolute symlink",
+            RawTar::new()
+                .symlink(b"root", b"/")
+                .file(b"root/etc/x", b"p")
+                .finish(),
+        ),
+        (
+            "through a climbing symlink",
+            RawTar::new()
+                .symlink(b"up", b"../..")
+                .dir(b"up/x/")
+                .finish(),
+        ),
+        (
+            "empty symlink target",
+            RawTar::new().symlink(b"l", b"").finish(),
+        ),
+        (
             "through a file",
             RawTar::new().file(b"f", b"1").file(b"f/x", b"2").finish(),
         ),

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{Node, names, pack_everything, pack_to_vec, read_tree};
 use paddock_snapshot::{
-    BlobKey, PackOptions, SpecialKind, SymlinkPolicy, UnpackOptions, UnpackStats, pack, unpack,
+    BlobKey, PackOptions, SpecialKind, UnpackOptions, UnpackStats, pack, unpack,
 };
 use sha2::{Digest, Sha256};
 
@@ -299,32 +299,30 @@ fn symlinks_are_stored_not_followed() {
     assert_eq!((stats.files, stats.dirs, stats.symlinks), (0, 0, 3));
     assert_eq!(stats.bytes_raw, 0);
 
-    // Such links are data to the packer; the restorer refuses them by
-    // default and leaves them out (listed) under the Skip policy.
-    let refused = unpack(
-        archive.as_slice(),
-        &tmp.path().join("refused"),
-        &UnpackOptions::default(),
-    );
-    assert!(refused.is_err());
-    let opts = UnpackOptions {
-        unsafe_symlinks: SymlinkPolicy::Skip,
-        ..UnpackOptions::default()
-    };
-    let target = tmp.path().join("skipped");
-    let stats = unpack(archive.as_slice(), &target, &opts).unwrap();
+    // Such links are data to the packer and to the restorer: restored as
+    // links, never followed (the secret is not copied).
+    let target = tmp.path().join("restored");
+    let stats = unpack(archive.as_slice(), &target, &UnpackOptions::default()).unwrap();
     assert_eq!(
         stats,
         UnpackStats {
             files: 0,
             dirs: 0,
-            symlinks: 0,
+            symlinks: 3,
             hardlinks: 0,
             bytes: 0,
-            skipped_symlinks: vec!["abs-dir".into(), "passwd".into(), "rel-dir".into()],
         }
     );
-    assert!(names(&target).is_empty());
+    assert_eq!(names(&target), ["abs-dir", "passwd", "rel-dir"]);
+    assert_eq!(fs::read_link(target.join("abs-dir")).unwrap(), outside);
+    assert_eq!(
+        fs::read_link(target.join("rel-dir")).unwrap(),
+        Path::new("../outside")
+    );
+    assert_eq!(
+        fs::read_link(target.join("passwd")).unwrap(),
+        Path::new("/etc/passwd")
+    );
 }
 
 #[test]

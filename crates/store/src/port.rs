@@ -67,6 +67,14 @@ impl Store for SqlStore {
         records::list_workspaces(self, tenant, page).await
     }
 
+    async fn delete_workspace(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+    ) -> Result<(), StoreError> {
+        records::delete_workspace(self, tenant, id).await
+    }
+
     async fn find_workspace_by_root(
         &self,
         tenant: &TenantId,

@@ -185,6 +185,69 @@ pub(crate) async fn list_workspaces(
     rows.iter().map(read_workspace).collect()
 }
 
+pub(crate) async fn delete_workspace(
+    store: &SqlStore,
+    tenant: &TenantId,
+    id: &WorkspaceId,
+) -> Result<(), StoreError> {
+    const OP: &str = "delete_workspace";
+    let mut tx = store.begin_write(OP).await?;
+    let (tenant, id_text) = (tenant.as_str(), id.as_str());
+    for (sql, what) in [
+        (
+            "SELECT id FROM sessions WHERE tenant_id = $1 AND workspace_id = $2 \
+             ORDER BY id LIMIT 1",
+            "session",
+        ),
+        (
+            "SELECT id FROM sandboxes WHERE tenant_id = $1 AND workspace_id = $2 \
+             AND state = 'running' ORDER BY id LIMIT 1",
+            "running sandbox",
+        ),
+    ] {
+        let user = sqlx::query(sql)
+            .bind(tenant)
+            .bind(id_text)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db(OP))?;
+        if let Some(user) = user {
+            return Err(StoreError::Conflict {
+                entity: "workspace",
+                id: id.to_string(),
+                reason: format!(
+                    "{what} {} uses it",
+                    Reader::new(&user, "workspace", "id").text("id")?
+                ),
+            });
+        }
+    }
+    for sql in [
+        "UPDATE sandboxes SET workspace_id = NULL WHERE tenant_id = $1 AND workspace_id = $2",
+        "UPDATE snapshots SET workspace_id = NULL WHERE tenant_id = $1 AND workspace_id = $2",
+    ] {
+        sqlx::query(sql)
+            .bind(tenant)
+            .bind(id_text)
+            .execute(&mut *tx)
+            .await
+            .map_err(db(OP))?;
+    }
+    let done = sqlx::query("DELETE FROM workspaces WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant)
+        .bind(id_text)
+        .execute(&mut *tx)
+        .await
+        .map_err(db(OP))?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound {
+            entity: "workspace",
+            id: id.to_string(),
+        });
+    }
+    tx.commit().await.map_err(db(OP))
+}
+
 pub(crate) async fn find_workspace_by_root(
     store: &SqlStore,
     tenant: &TenantId,

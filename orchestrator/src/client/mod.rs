@@ -6,6 +6,7 @@ mod exec;
 mod files;
 mod sandbox;
 mod snapshot;
+mod workspace;
 
 use anyhow::{Context, bail};
 use reqwest::{Method, RequestBuilder, Response};
@@ -14,6 +15,7 @@ use serde_json::Value;
 pub use files::files;
 pub use sandbox::{create, info, ls, rm};
 pub use snapshot::snapshot;
+pub use workspace::workspace;
 
 pub use exec::exec;
 

@@ -30,6 +30,9 @@ pub struct ServeConfig {
     pub max_lifetime_secs: Option<u64>,
     /// Most sandboxes running at once (default 100).
     pub max_sandboxes: Option<usize>,
+    /// Bytes the workspaces of one tenant may hold on disk, checked before a
+    /// snapshot import or restore writes (default 32 GiB).
+    pub tenant_disk_quota_bytes: Option<u64>,
     /// Largest request body in bytes (default 16 MiB).
     pub max_body_bytes: Option<usize>,
     /// Hardening layers allowed to be missing on this host.
@@ -156,6 +159,9 @@ impl ServeConfig {
         if let Some(max) = self.max_sandboxes {
             config.max_sandboxes = max;
         }
+        if let Some(quota) = self.tenant_disk_quota_bytes {
+            config.tenant_disk_quota = quota;
+        }
         let defaults = LimitsPolicy::default();
         config.limits = LimitsPolicy {
             default: self.default_limits.clone().unwrap_or(defaults.default),
@@ -262,6 +268,7 @@ mod tests {
             idle_timeout_secs = 60
             max_lifetime_secs = 3600
             max_sandboxes = 5
+            tenant_disk_quota_bytes = 1073741824
             max_body_bytes = 1048576
             allow_downgrade = ["cgroups"]
 
@@ -291,6 +298,7 @@ mod tests {
         assert_eq!(service.idle_timeout, Duration::from_secs(60));
         assert_eq!(service.max_lifetime, Duration::from_secs(3600));
         assert_eq!(service.max_sandboxes, 5);
+        assert_eq!(service.tenant_disk_quota, 1 << 30);
         assert_eq!(service.limits.default.memory_bytes, Some(268435456));
         assert_eq!(service.limits.default.pids, Some(128));
         // Fields left out keep the built-in default.

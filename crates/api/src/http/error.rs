@@ -134,6 +134,11 @@ impl From<ServiceError> for ApiError {
                 "the server is shutting down",
             ),
             ServiceError::Guest { id, op, source } => guest_error(&id.to_string(), op, source),
+            err @ ServiceError::DiskQuota { .. } => Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "disk_quota_exceeded",
+                err.to_string(),
+            ),
             ServiceError::SnapshotRefused { reason } => Self::new(
                 StatusCode::BAD_REQUEST,
                 "archive_refused",

@@ -173,6 +173,7 @@ fn routes() -> Routes {
         .post("/v1/workspaces", sandboxes::create_workspace)
         .get("/v1/workspaces", sandboxes::list_workspaces)
         .get("/v1/workspaces/{id}", sandboxes::get_workspace)
+        .delete("/v1/workspaces/{id}", sandboxes::delete_workspace)
         .post("/v1/sandboxes", sandboxes::create_sandbox)
         .get("/v1/sandboxes", sandboxes::list_sandboxes)
         .get("/v1/sandboxes/{id}", sandboxes::get_sandbox)

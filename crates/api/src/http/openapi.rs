@@ -29,6 +29,7 @@ use super::{events, exec, files, meta, processes, runs, sandboxes, sessions, sna
         sandboxes::create_workspace,
         sandboxes::list_workspaces,
         sandboxes::get_workspace,
+        sandboxes::delete_workspace,
         sandboxes::create_sandbox,
         sandboxes::list_sandboxes,
         sandboxes::get_sandbox,

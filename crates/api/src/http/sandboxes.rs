@@ -96,6 +96,23 @@ pub(super) async fn get_workspace(
     Ok(Json(state.service.get_workspace(&tenant, &id).await?))
 }
 
+#[utoipa::path(delete, path = "/v1/workspaces/{id}", tag = "workspaces",
+    summary = "Delete a workspace",
+    description = "Deletes the workspace row and, when the server made it, its directory. Stopped sandboxes and snapshots keep their rows with `workspace` set to null.",
+    params(("id" = WorkspaceId, Path)),
+    responses(
+        (status = 200, description = "the deleted workspace", body = WorkspaceView),
+        (status = 409, description = "a session works in it or a running sandbox uses it (`conflict`)", body = ErrorBody),
+    ))]
+pub(super) async fn delete_workspace(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<WorkspaceView>, ApiError> {
+    let id = workspace_id(&id)?;
+    Ok(Json(state.service.delete_workspace(&tenant, &id).await?))
+}
+
 #[utoipa::path(post, path = "/v1/sandboxes", tag = "sandboxes",
     summary = "Start a sandbox",
     request_body = CreateSandbox,

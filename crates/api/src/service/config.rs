@@ -13,6 +13,8 @@ use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
 pub const DEFAULT_EXEC_OUTPUT_CAP: u64 = 1 << 20;
 /// Most bytes of output a non-streamed exec may ask for.
 pub const MAX_EXEC_OUTPUT_CAP: u64 = 16 << 20;
+/// Bytes a tenant's workspaces may hold on disk unless the operator says otherwise.
+pub const DEFAULT_TENANT_DISK_QUOTA: u64 = 32 << 30;
 
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -38,6 +40,10 @@ pub struct ServiceConfig {
     /// long ago (a snapshot of the same content being recorded refreshes
     /// it); the sweep runs this often too. See docs/architecture.md.
     pub blob_grace: Duration,
+    /// Bytes the server-managed workspaces of one tenant may hold on disk:
+    /// a snapshot import or restore that would go over is refused before it
+    /// writes (see `service::quota`).
+    pub tenant_disk_quota: u64,
 }
 
 impl ServiceConfig {
@@ -53,6 +59,7 @@ impl ServiceConfig {
             max_sandboxes: 100,
             blobs: None,
             blob_grace: Duration::from_secs(10 * 60),
+            tenant_disk_quota: DEFAULT_TENANT_DISK_QUOTA,
         }
     }
 

@@ -64,6 +64,13 @@ pub enum ServiceError {
         #[source]
         source: paddock_core::blob::InvalidBlobKey,
     },
+    /// A snapshot import or restore would take the tenant over its disk quota.
+    #[error("over the tenant disk quota of {quota} bytes ({usage} bytes in use): {wanted}")]
+    DiskQuota {
+        quota: u64,
+        usage: u64,
+        wanted: String,
+    },
     /// An imported archive failed the restore checks; `reason` names the entry.
     #[error("archive refused: {reason}")]
     SnapshotRefused { reason: String },

@@ -17,6 +17,7 @@ mod expiry;
 mod live;
 pub mod models;
 mod ops;
+mod quota;
 mod reconcile;
 pub mod sessions;
 mod snapshots;
@@ -190,6 +191,40 @@ impl SandboxService {
             .await
             .map_err(ServiceError::store("list_workspaces"))?;
         Ok(rows.iter().map(WorkspaceView::from).collect())
+    }
+
+    /// Deletes the workspace's row and, for a server-managed workspace, its
+    /// directory (a registered host directory is left alone). Refused (409,
+    /// naming it) while a session works in it or a running sandbox uses it.
+    pub async fn delete_workspace(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+    ) -> Result<WorkspaceView, ServiceError> {
+        let workspace = self
+            .store
+            .get_workspace(tenant, id)
+            .await
+            .map_err(ServiceError::store("get_workspace"))?;
+        self.store
+            .delete_workspace(tenant, id)
+            .await
+            .map_err(ServiceError::store("delete_workspace"))?;
+        if workspace.root.is_none() {
+            let dir = self.config.workspaces_root.join(id.as_str());
+            match tokio::fs::remove_dir_all(&dir).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(ServiceError::Workspace {
+                        id: id.to_string(),
+                        source,
+                    });
+                }
+            }
+        }
+        tracing::info!(workspace_id = %id, "workspace deleted");
+        Ok(WorkspaceView::from(&workspace))
     }
 
     /// The workspace's host directory, made if missing.

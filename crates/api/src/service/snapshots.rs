@@ -427,6 +427,14 @@ impl SandboxService {
         command.limits.resolve(&self.config.limits)?;
         let record = self.snapshot_record(tenant, id).await?;
         let key = blob_key(&record)?;
+        // Every sandbox of a fork gets its own copy of the files.
+        let needed = record.bytes_raw.saturating_mul(u64::from(command.count));
+        self.disk_use(tenant).await?.check(needed, || {
+            format!(
+                "restoring snapshot {id} ({} bytes) {} time(s)",
+                record.bytes_raw, command.count
+            )
+        })?;
         // One read of the blob feeds every sandbox of a fork.
         let sources = self
             .open_shared(tenant, &record.id, &key, command.count as usize)
@@ -448,6 +456,9 @@ impl SandboxService {
                 if let Err(e) = self.delete_sandbox(tenant, &view.id).await {
                     tracing::warn!(sandbox_id = %view.id, error = %e, "destroying a sandbox of a failed restore");
                 }
+                if let Some(workspace) = &view.workspace {
+                    self.remove_failed_workspace(tenant, workspace).await;
+                }
             }
             return Err(err);
         }
@@ -455,11 +466,13 @@ impl SandboxService {
         Ok(views)
     }
 
+    /// One sandbox of a restore in a new workspace; on failure neither the
+    /// sandbox nor the workspace (row and directory) is left.
     async fn restore_one(
         &self,
         tenant: &TenantId,
         snapshot: &SnapshotRecord,
-        mut source: SharedArchive,
+        source: SharedArchive,
         command: &RestoreSnapshot,
     ) -> Result<SandboxView, ServiceError> {
         let workspace = self
@@ -470,8 +483,32 @@ impl SandboxService {
                 },
             )
             .await?;
+        let restored = self
+            .restore_into(tenant, &workspace.id, snapshot, source, command)
+            .await;
+        if restored.is_err() {
+            self.remove_failed_workspace(tenant, &workspace.id).await;
+        }
+        restored
+    }
+
+    /// Deletes the workspace of a failed restore (its sandbox is gone).
+    async fn remove_failed_workspace(&self, tenant: &TenantId, workspace: &WorkspaceId) {
+        if let Err(e) = self.delete_workspace(tenant, workspace).await {
+            tracing::warn!(workspace_id = %workspace, error = %e, "removing the workspace of a failed restore");
+        }
+    }
+
+    async fn restore_into(
+        &self,
+        tenant: &TenantId,
+        workspace: &WorkspaceId,
+        snapshot: &SnapshotRecord,
+        mut source: SharedArchive,
+        command: &RestoreSnapshot,
+    ) -> Result<SandboxView, ServiceError> {
         let create = CreateSandbox {
-            workspace: Some(workspace.id.clone()),
+            workspace: Some(workspace.clone()),
             limits: command.limits.clone(),
             network: command.network,
             read_only: command.read_only,
@@ -480,7 +517,7 @@ impl SandboxService {
         if command.read_only {
             // The guest of a read-only sandbox cannot write its workspace:
             // the files go in first, through a short-lived sandbox.
-            self.fill_workspace(&workspace.id, snapshot, &mut source, &command.limits)
+            self.fill_workspace(workspace, snapshot, &mut source, &command.limits)
                 .await?;
             return self.create_sandbox_from(tenant, create, origin).await;
         }
@@ -653,6 +690,10 @@ impl SandboxService {
     ) -> Result<SnapshotView, ServiceError> {
         let blobs = self.blobs()?;
         check_limits(limits.max_files, limits.max_bytes)?;
+        let disk = self.disk_use(tenant).await?;
+        if disk.left() == 0 {
+            return Err(disk.exceeded("nothing is left for an import".to_owned()));
+        }
         tokio::fs::create_dir_all(&self.config.workspaces_root)
             .await
             .map_err(|source| ServiceError::Workspace {
@@ -668,7 +709,11 @@ impl SandboxService {
             .config
             .workspaces_root
             .join(format!(".import-{}", SnapshotId::generate().as_str()));
-        let options = unpack_options(limits.max_files, limits.max_bytes);
+        let mut options = unpack_options(limits.max_files, limits.max_bytes);
+        // The import is unpacked on this server's disk: its declared sizes
+        // are held to what the quota leaves, before anything is written.
+        let quota_bound = disk.left() < options.limits.max_bytes;
+        options.limits.max_bytes = options.limits.max_bytes.min(disk.left());
         let check_task =
             tokio::task::spawn_blocking(move || check_archive(check_bridge, scratch, &options));
 
@@ -699,6 +744,12 @@ impl SandboxService {
         let writer = store_task.await.map_err(joined("put"))?;
         upload?;
         let stats = checked.map_err(|err| match err {
+            SnapshotError::OverLimit {
+                limit: paddock_snapshot::Limit::Bytes(left),
+                path,
+            } if quota_bound => disk.exceeded(format!(
+                "the archive declares more than the {left} bytes left (at {path:?})"
+            )),
             SnapshotError::Refused { .. }
             | SnapshotError::OverLimit { .. }
             | SnapshotError::Decompress { .. }

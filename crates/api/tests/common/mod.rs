@@ -128,6 +128,8 @@ pub struct Setup {
     pub idle_timeout: Duration,
     pub max_lifetime: Duration,
     pub max_body_bytes: usize,
+    /// The tenants' disk quota; None: the server's default.
+    pub disk_quota: Option<u64>,
 }
 
 impl Setup {
@@ -140,6 +142,7 @@ impl Setup {
             idle_timeout: Duration::from_secs(30 * 60),
             max_lifetime: Duration::from_secs(24 * 60 * 60),
             max_body_bytes: 1 << 20,
+            disk_quota: None,
         }
     }
 
@@ -189,6 +192,9 @@ impl TestServer {
         let mut config = ServiceConfig::new(setup.node.clone(), setup.data_dir.join("workspaces"));
         config.idle_timeout = setup.idle_timeout;
         config.max_lifetime = setup.max_lifetime;
+        if let Some(quota) = setup.disk_quota {
+            config.tenant_disk_quota = quota;
+        }
         config.blobs = Some(Arc::clone(&blobs));
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(

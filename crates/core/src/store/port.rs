@@ -72,6 +72,11 @@ pub trait Store: Send + Sync + fmt::Debug {
         tenant: &TenantId,
         page: &Page,
     ) -> Result<Vec<Workspace>, StoreError>;
+    /// Deletes the workspace's row: [`StoreError::Conflict`] (naming it) while
+    /// a session works in it or a running sandbox uses it. Sandboxes no longer
+    /// running and snapshots taken from it keep their rows, without it.
+    async fn delete_workspace(&self, tenant: &TenantId, id: &WorkspaceId)
+    -> Result<(), StoreError>;
     /// The tenant's workspace registered for the host directory `root`, if any.
     async fn find_workspace_by_root(
         &self,

@@ -8,9 +8,8 @@
 //! none through a symlink or a file, hardlinks only to files listed
 //! earlier, `max_files` counted as a restore counts), so an archive that a
 //! restore within the same limits refuses is refused here too, with the
-//! same error. One difference: a manifest creates nothing, so symlink
-//! targets are listed as they are, whatever [`crate::SymlinkPolicy`] a
-//! restore would apply to them.
+//! same error. Symlinks are listed with their targets as they are (a
+//! restore creates them as links, whatever they point at).
 
 mod shape;
 

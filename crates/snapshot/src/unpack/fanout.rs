@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use super::reader::decoder;
+use super::reader::{RatioExceeded, decoder};
 use super::{UnpackStats, restore};
 use crate::error::SnapshotError;
 use crate::options::UnpackOptions;
@@ -22,7 +22,13 @@ const CHUNK: usize = 1024 * 1024;
 const DEPTH: usize = 4;
 
 /// A decoding error, repeated to every target.
-type Chunk = Result<Arc<Vec<u8>>, (io::ErrorKind, String)>;
+type Chunk = Result<Arc<Vec<u8>>, DecodeFailure>;
+
+#[derive(Debug, Clone)]
+enum DecodeFailure {
+    Ratio,
+    Io(io::ErrorKind, String),
+}
 
 /// Restores the zstd-compressed tar archive read from `input` into every one
 /// of `targets` (each must not exist or be an empty directory), with the same
@@ -77,7 +83,8 @@ fn broadcast<R: Read>(mut decoder: R, senders: &mut [Option<SyncSender<Chunk>>])
         let chunk = match read_chunk(&mut decoder) {
             Ok(chunk) if chunk.is_empty() => return,
             Ok(chunk) => Ok(Arc::new(chunk)),
-            Err(e) => Err((e.kind(), e.to_string())),
+            Err(e) if RatioExceeded::is(&e) => Err(DecodeFailure::Ratio),
+            Err(e) => Err(DecodeFailure::Io(e.kind(), e.to_string())),
         };
         let failed = chunk.is_err();
         for slot in senders.iter_mut() {
@@ -135,7 +142,10 @@ impl Read for ChunkReader {
                     self.current = chunk;
                     self.pos = 0;
                 }
-                Ok(Err((kind, message))) => return Err(io::Error::new(kind, message)),
+                Ok(Err(DecodeFailure::Ratio)) => return Err(io::Error::other(RatioExceeded)),
+                Ok(Err(DecodeFailure::Io(kind, message))) => {
+                    return Err(io::Error::new(kind, message));
+                }
                 // The decoder is done.
                 Err(_) => return Ok(0),
             }

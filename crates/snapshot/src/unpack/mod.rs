@@ -1,6 +1,7 @@
 //! Unpacking: a safe, all-or-nothing restore of an archive into a directory.
 
 mod fanout;
+pub(crate) mod names;
 pub(crate) mod paths;
 pub(crate) mod reader;
 mod staging;
@@ -11,7 +12,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::error::SnapshotError;
-use crate::options::{SymlinkPolicy, UnpackOptions};
+use crate::options::UnpackOptions;
 use paths::{check_symlink_target, components};
 use reader::{Kind, decoder};
 use staging::Staging;
@@ -33,8 +34,6 @@ pub struct UnpackStats {
     pub hardlinks: u64,
     /// File content written.
     pub bytes: u64,
-    /// Symlinks left out under [`SymlinkPolicy::Skip`].
-    pub skipped_symlinks: Vec<String>,
 }
 
 impl UnpackStats {
@@ -50,11 +49,15 @@ impl UnpackStats {
 /// which must not exist or be an empty directory.
 ///
 /// Refused, with an error naming the entry: absolute paths, `..` components,
-/// paths through a symlink or a non-directory, symlinks that could resolve
-/// outside the target (see [`SymlinkPolicy`]), hardlinks except to a regular
+/// paths through a symlink or a non-directory, symlinks with an empty target,
+/// hardlinks except to a regular
 /// file restored earlier from the same archive, devices, fifos, sparse and
 /// unknown entries, duplicates, and anything over the limits (declared sizes
 /// are checked before anything is written, and actual bytes are counted).
+/// A symlink is created as a link whatever its target (absolute, `..`): it is
+/// never followed while the tree is written, and nothing is restored through
+/// it, so it only points somewhere for whoever resolves it later (a sandbox,
+/// inside its own root).
 /// Modes keep the permission bits only (no setuid, setgid or sticky); owners
 /// are the restorer's or [`UnpackOptions::owner`]; mtimes of files, symlinks
 /// and directories are restored.
@@ -97,13 +100,11 @@ fn extract<R: Read>(
     opts: &UnpackOptions,
 ) -> Result<UnpackStats, SnapshotError> {
     let mut restorer = Restorer {
-        opts,
         tree: Tree::new(
             std::os::fd::AsFd::as_fd(staging.root()),
             opts.owner,
             opts.limits.max_files,
         ),
-        skipped_symlinks: Vec::new(),
         buf: vec![0; COPY_BUF],
     };
     let bytes = walk(tar, &ReadLimits::from(opts), &mut restorer)?;
@@ -117,7 +118,6 @@ fn extract<R: Read>(
         symlinks: created.symlinks,
         hardlinks: created.hardlinks,
         bytes,
-        skipped_symlinks: restorer.skipped_symlinks,
     })
 }
 
@@ -130,14 +130,12 @@ impl From<&UnpackOptions> for ReadLimits {
     }
 }
 
-struct Restorer<'o, 'r> {
-    opts: &'o UnpackOptions,
+struct Restorer<'r> {
     tree: Tree<'r>,
-    skipped_symlinks: Vec<String>,
     buf: Vec<u8>,
 }
 
-impl Visitor for Restorer<'_, '_> {
+impl Visitor for Restorer<'_> {
     fn member(&mut self, entry: Checked<'_>, data: &mut dyn Read) -> Result<(), Failure> {
         let Checked { member, path } = entry;
         let tree = &mut self.tree;
@@ -152,15 +150,10 @@ impl Visitor for Restorer<'_, '_> {
                 data,
                 &mut self.buf,
             )?,
-            Kind::Symlink => match check_symlink_target(path.len() - 1, &member.link) {
-                Ok(()) => tree.symlink(path, &member.link, member.mtime)?,
-                Err(_) if self.opts.unsafe_symlinks == SymlinkPolicy::Skip => {
-                    tree.skipped_symlink(path);
-                    self.skipped_symlinks
-                        .push(crate::error::lossy(&member.path));
-                }
-                Err(reason) => return Err(reason.into()),
-            },
+            Kind::Symlink => {
+                check_symlink_target(&member.link)?;
+                tree.symlink(path, &member.link, member.mtime)?;
+            }
             Kind::Hardlink => {
                 let target = components(&member.link)?;
                 tree.hardlink(path, &target)?;

@@ -7,11 +7,39 @@ use std::rc::Rc;
 
 use tar::{EntryType, PaxExtensions};
 
-use crate::error::{Refusal, SnapshotError, lossy};
+use crate::error::{Limit, Refusal, SnapshotError, lossy};
 
 /// Longest GNU long-name or pax record accepted: far above PATH_MAX, far
 /// below anything that could exhaust memory.
 const MAX_EXTENSION: u64 = 64 * 1024;
+/// Highest ratio of decompressed tar stream to compressed archive read so
+/// far. Source trees compress 3-20x and zstd's best case (zeros) is ~30000x:
+/// a few KB must not become GBs on disk (a zip bomb).
+pub(crate) const MAX_RATIO: u64 = 1_000;
+/// Decompressed bytes allowed whatever the ratio, so a small archive of
+/// very compressible files still restores.
+const RATIO_ALLOWANCE: u64 = 64 * 1024 * 1024;
+
+/// The decoder's output outgrew [`MAX_RATIO`] times its input.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RatioExceeded;
+
+impl std::fmt::Display for RatioExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the archive decompresses to more than {MAX_RATIO} times its size"
+        )
+    }
+}
+
+impl std::error::Error for RatioExceeded {}
+
+impl RatioExceeded {
+    pub(crate) fn is(error: &io::Error) -> bool {
+        error.get_ref().is_some_and(|inner| inner.is::<Self>())
+    }
+}
 
 /// What the decoding reader saw, shared with the code that maps errors.
 #[derive(Debug, Default)]
@@ -31,7 +59,12 @@ impl SourceState {
     /// errors are told apart from tar format errors.
     pub(crate) fn error(&self, source: io::Error, at: Option<&[u8]>) -> SnapshotError {
         let at = at.map(lossy);
-        if self.failed.get() {
+        if RatioExceeded::is(&source) {
+            SnapshotError::OverLimit {
+                limit: Limit::Ratio(MAX_RATIO),
+                path: at.unwrap_or_else(|| ".".to_owned()),
+            }
+        } else if self.failed.get() {
             SnapshotError::Decompress { at, source }
         } else if source.kind() == io::ErrorKind::UnexpectedEof {
             SnapshotError::Truncated {
@@ -44,11 +77,53 @@ impl SourceState {
     }
 }
 
-/// A zstd decoder over `input`.
-pub(crate) fn decoder<R: Read>(
-    input: R,
-) -> io::Result<zstd::stream::read::Decoder<'static, BufReader<R>>> {
-    zstd::stream::read::Decoder::new(input)
+/// A zstd decoder over `input`, held to [`MAX_RATIO`].
+pub(crate) fn decoder<R: Read>(input: R) -> io::Result<Decoder<R>> {
+    let compressed = Rc::new(Cell::new(0));
+    let counted = Counted {
+        inner: input,
+        count: Rc::clone(&compressed),
+    };
+    Ok(Decoder {
+        inner: zstd::stream::read::Decoder::new(counted)?,
+        compressed,
+        decompressed: 0,
+    })
+}
+
+/// Counts the bytes read from the compressed archive.
+pub(crate) struct Counted<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// The decompressed stream; fails with [`RatioExceeded`] before handing out
+/// bytes beyond the allowance plus [`MAX_RATIO`] times the input read.
+pub(crate) struct Decoder<R: Read> {
+    inner: zstd::stream::read::Decoder<'static, BufReader<Counted<R>>>,
+    compressed: Rc<Cell<u64>>,
+    decompressed: u64,
+}
+
+impl<R: Read> Read for Decoder<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.decompressed += n as u64;
+        let allowed =
+            RATIO_ALLOWANCE.saturating_add(self.compressed.get().saturating_mul(MAX_RATIO));
+        if self.decompressed > allowed {
+            return Err(io::Error::other(RatioExceeded));
+        }
+        Ok(n)
+    }
 }
 
 /// The decompressed tar stream (from a decoder, or from a fork's decoding thread).

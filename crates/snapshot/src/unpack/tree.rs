@@ -6,9 +6,10 @@
 //! an existing name). So an entry can never write through a symlink, even one
 //! created earlier from the same archive: the open of that component fails.
 //! Symlinks of the archive are also remembered so that such an entry is
-//! refused with a clear reason before any call is made.
+//! refused with a clear reason before any call is made. What was created is
+//! kept as a tree of names ([`Names`]), so memory grows with the tree, not
+//! with the entries' path lengths.
 
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -20,6 +21,7 @@ use nix::sys::stat::{Mode, UtimensatFlags, fchmod, futimens, mkdirat, utimensat}
 use nix::sys::time::TimeSpec;
 use nix::unistd::{Gid, Uid, fchown, fchownat, linkat, symlinkat};
 
+use super::names::{Names, NodeId};
 use crate::error::{Refusal, io_err, lossy};
 use crate::options::Owner;
 
@@ -59,6 +61,18 @@ struct DirMeta {
     mtime: Option<u64>,
 }
 
+/// What the restore created at a name.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// The staging root: keeps its own metadata.
+    Root,
+    Dir(DirMeta),
+    /// A regular file or a hardlink to one: the only valid hardlink targets.
+    File,
+    /// Nothing may go through it.
+    Symlink,
+}
+
 /// What was created, for [`crate::UnpackStats`].
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Created {
@@ -72,15 +86,11 @@ pub(crate) struct Created {
 pub(crate) struct Tree<'r> {
     root: BorrowedFd<'r>,
     /// Open directories from the root down to the last entry's parent.
-    stack: Vec<(Vec<u8>, OwnedFd)>,
+    stack: Vec<(NodeId, OwnedFd)>,
     owner: Option<Owner>,
     max_files: u64,
     pub(crate) created: Created,
-    dirs: HashMap<Vec<u8>, DirMeta>,
-    /// Symlinks of the archive, created or skipped: nothing may go through them.
-    symlinks: HashSet<Vec<u8>>,
-    /// Regular files restored: the only valid hardlink targets.
-    files: HashSet<Vec<u8>>,
+    names: Names<Slot>,
 }
 
 impl<'r> Tree<'r> {
@@ -91,9 +101,7 @@ impl<'r> Tree<'r> {
             owner,
             max_files,
             created: Created::default(),
-            dirs: HashMap::new(),
-            symlinks: HashSet::new(),
-            files: HashSet::new(),
+            names: Names::new(Slot::Root),
         }
     }
 
@@ -106,7 +114,7 @@ impl<'r> Tree<'r> {
         data: &mut dyn Read,
         buf: &mut [u8],
     ) -> Result<(), TreeError> {
-        let (parent, name) = self.prepare(path)?;
+        let (parent, name, parent_node) = self.prepare(path)?;
         let fd = openat(
             parent,
             name,
@@ -130,7 +138,7 @@ impl<'r> Tree<'r> {
             .map_err(TreeError::errno)?;
         }
         futimens(&file, &TimeSpec::UTIME_OMIT, &timespec(mtime)).map_err(TreeError::errno)?;
-        self.files.insert(path.join(&b'/'));
+        self.names.insert(parent_node, name.as_bytes(), Slot::File);
         self.created.files += 1;
         Ok(())
     }
@@ -140,17 +148,19 @@ impl<'r> Tree<'r> {
             mode: mode & PERMISSION_BITS,
             mtime: Some(mtime),
         };
-        let joined = path.join(&b'/');
-        if let Some(existing) = self.dirs.get_mut(&joined) {
+        if let Some(id) = self.names.find(path)
+            && let Slot::Dir(existing) = self.names.get_mut(id)
+        {
             // Created as a parent of an earlier entry, or listed twice.
             *existing = meta;
             return Ok(());
         }
         let owner = self.owner;
-        let (parent, name) = self.prepare(path)?;
+        let (parent, name, parent_node) = self.prepare(path)?;
         make_dir(parent, name, owner)?;
         self.created.dirs += 1;
-        self.dirs.insert(joined, meta);
+        self.names
+            .insert(parent_node, name.as_bytes(), Slot::Dir(meta));
         Ok(())
     }
 
@@ -161,7 +171,7 @@ impl<'r> Tree<'r> {
         mtime: u64,
     ) -> Result<(), TreeError> {
         let owner = self.owner;
-        let (parent, name) = self.prepare(path)?;
+        let (parent, name, parent_node) = self.prepare(path)?;
         symlinkat(std::ffi::OsStr::from_bytes(target), parent, name)
             .map_err(exists_is_duplicate)?;
         if let Some(owner) = owner {
@@ -182,22 +192,18 @@ impl<'r> Tree<'r> {
             UtimensatFlags::NoFollowSymlink,
         )
         .map_err(TreeError::errno)?;
-        self.symlinks.insert(path.join(&b'/'));
+        self.names
+            .insert(parent_node, name.as_bytes(), Slot::Symlink);
         self.created.symlinks += 1;
         Ok(())
     }
 
-    /// Remembers a symlink that was left out, so nothing is restored under it.
-    pub(crate) fn skipped_symlink(&mut self, path: &[&[u8]]) {
-        self.symlinks.insert(path.join(&b'/'));
-    }
-
     /// A hardlink to a regular file restored earlier from this archive.
     pub(crate) fn hardlink(&mut self, path: &[&[u8]], target: &[&[u8]]) -> Result<(), TreeError> {
-        let target_joined = target.join(&b'/');
-        if !self.files.contains(&target_joined) {
+        let found = self.names.find(target).map(|id| *self.names.get(id));
+        if !matches!(found, Some(Slot::File)) {
             return Err(Refusal::HardlinkTarget {
-                target: lossy(&target_joined),
+                target: lossy(&target.join(&b'/')),
             }
             .into());
         }
@@ -206,7 +212,7 @@ impl<'r> Tree<'r> {
         };
         let source_dir = self.open_chain(target_dirs)?;
         let root = self.root;
-        let (parent, name) = self.prepare(path)?;
+        let (parent, name, parent_node) = self.prepare(path)?;
         linkat(
             source_dir.as_ref().map_or(root, AsFd::as_fd),
             std::ffi::OsStr::from_bytes(target_name),
@@ -215,7 +221,7 @@ impl<'r> Tree<'r> {
             AtFlags::empty(),
         )
         .map_err(exists_is_duplicate)?;
-        self.files.insert(path.join(&b'/'));
+        self.names.insert(parent_node, name.as_bytes(), Slot::File);
         self.created.hardlinks += 1;
         Ok(())
     }
@@ -223,27 +229,36 @@ impl<'r> Tree<'r> {
     /// Applies the directories' modes and mtimes, children before parents, so
     /// that writing into a directory no longer changes its restored mtime.
     pub(crate) fn finish(mut self) -> Result<Created, TreeError> {
-        let mut dirs: Vec<(Vec<u8>, DirMeta)> = self.dirs.drain().collect();
-        dirs.sort_unstable_by(|a, b| b.0.split(|c| *c == b'/').cmp(a.0.split(|c| *c == b'/')));
         self.stack.clear();
-        for (path, meta) in dirs {
-            let components: Vec<&[u8]> = path.split(|c| *c == b'/').collect();
-            self.walk_to(&components, false)?;
-            let fd = self.top();
-            fchmod(fd, Mode::from_bits_truncate(meta.mode)).map_err(TreeError::errno)?;
+        self.apply_dir_meta(self.root, Names::<Slot>::ROOT)?;
+        Ok(self.created)
+    }
+
+    /// Applies the metadata of the directories below `node` (open as `fd`),
+    /// deepest first; the depth is bounded by the path rules.
+    fn apply_dir_meta(&self, fd: BorrowedFd<'_>, node: NodeId) -> Result<(), TreeError> {
+        for (name, child) in self.names.children(node) {
+            let Slot::Dir(meta) = *self.names.get(child) else {
+                continue;
+            };
+            let dir = open_dir(fd, std::ffi::OsStr::from_bytes(name)).map_err(TreeError::errno)?;
+            self.apply_dir_meta(dir.as_fd(), child)?;
+            fchmod(&dir, Mode::from_bits_truncate(meta.mode)).map_err(TreeError::errno)?;
             if let Some(mtime) = meta.mtime {
-                futimens(fd, &TimeSpec::UTIME_OMIT, &timespec(mtime)).map_err(TreeError::errno)?;
+                futimens(&dir, &TimeSpec::UTIME_OMIT, &timespec(mtime))
+                    .map_err(TreeError::errno)?;
             }
         }
-        Ok(self.created)
+        Ok(())
     }
 
     /// Checks the entry's path and opens its parent directory (creating
     /// missing ones); returns the parent and the entry's own name.
+    /// Also returns the parent's node.
     fn prepare<'p>(
         &mut self,
         path: &[&'p [u8]],
-    ) -> Result<(BorrowedFd<'_>, &'p std::ffi::OsStr), TreeError> {
+    ) -> Result<(BorrowedFd<'_>, &'p std::ffi::OsStr, NodeId), TreeError> {
         let Some((name, parents)) = path.split_last() else {
             return Err(Refusal::EmptyPath.into());
         };
@@ -251,26 +266,25 @@ impl<'r> Tree<'r> {
         if self.created_total() >= self.max_files {
             return Err(TreeError::OverFiles(self.max_files));
         }
-        self.walk_to(parents, true)?;
-        Ok((self.top(), std::ffi::OsStr::from_bytes(name)))
+        self.walk_to(parents)?;
+        let parent_node = self.stack.last().map_or(Names::<Slot>::ROOT, |(id, _)| *id);
+        Ok((self.top(), std::ffi::OsStr::from_bytes(name), parent_node))
     }
 
+    /// Refuses a path whose existing parents include a symlink.
     fn refuse_through_symlink(&self, parents: &[&[u8]]) -> Result<(), TreeError> {
-        if self.symlinks.is_empty() {
-            return Ok(());
-        }
-        let mut prefix = Vec::new();
-        for component in parents {
-            if !prefix.is_empty() {
-                prefix.push(b'/');
-            }
-            prefix.extend_from_slice(component);
-            if self.symlinks.contains(&prefix) {
+        let mut node = Names::<Slot>::ROOT;
+        for (depth, component) in parents.iter().enumerate() {
+            let Some(id) = self.names.child(node, component) else {
+                return Ok(());
+            };
+            if matches!(self.names.get(id), Slot::Symlink) {
                 return Err(Refusal::ThroughSymlink {
-                    link: lossy(&prefix),
+                    link: lossy(&parents[..=depth].join(&b'/')),
                 }
                 .into());
             }
+            node = id;
         }
         Ok(())
     }
@@ -284,35 +298,32 @@ impl<'r> Tree<'r> {
         self.stack.last().map_or(self.root, |(_, fd)| fd.as_fd())
     }
 
-    /// Makes `stack` hold exactly the directories of `components`, reusing
-    /// the common prefix with the previous entry (archives list a
-    /// directory's entries together, so most entries open nothing).
-    fn walk_to(&mut self, components: &[&[u8]], create: bool) -> Result<(), TreeError> {
-        let common = self
-            .stack
-            .iter()
-            .zip(components)
-            .take_while(|((open, _), wanted)| open.as_slice() == **wanted)
-            .count();
+    /// Makes `stack` hold exactly the directories of `components`, creating
+    /// missing ones and reusing the common prefix with the previous entry
+    /// (archives list a directory's entries together, so most entries open
+    /// nothing).
+    fn walk_to(&mut self, components: &[&[u8]]) -> Result<(), TreeError> {
+        let mut node = Names::<Slot>::ROOT;
+        let mut common = 0;
+        for (component, (open, _)) in components.iter().zip(&self.stack) {
+            match self.names.child(node, component) {
+                Some(id) if id == *open => node = id,
+                _ => break,
+            }
+            common += 1;
+        }
         self.stack.truncate(common);
         for (depth, component) in components.iter().enumerate().skip(common) {
             let name = std::ffi::OsStr::from_bytes(component);
+            let known = self.names.child(node, component);
             let fd = match open_dir(self.top(), name) {
                 Ok(fd) => fd,
-                Err(Errno::ENOENT) if create => {
+                Err(Errno::ENOENT) => {
                     if self.created_total() >= self.max_files {
                         return Err(TreeError::OverFiles(self.max_files));
                     }
                     make_dir(self.top(), name, self.owner)?;
                     self.created.dirs += 1;
-                    let joined = components[..=depth].join(&b'/');
-                    self.dirs.insert(
-                        joined,
-                        DirMeta {
-                            mode: IMPLICIT_DIR_MODE,
-                            mtime: None,
-                        },
-                    );
                     open_dir(self.top(), name).map_err(TreeError::errno)?
                 }
                 Err(Errno::ELOOP) => {
@@ -324,7 +335,19 @@ impl<'r> Tree<'r> {
                 Err(Errno::ENOTDIR) => return Err(Refusal::ThroughNonDirectory.into()),
                 Err(errno) => return Err(TreeError::errno(errno)),
             };
-            self.stack.push((component.to_vec(), fd));
+            // Everything in the staging directory was made by this restore,
+            // so a directory that opened is known, and one just made is not.
+            node = known.unwrap_or_else(|| {
+                self.names.insert(
+                    node,
+                    component,
+                    Slot::Dir(DirMeta {
+                        mode: IMPLICIT_DIR_MODE,
+                        mtime: None,
+                    }),
+                )
+            });
+            self.stack.push((node, fd));
         }
         Ok(())
     }
