@@ -9,6 +9,8 @@ use std::sync::Arc;
 use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
 
+use super::quota::Quotas;
+
 /// Most bytes of output a non-streamed exec returns by default.
 pub const DEFAULT_EXEC_OUTPUT_CAP: u64 = 1 << 20;
 /// Most bytes of output a non-streamed exec may ask for.
@@ -32,6 +34,8 @@ pub struct ServiceConfig {
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
     /// Most sandboxes running at once on this node.
     pub max_sandboxes: usize,
+    /// Ceilings on the sum of granted limits, per tenant and node-wide.
+    pub quotas: Quotas,
     /// Where snapshot archives are kept; None: snapshots are unavailable.
     pub blobs: Option<Arc<dyn BlobStore>>,
     /// A blob no snapshot row names is removed once it was last written this
@@ -51,6 +55,7 @@ impl ServiceConfig {
             limits: LimitsPolicy::default(),
             allow_downgrade: BTreeSet::new(),
             max_sandboxes: 100,
+            quotas: Quotas::default(),
             blobs: None,
             blob_grace: Duration::from_secs(10 * 60),
         }
@@ -73,10 +78,17 @@ pub struct LimitsPolicy {
     pub max: SandboxLimits,
 }
 
+/// CPU a sandbox gets when neither the request nor the operator names any:
+/// one core.
+pub const DEFAULT_CPU_MILLIS: u64 = 1000;
+
 impl Default for LimitsPolicy {
     fn default() -> Self {
         Self {
-            default: SandboxLimits::default(),
+            default: SandboxLimits {
+                cpu_millis: Some(DEFAULT_CPU_MILLIS),
+                ..SandboxLimits::default()
+            },
             max: SandboxLimits {
                 memory_bytes: Some(8 << 30),
                 pids: Some(4096),

@@ -17,6 +17,7 @@ mod expiry;
 mod live;
 pub mod models;
 mod ops;
+mod quota;
 mod reconcile;
 pub mod sessions;
 mod snapshots;
@@ -34,11 +35,14 @@ use paddock_core::store::{
 use tokio_util::sync::CancellationToken;
 
 pub use agent_views::{RunView, SessionView};
-pub use config::{DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig};
+pub use config::{
+    DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
+};
 pub use error::ServiceError;
 pub use live::ActivityGuard;
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
+pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
 pub use reconcile::ReconcileReport;
 pub use sessions::{AgentError, AgentService};
 pub use snapshots::{
@@ -71,6 +75,8 @@ pub struct SandboxService {
     live: Mutex<HashMap<SandboxId, Arc<Live>>>,
     /// Creations under way, counted against `max_sandboxes`.
     creating: Mutex<usize>,
+    /// Granted limits of starting and running sandboxes, against the quotas.
+    quotas: quota::QuotaLedger,
     /// Cancelled when the service shuts down: no new sandbox after that.
     shutdown: CancellationToken,
 }
@@ -87,6 +93,7 @@ impl SandboxService {
         Arc::new(Self {
             store,
             backend,
+            quotas: quota::QuotaLedger::new(config.quotas),
             config,
             clock: Arc::new(SystemClock),
             live: Mutex::new(HashMap::new()),
@@ -234,6 +241,8 @@ impl SandboxService {
             None => None,
         };
         let _slot = self.reserve_slot()?;
+        let others = self.other_grants().await?;
+        let grant = self.quotas.reserve(tenant, &limits, &others)?;
         let spec = SandboxSpec {
             workspace: workspace_dir,
             read_only: command.read_only,
@@ -282,6 +291,7 @@ impl SandboxService {
             now,
             record.expires_at.unwrap_or(now),
         ));
+        grant.commit(&id);
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");
         // A shutdown that began while this sandbox was starting has already
@@ -371,6 +381,7 @@ impl SandboxService {
         if let Some(sandbox) = handle {
             destroy_quietly(sandbox).await;
         }
+        self.quotas.release(id);
         tracing::info!(sandbox_id = %id, state = %state, reason, "sandbox retired");
         recorded.map(|_| ())
     }
@@ -454,6 +465,32 @@ impl SandboxService {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The grants of sandboxes recorded running on this node that this
+    /// service does not run: the agent runtime's run sandboxes.
+    async fn other_grants(&self) -> Result<quota::OtherGrants, ServiceError> {
+        let running = self
+            .store
+            .list_node_sandboxes(&self.config.node, SandboxState::Running)
+            .await
+            .map_err(ServiceError::store("list_node_sandboxes"))?;
+        let live = self.live_map();
+        Ok(running
+            .into_iter()
+            .filter(|r| !live.contains_key(&r.id))
+            .map(|r| {
+                let grant = recorded_limits(&r.spec).map_or(
+                    // A record whose limits cannot be read counts as one sandbox.
+                    quota::Grant {
+                        sandboxes: 1,
+                        ..quota::Grant::default()
+                    },
+                    |l| quota::Grant::recorded(&l),
+                );
+                (r.id, r.tenant, grant)
+            })
+            .collect())
+    }
+
     fn reserve_slot(&self) -> Result<SlotGuard<'_>, ServiceError> {
         if self.shutdown.is_cancelled() {
             return Err(ServiceError::ShuttingDown);
@@ -485,6 +522,18 @@ async fn destroy_quietly(sandbox: Box<dyn paddock_core::sandbox::Sandbox>) {
     if let Err(err) = sandbox.destroy().await {
         tracing::warn!(sandbox_id = %id, error = %err, "destroying sandbox");
     }
+}
+
+/// The `limits` of a record's spec (the service's `StoredSpec` and the
+/// runtime's `SandboxSpec` both carry them).
+fn recorded_limits(spec: &str) -> Option<paddock_core::sandbox::SandboxLimits> {
+    #[derive(serde::Deserialize)]
+    struct WithLimits {
+        limits: paddock_core::sandbox::SandboxLimits,
+    }
+    serde_json::from_str::<WithLimits>(spec)
+        .ok()
+        .map(|w| w.limits)
 }
 
 fn page(after: Option<String>, limit: Option<u32>) -> Result<Page, ServiceError> {

@@ -128,6 +128,8 @@ pub struct Setup {
     pub idle_timeout: Duration,
     pub max_lifetime: Duration,
     pub max_body_bytes: usize,
+    /// The service's quotas; None: the built-in ones (node totals from the host).
+    pub quotas: Option<paddock_api::service::Quotas>,
 }
 
 impl Setup {
@@ -140,6 +142,7 @@ impl Setup {
             idle_timeout: Duration::from_secs(30 * 60),
             max_lifetime: Duration::from_secs(24 * 60 * 60),
             max_body_bytes: 1 << 20,
+            quotas: None,
         }
     }
 
@@ -190,6 +193,9 @@ impl TestServer {
         config.idle_timeout = setup.idle_timeout;
         config.max_lifetime = setup.max_lifetime;
         config.blobs = Some(Arc::clone(&blobs));
+        if let Some(quotas) = setup.quotas {
+            config.quotas = quotas;
+        }
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(
             store.clone(),
