@@ -13,6 +13,7 @@ mod cgroup;
 mod doc_check;
 mod error;
 mod etc;
+mod id_pool;
 mod idmap_mount;
 mod ids;
 mod init;
@@ -41,7 +42,7 @@ pub use error::JailError;
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, JailSpec};
+pub use spec::{IdMapping, IdPool, JailSpec};
 
 use paddock_proto::Enforcement;
 

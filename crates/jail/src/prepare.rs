@@ -11,6 +11,7 @@ use paddock_proto::{CgroupEnforcement, DowngradeLayer, LayerState, NetworkMode, 
 use seccompiler::BpfProgram;
 
 use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
+use crate::id_pool::{self, IdBlock};
 use crate::ids::{self, Caller, IdPlan, Owner};
 use crate::layout::{self, LayoutInput, MountOp, RealHost};
 use crate::threads::{SingleThreaded, ensure_single_threaded};
@@ -21,6 +22,8 @@ use crate::{JailError, JailSpec, idmap_mount, seccomp_bpf, sys, validate};
 pub(crate) struct Prepared {
     pub single: SingleThreaded,
     pub ids: IdPlan,
+    /// The sandbox's own block of host ids, held until the monitor exits.
+    pub id_block: Option<IdBlock>,
     /// The idmapped workspace tree; the init inherits the descriptor.
     pub workspace_tree: Option<OwnedFd>,
     /// The write scope's paths, resolved on the host (with their idmapped
@@ -58,7 +61,19 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         euid: nix::unistd::geteuid().as_raw(),
         egid: nix::unistd::getegid().as_raw(),
     };
-    let mut ids = ids::plan(caller, spec.id_mapping, owner)?;
+    // Host root gives each sandbox its own block unless the operator fixed
+    // the mapping.
+    let id_block = match (caller.euid, spec.id_mapping) {
+        (0, None) => Some(id_pool::allocate(
+            &spec.id_pool.unwrap_or_default(),
+            Path::new(id_pool::LOCK_DIR),
+        )?),
+        _ => None,
+    };
+    let mapping = spec
+        .id_mapping
+        .or(id_block.as_ref().map(|block| block.mapping));
+    let mut ids = ids::plan(caller, mapping, owner)?;
     // Host root creates missing writable directories: they must belong to
     // the workspace owner. Anyone else creates them as itself.
     let chown_to = (caller.euid == 0).then_some(owner);
@@ -120,6 +135,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     Ok(Prepared {
         single,
         ids,
+        id_block,
         workspace_tree,
         writable,
         writable_paths,

@@ -10,7 +10,7 @@ use paddock_core::sandbox::{
     BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
     SandboxSpec,
 };
-use paddock_jail::IdMapping;
+use paddock_jail::{IdMapping, IdPool};
 use tokio::process::{Child, Command};
 
 use super::jail_spec::jail_spec;
@@ -29,6 +29,9 @@ pub struct NativeConfig {
     pub cgroup_parent: String,
     /// How sandbox uids map to host uids; None lets the jail choose.
     pub id_mapping: Option<IdMapping>,
+    /// Where host root takes each sandbox's own block of host ids; None:
+    /// the jail's default pool. Ignored when `id_mapping` is set.
+    pub id_pool: Option<IdPool>,
     /// A root filesystem directory used instead of the host's system directories.
     pub rootfs: Option<PathBuf>,
     /// Where temporary workspaces are made; None: the system temp directory.
@@ -46,6 +49,7 @@ impl NativeConfig {
             unconfined: false,
             cgroup_parent: "paddock".to_owned(),
             id_mapping: None,
+            id_pool: None,
             rootfs: None,
             temp_root: None,
             start_timeout: Duration::from_secs(10),

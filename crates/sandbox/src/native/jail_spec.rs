@@ -21,6 +21,7 @@ pub(super) fn jail_spec(
         network: spec.network,
         limits: spec.limits.clone(),
         id_mapping: config.id_mapping,
+        id_pool: config.id_pool,
         rootfs: config.rootfs.clone(),
         allow_downgrade: spec.allow_downgrade.clone(),
         cgroup_parent: config.cgroup_parent.clone(),
@@ -72,6 +73,7 @@ mod tests {
                     open_files: 64,
                 },
                 id_mapping: None,
+                id_pool: None,
                 rootfs: None,
                 allow_downgrade: BTreeSet::from([
                     DowngradeLayer::Cgroups,
