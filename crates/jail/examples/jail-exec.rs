@@ -78,6 +78,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         limits: SandboxLimits::default(),
         id_mapping: None,
         id_pool: None,
+        temporary_workspace: false,
         rootfs: None,
         allow_downgrade: Default::default(),
         cgroup_parent: "paddock".into(),

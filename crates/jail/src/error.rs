@@ -77,6 +77,8 @@ pub enum JailError {
     SyncSocket(#[source] io::Error),
     #[error("cloning the sandbox init")]
     Clone(#[source] io::Error),
+    #[error("the workspace quota cannot be enforced: {reason}")]
+    WorkspaceQuotaUnavailable { reason: String },
     #[error("locking a host id block at {path}")]
     IdPoolLock {
         path: PathBuf,

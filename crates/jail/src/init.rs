@@ -86,6 +86,8 @@ pub(crate) fn run(
         landlock,
         seccomp,
         seccomp_denied,
+        workspace_quota: prepared.workspace_quota.state,
+        workspace_quota_limits: prepared.workspace_quota.tmpfs,
     })
 }
 

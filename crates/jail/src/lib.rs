@@ -35,6 +35,7 @@ mod sync;
 mod sys;
 mod threads;
 mod validate;
+mod workspace_quota;
 mod writable;
 
 pub use cgroup::remove_sandbox_cgroups;

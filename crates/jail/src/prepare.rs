@@ -15,6 +15,7 @@ use crate::id_pool::{self, IdBlock};
 use crate::ids::{self, Caller, IdPlan, Owner};
 use crate::layout::{self, LayoutInput, MountOp, RealHost};
 use crate::threads::{SingleThreaded, ensure_single_threaded};
+use crate::workspace_quota::{self, QuotaPlan};
 use crate::writable::{self, WritableMount};
 use crate::{JailError, JailSpec, idmap_mount, seccomp_bpf, sys, validate};
 
@@ -39,6 +40,7 @@ pub(crate) struct Prepared {
     pub cgroups: Option<SandboxCgroups>,
     pub cgroup_state: LayerState,
     pub cgroup_report: Option<CgroupEnforcement>,
+    pub workspace_quota: QuotaPlan,
 }
 
 pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
@@ -115,6 +117,13 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             tree,
         })
         .collect();
+    let workspace_quota = workspace_quota::plan(
+        &spec.limits,
+        spec.temporary_workspace,
+        spec.read_only,
+        !writable_paths.is_empty(),
+        |layer| spec.allow_downgrade.contains(&layer),
+    )?;
     let hostname = validate::hostname(&spec.sandbox_id);
     let layout = layout::plan(
         &LayoutInput {
@@ -126,6 +135,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             network_full: spec.network == NetworkMode::Full,
             tmp_bytes: spec.limits.tmp_bytes,
             hostname: &hostname,
+            workspace_tmpfs: workspace_quota.tmpfs.as_ref().map(|t| (t.bytes, t.inodes)),
         },
         &RealHost,
     );
@@ -146,6 +156,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         cgroups,
         cgroup_state,
         cgroup_report,
+        workspace_quota,
     })
 }
 

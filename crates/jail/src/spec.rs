@@ -36,6 +36,10 @@ pub struct JailSpec {
     /// default pool ([`IdPool::default`]).
     #[serde(default)]
     pub id_pool: Option<IdPool>,
+    /// The workspace was made for this sandbox (empty, removed with it): a
+    /// workspace quota is then enforced by a tmpfs at /workspace.
+    #[serde(default)]
+    pub temporary_workspace: bool,
     /// A root filesystem directory (built from images/) used instead of the
     /// host's read-only system directories.
     #[serde(default)]

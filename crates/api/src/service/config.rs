@@ -95,6 +95,8 @@ impl Default for LimitsPolicy {
                 cpu_millis: None,
                 tmp_bytes: 4 << 30,
                 open_files: 65_536,
+                workspace_bytes: None,
+                workspace_inodes: None,
             },
         }
     }

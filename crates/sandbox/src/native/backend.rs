@@ -93,12 +93,12 @@ impl NativeBackend {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let (workspace, temp_workspace) = self.prepare_workspace(&id, spec.workspace.as_deref())?;
-        let (mut monitor, stream) =
-            self.launch(&id, &workspace, &spec)
-                .map_err(|source| SandboxError::Launch {
-                    id: id.clone(),
-                    source,
-                })?;
+        let (mut monitor, stream) = self
+            .launch(&id, &workspace, temp_workspace.is_some(), &spec)
+            .map_err(|source| SandboxError::Launch {
+                id: id.clone(),
+                source,
+            })?;
         tracing::debug!(sandbox_id = %id, pid = monitor.id(), "guest launched");
 
         let tail = StderrTail::default();
@@ -140,12 +140,13 @@ impl NativeBackend {
         &self,
         id: &SandboxId,
         workspace: &Path,
+        temporary: bool,
         spec: &SandboxSpec,
     ) -> Result<(Child, tokio::net::UnixStream), BoxError> {
         let (host_end, guest_end) = std::os::unix::net::UnixStream::pair()?;
         host_end.set_nonblocking(true)?;
         let stream = tokio::net::UnixStream::from_std(host_end)?;
-        let mut command = self.guest_command(id, workspace, spec)?;
+        let mut command = self.guest_command(id, workspace, temporary, spec)?;
         command.stdin(Stdio::from(OwnedFd::from(guest_end)));
         let spawned = command.spawn();
         // The command holds our copy of the guest's end: drop it now, or the
@@ -205,13 +206,14 @@ impl NativeBackend {
         &self,
         id: &SandboxId,
         workspace: &Path,
+        temporary: bool,
         spec: &SandboxSpec,
     ) -> Result<Command, BoxError> {
         let mut command = Command::new(&self.config.guest_bin);
         if self.config.unconfined {
             command.arg("serve").arg("--workspace").arg(workspace);
         } else {
-            let jail = jail_spec(id, workspace.to_path_buf(), spec, &self.config);
+            let jail = jail_spec(id, workspace.to_path_buf(), temporary, spec, &self.config);
             command
                 .arg("jail")
                 .arg("--spec")
