@@ -60,6 +60,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     // this node left, even with other paddock processes on the host.
     native.cgroup_parent = format!("paddock/{node}");
     native.temp_root = Some(data.join("tmp"));
+    native.id_pool = config.id_pool;
     let backend: Arc<dyn SandboxBackend> = Arc::new(NativeBackend::new(native));
 
     let root = CancellationToken::new();

@@ -41,6 +41,9 @@ pub struct ServeConfig {
     /// every tenant, `[quotas.node]` for the whole node.
     #[serde(default)]
     pub quotas: QuotasConfig,
+    /// Host ids for sandboxes, one block of 65536 per sandbox (`base`,
+    /// `blocks`); default 1024 blocks from 100000.
+    pub id_pool: Option<paddock_jail::IdPool>,
     /// Model endpoints (besides each provider's public one) a run request may
     /// name as `base_url`; the server's API key for the provider is sent there.
     #[serde(default)]
@@ -214,6 +217,10 @@ mod tests {
 
             [quotas.node]
             memory_bytes = 4294967296
+
+            [id_pool]
+            base = 200000
+            blocks = 16
             "#,
         )
         .unwrap();
@@ -236,6 +243,13 @@ mod tests {
         // Node fields left out come from the host.
         assert_eq!(service.quotas.node.pids, HostTotals::read().quota().pids);
         assert!(service.quotas.node.cpu_millis.is_some());
+        assert_eq!(
+            config.id_pool,
+            Some(paddock_jail::IdPool {
+                base: 200_000,
+                blocks: 16
+            })
+        );
         let tokens = config.tokens(Some("globex:fedcba9876543210fedc")).unwrap();
         assert_eq!(
             tokens.tenants(),

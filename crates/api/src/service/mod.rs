@@ -240,6 +240,16 @@ impl SandboxService {
             }
             None => None,
         };
+        let stored = StoredSpec {
+            read_only: command.read_only,
+            network: command.network,
+            limits: limits.clone(),
+            restored_from,
+        };
+        let stored = serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
+            what: "sandbox spec",
+            source,
+        })?;
         let _slot = self.reserve_slot()?;
         let others = self.other_grants().await?;
         let grant = self.quotas.reserve(tenant, &limits, &others)?;
@@ -248,7 +258,7 @@ impl SandboxService {
             read_only: command.read_only,
             writable_paths: Vec::new(),
             network: command.network,
-            limits: limits.clone(),
+            limits,
             allow_downgrade: self.config.allow_downgrade.clone(),
         };
         let sandbox = self
@@ -257,13 +267,10 @@ impl SandboxService {
             .await
             .map_err(ServiceError::CreateSandbox)?;
         let id = sandbox.info().id.clone();
+        // Held under its id from now on: its store row (about to exist)
+        // must not count a second time as someone else's.
+        grant.commit(&id);
         let now = self.clock.now();
-        let stored = StoredSpec {
-            read_only: command.read_only,
-            network: command.network,
-            limits,
-            restored_from,
-        };
         let record = SandboxRecord {
             id: id.clone(),
             tenant: tenant.clone(),
@@ -271,10 +278,7 @@ impl SandboxService {
             backend: self.backend.name().to_owned(),
             node: self.config.node.clone(),
             state: SandboxState::Running,
-            spec: serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
-                what: "sandbox spec",
-                source,
-            })?,
+            spec: stored,
             pid: sandbox.host_pid(),
             created_at: now,
             updated_at: now,
@@ -283,6 +287,7 @@ impl SandboxService {
         };
         if let Err(err) = self.store.create_sandbox(&record).await {
             destroy_quietly(sandbox).await;
+            self.quotas.release(&id);
             return Err(ServiceError::store("create_sandbox")(err));
         }
         let live = Arc::new(Live::new(
@@ -291,7 +296,6 @@ impl SandboxService {
             now,
             record.expires_at.unwrap_or(now),
         ));
-        grant.commit(&id);
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");
         // A shutdown that began while this sandbox was starting has already
