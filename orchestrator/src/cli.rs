@@ -470,6 +470,12 @@ pub struct RunArgs {
     /// Size of the sandbox's /tmp (bytes or with a suffix). Default 256M.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub tmp_size: Option<u64>,
+    /// Most bytes the workspace may hold (a kernel quota; see docs/security.md).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub workspace_size: Option<u64>,
+    /// Most files and directories the workspace may hold.
+    #[arg(long, value_name = "N")]
+    pub workspace_inodes: Option<u64>,
     /// Kill the command after this many seconds (fractions allowed); exit code 124.
     #[arg(long, value_name = "SECS", value_parser = parse_seconds_ms)]
     pub timeout: Option<u64>,
@@ -534,6 +540,7 @@ pub enum Layer {
     Landlock,
     Seccomp,
     IdmappedWorkspace,
+    WorkspaceQuota,
 }
 
 impl From<Layer> for DowngradeLayer {
@@ -543,6 +550,7 @@ impl From<Layer> for DowngradeLayer {
             Layer::Landlock => DowngradeLayer::Landlock,
             Layer::Seccomp => DowngradeLayer::Seccomp,
             Layer::IdmappedWorkspace => DowngradeLayer::IdmappedWorkspace,
+            Layer::WorkspaceQuota => DowngradeLayer::WorkspaceQuota,
         }
     }
 }

@@ -61,6 +61,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     native.cgroup_parent = format!("paddock/{node}");
     native.temp_root = Some(data.join("tmp"));
     native.stream_limits = config.stream_limits()?;
+    native.id_pool = config.id_pool;
     let backend: Arc<dyn SandboxBackend> = Arc::new(NativeBackend::new(native));
 
     let root = CancellationToken::new();

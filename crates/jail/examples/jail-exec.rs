@@ -77,6 +77,8 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         network: NetworkMode::None,
         limits: SandboxLimits::default(),
         id_mapping: None,
+        id_pool: None,
+        temporary_workspace: false,
         rootfs: None,
         allow_downgrade: Default::default(),
         cgroup_parent: "paddock".into(),

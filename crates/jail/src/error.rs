@@ -77,6 +77,23 @@ pub enum JailError {
     SyncSocket(#[source] io::Error),
     #[error("cloning the sandbox init")]
     Clone(#[source] io::Error),
+    #[error("the workspace quota cannot be enforced: {reason}")]
+    WorkspaceQuotaUnavailable { reason: String },
+    #[error("locking a host id block at {path}")]
+    IdPoolLock {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("every one of the {blocks} host id blocks from {base} is in use")]
+    IdPoolExhausted { blocks: u32, base: u32 },
+    #[error("switching the effective ids to {uid}:{gid} to create the user namespace")]
+    NamespaceOwner {
+        uid: u32,
+        gid: u32,
+        #[source]
+        source: io::Error,
+    },
     #[error("writing {path}")]
     WriteIdMap {
         path: PathBuf,

@@ -3,10 +3,6 @@
 
 use crate::{IdMapping, JailError};
 
-/// Sandbox ids 0.. map to host ids from here when host root starts a sandbox.
-pub(crate) const DEFAULT_HOST_BASE: u32 = 100_000;
-pub(crate) const DEFAULT_COUNT: u32 = 65_536;
-
 /// One line of a uid_map/gid_map file: `inside outside count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct IdMap {
@@ -56,10 +52,15 @@ pub(crate) struct IdPlan {
     pub deny_setgroups: bool,
     /// Set when the workspace must be bound through an idmapped mount.
     pub workspace_idmap: Option<WorkspaceIdmap>,
+    /// Host root creates the user namespace as this host uid:gid (what
+    /// sandbox root maps to), so the kernel charges the sandbox's per-user
+    /// counters to it rather than to host root. None: as the caller.
+    pub namespace_owner: Option<Owner>,
 }
 
-/// Decides the mapping. Host root gets a range that never contains host uid
-/// 0; anyone else maps sandbox root to itself, one id.
+/// Decides the mapping. Host root maps the given range (the operator's, or
+/// the sandbox's own block of the id pool), which never contains host uid 0;
+/// anyone else maps sandbox root to itself, one id.
 pub(crate) fn plan(
     caller: Caller,
     requested: Option<IdMapping>,
@@ -82,12 +83,15 @@ pub(crate) fn plan(
             gid: single(caller.egid),
             deny_setgroups: true,
             workspace_idmap: None,
+            namespace_owner: None,
         });
     }
-    let m = requested.unwrap_or(IdMapping {
-        host_base: DEFAULT_HOST_BASE,
-        count: DEFAULT_COUNT,
-    });
+    let Some(m) = requested else {
+        return Err(JailError::InvalidSpec {
+            field: "id_mapping",
+            reason: "host root needs a range to map (the id pool gives one)".into(),
+        });
+    };
     if m.host_base == 0 {
         return Err(JailError::InvalidSpec {
             field: "id_mapping",
@@ -110,6 +114,10 @@ pub(crate) fn plan(
         uid: range,
         gid: range,
         deny_setgroups: false,
+        namespace_owner: Some(Owner {
+            uid: m.host_base,
+            gid: m.host_base,
+        }),
         workspace_idmap: (!already_owned).then_some(WorkspaceIdmap {
             uid: IdMap {
                 inside: owner.uid,
@@ -135,6 +143,7 @@ pub(crate) fn without_idmap(owner: Owner) -> Option<IdPlan> {
         gid: single(owner.gid),
         deny_setgroups: false,
         workspace_idmap: None,
+        namespace_owner: Some(owner),
     })
 }
 
@@ -155,9 +164,13 @@ mod tests {
 
     #[test]
     fn host_root_gets_the_default_range_and_an_idmapped_workspace() {
+        let block = IdMapping {
+            host_base: 100_000,
+            count: 65_536,
+        };
         let p = plan(
             ROOT,
-            None,
+            Some(block),
             Owner {
                 uid: 1000,
                 gid: 1001,
@@ -187,9 +200,17 @@ mod tests {
                         count: 1
                     },
                 }),
+                namespace_owner: Some(Owner {
+                    uid: 100_000,
+                    gid: 100_000
+                }),
             }
         );
         assert_eq!(p.uid.line(), "0 100000 65536\n");
+        assert!(matches!(
+            plan(ROOT, None, ROOT_OWNED),
+            Err(JailError::InvalidSpec { .. })
+        ));
     }
 
     #[test]
@@ -251,6 +272,7 @@ mod tests {
         assert_eq!(p.gid.as_tuple(), (0, 100, 1));
         assert!(p.deny_setgroups);
         assert_eq!(p.workspace_idmap, None);
+        assert_eq!(p.namespace_owner, None);
         let range = plan(
             me,
             Some(IdMapping {
@@ -270,6 +292,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(p.uid.as_tuple(), (0, 1000, 1));
+        assert_eq!(
+            p.namespace_owner,
+            Some(Owner {
+                uid: 1000,
+                gid: 1000
+            })
+        );
         assert_eq!(without_idmap(ROOT_OWNED), None);
         assert_eq!(without_idmap(Owner { uid: 1000, gid: 0 }), None);
     }

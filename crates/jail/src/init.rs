@@ -20,6 +20,8 @@ pub(crate) fn run(
     channel: OwnedFd,
 ) -> Result<Enforcement, JailError> {
     sys::set_parent_death_signal(libc::SIGKILL).map_err(JailError::ParentDeathSignal)?;
+    // The monitor's copy holds the id block's lock; this one is not needed.
+    drop(prepared.id_block);
     // Leave the caller's session: no controlling terminal of the host.
     let _ = nix::unistd::setsid();
     match sync::recv(&channel).map_err(JailError::ReceiveStart)? {
@@ -84,6 +86,8 @@ pub(crate) fn run(
         landlock,
         seccomp,
         seccomp_denied,
+        workspace_quota: prepared.workspace_quota.state,
+        workspace_quota_limits: prepared.workspace_quota.tmpfs,
     })
 }
 

@@ -207,6 +207,9 @@ pub(crate) struct LayoutInput<'a> {
     pub network_full: bool,
     pub tmp_bytes: u64,
     pub hostname: &'a str,
+    /// Mount a tmpfs of (bytes, inodes) at /workspace instead of the host
+    /// directory (a temporary workspace with a quota).
+    pub workspace_tmpfs: Option<(u64, u64)>,
 }
 
 fn under(root: &Path, rel: &str) -> PathBuf {
@@ -357,6 +360,15 @@ fn workspace(input: &LayoutInput<'_>, ops: &mut Vec<MountOp>) {
         path: path.clone(),
         mode: 0o755,
     });
+    if let Some((bytes, inodes)) = input.workspace_tmpfs {
+        // Mounted by sandbox root, so it owns it; none of it is on the host.
+        ops.push(MountOp::Tmpfs {
+            path,
+            options: format!("mode=0755,size={bytes},nr_inodes={inodes}"),
+            attrs: Attrs::DATA,
+        });
+        return;
+    }
     if input.workspace_idmapped {
         // The monitor already set nosuid, nodev (and rdonly) on the tree.
         ops.push(MountOp::MoveWorkspaceTree { path });
@@ -566,6 +578,7 @@ mod tests {
             writable_paths: &[],
             network_full,
             tmp_bytes: 1 << 20,
+            workspace_tmpfs: None,
             hostname: "paddock-x",
         }
     }

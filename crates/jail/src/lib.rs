@@ -13,6 +13,7 @@ mod cgroup;
 mod doc_check;
 mod error;
 mod etc;
+mod id_pool;
 mod idmap_mount;
 mod ids;
 mod init;
@@ -34,6 +35,7 @@ mod sync;
 mod sys;
 mod threads;
 mod validate;
+mod workspace_quota;
 mod writable;
 
 pub use cgroup::remove_sandbox_cgroups;
@@ -41,7 +43,7 @@ pub use error::JailError;
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, JailSpec};
+pub use spec::{IdMapping, IdPool, JailSpec};
 
 use paddock_proto::Enforcement;
 

@@ -8,11 +8,12 @@ use std::os::fd::OwnedFd;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
-use nix::unistd::Pid;
+use nix::unistd::{Gid, Pid, Uid, setresgid, setresuid};
 use paddock_proto::{Enforcement, NetworkMode, error_chain};
 
 use crate::cgroup::SandboxCgroups;
-use crate::ids::IdPlan;
+use crate::id_pool::IdBlock;
+use crate::ids::{IdPlan, Owner};
 use crate::prepare::Prepared;
 use crate::{JailError, JailSpec, init, sync, sys};
 
@@ -47,7 +48,14 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
         }
     };
     let (flags, _) = namespaces(spec.network);
-    let pid = match sys::clone_process(flags, &prepared.single) {
+    let cloned = match clone_as(prepared.ids.namespace_owner, flags, &prepared) {
+        Ok(cloned) => cloned,
+        Err(e) => {
+            abandon(prepared.cgroups.as_ref());
+            return Err(e);
+        }
+    };
+    let pid = match cloned {
         Ok(0) => {
             drop(monitor_end);
             return init::run(spec, prepared, init_end);
@@ -70,7 +78,45 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
         abandon(prepared.cgroups.as_ref());
         return Err(e);
     }
-    supervise(pid, monitor_end, prepared.cgroups)
+    supervise(pid, monitor_end, prepared.cgroups, prepared.id_block)
+}
+
+/// Clones the sandbox init with the effective uid/gid of `owner`: the
+/// kernel makes the creator's effective uid the owner of a new user
+/// namespace and charges the per-user counters of everything inside
+/// (inotify instances, user namespaces, ...) to it at every level up to the
+/// host. Only the effective ids change (real and saved stay 0), so the
+/// monitor takes back its capabilities right after, to write the id maps and
+/// remove the cgroups. The outer error is the id switch's, the inner the clone's.
+fn clone_as(
+    owner: Option<Owner>,
+    flags: libc::c_ulong,
+    prepared: &Prepared,
+) -> Result<std::io::Result<libc::pid_t>, JailError> {
+    let Some(owner) = owner else {
+        return Ok(sys::clone_process(flags, &prepared.single));
+    };
+    let root_uid = Uid::from_raw(0);
+    let root_gid = Gid::from_raw(0);
+    let failed = |source: nix::Error| JailError::NamespaceOwner {
+        uid: owner.uid,
+        gid: owner.gid,
+        source: source.into(),
+    };
+    // The gid first: with the euid no longer 0 it could not be changed.
+    setresgid(root_gid, Gid::from_raw(owner.gid), root_gid).map_err(failed)?;
+    if let Err(e) = setresuid(root_uid, Uid::from_raw(owner.uid), root_uid) {
+        let _ = setresgid(root_gid, root_gid, root_gid);
+        return Err(failed(e));
+    }
+    let cloned = sys::clone_process(flags, &prepared.single);
+    if matches!(cloned, Ok(0)) {
+        // The init: it becomes root of its namespace once the maps are written.
+        return Ok(cloned);
+    }
+    setresuid(root_uid, root_uid, root_uid).map_err(failed)?;
+    setresgid(root_gid, root_gid, root_gid).map_err(failed)?;
+    Ok(cloned)
 }
 
 fn abandon(cgroups: Option<&SandboxCgroups>) {
@@ -94,7 +140,13 @@ fn write_id_maps(pid: Pid, ids: &IdPlan) -> Result<(), JailError> {
     write("gid_map", &ids.gid.line())
 }
 
-fn supervise(pid: Pid, channel: OwnedFd, cgroups: Option<SandboxCgroups>) -> ! {
+/// `_id_block` is held (its lock with it) until the process exits.
+fn supervise(
+    pid: Pid,
+    channel: OwnedFd,
+    cgroups: Option<SandboxCgroups>,
+    _id_block: Option<IdBlock>,
+) -> ! {
     // Terminating the monitor kills the sandbox and still cleans up.
     for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         let _ = sys::kill_on_signal(signal, pid);

@@ -11,9 +11,11 @@ use paddock_proto::{CgroupEnforcement, DowngradeLayer, LayerState, NetworkMode, 
 use seccompiler::BpfProgram;
 
 use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
+use crate::id_pool::{self, IdBlock};
 use crate::ids::{self, Caller, IdPlan, Owner};
 use crate::layout::{self, LayoutInput, MountOp, RealHost};
 use crate::threads::{SingleThreaded, ensure_single_threaded};
+use crate::workspace_quota::{self, QuotaPlan};
 use crate::writable::{self, WritableMount};
 use crate::{JailError, JailSpec, idmap_mount, seccomp_bpf, sys, validate};
 
@@ -21,6 +23,8 @@ use crate::{JailError, JailSpec, idmap_mount, seccomp_bpf, sys, validate};
 pub(crate) struct Prepared {
     pub single: SingleThreaded,
     pub ids: IdPlan,
+    /// The sandbox's own block of host ids, held until the monitor exits.
+    pub id_block: Option<IdBlock>,
     /// The idmapped workspace tree; the init inherits the descriptor.
     pub workspace_tree: Option<OwnedFd>,
     /// The write scope's paths, resolved on the host (with their idmapped
@@ -36,6 +40,7 @@ pub(crate) struct Prepared {
     pub cgroups: Option<SandboxCgroups>,
     pub cgroup_state: LayerState,
     pub cgroup_report: Option<CgroupEnforcement>,
+    pub workspace_quota: QuotaPlan,
 }
 
 pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
@@ -58,7 +63,19 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         euid: nix::unistd::geteuid().as_raw(),
         egid: nix::unistd::getegid().as_raw(),
     };
-    let mut ids = ids::plan(caller, spec.id_mapping, owner)?;
+    // Host root gives each sandbox its own block unless the operator fixed
+    // the mapping.
+    let id_block = match (caller.euid, spec.id_mapping) {
+        (0, None) => Some(id_pool::allocate(
+            &spec.id_pool.unwrap_or_default(),
+            Path::new(id_pool::LOCK_DIR),
+        )?),
+        _ => None,
+    };
+    let mapping = spec
+        .id_mapping
+        .or(id_block.as_ref().map(|block| block.mapping));
+    let mut ids = ids::plan(caller, mapping, owner)?;
     // Host root creates missing writable directories: they must belong to
     // the workspace owner. Anyone else creates them as itself.
     let chown_to = (caller.euid == 0).then_some(owner);
@@ -100,6 +117,13 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             tree,
         })
         .collect();
+    let workspace_quota = workspace_quota::plan(
+        &spec.limits,
+        spec.temporary_workspace,
+        spec.read_only,
+        !writable_paths.is_empty(),
+        |layer| spec.allow_downgrade.contains(&layer),
+    )?;
     let hostname = validate::hostname(&spec.sandbox_id);
     let layout = layout::plan(
         &LayoutInput {
@@ -111,6 +135,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             network_full: spec.network == NetworkMode::Full,
             tmp_bytes: spec.limits.tmp_bytes,
             hostname: &hostname,
+            workspace_tmpfs: workspace_quota.tmpfs.as_ref().map(|t| (t.bytes, t.inodes)),
         },
         &RealHost,
     );
@@ -120,6 +145,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     Ok(Prepared {
         single,
         ids,
+        id_block,
         workspace_tree,
         writable,
         writable_paths,
@@ -130,6 +156,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         cgroups,
         cgroup_state,
         cgroup_report,
+        workspace_quota,
     })
 }
 

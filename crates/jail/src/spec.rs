@@ -27,10 +27,19 @@ pub struct JailSpec {
     pub network: NetworkMode,
     #[serde(default)]
     pub limits: SandboxLimits,
-    /// How sandbox uids map to host uids. None: the jail picks (a range
-    /// starting at 100000 when the caller is host root, its own uid otherwise).
+    /// How sandbox uids map to host uids. None: the jail picks (a block of
+    /// `id_pool` when the caller is host root, its own uid otherwise).
     #[serde(default)]
     pub id_mapping: Option<IdMapping>,
+    /// Where host root takes each sandbox's own block of 65536 ids from
+    /// (locked for the sandbox's life under /run/paddock/ids). None: the
+    /// default pool ([`IdPool::default`]).
+    #[serde(default)]
+    pub id_pool: Option<IdPool>,
+    /// The workspace was made for this sandbox (empty, removed with it): a
+    /// workspace quota is then enforced by a tmpfs at /workspace.
+    #[serde(default)]
+    pub temporary_workspace: bool,
     /// A root filesystem directory (built from images/) used instead of the
     /// host's read-only system directories.
     #[serde(default)]
@@ -54,4 +63,24 @@ pub struct IdMapping {
     pub host_base: u32,
     /// How many ids are mapped.
     pub count: u32,
+}
+
+/// Host ids handed out in blocks of 65536, one block per sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdPool {
+    /// First host id of the first block.
+    pub base: u32,
+    /// How many blocks; at most this many sandboxes run at once.
+    pub blocks: u32,
+}
+
+impl Default for IdPool {
+    /// 1024 blocks from host uid 100000 (up to 67,208,863).
+    fn default() -> Self {
+        Self {
+            base: 100_000,
+            blocks: 1024,
+        }
+    }
 }

@@ -50,6 +50,8 @@ pub(crate) fn limits(limits: &SandboxLimits) -> Result<(), JailError> {
         ("limits.memory_bytes", limits.memory_bytes),
         ("limits.pids", limits.pids),
         ("limits.cpu_millis", limits.cpu_millis),
+        ("limits.workspace_bytes", limits.workspace_bytes),
+        ("limits.workspace_inodes", limits.workspace_inodes),
     ]
     .into_iter()
     .find(|(_, value)| *value == Some(0));

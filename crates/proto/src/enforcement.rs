@@ -73,6 +73,25 @@ pub struct Enforcement {
     pub seccomp: LayerState,
     /// Syscalls the seccomp filter denies.
     pub seccomp_denied: Vec<String>,
+    /// The workspace quota: enforced (with `workspace_quota_limits`),
+    /// downgraded (why), or not requested.
+    #[serde(default = "not_requested")]
+    pub workspace_quota: LayerState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_quota_limits: Option<WorkspaceQuotaEnforcement>,
+}
+
+fn not_requested() -> LayerState {
+    LayerState::NotRequested
+}
+
+/// How the kernel holds the workspace to its quota.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceQuotaEnforcement {
+    /// `tmpfs`: the workspace is a size- and inode-limited tmpfs.
+    pub mechanism: String,
+    pub bytes: u64,
+    pub inodes: u64,
 }
 
 impl Enforcement {
@@ -96,6 +115,8 @@ impl Enforcement {
             landlock: LayerState::NotRequested,
             seccomp: LayerState::NotRequested,
             seccomp_denied: Vec::new(),
+            workspace_quota: LayerState::NotRequested,
+            workspace_quota_limits: None,
         }
     }
 }

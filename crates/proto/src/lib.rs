@@ -17,7 +17,9 @@ mod frame;
 mod messages;
 mod sandbox_spec;
 
-pub use enforcement::{CgroupEnforcement, Enforcement, LayerState, NetworkMode};
+pub use enforcement::{
+    CgroupEnforcement, Enforcement, LayerState, NetworkMode, WorkspaceQuotaEnforcement,
+};
 pub use error_chain::{ErrorChain, error_chain};
 pub use frame::{
     FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame, decode_header,

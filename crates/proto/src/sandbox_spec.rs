@@ -19,6 +19,10 @@ pub struct SandboxLimits {
     pub tmp_bytes: u64,
     /// Most open files per process (RLIMIT_NOFILE).
     pub open_files: u64,
+    /// Most bytes the workspace may hold (a kernel-enforced quota).
+    pub workspace_bytes: Option<u64>,
+    /// Most files, directories and links the workspace may hold.
+    pub workspace_inodes: Option<u64>,
 }
 
 impl Default for SandboxLimits {
@@ -29,6 +33,8 @@ impl Default for SandboxLimits {
             cpu_millis: None,
             tmp_bytes: 256 << 20,
             open_files: 4096,
+            workspace_bytes: None,
+            workspace_inodes: None,
         }
     }
 }
@@ -44,14 +50,18 @@ pub enum DowngradeLayer {
     /// The idmapped bind of the workspace (needed when host root runs
     /// sandboxes with a uid range).
     IdmappedWorkspace,
+    /// The workspace quota (bytes and inodes), where the kernel cannot
+    /// enforce it for this workspace: it is then not enforced at all.
+    WorkspaceQuota,
 }
 
 impl DowngradeLayer {
-    pub const ALL: [DowngradeLayer; 4] = [
+    pub const ALL: [DowngradeLayer; 5] = [
         DowngradeLayer::Cgroups,
         DowngradeLayer::Landlock,
         DowngradeLayer::Seccomp,
         DowngradeLayer::IdmappedWorkspace,
+        DowngradeLayer::WorkspaceQuota,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -60,6 +70,7 @@ impl DowngradeLayer {
             DowngradeLayer::Landlock => "landlock",
             DowngradeLayer::Seccomp => "seccomp",
             DowngradeLayer::IdmappedWorkspace => "idmapped_workspace",
+            DowngradeLayer::WorkspaceQuota => "workspace_quota",
         }
     }
 }

@@ -80,6 +80,8 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
             cpu_millis: args.cpus.or(defaults.cpu_millis),
             tmp_bytes: args.tmp_size.unwrap_or(defaults.tmp_bytes),
             open_files: defaults.open_files,
+            workspace_bytes: args.workspace_size,
+            workspace_inodes: args.workspace_inodes,
         },
         allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
     }

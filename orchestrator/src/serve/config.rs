@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use paddock_api::Tokens;
 use paddock_api::http::ConnectionLimits;
-use paddock_api::service::{LimitsPolicy, ServiceConfig};
+use paddock_api::service::{HostTotals, LimitsPolicy, Quota, Quotas, ServiceConfig};
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
 use paddock_sandbox::{SlowReader, StreamLimits};
@@ -42,6 +42,13 @@ pub struct ServeConfig {
     pub default_limits: Option<SandboxLimits>,
     /// The most a request may ask for.
     pub max_limits: Option<SandboxLimits>,
+    /// Ceilings on the sum of granted sandbox limits: `[quotas.tenant]` for
+    /// every tenant, `[quotas.node]` for the whole node.
+    #[serde(default)]
+    pub quotas: QuotasConfig,
+    /// Host ids for sandboxes, one block of 65536 per sandbox (`base`,
+    /// `blocks`); default 1024 blocks from 100000.
+    pub id_pool: Option<paddock_jail::IdPool>,
     /// Model endpoints (besides each provider's public one) a run request may
     /// name as `base_url`; the server's API key for the provider is sent there.
     #[serde(default)]
@@ -92,6 +99,35 @@ pub struct StreamsSection {
 pub enum SlowReaderName {
     Wait,
     Drop,
+}
+
+/// `[quotas.tenant]` and `[quotas.node]`: `sandboxes`, `memory_bytes`, `pids`,
+/// `cpu_millis`. A node field left out defaults from the host (pid_max less
+/// a margin, MemTotal, the CPUs times the overcommit); a tenant field left
+/// out is no ceiling.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotasConfig {
+    #[serde(default)]
+    pub tenant: Quota,
+    #[serde(default)]
+    pub node: Quota,
+}
+
+impl QuotasConfig {
+    pub fn quotas(&self, host: &HostTotals) -> Quotas {
+        let from_host = host.quota();
+        let n = &self.node;
+        Quotas {
+            tenant: self.tenant,
+            node: Quota {
+                sandboxes: n.sandboxes.or(from_host.sandboxes),
+                memory_bytes: n.memory_bytes.or(from_host.memory_bytes),
+                pids: n.pids.or(from_host.pids),
+                cpu_millis: n.cpu_millis.or(from_host.cpu_millis),
+            },
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -168,6 +204,7 @@ impl ServeConfig {
             max: self.max_limits.clone().unwrap_or(defaults.max),
         };
         config.allow_downgrade = self.allow_downgrade.clone();
+        config.quotas = self.quotas.quotas(&HostTotals::read());
         Ok(config)
     }
 }
@@ -291,6 +328,17 @@ mod tests {
             [streams]
             slow_reader = "drop"
             sandbox_buffer_bytes = 1048576
+
+            [quotas.tenant]
+            sandboxes = 3
+            pids = 1024
+
+            [quotas.node]
+            memory_bytes = 4294967296
+
+            [id_pool]
+            base = 200000
+            blocks = 16
             "#,
         )
         .unwrap();
@@ -307,6 +355,20 @@ mod tests {
             SandboxLimits::default().tmp_bytes
         );
         assert!(service.allow_downgrade.contains(&DowngradeLayer::Cgroups));
+        assert_eq!(service.quotas.tenant.sandboxes, Some(3));
+        assert_eq!(service.quotas.tenant.pids, Some(1024));
+        assert_eq!(service.quotas.tenant.memory_bytes, None);
+        assert_eq!(service.quotas.node.memory_bytes, Some(4 << 30));
+        // Node fields left out come from the host.
+        assert_eq!(service.quotas.node.pids, HostTotals::read().quota().pids);
+        assert!(service.quotas.node.cpu_millis.is_some());
+        assert_eq!(
+            config.id_pool,
+            Some(paddock_jail::IdPool {
+                base: 200_000,
+                blocks: 16
+            })
+        );
         let tokens = config.tokens(Some("globex:fedcba9876543210fedc")).unwrap();
         assert_eq!(
             tokens.tenants(),
@@ -333,6 +395,7 @@ mod tests {
     #[test]
     fn mistakes_are_refused() {
         assert!(toml::from_str::<ServeConfig>("idle_timeout = 5").is_err());
+        assert!(toml::from_str::<ServeConfig>("[quotas.tenant]\nmemory = 5").is_err());
         assert!(
             toml::from_str::<ServeConfig>("[[tokens]]\ntoken = \"x\"\ntenant = \"Bad Name\"")
                 .is_err()

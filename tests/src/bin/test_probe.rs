@@ -28,6 +28,14 @@ enum Cmd {
     Connect { addr: SocketAddr },
     /// Prints the network interfaces, one per line.
     Interfaces,
+    /// Creates inotify instances until that fails (at most MAX), prints
+    /// "inotify N errno E" (E 0 when none failed), then keeps them open for
+    /// HOLD_SECS.
+    Inotify {
+        max: usize,
+        #[arg(long, default_value_t = 0)]
+        hold_secs: u64,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,6 +45,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Loopback => loopback(),
         Cmd::Connect { addr } => connect(addr),
         Cmd::Interfaces => interfaces(),
+        Cmd::Inotify { max, hold_secs } => inotify(max, hold_secs),
     }
 }
 
@@ -120,5 +129,27 @@ fn interfaces() -> anyhow::Result<()> {
     for name in dev.lines().skip(2).filter_map(|l| l.split(':').next()) {
         println!("{}", name.trim());
     }
+    Ok(())
+}
+
+#[allow(unsafe_code)]
+fn inotify(max: usize, hold_secs: u64) -> anyhow::Result<()> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut held: Vec<OwnedFd> = Vec::new();
+    let mut errno = 0;
+    while held.len() < max {
+        // SAFETY: inotify_init1 takes no pointers; a non-negative return is a
+        // new descriptor nothing else owns.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+        if fd < 0 {
+            errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(-1);
+            break;
+        }
+        // SAFETY: see above: the descriptor was just returned to us.
+        held.push(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    println!("inotify {} errno {errno}", held.len());
+    std::io::stdout().flush()?;
+    std::thread::sleep(Duration::from_secs(hold_secs));
     Ok(())
 }

@@ -128,6 +128,11 @@ impl From<ServiceError> for ApiError {
                 "too_many_sandboxes",
                 format!("this server already runs its limit of {limit} sandboxes"),
             ),
+            err @ ServiceError::QuotaExceeded { .. } => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "quota_exceeded",
+                err.to_string(),
+            ),
             ServiceError::ShuttingDown => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",

@@ -61,6 +61,9 @@ pub struct LimitsRequest {
     pub tmp_bytes: Option<u64>,
     #[schema(minimum = 64)]
     pub open_files: Option<u64>,
+    /// A kernel-enforced quota on the workspace (see docs/security.md).
+    pub workspace_bytes: Option<u64>,
+    pub workspace_inodes: Option<u64>,
 }
 
 /// The most CPU a request may ask for even when the operator sets no
@@ -126,6 +129,18 @@ impl LimitsRequest {
                 "open_files",
                 self.open_files.unwrap_or(d.open_files),
                 Some(m.open_files),
+            )?,
+            workspace_bytes: optional(
+                "workspace_bytes",
+                self.workspace_bytes,
+                d.workspace_bytes,
+                m.workspace_bytes,
+            )?,
+            workspace_inodes: optional(
+                "workspace_inodes",
+                self.workspace_inodes,
+                d.workspace_inodes,
+                m.workspace_inodes,
             )?,
         })
     }

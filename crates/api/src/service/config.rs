@@ -9,6 +9,8 @@ use std::sync::Arc;
 use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
 
+use super::quota::Quotas;
+
 /// Most bytes of output a non-streamed exec returns by default.
 pub const DEFAULT_EXEC_OUTPUT_CAP: u64 = 1 << 20;
 /// Most bytes of output a non-streamed exec may ask for.
@@ -34,6 +36,8 @@ pub struct ServiceConfig {
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
     /// Most sandboxes running at once on this node.
     pub max_sandboxes: usize,
+    /// Ceilings on the sum of granted limits, per tenant and node-wide.
+    pub quotas: Quotas,
     /// Where snapshot archives are kept; None: snapshots are unavailable.
     pub blobs: Option<Arc<dyn BlobStore>>,
     /// A blob no snapshot row names is removed once it was last written this
@@ -57,6 +61,7 @@ impl ServiceConfig {
             limits: LimitsPolicy::default(),
             allow_downgrade: BTreeSet::new(),
             max_sandboxes: 100,
+            quotas: Quotas::default(),
             blobs: None,
             blob_grace: Duration::from_secs(10 * 60),
             tenant_disk_quota: DEFAULT_TENANT_DISK_QUOTA,
@@ -80,16 +85,25 @@ pub struct LimitsPolicy {
     pub max: SandboxLimits,
 }
 
+/// CPU a sandbox gets when neither the request nor the operator names any:
+/// one core.
+pub const DEFAULT_CPU_MILLIS: u64 = 1000;
+
 impl Default for LimitsPolicy {
     fn default() -> Self {
         Self {
-            default: SandboxLimits::default(),
+            default: SandboxLimits {
+                cpu_millis: Some(DEFAULT_CPU_MILLIS),
+                ..SandboxLimits::default()
+            },
             max: SandboxLimits {
                 memory_bytes: Some(8 << 30),
                 pids: Some(4096),
                 cpu_millis: None,
                 tmp_bytes: 4 << 30,
                 open_files: 65_536,
+                workspace_bytes: None,
+                workspace_inodes: None,
             },
         }
     }

@@ -25,6 +25,15 @@ pub enum ServiceError {
     },
     #[error("this node already runs its limit of {limit} sandboxes")]
     TooManySandboxes { limit: usize },
+    /// Granting the sandbox's limits would go over a quota.
+    #[error("{scope} quota {quota} exceeded: {used} in use of {limit}, {asked} asked")]
+    QuotaExceeded {
+        scope: super::quota::QuotaScope,
+        quota: &'static str,
+        limit: u64,
+        used: u64,
+        asked: u64,
+    },
     #[error("the service is shutting down")]
     ShuttingDown,
     /// The guest refused or failed an operation; `op` names it.

@@ -12,6 +12,7 @@
 mod agent_views;
 pub mod commands;
 mod config;
+mod disk_quota;
 mod error;
 mod expiry;
 mod live;
@@ -35,11 +36,14 @@ use paddock_core::store::{
 use tokio_util::sync::CancellationToken;
 
 pub use agent_views::{RunView, SessionView};
-pub use config::{DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig};
+pub use config::{
+    DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
+};
 pub use error::ServiceError;
 pub use live::ActivityGuard;
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
+pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
 pub use reconcile::ReconcileReport;
 pub use sessions::{AgentError, AgentService};
 pub use snapshots::{
@@ -72,6 +76,8 @@ pub struct SandboxService {
     live: Mutex<HashMap<SandboxId, Arc<Live>>>,
     /// Creations under way, counted against `max_sandboxes`.
     creating: Mutex<usize>,
+    /// Granted limits of starting and running sandboxes, against the quotas.
+    quotas: quota::QuotaLedger,
     /// Cancelled when the service shuts down: no new sandbox after that.
     shutdown: CancellationToken,
 }
@@ -88,6 +94,7 @@ impl SandboxService {
         Arc::new(Self {
             store,
             backend,
+            quotas: quota::QuotaLedger::new(config.quotas),
             config,
             clock: Arc::new(SystemClock),
             live: Mutex::new(HashMap::new()),
@@ -268,13 +275,25 @@ impl SandboxService {
             }
             None => None,
         };
+        let stored = StoredSpec {
+            read_only: command.read_only,
+            network: command.network,
+            limits: limits.clone(),
+            restored_from,
+        };
+        let stored = serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
+            what: "sandbox spec",
+            source,
+        })?;
         let _slot = self.reserve_slot()?;
+        let others = self.other_grants().await?;
+        let grant = self.quotas.reserve(tenant, &limits, &others)?;
         let spec = SandboxSpec {
             workspace: workspace_dir,
             read_only: command.read_only,
             writable_paths: Vec::new(),
             network: command.network,
-            limits: limits.clone(),
+            limits,
             allow_downgrade: self.config.allow_downgrade.clone(),
         };
         let sandbox = self
@@ -283,13 +302,10 @@ impl SandboxService {
             .await
             .map_err(ServiceError::CreateSandbox)?;
         let id = sandbox.info().id.clone();
+        // Held under its id from now on: its store row (about to exist)
+        // must not count a second time as someone else's.
+        grant.commit(&id);
         let now = self.clock.now();
-        let stored = StoredSpec {
-            read_only: command.read_only,
-            network: command.network,
-            limits,
-            restored_from,
-        };
         let record = SandboxRecord {
             id: id.clone(),
             tenant: tenant.clone(),
@@ -297,10 +313,7 @@ impl SandboxService {
             backend: self.backend.name().to_owned(),
             node: self.config.node.clone(),
             state: SandboxState::Running,
-            spec: serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
-                what: "sandbox spec",
-                source,
-            })?,
+            spec: stored,
             pid: sandbox.host_pid(),
             created_at: now,
             updated_at: now,
@@ -309,6 +322,7 @@ impl SandboxService {
         };
         if let Err(err) = self.store.create_sandbox(&record).await {
             destroy_quietly(sandbox).await;
+            self.quotas.release(&id);
             return Err(ServiceError::store("create_sandbox")(err));
         }
         let live = Arc::new(Live::new(
@@ -406,6 +420,7 @@ impl SandboxService {
         if let Some(sandbox) = handle {
             destroy_quietly(sandbox).await;
         }
+        self.quotas.release(id);
         tracing::info!(sandbox_id = %id, state = %state, reason, "sandbox retired");
         recorded.map(|_| ())
     }
@@ -489,6 +504,32 @@ impl SandboxService {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The grants of sandboxes recorded running on this node that this
+    /// service does not run: the agent runtime's run sandboxes.
+    async fn other_grants(&self) -> Result<quota::OtherGrants, ServiceError> {
+        let running = self
+            .store
+            .list_node_sandboxes(&self.config.node, SandboxState::Running)
+            .await
+            .map_err(ServiceError::store("list_node_sandboxes"))?;
+        let live = self.live_map();
+        Ok(running
+            .into_iter()
+            .filter(|r| !live.contains_key(&r.id))
+            .map(|r| {
+                let grant = recorded_limits(&r.spec).map_or(
+                    // A record whose limits cannot be read counts as one sandbox.
+                    quota::Grant {
+                        sandboxes: 1,
+                        ..quota::Grant::default()
+                    },
+                    |l| quota::Grant::recorded(&l),
+                );
+                (r.id, r.tenant, grant)
+            })
+            .collect())
+    }
+
     fn reserve_slot(&self) -> Result<SlotGuard<'_>, ServiceError> {
         if self.shutdown.is_cancelled() {
             return Err(ServiceError::ShuttingDown);
@@ -520,6 +561,18 @@ async fn destroy_quietly(sandbox: Box<dyn paddock_core::sandbox::Sandbox>) {
     if let Err(err) = sandbox.destroy().await {
         tracing::warn!(sandbox_id = %id, error = %err, "destroying sandbox");
     }
+}
+
+/// The `limits` of a record's spec (the service's `StoredSpec` and the
+/// runtime's `SandboxSpec` both carry them).
+fn recorded_limits(spec: &str) -> Option<paddock_core::sandbox::SandboxLimits> {
+    #[derive(serde::Deserialize)]
+    struct WithLimits {
+        limits: paddock_core::sandbox::SandboxLimits,
+    }
+    serde_json::from_str::<WithLimits>(spec)
+        .ok()
+        .map(|w| w.limits)
 }
 
 fn page(after: Option<String>, limit: Option<u32>) -> Result<Page, ServiceError> {

@@ -1,146 +1,445 @@
-//! The per-tenant disk quota: what the tenant's server-managed workspaces
-//! hold on disk, measured when a snapshot import or restore is about to
-//! write, against [`super::ServiceConfig::tenant_disk_quota`].
+//! Quotas on what sandboxes are granted: per tenant and for the whole node.
 //!
-//! A restore knows what it will write before it starts (the snapshot's
-//! `bytes_raw`, once per sandbox of a fork); an import learns it from the
-//! archive's declared sizes while reading, and is held to what is left.
-//! Registered host directories (`paddock run --workspace DIR`) are the
-//! caller's own disk and are not counted.
+//! Every sandbox's limits (memory, pids, cpu) are a grant. Before the backend
+//! starts a sandbox its grant is reserved against the tenant's quota and the
+//! node's; it is released when the sandbox is retired or fails to start. The
+//! node totals default from the host (pid_max less a margin, MemTotal, the
+//! CPUs), so the sum of granted limits can never promise more than the host
+//! has. A limit left unset (`None`) is an unbounded grant: it fits no finite
+//! quota.
+//!
+//! The ledger holds this service's sandboxes; the agent runtime's sandboxes
+//! do not pass through the service, so their grants are read from the store's
+//! running records of this node at every reservation and counted too.
 
-use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use paddock_core::ids::TenantId;
-use paddock_core::store::{MAX_PAGE, Page};
+use paddock_core::sandbox::{SandboxId, SandboxLimits};
+use serde::{Deserialize, Serialize};
 
-use super::{SandboxService, ServiceError};
+use super::ServiceError;
 
-/// The tenant's quota and what its workspaces hold now.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct DiskUse {
-    pub(super) quota: u64,
-    pub(super) usage: u64,
+/// Ceilings on the sum of granted limits; `None`: no ceiling of that kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quota {
+    /// Sandboxes running at once.
+    pub sandboxes: Option<u64>,
+    pub memory_bytes: Option<u64>,
+    pub pids: Option<u64>,
+    /// Millicpus (1000 = one core).
+    pub cpu_millis: Option<u64>,
 }
 
-impl DiskUse {
-    /// Bytes that may still be written.
-    pub(super) fn left(&self) -> u64 {
-        self.quota.saturating_sub(self.usage)
+/// The quota every tenant gets, and the node's totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    pub tenant: Quota,
+    pub node: Quota,
+}
+
+impl Default for Quotas {
+    /// No tenant quota; node totals from this host.
+    fn default() -> Self {
+        Self {
+            tenant: Quota::default(),
+            node: HostTotals::read().quota(),
+        }
+    }
+}
+
+/// What the host has, read once at startup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostTotals {
+    pub pid_max: Option<u64>,
+    pub memory_bytes: Option<u64>,
+    pub cpus: u64,
+}
+
+/// CPU is compressible (a sandbox over its share is slowed, not killed), so
+/// the node may grant this many times its CPUs; memory and pids are not.
+pub const CPU_OVERCOMMIT: u64 = 16;
+
+impl HostTotals {
+    pub fn read() -> Self {
+        let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|text| mem_total(&text));
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        Self {
+            pid_max,
+            memory_bytes,
+            cpus,
+        }
     }
 
-    /// Refuses writing `bytes` more, saying what for.
-    pub(super) fn check(
-        &self,
-        bytes: u64,
-        what: impl FnOnce() -> String,
-    ) -> Result<(), ServiceError> {
-        if bytes > self.left() {
-            return Err(self.exceeded(format!("{} needs {bytes} bytes", what())));
+    /// pid_max less a quarter (at least 1024) left to the host itself, all
+    /// of MemTotal, and [`CPU_OVERCOMMIT`] times the CPUs.
+    pub fn quota(&self) -> Quota {
+        Quota {
+            sandboxes: None,
+            memory_bytes: self.memory_bytes,
+            pids: self
+                .pid_max
+                .map(|max| max.saturating_sub((max / 4).max(1024))),
+            cpu_millis: Some(self.cpus.saturating_mul(1000 * CPU_OVERCOMMIT)),
+        }
+    }
+}
+
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Which quota refused a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuotaScope {
+    Tenant,
+    Node,
+}
+
+impl std::fmt::Display for QuotaScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            QuotaScope::Tenant => "tenant",
+            QuotaScope::Node => "node",
+        })
+    }
+}
+
+/// What one sandbox is granted; an unset limit counts as `u64::MAX`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Grant {
+    pub sandboxes: u64,
+    pub memory_bytes: u64,
+    pub pids: u64,
+    pub cpu_millis: u64,
+}
+
+impl Grant {
+    pub(crate) fn of(limits: &SandboxLimits) -> Self {
+        Self {
+            sandboxes: 1,
+            memory_bytes: limits.memory_bytes.unwrap_or(u64::MAX),
+            pids: limits.pids.unwrap_or(u64::MAX),
+            cpu_millis: limits.cpu_millis.unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The grant of a sandbox started outside the service (an agent run's):
+    /// it was never checked against a quota, so an unset limit counts as
+    /// nothing rather than refusing every later sandbox.
+    pub(crate) fn recorded(limits: &SandboxLimits) -> Self {
+        Self {
+            sandboxes: 1,
+            memory_bytes: limits.memory_bytes.unwrap_or(0),
+            pids: limits.pids.unwrap_or(0),
+            cpu_millis: limits.cpu_millis.unwrap_or(0),
+        }
+    }
+
+    fn add(&mut self, other: &Grant) {
+        self.sandboxes = self.sandboxes.saturating_add(other.sandboxes);
+        self.memory_bytes = self.memory_bytes.saturating_add(other.memory_bytes);
+        self.pids = self.pids.saturating_add(other.pids);
+        self.cpu_millis = self.cpu_millis.saturating_add(other.cpu_millis);
+    }
+
+    fn fields(&self) -> [(&'static str, u64); 4] {
+        [
+            ("sandboxes", self.sandboxes),
+            ("memory_bytes", self.memory_bytes),
+            ("pids", self.pids),
+            ("cpu_millis", self.cpu_millis),
+        ]
+    }
+}
+
+impl Quota {
+    fn fields(&self) -> [Option<u64>; 4] {
+        [
+            self.sandboxes,
+            self.memory_bytes,
+            self.pids,
+            self.cpu_millis,
+        ]
+    }
+
+    /// The first kind `asked` on top of `used` goes over.
+    fn check(&self, scope: QuotaScope, used: &Grant, asked: &Grant) -> Result<(), ServiceError> {
+        for ((name, used), ((_, asked), limit)) in used
+            .fields()
+            .into_iter()
+            .zip(asked.fields().into_iter().zip(self.fields()))
+        {
+            if let Some(limit) = limit
+                && used.saturating_add(asked) > limit
+            {
+                return Err(ServiceError::QuotaExceeded {
+                    scope,
+                    quota: name,
+                    limit,
+                    used,
+                    asked,
+                });
+            }
         }
         Ok(())
     }
+}
 
-    pub(super) fn exceeded(&self, wanted: String) -> ServiceError {
-        ServiceError::DiskQuota {
-            quota: self.quota,
-            usage: self.usage,
-            wanted,
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Starting(u64),
+    Running(SandboxId),
+}
+
+#[derive(Debug, Default)]
+struct Book {
+    next: u64,
+    grants: HashMap<Key, (TenantId, Grant)>,
+}
+
+/// The grants of this service's sandboxes, starting or running.
+#[derive(Debug)]
+pub(crate) struct QuotaLedger {
+    quotas: Quotas,
+    book: Mutex<Book>,
+}
+
+/// Sandboxes recorded running on this node that the ledger does not hold
+/// (the agent runtime's), with their grants.
+pub(crate) type OtherGrants = Vec<(SandboxId, TenantId, Grant)>;
+
+impl QuotaLedger {
+    pub(crate) fn new(quotas: Quotas) -> Self {
+        Self {
+            quotas,
+            book: Mutex::new(Book::default()),
+        }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reserves `limits` for a sandbox of `tenant` that is about to start,
+    /// or names the quota it would exceed. `others` are grants held outside
+    /// this ledger.
+    pub(crate) fn reserve(
+        &self,
+        tenant: &TenantId,
+        limits: &SandboxLimits,
+        others: &OtherGrants,
+    ) -> Result<Reservation<'_>, ServiceError> {
+        let asked = Grant::of(limits);
+        let mut book = self.book();
+        let mut node = Grant::default();
+        let mut mine = Grant::default();
+        let held = book.grants.iter().map(|(_, (t, g))| (t, g));
+        let outside = others
+            .iter()
+            .filter(|(id, _, _)| !book.grants.contains_key(&Key::Running(id.clone())))
+            .map(|(_, t, g)| (t, g));
+        for (owner, grant) in held.chain(outside) {
+            node.add(grant);
+            if owner == tenant {
+                mine.add(grant);
+            }
+        }
+        self.quotas
+            .tenant
+            .check(QuotaScope::Tenant, &mine, &asked)?;
+        self.quotas.node.check(QuotaScope::Node, &node, &asked)?;
+        book.next += 1;
+        let key = Key::Starting(book.next);
+        book.grants.insert(key.clone(), (tenant.clone(), asked));
+        Ok(Reservation {
+            ledger: self,
+            key: Some(key),
+        })
+    }
+
+    /// Releases the grant of a retired sandbox.
+    pub(crate) fn release(&self, id: &SandboxId) {
+        self.book().grants.remove(&Key::Running(id.clone()));
+    }
+
+    /// What `tenant` (None: everyone) holds now.
+    #[cfg(test)]
+    fn used(&self, tenant: Option<&TenantId>) -> Grant {
+        let mut sum = Grant::default();
+        for (owner, grant) in self.book().grants.values() {
+            if tenant.is_none_or(|t| t == owner) {
+                sum.add(grant);
+            }
+        }
+        sum
+    }
+}
+
+/// A grant held for a starting sandbox: released when dropped, unless the
+/// sandbox started and [`Reservation::commit`] moved it to its id.
+#[derive(Debug)]
+pub(crate) struct Reservation<'a> {
+    ledger: &'a QuotaLedger,
+    key: Option<Key>,
+}
+
+impl Reservation<'_> {
+    pub(crate) fn commit(mut self, id: &SandboxId) {
+        if let Some(key) = self.key.take() {
+            let mut book = self.ledger.book();
+            if let Some(grant) = book.grants.remove(&key) {
+                book.grants.insert(Key::Running(id.clone()), grant);
+            }
         }
     }
 }
 
-impl SandboxService {
-    /// Measures the disk the tenant's server-managed workspaces hold.
-    pub(super) async fn disk_use(&self, tenant: &TenantId) -> Result<DiskUse, ServiceError> {
-        let mut dirs = Vec::new();
-        let mut after = None;
-        loop {
-            let page = Page {
-                after: after.take(),
-                limit: MAX_PAGE,
-            };
-            let rows = self
-                .store
-                .list_workspaces(tenant, &page)
-                .await
-                .map_err(ServiceError::store("list_workspaces"))?;
-            let full = rows.len() == MAX_PAGE as usize;
-            after = rows.last().map(|w| w.id.to_string());
-            dirs.extend(
-                rows.into_iter()
-                    .filter(|w| w.root.is_none())
-                    .map(|w| self.config.workspaces_root.join(w.id.as_str())),
-            );
-            if !full {
-                break;
-            }
-        }
-        let usage = tokio::task::spawn_blocking(move || {
-            dirs.iter().try_fold(0u64, |sum, dir| {
-                Ok::<_, (PathBuf, io::Error)>(sum + disk_usage(dir).map_err(|e| (dir.clone(), e))?)
-            })
-        })
-        .await
-        .map_err(|e| ServiceError::Workspace {
-            id: "(disk usage)".to_owned(),
-            source: io::Error::other(e),
-        })?
-        .map_err(|(dir, source)| ServiceError::Workspace {
-            id: dir.display().to_string(),
-            source,
-        })?;
-        Ok(DiskUse {
-            quota: self.config.tenant_disk_quota,
-            usage,
-        })
-    }
-}
-
-/// Bytes allocated on disk under `dir` (which may be missing), symlinks not
-/// followed.
-fn disk_usage(dir: &Path) -> io::Result<u64> {
-    let mut total = 0u64;
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        for entry in entries {
-            let entry = entry?;
-            // The entry's own metadata: a symlink is not followed.
-            let meta = match entry.metadata() {
-                Ok(meta) => meta,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            };
-            total = total.saturating_add(meta.blocks().saturating_mul(512));
-            if meta.is_dir() {
-                pending.push(entry.path());
-            }
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.ledger.book().grants.remove(&key);
         }
     }
-    Ok(total)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn limits(memory: u64, pids: u64) -> SandboxLimits {
+        SandboxLimits {
+            memory_bytes: Some(memory),
+            pids: Some(pids),
+            cpu_millis: Some(1000),
+            ..SandboxLimits::default()
+        }
+    }
+
+    fn tenant(name: &str) -> TenantId {
+        TenantId::parse(name).unwrap()
+    }
+
     #[test]
-    fn disk_usage_counts_allocated_bytes_without_following_symlinks() {
-        let tmp = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("big"), vec![1u8; 4 << 20]).unwrap();
-        std::fs::create_dir(tmp.path().join("d")).unwrap();
-        std::fs::write(tmp.path().join("d/f"), vec![1u8; 1 << 20]).unwrap();
-        std::os::unix::fs::symlink(outside.path(), tmp.path().join("out")).unwrap();
-        let used = disk_usage(tmp.path()).unwrap();
-        assert!(used >= 1 << 20, "{used}");
-        assert!(used < 2 << 20, "{used}");
-        assert_eq!(disk_usage(&tmp.path().join("missing")).unwrap(), 0);
+    fn a_tenant_is_held_to_its_quota_and_others_are_not_blocked() {
+        let ledger = QuotaLedger::new(Quotas {
+            tenant: Quota {
+                sandboxes: Some(2),
+                ..Quota::default()
+            },
+            node: Quota::default(),
+        });
+        let (a, b) = (tenant("a"), tenant("b"));
+        let id1 = SandboxId::generate();
+        ledger
+            .reserve(&a, &limits(1, 1), &Vec::new())
+            .unwrap()
+            .commit(&id1);
+        let _second = ledger.reserve(&a, &limits(1, 1), &Vec::new()).unwrap();
+        let refused = ledger.reserve(&a, &limits(1, 1), &Vec::new());
+        assert!(
+            matches!(
+                refused,
+                Err(ServiceError::QuotaExceeded {
+                    scope: QuotaScope::Tenant,
+                    quota: "sandboxes",
+                    limit: 2,
+                    used: 2,
+                    asked: 1
+                })
+            ),
+            "{refused:?}"
+        );
+        assert!(ledger.reserve(&b, &limits(1, 1), &Vec::new()).is_ok());
+        ledger.release(&id1);
+        assert!(ledger.reserve(&a, &limits(1, 1), &Vec::new()).is_ok());
+    }
+
+    #[test]
+    fn node_totals_bound_the_sum_and_failed_starts_give_back() {
+        let ledger = QuotaLedger::new(Quotas {
+            tenant: Quota::default(),
+            node: Quota {
+                memory_bytes: Some(3 << 30),
+                pids: Some(1000),
+                ..Quota::default()
+            },
+        });
+        let a = tenant("a");
+        let first = ledger.reserve(&a, &limits(2 << 30, 100), &Vec::new());
+        assert!(first.is_ok());
+        let refused = ledger.reserve(&tenant("b"), &limits(2 << 30, 100), &Vec::new());
+        assert!(
+            matches!(
+                refused,
+                Err(ServiceError::QuotaExceeded {
+                    scope: QuotaScope::Node,
+                    quota: "memory_bytes",
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        drop(first);
+        assert_eq!(ledger.used(None), Grant::default());
+        // An unset limit fits no finite quota.
+        let unbounded = SandboxLimits {
+            pids: None,
+            ..limits(1, 1)
+        };
+        assert!(matches!(
+            ledger.reserve(&a, &unbounded, &Vec::new()),
+            Err(ServiceError::QuotaExceeded { quota: "pids", .. })
+        ));
+    }
+
+    #[test]
+    fn grants_held_outside_the_ledger_count_too() {
+        let ledger = QuotaLedger::new(Quotas {
+            tenant: Quota {
+                pids: Some(300),
+                ..Quota::default()
+            },
+            node: Quota::default(),
+        });
+        let a = tenant("a");
+        let run = SandboxId::generate();
+        let others = vec![(run.clone(), a.clone(), Grant::of(&limits(1, 200)))];
+        assert!(ledger.reserve(&a, &limits(1, 100), &others).is_ok());
+        assert!(matches!(
+            ledger.reserve(&a, &limits(1, 101), &others),
+            Err(ServiceError::QuotaExceeded { used: 200, .. })
+        ));
+        assert_eq!(ledger.used(Some(&a)).pids, 0);
+    }
+
+    #[test]
+    fn node_totals_come_from_the_host_with_a_margin() {
+        let host = HostTotals {
+            pid_max: Some(32_768),
+            memory_bytes: Some(24 << 30),
+            cpus: 2,
+        };
+        let quota = host.quota();
+        assert_eq!(quota.pids, Some(24_576));
+        assert_eq!(quota.memory_bytes, Some(24 << 30));
+        assert_eq!(quota.cpu_millis, Some(2 * 1000 * CPU_OVERCOMMIT));
+        assert_eq!(
+            mem_total("MemTotal:       24683652 kB\nMemFree: 1 kB\n"),
+            Some(24_683_652 * 1024)
+        );
+        let read = HostTotals::read();
+        assert!(read.pid_max.is_some_and(|p| p >= 300), "{read:?}");
+        assert!(read.memory_bytes.is_some_and(|m| m > 0), "{read:?}");
     }
 }

@@ -130,6 +130,8 @@ pub struct Setup {
     pub max_body_bytes: usize,
     /// The tenants' disk quota; None: the server's default.
     pub disk_quota: Option<u64>,
+    /// The service's quotas; None: the built-in ones (node totals from the host).
+    pub quotas: Option<paddock_api::service::Quotas>,
 }
 
 impl Setup {
@@ -143,6 +145,7 @@ impl Setup {
             max_lifetime: Duration::from_secs(24 * 60 * 60),
             max_body_bytes: 1 << 20,
             disk_quota: None,
+            quotas: None,
         }
     }
 
@@ -196,6 +199,9 @@ impl TestServer {
             config.tenant_disk_quota = quota;
         }
         config.blobs = Some(Arc::clone(&blobs));
+        if let Some(quotas) = setup.quotas {
+            config.quotas = quotas;
+        }
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(
             store.clone(),

@@ -10,7 +10,7 @@ use paddock_core::sandbox::{
     BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
     SandboxSpec,
 };
-use paddock_jail::IdMapping;
+use paddock_jail::{IdMapping, IdPool};
 use tokio::process::{Child, Command};
 
 use super::jail_spec::jail_spec;
@@ -29,6 +29,9 @@ pub struct NativeConfig {
     pub cgroup_parent: String,
     /// How sandbox uids map to host uids; None lets the jail choose.
     pub id_mapping: Option<IdMapping>,
+    /// Where host root takes each sandbox's own block of host ids; None:
+    /// the jail's default pool. Ignored when `id_mapping` is set.
+    pub id_pool: Option<IdPool>,
     /// A root filesystem directory used instead of the host's system directories.
     pub rootfs: Option<PathBuf>,
     /// Where temporary workspaces are made; None: the system temp directory.
@@ -48,6 +51,7 @@ impl NativeConfig {
             unconfined: false,
             cgroup_parent: "paddock".to_owned(),
             id_mapping: None,
+            id_pool: None,
             rootfs: None,
             temp_root: None,
             start_timeout: Duration::from_secs(10),
@@ -92,12 +96,12 @@ impl NativeBackend {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let (workspace, temp_workspace) = self.prepare_workspace(&id, spec.workspace.as_deref())?;
-        let (mut monitor, stream) =
-            self.launch(&id, &workspace, &spec)
-                .map_err(|source| SandboxError::Launch {
-                    id: id.clone(),
-                    source,
-                })?;
+        let (mut monitor, stream) = self
+            .launch(&id, &workspace, temp_workspace.is_some(), &spec)
+            .map_err(|source| SandboxError::Launch {
+                id: id.clone(),
+                source,
+            })?;
         tracing::debug!(sandbox_id = %id, pid = monitor.id(), "guest launched");
 
         let tail = StderrTail::default();
@@ -139,12 +143,13 @@ impl NativeBackend {
         &self,
         id: &SandboxId,
         workspace: &Path,
+        temporary: bool,
         spec: &SandboxSpec,
     ) -> Result<(Child, tokio::net::UnixStream), BoxError> {
         let (host_end, guest_end) = std::os::unix::net::UnixStream::pair()?;
         host_end.set_nonblocking(true)?;
         let stream = tokio::net::UnixStream::from_std(host_end)?;
-        let mut command = self.guest_command(id, workspace, spec)?;
+        let mut command = self.guest_command(id, workspace, temporary, spec)?;
         command.stdin(Stdio::from(OwnedFd::from(guest_end)));
         let spawned = command.spawn();
         // The command holds our copy of the guest's end: drop it now, or the
@@ -209,13 +214,14 @@ impl NativeBackend {
         &self,
         id: &SandboxId,
         workspace: &Path,
+        temporary: bool,
         spec: &SandboxSpec,
     ) -> Result<Command, BoxError> {
         let mut command = Command::new(&self.config.guest_bin);
         if self.config.unconfined {
             command.arg("serve").arg("--workspace").arg(workspace);
         } else {
-            let jail = jail_spec(id, workspace.to_path_buf(), spec, &self.config);
+            let jail = jail_spec(id, workspace.to_path_buf(), temporary, spec, &self.config);
             command
                 .arg("jail")
                 .arg("--spec")

@@ -10,6 +10,7 @@ use super::NativeConfig;
 pub(super) fn jail_spec(
     id: &SandboxId,
     workspace: PathBuf,
+    temporary_workspace: bool,
     spec: &SandboxSpec,
     config: &NativeConfig,
 ) -> JailSpec {
@@ -21,6 +22,8 @@ pub(super) fn jail_spec(
         network: spec.network,
         limits: spec.limits.clone(),
         id_mapping: config.id_mapping,
+        id_pool: config.id_pool,
+        temporary_workspace,
         rootfs: config.rootfs.clone(),
         allow_downgrade: spec.allow_downgrade.clone(),
         cgroup_parent: config.cgroup_parent.clone(),
@@ -50,12 +53,14 @@ mod tests {
                 cpu_millis: Some(1500),
                 tmp_bytes: 1 << 20,
                 open_files: 64,
+                workspace_bytes: Some(8 << 20),
+                workspace_inodes: Some(100),
             },
             allow_downgrade: BTreeSet::from([DowngradeLayer::Landlock, DowngradeLayer::Cgroups]),
         };
         let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
         config.cgroup_parent = "paddock-test".to_owned();
-        let jail = jail_spec(&id, PathBuf::from("/ws"), &spec, &config);
+        let jail = jail_spec(&id, PathBuf::from("/ws"), true, &spec, &config);
         assert_eq!(
             jail,
             JailSpec {
@@ -70,8 +75,12 @@ mod tests {
                     cpu_millis: Some(1500),
                     tmp_bytes: 1 << 20,
                     open_files: 64,
+                    workspace_bytes: Some(8 << 20),
+                    workspace_inodes: Some(100),
                 },
                 id_mapping: None,
+                id_pool: None,
+                temporary_workspace: true,
                 rootfs: None,
                 allow_downgrade: BTreeSet::from([
                     DowngradeLayer::Cgroups,
