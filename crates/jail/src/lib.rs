@@ -26,7 +26,7 @@ mod probe;
 mod reaper;
 mod rlimits;
 mod seccomp_bpf;
-mod seccomp_rules;
+pub mod seccomp_rules;
 mod spec;
 mod sync;
 // The system calls nix does not wrap safely: the only module allowed `unsafe`.
