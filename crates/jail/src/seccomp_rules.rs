@@ -284,6 +284,8 @@ pub const ALLOWED: &[Allowed] = &[
     allow("lseek", libc::SYS_lseek, FILE_IO),
     allow("close", libc::SYS_close, FILE_IO),
     allow("close_range", libc::SYS_close_range, FILE_IO),
+    allow("pipe", libc::SYS_pipe, FILE_IO),
+    allow("pipe2", libc::SYS_pipe2, FILE_IO),
     allow("dup", libc::SYS_dup, FILE_IO),
     allow("dup2", libc::SYS_dup2, FILE_IO),
     allow("dup3", libc::SYS_dup3, FILE_IO),
@@ -859,6 +861,48 @@ mod tests {
                 !ALLOWED.iter().any(|a| a.nr == r.nr),
                 "{} is both refused and allowed",
                 r.label
+            );
+        }
+    }
+
+    #[test]
+    fn what_shells_and_common_tools_need_is_allowed() {
+        // Seen under strace in `paddock sandbox run` of sh pipelines, python3
+        // (subprocess, multiprocessing, sockets), git, gcc, tar --zstd, node.
+        for name in [
+            "pipe",
+            "pipe2",
+            "wait4",
+            "vfork",
+            "execve",
+            "dup2",
+            "fcntl",
+            "rt_sigaction",
+            "getdents64",
+            "statx",
+            "newfstatat",
+            "faccessat2",
+            "prlimit64",
+            "sched_getaffinity",
+            "socket",
+            "epoll_pwait",
+            "eventfd2",
+            "futex",
+            "rseq",
+            "set_robust_list",
+            "getrandom",
+            "memfd_create",
+            "copy_file_range",
+            "close_range",
+            "utimensat",
+            "fsetxattr",
+            "flock",
+            "mkdirat",
+            "renameat2",
+        ] {
+            assert!(
+                ALLOWED.iter().any(|a| a.name == name),
+                "{name} is not allowed"
             );
         }
     }
