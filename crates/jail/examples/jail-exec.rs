@@ -72,6 +72,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
     let mut spec = JailSpec {
         sandbox_id: format!("jail-exec-{}", std::process::id()),
         workspace: PathBuf::new(),
+        remove_workspace_on_exit: false,
         read_only: false,
         writable_paths: Vec::new(),
         network: NetworkMode::None,

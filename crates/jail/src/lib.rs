@@ -41,7 +41,7 @@ pub use error::JailError;
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, JailSpec};
+pub use spec::{IdMapping, JailSpec, MAX_SPEC_FRAME, SpecFrameError};
 
 use paddock_proto::Enforcement;
 

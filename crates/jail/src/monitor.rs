@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::os::fd::OwnedFd;
+use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
@@ -70,7 +71,10 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
         abandon(prepared.cgroups.as_ref());
         return Err(e);
     }
-    supervise(pid, monitor_end, prepared.cgroups)
+    let temporary = spec
+        .remove_workspace_on_exit
+        .then(|| spec.workspace.clone());
+    supervise(pid, monitor_end, prepared.cgroups, temporary)
 }
 
 fn abandon(cgroups: Option<&SandboxCgroups>) {
@@ -94,7 +98,12 @@ fn write_id_maps(pid: Pid, ids: &IdPlan) -> Result<(), JailError> {
     write("gid_map", &ids.gid.line())
 }
 
-fn supervise(pid: Pid, channel: OwnedFd, cgroups: Option<SandboxCgroups>) -> ! {
+fn supervise(
+    pid: Pid,
+    channel: OwnedFd,
+    cgroups: Option<SandboxCgroups>,
+    temporary_workspace: Option<PathBuf>,
+) -> ! {
     // Terminating the monitor kills the sandbox and still cleans up.
     for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         let _ = sys::kill_on_signal(signal, pid);
@@ -107,6 +116,17 @@ fn supervise(pid: Pid, channel: OwnedFd, cgroups: Option<SandboxCgroups>) -> ! {
         && let Err(e) = cgroups.leave_and_remove()
     {
         eprintln!("paddock-jail: {}", error_chain(&e));
+    }
+    // After the init and all its processes are gone (pid namespace), so
+    // nothing writes there any more; the host may have removed it already.
+    if let Some(dir) = temporary_workspace
+        && let Err(e) = fs::remove_dir_all(&dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        eprintln!(
+            "paddock-jail: removing the temporary workspace {}: {e}",
+            dir.display()
+        );
     }
     let code = match status {
         WaitStatus::Exited(_, code) => code,

@@ -7,15 +7,18 @@ use paddock_jail::JailSpec;
 
 use super::NativeConfig;
 
+/// `temporary`: the workspace was made for this sandbox (the monitor removes it).
 pub(super) fn jail_spec(
     id: &SandboxId,
     workspace: PathBuf,
+    temporary: bool,
     spec: &SandboxSpec,
     config: &NativeConfig,
 ) -> JailSpec {
     JailSpec {
         sandbox_id: id.to_string(),
         workspace,
+        remove_workspace_on_exit: temporary,
         read_only: spec.read_only,
         writable_paths: spec.writable_paths.clone(),
         network: spec.network,
@@ -55,12 +58,13 @@ mod tests {
         };
         let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
         config.cgroup_parent = "paddock-test".to_owned();
-        let jail = jail_spec(&id, PathBuf::from("/ws"), &spec, &config);
+        let jail = jail_spec(&id, PathBuf::from("/ws"), true, &spec, &config);
         assert_eq!(
             jail,
             JailSpec {
                 sandbox_id: "sb-test".to_owned(),
                 workspace: PathBuf::from("/ws"),
+                remove_workspace_on_exit: true,
                 read_only: false,
                 writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
                 network: NetworkMode::Full,
