@@ -87,9 +87,9 @@ fn jail_processes(cgroup_parent: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// The `--owner` tag of monitors under `cgroup_parent`: the first 16 hex
-/// digits of its SHA-256.
-pub(super) fn owner_tag(cgroup_parent: &str) -> String {
+/// The `--owner` tag of native monitors under `cgroup_parent`: the first 16
+/// hex digits of its SHA-256 (the command line must not name the parent).
+pub fn owner_tag(cgroup_parent: &str) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(cgroup_parent.as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
