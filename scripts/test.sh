@@ -14,13 +14,19 @@ fi
 
 # Debian packages the tests and the start benchmark use, installed when missing:
 #   bubblewrap (bwrap: the benchmark's reference line), util-linux (unshare,
-#   setsid), iproute2 (ip: host addresses for the escape battery), coreutils.
+#   setsid), iproute2 (ip: host addresses for the escape battery), coreutils,
+#   python3, git, gcc, zstd (programs run under the seccomp allowlist).
 missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v unshare >/dev/null || missing+=(util-linux)
 command -v setsid >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v truncate >/dev/null || missing+=(coreutils)
+# The seccomp allowlist's workload test (tests/tests/workloads.rs).
+command -v python3 >/dev/null || missing+=(python3)
+command -v git >/dev/null || missing+=(git)
+command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+command -v zstd >/dev/null || missing+=(zstd)
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "==> installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -27,7 +27,8 @@ pub struct Cli {
 pub enum Mode {
     /// Serve without any confinement (development and tests).
     Serve(ServeArgs),
-    /// Enter the sandbox described by --spec, then serve as its PID 1.
+    /// Enter the sandbox described by the spec frame on fd 0, then serve as
+    /// its PID 1.
     Jail(JailArgs),
 }
 
@@ -38,9 +39,17 @@ pub struct ServeArgs {
     pub workspace: PathBuf,
 }
 
+/// The spec itself (`paddock_jail::JailSpec`) is the first frame on fd 0,
+/// never an argument: the sandbox's PID 1 shares this command line, and the
+/// spec names host paths.
 #[derive(Debug, Args)]
 pub struct JailArgs {
-    /// The sandbox to build, as the JSON form of `paddock_jail::JailSpec`.
+    /// The sandbox id; must match the spec's (the host's reaper finds
+    /// monitors by it).
     #[arg(long)]
-    pub spec: String,
+    pub sandbox: String,
+    /// An opaque tag of the owner (a hash of its cgroup parent), for the
+    /// host's reaper; ignored here.
+    #[arg(long)]
+    pub owner: Option<String>,
 }

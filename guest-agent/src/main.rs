@@ -90,10 +90,17 @@ fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
 }
 
 fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
-    let spec: paddock_jail::JailSpec = serde_json::from_str(&args.spec).map_err(|e| {
-        eprintln!("paddock-guest: invalid --spec: {e}");
+    let spec = paddock_jail::JailSpec::read_frame(std::io::stdin()).map_err(|e| {
+        eprintln!("paddock-guest: {}", error_chain(&e));
         EXIT_USAGE
     })?;
+    if spec.sandbox_id != args.sandbox {
+        eprintln!(
+            "paddock-guest: invalid spec: it is for sandbox {}, the command line says {}",
+            spec.sandbox_id, args.sandbox
+        );
+        return Err(EXIT_USAGE);
+    }
     // Before anything else: enter() needs a process with a single thread.
     let enforcement = paddock_jail::enter(&spec).map_err(|e| {
         eprintln!("paddock-guest: sandbox setup failed: {}", error_chain(&e));

@@ -250,9 +250,32 @@ fn start_up_failures_exit_with_a_clear_status() {
             String::from_utf8_lossy(&output.stderr).into_owned(),
         )
     };
-    let (code, stderr) = run(&["jail", "--spec", "{not json"]);
+    // The spec comes as a frame on fd 0, not in argv.
+    let jail = |frame: &[u8]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_paddock-guest"))
+            .args(["jail", "--sandbox", "sb-x"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), frame).unwrap();
+        let output = child.wait_with_output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let mut frame = 9u32.to_le_bytes().to_vec();
+    frame.extend(b"{not json");
+    let (code, stderr) = jail(&frame);
     assert_eq!(code, Some(64));
-    assert!(stderr.contains("invalid --spec"), "{stderr}");
+    assert!(stderr.contains("invalid spec"), "{stderr}");
+    let (code, stderr) = run(&["jail", "--sandbox", "sb-x"]);
+    assert_eq!(code, Some(64), "no spec on fd 0");
+    assert!(
+        stderr.contains("reading the jail spec") || stderr.contains("ended after 0"),
+        "{stderr}"
+    );
     let (code, stderr) = run(&["serve", "--workspace", "/nonexistent/paddock"]);
     assert_eq!(code, Some(66));
     assert!(stderr.contains("/nonexistent/paddock"), "{stderr}");

@@ -5,6 +5,7 @@
 mod agent;
 mod cli;
 mod client;
+mod printable;
 mod sandbox;
 mod serve;
 mod size;

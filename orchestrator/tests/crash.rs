@@ -33,6 +33,8 @@ async fn kill_9_leaves_nothing_behind_and_the_restart_marks_sandboxes_lost() -> 
     let data = tempfile::tempdir()?;
     let node = unique("crash");
     let parent = format!("paddock/{node}");
+    // Monitors name their owner by a hash of the cgroup parent, not the parent.
+    let monitors = format!("--owner {}", paddock_sandbox::owner_tag(&parent));
     let token = format!("crash-token-{}", unique("t"));
     let tokens = format!("crash:{token}");
     let marker = "987.654321"; // an unusual sleep, to find its process on the host
@@ -62,7 +64,7 @@ async fn kill_9_leaves_nothing_behind_and_the_restart_marks_sandboxes_lost() -> 
     .await?;
     assert_eq!(status, 201);
     assert!(
-        !processes_with(&parent).is_empty(),
+        !processes_with(&monitors).is_empty(),
         "the sandboxes' monitors run"
     );
     assert!(
@@ -86,10 +88,10 @@ async fn kill_9_leaves_nothing_behind_and_the_restart_marks_sandboxes_lost() -> 
     // close and exits, its pid namespace dies with it, and the monitor
     // removes the cgroups on its way out.
     assert!(
-        wait_until(Duration::from_secs(10), || processes_with(&parent)
+        wait_until(Duration::from_secs(10), || processes_with(&monitors)
             .is_empty()),
         "sandbox processes outlived the server: {:?}",
-        processes_with(&parent)
+        processes_with(&monitors)
     );
     assert!(
         processes_with(marker).is_empty(),
@@ -127,7 +129,7 @@ async fn kill_9_leaves_nothing_behind_and_the_restart_marks_sandboxes_lost() -> 
     let fresh = created["id"].as_str().unwrap().to_owned();
     let exit = server.terminate()?;
     assert!(exit.success(), "{exit:?}");
-    assert!(processes_with(&parent).is_empty());
+    assert!(processes_with(&monitors).is_empty());
     assert!(cgroups_under(&parent).is_empty());
 
     let server = ServerProcess::start(data.path(), &node, &tokens)?;

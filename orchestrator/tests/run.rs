@@ -327,8 +327,13 @@ fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
         }
         seen.push_str(&line);
     }
-    // The sandbox runs (its jail spec names the workspace).
-    assert!(wait_until(Duration::from_secs(5), || !processes_with(&ws).is_empty()));
+    // The sandbox runs its command (the monitor's command line names no host
+    // path any more, so the command is what identifies this sandbox).
+    let command = "sleep 300";
+    assert!(wait_until(Duration::from_secs(5), || !processes_with(
+        command
+    )
+    .is_empty()));
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()?;
@@ -341,9 +346,10 @@ fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
     assert!(rest.contains("[sandbox] stopped"), "{rest}");
     assert!(text(&output.stderr).contains("cancelling the run"));
     assert!(
-        wait_until(Duration::from_secs(5), || processes_with(&ws).is_empty()),
+        wait_until(Duration::from_secs(5), || processes_with(command)
+            .is_empty()),
         "a sandbox process outlived the cancelled run: {:?}",
-        processes_with(&ws)
+        processes_with(command)
     );
     Ok(())
 }

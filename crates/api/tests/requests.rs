@@ -54,8 +54,24 @@ async fn every_route_needs_a_valid_token(db: Db) -> Result<()> {
         }
     }
 
-    // Health and the document need no token.
-    let (status, health) = send(server.request(Method::GET, "/v1/health")).await?;
+    // Health and the document need no token; without one, health says only
+    // that the server is up.
+    for request in [
+        server.request(Method::GET, "/v1/health"),
+        server
+            .request(Method::GET, "/v1/health")
+            .bearer_auth("not-a-configured-token"),
+    ] {
+        let (status, anonymous) = send(request).await?;
+        assert_eq!(status, StatusCode::OK, "{anonymous}");
+        assert_eq!(anonymous, json!({"status": "up"}));
+    }
+    let (status, health) = send(
+        server
+            .request(Method::GET, "/v1/health")
+            .bearer_auth(&server.setup.tenants.a_token),
+    )
+    .await?;
     assert_eq!(status, StatusCode::OK, "{health}");
     assert_eq!(health["status"], "ok");
     assert_eq!(health["backend"], json!({"name": "native", "status": "ok"}));

@@ -401,7 +401,7 @@ async fn a_cancelled_run_ends_and_leaves_no_sandbox(db: Db) -> Result<()> {
     drop(events);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
-        !guest_processes(&server.setup.node).is_empty(),
+        !guest_processes(&server.setup.cgroup_parent()).is_empty(),
         "the run's sandbox should be running"
     );
     // Archiving a session with a run in progress is refused.
@@ -434,7 +434,7 @@ async fn a_cancelled_run_ends_and_leaves_no_sandbox(db: Db) -> Result<()> {
     );
     assert!(
         common::eventually(Duration::from_secs(5), || guest_processes(
-            &server.setup.node
+            &server.setup.cgroup_parent()
         )
         .is_empty())
         .await,
@@ -782,7 +782,7 @@ async fn a_graceful_shutdown_cancels_runs_in_progress(db: Db) -> Result<()> {
         }
     }
     let tenant: TenantId = server.setup.tenants.a.clone();
-    let node = server.setup.node.clone();
+    let parent = server.setup.cgroup_parent();
     let started = tokio::time::Instant::now();
     let setup = server.stop().await?;
     assert!(
@@ -793,7 +793,7 @@ async fn a_graceful_shutdown_cancels_runs_in_progress(db: Db) -> Result<()> {
     // The stream ended with the server.
     assert!(matches!(events.next().await, Ok(None) | Err(_)));
     assert!(
-        guest_processes(&node).is_empty(),
+        guest_processes(&parent).is_empty(),
         "a sandbox outlived the server"
     );
     let store = paddock_store::SqlStore::open(&setup.database_url()).await?;

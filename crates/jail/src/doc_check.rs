@@ -25,10 +25,21 @@ fn assert_named(what: &str, names: impl IntoIterator<Item = String>) {
 fn every_seccomp_rule_is_documented() {
     assert_named(
         "seccomp rules",
-        seccomp_rules::RULES
+        seccomp_rules::REFUSED
             .iter()
             .chain(seccomp_rules::COMMAND_RULES)
             .map(|r| r.label.to_owned()),
+    );
+    assert_named(
+        "allowed syscalls",
+        seccomp_rules::ALLOWED.iter().map(|a| a.name.to_owned()),
+    );
+    assert_named(
+        "syscall argument limits",
+        seccomp_rules::ALLOWED
+            .iter()
+            .filter_map(|a| a.args)
+            .map(|a| a.label.to_owned()),
     );
 }
 

@@ -64,10 +64,13 @@ pub(crate) fn run(
     sync::send(&channel, sync::READY).map_err(JailError::ReportReady)?;
     drop(channel);
     sys::close_from(3).map_err(JailError::CloseFds)?;
-    let seccomp_denied = if seccomp.is_enforced() {
-        seccomp_rules::denied_labels()
+    let (seccomp_allowed, seccomp_denied) = if seccomp.is_enforced() {
+        (
+            seccomp_rules::allowed_names(),
+            seccomp_rules::denied_labels(),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     Ok(Enforcement {
         namespaces: monitor::namespaces(spec.network).1,
@@ -85,6 +88,7 @@ pub(crate) fn run(
         landlock_abi,
         landlock,
         seccomp,
+        seccomp_allowed,
         seccomp_denied,
         workspace_quota: prepared.workspace_quota.state,
         workspace_quota_limits: prepared.workspace_quota.tmpfs,

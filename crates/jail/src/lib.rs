@@ -27,7 +27,7 @@ mod probe;
 mod reaper;
 mod rlimits;
 mod seccomp_bpf;
-mod seccomp_rules;
+pub mod seccomp_rules;
 mod spec;
 mod sync;
 // The system calls nix does not wrap safely: the only module allowed `unsafe`.
@@ -43,7 +43,7 @@ pub use error::JailError;
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, IdPool, JailSpec};
+pub use spec::{IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError};
 
 use paddock_proto::Enforcement;
 

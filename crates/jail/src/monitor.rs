@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::os::fd::OwnedFd;
+use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
@@ -78,7 +79,14 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
         abandon(prepared.cgroups.as_ref());
         return Err(e);
     }
-    supervise(pid, monitor_end, prepared.cgroups, prepared.id_block)
+    let temporary = spec.temporary_workspace.then(|| spec.workspace.clone());
+    supervise(
+        pid,
+        monitor_end,
+        prepared.cgroups,
+        prepared.id_block,
+        temporary,
+    )
 }
 
 /// Clones the sandbox init with the effective uid/gid of `owner`: the
@@ -146,6 +154,7 @@ fn supervise(
     channel: OwnedFd,
     cgroups: Option<SandboxCgroups>,
     _id_block: Option<IdBlock>,
+    temporary_workspace: Option<PathBuf>,
 ) -> ! {
     // Terminating the monitor kills the sandbox and still cleans up.
     for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
@@ -159,6 +168,17 @@ fn supervise(
         && let Err(e) = cgroups.leave_and_remove()
     {
         eprintln!("paddock-jail: {}", error_chain(&e));
+    }
+    // After the init and all its processes are gone (pid namespace), so
+    // nothing writes there any more; the host may have removed it already.
+    if let Some(dir) = temporary_workspace
+        && let Err(e) = fs::remove_dir_all(&dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        eprintln!(
+            "paddock-jail: removing the temporary workspace {}: {e}",
+            dir.display()
+        );
     }
     let code = match status {
         WaitStatus::Exited(_, code) => code,

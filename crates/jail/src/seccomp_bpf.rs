@@ -1,7 +1,7 @@
 //! Compiles the seccomp table into one BPF program and installs it.
 //!
-//! seccompiler expresses the EPERM rules (one match action per filter). What
-//! it cannot say is a short hand-written prelude put in front of its program:
+//! seccompiler expresses the allowlist (one match action per filter). What it
+//! cannot say is a short hand-written prelude put in front of its program:
 //!
 //! ```text
 //! arch != AUDIT_ARCH_X86_64        -> KILL_PROCESS
@@ -9,10 +9,11 @@
 //!                                                    these aliases of denied calls
 //! nr == clone3 (and other ENOSYS)  -> ERRNO(ENOSYS)
 //! otherwise                        -> seccompiler's program (its own arch
-//!                                     check, then the EPERM rules, else ALLOW)
+//!                                     check, then the allowlist -> ALLOW,
+//!                                     else ERRNO(EPERM))
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use paddock_proto::LayerState;
 use seccompiler::{
@@ -21,7 +22,9 @@ use seccompiler::{
 };
 
 use crate::JailError;
-use crate::seccomp_rules::{COMMAND_RULES, Check, Deny, RULES, SyscallRule};
+use crate::seccomp_rules::{
+    ALLOWED, Allowed, COMMAND_RULES, Check, DEFAULT_DENY, Deny, REFUSED, Refused,
+};
 
 pub(crate) const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 pub(crate) const X32_SYSCALL_BIT: u32 = 0x4000_0000;
@@ -90,21 +93,15 @@ fn condition(check: Check) -> Result<SeccompCondition, JailError> {
         .map_err(JailError::SeccompCompile)
 }
 
-/// seccompiler's part: every EPERM rule, default allow.
-fn eperm_program(rules: &[SyscallRule]) -> Result<BpfProgram, JailError> {
-    let unconditional: BTreeSet<i64> = rules
-        .iter()
-        .filter(|r| r.deny == Deny::Eperm && r.when.is_empty())
-        .map(|r| r.nr)
-        .collect();
+/// seccompiler's part. With an allowlist: the listed calls (within their
+/// argument limits) are allowed, everything else gets [`DEFAULT_DENY`]. Without
+/// one (the command filter, stacked on the sandbox's): everything is allowed.
+fn seccompiler_program(allowlist: Option<&[Allowed]>) -> Result<BpfProgram, JailError> {
     let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for r in rules.iter().filter(|r| r.deny == Deny::Eperm) {
-        let chain = map.entry(r.nr).or_default();
-        if unconditional.contains(&r.nr) {
-            // An empty chain matches the syscall whatever its arguments.
-            continue;
-        }
-        for alternative in r.when {
+    for a in allowlist.unwrap_or_default() {
+        let chain = map.entry(a.nr).or_default();
+        // An empty chain matches the syscall whatever its arguments.
+        for alternative in a.args.map(|l| l.allowed_when).unwrap_or_default() {
             let conditions = alternative
                 .iter()
                 .map(|c| condition(*c))
@@ -112,30 +109,39 @@ fn eperm_program(rules: &[SyscallRule]) -> Result<BpfProgram, JailError> {
             chain.push(SeccompRule::new(conditions).map_err(JailError::SeccompCompile)?);
         }
     }
-    let filter = SeccompFilter::new(
-        map,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        TargetArch::x86_64,
-    )
-    .map_err(JailError::SeccompCompile)?;
+    let deny = SeccompAction::Errno(errno(DEFAULT_DENY));
+    let (mismatch, matched) = match allowlist {
+        Some(_) => (deny, SeccompAction::Allow),
+        None => (SeccompAction::Allow, deny),
+    };
+    let filter = SeccompFilter::new(map, mismatch, matched, TargetArch::x86_64)
+        .map_err(JailError::SeccompCompile)?;
     BpfProgram::try_from(filter).map_err(JailError::SeccompCompile)
 }
 
-/// The complete program for a rule table.
-pub(crate) fn compile(rules: &[SyscallRule]) -> Result<BpfProgram, JailError> {
-    let enosys: Vec<u32> = rules
+fn errno(deny: Deny) -> u32 {
+    match deny {
+        Deny::Eperm => libc::EPERM as u32,
+        Deny::Enosys => libc::ENOSYS as u32,
+    }
+}
+
+/// The complete program: the prelude (ENOSYS for the `Enosys` entries of
+/// `refused`) and seccompiler's program for `allowlist`.
+fn compile(refused: &[Refused], allowlist: Option<&[Allowed]>) -> Result<BpfProgram, JailError> {
+    let enosys: Vec<u32> = refused
         .iter()
         .filter(|r| r.deny == Deny::Enosys)
         .map(|r| r.nr as u32)
         .collect();
     let mut program = prelude(&enosys)?;
-    program.extend(eperm_program(rules)?);
+    program.extend(seccompiler_program(allowlist)?);
     Ok(program)
 }
 
+/// The sandbox's filter: the allowlist, default deny.
 pub(crate) fn compile_table() -> Result<BpfProgram, JailError> {
-    compile(RULES)
+    compile(REFUSED, Some(ALLOWED))
 }
 
 /// The extra seccomp filter for the commands the guest agent runs, stacked
@@ -154,7 +160,7 @@ pub struct CommandFilter {
 impl CommandFilter {
     pub fn new() -> Result<Self, JailError> {
         Ok(Self {
-            program: compile(COMMAND_RULES)?,
+            program: compile(COMMAND_RULES, None)?,
         })
     }
 
@@ -234,7 +240,7 @@ mod tests {
 
     #[test]
     fn every_unconditional_rule_is_denied_and_plain_calls_pass() {
-        for r in RULES.iter().filter(|r| r.when.is_empty()) {
+        for r in REFUSED {
             let expected = match r.deny {
                 Deny::Eperm => EPERM,
                 Deny::Enosys => ENOSYS,
@@ -250,6 +256,25 @@ mod tests {
         ] {
             assert_eq!(call(nr, [0; 6]), SECCOMP_RET_ALLOW, "nr {nr}");
         }
+    }
+
+    #[test]
+    fn every_unconditionally_allowed_call_passes_and_unlisted_ones_get_eperm() {
+        for a in ALLOWED.iter().filter(|a| a.args.is_none()) {
+            assert_eq!(call(a.nr, [0; 6]), SECCOMP_RET_ALLOW, "{}", a.name);
+        }
+        for nr in [
+            libc::SYS_modify_ldt,
+            libc::SYS_fanotify_init,
+            libc::SYS_sethostname,
+            libc::SYS_vhangup,
+            libc::SYS_memfd_secret,
+        ] {
+            assert_eq!(call(nr, [0; 6]), EPERM, "nr {nr}");
+        }
+        // Numbers no kernel has yet are refused too.
+        assert_eq!(call(1000, [0; 6]), EPERM);
+        assert_eq!(call(470, [0; 6]), EPERM);
     }
 
     #[test]
@@ -385,6 +410,49 @@ mod tests {
         assert_eq!(s(libc::AF_INET6, libc::SOCK_DGRAM), SECCOMP_RET_ALLOW);
         assert_eq!(s(libc::AF_UNIX, libc::SOCK_STREAM), SECCOMP_RET_ALLOW);
         assert_eq!(s(libc::AF_NETLINK, libc::SOCK_RAW), SECCOMP_RET_ALLOW);
+    }
+
+    #[test]
+    fn only_unix_inet_and_route_netlink_sockets_exist() {
+        let s = |domain: i32, ty: i32, protocol: i32| {
+            call1(libc::SYS_socket, domain as u64, ty as u64, protocol as u64)
+        };
+        assert_eq!(
+            s(
+                libc::AF_NETLINK,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                libc::NETLINK_ROUTE
+            ),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(s(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(
+            s(libc::AF_INET, libc::SOCK_DGRAM, libc::IPPROTO_ICMP),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            s(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_AUDIT),
+            EPERM
+        );
+        assert_eq!(
+            s(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW,
+                libc::NETLINK_KOBJECT_UEVENT
+            ),
+            EPERM
+        );
+        assert_eq!(s(libc::AF_ALG, libc::SOCK_SEQPACKET, 0), EPERM);
+        assert_eq!(s(libc::AF_BLUETOOTH, libc::SOCK_STREAM, 0), EPERM);
+        assert_eq!(s(libc::AF_INET, libc::SOCK_SEQPACKET, 0), EPERM);
+        // The high half of the family cannot turn a refused one into AF_UNIX.
+        assert_eq!(
+            call1(libc::SYS_socket, (1 << 32) | libc::AF_PACKET as u64, 3, 0),
+            EPERM
+        );
+        let pair = |domain: i32| call1(libc::SYS_socketpair, domain as u64, 1, 0);
+        assert_eq!(pair(libc::AF_UNIX), SECCOMP_RET_ALLOW);
+        assert_eq!(pair(libc::AF_INET), EPERM);
     }
 
     #[test]

@@ -1,7 +1,11 @@
-//! What the host asks of a sandbox. Serialized by the host, passed to
-//! `paddock-guest jail --spec JSON`.
+//! What the host asks of a sandbox. Serialized by the host and written as
+//! one frame (u32 little-endian length, then the JSON) at the start of the
+//! connection on the guest's fd 0, never on the command line: the sandbox's
+//! PID 1 is a clone of the monitor, so its `/proc/1/cmdline` would show the
+//! host paths and the cgroup parent the spec names.
 
 use std::collections::BTreeSet;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use paddock_proto::{DowngradeLayer, NetworkMode, SandboxLimits};
@@ -36,8 +40,11 @@ pub struct JailSpec {
     /// default pool ([`IdPool::default`]).
     #[serde(default)]
     pub id_pool: Option<IdPool>,
-    /// The workspace was made for this sandbox (empty, removed with it): a
-    /// workspace quota is then enforced by a tmpfs at /workspace.
+    /// The workspace is a temporary directory made for this sandbox alone
+    /// (empty at start): a workspace quota is then enforced by a tmpfs at
+    /// /workspace, and the monitor removes the directory once the sandbox
+    /// has ended, so it goes even when the host process that made it was
+    /// killed.
     #[serde(default)]
     pub temporary_workspace: bool,
     /// A root filesystem directory (built from images/) used instead of the
@@ -82,5 +89,131 @@ impl Default for IdPool {
             base: 100_000,
             blocks: 1024,
         }
+    }
+}
+
+/// Largest spec frame a guest reads.
+pub const MAX_SPEC_FRAME: usize = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecFrameError {
+    #[error("encoding the jail spec")]
+    Encode(#[source] serde_json::Error),
+    #[error("the jail spec is {len} bytes, more than the {MAX_SPEC_FRAME} allowed")]
+    TooLarge { len: usize },
+    #[error("reading the jail spec from fd 0")]
+    Read(#[source] std::io::Error),
+    #[error("the connection ended after {got} of the spec frame's {want} bytes")]
+    Truncated { got: usize, want: usize },
+    #[error("invalid spec")]
+    Decode(#[source] serde_json::Error),
+}
+
+impl JailSpec {
+    /// The frame the host writes first on the guest's connection.
+    pub fn to_frame(&self) -> Result<Vec<u8>, SpecFrameError> {
+        let json = serde_json::to_vec(self).map_err(SpecFrameError::Encode)?;
+        let len = u32::try_from(json.len())
+            .ok()
+            .filter(|_| json.len() <= MAX_SPEC_FRAME)
+            .ok_or(SpecFrameError::TooLarge { len: json.len() })?;
+        let mut frame = len.to_le_bytes().to_vec();
+        frame.extend(json);
+        Ok(frame)
+    }
+
+    /// Reads one spec frame from `fd`, exactly: not a byte of what follows
+    /// (the guest protocol) is consumed.
+    pub fn read_frame(fd: impl AsFd) -> Result<Self, SpecFrameError> {
+        let fd = fd.as_fd();
+        let mut len = [0u8; 4];
+        read_exact(fd, &mut len)?;
+        let len = u32::from_le_bytes(len) as usize;
+        if len > MAX_SPEC_FRAME {
+            return Err(SpecFrameError::TooLarge { len });
+        }
+        let mut json = vec![0u8; len];
+        read_exact(fd, &mut json)?;
+        serde_json::from_slice(&json).map_err(SpecFrameError::Decode)
+    }
+}
+
+fn read_exact(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> Result<(), SpecFrameError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match nix::unistd::read(fd, &mut buf[got..]) {
+            Ok(0) => {
+                return Err(SpecFrameError::Truncated {
+                    got,
+                    want: buf.len(),
+                });
+            }
+            Ok(n) => got += n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(SpecFrameError::Read(e.into())),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn spec() -> JailSpec {
+        JailSpec {
+            sandbox_id: "sb-frame".to_owned(),
+            workspace: PathBuf::from("/host/secret/ws"),
+            temporary_workspace: true,
+            read_only: true,
+            writable_paths: vec!["src".to_owned()],
+            network: NetworkMode::None,
+            limits: SandboxLimits::default(),
+            id_mapping: None,
+            id_pool: None,
+            rootfs: None,
+            allow_downgrade: BTreeSet::new(),
+            cgroup_parent: "tenant-parent".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_frame_reads_back_and_leaves_what_follows() {
+        let (reader, writer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut writer = writer;
+        writer.write_all(&spec().to_frame().unwrap()).unwrap();
+        writer.write_all(b"protocol bytes").unwrap();
+        drop(writer);
+        assert_eq!(JailSpec::read_frame(&reader).unwrap(), spec());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut &reader, &mut rest).unwrap();
+        assert_eq!(rest, "protocol bytes");
+    }
+
+    #[test]
+    fn short_oversized_and_invalid_frames_are_clear_errors() {
+        let read = |bytes: &[u8]| {
+            let (reader, mut writer) = std::os::unix::net::UnixStream::pair().unwrap();
+            writer.write_all(bytes).unwrap();
+            drop(writer);
+            JailSpec::read_frame(&reader).unwrap_err()
+        };
+        assert!(matches!(
+            read(&[10, 0, 0, 0, b'{']),
+            SpecFrameError::Truncated { got: 1, want: 10 }
+        ));
+        assert!(matches!(
+            read(&u32::MAX.to_le_bytes()),
+            SpecFrameError::TooLarge { .. }
+        ));
+        let mut bad = 9u32.to_le_bytes().to_vec();
+        bad.extend(b"{not json");
+        assert!(matches!(read(&bad), SpecFrameError::Decode(_)));
+        assert!(matches!(
+            read(&[]),
+            SpecFrameError::Truncated { got: 0, want: 4 }
+        ));
     }
 }

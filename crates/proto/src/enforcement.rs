@@ -71,7 +71,14 @@ pub struct Enforcement {
     pub landlock_abi: Option<u32>,
     pub landlock: LayerState,
     pub seccomp: LayerState,
-    /// Syscalls the seccomp filter denies.
+    /// The seccomp allowlist: the only syscalls the sandbox may make (some
+    /// with argument limits, listed in `seccomp_denied`). Empty when seccomp
+    /// is not enforced.
+    #[serde(default)]
+    pub seccomp_allowed: Vec<String>,
+    /// What the seccomp filter denies: first the default (everything not in
+    /// `seccomp_allowed`), then the calls and argument values refused on
+    /// purpose.
     pub seccomp_denied: Vec<String>,
     /// The workspace quota: enforced (with `workspace_quota_limits`),
     /// downgraded (why), or not requested.
@@ -114,6 +121,7 @@ impl Enforcement {
             landlock_abi: None,
             landlock: LayerState::NotRequested,
             seccomp: LayerState::NotRequested,
+            seccomp_allowed: Vec::new(),
             seccomp_denied: Vec::new(),
             workspace_quota: LayerState::NotRequested,
             workspace_quota_limits: None,

@@ -19,7 +19,7 @@ use paddock_core::blob::{BlobKey, BlobStore};
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::ModelProvider;
 use paddock_core::store::{
-    Run, RunState, SandboxState, SnapshotFilter, SnapshotRecord, SubagentProfile,
+    Run, RunMode, RunState, SandboxState, SnapshotFilter, SnapshotRecord, SubagentProfile,
 };
 use paddock_proto::ExecSpec;
 use paddock_runtime::StartRun;
@@ -781,6 +781,71 @@ async fn the_seventh_spawn_and_a_nested_spawn_are_refused_and_the_rest_queue() {
         most = most.max(running);
     }
     assert!(most <= 3, "{most} sandboxes were up at once");
+    assert_no_child_dirs(&h);
+}
+
+#[tokio::test]
+async fn a_plan_mode_run_spawns_only_read_only_subagents() {
+    let h = Harness::new().await;
+    let session = h.session("plan-spawn").await;
+    let mut models = Models::default();
+    let builder = h.script(
+        "builder",
+        json!([
+            turn(
+                "",
+                vec![call("run_command", json!({"command": "touch built.txt"}))]
+            ),
+            turn("", vec![done("built")]),
+        ]),
+    );
+    models.0.insert("builder".into(), Arc::clone(&builder));
+    models.0.insert(
+        "looker".into(),
+        h.script("looker", json!([turn("", vec![done("looked")])])),
+    );
+    let parent = h.script(
+        "parent",
+        json!([
+            turn(
+                "Plan only.",
+                vec![
+                    spawn("builder", "build", "change things"),
+                    spawn("looker", "explore", "look around"),
+                ]
+            ),
+            turn("", vec![wait_all()]),
+            turn("", vec![done("planned")]),
+        ]),
+    );
+    let mut request = StartRun::new("Plan the work", parent);
+    request.mode = RunMode::Plan;
+    request.subagent_models = Some(Arc::new(models));
+    let handle = h
+        .runtime
+        .start_run(&h.tenant, &session.id, request)
+        .await
+        .unwrap();
+    let run = tokio::time::timeout(Duration::from_secs(240), handle.wait())
+        .await
+        .expect("the parent run ends")
+        .unwrap();
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+
+    let results = tool_results(&h, &session.id).await;
+    let (build_spawn, refused) = &results[0];
+    assert!(*refused, "{results:?}");
+    assert!(build_spawn.contains("plan mode"), "{build_spawn}");
+    assert!(
+        build_spawn.contains("not a build subagent"),
+        "{build_spawn}"
+    );
+    assert!(!results[1].1, "the explore spawn is allowed: {results:?}");
+    let kids = children(&h, &run.id).await;
+    assert_eq!(kids.len(), 1, "{kids:?}");
+    assert_eq!(kids["looker"].mode, RunMode::Plan);
+    assert_eq!(kids["looker"].state, RunState::Completed);
+    assert!(builder.requests().is_empty(), "the build child never ran");
     assert_no_child_dirs(&h);
 }
 

@@ -12,4 +12,5 @@ mod native;
 pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
 pub use native::{
     GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,
+    owner_tag,
 };

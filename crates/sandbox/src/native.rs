@@ -10,4 +10,5 @@ mod stderr;
 
 pub use backend::{NativeBackend, NativeConfig};
 pub use guest_bin::{GUEST_BIN_ENV, LocateGuestError, locate_guest_bin};
+pub use orphans::owner_tag;
 pub use sandbox::NativeSandbox;

@@ -10,6 +10,8 @@ use paddock_runtime::events::{
 };
 use serde_json::{Value, json};
 
+use crate::printable::printable;
+
 /// Longest one-line summary of a tool call or result, in characters.
 const SUMMARY_CHARS: usize = 110;
 
@@ -37,7 +39,7 @@ pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent) {
     let _ = match format {
         Format::Json => writeln!(out, "{}", event_json(event)),
         Format::Human => match human_event(event) {
-            Some(text) => writeln!(out, "{text}"),
+            Some(text) => writeln!(out, "{}", printable(&text)),
             None => Ok(()),
         },
     };
@@ -245,7 +247,7 @@ fn exit_marker(line: &str) -> Option<i64> {
 
 /// The end of a run for people: its review, or why it has none.
 pub fn print_result(out: &mut impl Write, run: &Run, session: &str) {
-    let _ = write!(out, "{}", human_result(run, session));
+    let _ = write!(out, "{}", printable(&human_result(run, session)));
     let _ = out.flush();
 }
 
@@ -496,6 +498,21 @@ mod tests {
             human_event(&plan).unwrap(),
             "[plan] v2\n    [x] Read\n    [>] Write\n    [ ] Test"
         );
+    }
+
+    #[test]
+    fn model_text_cannot_send_escape_sequences_to_the_terminal() {
+        let hostile = "done\x1b]0;owned\x07\n\x1b[2Jgone";
+        let mut out = Vec::new();
+        print_event(
+            &mut out,
+            Format::Human,
+            &call("run_command", json!({"command": hostile})),
+        );
+        let printed = String::from_utf8(out).unwrap();
+        assert!(!printed.contains('\x1b'), "{printed:?}");
+        assert!(!printed.contains('\x07'), "{printed:?}");
+        assert!(printed.contains("\\x1b]0;owned"), "{printed:?}");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use super::remote;
 use super::render::{self, Format};
 use crate::cli::{BackendArgs, ServerArgs, SessionCommand};
 use crate::client::{ApiClient, print_json};
+use crate::printable::printable;
 use crate::sandbox::signals::TermSignals;
 
 /// How often `events --follow` looks for new events in the local store
@@ -194,7 +195,7 @@ pub fn print_session_event(
                 .or_else(|| state_change(event))
                 .unwrap_or_else(|| format!("[{}]", event.kind));
             let run = event.run.as_ref().map_or("-", |r| r.as_str());
-            let _ = writeln!(out, "#{} {run} {}", event.seq, text.trim_start());
+            let _ = writeln!(out, "#{} {run} {}", event.seq, printable(text.trim_start()));
             let _ = out.flush();
         }
     }
@@ -250,7 +251,7 @@ pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()
             s.id,
             s.status.as_str(),
             s.created_at,
-            s.title
+            printable(&s.title)
         );
     }
     Ok(())
@@ -260,7 +261,12 @@ pub fn print_session(session: &SessionView, json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(&serde_json::to_value(session)?);
     }
-    println!("{}  {}  {}", session.id, session.status, session.title);
+    println!(
+        "{}  {}  {}",
+        session.id,
+        session.status,
+        printable(&session.title)
+    );
     Ok(())
 }
 
@@ -277,7 +283,7 @@ pub fn print_show(session: &SessionView, runs: &[RunView], json: bool) -> anyhow
         return print_json(&json!({ "session": session, "runs": runs }));
     }
     println!("session    {}", session.id);
-    println!("title      {}", session.title);
+    println!("title      {}", printable(&session.title));
     println!("status     {}", session.status);
     println!("workspace  {}", session.workspace);
     println!("created    {}", session.created_at);

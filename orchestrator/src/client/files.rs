@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{ApiClient, encode_path, print_json};
 use crate::cli::FilesCommand;
+use crate::printable::printable;
 
 pub async fn files(client: &ApiClient, command: FilesCommand) -> anyhow::Result<u8> {
     match command {
@@ -82,13 +83,13 @@ pub async fn files(client: &ApiClient, command: FilesCommand) -> anyhow::Result<
                 };
                 let mode = entry["mode"].as_u64().unwrap_or(0);
                 let link = match &entry["link_target"] {
-                    Value::String(target) => format!(" -> {target}"),
+                    Value::String(target) => format!(" -> {}", printable(target)),
                     _ => String::new(),
                 };
                 println!(
                     "{kind}{mode:04o} {:>12} {}{link}",
                     entry["size"],
-                    entry["name"].as_str().unwrap_or_default()
+                    printable(entry["name"].as_str().unwrap_or_default())
                 );
             }
             Ok(0)

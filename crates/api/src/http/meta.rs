@@ -1,4 +1,5 @@
-//! Unauthenticated routes: health and the OpenAPI document.
+//! Routes that need no token: health (details only with one) and the
+//! OpenAPI document.
 
 use axum::Json;
 use axum::extract::State;
@@ -7,6 +8,8 @@ use axum::response::IntoResponse;
 use serde::Serialize;
 
 use super::AppState;
+use super::auth::Caller;
+use super::error::ApiError;
 use super::openapi::OPENAPI;
 use crate::service::ComponentHealth;
 
@@ -14,15 +17,22 @@ use crate::service::ComponentHealth;
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct HealthView {
     status: Overall,
-    database: ComponentView,
-    backend: ComponentView,
-    /// Sandboxes running on this node.
-    sandboxes: usize,
+    /// Only with a token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database: Option<ComponentView>,
+    /// Only with a token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backend: Option<ComponentView>,
+    /// Sandboxes running on this node; only with a token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandboxes: Option<usize>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 enum Overall {
+    /// The answer without a token: the server is up.
+    Up,
     Ok,
     Degraded,
 }
@@ -54,15 +64,30 @@ impl From<&ComponentHealth> for ComponentView {
     }
 }
 
-/// 200 when the database answers and the backend can make sandboxes, else 503.
-/// Says which, never why (the log does).
+/// Without a valid token: 200 `{"status": "up"}`, nothing more (the server
+/// answers; what it runs on and how many sandboxes it holds are not for
+/// anonymous callers). With one: 200 when the database answers and the
+/// backend can make sandboxes, else 503, with which component is down, never
+/// why (the log does).
 #[utoipa::path(get, path = "/v1/health", tag = "meta", security(()),
-    summary = "Database and backend status (no auth)",
+    summary = "Server status (no auth): `up` without a token, database and backend with a valid one",
     responses(
-        (status = 200, description = "healthy", body = HealthView),
-        (status = 503, description = "degraded", body = HealthView),
+        (status = 200, description = "up (no token), or healthy (with a token)", body = HealthView),
+        (status = 503, description = "degraded (with a token)", body = HealthView),
     ))]
-pub(super) async fn health(State(state): State<AppState>) -> impl IntoResponse {
+pub(super) async fn health(
+    State(state): State<AppState>,
+    caller: Result<Caller, ApiError>,
+) -> impl IntoResponse {
+    if caller.is_err() {
+        let body = HealthView {
+            status: Overall::Up,
+            database: None,
+            backend: None,
+            sandboxes: None,
+        };
+        return (StatusCode::OK, Json(body));
+    }
     let health = state.service.health().await;
     let (status, overall) = if health.is_ok() {
         (StatusCode::OK, Overall::Ok)
@@ -71,9 +96,9 @@ pub(super) async fn health(State(state): State<AppState>) -> impl IntoResponse {
     };
     let body = HealthView {
         status: overall,
-        database: (&health.database).into(),
-        backend: (&health.backend).into(),
-        sandboxes: health.sandboxes,
+        database: Some((&health.database).into()),
+        backend: Some((&health.backend).into()),
+        sandboxes: Some(health.sandboxes),
     };
     (status, Json(body))
 }

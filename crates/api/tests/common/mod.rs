@@ -358,9 +358,11 @@ pub async fn expect_error(
     Ok(json)
 }
 
-/// Host pids of `paddock-guest` processes whose command line names `needle`
-/// (the jail spec carries the cgroup parent), zombies excluded.
-pub fn guest_processes(needle: &str) -> Vec<u32> {
+/// Host pids of the `paddock-guest` processes (monitors and inits) of the
+/// sandboxes under `cgroup_parent`, zombies excluded. Their command line
+/// names the parent only by its owner tag (no host path or cgroup in argv).
+pub fn guest_processes(cgroup_parent: &str) -> Vec<u32> {
+    let needle = format!("--owner\0{}", paddock_sandbox::owner_tag(cgroup_parent));
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -374,7 +376,7 @@ pub fn guest_processes(needle: &str) -> Vec<u32> {
             let zombie = stat
                 .rsplit_once(')')
                 .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            text.contains("paddock-guest") && text.contains(needle) && !zombie
+            text.contains("paddock-guest") && text.contains(needle.as_str()) && !zombie
         })
         .collect()
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::ModelProvider;
-use paddock_core::store::{Run, RunState, Session, SubagentProfile, Workspace};
+use paddock_core::store::{Run, RunMode, RunState, Session, SubagentProfile, Workspace};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -200,6 +200,14 @@ impl Family {
         self: &Arc<Self>,
         request: SpawnRequest,
     ) -> Result<(RunId, SessionId), SpawnError> {
+        if self.parts.parent.mode == RunMode::Plan && request.profile.mode() != RunMode::Plan {
+            return Err(SpawnError::Refused(format!(
+                "this run is in plan mode, which is read-only all the way down: it may spawn \
+                 explore, plan or review subagents, not a {} subagent (it would change files \
+                 and run commands); put the build step in the plan instead",
+                request.profile
+            )));
+        }
         self.reserve()?;
         self.spawning.send_modify(|n| *n += 1);
         let family = Arc::clone(self);
@@ -250,7 +258,7 @@ impl Family {
             shared.store.now(),
         );
         let dir = workspace::workspace_dir(&shared.config, &workspace);
-        let read_only = request.profile.mode() == paddock_core::store::RunMode::Plan;
+        let read_only = request.profile.mode() == RunMode::Plan;
         // no sandbox has the directory until the run is launched: a failure removes it
         let started = match self.batcher.prepare(&dir, read_only).await {
             Ok(base) => {
@@ -468,7 +476,7 @@ async fn follow(
             (run, false)
         }
     };
-    if child.profile.mode() == paddock_core::store::RunMode::Build {
+    if child.profile.mode() == RunMode::Build {
         let (state, set) = change_set(shared, &child.base, &run).await;
         let mut changes = child.changes();
         changes.state = state;

@@ -147,9 +147,15 @@ impl NativeBackend {
         spec: &SandboxSpec,
     ) -> Result<(Child, tokio::net::UnixStream), BoxError> {
         let (host_end, guest_end) = std::os::unix::net::UnixStream::pair()?;
+        if !self.config.unconfined {
+            // The spec goes first on the connection, not in argv (see
+            // paddock_jail::JailSpec); it is small, the socket buffer holds it.
+            let jail = jail_spec(id, workspace.to_path_buf(), temporary, spec, &self.config);
+            std::io::Write::write_all(&mut &host_end, &jail.to_frame()?)?;
+        }
         host_end.set_nonblocking(true)?;
         let stream = tokio::net::UnixStream::from_std(host_end)?;
-        let mut command = self.guest_command(id, workspace, temporary, spec)?;
+        let mut command = self.guest_command(id, workspace);
         command.stdin(Stdio::from(OwnedFd::from(guest_end)));
         let spawned = command.spawn();
         // The command holds our copy of the guest's end: drop it now, or the
@@ -210,22 +216,21 @@ impl NativeBackend {
         }
     }
 
-    fn guest_command(
-        &self,
-        id: &SandboxId,
-        workspace: &Path,
-        temporary: bool,
-        spec: &SandboxSpec,
-    ) -> Result<Command, BoxError> {
+    /// The guest's command line. It names no host path in jail mode: the
+    /// sandbox's PID 1 shares it (the spec travels on fd 0).
+    fn guest_command(&self, id: &SandboxId, workspace: &Path) -> Command {
         let mut command = Command::new(&self.config.guest_bin);
         if self.config.unconfined {
             command.arg("serve").arg("--workspace").arg(workspace);
         } else {
-            let jail = jail_spec(id, workspace.to_path_buf(), temporary, spec, &self.config);
             command
+                // Not the binary's host path: PID 1's /proc/1/cmdline shows argv.
+                .arg0("paddock-guest")
                 .arg("jail")
-                .arg("--spec")
-                .arg(serde_json::to_string(&jail)?);
+                .arg("--sandbox")
+                .arg(id.as_str())
+                .arg("--owner")
+                .arg(super::orphans::owner_tag(&self.config.cgroup_parent));
         }
         command
             // Nothing of the host's environment reaches the sandbox.
@@ -236,7 +241,7 @@ impl NativeBackend {
             // tears the sandbox down in order, not the monitor directly.
             .process_group(0)
             .kill_on_drop(true);
-        Ok(command)
+        command
     }
 }
 

@@ -7,6 +7,8 @@ use paddock_jail::JailSpec;
 
 use super::NativeConfig;
 
+/// `temporary_workspace`: the workspace was made for this sandbox (a quota
+/// is a tmpfs, the monitor removes it).
 pub(super) fn jail_spec(
     id: &SandboxId,
     workspace: PathBuf,

@@ -3,9 +3,11 @@
 //! running, cgroups, temporary workspaces.
 //!
 //! Ownership is read from the host, not from a database: a monitor is
-//! `paddock-guest jail --spec JSON` and its spec names the cgroup parent, so
-//! an owner that gives each node its own parent only ever touches its own
-//! sandboxes, even with several owners (or test runs) on one host.
+//! `paddock-guest jail --sandbox ID --owner TAG`, TAG a hash of the cgroup
+//! parent (the sandbox's PID 1 shares this command line, so it names no host
+//! path or cgroup), so an owner that gives each node its own parent only
+//! ever touches its own sandboxes, even with several owners (or test runs)
+//! on one host.
 
 use std::collections::HashSet;
 use std::fs;
@@ -85,22 +87,31 @@ fn jail_processes(cgroup_parent: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// The sandbox id of a `paddock-guest jail --spec JSON` command line whose
-/// spec has this cgroup parent.
+/// The `--owner` tag of native monitors under `cgroup_parent`: the first 16
+/// hex digits of its SHA-256 (the command line must not name the parent).
+pub fn owner_tag(cgroup_parent: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(cgroup_parent.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sandbox id of a `paddock-guest jail --sandbox ID --owner TAG`
+/// command line whose tag is `cgroup_parent`'s.
 fn jail_sandbox_id(cmdline: &[u8], cgroup_parent: &str) -> Option<String> {
     let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    let [exe, sub, flag, spec, ..] = args.as_slice() else {
+    let [exe, sub, sandbox_flag, id, owner_flag, owner, ..] = args.as_slice() else {
         return None;
     };
     let exe_name = Path::new(std::str::from_utf8(exe).ok()?).file_name()?;
-    if exe_name != "paddock-guest" || *sub != b"jail" || *flag != b"--spec" {
+    if exe_name != "paddock-guest"
+        || *sub != b"jail"
+        || *sandbox_flag != b"--sandbox"
+        || *owner_flag != b"--owner"
+        || *owner != owner_tag(cgroup_parent).as_bytes()
+    {
         return None;
     }
-    let spec: serde_json::Value = serde_json::from_slice(spec).ok()?;
-    if spec.get("cgroup_parent")?.as_str()? != cgroup_parent {
-        return None;
-    }
-    Some(spec.get("sandbox_id")?.as_str()?.to_owned())
+    Some(std::str::from_utf8(id).ok()?.to_owned())
 }
 
 fn wait_gone(pids: &[u32]) {
@@ -189,17 +200,28 @@ mod tests {
 
     #[test]
     fn recognises_only_monitors_of_its_own_cgroup_parent() {
-        let spec = r#"{"sandbox_id":"sb-1","cgroup_parent":"paddock/node-a"}"#;
-        let line = cmdline(&["/x/paddock-guest", "jail", "--spec", spec]);
+        let tag = owner_tag("paddock/node-a");
+        let line = cmdline(&[
+            "/x/paddock-guest",
+            "jail",
+            "--sandbox",
+            "sb-1",
+            "--owner",
+            &tag,
+        ]);
         assert_eq!(
             jail_sandbox_id(&line, "paddock/node-a"),
             Some("sb-1".to_owned())
         );
         assert_eq!(jail_sandbox_id(&line, "paddock"), None);
-        let other_exe = cmdline(&["/x/sh", "jail", "--spec", spec]);
+        let other_exe = cmdline(&["/x/sh", "jail", "--sandbox", "sb-1", "--owner", &tag]);
         assert_eq!(jail_sandbox_id(&other_exe, "paddock/node-a"), None);
         let serve = cmdline(&["/x/paddock-guest", "serve", "--workspace", "/w"]);
         assert_eq!(jail_sandbox_id(&serve, "paddock/node-a"), None);
+        // The tag hides the cgroup parent's name.
+        assert!(!tag.contains("node"), "{tag}");
+        assert_eq!(tag.len(), 16);
+        assert_ne!(tag, owner_tag("paddock"));
     }
 
     #[test]

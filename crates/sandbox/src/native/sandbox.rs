@@ -180,7 +180,12 @@ fn clean_blocking(
         None => Ok(()),
     };
     let workspace = match temp_workspace {
-        Some(dir) => dir.close().map_err(|e| -> BoxError { e.into() }),
+        // The jail's monitor removes a temporary workspace itself once the
+        // sandbox has ended (so it goes even if this process is killed).
+        Some(dir) => match dir.close() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other.map_err(|e| -> BoxError { e.into() }),
+        },
         None => Ok(()),
     };
     cgroups.and(workspace)
