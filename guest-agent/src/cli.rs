@@ -29,6 +29,9 @@ pub enum Mode {
     Serve(ServeArgs),
     /// Enter the sandbox described by --spec, then serve as its PID 1.
     Jail(JailArgs),
+    /// PID 1 of a container (docker, gVisor): check what the engine set up,
+    /// apply landlock, seccomp and rlimits, then serve on stdin/stdout.
+    Container(ContainerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -41,6 +44,13 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct JailArgs {
     /// The sandbox to build, as the JSON form of `paddock_jail::JailSpec`.
+    #[arg(long)]
+    pub spec: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ContainerArgs {
+    /// The container, as the JSON form of `paddock_jail::ContainerSpec`.
     #[arg(long)]
     pub spec: String,
 }

@@ -67,7 +67,25 @@ fn cloexec_above_stdio() -> Result<(), Errno> {
     // no memory; it only sets the close-on-exec flag on descriptors 3 and up,
     // which every owner of those descriptors in this process is fine with.
     let rc = unsafe { libc::close_range(3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
-    Errno::result(rc).map(drop)
+    match Errno::result(rc) {
+        // gVisor has no CLOSE_RANGE_CLOEXEC: flag each listed descriptor.
+        Err(Errno::EINVAL | Errno::ENOSYS) => cloexec_each_listed(),
+        other => other.map(drop),
+    }
+}
+
+fn cloexec_each_listed() -> Result<(), Errno> {
+    let entries = std::fs::read_dir("/proc/self/fd").map_err(|_| Errno::EINVAL)?;
+    let fds: Vec<libc::c_int> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_SETFD only sets the flag; the listing's own descriptor
+        // is closed by now (EBADF, ignored).
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
 }
 
 fn reap_until(agent: Pid) -> ! {

@@ -214,6 +214,26 @@ pub(crate) fn close_from(first: libc::c_uint) -> io::Result<()> {
     check_int(unsafe { libc::close_range(first, libc::c_uint::MAX, 0) }).map(drop)
 }
 
+/// [`close_from`], or where close_range is missing (gVisor answers EINVAL)
+/// closing each descriptor /proc/self/fd lists from `first` on.
+pub(crate) fn close_from_or_each(first: libc::c_uint) -> io::Result<()> {
+    match close_from(first) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+            let fds: Vec<libc::c_int> = std::fs::read_dir("/proc/self/fd")?
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+                .filter(|fd: &libc::c_int| u32::try_from(*fd).is_ok_and(|fd| fd >= first))
+                .collect();
+            for fd in fds {
+                // SAFETY: as for close_range; the listing's own descriptor
+                // is already closed, so EBADF is expected and ignored.
+                unsafe { libc::close(fd) };
+            }
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 #[repr(C)]
 struct CapHeader {
     version: u32,

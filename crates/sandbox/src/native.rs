@@ -11,3 +11,4 @@ mod stderr;
 pub use backend::{NativeBackend, NativeConfig};
 pub use guest_bin::{GUEST_BIN_ENV, LocateGuestError, locate_guest_bin};
 pub use sandbox::NativeSandbox;
+pub(crate) use stderr::StderrTail;

@@ -1,0 +1,123 @@
+//! The sandbox backends the conformance suite runs against: native, docker
+//! and gvisor. A backend this host cannot run is reported skipped with its
+//! reason; with `PADDOCK_REQUIRE_BACKENDS` set (CI sets it to all three) a
+//! missing one fails instead, so a run never looks green by skipping.
+
+use std::path::Path;
+
+use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
+use paddock_sandbox::{
+    DockerBackend, DockerConfig, Engine, NativeBackend, NativeConfig, locate_guest_bin,
+};
+
+/// The node label the suite's containers carry (reaping touches only these).
+pub const TEST_NODE: &str = "paddock-tests";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Native,
+    Docker,
+    Gvisor,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Native => "native",
+            Kind::Docker => "docker",
+            Kind::Gvisor => "gvisor",
+        }
+    }
+
+    pub fn is_container(self) -> bool {
+        self != Kind::Native
+    }
+}
+
+pub fn docker_config(engine: Engine) -> DockerConfig {
+    let guest = locate_guest_bin(None).unwrap_or_else(|e| panic!("paddock-guest: {e}"));
+    let mut config = DockerConfig::new(engine, guest);
+    config.node = TEST_NODE.to_owned();
+    if let Ok(image) = std::env::var("PADDOCK_DOCKER_IMAGE") {
+        config.image = image;
+    }
+    config
+}
+
+/// The backend, or why this host cannot run it.
+pub async fn connect(kind: Kind) -> Result<Box<dyn SandboxBackend>, String> {
+    let backend: Box<dyn SandboxBackend> = match kind {
+        Kind::Native => {
+            let guest = locate_guest_bin(None).map_err(|e| e.to_string())?;
+            Box::new(NativeBackend::new(NativeConfig::new(guest)))
+        }
+        Kind::Docker | Kind::Gvisor => {
+            let engine = if kind == Kind::Docker {
+                Engine::Docker
+            } else {
+                Engine::Gvisor
+            };
+            Box::new(
+                DockerBackend::connect(docker_config(engine))
+                    .await
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
+    backend.check().await.map_err(|e| e.to_string())?;
+    Ok(backend)
+}
+
+fn required(kind: Kind) -> bool {
+    std::env::var("PADDOCK_REQUIRE_BACKENDS")
+        .is_ok_and(|list| list.split(',').any(|b| b.trim() == kind.name()))
+}
+
+/// The backend for a test, or None after printing why it is skipped.
+/// Panics instead when the run requires this backend.
+pub async fn for_test(kind: Kind, test: &str) -> Option<Box<dyn SandboxBackend>> {
+    match connect(kind).await {
+        Ok(backend) => Some(backend),
+        Err(reason) if required(kind) => {
+            panic!(
+                "{test}: the {} backend is required but unavailable: {reason}",
+                kind.name()
+            )
+        }
+        Err(reason) => {
+            eprintln!(
+                "SKIPPED {test} [{}]: backend unavailable: {reason}",
+                kind.name()
+            );
+            None
+        }
+    }
+}
+
+/// A workspace directory for `kind`: container sandboxes run as the
+/// workspace owner and refuse a root-owned one, so it is given to the
+/// sandbox uid there.
+pub fn workspace(kind: Kind) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    if kind.is_container() {
+        give_to_sandbox(dir.path());
+    }
+    dir
+}
+
+/// The uid container sandboxes of the suite run as.
+pub const SANDBOX_UID: u32 = 100_000;
+
+pub fn give_to_sandbox(path: &Path) {
+    std::os::unix::fs::chown(path, Some(SANDBOX_UID), Some(SANDBOX_UID))
+        .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
+}
+
+/// The downgrades a backend needs on this host: gVisor has no landlock.
+pub fn spec_for(kind: Kind, mut spec: SandboxSpec) -> SandboxSpec {
+    if kind == Kind::Gvisor {
+        spec.allow_downgrade
+            .insert(paddock_core::sandbox::DowngradeLayer::Landlock);
+    }
+    spec
+}
