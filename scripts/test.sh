@@ -27,6 +27,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The container tier (docker.io + runsc from Debian, dockerd started in the
+# background, the sandbox image built from Debian packages): the conformance
+# suite runs every backend, and must not skip one here.
+echo "==> container tier (scripts/container-setup.sh)"
+bash scripts/container-setup.sh
+export PADDOCK_REQUIRE_BACKENDS=native,docker,gvisor
+
 for component in fmt clippy; do
     if ! cargo "$component" --version >/dev/null 2>&1; then
         echo "scripts/test.sh: cargo $component is missing (rustup component add" \

@@ -121,3 +121,89 @@ pub fn spec_for(kind: Kind, mut spec: SandboxSpec) -> SandboxSpec {
     }
     spec
 }
+
+/// A backend that owns only what it makes (its own cgroup parent or node
+/// label), the same in each call of one test process: a second one plays
+/// the restarted owner that reaps what the first left.
+pub async fn private_owner(kind: Kind) -> Box<dyn SandboxBackend> {
+    let tag = format!("paddock-orphans-{}", std::process::id());
+    match kind {
+        Kind::Native => {
+            let guest = locate_guest_bin(None).unwrap_or_else(|e| panic!("paddock-guest: {e}"));
+            let mut config = NativeConfig::new(guest);
+            config.cgroup_parent = tag;
+            Box::new(NativeBackend::new(config))
+        }
+        Kind::Docker | Kind::Gvisor => {
+            let engine = if kind == Kind::Docker {
+                Engine::Docker
+            } else {
+                Engine::Gvisor
+            };
+            let mut config = docker_config(engine);
+            config.node = tag;
+            Box::new(
+                DockerBackend::connect(config)
+                    .await
+                    .unwrap_or_else(|e| panic!("connecting: {e}")),
+            )
+        }
+    }
+}
+
+/// The docker CLI of Debian's docker.io (not whatever else is on PATH).
+pub fn docker_cli() -> std::process::Command {
+    let path = if Path::new("/usr/bin/docker").is_file() {
+        "/usr/bin/docker"
+    } else {
+        "docker"
+    };
+    std::process::Command::new(path)
+}
+
+fn processes_naming(id: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            text.contains(id)
+                .then(|| format!("process {}: {text}", e.file_name().to_string_lossy()))
+        })
+        .collect()
+}
+
+fn containers_labelled(id: &str) -> Vec<String> {
+    let out = docker_cli()
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label={}={id}", paddock_sandbox::LABEL_SANDBOX))
+        .output();
+    match out {
+        Ok(out) => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|c| format!("container {c}"))
+            .collect(),
+        Err(e) => vec![format!("docker ps failed: {e}")],
+    }
+}
+
+/// What sandbox `id` still holds on the host (processes naming it, and for
+/// containers the engine's containers labelled with it), after waiting
+/// up to 15 s for it to go.
+pub async fn leftovers(kind: Kind, id: &paddock_core::sandbox::SandboxId) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let mut left = processes_naming(id.as_str());
+        if kind.is_container() {
+            left.extend(containers_labelled(id.as_str()));
+        }
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -30,4 +30,18 @@ macro_rules! per_backend {
     };
 }
 
-per_backend!(enforcement_is_reported, exec_and_files);
+per_backend!(
+    enforcement_is_reported,
+    exec_and_files,
+    traversal_is_refused,
+    background_and_reattach,
+    streaming_exec,
+    read_only_workspace,
+    write_scope,
+    memory_and_tmp_limits,
+    pids_limit,
+    network_none,
+    snapshot_round_trip_and_fork,
+    nothing_left_behind,
+    orphans_are_reaped,
+);

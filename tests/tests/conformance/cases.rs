@@ -4,8 +4,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use paddock_core::sandbox::{GuestOps, Sandbox, SandboxBackend, SandboxSpec, WriteOptions};
-use paddock_proto::{ExecSpec, LayerState};
+use paddock_core::sandbox::{
+    GuestOps, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec, SnapshotExportOptions,
+    SnapshotImportOptions, WriteOptions,
+};
+use paddock_proto::{ErrorCode, ExecSpec, LayerState};
 use paddock_tests::backends::{self, Kind};
 use paddock_tests::host::require_root;
 
@@ -125,5 +128,364 @@ pub fn exec_and_files(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>
             b"written by the host"
         );
         sb.destroy().await.unwrap();
+    })
+}
+
+fn in_workspace(ws: &tempfile::TempDir) -> SandboxSpec {
+    SandboxSpec {
+        workspace: Some(ws.path().to_path_buf()),
+        ..SandboxSpec::default()
+    }
+}
+
+const PROBE: &str = "paddock-test-probe";
+const MIB: u64 = 1 << 20;
+
+pub fn traversal_is_refused(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        std::os::unix::fs::symlink("/etc", ws.path().join("etc-link")).unwrap();
+        std::os::unix::fs::symlink("../..", ws.path().join("up")).unwrap();
+        let sb = ctx.create(in_workspace(&ws)).await;
+        let guest = sb.guest();
+        for path in [
+            "../etc/passwd",
+            "/etc/passwd",
+            "etc-link/passwd",
+            "up/etc/passwd",
+        ] {
+            match guest.file_read(path, 0, None).await {
+                Err(e) => assert_eq!(e.code(), Some(ErrorCode::PathEscape), "{path}: {e:?}"),
+                Ok(data) => panic!("{path} was read: {} bytes", data.size),
+            }
+        }
+        match guest
+            .file_write("etc-link/evil", b"x", WriteOptions::default())
+            .await
+        {
+            Err(e) => assert_eq!(e.code(), Some(ErrorCode::PathEscape), "{e:?}"),
+            Ok(n) => panic!("wrote {n} bytes through a symlink out"),
+        }
+        assert!(!std::path::Path::new("/etc/evil").exists());
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn background_and_reattach(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let sb = ctx.create(SandboxSpec::default()).await;
+        let guest = sb.guest();
+        let started = guest
+            .process_start(shell("echo first; sleep 0.3; echo second"))
+            .await
+            .unwrap();
+        let status = guest
+            .process_wait(started.handle, Some(10_000))
+            .await
+            .unwrap();
+        assert!(!status.running);
+        assert_eq!(status.exit.unwrap().code, Some(0));
+        // A second reader, from offset 0, still gets everything.
+        let out = guest
+            .process_read(started.handle, 0, 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.data), "first\nsecond\n");
+        let listed = guest.process_list().await.unwrap();
+        assert!(listed.iter().any(|p| p.handle == started.handle));
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn streaming_exec(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        use paddock_core::sandbox::ExecEvent;
+        let sb = ctx.create(SandboxSpec::default()).await;
+        let guest = sb.guest();
+        let mut execution = guest
+            .exec(shell("for i in 1 2 3; do echo $i; sleep 0.1; done"), &[])
+            .await
+            .unwrap();
+        let mut chunks = 0;
+        let mut text = String::new();
+        let mut exit = None;
+        while let Some(event) = execution.next_event().await.unwrap() {
+            match event {
+                ExecEvent::Output { data, .. } => {
+                    chunks += 1;
+                    text.push_str(&String::from_utf8_lossy(&data));
+                }
+                ExecEvent::Exited(info) => exit = Some(info),
+                _ => {}
+            }
+        }
+        assert_eq!(text, "1\n2\n3\n");
+        assert!(
+            chunks >= 2,
+            "output arrived in {chunks} chunk(s), not streamed"
+        );
+        assert_eq!(exit.unwrap().code, Some(0));
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn read_only_workspace(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        std::fs::write(ws.path().join("kept.txt"), b"original").unwrap();
+        let sb = ctx
+            .create(SandboxSpec {
+                read_only: true,
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let (code, out, _) = sh(&*guest, "cat kept.txt").await;
+        assert_eq!((code, out.as_str()), (0, "original"));
+        let (code, _, _) = sh(&*guest, "echo x > kept.txt || exit 9; touch new").await;
+        assert_eq!(code, 9);
+        assert!(
+            guest
+                .file_write("new.txt", b"x", WriteOptions::default())
+                .await
+                .is_err()
+        );
+        let info = guest.info().await.unwrap();
+        assert!(info.enforcement.read_only_workspace);
+        sb.destroy().await.unwrap();
+        assert_eq!(
+            std::fs::read(ws.path().join("kept.txt")).unwrap(),
+            b"original"
+        );
+        assert!(!ws.path().join("new").exists() && !ws.path().join("new.txt").exists());
+    })
+}
+
+pub fn write_scope(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        std::fs::create_dir(ws.path().join("src")).unwrap();
+        if ctx.kind.is_container() {
+            backends::give_to_sandbox(&ws.path().join("src"));
+        }
+        let sb = ctx
+            .create(SandboxSpec {
+                writable_paths: vec!["out".to_owned()],
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let (code, _, err) = sh(&*guest, "echo built > out/result").await;
+        assert_eq!(code, 0, "{err}");
+        let (code, _, _) = sh(&*guest, "echo x > src/changed || exit 9").await;
+        assert_eq!(code, 9);
+        let info = guest.info().await.unwrap();
+        assert_eq!(info.enforcement.writable_paths, ["out"]);
+        sb.destroy().await.unwrap();
+        assert_eq!(
+            std::fs::read(ws.path().join("out/result")).unwrap(),
+            b"built\n"
+        );
+        assert!(!ws.path().join("src/changed").exists());
+    })
+}
+
+/// Under gVisor the engine's cgroup holds the sentry (the user-space
+/// kernel), not each sandboxed process: a sandbox past its memory or pids
+/// limit loses its sentry, so "held" there means the sandbox died instead
+/// of the host giving way.
+fn held_or_sandbox_killed(
+    kind: Kind,
+    what: &str,
+    result: Result<paddock_core::sandbox::ExecOutput, paddock_core::sandbox::GuestError>,
+) -> Option<paddock_core::sandbox::ExecOutput> {
+    match result {
+        Ok(out) => Some(out),
+        Err(paddock_core::sandbox::GuestError::Disconnected { .. }) if kind == Kind::Gvisor => None,
+        Err(e) => panic!("{what}: {}", chain(&e)),
+    }
+}
+
+pub fn memory_and_tmp_limits(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
+        let sb = ctx
+            .create(SandboxSpec {
+                limits: SandboxLimits {
+                    memory_bytes: Some(256 * MIB),
+                    tmp_bytes: 8 * MIB,
+                    ..SandboxLimits::default()
+                },
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let (code, _, _) = sh(
+            &*guest,
+            "dd if=/dev/zero of=/tmp/fill bs=1M count=16 2>/dev/null; test $? -ne 0",
+        )
+        .await;
+        assert_eq!(code, 0, "16 MiB fit in an 8 MiB /tmp");
+        let small = guest
+            .exec_output(
+                ExecSpec {
+                    argv: vec![probe.clone(), "alloc".into(), (16 * MIB).to_string()],
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(small.exit.code, Some(0), "16 MiB under 256 MiB: {small:?}");
+        let over = guest
+            .exec_output(
+                ExecSpec {
+                    argv: vec![probe.clone(), "alloc".into(), (1024 * MIB).to_string()],
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await;
+        if let Some(over) = held_or_sandbox_killed(ctx.kind, "alloc", over) {
+            assert!(
+                over.exit.code != Some(0),
+                "allocating 1 GiB under a 256 MiB limit succeeded: {over:?}"
+            );
+        }
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn pids_limit(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
+        let pids = 128;
+        let sb = ctx
+            .create(SandboxSpec {
+                limits: SandboxLimits {
+                    pids: Some(pids),
+                    ..SandboxLimits::default()
+                },
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let spawned = guest
+            .exec_output(
+                ExecSpec {
+                    argv: vec![probe.clone(), "spawn-until-fail".into(), "400".into()],
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await;
+        if let Some(spawned) = held_or_sandbox_killed(ctx.kind, "spawn", spawned) {
+            let text = String::from_utf8_lossy(&spawned.stdout);
+            let count: u64 = text
+                .split_whitespace()
+                .find_map(|w| w.parse().ok())
+                .unwrap_or_else(|| panic!("no count in {text:?} {spawned:?}"));
+            assert!(
+                count < pids,
+                "{count} processes under a pids limit of {pids}"
+            );
+        }
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn network_none(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
+        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sb = ctx.create(in_workspace(&ws)).await;
+        let guest = sb.guest();
+        let (code, out, _) = sh(&*guest, &format!("{probe} interfaces")).await;
+        assert_eq!(code, 0);
+        let names: Vec<&str> = out.lines().collect();
+        assert!(names.iter().all(|n| *n == "lo"), "interfaces: {names:?}");
+        let (code, _, _) = sh(&*guest, &format!("{probe} connect 127.0.0.1:{port}")).await;
+        assert_ne!(code, 0, "the host's listener was reached");
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn snapshot_round_trip_and_fork(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let sb = ctx.create(in_workspace(&ws)).await;
+        let guest = sb.guest();
+        let (code, _, err) = sh(
+            &*guest,
+            "mkdir -p d/e && echo one > d/e/f && printf two > g && chmod 750 d",
+        )
+        .await;
+        assert_eq!(code, 0, "{err}");
+        let mut archive = Vec::new();
+        guest
+            .snapshot_export(SnapshotExportOptions::default(), &mut archive)
+            .await
+            .unwrap();
+        assert!(!archive.is_empty());
+        // The fork: a fresh sandbox restores it and diverges.
+        let fork = ctx.create(SandboxSpec::default()).await;
+        let forked = fork.guest();
+        forked
+            .snapshot_import(SnapshotImportOptions::default(), &mut archive.as_slice())
+            .await
+            .unwrap_or_else(|e| panic!("{}", chain(&e)));
+        // (stat(1) of Debian 12 fails under Debian 12's gVisor: statx flags.)
+        assert_eq!(forked.file_stat("d").await.unwrap().mode & 0o7777, 0o750);
+        let (code, out, _) = sh(&*forked, "cat d/e/f g; echo changed > g").await;
+        assert_eq!((code, out.as_str()), (0, "one\ntwo"));
+        let (_, out, _) = sh(&*guest, "cat g").await;
+        assert_eq!(out, "two", "the fork changed its parent");
+        fork.destroy().await.unwrap();
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn nothing_left_behind(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let sb = ctx.create(SandboxSpec::default()).await;
+        let id = sb.info().id.clone();
+        let temp = sb.info().workspace.clone();
+        assert!(sb.info().workspace_is_temporary && temp.is_dir());
+        let (code, _, _) = sh(&*sb.guest(), "sleep 60 & sleep 60 & true").await;
+        assert_eq!(code, 0);
+        sb.destroy().await.unwrap();
+        assert!(
+            !temp.exists(),
+            "temporary workspace {} is left",
+            temp.display()
+        );
+        let left = backends::leftovers(ctx.kind, &id).await;
+        assert!(left.is_empty(), "left behind: {left:?}");
+    })
+}
+
+pub fn orphans_are_reaped(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        // An owner of its own, so reaping touches no other test's sandboxes.
+        let owner = backends::private_owner(ctx.kind).await;
+        let sb = owner
+            .create(backends::spec_for(ctx.kind, SandboxSpec::default()))
+            .await
+            .unwrap();
+        let id = sb.info().id.clone();
+        // The owner "dies": its handle is never destroyed nor dropped.
+        std::mem::forget(sb);
+        let restarted = backends::private_owner(ctx.kind).await;
+        let report = restarted.reap_orphans(&[]).await.unwrap();
+        assert!(
+            report.sandboxes_removed.contains(&id) || !report.processes_killed.is_empty(),
+            "{report:?}"
+        );
+        let left = backends::leftovers(ctx.kind, &id).await;
+        assert!(left.is_empty(), "left behind after reaping: {left:?}");
     })
 }

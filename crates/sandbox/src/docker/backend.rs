@@ -12,13 +12,17 @@ use paddock_core::sandbox::{
     SandboxSpec,
 };
 
-use super::config::DockerConfig;
+use super::config::{DockerConfig, Engine};
 use super::container::{self, Request};
 use super::host_checks;
 use super::sandbox::{DockerSandbox, Teardown};
 use super::{stdio, workspace};
 use crate::GuestClient;
 use crate::native::StderrTail;
+
+/// Below this the gVisor sentry (a Go program whose host threads the pids
+/// cgroup counts) cannot start.
+const GVISOR_MIN_PIDS: u64 = 64;
 
 /// Makes container sandboxes through one engine connection (cheap to clone).
 #[derive(Debug, Clone)]
@@ -68,6 +72,17 @@ impl DockerBackend {
         };
         tracing::debug!(sandbox_id = %id, backend = self.name(), "creating sandbox");
         spec.validate().map_err(|e| launch_error(Box::new(e)))?;
+        if self.config.engine == Engine::Gvisor
+            && spec.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
+        {
+            return Err(launch_error(
+                format!(
+                    "a gVisor sandbox needs a pids limit of at least {GVISOR_MIN_PIDS}: the \
+                     limit holds the sentry's host threads, not each sandboxed process"
+                )
+                .into(),
+            ));
+        }
         let created_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -186,31 +186,45 @@ pub(super) async fn remove_container(
 
 impl Drop for Teardown {
     fn drop(&mut self) {
+        if let Some(task) = self.stream_task.take() {
+            task.abort();
+        }
         if self.container.is_empty() && self.temp_workspace.is_none() {
             return;
         }
         tracing::debug!(sandbox_id = %self.id, "sandbox dropped without destroy: removing it");
-        let mut leftover = Teardown {
+        let leftover = Leftover {
             id: self.id.clone(),
             docker: self.docker.clone(),
             container: std::mem::take(&mut self.container),
             temp_workspace: self.temp_workspace.take(),
-            stream_task: self.stream_task.take(),
-            tail: self.tail.clone(),
             stop_timeout: self.stop_timeout,
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    if let Err(err) = leftover.remove().await {
-                        tracing::warn!(sandbox_id = %leftover.id, error = %err, "removing a dropped sandbox");
-                    }
-                });
-            }
-            // No runtime: the temporary workspace goes with `leftover`; the
-            // container exits when its stdin closes and the engine removes
-            // it (auto-remove); reaping catches anything else.
-            Err(_) => leftover.container.clear(),
+        // Without a runtime the temporary workspace goes with `leftover`; the
+        // container exits when its stdin closes and the engine removes it
+        // (auto-remove); reaping at the next start catches anything else.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(leftover.remove());
         }
+    }
+}
+
+/// What a dropped sandbox still holds. No Drop of its own: a task cancelled
+/// at runtime shutdown just lets the temporary workspace go.
+#[derive(Debug)]
+struct Leftover {
+    id: SandboxId,
+    docker: Docker,
+    container: String,
+    temp_workspace: Option<tempfile::TempDir>,
+    stop_timeout: Duration,
+}
+
+impl Leftover {
+    async fn remove(self) {
+        if let Err(err) = remove_container(&self.docker, &self.container, self.stop_timeout).await {
+            tracing::warn!(sandbox_id = %self.id, error = %err, "removing a dropped sandbox");
+        }
+        drop(self.temp_workspace);
     }
 }
