@@ -8,6 +8,7 @@
 pub mod backends;
 pub mod bins;
 pub mod cli;
+pub mod escape;
 pub mod host;
 pub mod report;
 pub mod run;

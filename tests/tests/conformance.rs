@@ -44,4 +44,5 @@ per_backend!(
     snapshot_round_trip_and_fork,
     nothing_left_behind,
     orphans_are_reaped,
+    escape_battery,
 );

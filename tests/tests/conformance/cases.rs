@@ -489,3 +489,172 @@ pub fn orphans_are_reaped(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send +
         assert!(left.is_empty(), "left behind after reaping: {left:?}");
     })
 }
+
+/// The escape battery inside the backend's sandbox: every probe present,
+/// every escape blocked, the host unharmed, nothing left behind.
+pub fn escape_battery(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    use std::io::ErrorKind;
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+
+    use paddock_tests::escape::{
+        Canaries, MEMORY, PIDS, REQUIRED_PROBES, TMP, host_addresses, stray_battery_files,
+    };
+    use paddock_tests::report::Report;
+    Box::pin(async move {
+        let core_pattern = std::fs::read("/proc/sys/kernel/core_pattern").unwrap();
+        let ws = backends::workspace(ctx.kind);
+        let battery = paddock_tests::bins::stage_in_workspace(ws.path(), "paddock-escape-battery");
+        let canaries = Canaries::plant();
+        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let abstract_name = format!("paddock-battery-{}-{}", ctx.kind.name(), std::process::id());
+        let unix = UnixListener::bind_addr(
+            &SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap(),
+        )
+        .unwrap();
+        unix.set_nonblocking(true).unwrap();
+        let pids = if ctx.kind == Kind::Gvisor { 128 } else { PIDS };
+        let mut argv = vec![
+            battery,
+            "--tcp-port".into(),
+            port.to_string(),
+            "--abstract-socket".into(),
+            abstract_name,
+            "--pids-limit".into(),
+            pids.to_string(),
+            "--memory-limit".into(),
+            MEMORY.to_string(),
+        ];
+        for c in canaries.paths() {
+            argv.extend(["--canary".into(), c.display().to_string()]);
+        }
+        let own_comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+        argv.extend(["--host-process".into(), own_comm.trim_end().to_owned()]);
+        for a in host_addresses() {
+            argv.extend(["--host-addr".into(), a.to_string()]);
+        }
+        let spec = SandboxSpec {
+            limits: SandboxLimits {
+                memory_bytes: Some(MEMORY),
+                pids: Some(pids),
+                tmp_bytes: TMP,
+                ..SandboxLimits::default()
+            },
+            ..in_workspace(&ws)
+        };
+        // gVisor's cgroup holds its sentry: a bomb kills the whole sandbox
+        // (contained, but then no report), so each bomb runs in a sandbox of
+        // its own there, and must end either blocked or with that sandbox dead.
+        let bombs = ["fork bomb", "memory bomb"];
+        let mut bombs_contained = Vec::new();
+        if ctx.kind == Kind::Gvisor {
+            for bomb in bombs {
+                let sb = ctx.create(spec.clone()).await;
+                let id = sb.info().id.clone();
+                let mut only = argv.clone();
+                only.extend(["--only".into(), bomb.into()]);
+                let run = sb
+                    .guest()
+                    .exec_output(
+                        ExecSpec {
+                            argv: only,
+                            timeout_ms: Some(120_000),
+                            ..ExecSpec::default()
+                        },
+                        &[],
+                    )
+                    .await;
+                match run {
+                    Err(paddock_core::sandbox::GuestError::Disconnected { .. }) => {}
+                    Ok(out) => {
+                        let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+                        assert!(report.not_blocked().is_empty(), "{bomb}: {report:?}");
+                    }
+                    Err(e) => panic!("{bomb}: {}", chain(&e)),
+                }
+                let _ = sb.destroy().await;
+                let left = backends::leftovers(ctx.kind, &id).await;
+                assert!(left.is_empty(), "{bomb} left behind: {left:?}");
+                bombs_contained.push(bomb);
+            }
+            for bomb in bombs {
+                argv.extend(["--skip".into(), bomb.into()]);
+            }
+        }
+        let sb = ctx.create(spec).await;
+        let id = sb.info().id.clone();
+        let out = sb
+            .guest()
+            .exec_output(
+                ExecSpec {
+                    argv,
+                    timeout_ms: Some(300_000),
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "[{}] the battery's sandbox died: {}",
+                    ctx.kind.name(),
+                    chain(&e)
+                )
+            });
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.exit.code,
+            Some(0),
+            "the battery itself failed: {}\n{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Report = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("no report from the battery ({e}):\n{stdout}"));
+        let failed: Vec<String> = report
+            .failed_controls()
+            .iter()
+            .map(|c| format!("  {}: {}", c.name, c.detail))
+            .collect();
+        assert!(failed.is_empty(), "controls failed:\n{}", failed.join("\n"));
+        let names: Vec<&str> = report.probes.iter().map(|p| p.name.as_str()).collect();
+        let missing: Vec<&&str> = REQUIRED_PROBES
+            .iter()
+            .filter(|r| !names.iter().any(|n| n.starts_with(**r)))
+            .filter(|r| !bombs_contained.contains(*r))
+            .collect();
+        assert!(missing.is_empty(), "probes missing: {missing:?}");
+        let escapes: Vec<String> = report
+            .not_blocked()
+            .iter()
+            .map(|p| format!("  {}: {}", p.name, p.detail))
+            .collect();
+        assert!(
+            escapes.is_empty(),
+            "[{}] {} of {} escapes NOT blocked:\n{}",
+            ctx.kind.name(),
+            escapes.len(),
+            report.probes.len(),
+            escapes.join("\n")
+        );
+        sb.destroy().await.unwrap();
+        canaries.assert_unchanged();
+        assert_eq!(
+            std::fs::read("/proc/sys/kernel/core_pattern").unwrap(),
+            core_pattern
+        );
+        match listener.accept() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("the host TCP listener was reached: {other:?}"),
+        }
+        match unix.accept() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("the host abstract socket was reached: {other:?}"),
+        }
+        let strays = stray_battery_files();
+        assert!(strays.is_empty(), "battery files on the host: {strays:?}");
+        let left = backends::leftovers(ctx.kind, &id).await;
+        assert!(left.is_empty(), "left behind: {left:?}");
+    })
+}
