@@ -41,6 +41,10 @@ pub struct ServeConfig {
     /// name as `base_url`; the server's API key for the provider is sent there.
     #[serde(default)]
     pub model_base_urls: Vec<String>,
+    /// The sandbox backend ("native", "docker", "gvisor"); default: `--backend`.
+    pub backend: Option<crate::backend::BackendKind>,
+    /// The image of docker and gvisor sandboxes; default: `--image`.
+    pub image: Option<String>,
 }
 
 #[derive(Deserialize)]

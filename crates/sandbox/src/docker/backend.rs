@@ -91,6 +91,7 @@ impl DockerBackend {
             &id,
             spec.workspace.as_deref(),
             self.config.temp_root.as_deref(),
+            self.config.adopt_root_workspaces,
         )?;
         let writable = workspace::writable_binds(&id, &workspace, &spec.writable_paths)?;
         let scope: Vec<String> = {

@@ -58,6 +58,11 @@ pub struct DockerConfig {
     pub stop_timeout: Duration,
     /// How long one engine API call may take.
     pub api_timeout: Duration,
+    /// A requested workspace that belongs to root is given (recursively,
+    /// symlinks untouched) to the sandbox uid instead of refused. For
+    /// owners whose workspaces are their own directories (the server's and
+    /// `paddock run`'s data dir), never for an operator's own tree.
+    pub adopt_root_workspaces: bool,
 }
 
 /// The image the setup script builds.
@@ -76,6 +81,7 @@ impl DockerConfig {
             start_timeout: Duration::from_secs(20),
             stop_timeout: Duration::from_secs(2),
             api_timeout: Duration::from_secs(30),
+            adopt_root_workspaces: false,
         }
     }
 }

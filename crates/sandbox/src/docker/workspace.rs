@@ -31,6 +31,7 @@ pub(super) fn prepare(
     id: &SandboxId,
     requested: Option<&Path>,
     temp_root: Option<&Path>,
+    adopt_root: bool,
 ) -> Result<Workspace, SandboxError> {
     match requested {
         Some(dir) => {
@@ -42,6 +43,15 @@ pub(super) fn prepare(
                     "workspace is not a directory",
                 );
                 return Err(io_error(id, &path, err));
+            }
+            if meta.uid() == 0 && adopt_root {
+                adopt(&path).map_err(|e| io_error(id, &path, e))?;
+                return Ok(Workspace {
+                    path,
+                    temporary: None,
+                    uid: SANDBOX_UID,
+                    gid: SANDBOX_UID,
+                });
             }
             if meta.uid() == 0 {
                 let err = std::io::Error::new(
@@ -81,6 +91,21 @@ pub(super) fn prepare(
             })
         }
     }
+}
+
+/// Gives `dir` and everything below it to the sandbox uid (lchown: a
+/// symlink itself, never its target).
+fn adopt(dir: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(dir, Some(SANDBOX_UID), Some(SANDBOX_UID))?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            adopt(&entry.path())?;
+        } else {
+            std::os::unix::fs::lchown(entry.path(), Some(SANDBOX_UID), Some(SANDBOX_UID))?;
+        }
+    }
+    Ok(())
 }
 
 /// The write scope's host paths, sorted so a parent is bound before what
