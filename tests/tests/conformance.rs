@@ -45,4 +45,5 @@ per_backend!(
     nothing_left_behind,
     orphans_are_reaped,
     escape_battery,
+    warm_pool,
 );

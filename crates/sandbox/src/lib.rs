@@ -11,6 +11,7 @@
 mod client;
 mod docker;
 mod native;
+mod pool;
 
 pub use client::{ExecStream, GuestClient};
 pub use docker::{
@@ -19,3 +20,4 @@ pub use docker::{
 pub use native::{
     GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,
 };
+pub use pool::WarmPool;

@@ -658,3 +658,59 @@ pub fn escape_battery(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>
         assert!(left.is_empty(), "left behind: {left:?}");
     })
 }
+
+/// A warm pool of this backend: pooled sandboxes are handed out once each,
+/// refilled in the background; other profiles bypass it; dropping the pool
+/// removes what it still holds.
+pub fn warm_pool(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let backend: std::sync::Arc<dyn SandboxBackend> =
+            backends::connect(ctx.kind).await.unwrap().into();
+        let profile = backends::spec_for(ctx.kind, SandboxSpec::default());
+        let pool = paddock_sandbox::WarmPool::start(backend, profile.clone(), 2);
+        assert!(
+            pool.wait_full(Duration::from_secs(60)).await,
+            "the pool never filled"
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..4 {
+            let sb = pool.create(profile.clone()).await.unwrap();
+            assert!(
+                seen.insert(sb.info().id.clone()),
+                "a sandbox was handed out twice"
+            );
+            let (code, out, _) = sh(&*sb.guest(), "echo served").await;
+            assert_eq!((code, out.as_str()), (0, "served\n"));
+            sb.destroy().await.unwrap();
+            assert!(
+                pool.wait_full(Duration::from_secs(60)).await,
+                "the pool did not refill"
+            );
+        }
+        let other = pool
+            .create(SandboxSpec {
+                read_only: true,
+                ..profile.clone()
+            })
+            .await
+            .unwrap();
+        assert!(
+            other
+                .guest()
+                .info()
+                .await
+                .unwrap()
+                .enforcement
+                .read_only_workspace
+        );
+        other.destroy().await.unwrap();
+        let queued = pool.ready_ids();
+        assert_eq!(queued.len(), 2);
+        assert!(queued.iter().all(|id| !seen.contains(id)));
+        drop(pool);
+        for id in queued.iter().chain(seen.iter()) {
+            let left = backends::leftovers(ctx.kind, id).await;
+            assert!(left.is_empty(), "left behind: {left:?}");
+        }
+    })
+}
