@@ -207,3 +207,43 @@ pub async fn leftovers(kind: Kind, id: &paddock_core::sandbox::SandboxId) -> Vec
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// The engine's volumes (the container tier makes none).
+pub fn docker_volumes() -> Vec<String> {
+    match docker_cli().args(["volume", "ls", "-q"]).output() {
+        Ok(out) => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What a `paddock sandbox run` of `kind` over `workspace` holds: native
+/// processes naming the workspace, or containers of the CLI's node label
+/// and this backend bound to it.
+pub fn owned_by_cli(kind: Kind, workspace: &str) -> Vec<String> {
+    let mut held = processes_naming(workspace);
+    if kind.is_container() {
+        let out = docker_cli()
+            .args(["ps", "-aq", "--filter"])
+            .arg(format!("label={}=paddock-cli", paddock_sandbox::LABEL_NODE))
+            .arg("--filter")
+            .arg(format!(
+                "label={}={}",
+                paddock_sandbox::LABEL_BACKEND,
+                kind.name()
+            ))
+            .arg("--filter")
+            .arg(format!("volume={workspace}"))
+            .output();
+        if let Ok(out) = out {
+            held.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .map(|c| format!("container {c}")),
+            );
+        }
+    }
+    held
+}

@@ -46,4 +46,5 @@ per_backend!(
     orphans_are_reaped,
     escape_battery,
     warm_pool,
+    owner_killed_leaves_nothing,
 );

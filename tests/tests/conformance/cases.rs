@@ -714,3 +714,69 @@ pub fn warm_pool(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         }
     })
 }
+
+/// `kill -9` of the process that owns a sandbox (here `paddock sandbox
+/// run`) leaves nothing behind: no process, no container, no volume.
+pub fn owner_killed_leaves_nothing(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let volumes_before = backends::docker_volumes();
+        let mut cmd = std::process::Command::new(paddock_tests::bins::paddock());
+        cmd.args([
+            "--backend",
+            ctx.kind.name(),
+            "sandbox",
+            "run",
+            "--workspace",
+        ])
+        .arg(ws.path());
+        if ctx.kind == Kind::Gvisor {
+            cmd.args(["--allow-downgrade", "landlock"]);
+        }
+        let mut child = cmd
+            .args(["--", "sh", "-c", "touch /workspace/started; sleep 120"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = ws.path().join("started");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !started.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the sandbox never started"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let path = ws.path().display().to_string();
+        let before = backends::owned_by_cli(ctx.kind, &path);
+        assert!(
+            !before.is_empty(),
+            "nothing of the running sandbox was found"
+        );
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        child.wait().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = backends::owned_by_cli(ctx.kind, &path);
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "left behind after kill -9 of the owner: {left:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            backends::docker_volumes(),
+            volumes_before,
+            "volumes changed"
+        );
+    })
+}
