@@ -127,11 +127,15 @@ pub fn spec_for(kind: Kind, mut spec: SandboxSpec) -> SandboxSpec {
 /// the restarted owner that reaps what the first left.
 pub async fn private_owner(kind: Kind) -> Box<dyn SandboxBackend> {
     let tag = format!("paddock-orphans-{}", std::process::id());
+    let temp_root = std::env::temp_dir().join(format!("{tag}-{}", kind.name()));
+    std::fs::create_dir_all(&temp_root)
+        .unwrap_or_else(|e| panic!("creating {}: {e}", temp_root.display()));
     match kind {
         Kind::Native => {
             let guest = locate_guest_bin(None).unwrap_or_else(|e| panic!("paddock-guest: {e}"));
             let mut config = NativeConfig::new(guest);
             config.cgroup_parent = tag;
+            config.temp_root = Some(temp_root);
             Box::new(NativeBackend::new(config))
         }
         Kind::Docker | Kind::Gvisor => {
@@ -142,6 +146,7 @@ pub async fn private_owner(kind: Kind) -> Box<dyn SandboxBackend> {
             };
             let mut config = docker_config(engine);
             config.node = tag;
+            config.temp_root = Some(temp_root);
             Box::new(
                 DockerBackend::connect(config)
                     .await

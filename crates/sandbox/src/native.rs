@@ -4,7 +4,7 @@
 mod backend;
 mod guest_bin;
 mod jail_spec;
-mod orphans;
+pub(crate) mod orphans;
 mod sandbox;
 mod stderr;
 

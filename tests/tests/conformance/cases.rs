@@ -477,6 +477,8 @@ pub fn orphans_are_reaped(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send +
             .await
             .unwrap();
         let id = sb.info().id.clone();
+        let workspace = sb.info().workspace.clone();
+        assert!(workspace.is_dir());
         // The owner "dies": its handle is never destroyed nor dropped.
         std::mem::forget(sb);
         let restarted = backends::private_owner(ctx.kind).await;
@@ -487,6 +489,11 @@ pub fn orphans_are_reaped(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send +
         );
         let left = backends::leftovers(ctx.kind, &id).await;
         assert!(left.is_empty(), "left behind after reaping: {left:?}");
+        assert!(
+            !workspace.exists(),
+            "the temporary workspace {} is left",
+            workspace.display()
+        );
     })
 }
 

@@ -54,5 +54,26 @@ pub(super) async fn reap(
             report.sandboxes_removed.push(id);
         }
     }
+    // Temporary workspaces whose owner died before removing them (the
+    // container itself went with its stdin).
+    if let Some(root) = &config.temp_root {
+        let root = root.clone();
+        let found =
+            tokio::task::spawn_blocking(move || crate::native::orphans::temp_workspaces(&root))
+                .await??;
+        for (sandbox, dir) in found {
+            if keep.iter().any(|k| k.as_str() == sandbox) {
+                continue;
+            }
+            tokio::fs::remove_dir_all(&dir)
+                .await
+                .map_err(|e| format!("removing {}: {e}", dir.display()))?;
+            if let Ok(id) = SandboxId::parse(&sandbox)
+                && !report.sandboxes_removed.contains(&id)
+            {
+                report.sandboxes_removed.push(id);
+            }
+        }
+    }
     Ok(report)
 }
