@@ -172,6 +172,8 @@ fn root_listed_read_only() -> bool {
         .is_some_and(|options| options.split(',').any(|o| o == "ro"))
 }
 
+const PAGE: u64 = 4096;
+
 /// /tmp is a tmpfs no bigger than asked.
 fn check_tmp(tmp_bytes: u64) -> Result<(), JailError> {
     let tmp = statfs("/tmp").map_err(|e| missing("tmp", format!("statfs /tmp: {e}")))?;
@@ -179,7 +181,9 @@ fn check_tmp(tmp_bytes: u64) -> Result<(), JailError> {
         return Err(missing("tmp", "/tmp is not a tmpfs"));
     }
     let size = tmp.blocks().saturating_mul(tmp.block_size().unsigned_abs());
-    if size == 0 || size > tmp_bytes {
+    // tmpfs rounds its size up to whole pages.
+    let allowed = tmp_bytes.div_ceil(PAGE) * PAGE;
+    if size == 0 || size > allowed {
         return Err(missing(
             "tmp",
             format!("/tmp holds {size} bytes, at most {tmp_bytes} were asked"),

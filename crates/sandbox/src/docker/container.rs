@@ -212,3 +212,101 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
 fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request_body(
+        engine: Engine,
+        spec: &SandboxSpec,
+        writable: &[(PathBuf, String)],
+    ) -> ContainerCreateBody {
+        let id = SandboxId::generate();
+        let config = DockerConfig::new(engine, PathBuf::from("/host/paddock-guest"));
+        let workspace = Workspace {
+            path: PathBuf::from("/srv/ws"),
+            temporary: None,
+            uid: 1234,
+            gid: 5678,
+        };
+        body(&Request {
+            id: &id,
+            config: &config,
+            spec,
+            workspace: &workspace,
+            writable,
+            guest_spec_json: "{}".to_owned(),
+        })
+    }
+
+    #[test]
+    fn every_engine_layer_is_asked_for() {
+        let spec = SandboxSpec::default();
+        let body = request_body(Engine::Docker, &spec, &[]);
+        let host = body.host_config.unwrap();
+        assert_eq!(host.cap_drop.unwrap(), ["ALL"]);
+        assert_eq!(host.readonly_rootfs, Some(true));
+        let security = host.security_opt.unwrap();
+        assert!(security.contains(&"no-new-privileges:true".to_owned()));
+        let seccomp = security
+            .iter()
+            .find_map(|o| o.strip_prefix("seccomp="))
+            .unwrap();
+        let profile: serde_json::Value = serde_json::from_str(seccomp).unwrap();
+        assert_eq!(profile, paddock_jail::docker_seccomp_profile());
+        let tmp = &host.tmpfs.unwrap()["/tmp"];
+        assert!(tmp.contains(&format!("size={}", spec.limits.tmp_bytes)) && tmp.contains("nosuid"));
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(host.memory, Some(1 << 30));
+        assert_eq!(host.memory_swap, host.memory, "no swap beyond the limit");
+        assert_eq!(host.pids_limit, Some(512));
+        assert_eq!(host.runtime, None);
+        assert_eq!(host.auto_remove, Some(true));
+        assert!(
+            host.binds
+                .as_ref()
+                .unwrap()
+                .contains(&"/srv/ws:/workspace:rw".to_owned())
+        );
+        assert!(
+            host.binds
+                .unwrap()
+                .contains(&"/host/paddock-guest:/opt/paddock/paddock-guest:ro".to_owned())
+        );
+        assert_eq!(body.user.as_deref(), Some("1234:5678"));
+        assert_eq!(body.open_stdin, Some(true));
+        assert_eq!(body.stdin_once, Some(true));
+        assert_eq!(body.tty, Some(false));
+        let labels = body.labels.unwrap();
+        assert_eq!(labels[LABEL_BACKEND], "docker");
+        assert_eq!(labels[LABEL_NODE], "paddock");
+    }
+
+    #[test]
+    fn a_write_scope_binds_the_workspace_read_only_with_its_paths_writable() {
+        let spec = SandboxSpec {
+            writable_paths: vec!["out".to_owned()],
+            ..SandboxSpec::default()
+        };
+        let writable = [(PathBuf::from("/srv/ws/out"), "/workspace/out".to_owned())];
+        let body = request_body(Engine::Gvisor, &spec, &writable);
+        let host = body.host_config.unwrap();
+        let binds = host.binds.unwrap();
+        assert!(binds.contains(&"/srv/ws:/workspace:ro".to_owned()));
+        assert_eq!(binds.last().unwrap(), "/srv/ws/out:/workspace/out:rw");
+        assert_eq!(host.runtime.as_deref(), Some("runsc"));
+        assert_eq!(body.labels.unwrap()[LABEL_BACKEND], "gvisor");
+    }
+
+    #[test]
+    fn gvisor_reports_the_sentry_namespaces_and_checks_all_but_pid_from_the_host() {
+        let reported = namespaces(Engine::Gvisor, NetworkMode::None);
+        assert!(reported.contains(&"user".to_owned()) && reported.contains(&"pid".to_owned()));
+        let checked = host_checked(Engine::Gvisor, &reported);
+        assert!(!checked.contains(&"pid".to_owned()));
+        let docker = namespaces(Engine::Docker, NetworkMode::Full);
+        assert!(!docker.contains(&"net".to_owned()));
+        assert_eq!(host_checked(Engine::Docker, &docker), docker);
+    }
+}

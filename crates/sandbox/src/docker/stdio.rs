@@ -37,7 +37,8 @@ pub(super) fn split(
                     }
                 }
                 Ok(LogOutput::StdErr { message }) => {
-                    for line in String::from_utf8_lossy(&message).lines() {
+                    let text = String::from_utf8_lossy(&message);
+                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
                         tracing::debug!(sandbox_id = %id, line, "guest stderr");
                         tail.push_line(line);
                     }
