@@ -26,6 +26,12 @@ mkdir -p /etc/docker
 want='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}'
 restart=no
 if ! grep -q '"runsc"' /etc/docker/daemon.json 2>/dev/null; then
+    existing=$(tr -d ' \t\n' </etc/docker/daemon.json 2>/dev/null || true)
+    if [ -n "$existing" ] && [ "$existing" != "{}" ]; then
+        echo "scripts/container-setup.sh: /etc/docker/daemon.json has settings but no runsc" \
+            "runtime; add $want to it (not overwritten)" >&2
+        exit 1
+    fi
     echo "$want" >/etc/docker/daemon.json
     restart=yes
 fi
