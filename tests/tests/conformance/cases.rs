@@ -494,6 +494,9 @@ pub fn orphans_are_reaped(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send +
             "the temporary workspace {} is left",
             workspace.display()
         );
+        if let Some(root) = workspace.parent() {
+            let _ = std::fs::remove_dir(root);
+        }
     })
 }
 
