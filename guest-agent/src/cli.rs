@@ -30,6 +30,9 @@ pub enum Mode {
     /// Enter the sandbox described by the spec frame on fd 0, then serve as
     /// its PID 1.
     Jail(JailArgs),
+    /// PID 1 of a container (docker, gVisor): check what the engine set up,
+    /// apply landlock, seccomp and rlimits, then serve on stdin/stdout.
+    Container(ContainerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -52,4 +55,11 @@ pub struct JailArgs {
     /// host's reaper; ignored here.
     #[arg(long)]
     pub owner: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ContainerArgs {
+    /// The container, as the JSON form of `paddock_jail::ContainerSpec`.
+    #[arg(long)]
+    pub spec: String,
 }

@@ -26,7 +26,7 @@ use paddock_proto::{Enforcement, WORKSPACE_MOUNT, error_chain};
 use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::cli::{Cli, JailArgs, Mode, ServeArgs};
+use crate::cli::{Cli, ContainerArgs, JailArgs, Mode, ServeArgs};
 use crate::files::Workspace;
 
 /// sysexits: bad command line / input data.
@@ -44,6 +44,9 @@ struct Startup {
     enforcement: Enforcement,
     command_filter: Option<paddock_jail::CommandFilter>,
     sandbox_id: Option<String>,
+    /// The host connection is the attached stdin/stdout (containers), not a
+    /// socket on fd 0.
+    stdio: bool,
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
     let startup = match &cli.mode {
         Mode::Serve(args) => prepare_serve(args),
         Mode::Jail(args) => prepare_jail(args),
+        Mode::Container(args) => prepare_container(args),
     };
     let startup = match startup {
         Ok(startup) => startup,
@@ -86,6 +90,7 @@ fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
         enforcement: Enforcement::unconfined(),
         command_filter: None,
         sandbox_id: None,
+        stdio: false,
     })
 }
 
@@ -119,6 +124,33 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
         enforcement,
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
+        stdio: false,
+    })
+}
+
+fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
+    let spec: paddock_jail::ContainerSpec = serde_json::from_str(&args.spec).map_err(|e| {
+        eprintln!("paddock-guest: invalid --spec: {e}");
+        EXIT_USAGE
+    })?;
+    // Before anything else: landlock and seccomp go on a single thread.
+    let enforcement = paddock_jail::enter_container(&spec).map_err(|e| {
+        eprintln!("paddock-guest: container setup failed: {}", error_chain(&e));
+        EXIT_SOFTWARE
+    })?;
+    let command_filter = paddock_jail::CommandFilter::new().map_err(|e| {
+        eprintln!(
+            "paddock-guest: building the command filter: {}",
+            error_chain(&e)
+        );
+        EXIT_SOFTWARE
+    })?;
+    Ok(Startup {
+        root: PathBuf::from(WORKSPACE_MOUNT),
+        enforcement,
+        command_filter: Some(command_filter),
+        sandbox_id: Some(spec.sandbox_id),
+        stdio: true,
     })
 }
 
@@ -133,7 +165,11 @@ fn init_logging(filter: &str) {
 }
 
 fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
-    let conn = conn::take_connection().context("taking the host connection")?;
+    let conn = if startup.stdio {
+        conn::take_stdio().context("taking the host connection")?
+    } else {
+        conn::take_connection().context("taking the host connection")?
+    };
     let workspace = Workspace::open_root(startup.root.clone())
         .with_context(|| format!("opening workspace {}", startup.root.display()))?;
     let agent = Arc::new(Agent::new(
@@ -151,9 +187,7 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
     let span = tracing::info_span!("guest", sandbox_id = startup.sandbox_id.as_deref());
     let served = runtime.block_on(
         async move {
-            let stream =
-                tokio::net::UnixStream::from_std(conn).context("registering the connection")?;
-            let (reader, writer) = stream.into_split();
+            let (reader, writer) = conn.into_async().context("registering the connection")?;
             tracing::info!(workspace = %startup.root.display(), "serving");
             server::serve(agent, reader, writer).await;
             Ok(())

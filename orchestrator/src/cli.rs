@@ -7,6 +7,7 @@ use paddock_core::sandbox::DowngradeLayer;
 use paddock_proto::NetworkMode;
 
 use crate::agent::parse_duration_ms;
+use crate::backend::BackendKind;
 use crate::size::{parse_bytes, parse_cpus_millis, parse_seconds_ms};
 
 #[derive(Debug, Parser)]
@@ -53,6 +54,20 @@ pub struct BackendArgs {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub unconfined: bool,
+    /// Which sandbox backend makes the sandboxes (`paddock sandbox info`
+    /// lists what this host supports).
+    #[arg(
+        long,
+        global = true,
+        env = "PADDOCK_BACKEND",
+        value_enum,
+        default_value = "native"
+    )]
+    pub backend: BackendKind,
+    /// The image of docker and gvisor sandboxes (default paddock-sandbox:bookworm,
+    /// built by images/docker-image.sh).
+    #[arg(long, global = true, env = "PADDOCK_IMAGE", value_name = "IMAGE")]
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

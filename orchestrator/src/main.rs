@@ -3,6 +3,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod agent;
+mod backend;
 mod cli;
 mod client;
 mod printable;

@@ -6,10 +6,7 @@ mod run;
 pub mod signals;
 mod stdin;
 
-use anyhow::Context;
-use paddock_core::sandbox::SandboxBackend;
-use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
-
+use crate::backend::Placement;
 use crate::cli::{BackendArgs, SandboxCommand, ServerArgs};
 use crate::client::{self, ApiClient};
 
@@ -22,9 +19,13 @@ pub async fn dispatch(
 ) -> anyhow::Result<u8> {
     let api = |name| ApiClient::from_args(server, name);
     match command {
-        SandboxCommand::Run(args) => run::run(*args, &*native_backend(backend)?).await,
+        SandboxCommand::Run(args) => {
+            let backend =
+                crate::backend::connect(backend, None, None, &Placement::standalone()).await?;
+            run::run(*args, &*backend).await
+        }
         SandboxCommand::Info(args) => match &args.id {
-            None => info::info(&args),
+            None => info::info(&args, backend).await,
             Some(id) => client::info(&api("sandbox info ID")?, id, args.json).await,
         },
         SandboxCommand::Create(args) => client::create(&api("sandbox create")?, args).await,
@@ -32,12 +33,4 @@ pub async fn dispatch(
         SandboxCommand::Exec(args) => client::exec(&api("sandbox exec")?, args).await,
         SandboxCommand::Rm(args) => client::rm(&api("sandbox rm")?, args).await,
     }
-}
-
-fn native_backend(args: &BackendArgs) -> anyhow::Result<Box<dyn SandboxBackend>> {
-    let guest_bin =
-        locate_guest_bin(args.guest_bin.as_deref()).context("locating the paddock-guest binary")?;
-    let mut config = NativeConfig::new(guest_bin);
-    config.unconfined = args.unconfined;
-    Ok(Box::new(NativeBackend::new(config)))
 }

@@ -17,11 +17,11 @@ use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_core::store::Store;
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
-use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
 use paddock_store::SqlStore;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::Placement;
 use crate::cli::{BackendArgs, ServeArgs};
 pub(crate) use config::node_name;
 use config::{ServeConfig, TOKENS_ENV};
@@ -52,17 +52,24 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         .unwrap_or_else(|| format!("sqlite://{}", data.join("paddock.db").display()));
     let store: Arc<dyn Store> = Arc::new(SqlStore::open(&database).await?);
 
-    let guest_bin = locate_guest_bin(backend_args.guest_bin.as_deref())
-        .context("locating the paddock-guest binary")?;
-    let mut native = NativeConfig::new(guest_bin);
-    native.unconfined = backend_args.unconfined;
-    // Its own cgroup parent per node: reconciliation then removes only what
-    // this node left, even with other paddock processes on the host.
-    native.cgroup_parent = format!("paddock/{node}");
-    native.temp_root = Some(data.join("tmp"));
-    native.stream_limits = config.stream_limits()?;
-    native.id_pool = config.id_pool;
-    let backend: Arc<dyn SandboxBackend> = Arc::new(NativeBackend::new(native));
+    // Its own cgroup parent (native) or node label (containers) per node:
+    // reconciliation then removes only what this node left, even with
+    // other paddock processes on the host.
+    let placement = Placement {
+        node: node.clone(),
+        cgroup_parent: format!("paddock/{node}"),
+        temp_root: Some(data.join("tmp")),
+        owns_workspaces: true,
+        stream_limits: config.stream_limits()?,
+        id_pool: config.id_pool,
+    };
+    let backend: Arc<dyn SandboxBackend> = crate::backend::connect(
+        backend_args,
+        config.backend,
+        config.image.as_deref(),
+        &placement,
+    )
+    .await?;
 
     let root = CancellationToken::new();
     let mut service_config = config.service_config(node.clone(), data.join("workspaces"))?;

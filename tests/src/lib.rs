@@ -5,8 +5,10 @@
 //! The scenario tests in `tests/` need root and the `paddock` and
 //! `paddock-guest` binaries of the same profile (`scripts/test.sh` builds them).
 
+pub mod backends;
 pub mod bins;
 pub mod cli;
+pub mod escape;
 pub mod host;
 pub mod report;
 pub mod run;

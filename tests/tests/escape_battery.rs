@@ -4,162 +4,18 @@
 
 use std::fs;
 use std::io::ErrorKind;
-use std::net::{IpAddr, TcpListener};
+use std::net::TcpListener;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use paddock_tests::bins::{profile_dir, stage_in_workspace};
+use paddock_tests::bins::stage_in_workspace;
 use paddock_tests::cli::SandboxRun;
+use paddock_tests::escape::{
+    Canaries, MEMORY, PIDS, REQUIRED_PROBES, TMP, host_addresses, stray_battery_files,
+};
 use paddock_tests::host::{HostSnapshot, require_root, wait_for_no_leaks};
 use paddock_tests::report::Report;
-
-const MIB: u64 = 1 << 20;
-const MEMORY: u64 = 512 * MIB;
-const PIDS: u64 = 64;
-const TMP: u64 = 64 * MIB;
-
-/// Probes that must be in every report: a battery that silently skipped
-/// them would otherwise pass.
-const REQUIRED_PROBES: &[&str] = &[
-    "syscall mount(tmpfs)",
-    "syscall umount2",
-    "syscall pivot_root",
-    "syscall chroot",
-    "syscall unshare(CLONE_NEWUSER)",
-    "syscall setns(/proc/1/ns/mnt)",
-    "syscall ptrace(PTRACE_ATTACH, pid 1)",
-    "syscall ptrace(PTRACE_TRACEME) + exec",
-    "syscall process_vm_readv(pid 1)",
-    "syscall kexec_load",
-    "syscall init_module",
-    "syscall finit_module",
-    "syscall delete_module",
-    "syscall bpf(BPF_MAP_CREATE)",
-    "syscall perf_event_open",
-    "syscall keyctl (session keyring)",
-    "syscall add_key",
-    "syscall request_key",
-    "syscall io_uring_setup",
-    "syscall userfaultfd",
-    "syscall reboot",
-    "syscall swapon",
-    "syscall swapoff",
-    "syscall acct",
-    "syscall quotactl",
-    "syscall open_by_handle_at",
-    "syscall name_to_handle_at",
-    "syscall iopl",
-    "syscall ioperm",
-    "syscall clock_settime(CLOCK_REALTIME)",
-    "syscall settimeofday",
-    "syscall adjtimex",
-    "syscall mknod(char device 1:3)",
-    "syscall mknodat(block device 8:0)",
-    "nested user namespace via clone(CLONE_NEWUSER)",
-    "nested user namespace via clone3(CLONE_NEWUSER)",
-    "nested user namespace via unshare --user true",
-    "open /proc/sys/kernel/core_pattern for writing",
-    "open /proc/sysrq-trigger for writing",
-    "open /proc/kcore",
-    "open /dev/mem",
-    "mount cgroup v1 (memory) for release_agent",
-    "write a release_agent under /sys/fs/cgroup",
-    "raw socket AF_INET/SOCK_RAW",
-    "packet socket AF_PACKET/SOCK_RAW",
-    "only the loopback interface",
-    "see the host process",
-    "fork bomb",
-    "memory bomb",
-    "fill /tmp",
-];
-
-/// Secret files on the host, outside any workspace; removed on drop.
-struct Canaries {
-    files: Vec<(PathBuf, Vec<u8>)>,
-}
-
-impl Canaries {
-    fn plant() -> Self {
-        let tag = format!("paddock-canary-{}", std::process::id());
-        let dirs = [
-            PathBuf::from("/root"),
-            PathBuf::from("/tmp"),
-            PathBuf::from("/var/tmp"),
-            PathBuf::from("/etc"),
-            profile_dir(),
-        ];
-        let files = dirs
-            .iter()
-            .filter(|d| d.is_dir())
-            .map(|d| {
-                let path = d.join(&tag);
-                let content = format!("secret {} {}", path.display(), std::process::id());
-                fs::write(&path, &content).unwrap();
-                (path, content.into_bytes())
-            })
-            .collect();
-        Self { files }
-    }
-
-    fn paths(&self) -> impl Iterator<Item = &Path> {
-        self.files.iter().map(|(p, _)| p.as_path())
-    }
-
-    fn assert_unchanged(&self) {
-        for (path, content) in &self.files {
-            assert_eq!(
-                &fs::read(path).unwrap(),
-                content,
-                "canary {} changed",
-                path.display()
-            );
-        }
-    }
-}
-
-impl Drop for Canaries {
-    fn drop(&mut self) {
-        for (path, _) in &self.files {
-            let _ = fs::remove_file(path);
-        }
-    }
-}
-
-/// The host's non-loopback IPv4 addresses (the sandbox must reach none).
-fn host_addresses() -> Vec<IpAddr> {
-    let Ok(out) = Command::new("ip")
-        .args(["-o", "-4", "addr", "show"])
-        .output()
-    else {
-        return Vec::new();
-    };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let mut words = l.split_whitespace();
-            words.find(|w| *w == "inet")?;
-            words.next()?.split('/').next()?.parse().ok()
-        })
-        .filter(|a: &IpAddr| !a.is_loopback())
-        .collect()
-}
-
-/// Files the battery may have left in host directories if a write got through.
-fn stray_battery_files() -> Vec<PathBuf> {
-    ["/", "/usr", "/etc", "/root", "/var/tmp", "/tmp", "/dev"]
-        .iter()
-        .filter_map(|d| fs::read_dir(d).ok())
-        .flat_map(|entries| entries.flatten())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(".paddock-battery"))
-        })
-        .collect()
-}
 
 #[test]
 fn every_escape_is_blocked_and_the_host_is_unharmed() {

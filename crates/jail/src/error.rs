@@ -161,6 +161,9 @@ pub enum JailError {
     ReportReady(#[source] io::Error),
     #[error("closing inherited file descriptors")]
     CloseFds(#[source] io::Error),
+    /// A layer the container engine should have set up is not there.
+    #[error("the container engine did not give layer {layer}: {detail}")]
+    EngineLayerMissing { layer: &'static str, detail: String },
 }
 
 impl JailError {

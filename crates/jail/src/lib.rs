@@ -9,8 +9,10 @@
 
 mod capabilities;
 mod cgroup;
+mod container;
 #[cfg(test)]
 mod doc_check;
+mod docker_seccomp;
 mod error;
 mod etc;
 mod id_pool;
@@ -39,6 +41,8 @@ mod workspace_quota;
 mod writable;
 
 pub use cgroup::remove_sandbox_cgroups;
+pub use container::{ContainerSpec, enter_container};
+pub use docker_seccomp::docker_seccomp_profile;
 pub use error::JailError;
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};

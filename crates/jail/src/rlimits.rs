@@ -63,8 +63,12 @@ pub(crate) fn apply(limits: &SandboxLimits) -> Result<(), JailError> {
             resource: rule.name,
             source: e.into(),
         };
-        let (_, hard) = getrlimit(rule.resource).map_err(to_err)?;
+        let (soft, hard) = getrlimit(rule.resource).map_err(to_err)?;
         let value = rule.value.min(hard);
+        if soft == value && hard == value {
+            // Already in force (gVisor refuses even a no-op RLIMIT_RTPRIO change).
+            continue;
+        }
         setrlimit(rule.resource, value, value).map_err(to_err)?;
     }
     Ok(())

@@ -227,6 +227,26 @@ pub(crate) fn close_from(first: libc::c_uint) -> io::Result<()> {
     check_int(unsafe { libc::close_range(first, libc::c_uint::MAX, 0) }).map(drop)
 }
 
+/// [`close_from`], or where close_range is missing (gVisor answers EINVAL)
+/// closing each descriptor /proc/self/fd lists from `first` on.
+pub(crate) fn close_from_or_each(first: libc::c_uint) -> io::Result<()> {
+    match close_from(first) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+            let fds: Vec<libc::c_int> = std::fs::read_dir("/proc/self/fd")?
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+                .filter(|fd: &libc::c_int| u32::try_from(*fd).is_ok_and(|fd| fd >= first))
+                .collect();
+            for fd in fds {
+                // SAFETY: as for close_range; the listing's own descriptor
+                // is already closed, so EBADF is expected and ignored.
+                unsafe { libc::close(fd) };
+            }
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 #[repr(C)]
 struct CapHeader {
     version: u32,
@@ -373,7 +393,9 @@ pub(crate) fn fork(_single: &SingleThreaded) -> nix::Result<ForkResult> {
     unsafe { nix::unistd::fork() }
 }
 
-/// Sets the close-on-exec flag on every descriptor from `first` on.
+/// Sets the close-on-exec flag on every descriptor from `first` on; where
+/// close_range has no CLOSE_RANGE_CLOEXEC (gVisor answers EINVAL), on each
+/// descriptor /proc/self/fd lists from `first` on.
 pub(crate) fn set_cloexec_from(first: libc::c_uint) -> nix::Result<()> {
     // SAFETY: with CLOSE_RANGE_CLOEXEC, close_range closes nothing and touches
     // no memory; it only marks descriptors, which no owner of them minds.
@@ -384,7 +406,22 @@ pub(crate) fn set_cloexec_from(first: libc::c_uint) -> nix::Result<()> {
             libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
         )
     };
-    nix::errno::Errno::result(rc).map(drop)
+    match nix::errno::Errno::result(rc) {
+        Err(nix::errno::Errno::EINVAL | nix::errno::Errno::ENOSYS) => {
+            let fds: Vec<libc::c_int> = std::fs::read_dir("/proc/self/fd")
+                .map_err(|_| nix::errno::Errno::EINVAL)?
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+                .filter(|fd: &libc::c_int| u32::try_from(*fd).is_ok_and(|fd| fd >= first))
+                .collect();
+            for fd in fds {
+                // SAFETY: F_SETFD only sets the descriptor's flag; the
+                // listing's own descriptor is closed by now (EBADF, ignored).
+                unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+            }
+            Ok(())
+        }
+        other => other.map(drop),
+    }
 }
 
 /// Empties the process environment (clearenv(3)).

@@ -4,13 +4,21 @@
 //! connection. [`NativeBackend`] implements the core `SandboxBackend` port with
 //! Linux namespaces: it launches `paddock-guest jail` (the jail monitor) with
 //! one end of a socketpair as its stdin and talks to the guest over the other.
+//! [`DockerBackend`] implements it with containers of the Docker Engine (runc
+//! or gVisor), the same guest as PID 1 over the container's attached stdio.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;
+mod docker;
 mod native;
+mod pool;
 
 pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
+pub use docker::{
+    DockerBackend, DockerConfig, DockerSandbox, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX,
+};
 pub use native::{
     GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,
     owner_tag,
 };
+pub use pool::WarmPool;

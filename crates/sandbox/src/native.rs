@@ -4,7 +4,7 @@
 mod backend;
 mod guest_bin;
 mod jail_spec;
-mod orphans;
+pub(crate) mod orphans;
 mod sandbox;
 mod stderr;
 
@@ -12,3 +12,4 @@ pub use backend::{NativeBackend, NativeConfig};
 pub use guest_bin::{GUEST_BIN_ENV, LocateGuestError, locate_guest_bin};
 pub use orphans::owner_tag;
 pub use sandbox::NativeSandbox;
+pub(crate) use stderr::StderrTail;

@@ -1,5 +1,6 @@
 //! File requests, all confined to the workspace (see [`path`]).
 
+mod beneath;
 mod glob;
 mod ops;
 pub mod path;

@@ -6,10 +6,12 @@
 //! components from a directory fd on the root with `RESOLVE_BENEATH`, so no
 //! symlink can lead out either. Operations that create, remove or rename an
 //! entry resolve only its parent this way and then act on the final name with
-//! `*at()` calls relative to that parent fd.
+//! `*at()` calls relative to that parent fd. Where the kernel lacks openat2
+//! (gVisor), beneath.rs walks the same rules one component at a time.
 
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, open, openat2};
@@ -21,6 +23,10 @@ use crate::error::{bad_request, path_escape, resolve_error};
 /// How often an `openat2` is retried when the kernel reports EAGAIN (a rename
 /// raced the resolution of `..`).
 const EAGAIN_RETRIES: usize = 8;
+
+/// Set once openat2 answered ENOSYS: from then on paths resolve through
+/// `beneath::open_beneath`, the same rules walked one component at a time.
+static OPENAT2_MISSING: AtomicBool = AtomicBool::new(false);
 
 /// A path below the workspace root, as normal components (no `.`, `..` or
 /// empty ones). No components = the root itself.
@@ -164,13 +170,20 @@ impl Workspace {
             .mode(mode)
             .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
         let relative = path.relative();
-        let mut attempts = 0;
-        loop {
-            match openat2(&self.root_fd, relative.as_str(), how) {
-                Err(Errno::EAGAIN) if attempts < EAGAIN_RETRIES => attempts += 1,
-                other => return other,
+        if !OPENAT2_MISSING.load(Ordering::Relaxed) {
+            let mut attempts = 0;
+            loop {
+                match openat2(&self.root_fd, relative.as_str(), how) {
+                    Err(Errno::EAGAIN) if attempts < EAGAIN_RETRIES => attempts += 1,
+                    Err(Errno::ENOSYS) => {
+                        OPENAT2_MISSING.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    other => return other,
+                }
             }
         }
+        super::beneath::open_beneath(&self.root_fd, &relative, flags, mode)
     }
 
     /// Resolves `path` to a directory fd, mapping failures to protocol errors.

@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use paddock_core::ids::TenantId;
+use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{Store, Tenant};
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
 use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
 use paddock_store::SqlStore;
 
+use crate::backend::{BackendKind, Placement};
 use crate::cli::{BackendArgs, DataDirArgs};
 
 /// The tenant everything made on this machine without a server belongs to.
@@ -70,16 +72,31 @@ impl Local {
             // Listing sessions makes no sandbox: a missing guest does not matter.
             (Err(_), Sandboxes::NotNeeded) => PathBuf::from("paddock-guest"),
         };
-        let mut native = NativeConfig::new(guest_bin);
-        native.unconfined = backend_args.unconfined;
-        native.cgroup_parent = CGROUP_PARENT.to_owned();
-        native.temp_root = Some(dir.join("tmp"));
+        let backend: Arc<dyn SandboxBackend> = match (backend_args.backend, sandboxes) {
+            (BackendKind::Docker | BackendKind::Gvisor, Sandboxes::Needed) => {
+                let placement = Placement {
+                    node: node_name(),
+                    cgroup_parent: CGROUP_PARENT.to_owned(),
+                    temp_root: Some(dir.join("tmp")),
+                    owns_workspaces: true,
+                    ..Placement::standalone()
+                };
+                crate::backend::connect(backend_args, None, None, &placement).await?
+            }
+            _ => {
+                let mut native = NativeConfig::new(guest_bin);
+                native.unconfined = backend_args.unconfined;
+                native.cgroup_parent = CGROUP_PARENT.to_owned();
+                native.temp_root = Some(dir.join("tmp"));
+                Arc::new(NativeBackend::new(native))
+            }
+        };
         let blobs = paddock_snapshot::LocalBlobStore::open(dir.join("blobs"))
             .with_context(|| format!("opening the blob store under {}", dir.display()))?;
         let config = RuntimeConfig::new(node_name(), dir.join("workspaces"));
         let runtime = Runtime::new(RuntimeDeps {
             store: store.clone(),
-            backend: Arc::new(NativeBackend::new(native)),
+            backend,
             blobs: Arc::new(blobs),
             config,
         });

@@ -2,10 +2,26 @@
 
 use serde_json::Value;
 
-use crate::cli::InfoArgs;
+use crate::cli::{BackendArgs, InfoArgs};
 
-pub fn info(args: &InfoArgs) -> anyhow::Result<u8> {
-    let capabilities = serde_json::to_value(paddock_jail::probe_host())?;
+/// The host's capabilities, and each backend with whether it can run here
+/// (`backends.NAME`: "available", or why not).
+pub async fn info(args: &InfoArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
+    let mut capabilities = serde_json::to_value(paddock_jail::probe_host())?;
+    let backends: serde_json::Map<String, Value> = crate::backend::availability(backend)
+        .await
+        .into_iter()
+        .map(|(kind, why_not)| {
+            let state = why_not.map_or_else(
+                || "available".to_owned(),
+                |reason| format!("unavailable: {reason}"),
+            );
+            (kind.name().to_owned(), Value::String(state))
+        })
+        .collect();
+    if let Value::Object(map) = &mut capabilities {
+        map.insert("backends".to_owned(), Value::Object(backends));
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&capabilities)?);
     } else {

@@ -59,6 +59,10 @@ pub struct ServeConfig {
     /// Host memory bounds of each sandbox's guest connection.
     #[serde(default)]
     pub streams: StreamsSection,
+    /// The sandbox backend ("native", "docker", "gvisor"); default: `--backend`.
+    pub backend: Option<crate::backend::BackendKind>,
+    /// The image of docker and gvisor sandboxes; default: `--image`.
+    pub image: Option<String>,
 }
 
 /// `[http]`: every field optional, defaults in [`ConnectionLimits::default`].

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use paddock_core::sandbox::{GuestOps, SandboxSpec};
+use std::sync::Arc;
+
+use paddock_core::sandbox::{DowngradeLayer, GuestOps, SandboxBackend, SandboxSpec};
 use paddock_proto::ExecSpec;
-use paddock_sandbox::{NativeBackend, NativeConfig};
+use paddock_sandbox::{DockerBackend, DockerConfig, Engine, NativeBackend, NativeConfig, WarmPool};
 use paddock_tests::bins::profile_dir;
 
 #[derive(Debug, Parser)]
@@ -30,6 +32,16 @@ struct Args {
     /// busybox, alpine, debian).
     #[arg(long)]
     docker_image: Option<String>,
+    /// Image of the docker and gvisor backend lines (and of their `docker
+    /// run` baselines).
+    #[arg(long, default_value = "paddock-sandbox:bookworm")]
+    sandbox_image: String,
+    /// Warm-pool size of the pooled backend lines.
+    #[arg(long, default_value_t = 2)]
+    pool_size: usize,
+    /// Exec round trips timed per backend for the exec line.
+    #[arg(long, default_value_t = 300)]
+    execs: usize,
 }
 
 /// Timings of one line, sorted.
@@ -157,6 +169,116 @@ fn paddock_library() -> anyhow::Result<Sample> {
     }))
 }
 
+fn true_spec() -> ExecSpec {
+    ExecSpec {
+        argv: vec!["true".into()],
+        ..ExecSpec::default()
+    }
+}
+
+fn engine_name(engine: Engine) -> &'static str {
+    engine.backend_name()
+}
+
+/// The spec of the container lines: gVisor has no landlock (reported
+/// downgraded, see docs/security.md).
+fn container_spec(engine: Engine) -> SandboxSpec {
+    let mut spec = SandboxSpec::default();
+    if engine == Engine::Gvisor {
+        spec.allow_downgrade.insert(DowngradeLayer::Landlock);
+    }
+    spec
+}
+
+async fn container_backend(engine: Engine, image: &str) -> anyhow::Result<Arc<dyn SandboxBackend>> {
+    let mut config = DockerConfig::new(engine, binary("paddock-guest")?);
+    config.image = image.to_owned();
+    config.node = "paddock-bench".to_owned();
+    Ok(Arc::new(DockerBackend::connect(config).await?))
+}
+
+/// The docker or gvisor backend: create, exec `true`; with `pool`, the
+/// sandbox comes from a warm pool that is full again before each sample
+/// (the refill is not timed, the hand-out is).
+fn container_library(engine: Engine, image: &str, pool: Option<usize>) -> anyhow::Result<Sample> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let spec = container_spec(engine);
+    let backend = runtime.block_on(container_backend(engine, image))?;
+    let pool: Option<Arc<WarmPool>> = pool.map(|size| {
+        let _guard = runtime.enter();
+        Arc::new(WarmPool::start(backend.clone(), spec.clone(), size))
+    });
+    let backend: Arc<dyn SandboxBackend> = match &pool {
+        Some(pool) => pool.clone(),
+        None => backend,
+    };
+    Ok(Box::new(move || {
+        runtime.block_on(async {
+            if let Some(pool) = &pool
+                && !pool.wait_full(Duration::from_secs(120)).await
+            {
+                bail!("the warm pool did not refill within 120 s");
+            }
+            let start = Instant::now();
+            let sandbox = backend.create(spec.clone()).await?;
+            let result = sandbox.guest().exec_output(true_spec(), &[]).await;
+            let elapsed = start.elapsed();
+            sandbox.destroy().await?;
+            let out = result?;
+            if out.exit.code != Some(0) {
+                bail!("true exited {:?}", out.exit);
+            }
+            Ok(elapsed)
+        })
+    }))
+}
+
+/// Median exec round trip of `true` through one sandbox's guest, per backend.
+fn exec_round_trips(args: &Args) -> anyhow::Result<Vec<(String, Duration)>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut backends: Vec<(String, Arc<dyn SandboxBackend>, SandboxSpec)> = vec![(
+            "native".to_owned(),
+            Arc::new(NativeBackend::new(NativeConfig::new(binary(
+                "paddock-guest",
+            )?))),
+            SandboxSpec::default(),
+        )];
+        for engine in [Engine::Docker, Engine::Gvisor] {
+            match container_backend(engine, &args.sandbox_image).await {
+                Ok(b) => backends.push((engine_name(engine).to_owned(), b, container_spec(engine))),
+                Err(e) => println!("exec round trip: {} skipped: {e:#}", engine_name(engine)),
+            }
+        }
+        let mut medians = Vec::new();
+        for (name, backend, spec) in backends {
+            let sandbox = backend.create(spec).await?;
+            let guest = sandbox.guest();
+            let mut samples = Vec::with_capacity(args.execs);
+            for i in 0..args.execs + args.warmup {
+                let start = Instant::now();
+                let out = guest.exec_output(true_spec(), &[]).await?;
+                if i >= args.warmup {
+                    samples.push(start.elapsed());
+                }
+                if out.exit.code != Some(0) {
+                    bail!("{name}: true exited {:?}", out.exit);
+                }
+            }
+            sandbox.destroy().await?;
+            samples.sort();
+            medians.push((name, samples[samples.len() / 2]));
+        }
+        Ok(medians)
+    })
+}
+
 fn process(program: PathBuf, args: Vec<String>) -> Sample {
     Box::new(move || time_process(Command::new(&program).args(&args)))
 }
@@ -243,6 +365,49 @@ fn contenders(args: &Args) -> anyhow::Result<(Vec<Contender>, Vec<String>)> {
         Some(tool) => lines.push(Contender::new(BWRAP, process(tool, bwrap_args()))),
         None => notes.push("bwrap: not installed (Debian package bubblewrap)".to_owned()),
     }
+    let docker_cli = Path::new("/usr/bin/docker")
+        .is_file()
+        .then(|| PathBuf::from("/usr/bin/docker"))
+        .or_else(|| which("docker"));
+    let image = &args.sandbox_image;
+    for engine in [Engine::Docker, Engine::Gvisor] {
+        let name = engine_name(engine);
+        match container_library(engine, image, None) {
+            Ok(sample) => lines.push(Contender::new(
+                format!("{name} backend: create + exec true"),
+                sample,
+            )),
+            Err(e) => {
+                notes.push(format!("{name} backend: skipped, {e:#}"));
+                continue;
+            }
+        }
+        if let Some(tool) = &docker_cli {
+            let mut run = vec!["run".to_owned(), "--rm".to_owned()];
+            if engine == Engine::Gvisor {
+                run.push("--runtime=runsc".to_owned());
+            }
+            run.extend([image.clone(), "true".to_owned()]);
+            lines.push(Contender::new(
+                format!(
+                    "docker run --rm{} IMAGE true",
+                    if engine == Engine::Gvisor {
+                        " --runtime=runsc"
+                    } else {
+                        ""
+                    }
+                ),
+                process(tool.clone(), run),
+            ));
+        }
+        match container_library(engine, image, Some(args.pool_size)) {
+            Ok(sample) => lines.push(Contender::new(
+                format!("{name} backend, warm pool: create + exec"),
+                sample,
+            )),
+            Err(e) => notes.push(format!("{name} warm pool: skipped, {e:#}")),
+        }
+    }
     match which("docker") {
         None => notes.push("docker: skipped, not installed".to_owned()),
         Some(tool) => match docker_image(&tool, args) {
@@ -326,5 +491,71 @@ fn main() -> anyhow::Result<()> {
             paddock.as_secs_f64() / b.as_secs_f64()
         );
     }
+    container_floors(&lines);
+    let round_trips = exec_round_trips(&args)?;
+    println!();
+    println!(
+        "exec round trip of `true` through the guest ({} runs each):",
+        args.execs
+    );
+    for (name, median) in &round_trips {
+        println!("  {name:<8} p50 {} ms", ms(*median).trim());
+    }
+    let native = round_trips
+        .iter()
+        .find(|(n, _)| n == "native")
+        .map(|(_, d)| *d);
+    let docker = round_trips
+        .iter()
+        .find(|(n, _)| n == "docker")
+        .map(|(_, d)| *d);
+    if let (Some(native), Some(docker)) = (native, docker) {
+        let gap = docker.saturating_sub(native);
+        println!(
+            "floor: docker exec p50 within 0.5 ms of native: {} (+{} ms)",
+            if gap <= Duration::from_micros(500) {
+                "met"
+            } else {
+                "NOT met"
+            },
+            ms(gap).trim()
+        );
+    }
     Ok(())
+}
+
+/// The container tier's floors, from the lines of the same run.
+fn container_floors(lines: &[Line]) {
+    let median = |name: &str| lines.iter().find(|l| l.name == name).map(Line::median);
+    for (engine, run_line) in [
+        ("docker", "docker run --rm IMAGE true"),
+        ("gvisor", "docker run --rm --runtime=runsc IMAGE true"),
+    ] {
+        let cold = median(&format!("{engine} backend: create + exec true"));
+        let warm = median(&format!("{engine} backend, warm pool: create + exec"));
+        let run = median(run_line);
+        if let (Some(cold), Some(run)) = (cold, run) {
+            let ratio = cold.as_secs_f64() / run.as_secs_f64();
+            println!(
+                "floor: {engine} cold at most 1.0x `{run_line}`: {} ({ratio:.2}x)",
+                if ratio <= 1.0 { "met" } else { "NOT met" }
+            );
+        }
+        if let Some(warm) = warm {
+            println!(
+                "floor: {engine} warm pool under 15 ms: {} ({} ms{})",
+                if warm < Duration::from_millis(15) {
+                    "met"
+                } else {
+                    "NOT met"
+                },
+                ms(warm).trim(),
+                run.map(|r| format!(
+                    ", {:.1}x faster than docker run",
+                    r.as_secs_f64() / warm.as_secs_f64()
+                ))
+                .unwrap_or_default()
+            );
+        }
+    }
 }

@@ -174,7 +174,7 @@ fn is_generated_id(name: &str) -> bool {
 }
 
 /// Temporary workspaces (`paddock-<id>-<random>`) directly under `root`.
-fn temp_workspaces(root: &Path) -> Result<Vec<(String, PathBuf)>, BoxError> {
+pub(crate) fn temp_workspaces(root: &Path) -> Result<Vec<(String, PathBuf)>, BoxError> {
     let entries = match fs::read_dir(root) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -14,7 +14,7 @@ const MAX_LINE: usize = 2000;
 
 /// The last lines the guest wrote to stderr.
 #[derive(Debug, Clone, Default)]
-pub(super) struct StderrTail {
+pub(crate) struct StderrTail {
     lines: Arc<Mutex<VecDeque<String>>>,
 }
 
@@ -28,7 +28,12 @@ impl StderrTail {
     }
 
     /// The kept lines joined by "; ".
-    pub(super) fn joined(&self) -> String {
+    /// Keeps one line (cut at the longest kept length).
+    pub(crate) fn push_line(&self, line: &str) {
+        self.push(truncate(line, MAX_LINE).to_owned());
+    }
+
+    pub(crate) fn joined(&self) -> String {
         let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         lines
             .iter()

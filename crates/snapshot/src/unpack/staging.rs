@@ -197,7 +197,19 @@ fn move_entry(from: &OwnedFd, to: &OwnedFd, name: &std::ffi::OsStr) -> io::Resul
         )
         .map_err(io_err)?;
     }
-    let moved = renameat2(from, name, to, name, RenameFlags::RENAME_NOREPLACE).map_err(io_err);
+    let moved = match renameat2(from, name, to, name, RenameFlags::RENAME_NOREPLACE) {
+        // gVisor (Debian 12's runsc) has no RENAME_NOREPLACE: check, then
+        // rename. Only the sandbox's own processes could race the check, and
+        // all they could lose is their own entry of that name.
+        Err(nix::errno::Errno::EINVAL) => match fstatat(to, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(_) => Err(io_err(nix::errno::Errno::EEXIST)),
+            Err(nix::errno::Errno::ENOENT) => {
+                nix::fcntl::renameat(from, name, to, name).map_err(io_err)
+            }
+            Err(e) => Err(io_err(e)),
+        },
+        other => other.map_err(io_err),
+    };
     if unwritable {
         let now_in = if moved.is_ok() { to } else { from };
         fchmodat(now_in, name, mode, FchmodatFlags::FollowSymlink).map_err(io_err)?;

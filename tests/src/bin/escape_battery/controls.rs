@@ -36,11 +36,38 @@ pub fn uid_map() -> (bool, String) {
     let map = fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
     let fields: Vec<&str> = map.split_whitespace().collect();
     match fields.as_slice() {
-        ["0", "0", "4294967295", ..] => (false, "identity map: this is the host".to_string()),
+        ["0", "0", "4294967295", ..] => container_user(),
         ["0", outside, ..] if *outside != "0" => {
             (true, format!("uid 0 maps to host uid {outside}"))
         }
         _ => (false, format!("unexpected uid_map: {}", map.trim())),
+    }
+}
+
+/// No user namespace: only a container sandbox (docker, gVisor) passes,
+/// running as an unprivileged uid with no capability under the guest as
+/// PID 1; anything else is taken for the host.
+fn container_user() -> (bool, String) {
+    let uid = nix::unistd::geteuid().as_raw();
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .map(str::trim)
+        .unwrap_or("?");
+    let init = fs::read("/proc/1/cmdline").unwrap_or_default();
+    let init = String::from_utf8_lossy(&init).replace('\0', " ");
+    let guest_is_init = init.starts_with("/opt/paddock/paddock-guest ");
+    if uid != 0 && cap_eff.trim_start_matches('0').is_empty() && guest_is_init {
+        (
+            true,
+            format!("container: uid {uid}, no capabilities, the guest is PID 1"),
+        )
+    } else {
+        (
+            false,
+            format!("identity map, uid {uid}, CapEff {cap_eff}, PID 1 {init:?}: this is the host"),
+        )
     }
 }
 

@@ -1,0 +1,229 @@
+//! The guest's own layers inside a container (docker or gVisor): the engine
+//! made the namespaces, the root, the mounts, the cgroup and dropped the
+//! capabilities; the guest checks what it can see of that, then applies
+//! rlimits, no_new_privs, landlock and the same seccomp table as the native
+//! jail, and reports what is in force.
+
+use std::collections::BTreeSet;
+
+use nix::sys::statfs::{TMPFS_MAGIC, statfs};
+use nix::sys::statvfs::{FsFlags, statvfs};
+use paddock_proto::{
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkMode, SandboxLimits,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::threads::ensure_single_threaded;
+use crate::{
+    JailError, capabilities, landlock_rules, rlimits, seccomp_bpf, seccomp_rules, sys, validate,
+    workspace_quota,
+};
+
+/// What the docker backend asks of the guest it starts as a container's
+/// PID 1. Serialized by the host, passed as `paddock-guest container --spec JSON`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerSpec {
+    pub sandbox_id: String,
+    /// "docker" or "gvisor": which engine made the container.
+    pub engine: String,
+    #[serde(default)]
+    pub read_only: bool,
+    /// Validated write scope, relative to /workspace (bound read-write by the engine).
+    #[serde(default)]
+    pub writable_paths: Vec<String>,
+    #[serde(default)]
+    pub network: NetworkMode,
+    #[serde(default)]
+    pub limits: SandboxLimits,
+    /// Namespaces the engine was asked for; the backend checks them from the
+    /// host before the handshake and fails the sandbox when one is missing.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// The container's cgroup limits as the backend read them on the host
+    /// (None when the engine gave no cgroup); checked before the handshake.
+    #[serde(default)]
+    pub cgroup: Option<CgroupEnforcement>,
+    #[serde(default)]
+    pub allow_downgrade: BTreeSet<DowngradeLayer>,
+}
+
+/// Applies the guest's layers in the calling process (single-threaded,
+/// checked) and reports every layer. An error means a layer is missing
+/// and its downgrade was not allowed: the caller prints it and exits.
+pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
+    let single = ensure_single_threaded()?;
+    validate::sandbox_id(&spec.sandbox_id)?;
+    validate::limits(&spec.limits)?;
+    let writable_paths = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let allowed = |layer| spec.allow_downgrade.contains(&layer);
+    // The workspace is the engine's bind of a host directory: no tmpfs or
+    // project quota holds it, so a quota is refused unless downgraded.
+    let quota = workspace_quota::plan(
+        &spec.limits,
+        false,
+        spec.read_only,
+        !writable_paths.is_empty(),
+        allowed,
+    )?;
+
+    if spec.namespaces.iter().any(|n| n == "pid") && nix::unistd::getpid().as_raw() != 1 {
+        return Err(missing(
+            "pid namespace",
+            "the guest is not PID 1 of the container",
+        ));
+    }
+    check_read_only_root()?;
+    check_tmp(spec.limits.tmp_bytes)?;
+    if spec.network == NetworkMode::None {
+        check_loopback_only()?;
+    }
+    // The engine dropped every capability (cap-drop ALL, a non-root user):
+    // the same check as the native jail's, none may be left in any set.
+    capabilities::verify()?;
+    rlimits::apply(&spec.limits)?;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
+    if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
+        return Err(JailError::NoNewPrivs(std::io::Error::other(
+            "no_new_privs reads back as unset",
+        )));
+    }
+    let cgroup_state = match (&spec.cgroup, limits_requested(&spec.limits)) {
+        (Some(_), _) => LayerState::Enforced,
+        (None, false) => LayerState::NotRequested,
+        (None, true) if allowed(DowngradeLayer::Cgroups) => LayerState::Downgraded {
+            reason: format!(
+                "the {} engine gave the container no cgroup limits",
+                spec.engine
+            ),
+        },
+        (None, true) => {
+            return Err(JailError::EngineLayerMissing {
+                layer: "cgroups",
+                detail: format!(
+                    "the {} engine gave the container no cgroup limits",
+                    spec.engine
+                ),
+            });
+        }
+    };
+    let (landlock_abi, landlock) = landlock_rules::enforce(
+        spec.read_only,
+        &writable_paths,
+        sys::landlock_abi(),
+        allowed(DowngradeLayer::Landlock),
+    )?;
+    let program = seccomp_bpf::compile_table()?;
+    let seccomp = seccomp_bpf::install(&program, allowed(DowngradeLayer::Seccomp))?;
+    sys::clear_environment(&single);
+    sys::close_from_or_each(3).map_err(JailError::CloseFds)?;
+    let (seccomp_allowed, seccomp_denied) = if seccomp.is_enforced() {
+        (
+            seccomp_rules::allowed_names(),
+            seccomp_rules::denied_labels(),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(Enforcement {
+        namespaces: spec.namespaces.clone(),
+        uid_map: None,
+        gid_map: None,
+        // The engine's pivot_root into the image; `check_read_only_root` saw it.
+        pivot_root: LayerState::Enforced,
+        read_only_workspace: spec.read_only || !writable_paths.is_empty(),
+        writable_paths,
+        network: spec.network,
+        cgroup: spec.cgroup.clone(),
+        cgroup_state,
+        rlimits: LayerState::Enforced,
+        capabilities_dropped: LayerState::Enforced,
+        no_new_privs: LayerState::Enforced,
+        landlock_abi,
+        landlock,
+        seccomp,
+        seccomp_allowed,
+        seccomp_denied,
+        workspace_quota: quota.state,
+        workspace_quota_limits: quota.tmpfs,
+    })
+}
+
+fn limits_requested(limits: &SandboxLimits) -> bool {
+    limits.memory_bytes.is_some() || limits.pids.is_some() || limits.cpu_millis.is_some()
+}
+
+fn missing(layer: &'static str, detail: impl Into<String>) -> JailError {
+    JailError::EngineLayerMissing {
+        layer,
+        detail: detail.into(),
+    }
+}
+
+/// The image root is mounted read-only (ReadonlyRootfs): statvfs says so,
+/// or (gVisor, whose statvfs does not report the flag) the mount table does.
+fn check_read_only_root() -> Result<(), JailError> {
+    let root = statvfs("/").map_err(|e| missing("read_only_root", format!("statvfs /: {e}")))?;
+    if root.flags().contains(FsFlags::ST_RDONLY) || root_listed_read_only() {
+        Ok(())
+    } else {
+        Err(missing("read_only_root", "/ is mounted read-write"))
+    }
+}
+
+/// The last mount of "/" in /proc/self/mounts has the `ro` option.
+fn root_listed_read_only() -> bool {
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+        return false;
+    };
+    mounts
+        .lines()
+        .rev()
+        .find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let target = fields.nth(1)?;
+            let options = fields.nth(1)?;
+            (target == "/").then_some(options)
+        })
+        .is_some_and(|options| options.split(',').any(|o| o == "ro"))
+}
+
+const PAGE: u64 = 4096;
+
+/// /tmp is a tmpfs no bigger than asked.
+fn check_tmp(tmp_bytes: u64) -> Result<(), JailError> {
+    let tmp = statfs("/tmp").map_err(|e| missing("tmp", format!("statfs /tmp: {e}")))?;
+    if tmp.filesystem_type() != TMPFS_MAGIC {
+        return Err(missing("tmp", "/tmp is not a tmpfs"));
+    }
+    let size = tmp.blocks().saturating_mul(tmp.block_size().unsigned_abs());
+    // tmpfs rounds its size up to whole pages.
+    let allowed = tmp_bytes.div_ceil(PAGE) * PAGE;
+    if size == 0 || size > allowed {
+        return Err(missing(
+            "tmp",
+            format!("/tmp holds {size} bytes, at most {tmp_bytes} were asked"),
+        ));
+    }
+    Ok(())
+}
+
+/// With network none the container sees no interface but loopback.
+fn check_loopback_only() -> Result<(), JailError> {
+    let dev = std::fs::read_to_string("/proc/net/dev")
+        .map_err(|e| missing("network", format!("reading /proc/net/dev: {e}")))?;
+    let others: Vec<&str> = dev
+        .lines()
+        .skip(2)
+        .filter_map(|line| line.split(':').next())
+        .map(str::trim)
+        .filter(|name| *name != "lo")
+        .collect();
+    if others.is_empty() {
+        Ok(())
+    } else {
+        Err(missing(
+            "network",
+            format!("interfaces besides loopback: {}", others.join(", ")),
+        ))
+    }
+}

@@ -1,0 +1,17 @@
+//! The container tier: a sandbox is a container of the Docker Engine (runc,
+//! or gVisor's `runsc` runtime) whose PID 1 is the same static
+//! `paddock-guest`, bound in read-only, serving the protocol over the
+//! container's attached stdin/stdout (no port, nothing published).
+
+mod backend;
+mod config;
+mod container;
+mod host_checks;
+mod orphans;
+mod sandbox;
+mod stdio;
+mod workspace;
+
+pub use backend::DockerBackend;
+pub use config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
+pub use sandbox::DockerSandbox;

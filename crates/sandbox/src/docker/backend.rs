@@ -1,0 +1,277 @@
+//! Creating container sandboxes.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::query_parameters::{
+    AttachContainerOptions, CreateContainerOptions, InspectContainerOptions, StartContainerOptions,
+};
+use paddock_core::sandbox::{
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
+    SandboxSpec,
+};
+
+use super::config::{DockerConfig, Engine};
+use super::container::{self, Request};
+use super::host_checks;
+use super::sandbox::{DockerSandbox, Teardown};
+use super::{stdio, workspace};
+use crate::GuestClient;
+use crate::native::StderrTail;
+
+/// Below this the gVisor sentry (a Go program whose host threads the pids
+/// cgroup counts) cannot start.
+const GVISOR_MIN_PIDS: u64 = 64;
+
+/// Makes container sandboxes through one engine connection (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct DockerBackend {
+    config: DockerConfig,
+    docker: Docker,
+}
+
+fn unavailable(config: &DockerConfig, reason: String) -> SandboxError {
+    SandboxError::Unavailable {
+        backend: config.engine.backend_name(),
+        reason,
+    }
+}
+
+impl DockerBackend {
+    /// Connects to the engine and negotiates the API version (dockerd 20.10
+    /// speaks 1.41). Fails when the engine, the image or (for gVisor) the
+    /// runsc runtime is not there.
+    pub async fn connect(config: DockerConfig) -> Result<Self, SandboxError> {
+        let socket = config.socket.to_string_lossy().into_owned();
+        let docker = Docker::connect_with_unix(
+            &socket,
+            config.api_timeout.as_secs(),
+            bollard::API_DEFAULT_VERSION,
+        )
+        .map_err(|e| unavailable(&config, format!("connecting to {socket}: {e}")))?;
+        let docker = tokio::time::timeout(config.api_timeout, docker.negotiate_version())
+            .await
+            .map_err(|_| unavailable(&config, format!("{socket} did not answer")))?
+            .map_err(|e| unavailable(&config, format!("negotiating the API version: {e}")))?;
+        let backend = Self { config, docker };
+        backend.check().await?;
+        Ok(backend)
+    }
+
+    pub fn config(&self) -> &DockerConfig {
+        &self.config
+    }
+
+    /// [`SandboxBackend::create`] with the concrete handle type.
+    pub async fn create_docker(&self, spec: SandboxSpec) -> Result<DockerSandbox, SandboxError> {
+        let id = SandboxId::generate();
+        let launch_error = |source: BoxError| SandboxError::Launch {
+            id: id.clone(),
+            source,
+        };
+        tracing::debug!(sandbox_id = %id, backend = self.name(), "creating sandbox");
+        spec.validate().map_err(|e| launch_error(Box::new(e)))?;
+        if self.config.engine == Engine::Gvisor
+            && spec.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
+        {
+            return Err(launch_error(
+                format!(
+                    "a gVisor sandbox needs a pids limit of at least {GVISOR_MIN_PIDS}: the \
+                     limit holds the sentry's host threads, not each sandboxed process"
+                )
+                .into(),
+            ));
+        }
+        let created_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+
+        let mut workspace = workspace::prepare(
+            &id,
+            spec.workspace.as_deref(),
+            self.config.temp_root.as_deref(),
+            self.config.adopt_root_workspaces,
+        )?;
+        let writable = workspace::writable_binds(&id, &workspace, &spec.writable_paths)?;
+        let scope: Vec<String> = {
+            let mut paths = spec.writable_paths.clone();
+            paths.sort();
+            paths.dedup();
+            paths
+        };
+        let guest_spec = container::guest_spec(&id, &self.config, &spec, scope);
+        let guest_spec_json =
+            serde_json::to_string(&guest_spec).map_err(|e| launch_error(Box::new(e)))?;
+        let body = container::body(&Request {
+            id: &id,
+            config: &self.config,
+            spec: &spec,
+            workspace: &workspace,
+            writable: &writable,
+            guest_spec_json,
+        });
+        let options = CreateContainerOptions {
+            name: Some(format!("paddock-{id}")),
+            ..CreateContainerOptions::default()
+        };
+        let created = self
+            .docker
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| launch_error(Box::new(e)))?;
+        let tail = StderrTail::default();
+        let mut teardown = Teardown {
+            id: id.clone(),
+            docker: self.docker.clone(),
+            container: created.id.clone(),
+            temp_workspace: workspace.temporary.take(),
+            stream_task: None,
+            tail: tail.clone(),
+            stop_timeout: self.config.stop_timeout,
+        };
+        match self.start(&created.id, &guest_spec, &mut teardown).await {
+            Ok((client, host_pid)) => {
+                let info = SandboxInfo {
+                    id,
+                    backend: self.name().to_owned(),
+                    workspace: workspace.path,
+                    workspace_is_temporary: teardown.temp_workspace.is_some(),
+                    read_only: spec.read_only,
+                    network: spec.network,
+                    limits: spec.limits,
+                    agent_version: client.agent_version().to_owned(),
+                    created_at_ms,
+                };
+                tracing::debug!(sandbox_id = %info.id, container = %created.id, "sandbox ready");
+                Ok(DockerSandbox::new(info, client, teardown, host_pid))
+            }
+            Err(source) => {
+                // Let the guest's last words arrive before the container goes.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let detail = tail.joined();
+                if let Err(err) = teardown.remove().await {
+                    tracing::warn!(sandbox_id = %id, error = %err, "removing a failed sandbox");
+                }
+                Err(SandboxError::Startup {
+                    id,
+                    status: "container removed".to_owned(),
+                    detail,
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Attaches to the created container, starts it, checks its namespaces
+    /// and cgroup on the host, and completes the guest's handshake.
+    async fn start(
+        &self,
+        container: &str,
+        guest_spec: &paddock_jail::ContainerSpec,
+        teardown: &mut Teardown,
+    ) -> Result<(GuestClient, Option<u32>), BoxError> {
+        let attach = AttachContainerOptions {
+            stream: true,
+            stdin: true,
+            stdout: true,
+            stderr: true,
+            ..AttachContainerOptions::default()
+        };
+        let attached = self
+            .docker
+            .attach_container(container, Some(attach))
+            .await?;
+        let (reader, task) =
+            stdio::split(teardown.id.clone(), attached.output, teardown.tail.clone());
+        teardown.stream_task = Some(task);
+        self.docker
+            .start_container(container, None::<StartContainerOptions>)
+            .await?;
+        let inspected = self
+            .docker
+            .inspect_container(container, None::<InspectContainerOptions>)
+            .await?;
+        let pid = inspected
+            .state
+            .and_then(|s| s.pid)
+            .filter(|pid| *pid > 0)
+            .ok_or("the container has no process (it exited at once)")?;
+        host_checks::check_namespaces(
+            pid,
+            &container::host_checked(self.config.engine, &guest_spec.namespaces),
+        )?;
+        if let Some(asked) = &guest_spec.cgroup {
+            host_checks::check_cgroup(&self.config.cgroup_parent, container, asked)?;
+        }
+        let timeout = self.config.start_timeout;
+        let client = tokio::time::timeout(timeout, GuestClient::connect(reader, attached.input))
+            .await
+            .map_err(|_| format!("the guest did not answer the handshake within {timeout:?}"))??;
+        Ok((client, u32::try_from(pid).ok()))
+    }
+}
+
+#[async_trait]
+impl SandboxBackend for DockerBackend {
+    fn name(&self) -> &'static str {
+        self.config.engine.backend_name()
+    }
+
+    async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
+        Ok(Box::new(self.create_docker(spec).await?))
+    }
+
+    /// The engine answers, the image is there, the runtime is registered,
+    /// and the guest binary exists.
+    async fn check(&self) -> Result<(), SandboxError> {
+        let config = &self.config;
+        if !config.guest_bin.is_file() {
+            return Err(unavailable(
+                config,
+                format!("guest binary {} is missing", config.guest_bin.display()),
+            ));
+        }
+        let info = self
+            .docker
+            .info()
+            .await
+            .map_err(|e| unavailable(config, format!("the engine does not answer: {e}")))?;
+        if let Some(runtime) = config.engine.runtime() {
+            let registered = info
+                .runtimes
+                .as_ref()
+                .is_some_and(|runtimes| runtimes.contains_key(runtime));
+            if !registered {
+                return Err(unavailable(
+                    config,
+                    format!("the engine has no `{runtime}` runtime registered"),
+                ));
+            }
+        }
+        self.docker
+            .inspect_image(&config.image)
+            .await
+            .map_err(|e| {
+                unavailable(
+                    config,
+                    format!(
+                        "image {} is missing (build it with images/docker-image.sh): {e}",
+                        config.image
+                    ),
+                )
+            })?;
+        Ok(())
+    }
+
+    /// Removes every container labelled with this node and backend whose
+    /// sandbox is not in `keep`.
+    async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
+        super::orphans::reap(&self.docker, &self.config, keep)
+            .await
+            .map_err(|source| SandboxError::ReapOrphans {
+                backend: self.name(),
+                source,
+            })
+    }
+}

@@ -1,0 +1,293 @@
+//! The container a sandbox spec becomes: every hardening layer the engine
+//! applies, each with its reason.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigCgroupnsModeEnum};
+use paddock_core::sandbox::{SandboxId, SandboxSpec};
+use paddock_jail::ContainerSpec;
+use paddock_proto::{CgroupEnforcement, NetworkMode, WORKSPACE_MOUNT};
+
+use super::config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
+use super::workspace::Workspace;
+
+/// Where the host's guest binary appears inside (the image has the directory).
+pub(super) const GUEST_PATH: &str = "/opt/paddock/paddock-guest";
+
+/// Namespaces a container gets, as reported. Under runc they are the host
+/// kernel's, all checked from the host (host_checks.rs). Under gVisor the
+/// sentry holds the container in its own mount, ipc, uts, user (and with
+/// network none, net) namespaces, checked from the host the same way; its
+/// pid namespace is the sentry's own (the guest checks it is PID 1 there).
+pub(super) fn namespaces(engine: Engine, network: NetworkMode) -> Vec<String> {
+    let mut names = match engine {
+        Engine::Docker => vec!["mount", "pid", "ipc", "uts", "cgroup"],
+        Engine::Gvisor => vec!["mount", "pid", "ipc", "uts", "user"],
+    };
+    if network == NetworkMode::None {
+        names.push("net");
+    }
+    names.into_iter().map(str::to_owned).collect()
+}
+
+/// The namespaces of `reported` the host can see on the container's process.
+pub(super) fn host_checked(engine: Engine, reported: &[String]) -> Vec<String> {
+    reported
+        .iter()
+        .filter(|n| engine == Engine::Docker || n.as_str() != "pid")
+        .cloned()
+        .collect()
+}
+
+/// The cgroup limits asked of the engine (checked on the host after start).
+pub(super) fn cgroup_asked(spec: &SandboxSpec, parent: &str) -> Option<CgroupEnforcement> {
+    let limits = &spec.limits;
+    if limits.memory_bytes.is_none() && limits.pids.is_none() && limits.cpu_millis.is_none() {
+        return None;
+    }
+    Some(CgroupEnforcement {
+        version: super::host_checks::cgroup_version().to_owned(),
+        memory_bytes: limits.memory_bytes,
+        pids: limits.pids,
+        cpu_millis: limits.cpu_millis,
+        paths: vec![format!("{parent}/<container id>")],
+    })
+}
+
+pub(super) fn guest_spec(
+    id: &SandboxId,
+    config: &DockerConfig,
+    spec: &SandboxSpec,
+    writable_paths: Vec<String>,
+) -> ContainerSpec {
+    ContainerSpec {
+        sandbox_id: id.as_str().to_owned(),
+        engine: config.engine.backend_name().to_owned(),
+        read_only: spec.read_only,
+        writable_paths,
+        network: spec.network,
+        limits: spec.limits.clone(),
+        namespaces: namespaces(config.engine, spec.network),
+        cgroup: cgroup_asked(spec, &config.cgroup_parent),
+        allow_downgrade: spec.allow_downgrade.clone(),
+    }
+}
+
+pub(super) struct Request<'a> {
+    pub id: &'a SandboxId,
+    pub config: &'a DockerConfig,
+    pub spec: &'a SandboxSpec,
+    pub workspace: &'a Workspace,
+    pub writable: &'a [(PathBuf, String)],
+    pub guest_spec_json: String,
+}
+
+pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
+    let Request {
+        id,
+        config,
+        spec,
+        workspace,
+        writable,
+        guest_spec_json,
+    } = request;
+    let workspace_mode = if spec.read_only || !writable.is_empty() {
+        "ro"
+    } else {
+        "rw"
+    };
+    let mut binds = vec![
+        // The one guest build of the host, never writable from inside.
+        format!("{}:{GUEST_PATH}:ro", config.guest_bin.display()),
+        format!(
+            "{}:{WORKSPACE_MOUNT}:{workspace_mode}",
+            workspace.path.display()
+        ),
+    ];
+    // The write scope: each path its own read-write bind over the read-only workspace.
+    binds.extend(
+        writable
+            .iter()
+            .map(|(host, inside)| format!("{}:{inside}:rw", host.display())),
+    );
+    let labels = HashMap::from([
+        (LABEL_SANDBOX.to_owned(), id.as_str().to_owned()),
+        (LABEL_NODE.to_owned(), config.node.clone()),
+        (
+            LABEL_BACKEND.to_owned(),
+            config.engine.backend_name().to_owned(),
+        ),
+    ]);
+    let seccomp = paddock_jail::docker_seccomp_profile().to_string();
+    let limits = &spec.limits;
+    let host_config = HostConfig {
+        binds: Some(binds),
+        // No capability at all, in any set: the guest checks it.
+        cap_drop: Some(vec!["ALL".to_owned()]),
+        security_opt: Some(vec![
+            // setuid binaries of the image gain nothing.
+            "no-new-privileges:true".to_owned(),
+            // The native jail's rule table, as the engine's outer filter.
+            format!("seccomp={seccomp}"),
+        ]),
+        // The image is shared by every sandbox: nothing may change it.
+        readonly_rootfs: Some(true),
+        // Scratch space, bounded; nosuid/nodev as every writable mount.
+        tmpfs: Some(HashMap::from([(
+            "/tmp".to_owned(),
+            format!("rw,nosuid,nodev,size={},mode=1777", limits.tmp_bytes),
+        )])),
+        memory: limits.memory_bytes.and_then(|b| i64::try_from(b).ok()),
+        // No swap beyond the memory limit.
+        memory_swap: limits.memory_bytes.and_then(|b| i64::try_from(b).ok()),
+        pids_limit: limits.pids.and_then(|p| i64::try_from(p).ok()),
+        nano_cpus: limits
+            .cpu_millis
+            .and_then(|m| i64::try_from(m.saturating_mul(1_000_000)).ok()),
+        cgroup_parent: Some(config.cgroup_parent.clone()),
+        cgroupns_mode: Some(HostConfigCgroupnsModeEnum::PRIVATE),
+        ipc_mode: Some("private".to_owned()),
+        network_mode: Some(
+            match spec.network {
+                NetworkMode::None => "none",
+                NetworkMode::Full => "host",
+            }
+            .to_owned(),
+        ),
+        runtime: config.engine.runtime().map(str::to_owned),
+        // The container goes with its guest: when the owner dies, the
+        // attached stdin closes, the guest exits and the engine removes it.
+        auto_remove: Some(true),
+        ..HostConfig::default()
+    };
+    ContainerCreateBody {
+        image: Some(config.image.clone()),
+        user: Some(format!("{}:{}", workspace.uid, workspace.gid)),
+        hostname: Some(format!("sandbox-{}", short(id.as_str()))),
+        entrypoint: Some(vec![
+            GUEST_PATH.to_owned(),
+            "--log".to_owned(),
+            "warn".to_owned(),
+            "container".to_owned(),
+            "--spec".to_owned(),
+            guest_spec_json.clone(),
+        ]),
+        cmd: Some(Vec::new()),
+        env: Some(Vec::new()),
+        working_dir: Some(WORKSPACE_MOUNT.to_owned()),
+        attach_stdin: Some(true),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        open_stdin: Some(true),
+        // stdin closes for good when the attached owner goes away.
+        stdin_once: Some(true),
+        tty: Some(false),
+        network_disabled: Some(spec.network == NetworkMode::None),
+        labels: Some(labels),
+        host_config: Some(host_config),
+        ..ContainerCreateBody::default()
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request_body(
+        engine: Engine,
+        spec: &SandboxSpec,
+        writable: &[(PathBuf, String)],
+    ) -> ContainerCreateBody {
+        let id = SandboxId::generate();
+        let config = DockerConfig::new(engine, PathBuf::from("/host/paddock-guest"));
+        let workspace = Workspace {
+            path: PathBuf::from("/srv/ws"),
+            temporary: None,
+            uid: 1234,
+            gid: 5678,
+        };
+        body(&Request {
+            id: &id,
+            config: &config,
+            spec,
+            workspace: &workspace,
+            writable,
+            guest_spec_json: "{}".to_owned(),
+        })
+    }
+
+    #[test]
+    fn every_engine_layer_is_asked_for() {
+        let spec = SandboxSpec::default();
+        let body = request_body(Engine::Docker, &spec, &[]);
+        let host = body.host_config.unwrap();
+        assert_eq!(host.cap_drop.unwrap(), ["ALL"]);
+        assert_eq!(host.readonly_rootfs, Some(true));
+        let security = host.security_opt.unwrap();
+        assert!(security.contains(&"no-new-privileges:true".to_owned()));
+        let seccomp = security
+            .iter()
+            .find_map(|o| o.strip_prefix("seccomp="))
+            .unwrap();
+        let profile: serde_json::Value = serde_json::from_str(seccomp).unwrap();
+        assert_eq!(profile, paddock_jail::docker_seccomp_profile());
+        let tmp = &host.tmpfs.unwrap()["/tmp"];
+        assert!(tmp.contains(&format!("size={}", spec.limits.tmp_bytes)) && tmp.contains("nosuid"));
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(host.memory, Some(1 << 30));
+        assert_eq!(host.memory_swap, host.memory, "no swap beyond the limit");
+        assert_eq!(host.pids_limit, Some(512));
+        assert_eq!(host.runtime, None);
+        assert_eq!(host.auto_remove, Some(true));
+        assert!(
+            host.binds
+                .as_ref()
+                .unwrap()
+                .contains(&"/srv/ws:/workspace:rw".to_owned())
+        );
+        assert!(
+            host.binds
+                .unwrap()
+                .contains(&"/host/paddock-guest:/opt/paddock/paddock-guest:ro".to_owned())
+        );
+        assert_eq!(body.user.as_deref(), Some("1234:5678"));
+        assert_eq!(body.open_stdin, Some(true));
+        assert_eq!(body.stdin_once, Some(true));
+        assert_eq!(body.tty, Some(false));
+        let labels = body.labels.unwrap();
+        assert_eq!(labels[LABEL_BACKEND], "docker");
+        assert_eq!(labels[LABEL_NODE], "paddock");
+    }
+
+    #[test]
+    fn a_write_scope_binds_the_workspace_read_only_with_its_paths_writable() {
+        let spec = SandboxSpec {
+            writable_paths: vec!["out".to_owned()],
+            ..SandboxSpec::default()
+        };
+        let writable = [(PathBuf::from("/srv/ws/out"), "/workspace/out".to_owned())];
+        let body = request_body(Engine::Gvisor, &spec, &writable);
+        let host = body.host_config.unwrap();
+        let binds = host.binds.unwrap();
+        assert!(binds.contains(&"/srv/ws:/workspace:ro".to_owned()));
+        assert_eq!(binds.last().unwrap(), "/srv/ws/out:/workspace/out:rw");
+        assert_eq!(host.runtime.as_deref(), Some("runsc"));
+        assert_eq!(body.labels.unwrap()[LABEL_BACKEND], "gvisor");
+    }
+
+    #[test]
+    fn gvisor_reports_the_sentry_namespaces_and_checks_all_but_pid_from_the_host() {
+        let reported = namespaces(Engine::Gvisor, NetworkMode::None);
+        assert!(reported.contains(&"user".to_owned()) && reported.contains(&"pid".to_owned()));
+        let checked = host_checked(Engine::Gvisor, &reported);
+        assert!(!checked.contains(&"pid".to_owned()));
+        let docker = namespaces(Engine::Docker, NetworkMode::Full);
+        assert!(!docker.contains(&"net".to_owned()));
+        assert_eq!(host_checked(Engine::Docker, &docker), docker);
+    }
+}

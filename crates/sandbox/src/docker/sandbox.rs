@@ -1,0 +1,230 @@
+//! A running container sandbox and its teardown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::query_parameters::{InspectContainerOptions, RemoveContainerOptions};
+use paddock_core::sandbox::{
+    BoxError, GuestError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+};
+use tokio::task::JoinHandle;
+
+use crate::GuestClient;
+use crate::native::StderrTail;
+
+/// How often `destroy` looks whether the engine has removed the container.
+const GONE_POLL: Duration = Duration::from_millis(20);
+
+/// A container sandbox: the container, the connection to its guest and
+/// the temporary workspace. Dropping it without [`DockerSandbox::destroy`]
+/// removes the container in the background.
+#[derive(Debug)]
+pub struct DockerSandbox {
+    info: SandboxInfo,
+    client: GuestClient,
+    pub(super) teardown: Teardown,
+    host_pid: Option<u32>,
+}
+
+impl DockerSandbox {
+    pub(super) fn new(
+        info: SandboxInfo,
+        client: GuestClient,
+        teardown: Teardown,
+        host_pid: Option<u32>,
+    ) -> Self {
+        Self {
+            info,
+            client,
+            teardown,
+            host_pid,
+        }
+    }
+
+    pub fn info(&self) -> &SandboxInfo {
+        &self.info
+    }
+
+    pub fn client(&self) -> &GuestClient {
+        &self.client
+    }
+
+    /// The engine's id of the container.
+    pub fn container_id(&self) -> &str {
+        &self.teardown.container
+    }
+
+    /// The last lines the guest wrote to its stderr, joined by "; ".
+    pub fn stderr_tail(&self) -> String {
+        self.teardown.tail.joined()
+    }
+
+    /// Asks the guest to stop (bounded), removes the container (killing it
+    /// if it still runs), waits until the engine no longer knows it, and
+    /// removes the temporary workspace.
+    pub async fn destroy(mut self) -> Result<(), SandboxError> {
+        if !self.client.is_closed() {
+            match tokio::time::timeout(self.teardown.stop_timeout, self.client.shutdown()).await {
+                Ok(Ok(())) | Ok(Err(GuestError::Disconnected { .. })) | Err(_) => {}
+                Ok(Err(err)) => {
+                    tracing::debug!(sandbox_id = %self.info.id, error = %err, "guest refused shutdown");
+                }
+            }
+        }
+        self.teardown
+            .remove()
+            .await
+            .map_err(|source| SandboxError::Destroy {
+                id: self.info.id.clone(),
+                source,
+            })
+    }
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    fn info(&self) -> &SandboxInfo {
+        &self.info
+    }
+
+    fn guest(&self) -> Arc<dyn GuestOps> {
+        Arc::new(self.client.clone())
+    }
+
+    fn host_pid(&self) -> Option<u32> {
+        self.host_pid
+    }
+
+    async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {
+        DockerSandbox::destroy(*self).await
+    }
+}
+
+/// What a container sandbox leaves until it is torn down.
+#[derive(Debug)]
+pub(super) struct Teardown {
+    pub id: SandboxId,
+    pub docker: Docker,
+    /// The engine's container id; empty once removed.
+    pub container: String,
+    pub temp_workspace: Option<tempfile::TempDir>,
+    pub stream_task: Option<JoinHandle<()>>,
+    pub tail: StderrTail,
+    pub stop_timeout: Duration,
+}
+
+impl Teardown {
+    pub(super) async fn remove(&mut self) -> Result<(), BoxError> {
+        let container = std::mem::take(&mut self.container);
+        let removed = if container.is_empty() {
+            Ok(())
+        } else {
+            remove_container(&self.docker, &container, self.stop_timeout).await
+        };
+        if let Some(task) = self.stream_task.take() {
+            task.abort();
+        }
+        let workspace = match self.temp_workspace.take() {
+            Some(dir) => tokio::task::spawn_blocking(move || dir.close())
+                .await
+                .map_err(|e| -> BoxError { e.into() })
+                .and_then(|r| r.map_err(|e| -> BoxError { e.into() })),
+            None => Ok(()),
+        };
+        removed.and(workspace)
+    }
+}
+
+fn is_gone(err: &bollard::errors::Error) -> bool {
+    matches!(
+        err,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+/// Force-removes the container with its anonymous volumes, then waits
+/// (bounded by `grace` plus a few seconds) until the engine no longer lists
+/// it: with auto-remove the engine may be removing it already (409).
+pub(super) async fn remove_container(
+    docker: &Docker,
+    container: &str,
+    grace: Duration,
+) -> Result<(), BoxError> {
+    let options = RemoveContainerOptions {
+        force: true,
+        v: true,
+        link: false,
+    };
+    match docker.remove_container(container, Some(options)).await {
+        Ok(()) => {}
+        Err(err) if is_gone(&err) => return Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409, ..
+        }) => {}
+        Err(err) => return Err(err.into()),
+    }
+    let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(10);
+    loop {
+        match docker
+            .inspect_container(container, None::<InspectContainerOptions>)
+            .await
+        {
+            Err(err) if is_gone(&err) => return Ok(()),
+            Err(err) => return Err(err.into()),
+            Ok(_) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!("container {container} is still there after removal").into());
+            }
+            Ok(_) => tokio::time::sleep(GONE_POLL).await,
+        }
+    }
+}
+
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        if let Some(task) = self.stream_task.take() {
+            task.abort();
+        }
+        if self.container.is_empty() && self.temp_workspace.is_none() {
+            return;
+        }
+        tracing::debug!(sandbox_id = %self.id, "sandbox dropped without destroy: removing it");
+        let leftover = Leftover {
+            id: self.id.clone(),
+            docker: self.docker.clone(),
+            container: std::mem::take(&mut self.container),
+            temp_workspace: self.temp_workspace.take(),
+            stop_timeout: self.stop_timeout,
+        };
+        // Without a runtime the temporary workspace goes with `leftover`; the
+        // container exits when its stdin closes and the engine removes it
+        // (auto-remove); reaping at the next start catches anything else.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(leftover.remove());
+        }
+    }
+}
+
+/// What a dropped sandbox still holds. No Drop of its own: a task cancelled
+/// at runtime shutdown just lets the temporary workspace go.
+#[derive(Debug)]
+struct Leftover {
+    id: SandboxId,
+    docker: Docker,
+    container: String,
+    temp_workspace: Option<tempfile::TempDir>,
+    stop_timeout: Duration,
+}
+
+impl Leftover {
+    async fn remove(self) {
+        if let Err(err) = remove_container(&self.docker, &self.container, self.stop_timeout).await {
+            tracing::warn!(sandbox_id = %self.id, error = %err, "removing a dropped sandbox");
+        }
+        drop(self.temp_workspace);
+    }
+}

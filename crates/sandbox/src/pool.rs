@@ -1,0 +1,165 @@
+//! A warm pool in front of any backend: sandboxes of one profile started
+//! ahead of time, handed out on `create`, refilled in the background, and
+//! never handed out twice (a sandbox that served one tenant is that
+//! tenant's to destroy).
+//!
+//! Only requests for exactly the pool's profile with a temporary
+//! workspace are served from it: a container's workspace is bound when the
+//! engine starts it, so a request naming a workspace directory, other
+//! limits or another network starts a sandbox of its own.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use paddock_core::sandbox::{
+    OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
+};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// How long the refiller waits after a failed start before trying again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+struct Shared {
+    ready: Mutex<VecDeque<Box<dyn Sandbox>>>,
+    /// Wakes the refiller (a sandbox was taken).
+    taken: Notify,
+    /// Wakes waiters of [`WarmPool::wait_full`] (a sandbox was added).
+    added: Notify,
+    size: usize,
+}
+
+impl Shared {
+    fn ready(&self) -> std::sync::MutexGuard<'_, VecDeque<Box<dyn Sandbox>>> {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A backend with `size` sandboxes of `profile` kept started.
+#[derive(Debug)]
+pub struct WarmPool {
+    backend: Arc<dyn SandboxBackend>,
+    profile: SandboxSpec,
+    shared: Arc<Shared>,
+    refiller: JoinHandle<()>,
+}
+
+impl WarmPool {
+    /// Starts the refiller on the current runtime. `profile.workspace` must
+    /// be None (pooled sandboxes have temporary workspaces); it is cleared.
+    pub fn start(backend: Arc<dyn SandboxBackend>, mut profile: SandboxSpec, size: usize) -> Self {
+        profile.workspace = None;
+        let shared = Arc::new(Shared {
+            ready: Mutex::new(VecDeque::with_capacity(size)),
+            taken: Notify::new(),
+            added: Notify::new(),
+            size,
+        });
+        let refiller = tokio::spawn(refill(backend.clone(), profile.clone(), shared.clone()));
+        Self {
+            backend,
+            profile,
+            shared,
+            refiller,
+        }
+    }
+
+    /// Sandboxes ready to hand out now.
+    pub fn ready(&self) -> usize {
+        self.shared.ready().len()
+    }
+
+    /// Ids of the sandboxes waiting in the pool.
+    pub fn ready_ids(&self) -> Vec<SandboxId> {
+        self.shared
+            .ready()
+            .iter()
+            .map(|s| s.info().id.clone())
+            .collect()
+    }
+
+    /// Waits (at most `timeout`) until the pool is full; says whether it is.
+    pub async fn wait_full(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let added = self.shared.added.notified();
+            if self.ready() >= self.shared.size {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, added).await.is_err() {
+                return self.ready() >= self.shared.size;
+            }
+        }
+    }
+
+    fn serves(&self, spec: &SandboxSpec) -> bool {
+        spec.workspace.is_none() && *spec == self.profile
+    }
+}
+
+impl Drop for WarmPool {
+    fn drop(&mut self) {
+        self.refiller.abort();
+        // The queued sandboxes go with the queue: each one's drop removes it.
+        self.shared.ready().clear();
+    }
+}
+
+async fn refill(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, shared: Arc<Shared>) {
+    loop {
+        let taken = shared.taken.notified();
+        if shared.ready().len() < shared.size {
+            match backend.create(profile.clone()).await {
+                Ok(sandbox) => {
+                    shared.ready().push_back(sandbox);
+                    shared.added.notify_waiters();
+                }
+                Err(err) => {
+                    tracing::warn!(backend = backend.name(), error = %err, "warm pool: starting a sandbox failed");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
+            }
+            continue;
+        }
+        taken.await;
+    }
+}
+
+#[async_trait]
+impl SandboxBackend for WarmPool {
+    fn name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// A started sandbox of the pool when the request is the pool's
+    /// profile and one is ready; otherwise a fresh one from the backend.
+    async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
+        if self.serves(&spec) {
+            let taken = self.shared.ready().pop_front();
+            if let Some(sandbox) = taken {
+                self.shared.taken.notify_one();
+                // Dead while it waited (engine restart, OOM): not handed out.
+                if sandbox.guest().info().await.is_ok() {
+                    return Ok(sandbox);
+                }
+                tracing::warn!(sandbox_id = %sandbox.info().id, "warm pool: a pooled sandbox died while waiting");
+                let _ = sandbox.destroy().await;
+            }
+        }
+        self.backend.create(spec).await
+    }
+
+    async fn check(&self) -> Result<(), SandboxError> {
+        self.backend.check().await
+    }
+
+    /// The pool's own ready sandboxes are kept, whatever `keep` says.
+    async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
+        let mut keep = keep.to_vec();
+        keep.extend(self.shared.ready().iter().map(|s| s.info().id.clone()));
+        self.backend.reap_orphans(&keep).await
+    }
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs and starts what the docker and gvisor backends need, on a Debian 12
+# machine as root, skipping whatever is already there:
+#   docker.io (dockerd 20.10, API 1.41), runsc (gVisor) registered with dockerd
+#   as the `runsc` runtime, and the sandbox image built by images/docker-image.sh.
+# dockerd is started in the background (no systemd here), its log in
+# /var/log/paddock-dockerd.log. scripts/test.sh calls this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+image=${PADDOCK_DOCKER_IMAGE:-paddock-sandbox:bookworm}
+export DEBIAN_FRONTEND=noninteractive
+started=$(date +%s)
+
+missing=()
+[ -x /usr/sbin/dockerd ] || missing+=(docker.io)
+[ -x /usr/bin/runsc ] || missing+=(runsc)
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "==> installing ${missing[*]}"
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# runsc without its own network stack: sandboxes run with network none.
+mkdir -p /etc/docker
+want='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}'
+restart=no
+if ! grep -q '"runsc"' /etc/docker/daemon.json 2>/dev/null; then
+    existing=$(tr -d ' \t\n' </etc/docker/daemon.json 2>/dev/null || true)
+    if [ -n "$existing" ] && [ "$existing" != "{}" ]; then
+        echo "scripts/container-setup.sh: /etc/docker/daemon.json has settings but no runsc" \
+            "runtime; add $want to it (not overwritten)" >&2
+        exit 1
+    fi
+    echo "$want" >/etc/docker/daemon.json
+    restart=yes
+fi
+
+docker_cli=/usr/bin/docker
+[ -x "$docker_cli" ] || docker_cli=docker
+if [ "$restart" = yes ] && [ -e /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+    echo "==> restarting dockerd to register runsc"
+    kill "$(cat /var/run/docker.pid)"
+    for _ in $(seq 1 60); do [ -e /var/run/docker.pid ] || break; sleep 0.5; done
+fi
+if ! "$docker_cli" version >/dev/null 2>&1; then
+    echo "==> starting dockerd (log: /var/log/paddock-dockerd.log)"
+    setsid /usr/sbin/dockerd >>/var/log/paddock-dockerd.log 2>&1 </dev/null &
+    for _ in $(seq 1 120); do
+        "$docker_cli" version >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    "$docker_cli" version >/dev/null 2>&1 || {
+        echo "dockerd did not come up; its log:" >&2
+        tail -n 40 /var/log/paddock-dockerd.log >&2
+        exit 1
+    }
+fi
+
+if ! "$docker_cli" image inspect "$image" >/dev/null 2>&1; then
+    echo "==> building $image"
+    PATH="$(dirname "$docker_cli"):$PATH" bash images/docker-image.sh "$image"
+fi
+echo "==> container tier ready ($image, runtimes: $("$docker_cli" info --format '{{range $k, $v := .Runtimes}}{{$k}} {{end}}')) in $(($(date +%s) - started)) s"

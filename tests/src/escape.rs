@@ -1,0 +1,161 @@
+//! What the escape battery needs around it on the host: the probes every
+//! report must hold, secret canary files outside any workspace, the host's
+//! addresses, and the traces a write that got through would leave.
+
+use std::fs;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::bins::profile_dir;
+
+pub const MIB: u64 = 1 << 20;
+pub const MEMORY: u64 = 512 * MIB;
+pub const PIDS: u64 = 64;
+pub const TMP: u64 = 64 * MIB;
+
+/// Probes that must be in every report: a battery that silently skipped
+/// them would otherwise pass.
+pub const REQUIRED_PROBES: &[&str] = &[
+    "syscall mount(tmpfs)",
+    "syscall umount2",
+    "syscall pivot_root",
+    "syscall chroot",
+    "syscall unshare(CLONE_NEWUSER)",
+    "syscall setns(/proc/1/ns/mnt)",
+    "syscall ptrace(PTRACE_ATTACH, pid 1)",
+    "syscall ptrace(PTRACE_TRACEME) + exec",
+    "syscall process_vm_readv(pid 1)",
+    "syscall kexec_load",
+    "syscall init_module",
+    "syscall finit_module",
+    "syscall delete_module",
+    "syscall bpf(BPF_MAP_CREATE)",
+    "syscall perf_event_open",
+    "syscall keyctl (session keyring)",
+    "syscall add_key",
+    "syscall request_key",
+    "syscall io_uring_setup",
+    "syscall userfaultfd",
+    "syscall reboot",
+    "syscall swapon",
+    "syscall swapoff",
+    "syscall acct",
+    "syscall quotactl",
+    "syscall open_by_handle_at",
+    "syscall name_to_handle_at",
+    "syscall iopl",
+    "syscall ioperm",
+    "syscall clock_settime(CLOCK_REALTIME)",
+    "syscall settimeofday",
+    "syscall adjtimex",
+    "syscall mknod(char device 1:3)",
+    "syscall mknodat(block device 8:0)",
+    "nested user namespace via clone(CLONE_NEWUSER)",
+    "nested user namespace via clone3(CLONE_NEWUSER)",
+    "nested user namespace via unshare --user true",
+    "open /proc/sys/kernel/core_pattern for writing",
+    "open /proc/sysrq-trigger for writing",
+    "open /proc/kcore",
+    "open /dev/mem",
+    "mount cgroup v1 (memory) for release_agent",
+    "write a release_agent under /sys/fs/cgroup",
+    "raw socket AF_INET/SOCK_RAW",
+    "packet socket AF_PACKET/SOCK_RAW",
+    "only the loopback interface",
+    "see the host process",
+    "fork bomb",
+    "memory bomb",
+    "fill /tmp",
+];
+
+/// Secret files on the host, outside any workspace; removed on drop.
+#[derive(Debug)]
+pub struct Canaries {
+    files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+impl Canaries {
+    pub fn plant() -> Self {
+        // One set per call: tests planting canaries at once must not remove
+        // each other's.
+        static PLANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = PLANTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("paddock-canary-{}-{n}", std::process::id());
+        let dirs = [
+            PathBuf::from("/root"),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/etc"),
+            profile_dir(),
+        ];
+        let files = dirs
+            .iter()
+            .filter(|d| d.is_dir())
+            .map(|d| {
+                let path = d.join(&tag);
+                let content = format!("secret {} {}", path.display(), std::process::id());
+                fs::write(&path, &content)
+                    .unwrap_or_else(|e| panic!("planting {}: {e}", path.display()));
+                (path, content.into_bytes())
+            })
+            .collect();
+        Self { files }
+    }
+
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.files.iter().map(|(p, _)| p.as_path())
+    }
+
+    pub fn assert_unchanged(&self) {
+        for (path, content) in &self.files {
+            assert_eq!(
+                &fs::read(path).unwrap_or_else(|e| panic!("canary {}: {e}", path.display())),
+                content,
+                "canary {} changed",
+                path.display()
+            );
+        }
+    }
+}
+
+impl Drop for Canaries {
+    fn drop(&mut self) {
+        for (path, _) in &self.files {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// The host's non-loopback IPv4 addresses (the sandbox must reach none).
+pub fn host_addresses() -> Vec<IpAddr> {
+    let Ok(out) = Command::new("ip")
+        .args(["-o", "-4", "addr", "show"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            words.find(|w| *w == "inet")?;
+            words.next()?.split('/').next()?.parse().ok()
+        })
+        .filter(|a: &IpAddr| !a.is_loopback())
+        .collect()
+}
+
+/// Files the battery may have left in host directories if a write got through.
+pub fn stray_battery_files() -> Vec<PathBuf> {
+    ["/", "/usr", "/etc", "/root", "/var/tmp", "/tmp", "/dev"]
+        .iter()
+        .filter_map(|d| fs::read_dir(d).ok())
+        .flat_map(|entries| entries.flatten())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(".paddock-battery"))
+        })
+        .collect()
+}

@@ -1,0 +1,50 @@
+//! One conformance suite, run against every backend: native, docker and
+//! gvisor. Each test is generated once per backend (`mod native`, `mod
+//! docker`, `mod gvisor`); a backend the host cannot run is reported
+//! skipped with its reason (see paddock_tests::backends).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "conformance/cases.rs"]
+mod cases;
+
+macro_rules! per_backend {
+    ($($case:ident),* $(,)?) => {
+        mod native {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                super::cases::run(paddock_tests::backends::Kind::Native, stringify!($case), super::cases::$case).await;
+            })*
+        }
+        mod docker {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                super::cases::run(paddock_tests::backends::Kind::Docker, stringify!($case), super::cases::$case).await;
+            })*
+        }
+        mod gvisor {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                super::cases::run(paddock_tests::backends::Kind::Gvisor, stringify!($case), super::cases::$case).await;
+            })*
+        }
+    };
+}
+
+per_backend!(
+    enforcement_is_reported,
+    exec_and_files,
+    traversal_is_refused,
+    background_and_reattach,
+    streaming_exec,
+    read_only_workspace,
+    write_scope,
+    memory_and_tmp_limits,
+    pids_limit,
+    network_none,
+    snapshot_round_trip_and_fork,
+    nothing_left_behind,
+    orphans_are_reaped,
+    escape_battery,
+    warm_pool,
+    owner_killed_leaves_nothing,
+);

@@ -1,0 +1,792 @@
+//! The cases of the conformance suite, each a function of one backend.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use paddock_core::sandbox::{
+    GuestOps, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec, SnapshotExportOptions,
+    SnapshotImportOptions, WriteOptions,
+};
+use paddock_proto::{ErrorCode, ExecSpec, LayerState};
+use paddock_tests::backends::{self, Kind};
+use paddock_tests::host::require_root;
+
+const DEADLINE: Duration = Duration::from_secs(120);
+
+pub struct Ctx {
+    pub kind: Kind,
+    pub backend: Box<dyn SandboxBackend>,
+}
+
+pub type Case = for<'a> fn(&'a Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+pub async fn run(kind: Kind, name: &str, case: Case) {
+    require_root();
+    let Some(backend) = backends::for_test(kind, name).await else {
+        return;
+    };
+    let ctx = Ctx { kind, backend };
+    tokio::time::timeout(DEADLINE, case(&ctx))
+        .await
+        .unwrap_or_else(|_| panic!("{name} [{}] exceeded its deadline", kind.name()));
+}
+
+impl Ctx {
+    pub async fn create(&self, spec: SandboxSpec) -> Box<dyn Sandbox> {
+        let spec = backends::spec_for(self.kind, spec);
+        self.backend
+            .create(spec)
+            .await
+            .unwrap_or_else(|e| panic!("[{}] create: {}", self.kind.name(), chain(&e)))
+    }
+}
+
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+pub fn shell(script: &str) -> ExecSpec {
+    ExecSpec {
+        shell: Some(script.to_owned()),
+        ..ExecSpec::default()
+    }
+}
+
+pub async fn sh(guest: &dyn GuestOps, script: &str) -> (i32, String, String) {
+    let out = guest.exec_output(shell(script), &[]).await.unwrap();
+    (
+        out.exit.code.unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+pub fn enforcement_is_reported(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let sb = ctx.create(SandboxSpec::default()).await;
+        assert_eq!(sb.info().backend, ctx.kind.name());
+        let info = sb.guest().info().await.unwrap();
+        let e = &info.enforcement;
+        for (name, state) in [
+            ("seccomp", &e.seccomp),
+            ("no_new_privs", &e.no_new_privs),
+            ("capabilities", &e.capabilities_dropped),
+            ("rlimits", &e.rlimits),
+            ("cgroups", &e.cgroup_state),
+        ] {
+            assert_eq!(state, &LayerState::Enforced, "{name}: {e:?}");
+        }
+        match ctx.kind {
+            Kind::Gvisor => assert!(
+                matches!(e.landlock, LayerState::Downgraded { .. }),
+                "gVisor has no landlock: it must be reported downgraded: {e:?}"
+            ),
+            _ => assert_eq!(e.landlock, LayerState::Enforced, "{e:?}"),
+        }
+        assert!(e.seccomp_denied.iter().any(|l| l == "mount"));
+        assert!(e.namespaces.iter().any(|n| n == "pid"), "{e:?}");
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn exec_and_files(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let sb = ctx
+            .create(SandboxSpec {
+                workspace: Some(ws.path().to_path_buf()),
+                ..SandboxSpec::default()
+            })
+            .await;
+        let guest = sb.guest();
+        let (code, out, err) = sh(&*guest, "echo hello; echo oops >&2; pwd; exit 3").await;
+        assert_eq!((code, out.as_str()), (3, "hello\n/workspace\n"), "{err}");
+        assert_eq!(err, "oops\n");
+        guest
+            .file_write(
+                "notes/a.txt",
+                b"written by the host",
+                WriteOptions {
+                    create_parents: true,
+                    ..WriteOptions::default()
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{}", chain(&e)));
+        let (code, out, _) = sh(&*guest, "cat notes/a.txt").await;
+        assert_eq!((code, out.as_str()), (0, "written by the host"));
+        assert_eq!(
+            std::fs::read(ws.path().join("notes/a.txt")).unwrap(),
+            b"written by the host"
+        );
+        sb.destroy().await.unwrap();
+    })
+}
+
+fn in_workspace(ws: &tempfile::TempDir) -> SandboxSpec {
+    SandboxSpec {
+        workspace: Some(ws.path().to_path_buf()),
+        ..SandboxSpec::default()
+    }
+}
+
+const PROBE: &str = "paddock-test-probe";
+const MIB: u64 = 1 << 20;
+
+pub fn traversal_is_refused(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        std::os::unix::fs::symlink("/etc", ws.path().join("etc-link")).unwrap();
+        std::os::unix::fs::symlink("../..", ws.path().join("up")).unwrap();
+        let sb = ctx.create(in_workspace(&ws)).await;
+        let guest = sb.guest();
+        for path in [
+            "../etc/passwd",
+            "/etc/passwd",
+            "etc-link/passwd",
+            "up/etc/passwd",
+        ] {
+            match guest.file_read(path, 0, None).await {
+                Err(e) => assert_eq!(e.code(), Some(ErrorCode::PathEscape), "{path}: {e:?}"),
+                Ok(data) => panic!("{path} was read: {} bytes", data.size),
+            }
+        }
+        match guest
+            .file_write("etc-link/evil", b"x", WriteOptions::default())
+            .await
+        {
+            Err(e) => assert_eq!(e.code(), Some(ErrorCode::PathEscape), "{e:?}"),
+            Ok(n) => panic!("wrote {n} bytes through a symlink out"),
+        }
+        assert!(!std::path::Path::new("/etc/evil").exists());
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn background_and_reattach(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let sb = ctx.create(SandboxSpec::default()).await;
+        let guest = sb.guest();
+        let started = guest
+            .process_start(shell("echo first; sleep 0.3; echo second"))
+            .await
+            .unwrap();
+        let status = guest
+            .process_wait(started.handle, Some(10_000))
+            .await
+            .unwrap();
+        assert!(!status.running);
+        assert_eq!(status.exit.unwrap().code, Some(0));
+        // A second reader, from offset 0, still gets everything.
+        let out = guest
+            .process_read(started.handle, 0, 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.data), "first\nsecond\n");
+        let listed = guest.process_list().await.unwrap();
+        assert!(listed.iter().any(|p| p.handle == started.handle));
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn streaming_exec(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        use paddock_core::sandbox::ExecEvent;
+        let sb = ctx.create(SandboxSpec::default()).await;
+        let guest = sb.guest();
+        let mut execution = guest
+            .exec(shell("for i in 1 2 3; do echo $i; sleep 0.1; done"), &[])
+            .await
+            .unwrap();
+        let mut chunks = 0;
+        let mut text = String::new();
+        let mut exit = None;
+        while let Some(event) = execution.next_event().await.unwrap() {
+            match event {
+                ExecEvent::Output { data, .. } => {
+                    chunks += 1;
+                    text.push_str(&String::from_utf8_lossy(&data));
+                }
+                ExecEvent::Exited(info) => exit = Some(info),
+                _ => {}
+            }
+        }
+        assert_eq!(text, "1\n2\n3\n");
+        assert!(
+            chunks >= 2,
+            "output arrived in {chunks} chunk(s), not streamed"
+        );
+        assert_eq!(exit.unwrap().code, Some(0));
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn read_only_workspace(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        std::fs::write(ws.path().join("kept.txt"), b"original").unwrap();
+        let sb = ctx
+            .create(SandboxSpec {
+                read_only: true,
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let (code, out, _) = sh(&*guest, "cat kept.txt").await;
+        assert_eq!((code, out.as_str()), (0, "original"));
+        let (code, _, _) = sh(&*guest, "echo x > kept.txt || exit 9; touch new").await;
+        assert_eq!(code, 9);
+        assert!(
+            guest
+                .file_write("new.txt", b"x", WriteOptions::default())
+                .await
+                .is_err()
+        );
+        let info = guest.info().await.unwrap();
+        assert!(info.enforcement.read_only_workspace);
+        sb.destroy().await.unwrap();
+        assert_eq!(
+            std::fs::read(ws.path().join("kept.txt")).unwrap(),
+            b"original"
+        );
+        assert!(!ws.path().join("new").exists() && !ws.path().join("new.txt").exists());
+    })
+}
+
+pub fn write_scope(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        std::fs::create_dir(ws.path().join("src")).unwrap();
+        if ctx.kind.is_container() {
+            backends::give_to_sandbox(&ws.path().join("src"));
+        }
+        let sb = ctx
+            .create(SandboxSpec {
+                writable_paths: vec!["out".to_owned()],
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let (code, _, err) = sh(&*guest, "echo built > out/result").await;
+        assert_eq!(code, 0, "{err}");
+        let (code, _, _) = sh(&*guest, "echo x > src/changed || exit 9").await;
+        assert_eq!(code, 9);
+        let info = guest.info().await.unwrap();
+        assert_eq!(info.enforcement.writable_paths, ["out"]);
+        sb.destroy().await.unwrap();
+        assert_eq!(
+            std::fs::read(ws.path().join("out/result")).unwrap(),
+            b"built\n"
+        );
+        assert!(!ws.path().join("src/changed").exists());
+    })
+}
+
+/// Under gVisor the engine's cgroup holds the sentry (the user-space
+/// kernel), not each sandboxed process: a sandbox past its memory or pids
+/// limit loses its sentry, so "held" there means the sandbox died instead
+/// of the host giving way.
+fn held_or_sandbox_killed(
+    kind: Kind,
+    what: &str,
+    result: Result<paddock_core::sandbox::ExecOutput, paddock_core::sandbox::GuestError>,
+) -> Option<paddock_core::sandbox::ExecOutput> {
+    match result {
+        Ok(out) => Some(out),
+        Err(paddock_core::sandbox::GuestError::Disconnected { .. }) if kind == Kind::Gvisor => None,
+        Err(e) => panic!("{what}: {}", chain(&e)),
+    }
+}
+
+pub fn memory_and_tmp_limits(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
+        let sb = ctx
+            .create(SandboxSpec {
+                limits: SandboxLimits {
+                    memory_bytes: Some(256 * MIB),
+                    tmp_bytes: 8 * MIB,
+                    ..SandboxLimits::default()
+                },
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let (code, _, _) = sh(
+            &*guest,
+            "dd if=/dev/zero of=/tmp/fill bs=1M count=16 2>/dev/null; test $? -ne 0",
+        )
+        .await;
+        assert_eq!(code, 0, "16 MiB fit in an 8 MiB /tmp");
+        let small = guest
+            .exec_output(
+                ExecSpec {
+                    argv: vec![probe.clone(), "alloc".into(), (16 * MIB).to_string()],
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(small.exit.code, Some(0), "16 MiB under 256 MiB: {small:?}");
+        let over = guest
+            .exec_output(
+                ExecSpec {
+                    argv: vec![probe.clone(), "alloc".into(), (1024 * MIB).to_string()],
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await;
+        if let Some(over) = held_or_sandbox_killed(ctx.kind, "alloc", over) {
+            assert!(
+                over.exit.code != Some(0),
+                "allocating 1 GiB under a 256 MiB limit succeeded: {over:?}"
+            );
+        }
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn pids_limit(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
+        let pids = 128;
+        let sb = ctx
+            .create(SandboxSpec {
+                limits: SandboxLimits {
+                    pids: Some(pids),
+                    ..SandboxLimits::default()
+                },
+                ..in_workspace(&ws)
+            })
+            .await;
+        let guest = sb.guest();
+        let spawned = guest
+            .exec_output(
+                ExecSpec {
+                    argv: vec![probe.clone(), "spawn-until-fail".into(), "400".into()],
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await;
+        if let Some(spawned) = held_or_sandbox_killed(ctx.kind, "spawn", spawned) {
+            let text = String::from_utf8_lossy(&spawned.stdout);
+            let count: u64 = text
+                .split_whitespace()
+                .find_map(|w| w.parse().ok())
+                .unwrap_or_else(|| panic!("no count in {text:?} {spawned:?}"));
+            assert!(
+                count < pids,
+                "{count} processes under a pids limit of {pids}"
+            );
+        }
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn network_none(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
+        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sb = ctx.create(in_workspace(&ws)).await;
+        let guest = sb.guest();
+        let (code, out, _) = sh(&*guest, &format!("{probe} interfaces")).await;
+        assert_eq!(code, 0);
+        let names: Vec<&str> = out.lines().collect();
+        assert!(names.iter().all(|n| *n == "lo"), "interfaces: {names:?}");
+        let (code, _, _) = sh(&*guest, &format!("{probe} connect 127.0.0.1:{port}")).await;
+        assert_ne!(code, 0, "the host's listener was reached");
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn snapshot_round_trip_and_fork(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let sb = ctx.create(in_workspace(&ws)).await;
+        let guest = sb.guest();
+        let (code, _, err) = sh(
+            &*guest,
+            "mkdir -p d/e && echo one > d/e/f && printf two > g && chmod 750 d",
+        )
+        .await;
+        assert_eq!(code, 0, "{err}");
+        let mut archive = Vec::new();
+        guest
+            .snapshot_export(SnapshotExportOptions::default(), &mut archive)
+            .await
+            .unwrap();
+        assert!(!archive.is_empty());
+        // The fork: a fresh sandbox restores it and diverges.
+        let fork = ctx.create(SandboxSpec::default()).await;
+        let forked = fork.guest();
+        forked
+            .snapshot_import(SnapshotImportOptions::default(), &mut archive.as_slice())
+            .await
+            .unwrap_or_else(|e| panic!("{}", chain(&e)));
+        // (stat(1) of Debian 12 fails under Debian 12's gVisor: statx flags.)
+        assert_eq!(forked.file_stat("d").await.unwrap().mode & 0o7777, 0o750);
+        let (code, out, _) = sh(&*forked, "cat d/e/f g; echo changed > g").await;
+        assert_eq!((code, out.as_str()), (0, "one\ntwo"));
+        let (_, out, _) = sh(&*guest, "cat g").await;
+        assert_eq!(out, "two", "the fork changed its parent");
+        fork.destroy().await.unwrap();
+        sb.destroy().await.unwrap();
+    })
+}
+
+pub fn nothing_left_behind(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let sb = ctx.create(SandboxSpec::default()).await;
+        let id = sb.info().id.clone();
+        let temp = sb.info().workspace.clone();
+        assert!(sb.info().workspace_is_temporary && temp.is_dir());
+        let (code, _, _) = sh(&*sb.guest(), "sleep 60 & sleep 60 & true").await;
+        assert_eq!(code, 0);
+        sb.destroy().await.unwrap();
+        assert!(
+            !temp.exists(),
+            "temporary workspace {} is left",
+            temp.display()
+        );
+        let left = backends::leftovers(ctx.kind, &id).await;
+        assert!(left.is_empty(), "left behind: {left:?}");
+    })
+}
+
+pub fn orphans_are_reaped(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        // An owner of its own, so reaping touches no other test's sandboxes.
+        let owner = backends::private_owner(ctx.kind).await;
+        let sb = owner
+            .create(backends::spec_for(ctx.kind, SandboxSpec::default()))
+            .await
+            .unwrap();
+        let id = sb.info().id.clone();
+        let workspace = sb.info().workspace.clone();
+        assert!(workspace.is_dir());
+        // The owner "dies": its handle is never destroyed nor dropped.
+        std::mem::forget(sb);
+        let restarted = backends::private_owner(ctx.kind).await;
+        let report = restarted.reap_orphans(&[]).await.unwrap();
+        assert!(
+            report.sandboxes_removed.contains(&id) || !report.processes_killed.is_empty(),
+            "{report:?}"
+        );
+        let left = backends::leftovers(ctx.kind, &id).await;
+        assert!(left.is_empty(), "left behind after reaping: {left:?}");
+        assert!(
+            !workspace.exists(),
+            "the temporary workspace {} is left",
+            workspace.display()
+        );
+        if let Some(root) = workspace.parent() {
+            let _ = std::fs::remove_dir(root);
+        }
+    })
+}
+
+/// The escape battery inside the backend's sandbox: every probe present,
+/// every escape blocked, the host unharmed, nothing left behind.
+pub fn escape_battery(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    use std::io::ErrorKind;
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+
+    use paddock_tests::escape::{
+        Canaries, MEMORY, PIDS, REQUIRED_PROBES, TMP, host_addresses, stray_battery_files,
+    };
+    use paddock_tests::report::Report;
+    Box::pin(async move {
+        let core_pattern = std::fs::read("/proc/sys/kernel/core_pattern").unwrap();
+        let ws = backends::workspace(ctx.kind);
+        let battery = paddock_tests::bins::stage_in_workspace(ws.path(), "paddock-escape-battery");
+        let canaries = Canaries::plant();
+        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let abstract_name = format!("paddock-battery-{}-{}", ctx.kind.name(), std::process::id());
+        let unix = UnixListener::bind_addr(
+            &SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap(),
+        )
+        .unwrap();
+        unix.set_nonblocking(true).unwrap();
+        let pids = if ctx.kind == Kind::Gvisor { 128 } else { PIDS };
+        let mut argv = vec![
+            battery,
+            "--tcp-port".into(),
+            port.to_string(),
+            "--abstract-socket".into(),
+            abstract_name,
+            "--pids-limit".into(),
+            pids.to_string(),
+            "--memory-limit".into(),
+            MEMORY.to_string(),
+        ];
+        for c in canaries.paths() {
+            argv.extend(["--canary".into(), c.display().to_string()]);
+        }
+        let own_comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+        argv.extend(["--host-process".into(), own_comm.trim_end().to_owned()]);
+        for a in host_addresses() {
+            argv.extend(["--host-addr".into(), a.to_string()]);
+        }
+        let spec = SandboxSpec {
+            limits: SandboxLimits {
+                memory_bytes: Some(MEMORY),
+                pids: Some(pids),
+                tmp_bytes: TMP,
+                ..SandboxLimits::default()
+            },
+            ..in_workspace(&ws)
+        };
+        // gVisor's cgroup holds its sentry: a bomb kills the whole sandbox
+        // (contained, but then no report), so each bomb runs in a sandbox of
+        // its own there, and must end either blocked or with that sandbox dead.
+        let bombs = ["fork bomb", "memory bomb"];
+        let mut bombs_contained = Vec::new();
+        if ctx.kind == Kind::Gvisor {
+            for bomb in bombs {
+                let sb = ctx.create(spec.clone()).await;
+                let id = sb.info().id.clone();
+                let mut only = argv.clone();
+                only.extend(["--only".into(), bomb.into()]);
+                let run = sb
+                    .guest()
+                    .exec_output(
+                        ExecSpec {
+                            argv: only,
+                            timeout_ms: Some(120_000),
+                            ..ExecSpec::default()
+                        },
+                        &[],
+                    )
+                    .await;
+                match run {
+                    Err(paddock_core::sandbox::GuestError::Disconnected { .. }) => {}
+                    Ok(out) => {
+                        let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+                        assert!(report.not_blocked().is_empty(), "{bomb}: {report:?}");
+                    }
+                    Err(e) => panic!("{bomb}: {}", chain(&e)),
+                }
+                let _ = sb.destroy().await;
+                let left = backends::leftovers(ctx.kind, &id).await;
+                assert!(left.is_empty(), "{bomb} left behind: {left:?}");
+                bombs_contained.push(bomb);
+            }
+            for bomb in bombs {
+                argv.extend(["--skip".into(), bomb.into()]);
+            }
+        }
+        let sb = ctx.create(spec).await;
+        let id = sb.info().id.clone();
+        let out = sb
+            .guest()
+            .exec_output(
+                ExecSpec {
+                    argv,
+                    timeout_ms: Some(300_000),
+                    ..ExecSpec::default()
+                },
+                &[],
+            )
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "[{}] the battery's sandbox died: {}",
+                    ctx.kind.name(),
+                    chain(&e)
+                )
+            });
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.exit.code,
+            Some(0),
+            "the battery itself failed: {}\n{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Report = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("no report from the battery ({e}):\n{stdout}"));
+        let failed: Vec<String> = report
+            .failed_controls()
+            .iter()
+            .map(|c| format!("  {}: {}", c.name, c.detail))
+            .collect();
+        assert!(failed.is_empty(), "controls failed:\n{}", failed.join("\n"));
+        let names: Vec<&str> = report.probes.iter().map(|p| p.name.as_str()).collect();
+        let missing: Vec<&&str> = REQUIRED_PROBES
+            .iter()
+            .filter(|r| !names.iter().any(|n| n.starts_with(**r)))
+            .filter(|r| !bombs_contained.contains(*r))
+            .collect();
+        assert!(missing.is_empty(), "probes missing: {missing:?}");
+        let escapes: Vec<String> = report
+            .not_blocked()
+            .iter()
+            .map(|p| format!("  {}: {}", p.name, p.detail))
+            .collect();
+        assert!(
+            escapes.is_empty(),
+            "[{}] {} of {} escapes NOT blocked:\n{}",
+            ctx.kind.name(),
+            escapes.len(),
+            report.probes.len(),
+            escapes.join("\n")
+        );
+        sb.destroy().await.unwrap();
+        canaries.assert_unchanged();
+        assert_eq!(
+            std::fs::read("/proc/sys/kernel/core_pattern").unwrap(),
+            core_pattern
+        );
+        match listener.accept() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("the host TCP listener was reached: {other:?}"),
+        }
+        match unix.accept() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("the host abstract socket was reached: {other:?}"),
+        }
+        let strays = stray_battery_files();
+        assert!(strays.is_empty(), "battery files on the host: {strays:?}");
+        let left = backends::leftovers(ctx.kind, &id).await;
+        assert!(left.is_empty(), "left behind: {left:?}");
+    })
+}
+
+/// A warm pool of this backend: pooled sandboxes are handed out once each,
+/// refilled in the background; other profiles bypass it; dropping the pool
+/// removes what it still holds.
+pub fn warm_pool(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let backend: std::sync::Arc<dyn SandboxBackend> =
+            backends::connect(ctx.kind).await.unwrap().into();
+        let profile = backends::spec_for(ctx.kind, SandboxSpec::default());
+        let pool = paddock_sandbox::WarmPool::start(backend, profile.clone(), 2);
+        assert!(
+            pool.wait_full(Duration::from_secs(60)).await,
+            "the pool never filled"
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..4 {
+            let sb = pool.create(profile.clone()).await.unwrap();
+            assert!(
+                seen.insert(sb.info().id.clone()),
+                "a sandbox was handed out twice"
+            );
+            let (code, out, _) = sh(&*sb.guest(), "echo served").await;
+            assert_eq!((code, out.as_str()), (0, "served\n"));
+            sb.destroy().await.unwrap();
+            assert!(
+                pool.wait_full(Duration::from_secs(60)).await,
+                "the pool did not refill"
+            );
+        }
+        let other = pool
+            .create(SandboxSpec {
+                read_only: true,
+                ..profile.clone()
+            })
+            .await
+            .unwrap();
+        assert!(
+            other
+                .guest()
+                .info()
+                .await
+                .unwrap()
+                .enforcement
+                .read_only_workspace
+        );
+        other.destroy().await.unwrap();
+        let queued = pool.ready_ids();
+        assert_eq!(queued.len(), 2);
+        assert!(queued.iter().all(|id| !seen.contains(id)));
+        drop(pool);
+        for id in queued.iter().chain(seen.iter()) {
+            let left = backends::leftovers(ctx.kind, id).await;
+            assert!(left.is_empty(), "left behind: {left:?}");
+        }
+    })
+}
+
+/// `kill -9` of the process that owns a sandbox (here `paddock sandbox
+/// run`) leaves nothing behind: no process, no container, no volume.
+pub fn owner_killed_leaves_nothing(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let volumes_before = backends::docker_volumes();
+        let mut cmd = std::process::Command::new(paddock_tests::bins::paddock());
+        cmd.args([
+            "--backend",
+            ctx.kind.name(),
+            "sandbox",
+            "run",
+            "--workspace",
+        ])
+        .arg(ws.path());
+        if ctx.kind == Kind::Gvisor {
+            cmd.args(["--allow-downgrade", "landlock"]);
+        }
+        let mut child = cmd
+            .args(["--", "sh", "-c", "touch /workspace/started; sleep 120"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = ws.path().join("started");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !started.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the sandbox never started"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let path = ws.path().display().to_string();
+        let before = backends::owned_by_cli(ctx.kind, &path);
+        assert!(
+            !before.is_empty(),
+            "nothing of the running sandbox was found"
+        );
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        child.wait().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = backends::owned_by_cli(ctx.kind, &path);
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "left behind after kill -9 of the owner: {left:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            backends::docker_volumes(),
+            volumes_before,
+            "volumes changed"
+        );
+    })
+}
