@@ -7,6 +7,7 @@ use paddock_core::sandbox::DowngradeLayer;
 use paddock_proto::NetworkMode;
 
 use crate::agent::parse_duration_ms;
+use crate::logging::LogFormat;
 use crate::size::{parse_bytes, parse_cpus_millis, parse_seconds_ms};
 
 #[derive(Debug, Parser)]
@@ -16,6 +17,10 @@ pub struct Cli {
     pub backend: BackendArgs,
     #[command(flatten)]
     pub server: ServerArgs,
+    /// How paddock's own warnings are printed on stderr: human sentences, or
+    /// one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human, env = "PADDOCK_LOG_FORMAT")]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -5,16 +5,15 @@
 mod agent;
 mod cli;
 mod client;
+mod logging;
 mod sandbox;
 mod serve;
 mod size;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
-
 use cli::{Cli, Command};
 
 /// Exit code when paddock itself failed (as `timeout` and `env` use 125).
@@ -22,7 +21,12 @@ pub const EXIT_PADDOCK_FAILED: u8 = 125;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    let audience = if matches!(cli.command, Command::Serve(_)) {
+        logging::Audience::Server
+    } else {
+        logging::Audience::Cli
+    };
+    logging::init(cli.log_format, audience);
     // The server serves many requests at once; a CLI call needs one thread.
     let mut builder = if matches!(cli.command, Command::Serve(_)) {
         tokio::runtime::Builder::new_multi_thread()
@@ -32,14 +36,14 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("paddock: starting the async runtime: {err}");
+            logging::note(format_args!("paddock: starting the async runtime: {err}"));
             return ExitCode::from(EXIT_PADDOCK_FAILED);
         }
     };
     let code = match runtime.block_on(dispatch(cli)) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("paddock: {err:#}");
+            logging::note(format_args!("paddock: {err:#}"));
             EXIT_PADDOCK_FAILED
         }
     };
@@ -64,15 +68,4 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => agent::run(*args, &cli.backend).await,
         Command::Session(command) => agent::session(command, &cli.backend, &cli.server).await,
     }
-}
-
-/// Logs go to stderr, filtered by RUST_LOG (default: warnings and errors), so
-/// a sandboxed command's own output passes through unmixed.
-fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
 }

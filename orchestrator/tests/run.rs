@@ -141,6 +141,85 @@ fn the_demo_meets_its_goal_and_can_run_again() -> Result<()> {
     Ok(())
 }
 
+/// A workspace whose end-of-run snapshot fails (more files than a snapshot
+/// takes), so the run logs a warning after its last event.
+fn too_many_files(fx: &Fixture) -> Result<()> {
+    let many = fx.workspace.join("many");
+    std::fs::create_dir(&many)?;
+    for i in 0..=paddock_snapshot::DEFAULT_MAX_FILES {
+        std::fs::write(many.join(i.to_string()), b"")?;
+    }
+    Ok(())
+}
+
+/// The only session of the data dir and its runs' states.
+fn run_states(fx: &Fixture) -> Result<Vec<String>> {
+    let listed = fx.json(&["session", "ls", "--json"])?;
+    let session = listed["sessions"][0]["id"].as_str().context("no session")?;
+    let shown = fx.json(&["session", "show", session, "--json"])?;
+    Ok(shown["runs"]
+        .as_array()
+        .context("no runs")?
+        .iter()
+        .map(|run| run["state"].as_str().unwrap_or_default().to_owned())
+        .collect())
+}
+
+#[test]
+fn closed_pipes_change_nothing_about_the_run() -> Result<()> {
+    let fx = Fixture::new()?;
+    too_many_files(&fx)?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = trajectory();
+    let mut child = fx
+        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Nobody reads: every write paddock makes from now on meets EPIPE.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let exited = wait_until(Duration::from_secs(120), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    if !exited {
+        let _ = child.kill();
+    }
+    assert!(exited, "paddock run hung on its closed pipes");
+    assert_eq!(child.wait()?.code(), Some(0));
+    assert_eq!(run_states(&fx)?, ["completed"]);
+    assert!(tests_pass(&fx.workspace)?);
+
+    // The same warning, read by a person: a sentence, no raw log line.
+    let out = fx
+        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model])
+        .output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("paddock: warning: end-of-run snapshot failed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(" WARN "), "a raw tracing line: {stderr}");
+    // ... and for machines, JSON lines.
+    let out = fx
+        .paddock(&[
+            "run",
+            GOAL,
+            "--workspace",
+            &ws,
+            "--model",
+            &model,
+            "--log-format",
+            "json",
+        ])
+        .output()?;
+    let line = text(&out.stderr);
+    let warning: Value = serde_json::from_str(line.lines().next().context("no log line")?)?;
+    assert_eq!(warning["level"], "WARN", "{line}");
+    Ok(())
+}
+
 #[test]
 fn plan_mode_changes_nothing_and_does_not_claim_success() -> Result<()> {
     let fx = Fixture::new()?;

@@ -18,6 +18,7 @@ use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::local::{Local, Sandboxes};
 use super::render::{self, Format};
 use crate::cli::{BackendArgs, GoalArgs, Mode};
+use crate::logging;
 use crate::sandbox::signals::TermSignals;
 
 /// Longest session title made from a goal.
@@ -204,7 +205,7 @@ async fn drive(
             | RuntimeError::SessionBusy { .. }
             | RuntimeError::Invalid { .. }),
         ) => {
-            eprintln!("paddock: {err}");
+            logging::note(format_args!("paddock: {err}"));
             return Ok(EXIT_USAGE);
         }
         Err(err) => return Err(err).context("starting the run"),
@@ -229,17 +230,17 @@ async fn drive(
                     }
                 }
                 Some(Err(err)) => {
-                    eprintln!("paddock: following the run's events: {}", error_chain(&err));
+                    logging::note(format_args!("paddock: following the run's events: {}", error_chain(&err)));
                     break;
                 }
                 None => break,
             },
             signal = signals.recv() => {
                 if cancelling.is_some() {
-                    eprintln!("paddock: signal {signal} again: leaving without waiting");
+                    logging::note(format_args!("paddock: signal {signal} again: leaving without waiting"));
                     return Ok(EXIT_CANCELLED);
                 }
-                eprintln!("paddock: cancelling the run (again to leave at once)");
+                logging::note(format_args!("paddock: cancelling the run (again to leave at once)"));
                 let runtime = Arc::clone(runtime);
                 let (tenant, id) = (tenant.clone(), run_id.clone());
                 cancelling = Some(tokio::spawn(async move { runtime.cancel_run(&tenant, &id).await }));
