@@ -221,6 +221,21 @@ fn closed_pipes_change_nothing_about_the_run() -> Result<()> {
 }
 
 #[test]
+fn a_criterion_the_agent_never_named_is_reviewed_unsure() -> Result<()> {
+    let fx = Fixture::new()?;
+    // The demo's claim is about "sh test.sh passes" only.
+    let out = fx.run_goal(&["--criteria", "README.md documents fizzbuzz.sh usage"])?;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("[unsure] README.md documents fizzbuzz.sh usage\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[met] README.md"), "{stdout}");
+    Ok(())
+}
+
+#[test]
 fn plan_mode_changes_nothing_and_does_not_claim_success() -> Result<()> {
     let fx = Fixture::new()?;
     let before = fx.files()?;
