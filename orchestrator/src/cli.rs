@@ -114,7 +114,8 @@ pub struct GoalArgs {
     /// ANTHROPIC_API_KEY).
     #[arg(long, env = "PADDOCK_MODEL", value_name = "SPEC")]
     pub model: String,
-    /// Another endpoint for the provider (an OpenAI-compatible server).
+    /// Another endpoint of the provider, with or without /v1 (a local OpenAI- or
+    /// Anthropic-compatible server); its key variable is sent only if set.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Most model calls.

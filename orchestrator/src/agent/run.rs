@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use futures_util::StreamExt;
 use paddock_core::ids::SessionId;
-use paddock_core::model::{ModelProvider, ProviderKind};
+use paddock_core::model::ModelProvider;
 use paddock_core::store::{Budgets, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
@@ -121,14 +121,8 @@ fn model(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn ModelProvider>, S
         if config.base_url.is_none() {
             return Err(format!("--base-url does not apply to {}", config.provider));
         }
-        config.base_url = Some(url.trim_end_matches('/').to_owned());
-        // Local OpenAI-compatible servers mostly take no key: send one only if set.
-        let unset = |env: &str| std::env::var(env).map_or(true, |v| v.trim().is_empty());
-        if config.provider == ProviderKind::OpenAi
-            && config.api_key_env.as_deref().is_some_and(unset)
-        {
-            config.api_key_env = None;
-        }
+        // With or without /v1; its key is sent only if set (paddock_models::build).
+        config.base_url = Some(url.trim().to_owned());
     }
     paddock_models::build(&config).map_err(|e| format!("--model {spec}: {}", error_chain(&e)))
 }
