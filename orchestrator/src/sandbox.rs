@@ -1,5 +1,6 @@
 //! `paddock sandbox ...`
 
+pub mod exit;
 mod info;
 mod output;
 mod run;

@@ -9,6 +9,7 @@ mod render;
 mod run;
 mod session;
 
+pub use exit::EXIT_USAGE;
 pub use run::run;
 pub use session::session;
 
