@@ -442,6 +442,74 @@ fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
     Ok(())
 }
 
+/// kill -9 of a local `paddock run`: the next command sees that the lease
+/// owner's process is gone (pid and start time) and recovers at once, well
+/// before the 30 s lease would expire; the dead run is never shown active.
+#[test]
+fn a_run_killed_with_sigkill_is_recovered_by_the_next_command() -> Result<()> {
+    let fx = Fixture::new()?;
+    let script = fx.data.parent().unwrap().join("slow.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 300", "timeout_secs": 600}}]},
+            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "x", "evidence": ["y"]}}]}]}"#,
+    )?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = format!("scripted:{}", script.display());
+    let mut child = fx
+        .paddock(&["run", "wait", "--workspace", &ws, "--model", &model])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("[tool] run_command $ sleep 300") {
+        let mut line = String::new();
+        if stdout.read_line(&mut line)? == 0 {
+            panic!("paddock run ended early: {seen}");
+        }
+        seen.push_str(&line);
+    }
+    child.kill()?; // SIGKILL: no cleanup code of paddock runs
+    child.wait()?;
+    let killed = std::time::Instant::now();
+
+    let listed = fx.json(&["session", "ls", "--workspace", &ws, "--json"])?;
+    let session = listed["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let shown = fx.json(&["session", "show", &session, "--json"])?;
+    assert_eq!(shown["runs"][0]["state"], "interrupted", "{shown}");
+    let model = trajectory();
+    let again = fx
+        .paddock(&["run", GOAL, "--session", &session, "--model", &model])
+        .output()?;
+    let stderr = text(&again.stderr);
+    assert!(
+        !stderr.contains("already has a run in progress"),
+        "{stderr}"
+    );
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}\n{stderr}",
+        text(&again.stdout)
+    );
+    // Before the dead run's lease could expire: recovered by its owner's
+    // process being gone, not by waiting.
+    assert!(
+        killed.elapsed() < Duration::from_secs(30),
+        "recovery took {:?}",
+        killed.elapsed()
+    );
+    // The killed run's sandbox goes too (its monitor follows its parent).
+    assert!(
+        wait_until(Duration::from_secs(10), || processes_with(&ws).is_empty()),
+        "a sandbox process outlived the killed run: {:?}",
+        processes_with(&ws)
+    );
+    Ok(())
+}
+
 #[test]
 fn budgets_and_usage_errors_have_their_exit_codes() -> Result<()> {
     let fx = Fixture::new()?;

@@ -12,6 +12,7 @@ use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
 use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
 use paddock_store::SqlStore;
 
+use super::owner;
 use crate::cli::{BackendArgs, DataDirArgs};
 
 /// The tenant everything made on this machine without a server belongs to.
@@ -76,7 +77,11 @@ impl Local {
         native.temp_root = Some(dir.join("tmp"));
         let blobs = paddock_snapshot::LocalBlobStore::open(dir.join("blobs"))
             .with_context(|| format!("opening the blob store under {}", dir.display()))?;
-        let config = RuntimeConfig::new(node_name(), dir.join("workspaces"));
+        let host = crate::serve::node_name(
+            &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
+        );
+        let mut config = RuntimeConfig::new(owner::this_process(&host), dir.join("workspaces"));
+        config.owner_probe = Some(Arc::new(owner::LocalProcesses { host }));
         let runtime = Runtime::new(RuntimeDeps {
             store: store.clone(),
             backend: Arc::new(NativeBackend::new(native)),
@@ -91,7 +96,8 @@ impl Local {
     }
 
     /// Records runs left unfinished by `paddock run` processes that died
-    /// (their session lease expired) as interrupted.
+    /// (their session lease expired, or their process is gone) as
+    /// interrupted.
     pub async fn recover(&self) {
         match self.runtime.recover().await {
             Ok(report) if !report.interrupted.is_empty() => tracing::info!(
@@ -106,17 +112,6 @@ impl Local {
     pub async fn close(self) {
         self.store.close().await;
     }
-}
-
-/// This process as a lease owner: the host and the pid, so two `paddock run`
-/// on one machine never pass for each other.
-fn node_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    format!(
-        "{}-run-{}",
-        crate::serve::node_name(&host),
-        std::process::id()
-    )
 }
 
 fn create_private_dir(dir: &Path) -> anyhow::Result<()> {

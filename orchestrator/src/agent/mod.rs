@@ -4,6 +4,7 @@
 
 mod exit;
 mod local;
+mod owner;
 mod remote;
 mod render;
 mod run;
