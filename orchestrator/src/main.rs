@@ -55,17 +55,25 @@ fn main() -> ExitCode {
 
 async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Serve(args) => serve::serve(args, &cli.backend).await,
-        Command::Sandbox(command) => sandbox::dispatch(command, &cli.backend, &cli.server).await,
-        Command::Files(command) => {
-            let api = client::ApiClient::from_args(&cli.server, "files")?;
-            client::files(&api, command).await
+        Command::Serve(args) => {
+            let backend = args.backend.clone();
+            serve::serve(args, &backend).await
         }
-        Command::Snapshot(command) => {
-            let api = client::ApiClient::from_args(&cli.server, "snapshot")?;
-            client::snapshot(&api, command).await
+        Command::Sandbox(command) => sandbox::dispatch(command).await,
+        Command::Files(files) => {
+            let api = client::ApiClient::from_args(&files.server, "files")?;
+            client::files(&api, files.command).await
         }
-        Command::Run(args) => agent::run(*args, &cli.backend).await,
-        Command::Session(command) => agent::session(command, &cli.backend, &cli.server).await,
+        Command::Snapshot(snapshot) => {
+            let api = client::ApiClient::from_args(&snapshot.server, "snapshot")?;
+            client::snapshot(&api, snapshot.command).await
+        }
+        Command::Run(args) => {
+            let backend = args.backend.clone();
+            agent::run(*args, &backend).await
+        }
+        Command::Session(session) => {
+            agent::session(session.command, &session.backend, &session.server).await
+        }
     }
 }
