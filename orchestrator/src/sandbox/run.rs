@@ -38,10 +38,11 @@ pub async fn run(args: RunArgs, backend: &dyn SandboxBackend) -> anyhow::Result<
     if let Some(dir) = &args.workspace
         && !dir.is_dir()
     {
-        logging::note(format_args!(
-            "paddock: --workspace {}: not a directory",
-            dir.display()
-        ));
+        let err = anyhow::anyhow!("--workspace {}: not a directory", dir.display());
+        if args.json {
+            println!("{}", serde_json::to_string(&RunReport::start_failed(&err))?);
+        }
+        logging::note(format_args!("paddock: {err}"));
         return Ok(EXIT_USAGE);
     }
     let sandbox = match backend.create(sandbox_spec(&args)).await {
