@@ -8,22 +8,23 @@ use paddock_proto::NetworkMode;
 
 use crate::agent::parse_duration_ms;
 use crate::backend::BackendKind;
+use crate::logging::LogFormat;
 use crate::size::{parse_bytes, parse_cpus_millis, parse_seconds_ms};
 
 #[derive(Debug, Parser)]
 #[command(name = "paddock", version, about = "Sandboxed agent orchestrator")]
 pub struct Cli {
-    #[command(flatten)]
-    pub backend: BackendArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
+    /// How paddock's own warnings are printed on stderr: human sentences, or
+    /// one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human, env = "PADDOCK_LOG_FORMAT")]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// Where a running `paddock serve` is; the sandbox and files subcommands
-/// that manage long-lived sandboxes talk to it.
-#[derive(Debug, Args)]
+/// Where a running `paddock serve` is; only the commands that talk to one
+/// take these (sandbox create|ls|info ID|exec|rm, files, snapshot, session).
+#[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
     /// Base URL of a running `paddock serve` (http://127.0.0.1:7878).
     #[arg(long, global = true, env = "PADDOCK_SERVER", value_name = "URL")]
@@ -39,8 +40,9 @@ pub struct ServerArgs {
     pub token: Option<String>,
 }
 
-/// How sandboxes are made; accepted before or after the subcommand.
-#[derive(Debug, Args)]
+/// How sandboxes are made; only the commands that make sandboxes on this
+/// host take these (serve, sandbox run, run, session).
+#[derive(Debug, Clone, Args)]
 pub struct BackendArgs {
     /// The paddock-guest binary (default: next to this executable).
     #[arg(long, global = true, env = "PADDOCK_GUEST_BIN", value_name = "PATH")]
@@ -78,14 +80,11 @@ pub enum Command {
     #[command(subcommand)]
     Sandbox(SandboxCommand),
     /// Files of a server's sandbox (needs --server).
-    #[command(subcommand)]
-    Files(FilesCommand),
+    Files(FilesCli),
     /// Workspace snapshots on the server: take, list, restore, fork, move archives.
-    #[command(subcommand)]
-    Snapshot(SnapshotCommand),
+    Snapshot(SnapshotCli),
     /// Workspaces on the server (needs --server).
-    #[command(subcommand)]
-    Workspace(WorkspaceCommand),
+    Workspace(WorkspaceCli),
     /// Run a goal with an agent, here (embedded store, native sandboxes; no server).
     ///
     /// Streams the plan, tool calls, results and progress, then prints the
@@ -95,8 +94,45 @@ pub enum Command {
     Run(Box<GoalArgs>),
     /// Agent sessions: list, show, rename, archive, fork, read events
     /// (local data dir, or the server of --server).
+    Session(SessionCli),
+}
+
+/// `paddock files` and the server it talks to.
+#[derive(Debug, Args)]
+pub struct FilesCli {
+    #[command(flatten)]
+    pub server: ServerArgs,
     #[command(subcommand)]
-    Session(SessionCommand),
+    pub command: FilesCommand,
+}
+
+/// `paddock snapshot` and the server it talks to.
+#[derive(Debug, Args)]
+pub struct SnapshotCli {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(subcommand)]
+    pub command: SnapshotCommand,
+}
+
+/// `paddock workspace` and the server it talks to.
+#[derive(Debug, Args)]
+pub struct WorkspaceCli {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(subcommand)]
+    pub command: WorkspaceCommand,
+}
+
+/// `paddock session`: on this host (its sandboxes' guest) or on a server.
+#[derive(Debug, Args)]
+pub struct SessionCli {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(subcommand)]
+    pub command: SessionCommand,
 }
 
 /// Where the embedded store and workspaces live (as for `paddock serve`).
@@ -127,7 +163,8 @@ pub struct GoalArgs {
     /// ANTHROPIC_API_KEY).
     #[arg(long, env = "PADDOCK_MODEL", value_name = "SPEC")]
     pub model: String,
-    /// Another endpoint for the provider (an OpenAI-compatible server).
+    /// Another endpoint of the provider, with or without /v1 (a local OpenAI- or
+    /// Anthropic-compatible server); its key variable is sent only if set.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Most model calls.
@@ -153,6 +190,8 @@ pub struct GoalArgs {
     /// One JSON object per event, then a result line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -170,50 +209,62 @@ pub enum SessionCommand {
         workspace: Option<PathBuf>,
         #[command(flatten)]
         data: DataDirArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Show a session and its runs.
     Show {
+        /// The session (ses_...).
         id: String,
         #[command(flatten)]
         data: DataDirArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Give a session a new title.
     Rename {
+        /// The session (ses_...).
         id: String,
+        /// The new title.
         title: String,
         #[command(flatten)]
         data: DataDirArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Archive a session (its history stays readable).
     Archive {
+        /// The session (ses_...).
         id: String,
         #[command(flatten)]
         data: DataDirArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Fork a session: a copy of its history and of its workspace, as it is
     /// now or as one of its runs left it; prints the new session's id.
     Fork {
+        /// The session to fork (ses_...).
         id: String,
         /// Fork from the end of this run (run_...) instead of the latest state.
         #[arg(long, value_name = "RUN")]
         at_run: Option<String>,
+        /// Title of the new session (default: the old one's with " (fork)").
         #[arg(long)]
         title: Option<String>,
         #[command(flatten)]
         data: DataDirArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Print a session's events (one per line).
     Events {
+        /// The session (ses_...).
         id: String,
         /// Only events after this sequence number.
         #[arg(long, value_name = "N", default_value_t = 0)]
@@ -223,6 +274,7 @@ pub enum SessionCommand {
         follow: bool,
         #[command(flatten)]
         data: DataDirArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -244,6 +296,7 @@ pub enum SnapshotCommand {
         /// Leave out paths matching PATTERN (added to node_modules, target, dist, ...).
         #[arg(long = "exclude", value_name = "PATTERN")]
         excludes: Vec<String>,
+        /// Most entries the snapshot may hold.
         #[arg(long, value_name = "N")]
         max_files: Option<u64>,
         /// Most file bytes before compression (512M, 1G).
@@ -252,17 +305,21 @@ pub enum SnapshotCommand {
         /// The agent session the snapshot belongs to (recorded on it).
         #[arg(long, value_name = "SESSION")]
         session: Option<String>,
+        /// Print the snapshot as JSON instead of its id.
         #[arg(long)]
         json: bool,
     },
     /// List snapshots.
     Ls {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Show one snapshot.
     Info {
+        /// The snapshot (snap_...).
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -272,19 +329,24 @@ pub enum SnapshotCommand {
     Fork {
         #[command(flatten)]
         restore: RestoreArgs,
+        /// How many sandboxes to restore it into.
         #[arg(long, short = 'n', value_name = "COUNT")]
         count: u32,
     },
     /// Download a snapshot's archive (tar + zstd) to FILE.
     Export {
+        /// The snapshot (snap_...).
         id: String,
+        /// Where to write the archive.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Upload an archive (tar + zstd) as a new snapshot; prints its id.
     Import {
+        /// The archive to upload.
         #[arg(value_name = "FILE")]
         file: PathBuf,
         /// Most entries the archive may hold (default 10000).
@@ -293,6 +355,7 @@ pub enum SnapshotCommand {
         /// Most file bytes before compression (default 100M).
         #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
         max_bytes: Option<u64>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -302,16 +365,21 @@ pub enum SnapshotCommand {
 
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
+    /// The snapshot (snap_...).
     pub id: String,
+    /// none: loopback only; full: the host's network.
     #[arg(long, value_enum, default_value_t = Network::None)]
     pub network: Network,
+    /// Memory limit of each sandbox (512M, 1G). Default: the server's.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
+    /// Most processes at once in each sandbox. Default: the server's.
     #[arg(long, value_name = "N")]
     pub pids: Option<u64>,
     /// The sandboxes' workspaces are read-only (files restored first).
     #[arg(long)]
     pub read_only: bool,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -343,21 +411,29 @@ pub struct ServeArgs {
     /// This node's name (default: from the config file, else the hostname).
     #[arg(long, env = "PADDOCK_NODE", value_name = "NAME")]
     pub node: Option<String>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum FilesCommand {
     /// Print a file of the sandbox (or write it to --output).
     Get {
+        /// The sandbox (sb-...).
         id: String,
+        /// The file, relative to the workspace (or absolute inside the sandbox).
         path: String,
+        /// Write the file here instead of stdout.
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
     /// Write a file into the sandbox from FILE (default: stdin).
     Put {
+        /// The sandbox (sb-...).
         id: String,
+        /// Where to write it, relative to the workspace.
         path: String,
+        /// The local file to upload (default: stdin).
         #[arg(value_name = "FILE")]
         input: Option<PathBuf>,
         /// Permission bits in octal (644).
@@ -366,8 +442,11 @@ pub enum FilesCommand {
     },
     /// List a directory of the sandbox (default: the workspace root).
     Ls {
+        /// The sandbox (sb-...).
         id: String,
+        /// The directory, relative to the workspace (default: its root).
         dir: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -390,7 +469,16 @@ pub enum SandboxCommand {
     /// Run a command in a server's sandbox, streaming its output; exits with its code.
     Exec(ExecArgs),
     /// Destroy sandboxes on the server.
-    Rm(RmArgs),
+    Rm(SandboxRmArgs),
+}
+
+/// `paddock sandbox rm` and the server it talks to.
+#[derive(Debug, Args)]
+pub struct SandboxRmArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub rm: RmArgs,
 }
 
 #[derive(Debug, Args)]
@@ -398,22 +486,29 @@ pub struct CreateArgs {
     /// Workspace id (ws_...) mounted at /workspace (default: an empty one).
     #[arg(long, short = 'w', value_name = "ID")]
     pub workspace: Option<String>,
+    /// Mount the workspace read-only.
     #[arg(long)]
     pub read_only: bool,
+    /// none: loopback only; full: the host's network.
     #[arg(long, value_enum, default_value_t = Network::None)]
     pub network: Network,
     /// Memory limit: bytes, or with a suffix (512M, 1G). Default: the server's.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
+    /// Most processes at once. Default: the server's.
     #[arg(long, value_name = "N")]
     pub pids: Option<u64>,
     /// CPU quota in CPUs (fractions allowed: 0.5).
     #[arg(long, value_name = "N", value_parser = parse_cpus_millis)]
     pub cpus: Option<u64>,
+    /// Size of the sandbox's /tmp (bytes or with a suffix). Default: the server's.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub tmp_size: Option<u64>,
+    /// Print the sandbox as JSON instead of its id.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -421,18 +516,24 @@ pub struct LsArgs {
     /// Only sandboxes in this state.
     #[arg(long, value_parser = ["running", "stopped", "lost"])]
     pub state: Option<String>,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
+    /// The sandbox (sb-...).
     pub id: String,
     /// Kill the command after this many seconds; exit code 124.
     #[arg(long, value_name = "SECS", value_parser = parse_seconds_ms)]
     pub timeout: Option<u64>,
+    /// Extra environment variable for the command (repeatable).
     #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
+    /// Working directory inside the workspace; a missing one exits 2.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<String>,
     /// Send this process's stdin (read to its end first) as the command's stdin.
@@ -441,6 +542,7 @@ pub struct ExecArgs {
     /// Print one JSON result instead of streaming the output.
     #[arg(long)]
     pub json: bool,
+    /// The command and its arguments (after `--`).
     #[arg(
         required = true,
         trailing_var_arg = true,
@@ -448,12 +550,16 @@ pub struct ExecArgs {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct RmArgs {
+    /// The ids to remove.
     #[arg(required = true)]
     pub ids: Vec<String>,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -471,6 +577,7 @@ pub struct RunArgs {
     /// Repeatable.
     #[arg(long = "writable", value_name = "PATH")]
     pub writable: Vec<String>,
+    /// none: loopback only; full: the host's network.
     #[arg(long, value_enum, default_value_t = Network::None)]
     pub network: Network,
     /// Memory limit: bytes, or with a suffix (512M, 1G); 0 = no limit. Default 1G.
@@ -521,6 +628,8 @@ pub struct RunArgs {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 #[derive(Debug, Args)]
@@ -530,6 +639,11 @@ pub struct InfoArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Without an id: the backends checked for whether this host can run them.
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -665,10 +779,10 @@ mod tests {
     fn client_commands_parse_with_a_server() {
         let cli = Cli::try_parse_from([
             "paddock",
-            "--server",
-            "http://127.0.0.1:1",
             "sandbox",
             "exec",
+            "--server",
+            "http://127.0.0.1:1",
             "sb-1",
             "-e",
             "A=1",
@@ -678,9 +792,9 @@ mod tests {
             "echo --json",
         ])
         .unwrap();
-        assert_eq!(cli.server.server.as_deref(), Some("http://127.0.0.1:1"));
         match cli.command {
             Command::Sandbox(SandboxCommand::Exec(args)) => {
+                assert_eq!(args.server.server.as_deref(), Some("http://127.0.0.1:1"));
                 assert_eq!(args.id, "sb-1");
                 assert_eq!(args.command, ["sh", "-c", "echo --json"]);
                 assert!(!args.json);
@@ -692,13 +806,105 @@ mod tests {
             cli.command,
             Command::Sandbox(SandboxCommand::Info(InfoArgs {
                 id: Some(_),
-                json: true
+                json: true,
+                ..
             }))
         ));
         let cli = Cli::try_parse_from(["paddock", "serve", "--listen", "127.0.0.1:0"]).unwrap();
         assert!(
             matches!(cli.command, Command::Serve(ServeArgs { ref listen, .. }) if listen == "127.0.0.1:0")
         );
+    }
+
+    #[test]
+    fn options_are_taken_only_by_the_commands_they_apply_to() {
+        let parses = |args: &[&str]| Cli::try_parse_from(args).is_ok();
+        // A server for the commands that talk to one.
+        for args in [
+            &["paddock", "sandbox", "ls", "--server", "http://h:1"][..],
+            &["paddock", "files", "ls", "--server", "http://h:1", "sb-1"],
+            &["paddock", "snapshot", "ls", "--server", "http://h:1"],
+            &["paddock", "session", "ls", "--server", "http://h:1"],
+        ] {
+            assert!(parses(args), "{args:?}");
+        }
+        // A guest binary for the commands that make sandboxes here.
+        for args in [
+            &["paddock", "serve", "--guest-bin", "/g"][..],
+            &["paddock", "sandbox", "run", "--guest-bin", "/g", "true"],
+            // info checks each backend, which needs the guest binary.
+            &["paddock", "sandbox", "info", "--guest-bin", "/g"],
+            &[
+                "paddock",
+                "run",
+                "goal",
+                "--model",
+                "scripted:x",
+                "--guest-bin",
+                "/g",
+            ],
+        ] {
+            assert!(parses(args), "{args:?}");
+        }
+        for args in [
+            &[
+                "paddock",
+                "run",
+                "goal",
+                "--model",
+                "scripted:x",
+                "--server",
+                "http://h:1",
+            ][..],
+            &["paddock", "serve", "--server", "http://h:1"],
+            &[
+                "paddock",
+                "sandbox",
+                "exec",
+                "--guest-bin",
+                "/g",
+                "sb-1",
+                "true",
+            ],
+            &["paddock", "files", "ls", "--guest-bin", "/g", "sb-1"],
+        ] {
+            assert!(!parses(args), "{args:?} should be refused");
+        }
+        // --log-format is everyone's.
+        assert!(parses(&[
+            "paddock",
+            "sandbox",
+            "info",
+            "--log-format",
+            "json"
+        ]));
+    }
+
+    #[test]
+    fn every_argument_has_a_help_line() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                if arg.is_hide_set() || ["help", "version"].contains(&arg.get_id().as_str()) {
+                    continue;
+                }
+                if arg.get_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_name() != "help" {
+                    missing.push(format!("{path} {} (the command)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(
+            &<Cli as clap::CommandFactory>::command(),
+            "paddock",
+            &mut missing,
+        );
+        assert!(missing.is_empty(), "no help line: {missing:#?}");
     }
 
     #[test]

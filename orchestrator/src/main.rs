@@ -6,17 +6,16 @@ mod agent;
 mod backend;
 mod cli;
 mod client;
+mod logging;
 mod printable;
 mod sandbox;
 mod serve;
 mod size;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
-
 use cli::{Cli, Command};
 
 /// Exit code when paddock itself failed (as `timeout` and `env` use 125).
@@ -24,7 +23,12 @@ pub const EXIT_PADDOCK_FAILED: u8 = 125;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    let audience = if matches!(cli.command, Command::Serve(_)) {
+        logging::Audience::Server
+    } else {
+        logging::Audience::Cli
+    };
+    logging::init(cli.log_format, audience);
     // The server serves many requests at once; a CLI call needs one thread.
     let mut builder = if matches!(cli.command, Command::Serve(_)) {
         tokio::runtime::Builder::new_multi_thread()
@@ -34,14 +38,14 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("paddock: starting the async runtime: {err}");
+            logging::note(format_args!("paddock: starting the async runtime: {err}"));
             return ExitCode::from(EXIT_PADDOCK_FAILED);
         }
     };
     let code = match runtime.block_on(dispatch(cli)) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("paddock: {err:#}");
+            logging::note(format_args!("paddock: {err:#}"));
             EXIT_PADDOCK_FAILED
         }
     };
@@ -53,32 +57,29 @@ fn main() -> ExitCode {
 
 async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
-        Command::Serve(args) => serve::serve(args, &cli.backend).await,
-        Command::Sandbox(command) => sandbox::dispatch(command, &cli.backend, &cli.server).await,
-        Command::Files(command) => {
-            let api = client::ApiClient::from_args(&cli.server, "files")?;
-            client::files(&api, command).await
+        Command::Serve(args) => {
+            let backend = args.backend.clone();
+            serve::serve(args, &backend).await
         }
-        Command::Snapshot(command) => {
-            let api = client::ApiClient::from_args(&cli.server, "snapshot")?;
-            client::snapshot(&api, command).await
+        Command::Sandbox(command) => sandbox::dispatch(command).await,
+        Command::Files(files) => {
+            let api = client::ApiClient::from_args(&files.server, "files")?;
+            client::files(&api, files.command).await
         }
-        Command::Workspace(command) => {
-            let api = client::ApiClient::from_args(&cli.server, "workspace")?;
-            client::workspace(&api, command).await
+        Command::Snapshot(snapshot) => {
+            let api = client::ApiClient::from_args(&snapshot.server, "snapshot")?;
+            client::snapshot(&api, snapshot.command).await
         }
-        Command::Run(args) => agent::run(*args, &cli.backend).await,
-        Command::Session(command) => agent::session(command, &cli.backend, &cli.server).await,
+        Command::Run(args) => {
+            let backend = args.backend.clone();
+            agent::run(*args, &backend).await
+        }
+        Command::Session(session) => {
+            agent::session(session.command, &session.backend, &session.server).await
+        }
+        Command::Workspace(workspace) => {
+            let api = client::ApiClient::from_args(&workspace.server, "workspace")?;
+            client::workspace(&api, workspace.command).await
+        }
     }
-}
-
-/// Logs go to stderr, filtered by RUST_LOG (default: warnings and errors), so
-/// a sandboxed command's own output passes through unmixed.
-fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
 }

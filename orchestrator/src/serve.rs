@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use paddock_api::http::{DEFAULT_MAX_BODY_BYTES, HttpOptions};
 use paddock_api::service::{AgentService, ModelPolicy};
-use paddock_api::{SandboxService, Services};
+use paddock_api::{SandboxService, Services, Tokens};
 use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_core::store::Store;
@@ -21,19 +21,21 @@ use paddock_store::SqlStore;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::EXIT_USAGE;
 use crate::backend::Placement;
 use crate::cli::{BackendArgs, ServeArgs};
+use crate::logging;
 pub(crate) use config::node_name;
 use config::{ServeConfig, TOKENS_ENV};
 
 pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Result<u8> {
-    let config = ServeConfig::load(args.config.as_deref())?;
-    let tokens = config.tokens(std::env::var(TOKENS_ENV).ok().as_deref())?;
-    let node = match args.node.as_ref().or(config.node.as_ref()) {
-        Some(name) if node_name(name) == *name => name.clone(),
-        Some(name) => bail!("node name {name:?}: use lowercase letters, digits, '-' and '_'"),
-        None => {
-            node_name(&std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default())
+    // A bad config file, token list or node name is a usage error (exit 2),
+    // not a failure of paddock (125).
+    let (config, tokens, node) = match configure(&args) {
+        Ok(configured) => configured,
+        Err(err) => {
+            logging::note(format_args!("paddock: {err:#}"));
+            return Ok(EXIT_USAGE);
         }
     };
 
@@ -72,7 +74,13 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     .await?;
 
     let root = CancellationToken::new();
-    let mut service_config = config.service_config(node.clone(), data.join("workspaces"))?;
+    let mut service_config = match config.service_config(node.clone(), data.join("workspaces")) {
+        Ok(service_config) => service_config,
+        Err(err) => {
+            logging::note(format_args!("paddock: {err:#}"));
+            return Ok(EXIT_USAGE);
+        }
+    };
     let blobs: Arc<dyn BlobStore> = Arc::new(
         paddock_snapshot::LocalBlobStore::open(data.join("blobs"))
             .with_context(|| format!("opening the blob store under {}", data.display()))?,
@@ -144,6 +152,20 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     store.close().await;
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// The config file, the tokens and the node name.
+fn configure(args: &ServeArgs) -> anyhow::Result<(ServeConfig, Tokens, String)> {
+    let config = ServeConfig::load(args.config.as_deref())?;
+    let tokens = config.tokens(std::env::var(TOKENS_ENV).ok().as_deref())?;
+    let node = match args.node.as_ref().or(config.node.as_ref()) {
+        Some(name) if node_name(name) == *name => name.clone(),
+        Some(name) => bail!("node name {name:?}: use lowercase letters, digits, '-' and '_'"),
+        None => {
+            node_name(&std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default())
+        }
+    };
+    Ok((config, tokens, node))
 }
 
 async fn stop_on_signal(root: CancellationToken) {

@@ -160,3 +160,160 @@ fn the_cli_drives_a_server() -> Result<()> {
     server.terminate()?;
     Ok(())
 }
+
+/// The same cause gives the same exit code whether the command runs in a
+/// local `sandbox run` or through a server with `sandbox exec`: 127 no such
+/// command, 126 not executable, 2 a bad working directory; a timeout is said
+/// on stderr by both.
+#[test]
+fn run_and_exec_exit_alike_for_the_same_cause() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let token = format!("client-token-{}", unique("t"));
+    let server = ServerProcess::start(data.path(), &unique("codes"), &format!("cli:{token}"))?;
+    let cli = Cli {
+        url: server.url.clone(),
+        token,
+    };
+    let id = cli.ok(&["sandbox", "create"])?.trim().to_owned();
+    let script = data.path().join("plain.sh");
+    std::fs::write(&script, "#!/bin/sh\necho ran\n")?;
+    cli.ok(&["files", "put", &id, "plain.sh", script.to_str().unwrap()])?;
+
+    let workspace = tempfile::tempdir()?;
+    std::fs::copy(&script, workspace.path().join("plain.sh"))?;
+    let ws = workspace.path().to_str().unwrap();
+    let local = |args: &[&str]| -> Result<Output> {
+        Ok(Command::new(PADDOCK)
+            .args(["sandbox", "run", "--workspace", ws])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()?)
+    };
+
+    let cases: [(&[&str], &[&str], i32); 3] = [
+        (&[], &["paddock-no-such-command-4711"], 127),
+        (&[], &["/workspace/plain.sh"], 126),
+        (&["--cwd", "no/such/dir"], &["true"], 2),
+    ];
+    for (options, command, code) in cases {
+        let mut exec_args = vec!["sandbox", "exec"];
+        exec_args.extend_from_slice(options);
+        exec_args.push(&id);
+        exec_args.push("--");
+        exec_args.extend_from_slice(command);
+        let exec = cli.run(&exec_args)?;
+        let exec_stderr = String::from_utf8_lossy(&exec.stderr);
+        assert_eq!(
+            exec.status.code(),
+            Some(code),
+            "exec {command:?}: {exec_stderr}"
+        );
+        assert!(
+            !exec_stderr.trim().is_empty(),
+            "exec {command:?} said nothing"
+        );
+
+        let mut run_args = options.to_vec();
+        run_args.push("--");
+        run_args.extend_from_slice(command);
+        let run = local(&run_args)?;
+        let run_stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(
+            run.status.code(),
+            Some(code),
+            "run {command:?}: {run_stderr}"
+        );
+        assert!(
+            !run_stderr.trim().is_empty(),
+            "run {command:?} said nothing"
+        );
+    }
+
+    // A workspace that is not a directory is a usage error too.
+    let bad_workspace = Command::new(PADDOCK)
+        .args([
+            "sandbox",
+            "run",
+            "--workspace",
+            "/no/such/workspace",
+            "--",
+            "true",
+        ])
+        .stdin(Stdio::null())
+        .output()?;
+    assert_eq!(bad_workspace.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad_workspace.stderr).contains("not a directory"));
+
+    // A timeout is noted on stderr, not only in the exit code.
+    let exec = cli.run(&[
+        "sandbox",
+        "exec",
+        "--timeout",
+        "0.2",
+        &id,
+        "--",
+        "sleep",
+        "10",
+    ])?;
+    assert_eq!(exec.status.code(), Some(124));
+    assert!(String::from_utf8_lossy(&exec.stderr).contains("timeout"));
+    let run = local(&["--timeout", "0.2", "--", "sleep", "10"])?;
+    assert_eq!(run.status.code(), Some(124));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("timeout"));
+
+    // Output past --output-cap is dropped, and stderr says so.
+    let run = local(&[
+        "--output-cap",
+        "16",
+        "--",
+        "sh",
+        "-c",
+        "yes | head -c 100000",
+    ])?;
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.stdout.len() <= 16, "{} bytes kept", run.stdout.len());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("output-cap"));
+
+    server.terminate()?;
+    Ok(())
+}
+
+/// A config `paddock serve` cannot use is a usage error (2), not a failure of
+/// paddock (125), and stderr says what is wrong.
+#[test]
+fn serve_config_errors_exit_2() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let bad_toml = data.path().join("paddock.toml");
+    std::fs::write(&bad_toml, "this is = = not toml\n")?;
+    for (args, tokens) in [
+        (
+            vec!["--config", bad_toml.to_str().unwrap()],
+            "cli:a-token-of-enough-length",
+        ),
+        (
+            vec!["--config", "/no/such/paddock.toml"],
+            "cli:a-token-of-enough-length",
+        ),
+        (vec!["--node", "Not A Node"], "cli:a-token-of-enough-length"),
+        (vec![], "no-colon-in-this-entry"),
+    ] {
+        let out = Command::new(PADDOCK)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data.path())
+            .args(&args)
+            .env("PADDOCK_TOKENS", tokens)
+            .env_remove("PADDOCK_DATABASE_URL")
+            .env_remove("PADDOCK_CONFIG")
+            .stdin(Stdio::null())
+            .output()?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "serve {args:?}: {stderr}");
+        assert!(stderr.starts_with("paddock: "), "serve {args:?}: {stderr}");
+    }
+    Ok(())
+}

@@ -141,6 +141,100 @@ fn the_demo_meets_its_goal_and_can_run_again() -> Result<()> {
     Ok(())
 }
 
+/// A workspace whose end-of-run snapshot fails (more files than a snapshot
+/// takes), so the run logs a warning after its last event.
+fn too_many_files(fx: &Fixture) -> Result<()> {
+    let many = fx.workspace.join("many");
+    std::fs::create_dir(&many)?;
+    for i in 0..=paddock_snapshot::DEFAULT_MAX_FILES {
+        std::fs::write(many.join(i.to_string()), b"")?;
+    }
+    Ok(())
+}
+
+/// The only session of the data dir and its runs' states.
+fn run_states(fx: &Fixture) -> Result<Vec<String>> {
+    let listed = fx.json(&["session", "ls", "--json"])?;
+    let session = listed["sessions"][0]["id"].as_str().context("no session")?;
+    let shown = fx.json(&["session", "show", session, "--json"])?;
+    Ok(shown["runs"]
+        .as_array()
+        .context("no runs")?
+        .iter()
+        .map(|run| run["state"].as_str().unwrap_or_default().to_owned())
+        .collect())
+}
+
+#[test]
+fn closed_pipes_change_nothing_about_the_run() -> Result<()> {
+    let fx = Fixture::new()?;
+    too_many_files(&fx)?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = trajectory();
+    let mut child = fx
+        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Nobody reads: every write paddock makes from now on meets EPIPE.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let exited = wait_until(Duration::from_secs(120), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    if !exited {
+        let _ = child.kill();
+    }
+    assert!(exited, "paddock run hung on its closed pipes");
+    assert_eq!(child.wait()?.code(), Some(0));
+    assert_eq!(run_states(&fx)?, ["completed"]);
+    assert!(tests_pass(&fx.workspace)?);
+
+    // The same warning, read by a person: a sentence, no raw log line.
+    let out = fx
+        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model])
+        .output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("paddock: warning: end-of-run snapshot failed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(" WARN "), "a raw tracing line: {stderr}");
+    // ... and for machines, JSON lines.
+    let out = fx
+        .paddock(&[
+            "run",
+            GOAL,
+            "--workspace",
+            &ws,
+            "--model",
+            &model,
+            "--log-format",
+            "json",
+        ])
+        .output()?;
+    let line = text(&out.stderr);
+    let warning: Value = serde_json::from_str(line.lines().next().context("no log line")?)?;
+    assert_eq!(warning["level"], "WARN", "{line}");
+    Ok(())
+}
+
+#[test]
+fn a_criterion_the_agent_never_named_is_reviewed_unsure() -> Result<()> {
+    let fx = Fixture::new()?;
+    // The demo's claim is about "sh test.sh passes" only.
+    let out = fx.run_goal(&["--criteria", "README.md documents fizzbuzz.sh usage"])?;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("[unsure] README.md documents fizzbuzz.sh usage\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[met] README.md"), "{stdout}");
+    Ok(())
+}
+
 #[test]
 fn plan_mode_changes_nothing_and_does_not_claim_success() -> Result<()> {
     let fx = Fixture::new()?;
@@ -350,6 +444,74 @@ fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
             .is_empty()),
         "a sandbox process outlived the cancelled run: {:?}",
         processes_with(command)
+    );
+    Ok(())
+}
+
+/// kill -9 of a local `paddock run`: the next command sees that the lease
+/// owner's process is gone (pid and start time) and recovers at once, well
+/// before the 30 s lease would expire; the dead run is never shown active.
+#[test]
+fn a_run_killed_with_sigkill_is_recovered_by_the_next_command() -> Result<()> {
+    let fx = Fixture::new()?;
+    let script = fx.data.parent().unwrap().join("slow.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 300", "timeout_secs": 600}}]},
+            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "x", "evidence": ["y"]}}]}]}"#,
+    )?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = format!("scripted:{}", script.display());
+    let mut child = fx
+        .paddock(&["run", "wait", "--workspace", &ws, "--model", &model])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("[tool] run_command $ sleep 300") {
+        let mut line = String::new();
+        if stdout.read_line(&mut line)? == 0 {
+            panic!("paddock run ended early: {seen}");
+        }
+        seen.push_str(&line);
+    }
+    child.kill()?; // SIGKILL: no cleanup code of paddock runs
+    child.wait()?;
+    let killed = std::time::Instant::now();
+
+    let listed = fx.json(&["session", "ls", "--workspace", &ws, "--json"])?;
+    let session = listed["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let shown = fx.json(&["session", "show", &session, "--json"])?;
+    assert_eq!(shown["runs"][0]["state"], "interrupted", "{shown}");
+    let model = trajectory();
+    let again = fx
+        .paddock(&["run", GOAL, "--session", &session, "--model", &model])
+        .output()?;
+    let stderr = text(&again.stderr);
+    assert!(
+        !stderr.contains("already has a run in progress"),
+        "{stderr}"
+    );
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}\n{stderr}",
+        text(&again.stdout)
+    );
+    // Before the dead run's lease could expire: recovered by its owner's
+    // process being gone, not by waiting.
+    assert!(
+        killed.elapsed() < Duration::from_secs(30),
+        "recovery took {:?}",
+        killed.elapsed()
+    );
+    // The killed run's sandbox goes too (its monitor follows its parent).
+    assert!(
+        wait_until(Duration::from_secs(10), || processes_with(&ws).is_empty()),
+        "a sandbox process outlived the killed run: {:?}",
+        processes_with(&ws)
     );
     Ok(())
 }

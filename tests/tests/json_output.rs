@@ -186,7 +186,8 @@ fn a_sandbox_that_cannot_start_still_prints_one_object_with_the_reason() {
         .command(true)
         .output()
         .expect("run paddock");
-    assert_eq!(run.status.code(), Some(125), "{run:?}");
+    // A workspace that is no directory is a usage error (2), as in `exec`.
+    assert_eq!(run.status.code(), Some(2), "{run:?}");
     let value: Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not exactly one JSON object ({e}): {}",
@@ -197,5 +198,27 @@ fn a_sandbox_that_cannot_start_still_prints_one_object_with_the_reason() {
     assert_eq!(value["exit_code"], Value::Null, "{value}");
     let error = value["error"].as_str().expect("an error string");
     assert!(error.contains("/nonexistent/paddock-json-test"), "{error}");
+    assert!(!String::from_utf8_lossy(&run.stdout).contains("never"));
+}
+
+#[test]
+fn a_sandbox_the_backend_refuses_still_prints_one_object_with_the_reason() {
+    require_root();
+    let run = SandboxRun::shell("echo never")
+        .option("--writable")
+        .option("../outside")
+        .command(true)
+        .output()
+        .expect("run paddock");
+    assert_eq!(run.status.code(), Some(125), "{run:?}");
+    let value: Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not exactly one JSON object ({e}): {}",
+            String::from_utf8_lossy(&run.stdout)
+        )
+    });
+    assert_eq!(value["exit_code"], Value::Null, "{value}");
+    let error = value["error"].as_str().expect("an error string");
+    assert!(error.contains("../outside"), "{error}");
     assert!(!String::from_utf8_lossy(&run.stdout).contains("never"));
 }

@@ -8,6 +8,7 @@ use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ModelRequest, 
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
+use crate::endpoint;
 use crate::http::{Transport, WireDecoder};
 use crate::key::ApiKey;
 use crate::retry::RetryPolicy;
@@ -26,8 +27,9 @@ pub struct AnthropicProvider {
 }
 
 impl AnthropicProvider {
-    /// `config.base_url` is the API root (without `/v1`).
-    pub fn new(config: &ModelConfig, key: ApiKey) -> Result<Self, ModelError> {
+    /// `config.base_url` is the API root, with or without `/v1`; `key` is
+    /// sent as `x-api-key`, or nothing for a keyless endpoint.
+    pub fn new(config: &ModelConfig, key: Option<ApiKey>) -> Result<Self, ModelError> {
         let base = config
             .base_url
             .as_deref()
@@ -35,12 +37,14 @@ impl AnthropicProvider {
                 reason: format!("{}: no base URL", config.label()),
             })?;
         let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", key.header("")?);
+        if let Some(key) = key {
+            headers.insert("x-api-key", key.header("")?);
+        }
         headers.insert(
             "anthropic-version",
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
-        let url = format!("{}/v1/messages", base.trim_end_matches('/'));
+        let url = endpoint::v1_url(base, "messages");
         Ok(Self {
             name: config.label(),
             model: config.model.clone(),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ProviderKind};
 
 use crate::anthropic::AnthropicProvider;
+use crate::endpoint;
 use crate::key::ApiKey;
 use crate::openai::OpenAiProvider;
 use crate::scripted::ScriptedProvider;
@@ -60,9 +61,11 @@ pub fn build(config: &ModelConfig) -> Result<Arc<dyn ModelProvider>, ModelError>
     build_with_env(config, |name| std::env::var(name).ok())
 }
 
-/// [`build`] with the environment lookup supplied (tests, embedders). A
-/// named key variable that is unset is [`ModelError::MissingApiKey`];
-/// `api_key_env: None` sends no key (OpenAI-compatible local servers).
+/// [`build`] with the environment lookup supplied (tests, embedders). The
+/// provider's public endpoint needs its key: an unset variable is
+/// [`ModelError::MissingApiKey`]. Another base URL gets the key if the
+/// variable is set and none otherwise (local servers mostly take none);
+/// `api_key_env: None` never sends one.
 pub fn build_with_env(
     config: &ModelConfig,
     lookup: impl Fn(&str) -> Option<String>,
@@ -72,22 +75,31 @@ pub fn build_with_env(
             reason: format!("{}: the context window is 0", config.label()),
         });
     }
-    let key = config
-        .api_key_env
-        .as_deref()
-        .map(|env| ApiKey::from_env(env, &lookup))
-        .transpose()?;
+    let key = match config.api_key_env.as_deref() {
+        None => None,
+        Some(env) if needs_key(config) => Some(ApiKey::from_env(env, &lookup)?),
+        Some(env) => ApiKey::from_env(env, &lookup).ok(),
+    };
     Ok(match config.provider {
         ProviderKind::Scripted => Arc::new(ScriptedProvider::load(
             Path::new(&config.model),
             config.context_window,
         )?),
         ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(config, key)?),
-        ProviderKind::Anthropic => {
-            let key = key.ok_or_else(|| ModelError::Config {
-                reason: format!("{}: Anthropic needs an API key variable", config.label()),
-            })?;
-            Arc::new(AnthropicProvider::new(config, key)?)
-        }
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(config, key)?),
     })
+}
+
+/// The config names its provider's public endpoint, which takes no request
+/// without a key.
+fn needs_key(config: &ModelConfig) -> bool {
+    let public = match config.provider {
+        ProviderKind::OpenAi => OPENAI_BASE_URL,
+        ProviderKind::Anthropic => ANTHROPIC_BASE_URL,
+        ProviderKind::Scripted => return false,
+    };
+    config
+        .base_url
+        .as_deref()
+        .is_none_or(|base| endpoint::same_api(base, public))
 }

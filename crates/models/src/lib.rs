@@ -5,6 +5,7 @@
 //! `openai:MODEL`, `anthropic:MODEL` or `scripted:FILE` into a provider.
 
 mod anthropic;
+mod endpoint;
 mod factory;
 mod http;
 mod key;
@@ -14,6 +15,7 @@ mod scripted;
 mod sse;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider, DEFAULT_MAX_TOKENS};
+pub use endpoint::{api_root, same_api};
 pub use factory::{
     ANTHROPIC_BASE_URL, ANTHROPIC_CONTEXT_WINDOW, ANTHROPIC_KEY_ENV, OPENAI_BASE_URL,
     OPENAI_CONTEXT_WINDOW, OPENAI_KEY_ENV, SCRIPTED_CONTEXT_WINDOW, build, build_with_env,

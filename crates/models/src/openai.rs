@@ -8,6 +8,7 @@ use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ModelRequest, 
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use tokio_util::sync::CancellationToken;
 
+use crate::endpoint;
 use crate::http::{Transport, WireDecoder};
 use crate::key::ApiKey;
 use crate::retry::RetryPolicy;
@@ -21,7 +22,7 @@ pub struct OpenAiProvider {
 }
 
 impl OpenAiProvider {
-    /// `config.base_url` is the API root (`.../v1`); `key` is sent as a
+    /// `config.base_url` is the API root, with or without `/v1`; `key` is sent as a
     /// bearer token, or nothing for keyless local servers.
     pub fn new(config: &ModelConfig, key: Option<ApiKey>) -> Result<Self, ModelError> {
         let base = config
@@ -34,7 +35,7 @@ impl OpenAiProvider {
         if let Some(key) = key {
             headers.insert(AUTHORIZATION, key.header("Bearer ")?);
         }
-        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+        let url = endpoint::v1_url(base, "chat/completions");
         Ok(Self {
             name: config.label(),
             model: config.model.clone(),

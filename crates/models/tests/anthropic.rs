@@ -20,7 +20,7 @@ fn provider(server: &FakeServer, retry: RetryPolicy) -> anyhow::Result<Anthropic
         context_window: 200_000,
         api_key_env: Some("ANTHROPIC_API_KEY".into()),
     };
-    Ok(AnthropicProvider::new(&config, ApiKey::new("sk-ant-test"))?.with_retry(retry))
+    Ok(AnthropicProvider::new(&config, Some(ApiKey::new("sk-ant-test")))?.with_retry(retry))
 }
 
 fn event(data: Value) -> String {
@@ -328,5 +328,25 @@ async fn malformed_event_json_is_a_decode_error() -> anyhow::Result<()> {
         "{result:?}"
     );
     assert_eq!(server.requests().len(), 1);
+    Ok(())
+}
+
+/// A local server: the base URL with `/v1` reaches the same
+/// path, and no key is needed or sent when its variable is unset.
+#[tokio::test]
+async fn a_keyless_local_server_is_reached_with_or_without_v1() -> anyhow::Result<()> {
+    let server = FakeServer::start(vec![Reply::sse(hello_body())]).await?;
+    let mut config = paddock_models::parse_spec("anthropic:local")?;
+    config.base_url = Some(format!("{}/v1/", server.url));
+    let provider = paddock_models::build_with_env(&config, |_| None)?;
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..ModelRequest::default()
+    };
+    collect(provider.stream(&request, CancellationToken::new())).await?;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(requests[0].header("x-api-key"), None);
     Ok(())
 }

@@ -61,8 +61,10 @@ fn bad_specs_are_config_errors() {
 #[test]
 fn a_missing_key_fails_at_construction() -> anyhow::Result<()> {
     for spec in ["openai:gpt-4o", "anthropic:claude-sonnet-4-5"] {
+        // The public endpoint, however its base URL is written.
         let mut config = parse_spec(spec)?;
-        config.base_url = Some("http://127.0.0.1:9".into());
+        let public = config.base_url.clone().unwrap_or_default();
+        config.base_url = Some(format!("{}/", paddock_models::api_root(&public)));
         let result = build_with_env(&config, |_| None);
         let expected = config.api_key_env.clone().unwrap_or_default();
         assert!(
@@ -92,6 +94,20 @@ fn a_custom_key_variable_and_base_url_are_used() -> anyhow::Result<()> {
     // no key variable at all: a keyless local server
     config.api_key_env = None;
     build_with_env(&config, |_| None)?;
+    Ok(())
+}
+
+#[test]
+fn a_custom_base_url_needs_no_key() -> anyhow::Result<()> {
+    for (spec, base) in [
+        ("openai:qwen2.5-coder", "http://127.0.0.1:9/v1"),
+        ("anthropic:local", "http://127.0.0.1:9"),
+    ] {
+        let mut config = parse_spec(spec)?;
+        config.base_url = Some(base.into());
+        let provider = build_with_env(&config, |_| None)?;
+        assert_eq!(provider.name(), spec);
+    }
     Ok(())
 }
 

@@ -530,3 +530,23 @@ async fn an_error_chunk_is_a_provider_error() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A local server: the base URL without `/v1` reaches the same
+/// path, and no key is needed or sent when its variable is unset.
+#[tokio::test]
+async fn a_keyless_local_server_is_reached_with_or_without_v1() -> anyhow::Result<()> {
+    let server = FakeServer::start(vec![Reply::sse(hello_body())]).await?;
+    let mut config = paddock_models::parse_spec("openai:local")?;
+    config.base_url = Some(server.url.clone());
+    let provider = paddock_models::build_with_env(&config, |_| None)?;
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..ModelRequest::default()
+    };
+    collect(provider.stream(&request, CancellationToken::new())).await?;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(requests[0].header("authorization"), None);
+    Ok(())
+}

@@ -25,6 +25,16 @@ pub struct RuntimeConfig {
     /// How end-of-run and fork snapshots are packed.
     pub snapshot: SnapshotSettings,
     pub subagents: SubagentSettings,
+    /// Tells when the process behind a session lease's owner is gone before
+    /// the lease expires (a local `paddock run` killed with SIGKILL): recovery
+    /// then takes the session over at once. None: only expiry counts.
+    pub owner_probe: Option<Arc<dyn OwnerProbe>>,
+}
+
+/// Knows whether the process of a lease owner still runs.
+pub trait OwnerProbe: Send + Sync + std::fmt::Debug {
+    /// True only when `owner` (a lease owner, `NODE/RUN`) is certainly gone.
+    fn is_gone(&self, owner: &str) -> bool;
 }
 
 impl RuntimeConfig {
@@ -36,6 +46,7 @@ impl RuntimeConfig {
             lease_ttl: Duration::from_secs(30),
             snapshot: SnapshotSettings::default(),
             subagents: SubagentSettings::default(),
+            owner_probe: None,
         }
     }
 }

@@ -20,7 +20,7 @@ pub mod tools;
 mod util;
 mod workspace;
 
-pub use config::{RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings};
+pub use config::{OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings};
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
 pub use recover::{RecoveryReport, SkippedRun};

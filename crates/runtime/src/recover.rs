@@ -32,8 +32,9 @@ pub struct SkippedRun {
 impl Runtime {
     /// Marks every unfinished run whose driver is gone as `interrupted`, with
     /// a `run.finished` event. A driver is gone when the session lease is
-    /// free or expired, or held by this node under an owner no task of this
-    /// process has (the node restarted). Runs waiting for the user are not
+    /// free or expired, held by this node under an owner no task of this
+    /// process has (the node restarted), or held by an owner whose process
+    /// the config's `owner_probe` knows to be gone. Runs waiting for the user are not
     /// running and are left as they are.
     pub async fn recover(&self) -> Result<RecoveryReport, RuntimeError> {
         let shared = &self.shared;
@@ -95,6 +96,13 @@ impl Runtime {
         };
         if lease.expires_at <= self.shared.store.now() {
             return Ok(recover_owner);
+        }
+        // Its process is gone (killed, not stopped): the lease would only
+        // make the next command wait for it to expire.
+        if let Some(probe) = &self.shared.config.owner_probe
+            && probe.is_gone(&lease.owner)
+        {
+            return Ok(lease.owner.clone());
         }
         let ours = lease
             .owner

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use paddock_core::store::{Clock, StoreError, SystemClock};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyPool, Connection, Executor};
 
 use crate::engine::Engine;
 use crate::migrations;
@@ -18,7 +18,9 @@ pub struct StoreOptions {
     pub clock: Arc<dyn Clock>,
     pub max_connections: u32,
     /// How long an operation waits for a connection (including reconnecting to
-    /// a database that went away) before failing with `Unavailable`.
+    /// a database that went away) before failing with `Unavailable`: 1 s by
+    /// default, so that while the database is down a request answers 503 at
+    /// once instead of queueing behind others that wait.
     pub acquire_timeout: Duration,
 }
 
@@ -27,7 +29,7 @@ impl Default for StoreOptions {
         Self {
             clock: Arc::new(SystemClock),
             max_connections: 8,
-            acquire_timeout: Duration::from_secs(5),
+            acquire_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -58,6 +60,25 @@ impl SqlStore {
         sqlx::any::install_default_drivers();
         let connect = AnyConnectOptions::from_str(&with_sqlite_create(engine, url))
             .map_err(|e| open_error(Box::new(e)))?;
+        // One connection first: the pool would retry until its timeout and
+        // then say only "timed out"; this says why (connection refused,
+        // authentication failed, no such database).
+        let first = tokio::time::timeout(
+            options.acquire_timeout,
+            sqlx::AnyConnection::connect_with(&connect),
+        )
+        .await
+        .map_err(|_| {
+            open_error(
+                format!(
+                    "no connection within {} ms",
+                    options.acquire_timeout.as_millis()
+                )
+                .into(),
+            )
+        })?
+        .map_err(|e| open_error(Box::new(e)))?;
+        let _ = first.close().await;
         let pool = AnyPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)

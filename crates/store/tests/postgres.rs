@@ -118,8 +118,19 @@ async fn an_unreachable_server_is_an_open_error_not_a_hang() -> anyhow::Result<(
     let opened =
         tokio::time::timeout(Duration::from_secs(20), SqlStore::open_with(url, options)).await?;
     match opened {
-        Err(StoreError::Open { url: shown, .. }) => {
+        Err(err @ StoreError::Open { .. }) => {
+            let StoreError::Open { url: shown, .. } = &err else {
+                unreachable!()
+            };
             assert_eq!(shown, "postgres://paddock:***@127.0.0.1:1/paddock");
+            // The cause, not the pool's "timed out".
+            let mut chain = err.to_string();
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                chain.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            assert!(chain.to_lowercase().contains("refused"), "{chain}");
         }
         other => panic!("expected an open error, got {other:?}"),
     }
@@ -194,6 +205,50 @@ async fn server_goes_away(factory: &PgFactory) -> anyhow::Result<()> {
         matches!(read, Err(StoreError::Unavailable { .. })),
         "{read:?}"
     );
+    Ok(())
+}
+
+/// While the database is down, a call with the default options fails with
+/// `Unavailable` about a second after it started (the acquire timeout), not
+/// after five: a server answers 503 at once instead of piling up requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_down_database_fails_calls_fast_by_default() -> anyhow::Result<()> {
+    let Some(factory) = postgres().await? else {
+        return Ok(());
+    };
+    let result = fails_fast(&factory).await;
+    factory.cleanup().await;
+    result
+}
+
+async fn fails_fast(factory: &PgFactory) -> anyhow::Result<()> {
+    let server = PgConnectOptions::from_str(&factory.server_url)?;
+    let target: SocketAddr = format!("{}:{}", server.get_host(), server.get_port()).parse()?;
+    let proxy = Proxy::start(target).await?;
+    let proxied_url = factory.server_url.replacen(
+        &format!("{}:{}", server.get_host(), server.get_port()),
+        &proxy.addr.to_string(),
+        1,
+    );
+    let options = StoreOptions {
+        clock: contract::clock(),
+        ..StoreOptions::default()
+    };
+    let store = factory.open_via(&proxied_url, options).await?;
+    store.ping().await?;
+    proxy.kill();
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let ping = tokio::time::timeout(Duration::from_secs(20), store.ping()).await?;
+        let waited = started.elapsed();
+        assert!(
+            matches!(ping, Err(StoreError::Unavailable { .. })),
+            "{ping:?}"
+        );
+        // 1 s of acquire timeout plus slack for a loaded machine; the old
+        // default waited 5 s.
+        assert!(waited < Duration::from_millis(2500), "waited {waited:?}");
+    }
     Ok(())
 }
 

@@ -13,6 +13,7 @@ use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
 use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
 use paddock_store::SqlStore;
 
+use super::owner;
 use crate::backend::{BackendKind, Placement};
 use crate::cli::{BackendArgs, DataDirArgs};
 
@@ -72,10 +73,13 @@ impl Local {
             // Listing sessions makes no sandbox: a missing guest does not matter.
             (Err(_), Sandboxes::NotNeeded) => PathBuf::from("paddock-guest"),
         };
+        let host = crate::serve::node_name(
+            &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
+        );
         let backend: Arc<dyn SandboxBackend> = match (backend_args.backend, sandboxes) {
             (BackendKind::Docker | BackendKind::Gvisor, Sandboxes::Needed) => {
                 let placement = Placement {
-                    node: node_name(),
+                    node: host.clone(),
                     cgroup_parent: CGROUP_PARENT.to_owned(),
                     temp_root: Some(dir.join("tmp")),
                     owns_workspaces: true,
@@ -93,7 +97,8 @@ impl Local {
         };
         let blobs = paddock_snapshot::LocalBlobStore::open(dir.join("blobs"))
             .with_context(|| format!("opening the blob store under {}", dir.display()))?;
-        let config = RuntimeConfig::new(node_name(), dir.join("workspaces"));
+        let mut config = RuntimeConfig::new(owner::this_process(&host), dir.join("workspaces"));
+        config.owner_probe = Some(Arc::new(owner::LocalProcesses { host }));
         let runtime = Runtime::new(RuntimeDeps {
             store: store.clone(),
             backend,
@@ -108,7 +113,8 @@ impl Local {
     }
 
     /// Records runs left unfinished by `paddock run` processes that died
-    /// (their session lease expired) as interrupted.
+    /// (their session lease expired, or their process is gone) as
+    /// interrupted.
     pub async fn recover(&self) {
         match self.runtime.recover().await {
             Ok(report) if !report.interrupted.is_empty() => tracing::info!(
@@ -123,17 +129,6 @@ impl Local {
     pub async fn close(self) {
         self.store.close().await;
     }
-}
-
-/// This process as a lease owner: the host and the pid, so two `paddock run`
-/// on one machine never pass for each other.
-fn node_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    format!(
-        "{}-run-{}",
-        crate::serve::node_name(&host),
-        std::process::id()
-    )
 }
 
 fn create_private_dir(dir: &Path) -> anyhow::Result<()> {

@@ -4,11 +4,13 @@
 
 mod exit;
 mod local;
+mod owner;
 mod remote;
 mod render;
 mod run;
 mod session;
 
+pub use exit::EXIT_USAGE;
 pub use run::run;
 pub use session::session;
 

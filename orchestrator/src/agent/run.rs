@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use futures_util::StreamExt;
 use paddock_core::ids::SessionId;
-use paddock_core::model::{ModelProvider, ProviderKind};
+use paddock_core::model::ModelProvider;
 use paddock_core::store::{Budgets, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
@@ -18,6 +18,7 @@ use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::local::{Local, Sandboxes};
 use super::render::{self, Format};
 use crate::cli::{BackendArgs, GoalArgs, Mode};
+use crate::logging;
 use crate::sandbox::signals::TermSignals;
 
 /// Longest session title made from a goal.
@@ -120,14 +121,8 @@ fn model(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn ModelProvider>, S
         if config.base_url.is_none() {
             return Err(format!("--base-url does not apply to {}", config.provider));
         }
-        config.base_url = Some(url.trim_end_matches('/').to_owned());
-        // Local OpenAI-compatible servers mostly take no key: send one only if set.
-        let unset = |env: &str| std::env::var(env).map_or(true, |v| v.trim().is_empty());
-        if config.provider == ProviderKind::OpenAi
-            && config.api_key_env.as_deref().is_some_and(unset)
-        {
-            config.api_key_env = None;
-        }
+        // With or without /v1; its key is sent only if set (paddock_models::build).
+        config.base_url = Some(url.trim().to_owned());
     }
     paddock_models::build(&config).map_err(|e| format!("--model {spec}: {}", error_chain(&e)))
 }
@@ -204,7 +199,7 @@ async fn drive(
             | RuntimeError::SessionBusy { .. }
             | RuntimeError::Invalid { .. }),
         ) => {
-            eprintln!("paddock: {err}");
+            logging::note(format_args!("paddock: {err}"));
             return Ok(EXIT_USAGE);
         }
         Err(err) => return Err(err).context("starting the run"),
@@ -229,17 +224,17 @@ async fn drive(
                     }
                 }
                 Some(Err(err)) => {
-                    eprintln!("paddock: following the run's events: {}", error_chain(&err));
+                    logging::note(format_args!("paddock: following the run's events: {}", error_chain(&err)));
                     break;
                 }
                 None => break,
             },
             signal = signals.recv() => {
                 if cancelling.is_some() {
-                    eprintln!("paddock: signal {signal} again: leaving without waiting");
+                    logging::note(format_args!("paddock: signal {signal} again: leaving without waiting"));
                     return Ok(EXIT_CANCELLED);
                 }
-                eprintln!("paddock: cancelling the run (again to leave at once)");
+                logging::note(format_args!("paddock: cancelling the run (again to leave at once)"));
                 let runtime = Arc::clone(runtime);
                 let (tenant, id) = (tenant.clone(), run_id.clone());
                 cancelling = Some(tokio::spawn(async move { runtime.cancel_run(&tenant, &id).await }));

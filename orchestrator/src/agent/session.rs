@@ -45,6 +45,8 @@ pub async fn session(
         | SessionCommand::Events { data, .. } => data.clone(),
     };
     let local = Local::open(&data, backend, Sandboxes::NotNeeded).await?;
+    // A run whose process died is shown interrupted, never active.
+    local.recover().await;
     let result = local_command(&local, command).await;
     local.close().await;
     result

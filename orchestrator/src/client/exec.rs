@@ -8,13 +8,28 @@ use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{ApiClient, encode_path, print_json};
+use super::{ApiClient, ServerError, encode_path, print_json};
 use crate::cli::ExecArgs;
-
-/// Exit code when the command's timeout passed (as coreutils `timeout`).
-const EXIT_TIMED_OUT: u8 = 124;
+use crate::logging;
+use crate::sandbox::exit::{self, EXIT_TIMED_OUT};
 
 pub async fn exec(client: &ApiClient, args: ExecArgs) -> anyhow::Result<u8> {
+    match stream_or_json(client, args).await {
+        Err(err) => match err.downcast_ref::<ServerError>().and_then(|e| {
+            exit::refused_by_server(&e.code, &e.message).map(|code| (code, &e.message))
+        }) {
+            // Not found, not executable, a bad cwd: the codes of `sandbox run`.
+            Some((code, message)) => {
+                logging::note(format_args!("paddock: {message}"));
+                Ok(code)
+            }
+            None => Err(err),
+        },
+        ok => ok,
+    }
+}
+
+async fn stream_or_json(client: &ApiClient, args: ExecArgs) -> anyhow::Result<u8> {
     let mut body = json!({
         "argv": args.command,
         "env": args.env.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
@@ -86,15 +101,34 @@ fn handle_event(block: &str) -> anyhow::Result<Option<u8>> {
             }
             Ok(None)
         }
-        "exit" => Ok(Some(exit_code(&data))),
-        "error" => bail!(
-            "{} ({})",
-            data["error"]["message"]
+        "exit" => {
+            note_exit(&data);
+            Ok(Some(exit_code(&data)))
+        }
+        "error" => Err(ServerError {
+            status: None,
+            code: data["error"]["code"].as_str().unwrap_or("error").to_owned(),
+            message: data["error"]["message"]
                 .as_str()
-                .unwrap_or("the command failed"),
-            data["error"]["code"].as_str().unwrap_or("error")
-        ),
+                .unwrap_or("the command failed")
+                .to_owned(),
+        }
+        .into()),
         _ => Ok(None),
+    }
+}
+
+/// Says on stderr what the exit code alone does not, as `sandbox run` does.
+fn note_exit(result: &Value) {
+    if result["timed_out"] == true {
+        logging::note(format_args!(
+            "paddock: the command ran past its timeout and was killed"
+        ));
+    }
+    if result["truncated"] == true {
+        logging::note(format_args!(
+            "paddock: the output went past the server's cap; the rest was dropped"
+        ));
     }
 }
 

@@ -69,7 +69,12 @@ impl ApiClient {
             body["error"]["code"].as_str(),
             body["error"]["message"].as_str(),
         ) {
-            (Some(code), Some(message)) => bail!("{message} ({code}, HTTP {})", status.as_u16()),
+            (Some(code), Some(message)) => Err(ServerError {
+                status: Some(status.as_u16()),
+                code: code.to_owned(),
+                message: message.to_owned(),
+            }
+            .into()),
             _ => bail!("the server answered HTTP {status}"),
         }
     }
@@ -79,6 +84,26 @@ impl ApiClient {
         response.json().await.context("reading the server's answer")
     }
 }
+
+/// The server's `{error: {code, message}}` answer (a response's, or an
+/// event's in a stream, which has no status of its own).
+#[derive(Debug)]
+pub struct ServerError {
+    pub status: Option<u16>,
+    pub code: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.status {
+            Some(status) => write!(f, "{} ({}, HTTP {status})", self.message, self.code),
+            None => write!(f, "{} ({})", self.message, self.code),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {}
 
 /// Prints JSON, pretty.
 pub fn print_json(value: &Value) -> anyhow::Result<()> {

@@ -9,17 +9,16 @@ use paddock_proto::{Enforcement, ErrorCode, ExecSpec, ExitInfo, StdinMode};
 use serde::Serialize;
 use tokio::time::Instant;
 
+use super::exit::{self, EXIT_TIMED_OUT};
 use super::output::OutputSink;
 use super::signals::TermSignals;
 use super::stdin;
+use crate::agent::EXIT_USAGE;
 use crate::cli::RunArgs;
+use crate::logging;
 
 /// How long a command has to exit after we forwarded a termination signal to it.
 const SIGNAL_GRACE: Duration = Duration::from_secs(2);
-/// Exit code when --timeout passed (as coreutils `timeout`).
-const EXIT_TIMED_OUT: u8 = 124;
-const EXIT_CANNOT_EXECUTE: u8 = 126;
-const EXIT_NOT_FOUND: u8 = 127;
 
 /// How the command ended.
 #[derive(Debug)]
@@ -27,11 +26,25 @@ enum Outcome {
     Exited(ExitInfo),
     /// We were told to stop (signal number) and the command did not end in time.
     Interrupted(i32),
-    /// The guest could not start the command.
-    SpawnFailed(String),
+    /// The guest could not start the command (not found, not executable, a
+    /// bad working directory).
+    Refused {
+        code: ErrorCode,
+        message: String,
+    },
 }
 
 pub async fn run(args: RunArgs, backend: &dyn SandboxBackend) -> anyhow::Result<u8> {
+    if let Some(dir) = &args.workspace
+        && !dir.is_dir()
+    {
+        let err = anyhow::anyhow!("--workspace {}: not a directory", dir.display());
+        if args.json {
+            println!("{}", serde_json::to_string(&RunReport::start_failed(&err))?);
+        }
+        logging::note(format_args!("paddock: {err}"));
+        return Ok(EXIT_USAGE);
+    }
     let sandbox = match backend.create(sandbox_spec(&args)).await {
         Ok(sandbox) => sandbox,
         Err(err) => {
@@ -60,10 +73,31 @@ pub async fn run(args: RunArgs, backend: &dyn SandboxBackend) -> anyhow::Result<
         let (stdout, stderr) = sink.captured();
         let report = RunReport::new(&outcome, sandbox_id, enforcement, stdout, stderr);
         println!("{}", serde_json::to_string(&report)?);
-    } else if let Outcome::SpawnFailed(message) = &outcome {
-        eprintln!("paddock: {message}");
     }
+    note_outcome(&outcome, &args);
     Ok(code)
+}
+
+/// Says on stderr what the exit code alone does not: why the command did
+/// not start, that its timeout killed it, that output was dropped.
+fn note_outcome(outcome: &Outcome, args: &RunArgs) {
+    match outcome {
+        Outcome::Refused { message, .. } => logging::note(format_args!("paddock: {message}")),
+        Outcome::Exited(exit) => {
+            if exit.timed_out {
+                let secs = args.timeout.unwrap_or_default() as f64 / 1000.0;
+                logging::note(format_args!(
+                    "paddock: the command ran past --timeout {secs} s and was killed"
+                ));
+            }
+            if exit.truncated {
+                logging::note(format_args!(
+                    "paddock: the output went past --output-cap; the rest was dropped"
+                ));
+            }
+        }
+        Outcome::Interrupted(_) => {}
+    }
 }
 
 fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
@@ -113,7 +147,16 @@ async fn execute(
     let guest = sandbox.guest();
     let mut signals = TermSignals::install()?;
     let requested = Instant::now();
-    let mut exec = guest.exec(exec_spec(args), &[]).await?;
+    let mut exec = match guest.exec(exec_spec(args), &[]).await {
+        Ok(exec) => exec,
+        Err(GuestError::Refused { error, .. }) => {
+            return Ok(Outcome::Refused {
+                code: error.code,
+                message: error.message,
+            });
+        }
+        Err(err) => return Err(err.into()),
+    };
     let target = exec.id();
     let mut stdin_task = None;
     let mut output_closed = false;
@@ -147,11 +190,8 @@ async fn execute(
                     Some(exit) => break Outcome::Exited(exit),
                     None => anyhow::bail!("the guest ended exec {target} without an exit status"),
                 },
-                Err(err @ GuestError::Refused { .. }) if err.code() == Some(ErrorCode::SpawnFailed) => {
-                    break Outcome::SpawnFailed(match err {
-                        GuestError::Refused { error, .. } => error.message,
-                        other => other.to_string(),
-                    });
+                Err(GuestError::Refused { error, .. }) => {
+                    break Outcome::Refused { code: error.code, message: error.message };
                 }
                 Err(err) => return Err(err.into()),
             },
@@ -181,14 +221,7 @@ fn exit_code(outcome: &Outcome) -> u8 {
         Outcome::Exited(exit) if exit.timed_out => EXIT_TIMED_OUT,
         Outcome::Exited(exit) => u8::try_from(exit.shell_code() & 0xff).unwrap_or(u8::MAX),
         Outcome::Interrupted(signal) => u8::try_from((128 + signal) & 0xff).unwrap_or(u8::MAX),
-        Outcome::SpawnFailed(message) => {
-            let lower = message.to_ascii_lowercase();
-            if lower.contains("not found") || lower.contains("no such file") {
-                EXIT_NOT_FOUND
-            } else {
-                EXIT_CANNOT_EXECUTE
-            }
-        }
+        Outcome::Refused { code, message } => exit::refused(*code, message),
     }
 }
 
@@ -258,7 +291,7 @@ impl RunReport {
                 report.duration_ms = exit.duration_ms;
             }
             Outcome::Interrupted(signal) => report.signal = Some(*signal),
-            Outcome::SpawnFailed(message) => report.error = Some(message.clone()),
+            Outcome::Refused { message, .. } => report.error = Some(message.clone()),
         }
         report
     }
@@ -283,13 +316,21 @@ mod tests {
         assert_eq!(exit_code(&exited(None, Some(9), false)), 137);
         assert_eq!(exit_code(&exited(None, Some(9), true)), 124);
         assert_eq!(exit_code(&Outcome::Interrupted(libc::SIGTERM)), 143);
+        let refused = |code, message: &str| Outcome::Refused {
+            code,
+            message: message.into(),
+        };
         assert_eq!(
-            exit_code(&Outcome::SpawnFailed("nope: not found".into())),
+            exit_code(&refused(ErrorCode::SpawnFailed, "nope: not found")),
             127
         );
         assert_eq!(
-            exit_code(&Outcome::SpawnFailed("permission denied".into())),
+            exit_code(&refused(ErrorCode::SpawnFailed, "permission denied")),
             126
+        );
+        assert_eq!(
+            exit_code(&refused(ErrorCode::NotFound, "resolving nope")),
+            2
         );
     }
 }

@@ -7,7 +7,8 @@
 //! - `{"spec": "openai:gpt-4o"}` or `{"spec": "anthropic:..."}`: the provider's
 //!   public endpoint with the server's API key from its environment
 //!   (OPENAI_API_KEY, ANTHROPIC_API_KEY). `base_url` may name another
-//!   endpoint only if the operator allowed it: the server's key is sent there.
+//!   endpoint only if the operator allowed it: the server's key is sent there
+//!   if the server has one, and a keyless local server needs none.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -112,13 +113,13 @@ impl ModelPolicy {
             ));
         }
         if let Some(url) = base_url {
-            let url = url.trim_end_matches('/');
-            let public = config.base_url.as_deref().map(|u| u.trim_end_matches('/'));
-            let allowed = public == Some(url)
-                || self
-                    .allowed_base_urls
-                    .iter()
-                    .any(|a| a.trim_end_matches('/') == url);
+            let url = url.trim();
+            // The same API however written (trailing slash, with or without /v1).
+            let allowed = config
+                .base_url
+                .iter()
+                .chain(&self.allowed_base_urls)
+                .any(|a| paddock_models::same_api(a, url));
             if !allowed {
                 return Err(refused(format!(
                     "model.base_url {url:?} is not one this server allows (the operator lists \
@@ -275,6 +276,23 @@ mod tests {
                 assert!(reason.contains("ANTHROPIC_API_KEY"), "{reason}");
             }
             other => panic!("expected unavailable, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_allowed_local_endpoint_needs_no_server_key() {
+        let policy = ModelPolicy {
+            allowed_base_urls: vec!["http://10.0.0.5:8000".into()],
+            scratch_dir: None,
+        };
+        for spec in ["openai:local", "anthropic:local"] {
+            let provider = policy
+                .resolve_with_env(
+                    &choice(json!({"spec": spec, "base_url": "http://10.0.0.5:8000/v1/"})),
+                    no_env,
+                )
+                .unwrap();
+            assert_eq!(provider.name(), spec);
         }
     }
 }

@@ -2,6 +2,8 @@
 
 use paddock_core::store::RunMode;
 
+use super::review::criterion_id;
+
 /// The system prompt of a run.
 pub(crate) fn system_prompt(mode: RunMode, instructions: Option<&str>) -> String {
     let mut prompt = String::from(
@@ -13,7 +15,7 @@ pub(crate) fn system_prompt(mode: RunMode, instructions: Option<&str>) -> String
          work by running commands (tests, builds) after your last change.\n\
          When the goal is reached, or cannot be, call complete_task with your verdict \
          (met, not_met or unsure), a summary, the evidence (commands you ran and what they \
-         showed) and one entry per success criterion. Say unsure rather than claiming \
+         showed) and one entry per success criterion, naming it by its id (c1, c2, ...). Say unsure rather than claiming \
          success you cannot show. If only the user can unblock you, call ask_user with one \
          precise question.\n",
     );
@@ -36,9 +38,12 @@ pub(crate) fn goal_message(goal: &str, success_criteria: &[String]) -> String {
     let mut text = format!("Goal: {}", goal.trim());
     if !success_criteria.is_empty() {
         text.push_str("\n\nSuccess criteria:");
-        for criterion in success_criteria {
-            text.push_str("\n- ");
-            text.push_str(criterion.trim());
+        for (index, criterion) in success_criteria.iter().enumerate() {
+            text.push_str(&format!(
+                "\n- [{}] {}",
+                criterion_id(index),
+                criterion.trim()
+            ));
         }
     }
     text
@@ -63,7 +68,7 @@ mod tests {
                 " add a function ",
                 &["tests pass".into(), "no warnings".into()]
             ),
-            "Goal: add a function\n\nSuccess criteria:\n- tests pass\n- no warnings"
+            "Goal: add a function\n\nSuccess criteria:\n- [c1] tests pass\n- [c2] no warnings"
         );
         assert_eq!(goal_message("x", &[]), "Goal: x");
     }

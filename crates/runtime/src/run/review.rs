@@ -212,23 +212,33 @@ fn normalize(text: &str) -> String {
         .to_lowercase()
 }
 
-/// The claim about `criterion`: the one naming it, else the one at the same
-/// position if that one names no criterion of the goal.
+/// The name of the goal's criterion at `index`: `c1`, `c2`, ... in the order
+/// the goal lists them (the opening message shows them so).
+pub(crate) fn criterion_id(index: usize) -> String {
+    format!("c{}", index + 1)
+}
+
+/// The claim naming the goal's criterion at `index`: by its id (`c1`, `[c1]`,
+/// `[c1] its text`) or its exact text (whitespace and case aside). Never by
+/// position: a claim in the same place may be about anything.
 fn claim_for<'a>(
     criterion: &str,
     index: usize,
     claims: &'a [CriterionClaim],
-    criteria: &[String],
 ) -> Option<&'a CriterionClaim> {
+    let id = criterion_id(index);
     let wanted = normalize(criterion);
-    if let Some(claim) = claims.iter().find(|c| normalize(&c.criterion) == wanted) {
-        return Some(claim);
-    }
-    let positional = claims.get(index)?;
-    let names_another = criteria
-        .iter()
-        .any(|c| normalize(c) == normalize(&positional.criterion));
-    (!names_another).then_some(positional)
+    claims.iter().find(|claim| {
+        let named = claim.criterion.trim();
+        let (named_id, text) = match named
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once(']'))
+        {
+            Some((inner, text)) => (inner.trim(), text),
+            None => (named, named),
+        };
+        named_id.eq_ignore_ascii_case(&id) || normalize(text) == wanted
+    })
 }
 
 fn has_text(text: Option<&str>) -> bool {
@@ -245,7 +255,7 @@ pub(crate) fn review(completion: &Completion, criteria: &[String], evidence: &Ev
         .iter()
         .enumerate()
         .map(|(index, criterion)| {
-            let claim = claim_for(criterion, index, &completion.criteria, criteria);
+            let claim = claim_for(criterion, index, &completion.criteria);
             let evidence = claim.and_then(|c| c.evidence.clone());
             let verdict = match claim {
                 None => Verdict::Unsure,
@@ -683,13 +693,61 @@ mod tests {
     }
 
     #[test]
-    fn claims_are_matched_by_position_when_they_paraphrase() {
+    fn a_paraphrasing_claim_in_the_same_place_is_no_claim() {
         let criteria = vec!["the function adds".to_owned()];
         let completion = met(vec![claim("add works", VerdictArg::Met, Some("test ok"))]);
+        let review = review(&completion, &criteria, &verified());
+        assert_eq!(review.verdict, Verdict::Unsure);
+        assert_eq!(review.criteria[0].verdict, Verdict::Unsure);
+        assert_eq!(review.criteria[0].evidence, None);
         assert_eq!(
-            review(&completion, &criteria, &verified()).verdict,
-            Verdict::Met
+            unverified(&review),
+            ["no claim or evidence for the criterion \"the function adds\""]
         );
+    }
+
+    #[test]
+    fn a_claim_about_another_criterion_backs_only_that_one() {
+        let criteria = vec!["README.md documents fizzbuzz.sh usage".to_owned()];
+        let completion = met(vec![claim(
+            "sh test.sh passes",
+            VerdictArg::Met,
+            Some("sh test.sh exited 0"),
+        )]);
+        let review = review(&completion, &criteria, &verified());
+        assert_eq!(review.verdict, Verdict::Unsure);
+        assert_eq!(review.criteria[0].verdict, Verdict::Unsure);
+        assert_eq!(review.criteria[0].evidence, None);
+    }
+
+    #[test]
+    fn claims_name_criteria_by_id_in_any_order() {
+        let criteria = vec!["the function adds".to_owned(), "no warnings".to_owned()];
+        let completion = met(vec![
+            claim("C2", VerdictArg::Met, Some("cargo build: 0 warnings")),
+            claim("[c1] adds", VerdictArg::Met, Some("test ok")),
+        ]);
+        let review = review(&completion, &criteria, &verified());
+        assert_eq!(review.verdict, Verdict::Met, "{:?}", review.remaining);
+        assert_eq!(review.criteria[0].evidence.as_deref(), Some("test ok"));
+        assert_eq!(
+            review.criteria[1].evidence.as_deref(),
+            Some("cargo build: 0 warnings")
+        );
+        // An id the goal does not have names nothing.
+        let unknown = met(vec![claim("c3", VerdictArg::Met, Some("ok"))]);
+        let judged = super::review(&unknown, &criteria[..1], &verified());
+        assert_eq!(judged.criteria[0].verdict, Verdict::Unsure);
+    }
+
+    #[test]
+    fn a_criterion_left_without_a_claim_is_unsure_beside_claimed_ones() {
+        let criteria = vec!["tests pass".to_owned(), "docs updated".to_owned()];
+        let completion = met(vec![claim("tests pass", VerdictArg::Met, Some("ok"))]);
+        let review = review(&completion, &criteria, &verified());
+        assert_eq!(review.criteria[0].verdict, Verdict::Met);
+        assert_eq!(review.criteria[1].verdict, Verdict::Unsure);
+        assert_eq!(review.verdict, Verdict::Unsure);
     }
 
     #[test]

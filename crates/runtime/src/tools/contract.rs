@@ -168,6 +168,7 @@ impl From<TaskStatusArg> for TaskStatus {
 /// One success criterion as the agent judges it in `complete_task`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CriterionClaim {
+    /// The criterion's id as the goal lists it (c1, c2, ...), or its exact text.
     pub criterion: String,
     pub verdict: VerdictArg,
     /// What shows it (a command and its result, a file, ...).

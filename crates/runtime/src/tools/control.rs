@@ -70,7 +70,7 @@ struct CompleteArgs {
     /// What is still left to do.
     #[serde(default)]
     remaining: Vec<String>,
-    /// A verdict per success criterion of the goal.
+    /// A verdict per success criterion of the goal, each named by its id (c1, c2, ...).
     #[serde(default)]
     criteria: Vec<CriterionClaim>,
 }
@@ -134,7 +134,7 @@ control_tool!(
     COMPLETE_TASK,
     Replay::Never,
     "Finish: report the verdict (met, not_met or unsure), a summary, the evidence, what \
-     remains, and a verdict per success criterion. Say unsure rather than claim success \
+     remains, and a verdict per success criterion (named by its id). Say unsure rather than claim success \
      you cannot show. Ends the run."
 );
 
