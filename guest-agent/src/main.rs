@@ -111,20 +111,24 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
         eprintln!("paddock-guest: sandbox setup failed: {}", error_chain(&e));
         EXIT_SOFTWARE
     })?;
-    // Commands lose openat2 on top of the sandbox filter (see CommandFilter).
-    let command_filter = paddock_jail::CommandFilter::new().map_err(|e| {
-        eprintln!(
-            "paddock-guest: building the command filter: {}",
-            error_chain(&e)
-        );
-        EXIT_SOFTWARE
-    })?;
+    let command_filter = command_filter()?;
     Ok(Startup {
         root: PathBuf::from(WORKSPACE_MOUNT),
         enforcement,
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
         stdio: false,
+    })
+}
+
+/// Commands lose openat2 on top of the sandbox filter (see CommandFilter).
+fn command_filter() -> Result<paddock_jail::CommandFilter, u8> {
+    paddock_jail::CommandFilter::new().map_err(|e| {
+        eprintln!(
+            "paddock-guest: building the command filter: {}",
+            error_chain(&e)
+        );
+        EXIT_SOFTWARE
     })
 }
 
@@ -138,13 +142,7 @@ fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
         eprintln!("paddock-guest: container setup failed: {}", error_chain(&e));
         EXIT_SOFTWARE
     })?;
-    let command_filter = paddock_jail::CommandFilter::new().map_err(|e| {
-        eprintln!(
-            "paddock-guest: building the command filter: {}",
-            error_chain(&e)
-        );
-        EXIT_SOFTWARE
-    })?;
+    let command_filter = command_filter()?;
     Ok(Startup {
         root: PathBuf::from(WORKSPACE_MOUNT),
         enforcement,

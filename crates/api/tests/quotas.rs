@@ -36,7 +36,7 @@ async fn quotas_refuse_with_429_and_give_back_on_destroy(db: Db) -> Result<()> {
     let refused = expect_error(
         server
             .a(Method::POST, "/v1/sandboxes")
-            .json(&json!({"limits": {"pids": 8}})),
+            .json(&json!({"limits": {"pids": 16}})),
         StatusCode::TOO_MANY_REQUESTS,
         "quota_exceeded",
     )

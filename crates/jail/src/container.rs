@@ -116,14 +116,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     let seccomp = seccomp_bpf::install(&program, allowed(DowngradeLayer::Seccomp))?;
     sys::clear_environment(&single);
     sys::close_from_or_each(3).map_err(JailError::CloseFds)?;
-    let (seccomp_allowed, seccomp_denied) = if seccomp.is_enforced() {
-        (
-            seccomp_rules::allowed_names(),
-            seccomp_rules::denied_labels(),
-        )
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
     Ok(Enforcement {
         namespaces: spec.namespaces.clone(),
         uid_map: None,

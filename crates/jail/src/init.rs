@@ -64,14 +64,7 @@ pub(crate) fn run(
     sync::send(&channel, sync::READY).map_err(JailError::ReportReady)?;
     drop(channel);
     sys::close_from(3).map_err(JailError::CloseFds)?;
-    let (seccomp_allowed, seccomp_denied) = if seccomp.is_enforced() {
-        (
-            seccomp_rules::allowed_names(),
-            seccomp_rules::denied_labels(),
-        )
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
     Ok(Enforcement {
         namespaces: monitor::namespaces(spec.network).1,
         uid_map: Some(prepared.ids.uid.as_tuple()),

@@ -741,6 +741,16 @@ pub(crate) fn allowed_names() -> Vec<String> {
     ALLOWED.iter().map(|a| a.name.to_owned()).collect()
 }
 
+/// Enforcement's (seccomp_allowed, seccomp_denied): the tables when the
+/// filter is in force, nothing when it was downgraded away.
+pub(crate) fn report(enforced: bool) -> (Vec<String>, Vec<String>) {
+    if enforced {
+        (allowed_names(), denied_labels())
+    } else {
+        (Vec::new(), Vec::new())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -105,6 +105,41 @@ impl std::fmt::Display for ServerError {
 
 impl std::error::Error for ServerError {}
 
+/// `... rm ID...`: DELETEs each id's `path`, printing `line` for each deleted
+/// one (or, with `json`, one array of what the server answered) and an error
+/// per failure; exits 125 when any failed, after trying them all.
+pub async fn delete_each(
+    client: &ApiClient,
+    args: &crate::cli::RmArgs,
+    path: impl Fn(&str) -> String,
+    line: impl Fn(&str, &Value) -> String,
+) -> anyhow::Result<u8> {
+    let mut results = Vec::new();
+    let mut failed = false;
+    for id in &args.ids {
+        match client.json(client.request(Method::DELETE, &path(id))).await {
+            Ok(deleted) => {
+                if !args.json {
+                    println!("{}", line(id, &deleted));
+                }
+                results.push(deleted);
+            }
+            Err(err) => {
+                eprintln!("paddock: {id}: {err:#}");
+                failed = true;
+            }
+        }
+    }
+    if args.json {
+        print_json(&Value::Array(results))?;
+    }
+    Ok(if failed {
+        crate::EXIT_PADDOCK_FAILED
+    } else {
+        0
+    })
+}
+
 /// Prints JSON, pretty.
 pub fn print_json(value: &Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);

@@ -100,34 +100,13 @@ pub async fn info(client: &ApiClient, id: &str, json: bool) -> anyhow::Result<u8
 }
 
 pub async fn rm(client: &ApiClient, args: RmArgs) -> anyhow::Result<u8> {
-    let mut results = Vec::new();
-    let mut failed = false;
-    for id in &args.ids {
-        let request = client.request(
-            Method::DELETE,
-            &format!("/v1/sandboxes/{}", super::encode_path(id)),
-        );
-        match client.json(request).await {
-            Ok(sandbox) => {
-                if !args.json {
-                    println!("{id} {}", text(&sandbox["state"]));
-                }
-                results.push(sandbox);
-            }
-            Err(err) => {
-                eprintln!("paddock: {id}: {err:#}");
-                failed = true;
-            }
-        }
-    }
-    if args.json {
-        print_json(&Value::Array(results))?;
-    }
-    Ok(if failed {
-        crate::EXIT_PADDOCK_FAILED
-    } else {
-        0
-    })
+    super::delete_each(
+        client,
+        &args,
+        |id| format!("/v1/sandboxes/{}", super::encode_path(id)),
+        |id, sandbox| format!("{id} {}", text(&sandbox["state"])),
+    )
+    .await
 }
 
 fn text(value: &Value) -> String {

@@ -277,33 +277,10 @@ async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::R
 }
 
 async fn rm(client: &ApiClient, args: RmArgs) -> anyhow::Result<u8> {
-    let mut results = Vec::new();
-    let mut failed = false;
-    for id in &args.ids {
-        match client
-            .json(client.request(Method::DELETE, &snapshot_path(id)))
-            .await
-        {
-            Ok(snapshot) => {
-                if !args.json {
-                    println!("{id} deleted");
-                }
-                results.push(snapshot);
-            }
-            Err(err) => {
-                eprintln!("paddock: {id}: {err:#}");
-                failed = true;
-            }
-        }
-    }
-    if args.json {
-        print_json(&Value::Array(results))?;
-    }
-    Ok(if failed {
-        crate::EXIT_PADDOCK_FAILED
-    } else {
-        0
+    super::delete_each(client, &args, snapshot_path, |id, _| {
+        format!("{id} deleted")
     })
+    .await
 }
 
 fn text(value: &Value) -> String {

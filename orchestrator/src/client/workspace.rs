@@ -1,9 +1,6 @@
 //! `paddock workspace rm ID...` against a server.
 
-use reqwest::Method;
-use serde_json::Value;
-
-use super::{ApiClient, print_json};
+use super::ApiClient;
 use crate::cli::{RmArgs, WorkspaceCommand};
 
 pub async fn workspace(client: &ApiClient, command: WorkspaceCommand) -> anyhow::Result<u8> {
@@ -13,32 +10,11 @@ pub async fn workspace(client: &ApiClient, command: WorkspaceCommand) -> anyhow:
 }
 
 async fn rm(client: &ApiClient, args: RmArgs) -> anyhow::Result<u8> {
-    let mut results = Vec::new();
-    let mut failed = false;
-    for id in &args.ids {
-        let request = client.request(
-            Method::DELETE,
-            &format!("/v1/workspaces/{}", super::encode_path(id)),
-        );
-        match client.json(request).await {
-            Ok(workspace) => {
-                if !args.json {
-                    println!("{id} deleted");
-                }
-                results.push(workspace);
-            }
-            Err(err) => {
-                eprintln!("paddock: {id}: {err:#}");
-                failed = true;
-            }
-        }
-    }
-    if args.json {
-        print_json(&Value::Array(results))?;
-    }
-    Ok(if failed {
-        crate::EXIT_PADDOCK_FAILED
-    } else {
-        0
-    })
+    super::delete_each(
+        client,
+        &args,
+        |id| format!("/v1/workspaces/{}", super::encode_path(id)),
+        |id, _| format!("{id} deleted"),
+    )
+    .await
 }

@@ -733,10 +733,10 @@ pub fn owner_killed_leaves_nothing(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()>
         let volumes_before = backends::docker_volumes();
         let mut cmd = std::process::Command::new(paddock_tests::bins::paddock());
         cmd.args([
-            "--backend",
-            ctx.kind.name(),
             "sandbox",
             "run",
+            "--backend",
+            ctx.kind.name(),
             "--workspace",
         ])
         .arg(ws.path());
