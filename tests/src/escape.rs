@@ -3,11 +3,15 @@
 //! addresses, and the traces a write that got through would leave.
 
 use std::fs;
-use std::net::IpAddr;
+use std::io::ErrorKind;
+use std::net::{IpAddr, TcpListener};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::bins::profile_dir;
+use crate::report::Report;
 
 pub const MIB: u64 = 1 << 20;
 pub const MEMORY: u64 = 512 * MIB;
@@ -158,4 +162,129 @@ pub fn stray_battery_files() -> Vec<PathBuf> {
                 .is_some_and(|n| n.to_string_lossy().starts_with(".paddock-battery"))
         })
         .collect()
+}
+
+/// What one battery run aims at on the host and must leave as it was: the
+/// canaries, a TCP listener on every address, an abstract unix socket, and
+/// the kernel's core_pattern.
+#[derive(Debug)]
+pub struct HostTargets {
+    canaries: Canaries,
+    listener: TcpListener,
+    unix: UnixListener,
+    abstract_name: String,
+    core_pattern: Vec<u8>,
+}
+
+// Test support: a set-up or check that fails is the test failing.
+#[allow(clippy::unwrap_used)]
+impl HostTargets {
+    /// `tag` keeps the abstract socket name of concurrent runs apart.
+    pub fn plant(tag: &str) -> Self {
+        let core_pattern = fs::read("/proc/sys/kernel/core_pattern").unwrap();
+        let canaries = Canaries::plant();
+        let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let abstract_name = format!("paddock-battery-{tag}-{}", std::process::id());
+        let unix = UnixListener::bind_addr(
+            &SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap(),
+        )
+        .unwrap();
+        unix.set_nonblocking(true).unwrap();
+        Self {
+            canaries,
+            listener,
+            unix,
+            abstract_name,
+            core_pattern,
+        }
+    }
+
+    /// The battery's command line, aimed at these targets; this test process
+    /// (which must be invisible inside) and the host's addresses included.
+    pub fn argv(&self, battery: String, pids: u64) -> Vec<String> {
+        let mut argv = vec![
+            battery,
+            "--tcp-port".into(),
+            self.listener.local_addr().unwrap().port().to_string(),
+            "--abstract-socket".into(),
+            self.abstract_name.clone(),
+            "--pids-limit".into(),
+            pids.to_string(),
+            "--memory-limit".into(),
+            MEMORY.to_string(),
+        ];
+        for c in self.canaries.paths() {
+            argv.extend(["--canary".into(), c.display().to_string()]);
+        }
+        let own_comm = fs::read_to_string("/proc/self/comm").unwrap();
+        argv.extend(["--host-process".into(), own_comm.trim_end().to_owned()]);
+        for a in host_addresses() {
+            argv.extend(["--host-addr".into(), a.to_string()]);
+        }
+        argv
+    }
+
+    /// Canaries unchanged, core_pattern unchanged, neither socket reached,
+    /// no battery file in a host directory.
+    pub fn assert_unharmed(&self) {
+        self.canaries.assert_unchanged();
+        assert_eq!(
+            fs::read("/proc/sys/kernel/core_pattern").unwrap(),
+            self.core_pattern,
+            "the host's core_pattern changed"
+        );
+        match self.listener.accept() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("the host TCP listener was reached: {other:?}"),
+        }
+        match self.unix.accept() {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("the host abstract socket was reached: {other:?}"),
+        }
+        let strays = stray_battery_files();
+        assert!(strays.is_empty(), "battery files on the host: {strays:?}");
+    }
+}
+
+/// A battery report that can be trusted and shows no escape: every control
+/// passed, every required probe ran (but those in `excused`, run elsewhere),
+/// a canary probe ran, and every probe was blocked. `label` names the run.
+pub fn assert_report(report: &Report, excused: &[&str], label: &str) {
+    let failed_controls: Vec<String> = report
+        .failed_controls()
+        .iter()
+        .map(|c| format!("  {}: {}", c.name, c.detail))
+        .collect();
+    assert!(
+        failed_controls.is_empty(),
+        "[{label}] the sandbox is broken, probes cannot be trusted:\n{}",
+        failed_controls.join("\n")
+    );
+    let names: Vec<&str> = report.probes.iter().map(|p| p.name.as_str()).collect();
+    let missing: Vec<&&str> = REQUIRED_PROBES
+        .iter()
+        .filter(|r| !names.iter().any(|n| n.starts_with(**r)))
+        .filter(|r| !excused.contains(*r))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "[{label}] probes missing from the report: {missing:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.starts_with("read host canary")),
+        "[{label}] no canary probe ran"
+    );
+    let escapes: Vec<String> = report
+        .not_blocked()
+        .iter()
+        .map(|p| format!("  {}: {}", p.name, p.detail))
+        .collect();
+    assert!(
+        escapes.is_empty(),
+        "[{label}] {} of {} escape attempts were NOT blocked:\n{}",
+        escapes.len(),
+        report.probes.len(),
+        escapes.join("\n")
+    );
 }

@@ -503,48 +503,14 @@ pub fn orphans_are_reaped(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send +
 /// The escape battery inside the backend's sandbox: every probe present,
 /// every escape blocked, the host unharmed, nothing left behind.
 pub fn escape_battery(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-    use std::io::ErrorKind;
-    use std::os::linux::net::SocketAddrExt;
-    use std::os::unix::net::{SocketAddr, UnixListener};
-
-    use paddock_tests::escape::{
-        Canaries, MEMORY, PIDS, REQUIRED_PROBES, TMP, host_addresses, stray_battery_files,
-    };
+    use paddock_tests::escape::{HostTargets, MEMORY, PIDS, TMP, assert_report};
     use paddock_tests::report::Report;
     Box::pin(async move {
-        let core_pattern = std::fs::read("/proc/sys/kernel/core_pattern").unwrap();
         let ws = backends::workspace(ctx.kind);
         let battery = paddock_tests::bins::stage_in_workspace(ws.path(), "paddock-escape-battery");
-        let canaries = Canaries::plant();
-        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let abstract_name = format!("paddock-battery-{}-{}", ctx.kind.name(), std::process::id());
-        let unix = UnixListener::bind_addr(
-            &SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap(),
-        )
-        .unwrap();
-        unix.set_nonblocking(true).unwrap();
+        let targets = HostTargets::plant(ctx.kind.name());
         let pids = if ctx.kind == Kind::Gvisor { 128 } else { PIDS };
-        let mut argv = vec![
-            battery,
-            "--tcp-port".into(),
-            port.to_string(),
-            "--abstract-socket".into(),
-            abstract_name,
-            "--pids-limit".into(),
-            pids.to_string(),
-            "--memory-limit".into(),
-            MEMORY.to_string(),
-        ];
-        for c in canaries.paths() {
-            argv.extend(["--canary".into(), c.display().to_string()]);
-        }
-        let own_comm = std::fs::read_to_string("/proc/self/comm").unwrap();
-        argv.extend(["--host-process".into(), own_comm.trim_end().to_owned()]);
-        for a in host_addresses() {
-            argv.extend(["--host-addr".into(), a.to_string()]);
-        }
+        let mut argv = targets.argv(battery, pids);
         let spec = SandboxSpec {
             limits: SandboxLimits {
                 memory_bytes: Some(MEMORY),
@@ -622,48 +588,9 @@ pub fn escape_battery(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>
         );
         let report: Report = serde_json::from_str(&stdout)
             .unwrap_or_else(|e| panic!("no report from the battery ({e}):\n{stdout}"));
-        let failed: Vec<String> = report
-            .failed_controls()
-            .iter()
-            .map(|c| format!("  {}: {}", c.name, c.detail))
-            .collect();
-        assert!(failed.is_empty(), "controls failed:\n{}", failed.join("\n"));
-        let names: Vec<&str> = report.probes.iter().map(|p| p.name.as_str()).collect();
-        let missing: Vec<&&str> = REQUIRED_PROBES
-            .iter()
-            .filter(|r| !names.iter().any(|n| n.starts_with(**r)))
-            .filter(|r| !bombs_contained.contains(*r))
-            .collect();
-        assert!(missing.is_empty(), "probes missing: {missing:?}");
-        let escapes: Vec<String> = report
-            .not_blocked()
-            .iter()
-            .map(|p| format!("  {}: {}", p.name, p.detail))
-            .collect();
-        assert!(
-            escapes.is_empty(),
-            "[{}] {} of {} escapes NOT blocked:\n{}",
-            ctx.kind.name(),
-            escapes.len(),
-            report.probes.len(),
-            escapes.join("\n")
-        );
+        assert_report(&report, &bombs_contained, ctx.kind.name());
         sb.destroy().await.unwrap();
-        canaries.assert_unchanged();
-        assert_eq!(
-            std::fs::read("/proc/sys/kernel/core_pattern").unwrap(),
-            core_pattern
-        );
-        match listener.accept() {
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            other => panic!("the host TCP listener was reached: {other:?}"),
-        }
-        match unix.accept() {
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            other => panic!("the host abstract socket was reached: {other:?}"),
-        }
-        let strays = stray_battery_files();
-        assert!(strays.is_empty(), "battery files on the host: {strays:?}");
+        targets.assert_unharmed();
         let left = backends::leftovers(ctx.kind, &id).await;
         assert!(left.is_empty(), "left behind: {left:?}");
     })
