@@ -178,8 +178,34 @@ async fn stdin_can_be_written_until_eof() {
             .error(Request::ProcessWrite { handle, eof: false }, b"late")
             .await
             .code,
-        ErrorCode::Io
+        ErrorCode::StdinClosed
     );
+}
+
+#[tokio::test]
+async fn stdin_of_a_process_that_stopped_reading_is_closed_not_an_io_failure() {
+    let mut guest = Guest::start().await;
+    // The shell closes its stdin, then lingers: a write meets a broken pipe.
+    let spec = ExecSpec {
+        stdin: StdinMode::Stream,
+        ..shell("exec 0<&-; sleep 5")
+    };
+    let (handle, _) = start(&mut guest, spec).await;
+    // Writes may land in the pipe until the shell has closed its end.
+    let mut last = None;
+    for _ in 0..50 {
+        match guest
+            .call(Request::ProcessWrite { handle, eof: false }, b"x")
+            .await
+        {
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            Err(error) => {
+                last = Some(error.code);
+                break;
+            }
+        }
+    }
+    assert_eq!(last, Some(ErrorCode::StdinClosed));
 }
 
 #[tokio::test]

@@ -431,6 +431,9 @@ pub enum ErrorCode {
     /// A size limit was hit (payload, file, output).
     TooLarge,
     UnknownProcess,
+    /// The process's stdin is closed: it was ended, or the process no longer
+    /// reads it (the pipe broke).
+    StdinClosed,
     /// Spawning the command failed (not found, not executable).
     SpawnFailed,
     Timeout,

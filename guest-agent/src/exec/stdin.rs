@@ -35,8 +35,8 @@ pub fn channel() -> (StdinFeed, StdinQueue) {
     (StdinFeed { tx }, StdinQueue { rx })
 }
 
-fn closed() -> ErrorInfo {
-    ErrorInfo::new(ErrorCode::Io, "stdin is closed")
+pub(crate) fn closed() -> ErrorInfo {
+    ErrorInfo::new(ErrorCode::StdinClosed, "stdin is closed")
 }
 
 impl StdinFeed {
@@ -60,7 +60,14 @@ pub async fn pump(stdin: ChildStdin, mut queue: StdinQueue) {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     stdin = None;
-                    Err(ErrorInfo::new(ErrorCode::Io, format!("writing stdin: {e}")))
+                    // The process closed its end (or exited): a state of
+                    // the process, not a failure of the guest.
+                    let code = if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        ErrorCode::StdinClosed
+                    } else {
+                        ErrorCode::Io
+                    };
+                    Err(ErrorInfo::new(code, format!("writing stdin: {e}")))
                 }
             },
         };

@@ -168,7 +168,7 @@ impl Session {
             let result = match ack.await {
                 Ok(Ok(())) => ok(),
                 Ok(Err(e)) => Err(e),
-                Err(_) => Err(ErrorInfo::new(ErrorCode::Io, "stdin is closed")),
+                Err(_) => Err(crate::exec::stdin::closed()),
             };
             outbox.finish(id, result).await;
         });

@@ -206,6 +206,7 @@ fn guest_error(id: &str, op: &'static str, source: GuestError) -> ApiError {
         ErrorCode::PathEscape => (StatusCode::BAD_REQUEST, "path_escape"),
         ErrorCode::NotFound => (StatusCode::NOT_FOUND, "file_not_found"),
         ErrorCode::UnknownProcess => (StatusCode::NOT_FOUND, "process_not_found"),
+        ErrorCode::StdinClosed => (StatusCode::CONFLICT, "stdin_closed"),
         ErrorCode::AlreadyExists => (StatusCode::CONFLICT, "already_exists"),
         ErrorCode::DirectoryNotEmpty => (StatusCode::CONFLICT, "directory_not_empty"),
         ErrorCode::PermissionDenied => (StatusCode::FORBIDDEN, "permission_denied"),

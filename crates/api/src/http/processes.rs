@@ -114,7 +114,7 @@ pub(super) async fn output(
     responses(
         (status = 204, description = "written"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), the process's stdin is closed (`stdin_closed`: ended, or the process stopped reading), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
