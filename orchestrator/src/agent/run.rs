@@ -25,11 +25,11 @@ use crate::sandbox::signals::TermSignals;
 const TITLE_CHARS: usize = 80;
 
 pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
-    let format = if args.json {
-        Format::Json
-    } else {
-        Format::Human
-    };
+    // A named server runs it there, or nothing runs at all: never here.
+    if args.server.server.is_some() {
+        return super::remote_run::run(args).await;
+    }
+    let format = format_of(&args);
     // Mistakes on the command line are found before anything is opened.
     let prepared = match prepare(&args) {
         Ok(prepared) => prepared,
@@ -51,6 +51,14 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     code
 }
 
+pub(super) fn format_of(args: &GoalArgs) -> Format {
+    if args.json {
+        Format::Json
+    } else {
+        Format::Human
+    }
+}
+
 /// A mistake of the caller's, reported with exit code 2.
 struct Usage(String);
 
@@ -60,6 +68,35 @@ struct Prepared {
 }
 
 fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
+    let request = request(args)?;
+    let workspace = match (&args.workspace, &args.session) {
+        (Some(dir), _) => Some(canonical_dir(dir)?),
+        (None, Some(_)) => None,
+        (None, None) => Some(canonical_dir(Path::new("."))?),
+    };
+    Ok(Prepared {
+        workspace,
+        start: StartRun {
+            goal: request.goal,
+            success_criteria: request.success_criteria,
+            mode: request.mode,
+            budgets: request.budgets,
+            provider: model(&args.model, args.base_url.as_deref())?,
+            instructions: None,
+            subagent_models: None,
+        },
+    })
+}
+
+/// What a run asks for, from the command line, the same here and on a server.
+pub(super) struct Request {
+    pub goal: String,
+    pub success_criteria: Vec<String>,
+    pub mode: RunMode,
+    pub budgets: Budgets,
+}
+
+pub(super) fn request(args: &GoalArgs) -> Result<Request, String> {
     let goal = args.goal.trim();
     if goal.is_empty() {
         return Err("the goal is empty".to_owned());
@@ -67,11 +104,6 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
     if args.criteria.iter().any(|c| c.trim().is_empty()) {
         return Err("--criteria: a criterion is empty".to_owned());
     }
-    let workspace = match (&args.workspace, &args.session) {
-        (Some(dir), _) => Some(canonical_dir(dir)?),
-        (None, Some(_)) => None,
-        (None, None) => Some(canonical_dir(Path::new("."))?),
-    };
     let defaults = Budgets::default();
     let budgets = Budgets {
         max_turns: positive(args.max_turns, "--max-turns")?.unwrap_or(defaults.max_turns),
@@ -80,20 +112,14 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
         max_tokens: positive(args.max_tokens, "--max-tokens")?.unwrap_or(defaults.max_tokens),
         max_wall_clock_ms: args.timeout.unwrap_or(defaults.max_wall_clock_ms),
     };
-    Ok(Prepared {
-        workspace,
-        start: StartRun {
-            goal: goal.to_owned(),
-            success_criteria: args.criteria.iter().map(|c| c.trim().to_owned()).collect(),
-            mode: match args.mode {
-                Mode::Build => RunMode::Build,
-                Mode::Plan => RunMode::Plan,
-            },
-            budgets,
-            provider: model(&args.model, args.base_url.as_deref())?,
-            instructions: None,
-            subagent_models: None,
+    Ok(Request {
+        goal: goal.to_owned(),
+        success_criteria: args.criteria.iter().map(|c| c.trim().to_owned()).collect(),
+        mode: match args.mode {
+            Mode::Build => RunMode::Build,
+            Mode::Plan => RunMode::Plan,
         },
+        budgets,
     })
 }
 
@@ -104,7 +130,7 @@ fn positive<T: PartialEq + Default>(value: Option<T>, flag: &str) -> Result<Opti
     }
 }
 
-fn canonical_dir(dir: &Path) -> Result<std::path::PathBuf, String> {
+pub(super) fn canonical_dir(dir: &Path) -> Result<std::path::PathBuf, String> {
     let path = dir
         .canonicalize()
         .map_err(|e| format!("--workspace {}: {e}", dir.display()))?;
@@ -169,7 +195,7 @@ async fn session_for(
         .map_err(|e| Usage(format!("creating a session: {}", error_chain(&e))))
 }
 
-fn title(goal: &str) -> String {
+pub(super) fn title(goal: &str) -> String {
     let line = goal.lines().next().unwrap_or_default().trim();
     match line.char_indices().nth(TITLE_CHARS) {
         Some((end, _)) => format!("{}...", &line[..end]),
@@ -245,6 +271,7 @@ async fn drive(
     if let Some(task) = cancelling {
         let _ = task.await;
     }
+    let run = paddock_api::service::RunView::from(&run);
     let code = exit::for_run(&run);
     match format {
         Format::Human => render::print_result(&mut stdout, &run, session.id.as_str()),
