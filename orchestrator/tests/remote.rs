@@ -507,7 +507,7 @@ fn process_commands_mirror_the_api() -> Result<()> {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["handle"].to_string() == handle)
+        .find(|p| p["handle"].as_u64() == handle.parse().ok())
         .unwrap()
         .clone();
     assert_eq!(

@@ -6,7 +6,7 @@
 //! server. Nothing ever runs here.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -129,7 +129,7 @@ fn is_workspace_id(dir: &Path) -> bool {
     dir.to_str().is_some_and(|s| s.starts_with("ws_")) && !dir.exists()
 }
 
-async fn upload(api: &ApiClient, dir: &PathBuf) -> Result<WorkspaceView, Failure> {
+async fn upload(api: &ApiClient, dir: &Path) -> Result<WorkspaceView, Failure> {
     match upload_dir(api, dir, None).await {
         Ok(view) => Ok(view),
         Err(err) => match err.downcast::<crate::client::PackRefused>() {
@@ -239,8 +239,19 @@ async fn drive(
                         break 'stream;
                     }
                 }
-                // Ended before `run.finished` (a restart, a proxy): resume.
-                Ok(None) => continue 'stream,
+                // Ended before `run.finished`: a run that ended without one
+                // (interrupted) is done; otherwise (a restart, a proxy) resume.
+                Ok(None) => {
+                    if ended(&get_run(api, run.id.as_str()).await?) {
+                        break 'stream;
+                    }
+                    failures += 1;
+                    if failures > MAX_RECONNECTS {
+                        anyhow::bail!("the event stream of run {} keeps ending early", run.id);
+                    }
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
+                    continue 'stream;
+                }
                 Err(err) => {
                     failures += 1;
                     if failures > MAX_RECONNECTS {
@@ -270,14 +281,19 @@ async fn drive(
 pub(super) async fn settled(api: &ApiClient, id: &str) -> anyhow::Result<RunView> {
     let deadline = Instant::now() + SETTLE_WAIT;
     loop {
-        let path = format!("/v1/runs/{}", segment(id));
-        let run: RunView = serde_json::from_value(api.json(api.request(Method::GET, &path)).await?)
-            .context("the run")?;
-        let ended =
-            run.state.is_terminal() || run.state == paddock_core::store::RunState::AwaitingUser;
-        if ended || Instant::now() >= deadline {
+        let run = get_run(api, id).await?;
+        if ended(&run) || Instant::now() >= deadline {
             return Ok(run);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+pub(super) async fn get_run(api: &ApiClient, id: &str) -> anyhow::Result<RunView> {
+    let path = format!("/v1/runs/{}", segment(id));
+    serde_json::from_value(api.json(api.request(Method::GET, &path)).await?).context("the run")
+}
+
+fn ended(run: &RunView) -> bool {
+    run.state.is_terminal() || run.state == paddock_core::store::RunState::AwaitingUser
 }

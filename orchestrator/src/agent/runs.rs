@@ -23,7 +23,7 @@ use super::exit::EXIT_CANCELLED;
 use super::local::{Local, Sandboxes};
 use super::owner::LocalProcesses;
 use super::remote::segment;
-use super::remote_run::settled;
+use super::remote_run::{get_run, settled};
 use super::render::{self, Format};
 use super::session::print_session_event;
 use crate::backend::BackendKind;
@@ -233,10 +233,7 @@ async fn remote(api: &ApiClient, command: RunsCommand) -> anyhow::Result<u8> {
 }
 
 async fn get(api: &ApiClient, id: &str) -> anyhow::Result<RunView> {
-    let path = format!("/v1/runs/{}", segment(id));
-    Ok(serde_json::from_value(
-        api.json(api.request(Method::GET, &path)).await?,
-    )?)
+    get_run(api, id).await
 }
 
 /// Without `follow`: the session's stored events (caught up), this run's

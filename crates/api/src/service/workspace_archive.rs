@@ -120,7 +120,7 @@ impl SandboxService {
             id: workspace.id.to_string(),
             source: io::Error::other(e),
         });
-        let result = upload.and_then(|()| unpacked).and_then(|r| {
+        let result = upload.and(unpacked).and_then(|r| {
             r.map_err(|err| match err {
                 SnapshotError::OverLimit {
                     limit: paddock_snapshot::Limit::Bytes(left),
