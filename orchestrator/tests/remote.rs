@@ -180,6 +180,11 @@ fn a_run_on_a_server_uploads_streams_and_prints_as_a_local_run() -> Result<()> {
     assert!(!fx.workspace.join("fizzbuzz.sh").exists());
     assert!(!fx.data.join("paddock.db").exists());
     let (session, run) = ids(&stdout);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("`paddock workspace download ws_"),
+        "{stderr}"
+    );
 
     // The same run locally prints the same lines (one renderer).
     let local_ws = fx.root.path().join("local-demo");

@@ -269,7 +269,15 @@ async fn drive(
     let run = settled(api, &run.id.to_string()).await?;
     let code = exit::for_run(&run);
     match format {
-        Format::Human => render::print_result(&mut stdout, &run, session.id.as_str()),
+        Format::Human => {
+            render::print_result(&mut stdout, &run, session.id.as_str());
+            // The local directory is as it was: say where the changes are.
+            logging::note(format_args!(
+                "paddock: the run worked in workspace {} on the server; \
+                 `paddock workspace download {} DIR` fetches its files",
+                session.workspace, session.workspace
+            ));
+        }
         Format::Json => {
             let _ = writeln!(stdout, "{}", render::result_json(&run, code));
         }
