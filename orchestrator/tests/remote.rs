@@ -543,3 +543,52 @@ fn process_commands_mirror_the_api() -> Result<()> {
     fx.ok(fx.paddock(&["sandbox", "rm", &sandbox]))?;
     Ok(())
 }
+
+/// The server dies mid-run: the CLI tries to resume the stream a few times,
+/// then exits 125 saying so (no hang, nothing run here); the restarted server
+/// records the run interrupted, and `runs show` says so.
+#[test]
+fn a_server_that_dies_mid_run_is_an_error_not_a_hang() -> Result<()> {
+    let root = tempfile::tempdir()?;
+    let workspace = root.path().join("ws");
+    std::fs::create_dir(&workspace)?;
+    let script = root.path().join("slow.json");
+    std::fs::write(&script, SLOW.replace("sleep 300", "sleep 20"))?;
+    let (data, node) = (root.path().join("server-data"), unique("dies"));
+    let token = format!("remote-token-{}", unique("t"));
+    let tokens = format!("cli:{token}");
+    let server = ServerProcess::start(&data, &node, &tokens)?;
+    let mut child = Command::new(PADDOCK)
+        .args(["run", "wait", "--model"])
+        .arg(format!("scripted:{}", script.display()))
+        .arg("--workspace")
+        .arg(&workspace)
+        .env("PADDOCK_SERVER", &server.url)
+        .env("PADDOCK_TOKEN", &token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let (_stdout, seen) = read_until(&mut child, "[tool] run_command $ sleep 20")?;
+    let (_, run) = ids(&seen);
+    server.kill_9()?;
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output()?;
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    assert_eq!(output.status.code(), Some(125));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("following run {run}")), "{stderr}");
+    assert!(stderr.contains("cannot reach the server"), "{stderr}");
+
+    // The restart on the same node reconciles: the run is interrupted.
+    let server = ServerProcess::start(&data, &node, &tokens)?;
+    let out = Command::new(PADDOCK)
+        .args(["runs", "show", &run, "--json"])
+        .env("PADDOCK_SERVER", &server.url)
+        .env("PADDOCK_TOKEN", &token)
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(shown["state"], "interrupted", "{shown}");
+    Ok(())
+}
