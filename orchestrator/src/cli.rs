@@ -23,7 +23,8 @@ pub struct Cli {
 }
 
 /// Where a running `paddock serve` is; only the commands that talk to one
-/// take these (sandbox create|ls|info ID|exec|rm, files, snapshot, session).
+/// take these (sandbox create|ls|info ID|exec|rm, files, snapshot, workspace,
+/// process, session, runs, run).
 #[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
     /// Base URL of a running `paddock serve` (http://127.0.0.1:7878).
@@ -286,7 +287,8 @@ pub struct GoalArgs {
     /// What the agent should achieve.
     pub goal: String,
     /// The directory the agent works in, mounted at /workspace (default: the
-    /// current directory; with --session, the session's workspace).
+    /// current directory; with --session, the session's workspace). With
+    /// --server it is uploaded; a server workspace id (ws_...) uses that one.
     #[arg(long, short = 'w', value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// build: every tool; plan: read-only tools and a read-only workspace.
