@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use paddock_api::service::RunView;
-use paddock_core::store::{Review, Run, RunEvent, RunState, RunUsage, TaskStatus, Verdict};
+use paddock_core::store::{Review, RunEvent, RunState, TaskStatus, Verdict};
 use paddock_runtime::events::{
     CallStatus, Event, PlanUpdated, SubagentPhase, SubagentStatus, ToolResultEvent, payload_json,
 };
@@ -246,13 +246,14 @@ fn exit_marker(line: &str) -> Option<i64> {
 }
 
 /// The end of a run for people: its review, or why it has none.
-pub fn print_result(out: &mut impl Write, run: &Run, total: &RunUsage, session: &str) {
-    let _ = write!(out, "{}", printable(&human_result(run, total, session)));
+pub fn print_result(out: &mut impl Write, run: &RunView, session: &str) {
+    let _ = write!(out, "{}", printable(&human_result(run, session)));
     let _ = out.flush();
 }
 
-/// `total` is the run's usage with its subagents' (`Runtime::total_usage`).
-pub fn human_result(run: &Run, total: &RunUsage, session: &str) -> String {
+/// With the run's total (own plus its subagents') when that differs.
+pub fn human_result(run: &RunView, session: &str) -> String {
+    let total = &run.total_usage;
     let mut out = String::from("\n");
     match &run.review {
         Some(review) => out.push_str(&review_text(review)),
@@ -321,12 +322,12 @@ fn review_text(review: &Review) -> String {
 }
 
 /// The final `--json` line.
-pub fn result_json(run: &Run, total: RunUsage, exit_code: u8) -> Value {
+pub fn result_json(run: &RunView, exit_code: u8) -> Value {
     json!({
         "type": "result",
         "exit_code": exit_code,
         "session": run.session,
-        "run": RunView::new(run, total),
+        "run": run,
     })
 }
 

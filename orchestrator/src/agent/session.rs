@@ -239,16 +239,21 @@ fn session_view(session: &Session) -> SessionView {
     SessionView::from(session)
 }
 
-async fn run_views(runtime: &Runtime, runs: &[Run]) -> anyhow::Result<Vec<RunView>> {
+pub(super) async fn run_views(runtime: &Runtime, runs: &[Run]) -> anyhow::Result<Vec<RunView>> {
     let mut views = Vec::with_capacity(runs.len());
     for run in runs {
-        let total = runtime
-            .total_usage(run)
-            .await
-            .context("reading the subagents' usage")?;
-        views.push(RunView::new(run, total));
+        views.push(run_view(runtime, run).await?);
     }
     Ok(views)
+}
+
+/// The run as the API shows it, with its subagents' usage in `total_usage`.
+pub(super) async fn run_view(runtime: &Runtime, run: &Run) -> anyhow::Result<RunView> {
+    let total = runtime
+        .total_usage(run)
+        .await
+        .context("reading the subagents' usage")?;
+    Ok(RunView::new(run, total))
 }
 
 pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()> {

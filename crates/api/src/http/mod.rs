@@ -19,6 +19,7 @@ mod sandboxes;
 mod sessions;
 mod snapshots;
 mod transport;
+mod workspace_archive;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -173,6 +174,8 @@ fn routes() -> Routes {
         .get("/v1/openapi.json", meta::openapi)
         .post("/v1/workspaces", sandboxes::create_workspace)
         .get("/v1/workspaces", sandboxes::list_workspaces)
+        .post("/v1/workspaces/import", workspace_archive::import)
+        .get("/v1/workspaces/{id}/archive", workspace_archive::archive)
         .get("/v1/workspaces/{id}", sandboxes::get_workspace)
         .delete("/v1/workspaces/{id}", sandboxes::delete_workspace)
         .post("/v1/sandboxes", sandboxes::create_sandbox)
