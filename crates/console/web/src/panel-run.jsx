@@ -91,7 +91,9 @@ export function UsagePanel({ view }) {
   const budgets = run.budgets ?? {};
   const tokens = (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0);
   const rows = [...USAGE.map(([key, limit, label]) => [usage[key] ?? 0, budgets[limit], label]), [tokens, budgets.max_tokens, 'tokens']];
+  const total = run.finished?.total_usage;
   return (
+    <>
     <table class="usage" data-testid="usage-panel">
       <tbody>
         {rows.map(([used, limit, label]) => (
@@ -104,5 +106,11 @@ export function UsagePanel({ view }) {
         ))}
       </tbody>
     </table>
+    {total && (
+      <p data-testid="total-usage">
+        With its subagents: {total.turns} model turns, {total.tool_calls} tool calls, {(total.input_tokens ?? 0) + (total.output_tokens ?? 0)} tokens.
+      </p>
+    )}
+    </>
   );
 }

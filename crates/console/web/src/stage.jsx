@@ -128,6 +128,7 @@ function Prompt({ session, run, onError, onChanged }) {
   const [mode, setMode] = useState('build');
   const [model, setModel] = useState(() => localStorage.getItem('paddock.model') ?? 'openai:gpt-4o');
   const [script, setScript] = useState('');
+  const [childModels, setChildModels] = useState('');
   const [busy, setBusy] = useState(false);
   const archived = session.status === 'archived';
 
@@ -146,6 +147,7 @@ function Prompt({ session, run, onError, onChanged }) {
           success_criteria: criteria.split('\n').map((line) => line.trim()).filter(Boolean),
           model: script.trim() ? { scripted: JSON.parse(script) } : { spec: model },
         };
+        if (childModels.trim()) body.subagent_models = JSON.parse(childModels);
         await api('POST', `/v1/sessions/${enc(session.id)}/runs`, body);
         onChanged();
       }
@@ -202,6 +204,10 @@ function Prompt({ session, run, onError, onChanged }) {
           <label>
             Scripted turns (JSON, for demos and tests; replaces the model)
             <textarea rows={2} value={script} onInput={(e) => setScript(e.currentTarget.value)} data-testid="script" />
+          </label>
+          <label>
+            Subagent models (JSON: a task id or profile to a model, e.g. {'{"build": {"spec": "openai:gpt-4o"}}'})
+            <textarea rows={2} value={childModels} onInput={(e) => setChildModels(e.currentTarget.value)} data-testid="subagent-models" />
           </label>
         </details>
       )}

@@ -5,7 +5,7 @@
 // Exits non-zero with the failing step's message.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const url = process.env.PADDOCK_URL;
@@ -192,6 +192,32 @@ try {
     await shot('09-snapshots');
   });
 
+  await step('three subagents run, each on its own script, and the build child\'s change set is applied', async () => {
+    const example = new URL('../../../../examples/subagents/', import.meta.url);
+    const read = (name) => readFileSync(new URL(name, example), 'utf8');
+    await apiCall('PUT', `/v1/sandboxes/${sandboxId}/files/test.sh`, read('workspace/test.sh'), true);
+    const children = Object.fromEntries(['explore', 'review', 'build'].map((key) => [key, { scripted: JSON.parse(read(`${key}.json`)) }]));
+    await page.fill('#goal', 'Make sh test.sh pass, with subagents');
+    await page.click('.run-options summary');
+    await page.fill('[data-testid=script]', read('parent.json'));
+    await page.fill('[data-testid=subagent-models]', JSON.stringify(children));
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.locator('[data-testid=run-finished]').nth(1).waitFor({ timeout: 60_000 });
+    await page.getByRole('tab', { name: 'Subagents' }).click();
+    await page.locator('[data-testid=subagent]').nth(2).waitFor({ timeout: TIMEOUT });
+    const rows = await page.locator('[data-testid=subagent]').allTextContents();
+    assert.equal(rows.length, 3, rows.join('\n'));
+    for (const profile of ['explore', 'review', 'build']) {
+      assert.ok(rows.some((row) => row.includes(profile) && row.includes('finished')), `${profile}: ${rows.join('\n')}`);
+    }
+    const applied = page.locator('[data-testid=tool-call]', { hasText: 'apply_subagent_changes' });
+    assert.match(await applied.textContent(), /succeeded/);
+    assert.equal(await apiCall('GET', `/v1/sandboxes/${sandboxId}/files/bin/hello.sh`, undefined, true).then((t) => t.length > 0), true);
+    await shot('10-subagents');
+    await page.getByRole('tab', { name: 'Usage' }).click();
+    await page.locator('[data-testid=total-usage]').waitFor({ timeout: TIMEOUT });
+  });
+
   await step('fork the session', async () => {
     await page.getByRole('button', { name: /^Fork greeting/ }).click();
     await page.locator('.session-title', { hasText: 'greeting (fork)' }).waitFor({ timeout: TIMEOUT });
@@ -199,7 +225,7 @@ try {
     assert.notEqual(forked, sessionId);
     const session = await apiCall('GET', `/v1/sessions/${forked}`);
     assert.equal(session.forked_from, sessionId);
-    await shot('10-forked');
+    await shot('11-forked');
   });
 
   await step('keyboard: the panel tabs move with the arrow keys', async () => {
@@ -213,11 +239,11 @@ try {
     await page.getByRole('button', { name: /^Theme/ }).click();
     await page.getByRole('button', { name: /^Theme/ }).click();
     assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
-    await shot('11-dark');
+    await shot('12-dark');
     await page.setViewportSize({ width: 480, height: 900 });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 480px window`);
-    await shot('12-narrow');
+    await shot('13-narrow');
   });
 
   assert.deepEqual(consoleErrors, [], 'the page threw');
