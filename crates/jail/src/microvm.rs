@@ -93,6 +93,10 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     }
     mount_workspace(spec.read_only, &writable_paths)?;
     mount_tmp(spec.limits.tmp_bytes)?;
+    // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
+    if let Some(pids) = spec.limits.pids {
+        guest_pids_cgroup(pids)?;
+    }
     // Nothing else in the VM is writable: the initramfs root goes read-only.
     mount(
         None::<&str>,
@@ -221,6 +225,31 @@ fn mount_workspace(read_only: bool, writable: &[String]) -> Result<(), JailError
     .map_err(|e| JailError::mount("remount the workspace read-only", WORKSPACE_MOUNT, e.into()))
 }
 
+const GUEST_CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// A cgroup v2 `sandbox` group inside the VM with `pids.max`, holding the
+/// guest (PID 1) and so everything it starts.
+fn guest_pids_cgroup(pids: u64) -> Result<(), JailError> {
+    mount(
+        Some("cgroup2"),
+        GUEST_CGROUP_ROOT,
+        Some("cgroup2"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| JailError::mount("mount cgroup2 in the VM", GUEST_CGROUP_ROOT, e.into()))?;
+    let root = Path::new(GUEST_CGROUP_ROOT);
+    let group = root.join("sandbox");
+    let write = |path: &Path, value: &str| {
+        std::fs::write(path, value).map_err(|e| JailError::mount("write a VM cgroup file", path, e))
+    };
+    write(&root.join("cgroup.subtree_control"), "+pids")?;
+    std::fs::create_dir_all(&group)
+        .map_err(|e| JailError::mount("create the VM's sandbox cgroup", &group, e))?;
+    write(&group.join("pids.max"), &pids.to_string())?;
+    write(&group.join("cgroup.procs"), "0")
+}
+
 fn mount_tmp(tmp_bytes: u64) -> Result<(), JailError> {
     mount(
         Some("tmpfs"),
@@ -230,4 +259,43 @@ fn mount_tmp(tmp_bytes: u64) -> Result<(), JailError> {
         Some(format!("size={tmp_bytes},mode=1777").as_str()),
     )
     .map_err(|e| JailError::mount("mount the /tmp tmpfs", "/tmp", e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn the_spec_frame_round_trips_and_leaves_what_follows() {
+        let spec = MicroVmSpec {
+            sandbox_id: "sb-vm".to_owned(),
+            read_only: true,
+            writable_paths: Vec::new(),
+            network: NetworkMode::None,
+            limits: SandboxLimits::default(),
+            uid: 100_000,
+            gid: 100_000,
+            cgroup: None,
+            vm: VmEnforcement {
+                accelerator: "tcg".to_owned(),
+                accelerator_reason: "test".to_owned(),
+                vcpus: 1,
+                memory_bytes: 256 << 20,
+                kernel: String::new(),
+                workspace_transport: "virtio-9p".to_owned(),
+            },
+            allow_downgrade: BTreeSet::new(),
+        };
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let mut write = std::fs::File::from(write);
+        write.write_all(&spec.to_frame().unwrap()).unwrap();
+        write.write_all(b"protocol").unwrap();
+        drop(write);
+        assert_eq!(MicroVmSpec::read_frame(&read).unwrap(), spec);
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(read), &mut rest).unwrap();
+        assert_eq!(rest, b"protocol");
+    }
 }

@@ -74,6 +74,16 @@ pub async fn run_group(kind: Kind, cases: &[(&'static str, Case)]) {
     assert!(failed.is_empty(), "[{}] failed cases: {failed:#?}", kind.name());
 }
 
+/// How long a sandbox start may take: a microVM boots in seconds under TCG,
+/// a minute on a loaded host.
+fn boot_wait(kind: Kind) -> Duration {
+    if kind == Kind::Microvm {
+        GROUP_DEADLINE
+    } else {
+        Duration::from_secs(60)
+    }
+}
+
 impl Ctx {
     pub async fn create(&self, spec: SandboxSpec) -> Box<dyn Sandbox> {
         let spec = backends::spec_for(self.kind, spec);
@@ -654,7 +664,7 @@ pub fn warm_pool(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         let profile = backends::spec_for(ctx.kind, SandboxSpec::default());
         let pool = paddock_sandbox::WarmPool::start(backend, profile.clone(), 2);
         assert!(
-            pool.wait_full(Duration::from_secs(60)).await,
+            pool.wait_full(boot_wait(ctx.kind)).await,
             "the pool never filled"
         );
         let mut seen = std::collections::BTreeSet::new();
@@ -668,7 +678,7 @@ pub fn warm_pool(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
             assert_eq!((code, out.as_str()), (0, "served\n"));
             sb.destroy().await.unwrap();
             assert!(
-                pool.wait_full(Duration::from_secs(60)).await,
+                pool.wait_full(boot_wait(ctx.kind)).await,
                 "the pool did not refill"
             );
         }
@@ -726,7 +736,7 @@ pub fn owner_killed_leaves_nothing(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()>
             .spawn()
             .unwrap();
         let started = ws.path().join("started");
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let deadline = std::time::Instant::now() + boot_wait(ctx.kind);
         while !started.exists() {
             assert!(
                 std::time::Instant::now() < deadline,

@@ -116,11 +116,16 @@ impl MicroVmBackend {
         for d in [&self.config.run_dir, &self.owner_dir(), &dir] {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
         }
-        let target = dir.join("paddock-guest");
-        let staging = dir.join(format!(".paddock-guest.{}", std::process::id()));
-        std::fs::copy(&self.config.guest_bin, &staging)?;
-        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o755))?;
-        std::fs::rename(&staging, &target)
+        let staging = tempfile::Builder::new()
+            .prefix(".paddock-guest.")
+            .tempfile_in(&dir)?;
+        std::fs::copy(&self.config.guest_bin, staging.path())?;
+        std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))?;
+        // Atomic: a running VM keeps the copy it opened.
+        staging
+            .persist(dir.join("paddock-guest"))
+            .map(drop)
+            .map_err(|e| e.error)
     }
 
     fn plan(&self, name: String, accelerator: Accelerator, vcpus: u32, memory_mib: u64) -> VmPlan {
