@@ -62,7 +62,9 @@ pub async fn run_group(kind: Kind, cases: &[(&'static str, Case)]) {
         let started = std::time::Instant::now();
         let ctx = ctx.clone();
         let outcome = tokio::spawn(async move {
-            tokio::time::timeout(GROUP_DEADLINE, case(&ctx)).await.is_ok()
+            tokio::time::timeout(GROUP_DEADLINE, case(&ctx))
+                .await
+                .is_ok()
         })
         .await;
         match outcome {
@@ -71,7 +73,11 @@ pub async fn run_group(kind: Kind, cases: &[(&'static str, Case)]) {
             Err(panic) => failed.push(format!("{name}: {panic}")),
         }
     }
-    assert!(failed.is_empty(), "[{}] failed cases: {failed:#?}", kind.name());
+    assert!(
+        failed.is_empty(),
+        "[{}] failed cases: {failed:#?}",
+        kind.name()
+    );
 }
 
 /// How long a sandbox start may take: a microVM boots in seconds under TCG,

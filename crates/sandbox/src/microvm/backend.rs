@@ -116,16 +116,21 @@ impl MicroVmBackend {
         for d in [&self.config.run_dir, &self.owner_dir(), &dir] {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
         }
+        let target = dir.join("paddock-guest");
+        let source = std::fs::metadata(&self.config.guest_bin)?;
+        if let Ok(staged) = std::fs::metadata(&target)
+            && staged.len() == source.len()
+            && staged.modified()? >= source.modified()?
+        {
+            return Ok(());
+        }
         let staging = tempfile::Builder::new()
             .prefix(".paddock-guest.")
             .tempfile_in(&dir)?;
         std::fs::copy(&self.config.guest_bin, staging.path())?;
         std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))?;
         // Atomic: a running VM keeps the copy it opened.
-        staging
-            .persist(dir.join("paddock-guest"))
-            .map(drop)
-            .map_err(|e| e.error)
+        staging.persist(target).map(drop).map_err(|e| e.error)
     }
 
     fn plan(&self, name: String, accelerator: Accelerator, vcpus: u32, memory_mib: u64) -> VmPlan {

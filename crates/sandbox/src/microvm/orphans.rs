@@ -107,13 +107,13 @@ mod tests {
     #[test]
     fn recognises_only_its_owners_vms() {
         let line =
-            |name: &str| format!("qemu-system-x86_64\0-name\0{name}\0-m\0256M\0").into_bytes();
+            |name: &str| format!("qemu-system-x86_64\0-name\0{name}\0-m\0mem\0").into_bytes();
         assert_eq!(
             vm_id(&line("paddock:abc:sb-1"), "abc").as_deref(),
             Some("sb-1")
         );
         assert_eq!(vm_id(&line("paddock:abcd:sb-1"), "abc"), None);
         assert_eq!(vm_id(&line("other:abc:sb-1"), "abc"), None);
-        assert_eq!(vm_id(b"qemu-system-x86_64\0-m\0256M\0", "abc"), None);
+        assert_eq!(vm_id(b"qemu-system-x86_64\0-m\0mem\0", "abc"), None);
     }
 }

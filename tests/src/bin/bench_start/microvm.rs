@@ -71,8 +71,14 @@ pub(super) fn run(runs: usize) -> anyhow::Result<()> {
             vm.destroy().await?;
         }
         let (bare, hello) = (median(bare), median(hello));
-        println!("  bare QEMU microvm boot to the init's marker   {} ms", ms(bare));
-        println!("  create -> guest Hello (boot, 9p, layers)      {} ms", ms(hello));
+        println!(
+            "  bare QEMU microvm boot to the init's marker   {} ms",
+            ms(bare)
+        );
+        println!(
+            "  create -> guest Hello (boot, 9p, layers)      {} ms",
+            ms(hello)
+        );
         let ratio = hello.as_secs_f64() / bare.as_secs_f64();
         println!(
             "floor: boot to Hello <= 1.2x the bare boot: {} ({ratio:.2}x)",
@@ -97,7 +103,10 @@ pub(super) fn run(runs: usize) -> anyhow::Result<()> {
         }
         drop(pool);
         let warm = median(warm);
-        println!("  warm pool: create -> first exec of `true`     {} ms", ms(warm));
+        println!(
+            "  warm pool: create -> first exec of `true`     {} ms",
+            ms(warm)
+        );
         println!(
             "floor: warm create -> first exec < 20 ms: {}",
             if warm < Duration::from_millis(20) {
