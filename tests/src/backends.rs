@@ -60,6 +60,8 @@ pub fn microvm_config() -> Result<MicroVmConfig, String> {
     let guest = locate_guest_bin(None).map_err(|e| e.to_string())?;
     let mut config = MicroVmConfig::new(guest, &MicroVmConfig::image_dir_from_env());
     config.cgroup_parent = "paddock-tests-microvm".to_owned();
+    // TCG boots beside the other backends' parallel tests on 2 cores.
+    config.start_timeout = std::time::Duration::from_secs(600);
     Ok(config)
 }
 

@@ -57,8 +57,17 @@ pub async fn run_group(kind: Kind, cases: &[(&'static str, Case)]) {
         kind,
         backend: Box::new(pool),
     });
+    // PADDOCK_GROUP_CASES=a,b runs only those (rerunning one case without
+    // booting through the whole group).
+    let only: Option<Vec<String>> = std::env::var("PADDOCK_GROUP_CASES")
+        .ok()
+        .map(|list| list.split(',').map(|c| c.trim().to_owned()).collect());
     let mut failed = Vec::new();
     for &(name, case) in cases {
+        if only.as_ref().is_some_and(|only| !only.iter().any(|c| c == name)) {
+            eprintln!("SKIPPED {name} [{}]: not in PADDOCK_GROUP_CASES", kind.name());
+            continue;
+        }
         let started = std::time::Instant::now();
         let ctx = ctx.clone();
         let outcome = tokio::spawn(async move {
