@@ -64,8 +64,14 @@ pub async fn run_group(kind: Kind, cases: &[(&'static str, Case)]) {
         .map(|list| list.split(',').map(|c| c.trim().to_owned()).collect());
     let mut failed = Vec::new();
     for &(name, case) in cases {
-        if only.as_ref().is_some_and(|only| !only.iter().any(|c| c == name)) {
-            eprintln!("SKIPPED {name} [{}]: not in PADDOCK_GROUP_CASES", kind.name());
+        if only
+            .as_ref()
+            .is_some_and(|only| !only.iter().any(|c| c == name))
+        {
+            eprintln!(
+                "SKIPPED {name} [{}]: not in PADDOCK_GROUP_CASES",
+                kind.name()
+            );
             continue;
         }
         let started = std::time::Instant::now();

@@ -95,13 +95,15 @@ impl MicroVmBackend {
         Ok(())
     }
 
-    /// `<run_dir>/<owner>`: this owner's VMs and the guest copy.
+    /// `<run_dir>/<owner>`: the socket directories of this owner's VMs.
     fn owner_dir(&self) -> PathBuf {
         self.config.run_dir.join(&self.owner)
     }
 
+    /// One staged guest for every owner on the host (kept current by size
+    /// and time), so owners that come and go leave no copies behind.
     fn guest_dir(&self) -> PathBuf {
-        self.owner_dir().join("guest")
+        self.config.run_dir.join("guest")
     }
 
     /// A copy of the guest in a directory of its own, so the VM's share
@@ -113,6 +115,10 @@ impl MicroVmBackend {
             .recursive(true)
             .mode(0o755)
             .create(&dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(self.owner_dir())?;
         for d in [&self.config.run_dir, &self.owner_dir(), &dir] {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
         }
