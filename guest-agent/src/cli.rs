@@ -33,6 +33,10 @@ pub enum Mode {
     /// PID 1 of a container (docker, gVisor): check what the engine set up,
     /// apply landlock, seccomp and rlimits, then serve on stdin/stdout.
     Container(ContainerArgs),
+    /// Init (PID 1) of a microVM: read the spec from the host's
+    /// virtio-serial port, mount the workspace and /tmp, drop to the
+    /// workspace owner, apply the usual layers, then serve on that port.
+    Microvm,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ mod conn;
 mod error;
 mod exec;
 mod files;
+mod microvm;
 mod processes;
 mod server;
 mod snapshot;
@@ -30,23 +31,23 @@ use crate::cli::{Cli, ContainerArgs, JailArgs, Mode, ServeArgs};
 use crate::files::Workspace;
 
 /// sysexits: bad command line / input data.
-const EXIT_USAGE: u8 = 64;
+pub(crate) const EXIT_USAGE: u8 = 64;
 /// sysexits: the workspace directory is missing.
 const EXIT_NO_INPUT: u8 = 66;
 /// sysexits: internal software error (jail setup, start-up).
-const EXIT_SOFTWARE: u8 = 70;
+pub(crate) const EXIT_SOFTWARE: u8 = 70;
 
 /// Threads for blocking file work.
 const MAX_FILE_THREADS: usize = 8;
 
-struct Startup {
-    root: PathBuf,
-    enforcement: Enforcement,
-    command_filter: Option<paddock_jail::CommandFilter>,
-    sandbox_id: Option<String>,
-    /// The host connection is the attached stdin/stdout (containers), not a
-    /// socket on fd 0.
-    stdio: bool,
+pub(crate) struct Startup {
+    pub(crate) root: PathBuf,
+    pub(crate) enforcement: Enforcement,
+    pub(crate) command_filter: Option<paddock_jail::CommandFilter>,
+    pub(crate) sandbox_id: Option<String>,
+    /// The host connection is on fds 0 and 1 (a container's attached
+    /// stdio, a microVM's virtio-serial port), not a socket on fd 0.
+    pub(crate) stdio: bool,
 }
 
 fn main() -> ExitCode {
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Mode::Serve(args) => prepare_serve(args),
         Mode::Jail(args) => prepare_jail(args),
         Mode::Container(args) => prepare_container(args),
+        Mode::Microvm => microvm::prepare(),
     };
     let startup = match startup {
         Ok(startup) => startup,
@@ -122,7 +124,7 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
 }
 
 /// Commands lose openat2 on top of the sandbox filter (see CommandFilter).
-fn command_filter() -> Result<paddock_jail::CommandFilter, u8> {
+pub(crate) fn command_filter() -> Result<paddock_jail::CommandFilter, u8> {
     paddock_jail::CommandFilter::new().map_err(|e| {
         eprintln!(
             "paddock-guest: building the command filter: {}",

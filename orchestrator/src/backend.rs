@@ -1,5 +1,6 @@
-//! Choosing the sandbox backend: `--backend native|docker|gvisor` (or the
-//! server config's `backend`) and, for the container tier, `--image`.
+//! Choosing the sandbox backend: `--backend native|docker|gvisor|microvm`
+//! (or the server config's `backend`) and, for the container tier, `--image`
+//! (for microvm: the directory images/microvm-image.sh built).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,8 +10,8 @@ use clap::ValueEnum;
 use paddock_core::sandbox::SandboxBackend;
 use paddock_jail::IdPool;
 use paddock_sandbox::{
-    DockerBackend, DockerConfig, Engine, NativeBackend, NativeConfig, StreamLimits,
-    locate_guest_bin,
+    DockerBackend, DockerConfig, Engine, MicroVmBackend, MicroVmConfig, NativeBackend,
+    NativeConfig, StreamLimits, locate_guest_bin,
 };
 use serde::Deserialize;
 
@@ -25,13 +26,16 @@ pub enum BackendKind {
     Docker,
     /// Containers of the local Docker Engine under gVisor's runsc.
     Gvisor,
+    /// QEMU microVMs with their own kernel (KVM, or TCG where KVM cannot run).
+    Microvm,
 }
 
 impl BackendKind {
-    pub const ALL: [BackendKind; 3] = [
+    pub const ALL: [BackendKind; 4] = [
         BackendKind::Native,
         BackendKind::Docker,
         BackendKind::Gvisor,
+        BackendKind::Microvm,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +43,7 @@ impl BackendKind {
             BackendKind::Native => "native",
             BackendKind::Docker => "docker",
             BackendKind::Gvisor => "gvisor",
+            BackendKind::Microvm => "microvm",
         }
     }
 }
@@ -110,6 +115,17 @@ pub async fn connect(
                     .await
                     .with_context(|| format!("the {} backend", kind.name()))?,
             )
+        }
+        BackendKind::Microvm => {
+            let image_dir = image
+                .or(args.image.as_deref())
+                .map_or_else(MicroVmConfig::image_dir_from_env, PathBuf::from);
+            let mut config = MicroVmConfig::new(guest_bin, &image_dir);
+            // Its own cgroup parent: the reaper of one tier never touches another's.
+            config.cgroup_parent = format!("{}-microvm", placement.cgroup_parent);
+            config.temp_root = placement.temp_root.clone();
+            config.adopt_root_workspaces = placement.owns_workspaces;
+            Arc::new(MicroVmBackend::new(config)?)
         }
     };
     Ok(backend)

@@ -68,7 +68,8 @@ pub struct BackendArgs {
     )]
     pub backend: BackendKind,
     /// The image of docker and gvisor sandboxes (default paddock-sandbox:bookworm,
-    /// built by images/docker-image.sh).
+    /// built by images/docker-image.sh); for microvm the directory of its
+    /// kernel and initrd (default /var/lib/paddock/microvm, images/microvm-image.sh).
     #[arg(long, global = true, env = "PADDOCK_IMAGE", value_name = "IMAGE")]
     pub image: Option<String>,
 }

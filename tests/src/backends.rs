@@ -7,7 +7,8 @@ use std::path::Path;
 
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_sandbox::{
-    DockerBackend, DockerConfig, Engine, NativeBackend, NativeConfig, locate_guest_bin,
+    DockerBackend, DockerConfig, Engine, MicroVmBackend, MicroVmConfig, NativeBackend,
+    NativeConfig, locate_guest_bin,
 };
 
 /// The node label the suite's containers carry (reaping touches only these).
@@ -18,6 +19,7 @@ pub enum Kind {
     Native,
     Docker,
     Gvisor,
+    Microvm,
 }
 
 impl Kind {
@@ -26,10 +28,18 @@ impl Kind {
             Kind::Native => "native",
             Kind::Docker => "docker",
             Kind::Gvisor => "gvisor",
+            Kind::Microvm => "microvm",
         }
     }
 
+    /// docker or gvisor: sandboxes are the engine's containers.
     pub fn is_container(self) -> bool {
+        matches!(self, Kind::Docker | Kind::Gvisor)
+    }
+
+    /// The sandbox runs as the workspace owner and refuses a root-owned
+    /// workspace (containers and microVMs).
+    pub fn runs_as_owner(self) -> bool {
         self != Kind::Native
     }
 }
@@ -42,6 +52,17 @@ pub fn docker_config(engine: Engine) -> DockerConfig {
         config.image = image;
     }
     config
+}
+
+/// The microvm backend's settings for the suite: its own cgroup parent, the
+/// image from `PADDOCK_MICROVM_DIR` (or the default directory).
+pub fn microvm_config() -> Result<MicroVmConfig, String> {
+    let guest = locate_guest_bin(None).map_err(|e| e.to_string())?;
+    let mut config = MicroVmConfig::new(guest, &MicroVmConfig::image_dir_from_env());
+    config.cgroup_parent = "paddock-tests-microvm".to_owned();
+    // TCG boots beside the other backends' parallel tests on 2 cores.
+    config.start_timeout = std::time::Duration::from_secs(600);
+    Ok(config)
 }
 
 /// The backend, or why this host cannot run it.
@@ -62,6 +83,9 @@ pub async fn connect(kind: Kind) -> Result<Box<dyn SandboxBackend>, String> {
                     .await
                     .map_err(|e| e.to_string())?,
             )
+        }
+        Kind::Microvm => {
+            Box::new(MicroVmBackend::new(microvm_config()?).map_err(|e| e.to_string())?)
         }
     };
     backend.check().await.map_err(|e| e.to_string())?;
@@ -99,7 +123,7 @@ pub async fn for_test(kind: Kind, test: &str) -> Option<Box<dyn SandboxBackend>>
 /// sandbox uid there.
 pub fn workspace(kind: Kind) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    if kind.is_container() {
+    if kind.runs_as_owner() {
         give_to_sandbox(dir.path());
     }
     dir
@@ -152,6 +176,12 @@ pub async fn private_owner(kind: Kind) -> Box<dyn SandboxBackend> {
                     .await
                     .unwrap_or_else(|e| panic!("connecting: {e}")),
             )
+        }
+        Kind::Microvm => {
+            let mut config = microvm_config().unwrap_or_else(|e| panic!("microvm: {e}"));
+            config.cgroup_parent = tag;
+            config.temp_root = Some(temp_root);
+            Box::new(MicroVmBackend::new(config).unwrap_or_else(|e| panic!("microvm: {e}")))
         }
     }
 }

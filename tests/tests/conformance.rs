@@ -1,7 +1,8 @@
-//! One conformance suite, run against every backend: native, docker and
-//! gvisor. Each test is generated once per backend (`mod native`, `mod
-//! docker`, `mod gvisor`); a backend the host cannot run is reported
-//! skipped with its reason (see paddock_tests::backends).
+//! One conformance suite, run against every backend: native, docker,
+//! gvisor and microvm. Each test is generated once per backend (`mod
+//! native`, `mod docker`, `mod gvisor`; microvm runs them as one group, see
+//! `cases::run_group`); a backend the host cannot run is reported skipped
+//! with its reason (see paddock_tests::backends).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "conformance/cases.rs"]
@@ -26,6 +27,15 @@ macro_rules! per_backend {
             async fn $case() {
                 super::cases::run(paddock_tests::backends::Kind::Gvisor, stringify!($case), super::cases::$case).await;
             })*
+        }
+        // A VM boot costs seconds under TCG: the cases run as one group
+        // behind a warm pool instead of each booting cold in parallel.
+        mod microvm {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn every_case() {
+                let cases: &[(&'static str, super::cases::Case)] = &[$((stringify!($case), super::cases::$case)),*];
+                super::cases::run_group(paddock_tests::backends::Kind::Microvm, cases).await;
+            }
         }
     };
 }

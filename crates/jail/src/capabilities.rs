@@ -29,6 +29,32 @@ pub(crate) const SECUREBITS: libc::c_ulong = SECBIT_NOROOT
 /// inheritable (the last step gives up CAP_SETPCAP, needed by the others).
 /// The caps crate drops what it knows; `verify` then checks every number the
 /// kernel knows, so a capability newer than the crate still fails closed.
+/// [`drop_all`] for a process that then becomes an unprivileged user:
+/// bounding and ambient sets and securebits go while it is still root,
+/// `become_user(uid, gid)` switches ids, then the remaining sets are
+/// cleared and every set checked empty.
+pub(crate) fn drop_all_becoming(
+    uid: u32,
+    gid: u32,
+    become_user: impl FnOnce(u32, u32) -> std::io::Result<()>,
+) -> Result<(), JailError> {
+    for set in [CapSet::Bounding, CapSet::Ambient] {
+        caps::clear(None, set).map_err(|e| JailError::ClearCapabilities {
+            set: set_name(set),
+            source: e,
+        })?;
+    }
+    sys::prctl(libc::PR_SET_SECUREBITS, SECUREBITS, 0).map_err(JailError::DropCapabilities)?;
+    become_user(uid, gid).map_err(JailError::DropCapabilities)?;
+    for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
+        caps::clear(None, set).map_err(|e| JailError::ClearCapabilities {
+            set: set_name(set),
+            source: e,
+        })?;
+    }
+    verify()
+}
+
 pub(crate) fn drop_all() -> Result<(), JailError> {
     for set in [CapSet::Bounding, CapSet::Ambient] {
         caps::clear(None, set).map_err(|e| JailError::ClearCapabilities {

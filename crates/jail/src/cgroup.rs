@@ -346,6 +346,43 @@ impl SandboxCgroups {
     }
 }
 
+/// The cgroup(s) of a process the host starts itself, whole (every
+/// thread): the microvm backend's QEMU. Removed with
+/// [`remove_sandbox_cgroups`].
+#[derive(Debug)]
+pub struct HostCgroup {
+    cgroups: SandboxCgroups,
+}
+
+impl HostCgroup {
+    /// Creates `parent/sandbox_id` in every hierarchy `limits` needs and
+    /// writes the limits.
+    pub fn create(
+        parent: &str,
+        sandbox_id: &str,
+        limits: &SandboxLimits,
+    ) -> Result<Self, JailError> {
+        crate::validate::cgroup_parent(parent)?;
+        crate::validate::sandbox_id(sandbox_id)?;
+        let mounts = CgroupMounts::read()?;
+        let hierarchies = Hierarchies::choose(&mounts, &mounts.v2_controllers());
+        let cgroups = SandboxCgroups::create(&hierarchies, parent, sandbox_id, limits)?;
+        Ok(Self { cgroups })
+    }
+
+    /// Moves process `pid` with all its threads in (cgroup.procs).
+    pub fn add_process(&self, pid: u32) -> Result<(), JailError> {
+        self.cgroups
+            .dirs
+            .iter()
+            .try_for_each(|dir| write_file(&dir.join("cgroup.procs"), &pid.to_string()))
+    }
+
+    pub fn report(&self, limits: &SandboxLimits) -> CgroupEnforcement {
+        self.cgroups.report(limits)
+    }
+}
+
 fn write_limits(dir: &Path, writes: Vec<(&'static str, String)>) -> Result<(), JailError> {
     for (name, value) in writes {
         match write_file(&dir.join(name), &value) {

@@ -138,6 +138,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
         seccomp_denied,
         workspace_quota: quota.state,
         workspace_quota_limits: quota.tmpfs,
+        vm: None,
     })
 }
 

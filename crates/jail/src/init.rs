@@ -85,6 +85,7 @@ pub(crate) fn run(
         seccomp_denied,
         workspace_quota: prepared.workspace_quota.state,
         workspace_quota_limits: prepared.workspace_quota.tmpfs,
+        vm: None,
     })
 }
 

@@ -86,6 +86,24 @@ pub struct Enforcement {
     pub workspace_quota: LayerState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_quota_limits: Option<WorkspaceQuotaEnforcement>,
+    /// The virtual machine around the guest (microvm tier); None elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmEnforcement>,
+}
+
+/// The microVM a guest runs in, as the host's backend started it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmEnforcement {
+    /// `kvm` or `tcg` (QEMU's software emulation).
+    pub accelerator: String,
+    /// Why this accelerator: KVM probed and working, or why not.
+    pub accelerator_reason: String,
+    pub vcpus: u32,
+    pub memory_bytes: u64,
+    /// The guest kernel's release (`uname -r` inside).
+    pub kernel: String,
+    /// How the workspace reaches the VM (`virtio-9p`).
+    pub workspace_transport: String,
 }
 
 fn not_requested() -> LayerState {
@@ -125,6 +143,7 @@ impl Enforcement {
             seccomp_denied: Vec::new(),
             workspace_quota: LayerState::NotRequested,
             workspace_quota_limits: None,
+            vm: None,
         }
     }
 }

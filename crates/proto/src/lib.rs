@@ -18,7 +18,8 @@ mod messages;
 mod sandbox_spec;
 
 pub use enforcement::{
-    CgroupEnforcement, Enforcement, LayerState, NetworkMode, WorkspaceQuotaEnforcement,
+    CgroupEnforcement, Enforcement, LayerState, NetworkMode, VmEnforcement,
+    WorkspaceQuotaEnforcement,
 };
 pub use error_chain::{ErrorChain, error_chain};
 pub use frame::{

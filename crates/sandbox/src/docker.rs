@@ -10,7 +10,7 @@ mod host_checks;
 mod orphans;
 mod sandbox;
 mod stdio;
-mod workspace;
+pub(crate) mod workspace;
 
 pub use backend::DockerBackend;
 pub use config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};

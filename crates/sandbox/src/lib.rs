@@ -6,16 +6,22 @@
 //! one end of a socketpair as its stdin and talks to the guest over the other.
 //! [`DockerBackend`] implements it with containers of the Docker Engine (runc
 //! or gVisor), the same guest as PID 1 over the container's attached stdio.
+//! [`MicroVmBackend`] with QEMU microVMs, the guest as the VM's init over a
+//! virtio-serial port.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;
 mod docker;
+mod microvm;
 mod native;
 mod pool;
 
 pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
 pub use docker::{
     DockerBackend, DockerConfig, DockerSandbox, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX,
+};
+pub use microvm::{
+    Accelerator, DEFAULT_IMAGE_DIR, IMAGE_DIR_ENV, MicroVmBackend, MicroVmConfig, MicroVmSandbox,
 };
 pub use native::{
     GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,

@@ -79,7 +79,10 @@ impl Local {
             &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
         );
         let backend: Arc<dyn SandboxBackend> = match (backend_args.backend, sandboxes) {
-            (BackendKind::Docker | BackendKind::Gvisor, Sandboxes::Needed) => {
+            (
+                BackendKind::Docker | BackendKind::Gvisor | BackendKind::Microvm,
+                Sandboxes::Needed,
+            ) => {
                 let placement = Placement {
                     node: host.clone(),
                     cgroup_parent: CGROUP_PARENT.to_owned(),

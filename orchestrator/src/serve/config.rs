@@ -59,9 +59,9 @@ pub struct ServeConfig {
     /// Host memory bounds of each sandbox's guest connection.
     #[serde(default)]
     pub streams: StreamsSection,
-    /// The sandbox backend ("native", "docker", "gvisor"); default: `--backend`.
+    /// The sandbox backend ("native", "docker", "gvisor", "microvm"); default: `--backend`.
     pub backend: Option<crate::backend::BackendKind>,
-    /// The image of docker and gvisor sandboxes; default: `--image`.
+    /// The image of docker and gvisor sandboxes (microvm: its image directory); default: `--image`.
     pub image: Option<String>,
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Build and run it in release mode, with the binaries it measures:
 //!   cargo build --release -p paddock -p paddock-guest -p paddock-tests
-//!   target/x86_64-unknown-linux-gnu/release/paddock-bench-start [--runs 50]
+//!   target/x86_64-unknown-linux-gnu/release/paddock-bench-start [--runs 50] [--microvm-runs 3]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,6 +18,9 @@ use paddock_core::sandbox::{DowngradeLayer, GuestOps, SandboxBackend, SandboxSpe
 use paddock_proto::ExecSpec;
 use paddock_sandbox::{DockerBackend, DockerConfig, Engine, NativeBackend, NativeConfig, WarmPool};
 use paddock_tests::bins::profile_dir;
+
+#[path = "bench_start/microvm.rs"]
+mod microvm;
 
 #[derive(Debug, Parser)]
 #[command(about = "Median start latency of paddock vs unshare, bwrap and docker")]
@@ -42,6 +45,9 @@ struct Args {
     /// Exec round trips timed per backend for the exec line.
     #[arg(long, default_value_t = 300)]
     execs: usize,
+    /// Runs of each microvm line (a TCG boot takes seconds); 0 skips them.
+    #[arg(long, default_value_t = 3)]
+    microvm_runs: usize,
 }
 
 /// Timings of one line, sorted.
@@ -520,6 +526,9 @@ fn main() -> anyhow::Result<()> {
             },
             ms(gap).trim()
         );
+    }
+    if args.microvm_runs > 0 {
+        microvm::run(args.microvm_runs)?;
     }
     Ok(())
 }

@@ -8,10 +8,10 @@ use paddock_core::sandbox::{SandboxError, SandboxId};
 /// Owner of the temporary workspaces this backend makes, and so the
 /// container's user: an unprivileged id no host account uses (the native
 /// jail's sandbox uid range starts here too).
-pub(super) const SANDBOX_UID: u32 = 100_000;
+pub(crate) const SANDBOX_UID: u32 = 100_000;
 
 #[derive(Debug)]
-pub(super) struct Workspace {
+pub(crate) struct Workspace {
     pub path: PathBuf,
     pub temporary: Option<tempfile::TempDir>,
     /// The container runs as the workspace's owner, never as root.
@@ -27,7 +27,7 @@ fn io_error(id: &SandboxId, path: &Path, source: std::io::Error) -> SandboxError
     }
 }
 
-pub(super) fn prepare(
+pub(crate) fn prepare(
     id: &SandboxId,
     requested: Option<&Path>,
     temp_root: Option<&Path>,
@@ -115,7 +115,7 @@ fn adopt(dir: &Path) -> std::io::Result<()> {
 /// the workspace could swap a checked directory for a symlink before the
 /// bind, so scopes are resolved before any container of this workspace
 /// runs writable there, as the native jail does by descriptor.)
-pub(super) fn writable_binds(
+pub(crate) fn writable_binds(
     id: &SandboxId,
     workspace: &Workspace,
     paths: &[String],

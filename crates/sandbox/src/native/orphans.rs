@@ -114,7 +114,7 @@ fn jail_sandbox_id(cmdline: &[u8], cgroup_parent: &str) -> Option<String> {
     Some(std::str::from_utf8(id).ok()?.to_owned())
 }
 
-fn wait_gone(pids: &[u32]) {
+pub(crate) fn wait_gone(pids: &[u32]) {
     let deadline = Instant::now() + KILL_WAIT;
     while pids.iter().any(|pid| is_alive(*pid)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -133,7 +133,7 @@ fn is_alive(pid: u32) -> bool {
 }
 
 /// Names of the sandbox cgroups under `cgroup_parent` in every hierarchy.
-fn sandbox_cgroups(cgroup_parent: &str) -> Result<Vec<String>, BoxError> {
+pub(crate) fn sandbox_cgroups(cgroup_parent: &str) -> Result<Vec<String>, BoxError> {
     let mountinfo = fs::read_to_string("/proc/self/mountinfo")?;
     let mut ids: Vec<String> = Vec::new();
     for root in cgroup_roots(&mountinfo) {

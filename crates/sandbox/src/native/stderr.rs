@@ -44,7 +44,7 @@ impl StderrTail {
 }
 
 /// Reads `stderr` to its end on a task, logging each line with the sandbox id.
-pub(super) fn forward<R>(stderr: R, id: SandboxId, tail: StderrTail) -> JoinHandle<()>
+pub(crate) fn forward<R>(stderr: R, id: SandboxId, tail: StderrTail) -> JoinHandle<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
 {

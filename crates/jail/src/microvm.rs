@@ -1,0 +1,301 @@
+//! The guest's own layers as PID 1 of a microVM: the VM is the isolation
+//! boundary (its own kernel; the host's QEMU shares only the workspace, /usr
+//! and the guest binary over virtio-9p), and inside it the guest mounts the
+//! workspace and a bounded /tmp, makes the root read-only, becomes the
+//! workspace's owner without any capability, then applies rlimits,
+//! no_new_privs, landlock and the same seccomp table as the native jail.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use nix::mount::{MsFlags, mount};
+use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
+use paddock_proto::{
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkMode, SandboxLimits,
+    VmEnforcement, WORKSPACE_MOUNT,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::threads::ensure_single_threaded;
+use crate::{
+    JailError, capabilities, landlock_rules, net, rlimits, seccomp_bpf, seccomp_rules, sys,
+    validate, workspace_quota,
+};
+
+/// The 9p mount tag of the workspace share (QEMU's `mount_tag`).
+pub const WORKSPACE_TAG: &str = "workspace";
+
+/// The name of the virtio-serial port the host talks to the guest on.
+pub const GUEST_PORT: &str = "org.paddock.guest";
+
+/// What the microvm backend asks of the guest it boots as the VM's init.
+/// Sent by the host as the first frame on the virtio-serial port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MicroVmSpec {
+    pub sandbox_id: String,
+    #[serde(default)]
+    pub read_only: bool,
+    /// Validated write scope, relative to /workspace.
+    #[serde(default)]
+    pub writable_paths: Vec<String>,
+    #[serde(default)]
+    pub network: NetworkMode,
+    #[serde(default)]
+    pub limits: SandboxLimits,
+    /// The workspace owner on the host: the guest's commands run as it, so
+    /// what they write over 9p is the owner's (QEMU itself runs as it too).
+    pub uid: u32,
+    pub gid: u32,
+    /// The QEMU process's cgroup on the host, as the backend wrote it.
+    #[serde(default)]
+    pub cgroup: Option<CgroupEnforcement>,
+    /// The VM as the host started it; the guest fills in its kernel.
+    pub vm: VmEnforcement,
+    #[serde(default)]
+    pub allow_downgrade: BTreeSet<DowngradeLayer>,
+}
+
+impl MicroVmSpec {
+    /// The frame the host writes first on the guest's port.
+    pub fn to_frame(&self) -> Result<Vec<u8>, crate::SpecFrameError> {
+        crate::spec::encode_frame(self)
+    }
+
+    /// Reads one spec frame from `fd`, exactly: the protocol follows it.
+    pub fn read_frame(fd: impl std::os::fd::AsFd) -> Result<Self, crate::SpecFrameError> {
+        crate::spec::decode_frame(fd.as_fd())
+    }
+}
+
+const NINEP_OPTIONS: &str = "trans=virtio,version=9p2000.L,msize=262144,cache=none";
+
+/// Mounts, drops to the workspace owner and applies the guest's layers in
+/// the calling process (single-threaded, checked), reporting every layer.
+pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
+    let single = ensure_single_threaded()?;
+    validate::sandbox_id(&spec.sandbox_id)?;
+    validate::limits(&spec.limits)?;
+    let writable_paths = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let allowed = |layer| spec.allow_downgrade.contains(&layer);
+    // The workspace is a 9p share of a host directory: no quota holds it.
+    let quota = workspace_quota::plan(
+        &spec.limits,
+        false,
+        spec.read_only,
+        !writable_paths.is_empty(),
+        allowed,
+    )?;
+    if nix::unistd::getpid().as_raw() != 1 {
+        return Err(JailError::InvalidSpec {
+            field: "sandbox_id",
+            reason: "the microvm guest must be the VM's init (PID 1)".to_owned(),
+        });
+    }
+    mount_workspace(spec.read_only, &writable_paths)?;
+    mount_tmp(spec.limits.tmp_bytes)?;
+    // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
+    if let Some(pids) = spec.limits.pids {
+        guest_pids_cgroup(pids)?;
+    }
+    // Nothing else in the VM is writable: the initramfs root goes read-only.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+        None::<&str>,
+    )
+    .map_err(|e| JailError::mount("remount / read-only", "/", e.into()))?;
+    // The VM has no network device at all; loopback is its whole network.
+    net::loopback_up().map_err(JailError::LoopbackUp)?;
+    let kernel = nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    capabilities::drop_all_becoming(spec.uid, spec.gid, |uid, gid| {
+        setgroups(&[]).map_err(std::io::Error::from)?;
+        setresgid(Gid::from_raw(gid), Gid::from_raw(gid), Gid::from_raw(gid))
+            .map_err(std::io::Error::from)?;
+        setresuid(Uid::from_raw(uid), Uid::from_raw(uid), Uid::from_raw(uid))
+            .map_err(std::io::Error::from)
+    })?;
+    rlimits::apply(&spec.limits)?;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
+    if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
+        return Err(JailError::NoNewPrivs(std::io::Error::other(
+            "no_new_privs reads back as unset",
+        )));
+    }
+    let cgroup_state = match (&spec.cgroup, limits_requested(&spec.limits)) {
+        (Some(_), _) => LayerState::Enforced,
+        (None, false) => LayerState::NotRequested,
+        (None, true) => {
+            return Err(JailError::EngineLayerMissing {
+                layer: "cgroups",
+                detail: "the host put the VM's QEMU process in no cgroup".to_owned(),
+            });
+        }
+    };
+    let (landlock_abi, landlock) = landlock_rules::enforce(
+        spec.read_only,
+        &writable_paths,
+        sys::landlock_abi(),
+        allowed(DowngradeLayer::Landlock),
+    )?;
+    let program = seccomp_bpf::compile_table()?;
+    let seccomp = seccomp_bpf::install(&program, allowed(DowngradeLayer::Seccomp))?;
+    sys::clear_environment(&single);
+    sys::close_from_or_each(3).map_err(JailError::CloseFds)?;
+    let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
+    Ok(Enforcement {
+        // The VM itself is the boundary; inside it the guest needs none.
+        namespaces: Vec::new(),
+        uid_map: None,
+        gid_map: None,
+        pivot_root: LayerState::Enforced,
+        read_only_workspace: spec.read_only || !writable_paths.is_empty(),
+        writable_paths,
+        network: spec.network,
+        cgroup: spec.cgroup.clone(),
+        cgroup_state,
+        rlimits: LayerState::Enforced,
+        capabilities_dropped: LayerState::Enforced,
+        no_new_privs: LayerState::Enforced,
+        landlock_abi,
+        landlock,
+        seccomp,
+        seccomp_allowed,
+        seccomp_denied,
+        workspace_quota: quota.state,
+        workspace_quota_limits: quota.tmpfs,
+        vm: Some(VmEnforcement {
+            kernel,
+            ..spec.vm.clone()
+        }),
+    })
+}
+
+fn limits_requested(limits: &SandboxLimits) -> bool {
+    limits.memory_bytes.is_some() || limits.pids.is_some() || limits.cpu_millis.is_some()
+}
+
+/// The workspace share at /workspace. Read-only sandboxes get a share QEMU
+/// itself opened read-only; a write scope gets a writable share mounted
+/// read-only here, with each scope path bound over itself read-write.
+fn mount_workspace(read_only: bool, writable: &[String]) -> Result<(), JailError> {
+    let base = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let ro = if read_only && writable.is_empty() {
+        ",ro"
+    } else {
+        ""
+    };
+    mount(
+        Some(WORKSPACE_TAG),
+        WORKSPACE_MOUNT,
+        Some("9p"),
+        base,
+        Some(format!("{NINEP_OPTIONS}{ro}").as_str()),
+    )
+    .map_err(|e| JailError::mount("mount the workspace share", WORKSPACE_MOUNT, e.into()))?;
+    if writable.is_empty() {
+        return Ok(());
+    }
+    let root = Path::new(WORKSPACE_MOUNT);
+    for rel in writable {
+        let path = root.join(rel);
+        std::fs::create_dir_all(&path).map_err(|source| JailError::CreateWritablePath {
+            path: rel.clone(),
+            source,
+        })?;
+        mount(
+            Some(&path),
+            &path,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| JailError::mount("bind a writable path", &path, e.into()))?;
+    }
+    mount(
+        None::<&str>,
+        WORKSPACE_MOUNT,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | base,
+        None::<&str>,
+    )
+    .map_err(|e| JailError::mount("remount the workspace read-only", WORKSPACE_MOUNT, e.into()))
+}
+
+const GUEST_CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// A cgroup v2 `sandbox` group inside the VM with `pids.max`, holding the
+/// guest (PID 1) and so everything it starts.
+fn guest_pids_cgroup(pids: u64) -> Result<(), JailError> {
+    mount(
+        Some("cgroup2"),
+        GUEST_CGROUP_ROOT,
+        Some("cgroup2"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| JailError::mount("mount cgroup2 in the VM", GUEST_CGROUP_ROOT, e.into()))?;
+    let root = Path::new(GUEST_CGROUP_ROOT);
+    let group = root.join("sandbox");
+    let write = |path: &Path, value: &str| {
+        std::fs::write(path, value).map_err(|e| JailError::mount("write a VM cgroup file", path, e))
+    };
+    write(&root.join("cgroup.subtree_control"), "+pids")?;
+    std::fs::create_dir_all(&group)
+        .map_err(|e| JailError::mount("create the VM's sandbox cgroup", &group, e))?;
+    write(&group.join("pids.max"), &pids.to_string())?;
+    write(&group.join("cgroup.procs"), "0")
+}
+
+fn mount_tmp(tmp_bytes: u64) -> Result<(), JailError> {
+    mount(
+        Some("tmpfs"),
+        "/tmp",
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(format!("size={tmp_bytes},mode=1777").as_str()),
+    )
+    .map_err(|e| JailError::mount("mount the /tmp tmpfs", "/tmp", e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn the_spec_frame_round_trips_and_leaves_what_follows() {
+        let spec = MicroVmSpec {
+            sandbox_id: "sb-vm".to_owned(),
+            read_only: true,
+            writable_paths: Vec::new(),
+            network: NetworkMode::None,
+            limits: SandboxLimits::default(),
+            uid: 100_000,
+            gid: 100_000,
+            cgroup: None,
+            vm: VmEnforcement {
+                accelerator: "tcg".to_owned(),
+                accelerator_reason: "test".to_owned(),
+                vcpus: 1,
+                memory_bytes: 256 << 20,
+                kernel: String::new(),
+                workspace_transport: "virtio-9p".to_owned(),
+            },
+            allow_downgrade: BTreeSet::new(),
+        };
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let mut write = std::fs::File::from(write);
+        write.write_all(&spec.to_frame().unwrap()).unwrap();
+        write.write_all(b"protocol").unwrap();
+        drop(write);
+        assert_eq!(MicroVmSpec::read_frame(&read).unwrap(), spec);
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(read), &mut rest).unwrap();
+        assert_eq!(rest, b"protocol");
+    }
+}

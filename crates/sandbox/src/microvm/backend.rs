@@ -1,0 +1,429 @@
+//! Creating microVM sandboxes.
+
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use paddock_core::sandbox::{
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
+    SandboxSpec,
+};
+use paddock_proto::{NetworkMode, SandboxLimits, VmEnforcement};
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixListener;
+use tokio::process::Command;
+use tokio::sync::OnceCell;
+
+use super::accel::{self, Accelerator, Choice};
+use super::config::MicroVmConfig;
+use super::qemu::{NAME_PREFIX, VmPlan};
+use super::sandbox::{MicroVmSandbox, Teardown};
+use crate::GuestClient;
+use crate::docker::workspace;
+use crate::native::{StderrTail, forward_stderr, owner_tag};
+
+const BACKEND: &str = "microvm";
+/// The smallest guest the image's kernel boots in with room for commands.
+const MIN_GUEST_MIB: u64 = 128;
+/// 9p tags the image's init mounts (/usr, /opt/paddock).
+const SYSTEM_TAG: &str = "usr";
+const GUEST_TAG: &str = "paddock";
+
+/// Makes microVM sandboxes (cheap to clone; the accelerator probe runs once).
+#[derive(Debug, Clone)]
+pub struct MicroVmBackend {
+    config: Arc<MicroVmConfig>,
+    owner: String,
+    accel: Arc<OnceCell<Choice>>,
+}
+
+fn unavailable(reason: String) -> SandboxError {
+    SandboxError::Unavailable {
+        backend: BACKEND,
+        reason,
+    }
+}
+
+impl MicroVmBackend {
+    /// Checks QEMU, the image and the guest binary, and copies the guest
+    /// where the VMs' read-only share finds it. The accelerator is probed
+    /// at the first sandbox (or [`MicroVmBackend::accelerator`]).
+    pub fn new(config: MicroVmConfig) -> Result<Self, SandboxError> {
+        let owner = owner_tag(&config.cgroup_parent);
+        let backend = Self {
+            config: Arc::new(config),
+            owner,
+            accel: Arc::new(OnceCell::new()),
+        };
+        backend.check_files()?;
+        backend
+            .stage_guest()
+            .map_err(|e| unavailable(format!("staging the guest binary: {e}")))?;
+        Ok(backend)
+    }
+
+    pub fn config(&self) -> &MicroVmConfig {
+        &self.config
+    }
+
+    fn check_files(&self) -> Result<(), SandboxError> {
+        let c = &self.config;
+        for (what, path, hint) in [
+            ("QEMU", &c.qemu, "install Debian's qemu-system-x86"),
+            (
+                "the kernel",
+                &c.kernel,
+                "build it with images/microvm-image.sh",
+            ),
+            (
+                "the initrd",
+                &c.initrd,
+                "build it with images/microvm-image.sh",
+            ),
+            ("the guest binary", &c.guest_bin, "build paddock-guest"),
+        ] {
+            if !path.is_file() {
+                return Err(unavailable(format!(
+                    "{what} {} is missing ({hint})",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `<run_dir>/<owner>`: the socket directories of this owner's VMs.
+    fn owner_dir(&self) -> PathBuf {
+        self.config.run_dir.join(&self.owner)
+    }
+
+    /// One staged guest for every owner on the host (kept current by size
+    /// and time), so owners that come and go leave no copies behind.
+    fn guest_dir(&self) -> PathBuf {
+        self.config.run_dir.join("guest")
+    }
+
+    /// A copy of the guest in a directory of its own, so the VM's share
+    /// holds nothing else of the host. World-readable: QEMU reads it after
+    /// dropping to the workspace owner.
+    fn stage_guest(&self) -> std::io::Result<()> {
+        let dir = self.guest_dir();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(&dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(self.owner_dir())?;
+        for d in [&self.config.run_dir, &self.owner_dir(), &dir] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
+        }
+        let target = dir.join("paddock-guest");
+        let source = std::fs::metadata(&self.config.guest_bin)?;
+        if let Ok(staged) = std::fs::metadata(&target)
+            && staged.len() == source.len()
+            && staged.modified()? >= source.modified()?
+        {
+            return Ok(());
+        }
+        let staging = tempfile::Builder::new()
+            .prefix(".paddock-guest.")
+            .tempfile_in(&dir)?;
+        std::fs::copy(&self.config.guest_bin, staging.path())?;
+        std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))?;
+        // Atomic: a running VM keeps the copy it opened.
+        staging.persist(target).map(drop).map_err(|e| e.error)
+    }
+
+    fn plan(&self, name: String, accelerator: Accelerator, vcpus: u32, memory_mib: u64) -> VmPlan {
+        VmPlan {
+            name,
+            accelerator,
+            vcpus,
+            memory_mib,
+            kernel: self.config.kernel.clone(),
+            initrd: self.config.initrd.clone(),
+            socket: PathBuf::new(),
+            shares: Vec::new(),
+            run_as: None,
+            marker_only: true,
+        }
+    }
+
+    /// The accelerator the VMs get, probing KVM on the first call.
+    pub async fn accelerator(&self) -> (Accelerator, String) {
+        let choice = self
+            .accel
+            .get_or_init(|| async {
+                let probe = self.plan(
+                    format!("{NAME_PREFIX}{}:probe", self.owner),
+                    Accelerator::Kvm,
+                    1,
+                    MIN_GUEST_MIB,
+                );
+                accel::choose(
+                    &self.config.qemu,
+                    probe,
+                    self.config.try_kvm,
+                    self.config.probe_timeout,
+                )
+                .await
+            })
+            .await;
+        (choice.accelerator, choice.reason.clone())
+    }
+
+    /// Boots the image's kernel to the marker in its init and powers off:
+    /// the bare boot the benchmark compares a guest's Hello with.
+    pub async fn bare_boot(&self, timeout: Duration) -> Result<Duration, String> {
+        let (accelerator, _) = self.accelerator().await;
+        let plan = self.plan(
+            format!("{NAME_PREFIX}{}:bare", self.owner),
+            accelerator,
+            1,
+            self.config.default_memory_bytes >> 20,
+        );
+        accel::boot_to_marker(&self.config.qemu, &plan, timeout).await
+    }
+
+    /// [`SandboxBackend::create`] with the concrete handle type.
+    pub async fn create_vm(&self, spec: SandboxSpec) -> Result<MicroVmSandbox, SandboxError> {
+        let id = SandboxId::generate();
+        let launch_error = |source: BoxError| SandboxError::Launch {
+            id: id.clone(),
+            source,
+        };
+        tracing::debug!(sandbox_id = %id, backend = BACKEND, "creating sandbox");
+        spec.validate().map_err(|e| launch_error(Box::new(e)))?;
+        if spec.network != NetworkMode::None {
+            return Err(launch_error(
+                "a microvm sandbox has no network device: only network none is offered".into(),
+            ));
+        }
+        let created_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut ws = workspace::prepare(
+            &id,
+            spec.workspace.as_deref(),
+            self.config.temp_root.as_deref(),
+            self.config.adopt_root_workspaces,
+        )?;
+        // Checked on the host (no symlink, made if missing) before the VM
+        // can touch the workspace; the guest binds them inside.
+        workspace::writable_binds(&id, &ws, &spec.writable_paths)?;
+        let (accelerator, accel_reason) = self.accelerator().await;
+
+        let memory_bytes = spec
+            .limits
+            .memory_bytes
+            .unwrap_or(self.config.default_memory_bytes);
+        let memory_mib = (memory_bytes >> 20).max(MIN_GUEST_MIB);
+        let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        let vcpus = spec
+            .limits
+            .cpu_millis
+            .map_or(1, |m| m.div_ceil(1000))
+            .clamp(1, host_cpus);
+        let vm_limits = SandboxLimits {
+            memory_bytes: Some((memory_mib << 20) + self.config.vmm_overhead_bytes),
+            pids: Some(self.config.vmm_pids),
+            cpu_millis: spec.limits.cpu_millis,
+            ..spec.limits.clone()
+        };
+
+        let vm_dir = self.owner_dir().join(id.as_str());
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&vm_dir)
+            .map_err(|e| launch_error(format!("creating {}: {e}", vm_dir.display()).into()))?;
+        let tail = StderrTail::default();
+        let mut teardown = Teardown {
+            id: id.clone(),
+            child: None,
+            cgroup_parent: self.config.cgroup_parent.clone(),
+            vm_dir: Some(vm_dir.clone()),
+            temp_workspace: ws.temporary.take(),
+            tasks: Vec::new(),
+            tail: tail.clone(),
+            stop_timeout: self.config.stop_timeout,
+        };
+        let socket = vm_dir.join("guest.sock");
+        let mut plan = self.plan(
+            format!("{NAME_PREFIX}{}:{id}", self.owner),
+            accelerator,
+            u32::try_from(vcpus).unwrap_or(1),
+            memory_mib,
+        );
+        plan.marker_only = false;
+        plan.socket = socket.clone();
+        plan.run_as = Some((ws.uid, ws.gid));
+        plan.shares = vec![
+            (SYSTEM_TAG.to_owned(), self.config.system_dir.clone(), true),
+            (GUEST_TAG.to_owned(), self.guest_dir(), true),
+            (
+                paddock_jail::WORKSPACE_TAG.to_owned(),
+                ws.path.clone(),
+                spec.read_only,
+            ),
+        ];
+        let guest_spec = paddock_jail::MicroVmSpec {
+            sandbox_id: id.as_str().to_owned(),
+            read_only: spec.read_only,
+            writable_paths: spec.writable_paths.clone(),
+            network: spec.network,
+            limits: spec.limits.clone(),
+            uid: ws.uid,
+            gid: ws.gid,
+            cgroup: None,
+            vm: VmEnforcement {
+                accelerator: accelerator.name().to_owned(),
+                accelerator_reason: accel_reason,
+                vcpus: plan.vcpus,
+                memory_bytes: memory_mib << 20,
+                kernel: String::new(),
+                workspace_transport: "virtio-9p".to_owned(),
+            },
+            allow_downgrade: spec.allow_downgrade.clone(),
+        };
+        match self
+            .start(&plan, &socket, guest_spec, &vm_limits, &mut teardown)
+            .await
+        {
+            Ok((client, host_pid)) => {
+                let info = SandboxInfo {
+                    id,
+                    backend: BACKEND.to_owned(),
+                    workspace: ws.path,
+                    workspace_is_temporary: teardown.temp_workspace.is_some(),
+                    read_only: spec.read_only,
+                    network: spec.network,
+                    limits: spec.limits,
+                    agent_version: client.agent_version().to_owned(),
+                    created_at_ms,
+                };
+                tracing::debug!(sandbox_id = %info.id, accelerator = accelerator.name(), "sandbox ready");
+                Ok(MicroVmSandbox::new(info, client, teardown, host_pid))
+            }
+            Err(source) => {
+                // Let the console's last lines arrive before QEMU goes.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let detail = tail.joined();
+                if let Err(err) = teardown.remove().await {
+                    tracing::warn!(sandbox_id = %id, error = %err, "removing a failed sandbox");
+                }
+                Err(SandboxError::Startup {
+                    id,
+                    status: "VM stopped".to_owned(),
+                    detail,
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Starts QEMU in its cgroup, takes its connection to the guest's port,
+    /// sends the spec and completes the guest's handshake, all bounded by
+    /// the start timeout and failing at once when QEMU exits.
+    async fn start(
+        &self,
+        plan: &VmPlan,
+        socket: &Path,
+        mut guest_spec: paddock_jail::MicroVmSpec,
+        vm_limits: &SandboxLimits,
+        teardown: &mut Teardown,
+    ) -> Result<(GuestClient, Option<u32>), BoxError> {
+        let listener = UnixListener::bind(socket)?;
+        let cgroup = paddock_jail::HostCgroup::create(
+            &self.config.cgroup_parent,
+            &guest_spec.sandbox_id,
+            vm_limits,
+        )?;
+        guest_spec.cgroup = Some(cgroup.report(vm_limits));
+        let mut child = Command::new(&self.config.qemu)
+            .args(plan.args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.config.qemu.display()))?;
+        let pid = child.id();
+        if let Some(pid) = pid {
+            // Before QEMU maps the guest's memory: it spends its first
+            // milliseconds parsing options and opening devices.
+            cgroup.add_process(pid)?;
+        }
+        if let Some(out) = child.stdout.take() {
+            let tail = teardown.tail.clone();
+            teardown
+                .tasks
+                .push(forward_stderr(out, teardown.id.clone(), tail));
+        }
+        if let Some(err) = child.stderr.take() {
+            let tail = teardown.tail.clone();
+            teardown
+                .tasks
+                .push(forward_stderr(err, teardown.id.clone(), tail));
+        }
+        teardown.child = Some(child);
+        let frame = guest_spec.to_frame()?;
+        let handshake = async {
+            let (mut stream, _) = listener.accept().await?;
+            stream.write_all(&frame).await?;
+            let (reader, writer) = stream.into_split();
+            Ok::<_, BoxError>(GuestClient::connect(reader, writer).await?)
+        };
+        let timeout = self.config.start_timeout;
+        let child = teardown.child.as_mut().ok_or("QEMU is gone")?;
+        let client = tokio::select! {
+            res = tokio::time::timeout(timeout, handshake) => res
+                .map_err(|_| format!("the guest did not answer the handshake within {timeout:?}"))??,
+            status = child.wait() => {
+                return Err(format!("QEMU exited before the guest answered ({})", status?).into());
+            }
+        };
+        Ok((client, pid))
+    }
+}
+
+#[async_trait]
+impl SandboxBackend for MicroVmBackend {
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
+        Ok(Box::new(self.create_vm(spec).await?))
+    }
+
+    /// QEMU, the kernel, the initrd and the guest binary are there.
+    async fn check(&self) -> Result<(), SandboxError> {
+        self.check_files()
+    }
+
+    /// Kills every QEMU of this owner whose sandbox is not in `keep` and
+    /// removes their cgroups, socket directories and temporary workspaces.
+    async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
+        let config = self.config.clone();
+        let owner = self.owner.clone();
+        let owner_dir = self.owner_dir();
+        let keep = keep.to_vec();
+        tokio::task::spawn_blocking(move || {
+            super::orphans::reap(&config, &owner, &owner_dir, &keep)
+        })
+        .await
+        .map_err(|e| SandboxError::ReapOrphans {
+            backend: BACKEND,
+            source: e.into(),
+        })?
+        .map_err(|source| SandboxError::ReapOrphans {
+            backend: BACKEND,
+            source,
+        })
+    }
+}

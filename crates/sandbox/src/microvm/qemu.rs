@@ -1,0 +1,217 @@
+//! The QEMU command line of one VM, planned as data: every device is listed
+//! here with why it is there, and nothing else is (`-nodefaults`).
+
+use std::path::{Path, PathBuf};
+
+use super::accel::Accelerator;
+
+/// Marks a VM's command line: `-name paddock:<owner tag>:<sandbox id>`.
+pub(super) const NAME_PREFIX: &str = "paddock:";
+
+/// Kernel arguments of every boot. `quiet`: the serial console is slow under
+/// TCG; `panic=-1` with `-no-reboot`: the VM ends when its init exits; the
+/// rest skips probing hardware a microvm does not have.
+const KERNEL_ARGS: &str = "console=ttyS0 quiet panic=-1 pci=off i8042.noaux i8042.nomux \
+                           i8042.nopnp i8042.dumbkbd cryptomgr.notests random.trust_cpu=on";
+/// Under TCG the kernel cannot calibrate the TSC against a timer microvm
+/// lacks (pit=off); it is told the emulated frequency instead.
+const TCG_KERNEL_ARGS: &str = "tsc_early_khz=2000000";
+/// The translation cache of TCG, in MiB (QEMU's default is 1 GiB), which
+/// bounds the VMM's memory.
+const TCG_TB_SIZE_MIB: u32 = 64;
+
+/// One VM to start.
+#[derive(Debug, Clone)]
+pub(super) struct VmPlan {
+    pub name: String,
+    pub accelerator: Accelerator,
+    pub vcpus: u32,
+    pub memory_mib: u64,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    /// The unix socket (the backend listens) behind the guest's port.
+    pub socket: PathBuf,
+    /// Host dirs shared over 9p: (tag, path, read-only).
+    pub shares: Vec<(String, PathBuf, bool)>,
+    /// QEMU drops to this uid:gid once its devices are open.
+    pub run_as: Option<(u32, u32)>,
+    /// Boot only to a marker in the init and power off (probe, bench).
+    pub marker_only: bool,
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// QEMU's option values separate fields with commas; a comma in a value is
+/// doubled.
+fn escape(value: &str) -> String {
+    value.replace(',', ",,")
+}
+
+impl VmPlan {
+    pub(super) fn args(&self) -> Vec<String> {
+        let mut args: Vec<String> = Vec::new();
+        let mut push = |a: &str, b: String| {
+            args.push(a.to_owned());
+            args.push(b);
+        };
+        push("-name", escape(&self.name));
+        // No legacy PC devices: no PIT, PIC, RTC; the ISA serial port stays
+        // as the console (logs and errors on QEMU's stdout).
+        push(
+            "-M",
+            "microvm,pit=off,pic=off,rtc=off,isa-serial=on,acpi=on".to_owned(),
+        );
+        match self.accelerator {
+            Accelerator::Kvm => {
+                push("-accel", "kvm".to_owned());
+                push("-cpu", "host".to_owned());
+            }
+            Accelerator::Tcg => {
+                push("-accel", format!("tcg,tb-size={TCG_TB_SIZE_MIB}"));
+                push("-cpu", "max".to_owned());
+            }
+        }
+        push("-m", format!("{}M", self.memory_mib));
+        push("-smp", self.vcpus.to_string());
+        // No default devices, no config file, no display, no reboot loop.
+        for flag in ["-nodefaults", "-no-user-config", "-nographic", "-no-reboot"] {
+            push(flag, String::new());
+        }
+        // The seccomp filter of QEMU itself: no obsolete calls, no new
+        // processes, no scheduler/resource changes; set*id only for -runas.
+        push(
+            "-sandbox",
+            "on,obsolete=deny,elevateprivileges=allow,spawn=deny,resourcecontrol=deny".to_owned(),
+        );
+        push("-serial", "stdio".to_owned());
+        push("-kernel", path(&self.kernel));
+        push("-initrd", path(&self.initrd));
+        let mut cmdline = KERNEL_ARGS.to_owned();
+        if self.accelerator == Accelerator::Tcg {
+            cmdline.push(' ');
+            cmdline.push_str(TCG_KERNEL_ARGS);
+        }
+        if self.marker_only {
+            cmdline.push_str(" paddock.marker");
+        }
+        push("-append", cmdline);
+        if !self.marker_only {
+            // The host connection: a virtio-serial port whose other end is
+            // the backend's socket (QEMU connects as the client).
+            push("-device", "virtio-serial-device".to_owned());
+            push(
+                "-chardev",
+                format!("socket,id=guest,path={}", escape(&path(&self.socket))),
+            );
+            push(
+                "-device",
+                format!(
+                    "virtserialport,chardev=guest,name={}",
+                    paddock_jail::GUEST_PORT
+                ),
+            );
+            for (i, (tag, dir, read_only)) in self.shares.iter().enumerate() {
+                let ro = if *read_only { ",readonly=on" } else { "" };
+                push(
+                    "-fsdev",
+                    format!(
+                        "local,id=fs{i},path={},security_model=none{ro}",
+                        escape(&path(dir))
+                    ),
+                );
+                push(
+                    "-device",
+                    format!("virtio-9p-device,fsdev=fs{i},mount_tag={tag}"),
+                );
+            }
+        }
+        if let Some((uid, gid)) = self.run_as {
+            push("-runas", format!("{uid}:{gid}"));
+        }
+        args.retain(|a| !a.is_empty());
+        args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> VmPlan {
+        VmPlan {
+            name: "paddock:tag:sb-1".to_owned(),
+            accelerator: Accelerator::Tcg,
+            vcpus: 1,
+            memory_mib: 256,
+            kernel: "/img/vmlinuz".into(),
+            initrd: "/img/initrd.img".into(),
+            socket: "/run/x/guest.sock".into(),
+            shares: vec![
+                ("usr".to_owned(), "/usr".into(), true),
+                ("workspace".to_owned(), "/ws,odd".into(), false),
+            ],
+            run_as: Some((100_000, 100_000)),
+            marker_only: false,
+        }
+    }
+
+    fn value_of<'a>(args: &'a [String], flag: &str) -> Vec<&'a str> {
+        args.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn only_the_listed_devices_and_no_network() {
+        let args = plan().args();
+        assert!(args.iter().any(|a| a == "-nodefaults"));
+        assert_eq!(
+            value_of(&args, "-device"),
+            vec![
+                "virtio-serial-device",
+                "virtserialport,chardev=guest,name=org.paddock.guest",
+                "virtio-9p-device,fsdev=fs0,mount_tag=usr",
+                "virtio-9p-device,fsdev=fs1,mount_tag=workspace",
+            ]
+        );
+        assert!(value_of(&args, "-netdev").is_empty());
+        assert!(value_of(&args, "-nic").is_empty());
+        assert_eq!(
+            value_of(&args, "-fsdev"),
+            vec![
+                "local,id=fs0,path=/usr,security_model=none,readonly=on",
+                "local,id=fs1,path=/ws,,odd,security_model=none",
+            ]
+        );
+        assert_eq!(value_of(&args, "-runas"), vec!["100000:100000"]);
+        assert!(value_of(&args, "-sandbox")[0].starts_with("on,"));
+    }
+
+    #[test]
+    fn tcg_gets_its_clock_and_a_bounded_cache_kvm_does_not() {
+        let tcg = plan().args();
+        assert!(value_of(&tcg, "-append")[0].contains("tsc_early_khz="));
+        assert_eq!(value_of(&tcg, "-accel"), vec!["tcg,tb-size=64"]);
+        let kvm = VmPlan {
+            accelerator: Accelerator::Kvm,
+            ..plan()
+        }
+        .args();
+        assert!(!value_of(&kvm, "-append")[0].contains("tsc_early_khz="));
+        assert_eq!(value_of(&kvm, "-cpu"), vec!["host"]);
+    }
+
+    #[test]
+    fn a_marker_boot_has_no_devices() {
+        let args = VmPlan {
+            marker_only: true,
+            ..plan()
+        }
+        .args();
+        assert!(value_of(&args, "-device").is_empty());
+        assert!(value_of(&args, "-append")[0].ends_with(" paddock.marker"));
+    }
+}
