@@ -136,6 +136,7 @@ async fn interrupt(journal: &Journal, run: &Run) -> Result<(), RuntimeError> {
         state: RunState::Interrupted,
         end_reason: EndReason::Interrupted,
         usage: updated.usage,
+        family_usage: None,
         error: Some(error),
         verdict: None,
         question: None,

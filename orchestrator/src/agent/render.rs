@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use paddock_api::service::RunView;
+use paddock_core::model::Usd;
 use paddock_core::store::{Review, Run, RunEvent, RunState, TaskStatus, Verdict};
 use paddock_runtime::events::{
     CallStatus, Event, PlanUpdated, SubagentPhase, SubagentStatus, ToolResultEvent, payload_json,
@@ -89,10 +90,22 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             "           ",
         )),
         Event::RunReview(_) => None, // printed whole at the end
-        Event::RunFinished(finished) => Some(format!(
-            "[finished] {} ({})",
-            finished.state, finished.end_reason
-        )),
+        Event::RunFinished(finished) => {
+            let mut line = format!("[finished] {} ({})", finished.state, finished.end_reason);
+            if finished.usage.cost_micro_usd > 0 {
+                line.push_str(&format!(", cost {}", Usd(finished.usage.cost_micro_usd)));
+            }
+            if let Some(family) = &finished.family_usage {
+                line.push_str(&format!(
+                    "; with its subagents: {} model turns, {} tool calls, {} tokens, cost {}",
+                    family.turns,
+                    family.tool_calls,
+                    family.tokens(),
+                    Usd(family.cost_micro_usd)
+                ));
+            }
+            Some(line)
+        }
         Event::SubagentStatus(status) => Some(subagent_status(&status)),
         Event::ParentMessage(message) => Some(indent_rest(
             &format!("[parent] {}", message.message.trim()),

@@ -168,6 +168,9 @@ pub struct RunFinished {
     pub state: RunState,
     pub end_reason: EndReason,
     pub usage: RunUsage,
+    /// A root run with subagents: what the run and all of them spent together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family_usage: Option<RunUsage>,
     pub error: Option<String>,
     pub verdict: Option<Verdict>,
     /// The question of `ask_user` (state `awaiting_user`).

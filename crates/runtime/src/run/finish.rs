@@ -26,6 +26,13 @@ pub(crate) struct SnapshotPlace {
     pub(crate) sandbox: Option<SandboxId>,
 }
 
+/// What the run spent, and with its subagents (a root run that had some).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spent {
+    pub(crate) usage: RunUsage,
+    pub(crate) family: Option<RunUsage>,
+}
+
 /// The recorded end of a run.
 #[derive(Debug, Clone, PartialEq)]
 struct Outcome {
@@ -112,9 +119,10 @@ pub(crate) async fn finish(
     run: Run,
     goal: &Goal,
     ending: Ending,
-    usage: RunUsage,
+    spent: Spent,
     place: SnapshotPlace,
 ) -> Run {
+    let usage = spent.usage;
     let source = SnapshotSource {
         tenant: run.tenant.clone(),
         workspace: place.workspace,
@@ -174,6 +182,7 @@ pub(crate) async fn finish(
         state: outcome.state,
         end_reason: outcome.end_reason,
         usage,
+        family_usage: spent.family,
         error: outcome.error,
         verdict: Some(outcome.review.verdict).filter(|_| outcome.state != RunState::AwaitingUser),
         question: outcome.question,

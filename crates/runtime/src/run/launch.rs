@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use super::driver::{Driver, DriverParts, Ending};
 use super::sandbox::{RunSandbox, WorkspaceAccess};
-use super::{RunHandle, RunOptions, StartRun, finish, history, prompt, renew};
+use super::{FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
@@ -71,6 +71,15 @@ impl Runtime {
         if goal_text.is_empty() {
             return Err(RuntimeError::Invalid {
                 reason: "the goal is empty".to_owned(),
+            });
+        }
+        let price = shared.config.prices.of(request.provider.name());
+        if request.budgets.max_cost_micro_usd.is_some() && price.is_none() {
+            return Err(RuntimeError::Invalid {
+                reason: format!(
+                    "a cost limit needs the price of model {}, and none is configured",
+                    request.provider.name()
+                ),
             });
         }
         let session = self.get_session(tenant, session_id).await?;
@@ -217,6 +226,7 @@ async fn fail_early(journal: &Journal, err: &RuntimeError) {
         state: RunState::Failed,
         end_reason: EndReason::InfrastructureError,
         usage: Default::default(),
+        family_usage: None,
         error: Some(error),
         verdict: None,
         question: None,
@@ -268,7 +278,16 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             None => (true, None),
         };
         let started = Instant::now();
+        let family_budget = match options.family_budget.take() {
+            Some(family) => {
+                family.join();
+                family
+            }
+            None => FamilyBudget::new(run.budgets, started),
+        };
+        let price = shared.config.prices.of(request.provider.name());
         let mut usage = run.usage;
+        let mut family_usage = None;
         let mut sandbox_id = None;
         let sandbox = if admitted {
             let access =
@@ -322,6 +341,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 cancel: cancel.clone(),
                                 provider: Arc::clone(&request.provider),
                                 models: request.subagent_models.clone(),
+                                budget: Arc::clone(&family_budget),
                             })
                         });
                         let registry = match &family {
@@ -355,12 +375,17 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             lease_lost,
                             inbox: options.inbox.take(),
                             run: run.clone(),
+                            family: Arc::clone(&family_budget),
+                            price,
                         };
                         let (ending, used) = Driver::new(parts).run().await;
                         usage = used;
                         // children end (and are reported) while the parent still holds its lease
                         if let Some(family) = family {
                             family.shutdown().await;
+                            if family.has_children() {
+                                family_usage = Some(family_budget.spent());
+                            }
                         }
                         ending
                     }
@@ -382,7 +407,10 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             run,
             &goal,
             ending,
-            usage,
+            finish::Spent {
+                usage,
+                family: family_usage,
+            },
             finish::SnapshotPlace {
                 workspace,
                 dir,

@@ -3,6 +3,7 @@
 mod budget;
 mod compact;
 mod driver;
+mod family_budget;
 mod finish;
 mod gate;
 mod history;
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::RuntimeError;
 use crate::tools::WriteScope;
 
+pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
 
 /// Where the model of each subagent comes from (a test gives each child its
@@ -83,6 +85,9 @@ pub(crate) struct RunOptions {
     pub(crate) gate: Option<Gate>,
     /// Messages from the parent, handed to the model before its next turn.
     pub(crate) inbox: Option<mpsc::UnboundedReceiver<String>>,
+    /// The family's budget a subagent draws from; None: a root run, which
+    /// starts its family's.
+    pub(crate) family_budget: Option<Arc<FamilyBudget>>,
 }
 
 /// A started run. Dropping the handle does not stop the run.
