@@ -207,6 +207,7 @@ async fn drive(
         Err(
             err @ (RuntimeError::SessionArchived { .. }
             | RuntimeError::SessionBusy { .. }
+            | RuntimeError::WorkspaceBusy { .. }
             | RuntimeError::Invalid { .. }),
         ) => {
             logging::note(format_args!("paddock: {err}"));

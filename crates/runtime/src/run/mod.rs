@@ -14,6 +14,7 @@ mod repeat;
 mod review;
 mod sandbox;
 mod settled;
+mod writer;
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use crate::tools::WriteScope;
 
 pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
+pub(crate) use writer::release_dead as release_dead_writer;
 
 /// Where the model of each subagent comes from (a test gives each child its
 /// own script; a product may pick a cheaper model for `explore`).
