@@ -115,6 +115,10 @@ const STORED: &[(&str, &str)] = &[
         r#"{"state":"failed","end_reason":"budget_exceeded","usage":{"turns":50,"input_tokens":0,"output_tokens":0,"tool_calls":0,"wall_clock_ms":0},"error":"budget exceeded: 50 model turns","verdict":"unsure","question":null,"end_snapshot":null,"snapshot_error":null}"#,
     ),
     (
+        "run.finished",
+        r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":3,"wall_clock_ms":900},"total_usage":{"turns":8,"input_tokens":1500,"output_tokens":200,"tool_calls":9,"wall_clock_ms":2700},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+    ),
+    (
         "subagent.status",
         r#"{"run_id":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a6c","session_id":"ses_0193a1b2c3d47e5f8a9b0c1d2e3f4a70","task_id":"api","profile":"build","status":"spawned","state":null,"verdict":null,"summary":null,"changed_paths":null}"#,
     ),
@@ -132,7 +136,7 @@ const STORED: &[(&str, &str)] = &[
     ),
     (
         "run.finished",
-        r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":1,"wall_clock_ms":900,"cost_micro_usd":1150},"family_usage":{"turns":7,"input_tokens":2100,"output_tokens":280,"tool_calls":9,"wall_clock_ms":1500,"cost_micro_usd":8050},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+        r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":1,"wall_clock_ms":900,"cost_micro_usd":1150},"total_usage":{"turns":7,"input_tokens":2100,"output_tokens":280,"tool_calls":9,"wall_clock_ms":1500,"cost_micro_usd":8050},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
     ),
 ];
 
@@ -340,7 +344,7 @@ fn written() -> Vec<Event> {
             state: RunState::Completed,
             end_reason: EndReason::Completed,
             usage: usage(4, 5000, 600, 6, 12_500),
-            family_usage: None,
+            total_usage: None,
             error: None,
             verdict: Some(Verdict::Met),
             question: None,
@@ -352,7 +356,7 @@ fn written() -> Vec<Event> {
             state: RunState::AwaitingUser,
             end_reason: EndReason::AwaitingUser,
             usage: usage(1, 10, 2, 1, 40),
-            family_usage: None,
+            total_usage: None,
             error: None,
             verdict: None,
             question: Some("Which database?".into()),
@@ -364,9 +368,21 @@ fn written() -> Vec<Event> {
             state: RunState::Failed,
             end_reason: EndReason::BudgetExceeded,
             usage: usage(50, 0, 0, 0, 0),
-            family_usage: None,
+            total_usage: None,
             error: Some("budget exceeded: 50 model turns".into()),
             verdict: Some(Verdict::Unsure),
+            question: None,
+            end_snapshot: None,
+            snapshot_error: None,
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Completed,
+            end_reason: EndReason::Completed,
+            usage: usage(2, 300, 40, 3, 900),
+            total_usage: Some(usage(8, 1500, 200, 9, 2700)),
+            error: None,
+            verdict: Some(Verdict::Met),
             question: None,
             end_snapshot: None,
             snapshot_error: None,
@@ -409,7 +425,7 @@ fn written() -> Vec<Event> {
                 cost_micro_usd: 1_150,
                 ..usage(2, 300, 40, 1, 900)
             },
-            family_usage: Some(RunUsage {
+            total_usage: Some(RunUsage {
                 cost_micro_usd: 8_050,
                 ..usage(7, 2_100, 280, 9, 1_500)
             }),

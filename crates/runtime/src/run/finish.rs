@@ -26,13 +26,6 @@ pub(crate) struct SnapshotPlace {
     pub(crate) sandbox: Option<SandboxId>,
 }
 
-/// What the run spent, and with its subagents (a root run that had some).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Spent {
-    pub(crate) usage: RunUsage,
-    pub(crate) family: Option<RunUsage>,
-}
-
 /// The recorded end of a run.
 #[derive(Debug, Clone, PartialEq)]
 struct Outcome {
@@ -119,10 +112,9 @@ pub(crate) async fn finish(
     run: Run,
     goal: &Goal,
     ending: Ending,
-    spent: Spent,
+    usage: RunUsage,
     place: SnapshotPlace,
 ) -> Run {
-    let usage = spent.usage;
     let source = SnapshotSource {
         tenant: run.tenant.clone(),
         workspace: place.workspace,
@@ -175,6 +167,14 @@ pub(crate) async fn finish(
             }
         }
     };
+    // The children ended (and were recorded) before the parent finishes.
+    let total_usage = match crate::usage::total(&*shared.store, &finished).await {
+        Ok(total) => Some(total),
+        Err(err) => {
+            tracing::warn!(error = %error_chain(&err), "reading the subagents' usage");
+            None
+        }
+    };
     if let Err(err) = journal.emit(&outcome.review).await {
         tracing::warn!(error = %error_chain(&err), "recording the review event");
     }
@@ -182,7 +182,7 @@ pub(crate) async fn finish(
         state: outcome.state,
         end_reason: outcome.end_reason,
         usage,
-        family_usage: spent.family,
+        total_usage,
         error: outcome.error,
         verdict: Some(outcome.review.verdict).filter(|_| outcome.state != RunState::AwaitingUser),
         question: outcome.question,

@@ -256,7 +256,7 @@ async fn fail_early(journal: &Journal, err: &RuntimeError) {
         state: RunState::Failed,
         end_reason: EndReason::InfrastructureError,
         usage: Default::default(),
-        family_usage: None,
+        total_usage: Some(Default::default()),
         error: Some(error),
         verdict: None,
         question: None,
@@ -328,7 +328,6 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
         };
         let price = shared.config.prices.of(request.provider.name());
         let mut usage = run.usage;
-        let mut family_usage = None;
         let mut sandbox_id = None;
         let sandbox = if admitted {
             let access =
@@ -424,9 +423,6 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                         // children end (and are reported) while the parent still holds its lease
                         if let Some(family) = family {
                             family.shutdown().await;
-                            if family.has_children() {
-                                family_usage = Some(family_budget.spent());
-                            }
                         }
                         ending
                     }
@@ -448,10 +444,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             run,
             &goal,
             ending,
-            finish::Spent {
-                usage,
-                family: family_usage,
-            },
+            usage,
             finish::SnapshotPlace {
                 workspace,
                 dir,

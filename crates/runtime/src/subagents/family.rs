@@ -182,11 +182,6 @@ impl Family {
         &self.parts.parent
     }
 
-    /// Whether any child was spawned.
-    pub(crate) fn has_children(&self) -> bool {
-        !self.state().children.is_empty()
-    }
-
     pub(crate) fn children(&self) -> Vec<Arc<Child>> {
         self.state().children.clone()
     }
