@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use paddock_core::sandbox::DowngradeLayer;
 use paddock_proto::NetworkMode;
 
-use crate::agent::parse_duration_ms;
+use crate::agent::{parse_duration_ms, parse_usd_micro};
 use crate::backend::BackendKind;
 use crate::logging::LogFormat;
 use crate::size::{parse_bytes, parse_cpus_millis, parse_seconds_ms};
@@ -322,6 +322,20 @@ pub struct GoalArgs {
     /// Wall-clock budget: seconds, or with a unit (90s, 10m, 1h).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_ms)]
     pub timeout: Option<u64>,
+    /// Most cost of the model calls in dollars (0.50), the run and its
+    /// subagents together; needs the model's price (--price).
+    #[arg(long, value_name = "DOLLARS", value_parser = parse_usd_micro)]
+    pub max_cost: Option<u64>,
+    /// The price of a model: MODEL=INPUT:OUTPUT in dollars per million
+    /// tokens (openai:gpt-4o=2.5:10; a MODEL ending in * is a prefix);
+    /// repeatable, or comma-separated in PADDOCK_PRICES.
+    #[arg(
+        long = "price",
+        env = "PADDOCK_PRICES",
+        value_delimiter = ',',
+        value_name = "PRICE"
+    )]
+    pub prices: Vec<String>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,

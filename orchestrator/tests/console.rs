@@ -67,7 +67,13 @@ fn the_console_drives_a_session_end_to_end_in_a_real_browser() -> Result<()> {
         stdout.contains("console e2e: every step passed"),
         "{stdout}"
     );
-    for shot in ["02-run-live-plan", "06-editor", "08-terminal", "10-subagents", "13-narrow"] {
+    for shot in [
+        "02-run-live-plan",
+        "06-editor",
+        "08-terminal",
+        "10-subagents",
+        "13-narrow",
+    ] {
         let path = artifacts.join(format!("{shot}.png"));
         let size = std::fs::metadata(&path)
             .with_context(|| format!("screenshot {}", path.display()))?

@@ -26,6 +26,7 @@ on_both_databases!(
     a_reconnecting_client_gets_every_event_exactly_once_in_order,
     a_graceful_shutdown_cancels_runs_in_progress,
     a_runs_children_and_its_own_events_are_readable,
+    a_workspace_has_one_writer_among_sandboxes_and_runs,
     subagent_scripts_drive_each_child_and_usage_adds_up,
 );
 
@@ -1109,4 +1110,83 @@ impl EventReader {
             }
         }
     }
+}
+
+/// One writer per workspace: a read-write sandbox holds the workspace, so a
+/// second read-write sandbox and a build run are refused naming it, while a
+/// read-only sandbox and a plan-mode run go on; once it is gone, a build
+/// run holds the workspace and refuses a read-write sandbox in turn.
+async fn a_workspace_has_one_writer_among_sandboxes_and_runs(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let writer = server.create_sandbox(json!({"workspace": ws})).await?;
+
+    let refused = expect_error(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"workspace": ws})),
+        StatusCode::CONFLICT,
+        "workspace_busy",
+    )
+    .await?;
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&writer), "{message}");
+    assert!(message.contains(&ws), "{message}");
+    let reader = server
+        .create_sandbox(json!({"workspace": ws, "read_only": true}))
+        .await?;
+
+    let session = create_session(&server, &ws, "writer").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let refused = expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/runs"))
+            .json(&json!({"goal": "g", "model": script(json!([complete_turn()]))})),
+        StatusCode::CONFLICT,
+        "workspace_busy",
+    )
+    .await?;
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&writer), "{message}");
+    // a refused run leaves no trace and the session stays usable
+    let (_, runs) = send(server.a(Method::GET, &format!("/v1/sessions/{sid}/runs"))).await?;
+    assert_eq!(runs["runs"], json!([]), "{runs}");
+    let plan = start_run(
+        &server,
+        &sid,
+        json!({"goal": "look", "mode": "plan", "model": script(json!([complete_turn()]))}),
+    )
+    .await?;
+    let plan = wait_run(&server, plan["id"].as_str().unwrap()).await?;
+    assert_eq!(plan["state"], "completed", "{plan}");
+
+    send(server.a(Method::DELETE, &format!("/v1/sandboxes/{writer}"))).await?;
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "wait", "model": slow_script(300)}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let refused = expect_error(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"workspace": ws})),
+        StatusCode::CONFLICT,
+        "workspace_busy",
+    )
+    .await?;
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&run_id), "{message}");
+    send(server.a(Method::POST, &format!("/v1/runs/{run_id}/cancel"))).await?;
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "cancelled", "{ended}");
+    // the run gave the workspace up when it ended
+    let again = server.create_sandbox(json!({"workspace": ws})).await?;
+    for id in [reader, again] {
+        send(server.a(Method::DELETE, &format!("/v1/sandboxes/{id}"))).await?;
+    }
+    server.stop().await?;
+    Ok(())
 }

@@ -12,6 +12,7 @@ mod error;
 mod event;
 mod message;
 mod port;
+mod price;
 
 pub use config::{ModelConfig, ProviderKind};
 pub use error::{BoxError, ModelError};
@@ -20,3 +21,4 @@ pub use message::{
     ContentPart, Message, ModelRequest, Role, ToolCall, ToolResult, ToolSchema, estimate_tokens,
 };
 pub use port::{ModelProvider, ModelStream, collect};
+pub use price::{MICRO_USD_PER_USD, Price, PriceError, Prices, Usd, usd_to_micro};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::blob::BlobStore;
+use paddock_core::model::Prices;
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_core::store::Store;
 use paddock_snapshot::{DEFAULT_EXCLUDES, Limits};
@@ -25,6 +26,9 @@ pub struct RuntimeConfig {
     /// How end-of-run and fork snapshots are packed.
     pub snapshot: SnapshotSettings,
     pub subagents: SubagentSettings,
+    /// What each model costs: usage and `run.finished` carry the cost, and
+    /// a run with a cost limit needs its model's price.
+    pub prices: Prices,
     /// Tells when the process behind a session lease's owner is gone before
     /// the lease expires (a local `paddock run` killed with SIGKILL): recovery
     /// then takes the session over at once. None: only expiry counts.
@@ -46,6 +50,7 @@ impl RuntimeConfig {
             lease_ttl: Duration::from_secs(30),
             snapshot: SnapshotSettings::default(),
             subagents: SubagentSettings::default(),
+            prices: Prices::default(),
             owner_probe: None,
         }
     }

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use paddock_core::blob::BlobError;
-use paddock_core::ids::{RunId, SessionId, SnapshotId};
+use paddock_core::ids::{RunId, SessionId, SnapshotId, WorkspaceId};
 use paddock_core::sandbox::SandboxError;
-use paddock_core::store::StoreError;
+use paddock_core::store::{StoreError, Timestamp};
 use paddock_snapshot::SnapshotError;
 
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +24,17 @@ pub enum RuntimeError {
     /// Another run drives the session (its lease is held).
     #[error("session {session} already has a run in progress")]
     SessionBusy { session: SessionId },
+    /// Another run or sandbox may write the workspace (it holds the
+    /// workspace lease); read-only runs may still use it.
+    #[error(
+        "workspace {workspace} already has a writer: {holder} (lease until {until}); \
+         a plan-mode run or a read-only sandbox may still read it"
+    )]
+    WorkspaceBusy {
+        workspace: WorkspaceId,
+        holder: String,
+        until: Timestamp,
+    },
     #[error("session {session} is archived")]
     SessionArchived { session: SessionId },
     #[error("invalid request: {reason}")]

@@ -81,6 +81,12 @@ impl Runtime {
             let result = interrupt(&*self.shared.store, &journal, &run).await;
             journal.release().await;
             result?;
+            // the dead driver's writer lease on the workspace goes with it
+            if let Some(dead) = holder.as_ref().map(|h| h.owner.as_str())
+                && let Ok(session) = store.get_session(&run.tenant, &run.session).await
+            {
+                crate::run::release_dead_writer(store, &session.workspace, dead).await;
+            }
             tracing::warn!(run_id = %run.id, session_id = %run.session, state = %run.state, "run interrupted by a restart");
             report.interrupted.push(run.id);
         }

@@ -130,6 +130,14 @@ const STORED: &[(&str, &str)] = &[
         "parent.message",
         r#"{"message":"Also cover the error path."}"#,
     ),
+    (
+        "run.started",
+        r#"{"goal":"Spend little","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000,"max_cost_micro_usd":500000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null}"#,
+    ),
+    (
+        "run.finished",
+        r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":1,"wall_clock_ms":900,"cost_micro_usd":1150},"total_usage":{"turns":7,"input_tokens":2100,"output_tokens":280,"tool_calls":9,"wall_clock_ms":1500,"cost_micro_usd":8050},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+    ),
 ];
 
 fn usage(turns: u32, input: u64, output: u64, calls: u32, ms: u64) -> RunUsage {
@@ -139,6 +147,7 @@ fn usage(turns: u32, input: u64, output: u64, calls: u32, ms: u64) -> RunUsage {
         output_tokens: output,
         tool_calls: calls,
         wall_clock_ms: ms,
+        cost_micro_usd: 0,
     }
 }
 
@@ -176,6 +185,7 @@ fn written() -> Vec<Event> {
                 max_tokens: 2_000_000,
                 max_tool_calls: 200,
                 max_wall_clock_ms: 1_800_000,
+                max_cost_micro_usd: None,
             },
             model: "scripted:inline".into(),
             parent_run: None,
@@ -192,6 +202,7 @@ fn written() -> Vec<Event> {
                 max_tokens: 50_000,
                 max_tool_calls: 20,
                 max_wall_clock_ms: 60_000,
+                max_cost_micro_usd: None,
             },
             model: "openai:gpt-4o".into(),
             parent_run: Some(run.clone()),
@@ -388,6 +399,41 @@ fn written() -> Vec<Event> {
         .into(),
         ParentMessage {
             message: "Also cover the error path.".into(),
+        }
+        .into(),
+        RunStarted {
+            goal: "Spend little".into(),
+            success_criteria: vec![],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 10,
+                max_tokens: 50_000,
+                max_tool_calls: 20,
+                max_wall_clock_ms: 60_000,
+                max_cost_micro_usd: Some(500_000),
+            },
+            model: "openai:gpt-4o".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Completed,
+            end_reason: EndReason::Completed,
+            usage: RunUsage {
+                cost_micro_usd: 1_150,
+                ..usage(2, 300, 40, 1, 900)
+            },
+            total_usage: Some(RunUsage {
+                cost_micro_usd: 8_050,
+                ..usage(7, 2_100, 280, 9, 1_500)
+            }),
+            error: None,
+            verdict: Some(Verdict::Met),
+            question: None,
+            end_snapshot: None,
+            snapshot_error: None,
         }
         .into(),
     ]

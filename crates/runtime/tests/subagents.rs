@@ -175,7 +175,12 @@ async fn three_children_run_at_once_in_their_own_sandboxes_and_report_back() {
         assert_eq!(child.state, RunState::Completed, "{task}: {child:?}");
         assert_eq!(child.parent_run.as_ref(), Some(&run.id));
         assert_eq!(child.profile, Some(SubagentProfile::Build));
-        assert_eq!(child.budgets, run.budgets, "a copy of the parent's budgets");
+        // a share of what the family had left when it spawned, never more
+        let (share, whole) = (child.budgets, run.budgets);
+        assert!(share.max_turns < whole.max_turns, "{share:?}");
+        assert!(share.max_tool_calls < whole.max_tool_calls, "{share:?}");
+        assert!(share.max_tokens < whole.max_tokens, "{share:?}");
+        assert!(share.max_wall_clock_ms <= whole.max_wall_clock_ms);
         let child_session = h
             .runtime
             .get_session(&h.tenant, &child.session)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use paddock_core::ids::TenantId;
+use paddock_core::model::Prices;
 use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{Store, Tenant};
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
@@ -44,6 +45,7 @@ impl Local {
         data: &DataDirArgs,
         backend_args: &BackendArgs,
         sandboxes: Sandboxes,
+        prices: Prices,
     ) -> anyhow::Result<Self> {
         let dir = &data.data_dir;
         for sub in ["", "workspaces", "tmp", "blobs"] {
@@ -104,6 +106,7 @@ impl Local {
             .with_context(|| format!("opening the blob store under {}", dir.display()))?;
         let mut config = RuntimeConfig::new(owner::this_process(&host), dir.join("workspaces"));
         config.owner_probe = Some(Arc::new(owner::LocalProcesses { host: host.clone() }));
+        config.prices = prices;
         let runtime = Runtime::new(RuntimeDeps {
             store: store.clone(),
             backend,

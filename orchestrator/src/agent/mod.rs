@@ -17,6 +17,28 @@ pub use run::run;
 pub use runs::runs;
 pub use session::session;
 
+/// A positive amount of dollars (`0.50`), as micro-dollars.
+pub fn parse_usd_micro(s: &str) -> Result<u64, String> {
+    match paddock_core::model::usd_to_micro(s) {
+        Some(micro) if micro > 0 => Ok(micro),
+        _ => Err(format!(
+            "{s:?}: expected an amount of dollars above 0, such as 0.50"
+        )),
+    }
+}
+
+/// The price table of `--price` / `prices = [...]`: `MODEL=INPUT:OUTPUT`
+/// entries in dollars per million tokens.
+pub fn parse_prices(entries: &[String]) -> Result<paddock_core::model::Prices, String> {
+    let mut prices = paddock_core::model::Prices::default();
+    for entry in entries {
+        let (model, price) =
+            paddock_core::model::Prices::parse_entry(entry).map_err(|e| e.to_string())?;
+        prices.insert(model, price);
+    }
+    Ok(prices)
+}
+
 /// A positive duration: seconds (fractions allowed), or a number with a unit
 /// (ms, s, m, h), as milliseconds.
 pub fn parse_duration_ms(s: &str) -> Result<u64, String> {

@@ -52,6 +52,13 @@ pub async fn run(args: GoalArgs) -> anyhow::Result<u8> {
     let api = ApiClient::from_args(&args.server, "run --server")?;
     let started = async {
         let request = request(&args).map_err(Failure::Usage)?;
+        if !args.prices.is_empty() {
+            return Err(Failure::Usage(
+                "--price prices a local run; a server prices its models from its own config \
+                 (`prices` in the server config)"
+                    .to_owned(),
+            ));
+        }
         let model = model_choice(&args.model, args.base_url.as_deref()).map_err(Failure::Usage)?;
         let subagent_models = subagent_choices(&args).map_err(Failure::Usage)?;
         let session = session_for(&api, &args).await?;

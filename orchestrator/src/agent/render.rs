@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use paddock_api::service::RunView;
+use paddock_core::model::Usd;
 use paddock_core::store::{Review, RunEvent, RunState, TaskStatus, Verdict};
 use paddock_runtime::events::{
     CallStatus, Event, PlanUpdated, SubagentPhase, SubagentStatus, ToolResultEvent, payload_json,
@@ -284,6 +285,14 @@ pub fn human_result(run: &RunView, session: &str) -> String {
             total.input_tokens,
             total.output_tokens,
         ));
+    }
+    if total.cost_micro_usd > 0 {
+        let with = if total == usage {
+            String::new()
+        } else {
+            format!(", {} with its subagents", Usd(total.cost_micro_usd))
+        };
+        out.push_str(&format!("Cost: {}{with}.\n", Usd(usage.cost_micro_usd)));
     }
     out
 }

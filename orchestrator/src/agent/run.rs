@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use futures_util::StreamExt;
 use paddock_core::ids::SessionId;
-use paddock_core::model::ModelProvider;
+use paddock_core::model::{ModelProvider, Prices};
 use paddock_core::store::{Budgets, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
@@ -39,7 +39,13 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
     };
-    let local = Local::open(&args.data, backend, Sandboxes::Needed).await?;
+    let local = Local::open(
+        &args.data,
+        backend,
+        Sandboxes::Needed,
+        prepared.prices.clone(),
+    )
+    .await?;
     local.recover().await;
     let code = match session_for(&local, &args, prepared.workspace.as_deref()).await {
         Ok(session) => drive(&local, &session, prepared.start, format).await,
@@ -65,6 +71,7 @@ struct Usage(String);
 
 struct Prepared {
     workspace: Option<std::path::PathBuf>,
+    prices: Prices,
     start: StartRun,
 }
 
@@ -75,8 +82,10 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
         (None, Some(_)) => None,
         (None, None) => Some(canonical_dir(Path::new("."))?),
     };
+    let prices = super::parse_prices(&args.prices).map_err(|e| format!("--price: {e}"))?;
     Ok(Prepared {
         workspace,
+        prices,
         start: StartRun {
             goal: request.goal,
             success_criteria: request.success_criteria,
@@ -112,6 +121,7 @@ pub(super) fn request(args: &GoalArgs) -> Result<Request, String> {
             .unwrap_or(defaults.max_tool_calls),
         max_tokens: positive(args.max_tokens, "--max-tokens")?.unwrap_or(defaults.max_tokens),
         max_wall_clock_ms: args.timeout.unwrap_or(defaults.max_wall_clock_ms),
+        max_cost_micro_usd: args.max_cost,
     };
     Ok(Request {
         goal: goal.to_owned(),
@@ -283,6 +293,7 @@ async fn drive(
         Err(
             err @ (RuntimeError::SessionArchived { .. }
             | RuntimeError::SessionBusy { .. }
+            | RuntimeError::WorkspaceBusy { .. }
             | RuntimeError::Invalid { .. }),
         ) => {
             logging::note(format_args!("paddock: {err}"));

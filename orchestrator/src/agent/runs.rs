@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use paddock_api::service::RunView;
 use paddock_core::ids::RunId;
+use paddock_core::model::Prices;
 use paddock_core::store::{Lease, RunState};
 use paddock_runtime::events::Event;
 use reqwest::Method;
@@ -57,7 +58,7 @@ pub async fn runs(cli: RunsCli) -> anyhow::Result<u8> {
         backend: BackendKind::Native,
         image: None,
     };
-    let local = Local::open(&data, &backend, Sandboxes::NotNeeded).await?;
+    let local = Local::open(&data, &backend, Sandboxes::NotNeeded, Prices::default()).await?;
     // A run whose process died is shown interrupted, never active.
     local.recover().await;
     let result = local_command(&local, cli.command).await;

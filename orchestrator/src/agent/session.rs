@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use paddock_api::service::sessions::fork_title;
 use paddock_api::service::{RunView, SessionView};
 use paddock_core::ids::{RunId, SessionId};
+use paddock_core::model::Prices;
 use paddock_core::store::{MAX_PAGE, Page, Run, Session};
 use paddock_runtime::Runtime;
 use paddock_runtime::events::Event;
@@ -45,7 +46,7 @@ pub async fn session(
         | SessionCommand::Fork { data, .. }
         | SessionCommand::Events { data, .. } => data.clone(),
     };
-    let local = Local::open(&data, backend, Sandboxes::NotNeeded).await?;
+    let local = Local::open(&data, backend, Sandboxes::NotNeeded, Prices::default()).await?;
     // A run whose process died is shown interrupted, never active.
     local.recover().await;
     let result = local_command(&local, command).await;

@@ -53,6 +53,11 @@ pub struct ServeConfig {
     /// name as `base_url`; the server's API key for the provider is sent there.
     #[serde(default)]
     pub model_base_urls: Vec<String>,
+    /// Model prices, `MODEL=INPUT:OUTPUT` in dollars per million tokens (a
+    /// MODEL ending in `*` is a prefix): runs report their cost, and a run
+    /// with a cost limit needs its model's price.
+    #[serde(default)]
+    pub prices: Vec<String>,
     /// The listener's connection caps and timeouts.
     #[serde(default)]
     pub http: HttpSection,

@@ -43,6 +43,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
     let (status, code) = match &err {
         RuntimeError::NotFound { entity, .. } => (StatusCode::NOT_FOUND, not_found_code(entity)),
         RuntimeError::SessionBusy { .. } => (StatusCode::CONFLICT, "session_busy"),
+        RuntimeError::WorkspaceBusy { .. } => (StatusCode::CONFLICT, "workspace_busy"),
         RuntimeError::SessionArchived { .. } => (StatusCode::CONFLICT, "session_archived"),
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")

@@ -123,6 +123,9 @@ impl From<ServiceError> for ApiError {
                 "sandbox_not_running",
                 format!("sandbox {id} is {state}"),
             ),
+            err @ ServiceError::WorkspaceBusy { .. } => {
+                Self::new(StatusCode::CONFLICT, "workspace_busy", err.to_string())
+            }
             ServiceError::TooManySandboxes { limit } => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_sandboxes",

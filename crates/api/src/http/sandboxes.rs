@@ -119,7 +119,7 @@ pub(super) async fn delete_workspace(
     responses(
         (status = 201, description = "running", body = SandboxView),
         (status = 404, description = "no such workspace (`workspace_not_found`)", body = ErrorBody),
-        (status = 409, description = "a conflicting write (`conflict`)", body = ErrorBody),
+        (status = 409, description = "a read-write sandbox's workspace has another writer, a sandbox or a run (`workspace_busy`, naming it), or a conflicting write (`conflict`)", body = ErrorBody),
         (status = 429, description = "the server runs its limit of sandboxes (`too_many_sandboxes`)", body = ErrorBody),
     ))]
 pub(super) async fn create_sandbox(

@@ -73,6 +73,17 @@ pub enum ServiceError {
         #[source]
         source: paddock_core::blob::InvalidBlobKey,
     },
+    /// Another sandbox or a run may write the workspace (it holds the
+    /// workspace lease); a read-only sandbox may still use it.
+    #[error(
+        "workspace {workspace} already has a writer: {holder} (lease until {until}); \
+         a read-only sandbox may still use it"
+    )]
+    WorkspaceBusy {
+        workspace: String,
+        holder: String,
+        until: paddock_core::store::Timestamp,
+    },
     /// A snapshot import or restore would take the tenant over its disk quota.
     #[error("over the tenant disk quota of {quota} bytes ({usage} bytes in use): {wanted}")]
     DiskQuota {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use paddock_core::sandbox::SandboxId;
-use paddock_core::store::SandboxState;
+use paddock_core::store::{SandboxState, StoreError};
 use tokio::task::JoinHandle;
 
 use super::SandboxService;
@@ -30,7 +30,22 @@ impl SandboxService {
         let now = self.clock.now();
         let live: Vec<_> = self.live_map().values().cloned().collect();
         let mut expired: Vec<(SandboxId, &'static str)> = Vec::new();
+        let writer_ttl = super::writer::ttl(self.config.effective_expiry_interval());
         for sandbox in &live {
+            if let Some(lease) = &sandbox.writer {
+                match self.store.renew_lease(lease, writer_ttl).await {
+                    Ok(_) => {}
+                    // another writer took the workspace over: this one must stop writing
+                    Err(err @ StoreError::StaleLease { .. }) => {
+                        tracing::error!(sandbox_id = %sandbox.id, error = %err, "workspace lease lost");
+                        expired.push((sandbox.id.clone(), "workspace lease lost"));
+                        continue;
+                    }
+                    Err(err) => {
+                        tracing::warn!(sandbox_id = %sandbox.id, error = %err, "renewing the workspace lease");
+                    }
+                }
+            }
             let idle_until = sandbox
                 .last_active()
                 .saturating_add(self.config.idle_timeout);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{GuestOps, Sandbox, SandboxId};
-use paddock_core::store::{Clock, Timestamp};
+use paddock_core::store::{Clock, Lease, Timestamp};
 use tokio::sync::Mutex;
 
 #[derive(Debug)]
@@ -17,6 +17,8 @@ pub(crate) struct Live {
     /// Taken once, by whoever retires the sandbox.
     pub handle: Mutex<Option<Box<dyn Sandbox>>>,
     pub expires_at: Timestamp,
+    /// The workspace's writer lease of a read-write sandbox over one.
+    pub writer: Option<Lease>,
     activity: Arc<Activity>,
 }
 
@@ -26,6 +28,7 @@ impl Live {
         tenant: TenantId,
         now: Timestamp,
         expires_at: Timestamp,
+        writer: Option<Lease>,
     ) -> Self {
         Self {
             id: sandbox.info().id.clone(),
@@ -33,6 +36,7 @@ impl Live {
             guest: sandbox.guest(),
             handle: Mutex::new(Some(sandbox)),
             expires_at,
+            writer,
             activity: Arc::new(Activity {
                 last: AtomicI64::new(now.as_millis()),
                 flushed: AtomicI64::new(now.as_millis()),

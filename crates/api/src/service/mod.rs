@@ -24,6 +24,7 @@ pub mod sessions;
 mod snapshots;
 mod views;
 mod workspace_archive;
+mod writer;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -307,6 +308,21 @@ impl SandboxService {
         // Held under its id from now on: its store row (about to exist)
         // must not count a second time as someone else's.
         grant.commit(&id);
+        let writer = match (&command.workspace, command.read_only) {
+            (Some(workspace), false) => {
+                let owner = format!("{}/{id}", self.config.node);
+                let ttl = writer::ttl(self.config.effective_expiry_interval());
+                match writer::acquire(self.store.as_ref(), workspace, &owner, ttl).await {
+                    Ok(lease) => Some(lease),
+                    Err(err) => {
+                        destroy_quietly(sandbox).await;
+                        self.quotas.release(&id);
+                        return Err(err);
+                    }
+                }
+            }
+            _ => None,
+        };
         let now = self.clock.now();
         let record = SandboxRecord {
             id: id.clone(),
@@ -325,6 +341,9 @@ impl SandboxService {
         if let Err(err) = self.store.create_sandbox(&record).await {
             destroy_quietly(sandbox).await;
             self.quotas.release(&id);
+            if let Some(lease) = &writer {
+                writer::release(self.store.as_ref(), lease).await;
+            }
             return Err(ServiceError::store("create_sandbox")(err));
         }
         let live = Arc::new(Live::new(
@@ -332,6 +351,7 @@ impl SandboxService {
             tenant.clone(),
             now,
             record.expires_at.unwrap_or(now),
+            writer,
         ));
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");
@@ -423,6 +443,9 @@ impl SandboxService {
             destroy_quietly(sandbox).await;
         }
         self.quotas.release(id);
+        if let Some(lease) = &live.writer {
+            writer::release(self.store.as_ref(), lease).await;
+        }
         tracing::info!(sandbox_id = %id, state = %state, reason, "sandbox retired");
         recorded.map(|_| ())
     }

@@ -418,6 +418,7 @@ impl AgentService {
             || budgets.max_tokens == 0
             || budgets.max_tool_calls == 0
             || budgets.max_wall_clock_ms == 0
+            || budgets.max_cost_micro_usd == Some(0)
         {
             return Err(AgentError::invalid(
                 "budgets",

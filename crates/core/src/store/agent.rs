@@ -76,6 +76,11 @@ pub struct Budgets {
     pub max_tokens: u64,
     pub max_tool_calls: u32,
     pub max_wall_clock_ms: u64,
+    /// Most cost of the model calls in micro-dollars (millionths of a
+    /// dollar), priced by the runtime's price table; None: no cost limit
+    /// (and then left out, as in budgets written before cost limits existed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_micro_usd: Option<u64>,
 }
 
 impl Default for Budgets {
@@ -85,6 +90,7 @@ impl Default for Budgets {
             max_tokens: 2_000_000,
             max_tool_calls: 200,
             max_wall_clock_ms: 30 * 60 * 1000,
+            max_cost_micro_usd: None,
         }
     }
 }
@@ -99,6 +105,14 @@ pub struct RunUsage {
     pub output_tokens: u64,
     pub tool_calls: u32,
     pub wall_clock_ms: u64,
+    /// Cost of the model calls in micro-dollars; 0 when the model has no
+    /// price (and then left out, as in usage written before prices existed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cost_micro_usd: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl RunUsage {
@@ -115,6 +129,7 @@ impl RunUsage {
             output_tokens: self.output_tokens.saturating_add(other.output_tokens),
             tool_calls: self.tool_calls.saturating_add(other.tool_calls),
             wall_clock_ms: self.wall_clock_ms.saturating_add(other.wall_clock_ms),
+            cost_micro_usd: self.cost_micro_usd.saturating_add(other.cost_micro_usd),
         }
     }
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
-use crate::ids::SessionId;
+use crate::ids::{SessionId, WorkspaceId};
 
 /// A time-limited claim on a resource.
 ///
@@ -24,5 +24,11 @@ impl Lease {
     /// tool invocations).
     pub fn session_resource(session: &SessionId) -> String {
         format!("session:{session}")
+    }
+
+    /// The lease resource of a workspace's one writer: a run or a sandbox
+    /// that may write the workspace holds it; readers take none.
+    pub fn workspace_resource(workspace: &WorkspaceId) -> String {
+        format!("workspace:{workspace}")
     }
 }

@@ -9,12 +9,11 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use futures_util::future::join_all;
 use paddock_core::ids::ToolInvocationId;
 use paddock_core::model::{
-    Message, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall, ToolResult,
+    Message, ModelError, ModelProvider, ModelRequest, ModelResponse, Price, ToolCall, ToolResult,
     ToolSchema, Usage, collect, estimate_tokens,
 };
 use paddock_core::store::{
@@ -25,8 +24,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{self, Budget, Exceeded};
+use super::budget::{Budget, Exceeded, Scope};
 use super::compact;
+use super::family_budget::{FamilyBudget, deadline_after};
 use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
@@ -118,6 +118,10 @@ pub(crate) struct DriverParts {
     pub(crate) lease_lost: Arc<AtomicBool>,
     /// A subagent's messages from its parent.
     pub(crate) inbox: Option<mpsc::UnboundedReceiver<String>>,
+    /// The budget the run shares with its family (its own when it has none).
+    pub(crate) family: Arc<FamilyBudget>,
+    /// What the run's model costs; None: unknown (no cost is counted).
+    pub(crate) price: Option<Price>,
 }
 
 /// A call admitted to run, and what its result is recorded against.
@@ -168,16 +172,14 @@ pub(crate) struct Driver {
     completion: Option<Completion>,
     question: Option<String>,
     inbox: Option<mpsc::UnboundedReceiver<String>>,
+    family: Arc<FamilyBudget>,
+    price: Option<Price>,
 }
 
 impl Driver {
     pub(crate) fn new(parts: DriverParts) -> Self {
-        let limit = Duration::from_millis(parts.run.budgets.max_wall_clock_ms);
-        // an absurd budget that overflows the clock means no deadline in practice
-        let deadline = parts
-            .started
-            .checked_add(limit)
-            .unwrap_or_else(|| parts.started + Duration::from_secs(100 * 365 * 86_400));
+        let own = deadline_after(parts.started, parts.run.budgets.max_wall_clock_ms);
+        let deadline = own.min(parts.family.deadline());
         Self {
             pipe: Pipeline::spawn(Arc::clone(&parts.journal)),
             journal: parts.journal,
@@ -199,6 +201,8 @@ impl Driver {
             completion: None,
             question: None,
             inbox: parts.inbox,
+            family: parts.family,
+            price: parts.price,
         }
     }
 
@@ -256,8 +260,18 @@ impl Driver {
     }
 
     fn wall_clock_exceeded(&self) -> Exceeded {
+        let own = deadline_after(self.started, self.run.budgets.max_wall_clock_ms);
+        if self.family.deadline() < own {
+            return Exceeded {
+                budget: Budget::WallClock,
+                scope: Scope::Family,
+                used: self.family.spent().wall_clock_ms,
+                limit: self.family.limits().max_wall_clock_ms,
+            };
+        }
         Exceeded {
             budget: Budget::WallClock,
+            scope: Scope::Run,
             used: self.usage.wall_clock_ms,
             limit: self.run.budgets.max_wall_clock_ms,
         }
@@ -284,7 +298,8 @@ impl Driver {
                 return Err(Stop::Interrupted(Interrupt::Cancelled));
             }
             self.tick();
-            budget::before_model_turn(&self.run.budgets, &self.usage)
+            self.family
+                .reserve_turn((&self.run.budgets, &self.usage))
                 .map_err(|e| Stop::End(Ending::budget(e)))?;
             self.set_state(RunState::Planning).await?;
             self.read_inbox().await?;
@@ -360,6 +375,10 @@ impl Driver {
         let stream = self.provider.stream(&request, model_cancel.clone());
         let outcome = guarded(&self.ctx.cancel, self.deadline, collect(stream)).await;
         model_cancel.cancel();
+        if !matches!(outcome, Ok(Ok(_))) {
+            // no answer, no turn: the family counts what its members count
+            self.family.release_turn();
+        }
         let response = match outcome {
             Err(interrupt) => return Err(Stop::Interrupted(interrupt)),
             Ok(Err(ModelError::Cancelled)) if self.ctx.cancel.is_cancelled() => {
@@ -385,6 +404,9 @@ impl Driver {
         self.usage.turns += 1;
         self.usage.input_tokens = self.usage.input_tokens.saturating_add(usage.input_tokens);
         self.usage.output_tokens = self.usage.output_tokens.saturating_add(usage.output_tokens);
+        let cost = self.price.map_or(0, |price| price.cost(&usage));
+        self.usage.cost_micro_usd = self.usage.cost_micro_usd.saturating_add(cost);
+        self.family.charge(&usage, cost);
         Ok((response, compaction.shortened > 0))
     }
 
@@ -448,7 +470,8 @@ impl Driver {
     /// Checks one call (budget, repeat guard, known tool) and records it.
     async fn admit(&mut self, index: usize, call: &ToolCall) -> Result<Admit, Stop> {
         self.tick();
-        budget::before_tool_call(&self.run.budgets, &self.usage)
+        self.family
+            .reserve_tool_call((&self.run.budgets, &self.usage))
             .map_err(|e| Stop::End(Ending::budget(e)))?;
         self.usage.tool_calls += 1;
         self.calls += 1;

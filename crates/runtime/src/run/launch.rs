@@ -19,7 +19,9 @@ use tracing::Instrument;
 
 use super::driver::{Driver, DriverParts, Ending};
 use super::sandbox::{RunSandbox, WorkspaceAccess};
-use super::{RunHandle, RunOptions, StartRun, finish, history, prompt, renew};
+use super::{
+    FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
+};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
@@ -41,6 +43,8 @@ struct Launched {
     workspace: Workspace,
     dir: PathBuf,
     cancel: CancellationToken,
+    /// The workspace's writer lease; None for a read-only run.
+    writer: Option<Lease>,
 }
 
 impl Runtime {
@@ -71,6 +75,15 @@ impl Runtime {
         if goal_text.is_empty() {
             return Err(RuntimeError::Invalid {
                 reason: "the goal is empty".to_owned(),
+            });
+        }
+        let price = shared.config.prices.of(request.provider.name());
+        if request.budgets.max_cost_micro_usd.is_some() && price.is_none() {
+            return Err(RuntimeError::Invalid {
+                reason: format!(
+                    "a cost limit needs the price of model {}, and none is configured",
+                    request.provider.name()
+                ),
             });
         }
         let session = self.get_session(tenant, session_id).await?;
@@ -107,21 +120,46 @@ impl Runtime {
                 },
                 err => RuntimeError::store("acquire_lease")(err),
             })?;
+        let read_only =
+            WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref())
+                == WorkspaceAccess::ReadOnly;
+        let writer = if read_only {
+            None
+        } else {
+            match writer::acquire(store, &workspace.id, &owner, shared.config.lease_ttl).await {
+                Ok(writer) => Some(writer),
+                Err(err) => {
+                    if let Err(e) = store.release_lease(&lease).await {
+                        tracing::warn!(error = %error_chain(&e), "releasing the session lease");
+                    }
+                    return Err(err);
+                }
+            }
+        };
         let journal = Arc::new(Journal::new(
             Arc::clone(store),
             Arc::clone(&shared.bus),
             &run,
             lease,
         ));
+        let release_early = |journal: Arc<Journal>| {
+            let writer = writer.clone();
+            async move {
+                if let Some(writer) = &writer {
+                    writer::release(journal.store(), writer).await;
+                }
+                journal.release().await;
+            }
+        };
         if let Err(err) = journal.create_run(&run).await {
-            journal.release().await;
+            release_early(journal).await;
             return Err(err);
         }
         let (goal, history) = match prepare(&journal, &run, &request, &options).await {
             Ok(prepared) => prepared,
             Err(err) => {
                 fail_early(&journal, &err).await;
-                journal.release().await;
+                release_early(journal).await;
                 return Err(err);
             }
         };
@@ -150,6 +188,7 @@ impl Runtime {
             workspace,
             dir,
             cancel,
+            writer,
         };
         let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
         Ok(RunHandle { run, task })
@@ -251,6 +290,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             workspace,
             dir,
             cancel,
+            writer,
         } = launched;
         let lease_lost = Arc::new(AtomicBool::new(false));
         let renewal = renew::spawn(
@@ -260,6 +300,16 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             cancel.clone(),
             Arc::clone(&lease_lost),
         );
+        // a lost writer lease stops the run like a lost session lease
+        let writer_renewal = writer.as_ref().map(|writer| {
+            renew::spawn(
+                Arc::clone(&shared.store),
+                writer.clone(),
+                shared.config.lease_ttl,
+                cancel.clone(),
+                Arc::clone(&lease_lost),
+            )
+        });
         // a subagent waits for a running slot; its clock starts once it has one
         let (admitted, _slot) = match options.gate.take() {
             Some(gate) => match gate.enter(&cancel).await {
@@ -269,6 +319,14 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             None => (true, None),
         };
         let started = Instant::now();
+        let family_budget = match options.family_budget.take() {
+            Some(family) => {
+                family.join();
+                family
+            }
+            None => FamilyBudget::new(run.budgets, started),
+        };
+        let price = shared.config.prices.of(request.provider.name());
         let mut usage = run.usage;
         let mut sandbox_id = None;
         let sandbox = if admitted {
@@ -323,6 +381,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 cancel: cancel.clone(),
                                 provider: Arc::clone(&request.provider),
                                 models: request.subagent_models.clone(),
+                                budget: Arc::clone(&family_budget),
                             })
                         });
                         let registry = match &family {
@@ -356,6 +415,8 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             lease_lost,
                             inbox: options.inbox.take(),
                             run: run.clone(),
+                            family: Arc::clone(&family_budget),
+                            price,
                         };
                         let (ending, used) = Driver::new(parts).run().await;
                         usage = used;
@@ -392,6 +453,10 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
         )
         .await;
         renewal.cancel();
+        if let (Some(renewal), Some(writer)) = (writer_renewal, &writer) {
+            renewal.cancel();
+            writer::release(&shared.store, writer).await;
+        }
         journal.release().await;
         shared.active().remove(&finished.id);
         tracing::info!(

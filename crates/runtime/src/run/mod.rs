@@ -3,6 +3,7 @@
 mod budget;
 mod compact;
 mod driver;
+mod family_budget;
 mod finish;
 mod gate;
 mod history;
@@ -13,6 +14,7 @@ mod repeat;
 mod review;
 mod sandbox;
 mod settled;
+mod writer;
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,7 +30,9 @@ use tokio_util::sync::CancellationToken;
 use crate::error::RuntimeError;
 use crate::tools::WriteScope;
 
+pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
+pub(crate) use writer::release_dead as release_dead_writer;
 
 /// Where the model of each subagent comes from (a test gives each child its
 /// own script; a product may pick a cheaper model for `explore`).
@@ -83,6 +87,9 @@ pub(crate) struct RunOptions {
     pub(crate) gate: Option<Gate>,
     /// Messages from the parent, handed to the model before its next turn.
     pub(crate) inbox: Option<mpsc::UnboundedReceiver<String>>,
+    /// The family's budget a subagent draws from; None: a root run, which
+    /// starts its family's.
+    pub(crate) family_budget: Option<Arc<FamilyBudget>>,
 }
 
 /// A started run. Dropping the handle does not stop the run.

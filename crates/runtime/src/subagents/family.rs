@@ -18,7 +18,7 @@ use super::prepare::{Base, Batcher, Source};
 use super::report::{ChangeSetState, ChildReport};
 use crate::events::journal::Journal;
 use crate::events::{SubagentPhase, SubagentStatus, cap_text};
-use crate::run::{Admission, Gate, RunHandle, RunOptions, StartRun, SubagentModels};
+use crate::run::{Admission, FamilyBudget, Gate, RunHandle, RunOptions, StartRun, SubagentModels};
 use crate::runtime::{Runtime, Shared};
 use crate::tools::WriteScope;
 use crate::util::error_chain;
@@ -39,6 +39,8 @@ pub(crate) struct FamilyParts {
     pub(crate) cancel: CancellationToken,
     pub(crate) provider: Arc<dyn ModelProvider>,
     pub(crate) models: Option<Arc<dyn SubagentModels>>,
+    /// The root's budget: children draw from what is left of it.
+    pub(crate) budget: Arc<FamilyBudget>,
 }
 
 #[derive(Debug, Default)]
@@ -329,7 +331,7 @@ impl Family {
             goal: contract.goal(),
             success_criteria: Vec::new(),
             mode: request.profile.mode(),
-            budgets: parent.budgets,
+            budgets: self.parts.budget.remaining(),
             provider,
             instructions: Some(contract.instructions()),
             subagent_models: None,
@@ -344,6 +346,7 @@ impl Family {
             parent_cancel: Some(self.parts.cancel.clone()),
             gate: Some(Gate::new(Arc::clone(&self.slots), phases_tx)),
             inbox: Some(inbox_rx),
+            family_budget: Some(Arc::clone(&self.parts.budget)),
         };
         let runtime = Runtime {
             shared: Arc::clone(shared),

@@ -36,6 +36,14 @@ impl Harness {
     }
 
     pub async fn with_registry(registry: ToolRegistry) -> Self {
+        Self::configured(registry, |_| {}).await
+    }
+
+    /// A harness whose runtime settings `configure` changes.
+    pub async fn configured(
+        registry: ToolRegistry,
+        configure: impl FnOnce(&mut RuntimeConfig),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let stack = Stack::open(&StackConfig::in_dir(dir.path(), "paddock-test"))
             .await
@@ -44,6 +52,7 @@ impl Harness {
         let store = Arc::clone(&stack.store);
         let mut config = RuntimeConfig::new(NODE, dir.path().join("workspaces"));
         config.lease_ttl = Duration::from_secs(10);
+        configure(&mut config);
         let runtime = Runtime::with_registry(
             RuntimeDeps {
                 store: stack.store,

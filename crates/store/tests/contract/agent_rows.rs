@@ -226,6 +226,7 @@ pub async fn run_settings_and_results(f: &dyn StoreFactory) -> anyhow::Result<()
             max_tokens: 10_000,
             max_tool_calls: 20,
             max_wall_clock_ms: 60_000,
+            max_cost_micro_usd: Some(250_000),
         },
         ..Run::new(
             t.clone(),
@@ -244,6 +245,7 @@ pub async fn run_settings_and_results(f: &dyn StoreFactory) -> anyhow::Result<()
         output_tokens: 300,
         tool_calls: 3,
         wall_clock_ms: 1_000,
+        cost_micro_usd: 4_321,
     };
     let acting = store
         .update_run(

@@ -431,3 +431,35 @@ pub async fn agent_writes_refuse_stale_tokens(f: &dyn StoreFactory) -> anyhow::R
     ));
     Ok(())
 }
+
+/// One writer per workspace: the workspace lease is a resource of its own
+/// (a session lease in the workspace does not hold it), a second writer is
+/// told who holds it and until when, and it is free again once released.
+pub async fn workspace_writer_lease_names_its_holder(f: &dyn StoreFactory) -> anyhow::Result<()> {
+    let store = f.open(clock()).await?;
+    let fx = fixture(store.as_ref(), "writers").await?;
+    let resource = Lease::workspace_resource(&fx.workspace.id);
+    assert_eq!(resource, format!("workspace:{}", fx.workspace.id));
+    let _session = lease_session(store.as_ref(), &fx.session, "node-a/run_1").await?;
+
+    let writer = store.acquire_lease(&resource, "node-a/run_1", TTL).await?;
+    match store.acquire_lease(&resource, "node-b/sb-2", TTL).await {
+        Err(StoreError::LeaseHeld {
+            resource: r,
+            owner,
+            expires_at,
+        }) => assert_eq!(
+            (r, owner.as_str(), expires_at),
+            (resource.clone(), "node-a/run_1", writer.expires_at)
+        ),
+        other => panic!("a second writer got {other:?}"),
+    }
+    // the holder taking it again (a recovery acting for a dead driver) gets a new token
+    let again = store.acquire_lease(&resource, "node-a/run_1", TTL).await?;
+    assert!(again.token > writer.token);
+    store.release_lease(&again).await?;
+    let next = store.acquire_lease(&resource, "node-b/sb-2", TTL).await?;
+    assert_eq!(next.owner, "node-b/sb-2");
+    assert!(next.token > again.token);
+    Ok(())
+}

@@ -155,6 +155,7 @@ macro_rules! contract_tests {
             leases::lease_race_between_two_stores,
             leases::takeover_during_writes,
             leases::agent_writes_refuse_stale_tokens,
+            leases::workspace_writer_lease_names_its_holder,
             agent_rows::workspace_roots_are_unique_per_tenant,
             agent_rows::session_links_and_updates,
             agent_rows::run_settings_and_results,

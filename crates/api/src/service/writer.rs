@@ -1,0 +1,49 @@
+//! One writer per workspace, for the sandboxes of the API: a read-write
+//! sandbox over a workspace holds the workspace lease (`workspace:<id>`,
+//! owner `NODE/SANDBOX`), renewed by the expiry task and given up when the
+//! sandbox is retired; the runtime's runs take the same lease, so a second
+//! writer of either kind is refused naming the holder. Read-only sandboxes
+//! take none.
+
+use std::time::Duration;
+
+use paddock_core::ids::WorkspaceId;
+use paddock_core::store::{Lease, Store, StoreError};
+
+use super::ServiceError;
+
+/// How long a sandbox's writer lease lasts without renewal: a few expiry
+/// passes, and never less than a run's lease (30 s), so a slow pass does
+/// not let it lapse.
+pub(super) fn ttl(expiry_interval: Duration) -> Duration {
+    (expiry_interval * 3).max(Duration::from_secs(30))
+}
+
+/// Takes the writer lease of `workspace` for `owner`.
+pub(super) async fn acquire(
+    store: &dyn Store,
+    workspace: &WorkspaceId,
+    owner: &str,
+    ttl: Duration,
+) -> Result<Lease, ServiceError> {
+    store
+        .acquire_lease(&Lease::workspace_resource(workspace), owner, ttl)
+        .await
+        .map_err(|err| match err {
+            StoreError::LeaseHeld {
+                owner, expires_at, ..
+            } => ServiceError::WorkspaceBusy {
+                workspace: workspace.to_string(),
+                holder: owner,
+                until: expires_at,
+            },
+            err => ServiceError::store("acquire_lease")(err),
+        })
+}
+
+/// Gives the lease up; a failure is only logged (it expires on its own).
+pub(super) async fn release(store: &dyn Store, lease: &Lease) {
+    if let Err(err) = store.release_lease(lease).await {
+        tracing::warn!(resource = %lease.resource, error = %err, "releasing the workspace lease");
+    }
+}
