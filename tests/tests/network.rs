@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::net::TcpListener;
 
-use paddock_proto::NetworkMode;
+use paddock_proto::NetworkPolicy;
 use paddock_tests::bins::stage_in_workspace;
 use paddock_tests::cli::SandboxRun;
 use paddock_tests::host::require_root;
@@ -89,5 +89,5 @@ fn full_is_the_hosts_network() {
     assert!(listener.accepted(), "the host listener got no connection");
     let (ifaces, _) = json.stdout.split_once("connected").unwrap();
     assert_eq!(interfaces(ifaces), host_interfaces());
-    assert_eq!(json.enforcement().network, NetworkMode::Full);
+    assert_eq!(json.enforcement().network, NetworkPolicy::Full);
 }

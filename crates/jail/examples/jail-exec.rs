@@ -19,7 +19,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 use paddock_jail::{JailSpec, enter};
-use paddock_proto::{DowngradeLayer, NetworkMode, SandboxLimits};
+use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxLimits};
 
 const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -74,7 +74,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         workspace: PathBuf::new(),
         read_only: false,
         writable_paths: Vec::new(),
-        network: NetworkMode::None,
+        network: NetworkPolicy::None,
         limits: SandboxLimits::default(),
         id_mapping: None,
         id_pool: None,
@@ -93,8 +93,8 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
             "--writable" => spec.writable_paths.push(value()?),
             "--network" => {
                 spec.network = match value()?.as_str() {
-                    "none" => NetworkMode::None,
-                    "full" => NetworkMode::Full,
+                    "none" => NetworkPolicy::None,
+                    "full" => NetworkPolicy::Full,
                     other => bail!("unknown network mode {other}"),
                 }
             }

@@ -15,11 +15,10 @@ mod enforcement;
 mod error_chain;
 mod frame;
 mod messages;
+mod network;
 mod sandbox_spec;
 
-pub use enforcement::{
-    CgroupEnforcement, Enforcement, LayerState, NetworkMode, WorkspaceQuotaEnforcement,
-};
+pub use enforcement::{CgroupEnforcement, Enforcement, LayerState, WorkspaceQuotaEnforcement};
 pub use error_chain::{ErrorChain, error_chain};
 pub use frame::{
     FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame, decode_header,
@@ -29,6 +28,10 @@ pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
     GuestMessage, HostFrame, OutputStream, ProcessInfo, Reply, Request, SearchMatch, SearchSpec,
     SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+};
+pub use network::{
+    Destination, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS, NetworkPolicy, PROXY_ENV,
+    PROXY_URL, Target, WEB_PORTS,
 };
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,

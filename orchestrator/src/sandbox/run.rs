@@ -107,7 +107,7 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
         workspace: args.workspace.clone(),
         read_only: args.read_only,
         writable_paths: args.writable.clone(),
-        network: args.network.into(),
+        network: args.network.clone(),
         limits: SandboxLimits {
             memory_bytes: args.memory.map_or(defaults.memory_bytes, no_limit_if_zero),
             pids: args.pids.map_or(defaults.pids, no_limit_if_zero),
