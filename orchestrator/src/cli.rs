@@ -779,7 +779,7 @@ mod tests {
         ]);
         assert_eq!(args.workspace, Some(PathBuf::from("/w")));
         assert!(args.read_only && args.json);
-        assert_eq!(args.network, Network::Full);
+        assert_eq!(args.network, NetworkPolicy::Full);
         assert_eq!(
             (args.memory, args.pids, args.cpus, args.timeout),
             (Some(512 << 20), Some(64), Some(1500), Some(2000))
@@ -793,7 +793,7 @@ mod tests {
         let args = run_args(&["paddock", "sandbox", "run", "-e", "A=b=c", "ls", "-la"]);
         assert_eq!(args.command, ["ls", "-la"]);
         assert_eq!(args.env, [("A".to_owned(), "b=c".to_owned())]);
-        assert_eq!(args.network, Network::None);
+        assert_eq!(args.network, NetworkPolicy::None);
     }
 
     #[test]

@@ -22,13 +22,15 @@ pub fn refusal(
     if allowed_private.contains(&ip) {
         return None;
     }
-    if host_addresses.contains(&ip) {
-        return Some("an address of the host itself");
-    }
-    match ip {
+    let range = match ip {
         IpAddr::V4(v4) => refusal_v4(v4),
         IpAddr::V6(v6) => refusal_v6(v6),
-    }
+    };
+    range.or_else(|| {
+        host_addresses
+            .contains(&ip)
+            .then_some("an address of the host itself")
+    })
 }
 
 /// An IPv4-mapped or NAT64 IPv6 address is judged as the IPv4 one it carries.

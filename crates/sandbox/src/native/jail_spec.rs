@@ -64,7 +64,15 @@ mod tests {
         };
         let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
         config.cgroup_parent = "paddock-test".to_owned();
-        let jail = jail_spec(&id, PathBuf::from("/ws"), true, &spec, &config);
+        let netns = Some(PathBuf::from("/run/netns/paddock-sb-test"));
+        let jail = jail_spec(
+            &id,
+            PathBuf::from("/ws"),
+            true,
+            &spec,
+            &config,
+            netns.clone(),
+        );
         assert_eq!(
             jail,
             JailSpec {
@@ -73,6 +81,7 @@ mod tests {
                 read_only: false,
                 writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
                 network: NetworkPolicy::Full,
+                netns,
                 limits: SandboxLimits {
                     memory_bytes: Some(512 << 20),
                     pids: None,
