@@ -13,7 +13,7 @@ use std::net::{Ipv4Addr, TcpListener};
 
 use paddock_proto::NetworkPolicy;
 use paddock_tests::bins::stage_in_workspace;
-use paddock_tests::cli::SandboxRun;
+use paddock_tests::cli::{RunJson, SandboxRun};
 use paddock_tests::host::require_root;
 use paddock_tests::nethost::{DocRange, TestDns, TestHost};
 
@@ -70,6 +70,11 @@ impl World {
     }
 
     fn run(&self, policy: &str, script: &str) -> (String, i32, String) {
+        let (json, code) = self.run_json(policy, script);
+        (json.stdout, code, json.stderr)
+    }
+
+    fn run_json(&self, policy: &str, script: &str) -> (RunJson, i32) {
         let (json, run) = SandboxRun::shell(script)
             .option(&self.dns.option())
             .network(policy)
@@ -81,7 +86,7 @@ impl World {
             policy.parse::<NetworkPolicy>().unwrap(),
             "the policy in force"
         );
-        (json.stdout, run.code(), json.stderr)
+        (json, run.code())
     }
 }
 
@@ -131,7 +136,8 @@ fn allowlist_reaches_the_listed_host_by_name_and_refuses_others_with_a_403() {
         "env | grep -c '^HTTP_PROXY=http://127.0.0.1:3128$'".to_owned(),
     ]
     .join("; ");
-    let (out, code, err) = world.run("allow:good.test:8080", &script);
+    let (json, code) = world.run_json("allow:good.test:8080", &script);
+    let (out, err) = (&json.stdout, &json.stderr);
     assert_eq!(code, 0, "{out}\n{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "hello from good", "{out}");
@@ -160,6 +166,32 @@ fn allowlist_reaches_the_listed_host_by_name_and_refuses_others_with_a_403() {
         world.other.connections(),
         0,
         "the refused host saw a connection"
+    );
+    // Every decision is reported: the allowed one with its bytes, the
+    // denied ones with the reason.
+    let decisions: Vec<(bool, &str, u16)> = json
+        .egress
+        .iter()
+        .map(|d| (d.allowed, d.host.as_str(), d.port))
+        .collect();
+    let other = world.other.ip.to_string();
+    assert_eq!(
+        decisions,
+        [
+            (true, "good.test", 8080),
+            (false, "other.test", 8080),
+            (false, other.as_str(), 8080)
+        ],
+        "{:?}",
+        json.egress
+    );
+    assert!(json.egress[0].bytes_in > 0 && json.egress[0].bytes_out > 0);
+    assert_eq!(json.egress[0].via, "http");
+    assert!(
+        json.egress[1]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("not allowed by the sandbox's network policy"))
     );
 }
 

@@ -30,8 +30,8 @@ pub use messages::{
     SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 pub use network::{
-    Destination, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS, NetworkPolicy, PROXY_ENV,
-    PROXY_URL, Target, WEB_PORTS,
+    Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
+    NetworkPolicy, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,

@@ -346,6 +346,26 @@ impl FromStr for NetworkPolicy {
     }
 }
 
+/// One egress decision. Carries no payload and no header, so no secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EgressDecision {
+    pub allowed: bool,
+    /// The name or IP literal the sandbox asked for.
+    pub host: String,
+    pub port: u16,
+    /// How the sandbox reached the proxy: `connect`, `http`, `transparent`
+    /// or `dns`.
+    pub via: String,
+    /// Why it was denied (None when allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Bytes from the sandbox to the destination and back.
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub duration_ms: u64,
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

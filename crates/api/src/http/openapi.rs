@@ -12,7 +12,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
-use super::{events, exec, files, meta, processes, runs, sandboxes, sessions, snapshots};
+use super::{egress, events, exec, files, meta, processes, runs, sandboxes, sessions, snapshots};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -37,6 +37,7 @@ use super::{events, exec, files, meta, processes, runs, sandboxes, sessions, sna
         exec::exec,
         processes::start,
         processes::list,
+        egress::list,
         processes::output,
         processes::stdin,
         processes::signal,

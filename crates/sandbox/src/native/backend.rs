@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
-    SandboxSpec,
+    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
+    SandboxInfo, SandboxSpec,
 };
 use paddock_egress::{Egress, EgressConfig};
 use paddock_jail::{IdMapping, IdPool};
@@ -129,7 +129,18 @@ impl NativeBackend {
                 });
             }
         };
-        let (egress, _decisions) = egress.unzip();
+        let (egress, decisions) = egress.unzip();
+        let egress_log = decisions.map(|mut decisions| {
+            let log = EgressLog::default();
+            let filled = log.clone();
+            // Ends when the proxy stops (its sender goes with it).
+            tokio::spawn(async move {
+                while let Some(decision) = decisions.recv().await {
+                    filled.push(decision);
+                }
+            });
+            log
+        });
         tracing::debug!(sandbox_id = %id, pid = monitor.id(), "guest launched");
 
         let tail = StderrTail::default();
@@ -163,7 +174,7 @@ impl NativeBackend {
             created_at_ms,
         };
         tracing::debug!(sandbox_id = %info.id, "sandbox ready");
-        Ok(NativeSandbox::new(info, client, teardown, tail))
+        Ok(NativeSandbox::new(info, client, teardown, tail, egress_log))
     }
 
     /// Spawns the guest with one end of a fresh socketpair as its stdin and

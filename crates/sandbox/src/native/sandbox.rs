@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, GuestError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+    BoxError, EgressLog, GuestError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
 };
 use tokio::process::Child;
 use tokio::task::JoinHandle;
@@ -25,6 +25,7 @@ pub struct NativeSandbox {
     client: GuestClient,
     teardown: Teardown,
     stderr_tail: StderrTail,
+    egress_log: Option<EgressLog>,
 }
 
 impl NativeSandbox {
@@ -33,12 +34,14 @@ impl NativeSandbox {
         client: GuestClient,
         teardown: Teardown,
         stderr_tail: StderrTail,
+        egress_log: Option<EgressLog>,
     ) -> Self {
         Self {
             info,
             client,
             teardown,
             stderr_tail,
+            egress_log,
         }
     }
 
@@ -101,6 +104,10 @@ impl Sandbox for NativeSandbox {
 
     fn host_pid(&self) -> Option<u32> {
         self.monitor_pid()
+    }
+
+    fn egress_log(&self) -> Option<EgressLog> {
+        self.egress_log.clone()
     }
 
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {
