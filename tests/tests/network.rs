@@ -201,8 +201,8 @@ fn https_and_any_tcp_go_through_connect_to_listed_host_ports_only() {
     let world = World::new();
     // -p: curl tunnels through CONNECT even for http://, as it does for https.
     let script = [
-        format!("curl -sS -m 10 -p http://good.test:8080/; echo \"rc=$?\""),
-        format!("curl -sS -m 10 -p http://other.test:8080/; echo \"rc=$?\""),
+        "curl -sS -m 10 -p http://good.test:8080/; echo \"rc=$?\"".to_owned(),
+        "curl -sS -m 10 -p http://other.test:8080/; echo \"rc=$?\"".to_owned(),
     ]
     .join("; ");
     let (out, _, err) = world.run("allow:good.test:8080", &script);

@@ -1,7 +1,7 @@
 //! End-to-end smoke tool for the jail:
 //!
 //! ```text
-//! jail-exec --workspace DIR [--read-only | --writable PATH...] [--network none|full] [--id ID]
+//! jail-exec --workspace DIR [--read-only | --writable PATH...] [--network none] [--id ID]
 //!           [--allow cgroups,landlock,seccomp,idmapped_workspace]
 //!           [--memory BYTES] [--pids N] [--cpu-millis N] [--rootfs DIR]
 //!           [--print-enforcement] -- CMD [ARGS...]
@@ -75,6 +75,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         read_only: false,
         writable_paths: Vec::new(),
         network: NetworkPolicy::None,
+        netns: None,
         limits: SandboxLimits::default(),
         id_mapping: None,
         id_pool: None,
@@ -94,8 +95,10 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
             "--network" => {
                 spec.network = match value()?.as_str() {
                     "none" => NetworkPolicy::None,
-                    "full" => NetworkPolicy::Full,
-                    other => bail!("unknown network mode {other}"),
+                    other => bail!(
+                        "network {other}: only none here (egress needs the host's proxy: \
+                         use paddock sandbox run --network)"
+                    ),
                 }
             }
             "--id" => spec.sandbox_id = value()?,

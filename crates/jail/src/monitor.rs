@@ -61,11 +61,11 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
             return Err(JailError::SyncSocket(e));
         }
     };
-    if let Some(path) = &spec.netns {
-        if let Err(e) = join_netns(path) {
-            abandon(prepared.cgroups.as_ref());
-            return Err(e);
-        }
+    if let Some(path) = &spec.netns
+        && let Err(e) = join_netns(path)
+    {
+        abandon(prepared.cgroups.as_ref());
+        return Err(e);
     }
     let (flags, _) = namespaces(spec.netns.is_some());
     let cloned = match clone_as(prepared.ids.namespace_owner, flags, &prepared) {
