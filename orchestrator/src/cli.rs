@@ -394,7 +394,7 @@ pub enum SnapshotCommand {
 pub struct RestoreArgs {
     /// The snapshot (snap_...).
     pub id: String,
-    /// none: loopback only; allow:HOST[:PORT],... (`*.suffix` allowed):
+    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
     /// only those, through the egress proxy; full: any host through the
     /// same proxy (never the host's own network or services).
     #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
@@ -518,7 +518,7 @@ pub struct CreateArgs {
     /// Mount the workspace read-only.
     #[arg(long)]
     pub read_only: bool,
-    /// none: loopback only; allow:HOST[:PORT],... (`*.suffix` allowed):
+    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
     /// only those, through the egress proxy; full: any host through the
     /// same proxy (never the host's own network or services).
     #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
@@ -608,7 +608,7 @@ pub struct RunArgs {
     /// Repeatable.
     #[arg(long = "writable", value_name = "PATH")]
     pub writable: Vec<String>,
-    /// none: loopback only; allow:HOST[:PORT],... (`*.suffix` allowed):
+    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
     /// only those, through the egress proxy; full: any host through the
     /// same proxy (never the host's own network or services).
     #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
