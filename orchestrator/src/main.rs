@@ -77,6 +77,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Session(session) => {
             agent::session(session.command, &session.backend, &session.server).await
         }
+        Command::Runs(runs) => agent::runs(runs).await,
+        Command::Process(process) => {
+            let api = client::ApiClient::from_args(&process.server, "process")?;
+            client::process(&api, process.command).await
+        }
         Command::Workspace(workspace) => {
             let api = client::ApiClient::from_args(&workspace.server, "workspace")?;
             client::workspace(&api, workspace.command).await
