@@ -19,7 +19,7 @@ const REQUIRED: &[&str] = &[
     "stdout",
     "stderr",
 ];
-const OPTIONAL: &[&str] = &["truncated", "error"];
+const OPTIONAL: &[&str] = &["truncated", "error", "egress"];
 
 #[test]
 fn json_is_one_object_with_the_documented_fields() {
