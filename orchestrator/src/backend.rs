@@ -95,6 +95,7 @@ pub async fn connect(
             config.temp_root = placement.temp_root.clone();
             config.stream_limits = placement.stream_limits.clone();
             config.id_pool = placement.id_pool;
+            config.egress = args.egress();
             Arc::new(NativeBackend::new(config))
         }
         BackendKind::Docker | BackendKind::Gvisor => {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use paddock_core::sandbox::DowngradeLayer;
-use paddock_proto::NetworkMode;
+use paddock_proto::NetworkPolicy;
 
 use crate::agent::{parse_duration_ms, parse_usd_micro};
 use crate::backend::BackendKind;
@@ -72,6 +72,33 @@ pub struct BackendArgs {
     /// kernel and initrd (default /var/lib/paddock/microvm, images/microvm-image.sh).
     #[arg(long, global = true, env = "PADDOCK_IMAGE", value_name = "IMAGE")]
     pub image: Option<String>,
+    /// The DNS server (IP:PORT) the egress proxy resolves names with, for
+    /// sandboxes with network (default: the host's resolver).
+    #[arg(
+        long,
+        global = true,
+        env = "PADDOCK_EGRESS_RESOLVER",
+        value_name = "ADDR"
+    )]
+    pub egress_resolver: Option<std::net::SocketAddr>,
+    /// A private address the egress guard lets through when a policy
+    /// allows it (an internal registry). Repeatable.
+    #[arg(long = "egress-allow-private", global = true, value_name = "IP")]
+    pub egress_allow_private: Vec<std::net::IpAddr>,
+}
+
+impl BackendArgs {
+    /// The operator's egress settings these flags give.
+    pub fn egress(&self) -> paddock_egress::EgressConfig {
+        paddock_egress::EgressConfig {
+            resolver: self.egress_resolver.map_or(
+                paddock_egress::Resolver::System,
+                paddock_egress::Resolver::Nameserver,
+            ),
+            allowed_private: self.egress_allow_private.clone(),
+            ..paddock_egress::EgressConfig::default()
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -557,9 +584,11 @@ pub enum SnapshotCommand {
 pub struct RestoreArgs {
     /// The snapshot (snap_...).
     pub id: String,
-    /// none: loopback only; full: the host's network.
-    #[arg(long, value_enum, default_value_t = Network::None)]
-    pub network: Network,
+    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
+    /// only those, through the egress proxy; full: any host through the
+    /// same proxy (never the host's own network or services).
+    #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
+    pub network: NetworkPolicy,
     /// Memory limit of each sandbox (512M, 1G). Default: the server's.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
@@ -679,9 +708,11 @@ pub struct CreateArgs {
     /// Mount the workspace read-only.
     #[arg(long)]
     pub read_only: bool,
-    /// none: loopback only; full: the host's network.
-    #[arg(long, value_enum, default_value_t = Network::None)]
-    pub network: Network,
+    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
+    /// only those, through the egress proxy; full: any host through the
+    /// same proxy (never the host's own network or services).
+    #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
+    pub network: NetworkPolicy,
     /// Memory limit: bytes, or with a suffix (512M, 1G). Default: the server's.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
@@ -767,9 +798,11 @@ pub struct RunArgs {
     /// Repeatable.
     #[arg(long = "writable", value_name = "PATH")]
     pub writable: Vec<String>,
-    /// none: loopback only; full: the host's network.
-    #[arg(long, value_enum, default_value_t = Network::None)]
-    pub network: Network,
+    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
+    /// only those, through the egress proxy; full: any host through the
+    /// same proxy (never the host's own network or services).
+    #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
+    pub network: NetworkPolicy,
     /// Memory limit: bytes, or with a suffix (512M, 1G); 0 = no limit. Default 1G.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
@@ -836,21 +869,9 @@ pub struct InfoArgs {
     pub backend: BackendArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Network {
-    /// Own network namespace, loopback only.
-    None,
-    /// The host's network.
-    Full,
-}
-
-impl From<Network> for NetworkMode {
-    fn from(network: Network) -> Self {
-        match network {
-            Network::None => NetworkMode::None,
-            Network::Full => NetworkMode::Full,
-        }
-    }
+fn parse_network(raw: &str) -> Result<NetworkPolicy, String> {
+    raw.parse()
+        .map_err(|e: paddock_proto::InvalidNetworkPolicy| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -948,7 +969,7 @@ mod tests {
         ]);
         assert_eq!(args.workspace, Some(PathBuf::from("/w")));
         assert!(args.read_only && args.json);
-        assert_eq!(args.network, Network::Full);
+        assert_eq!(args.network, NetworkPolicy::Full);
         assert_eq!(
             (args.memory, args.pids, args.cpus, args.timeout),
             (Some(512 << 20), Some(64), Some(1500), Some(2000))
@@ -962,7 +983,7 @@ mod tests {
         let args = run_args(&["paddock", "sandbox", "run", "-e", "A=b=c", "ls", "-la"]);
         assert_eq!(args.command, ["ls", "-la"]);
         assert_eq!(args.env, [("A".to_owned(), "b=c".to_owned())]);
-        assert_eq!(args.network, Network::None);
+        assert_eq!(args.network, NetworkPolicy::None);
     }
 
     #[test]

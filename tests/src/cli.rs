@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use paddock_proto::Enforcement;
+use paddock_proto::{EgressDecision, Enforcement};
 use serde::Deserialize;
 
 use crate::bins;
@@ -29,6 +29,9 @@ pub struct RunJson {
     pub sandbox_id: String,
     /// Null only when the sandbox never answered `info`.
     pub enforcement: Option<Enforcement>,
+    /// The egress decisions of a sandbox with network.
+    #[serde(default)]
+    pub egress: Vec<EgressDecision>,
     /// Why the command could not be started.
     pub error: Option<String>,
     pub stdout: String,

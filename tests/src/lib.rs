@@ -10,5 +10,6 @@ pub mod bins;
 pub mod cli;
 pub mod escape;
 pub mod host;
+pub mod nethost;
 pub mod report;
 pub mod run;

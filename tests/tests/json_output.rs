@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use paddock_proto::{LayerState, NetworkMode};
+use paddock_proto::{LayerState, NetworkPolicy};
 use paddock_tests::cli::SandboxRun;
 use paddock_tests::host::require_root;
 use serde_json::Value;
@@ -18,8 +18,9 @@ const REQUIRED: &[&str] = &[
     "enforcement",
     "stdout",
     "stderr",
+    "oom_killed",
 ];
-const OPTIONAL: &[&str] = &["truncated", "error"];
+const OPTIONAL: &[&str] = &["truncated", "error", "egress"];
 
 #[test]
 fn json_is_one_object_with_the_documented_fields() {
@@ -95,7 +96,7 @@ fn json_reports_every_hardening_layer_enforced() {
         assert_eq!(state, &LayerState::Enforced, "{name} not enforced: {e:?}");
     }
     assert!(e.landlock_abi.is_some_and(|abi| abi >= 1));
-    assert_eq!(e.network, NetworkMode::None);
+    assert_eq!(e.network, NetworkPolicy::None);
     assert!(!e.read_only_workspace);
     let cgroup = e.cgroup.as_ref().expect("cgroup details");
     assert_eq!(cgroup.memory_bytes, Some(256 << 20));

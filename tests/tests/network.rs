@@ -1,14 +1,21 @@
+//! Network policy scenarios, all traffic inside namespaces the tests make.
+//!
 //! --network none (the default): loopback only, the host unreachable.
-//! --network full: the host's network, by explicit opt-in.
+//! --network allow:...: only listed destinations, through the host-side
+//! egress proxy, which resolves names itself and refuses loopback, private,
+//! metadata and the host's own addresses after resolution.
+//! --network full: any destination through the same proxy and guard, never
+//! the host's namespace or loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
+use std::net::{Ipv4Addr, TcpListener};
 
-use paddock_proto::NetworkMode;
+use paddock_proto::NetworkPolicy;
 use paddock_tests::bins::stage_in_workspace;
-use paddock_tests::cli::SandboxRun;
+use paddock_tests::cli::{RunJson, SandboxRun};
 use paddock_tests::host::require_root;
+use paddock_tests::nethost::{DocRange, TestDns, TestHost};
 
 const PROBE: &str = "paddock-test-probe";
 
@@ -16,33 +23,77 @@ fn interfaces(text: &str) -> BTreeSet<String> {
     text.lines().map(|l| l.trim().to_owned()).collect()
 }
 
-fn host_interfaces() -> BTreeSet<String> {
-    let dev = std::fs::read_to_string("/proc/net/dev").unwrap();
-    dev.lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next())
-        .map(|n| n.trim().to_owned())
-        .collect()
-}
-
 /// A non-blocking listener on the host loopback; `accepted()` says whether
 /// anything connected.
 struct HostListener(TcpListener);
 
 impl HostListener {
-    fn new() -> Self {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    fn on(ip: &str) -> Self {
+        let l = TcpListener::bind((ip, 0)).unwrap();
         l.set_nonblocking(true).unwrap();
         Self(l)
+    }
+
+    fn new() -> Self {
+        Self::on("127.0.0.1")
     }
 
     fn addr(&self) -> String {
         self.0.local_addr().unwrap().to_string()
     }
 
+    fn port(&self) -> u16 {
+        self.0.local_addr().unwrap().port()
+    }
+
     fn accepted(&self) -> bool {
         self.0.accept().is_ok()
     }
+}
+
+/// Two test hosts (good.test allowed, other.test not) and the DNS the
+/// proxy asks.
+struct World {
+    good: TestHost,
+    other: TestHost,
+    dns: TestDns,
+}
+
+impl World {
+    fn new() -> Self {
+        let good = TestHost::start("good", DocRange::Net2, 8080, None).unwrap();
+        let other = TestHost::start("other", DocRange::Net3, 8080, None).unwrap();
+        let dns = TestDns::start().unwrap();
+        dns.set("good.test", &[good.ip]);
+        dns.set("other.test", &[other.ip]);
+        Self { good, other, dns }
+    }
+
+    fn run(&self, policy: &str, script: &str) -> (String, i32, String) {
+        let (json, code) = self.run_json(policy, script);
+        (json.stdout, code, json.stderr)
+    }
+
+    fn run_json(&self, policy: &str, script: &str) -> (RunJson, i32) {
+        let (json, run) = SandboxRun::shell(script)
+            .option(&self.dns.option())
+            .network(policy)
+            .timeout_secs(30)
+            .run_json();
+        assert!(json.error.is_none(), "{json:?}");
+        assert_eq!(
+            json.enforcement().network,
+            policy.parse::<NetworkPolicy>().unwrap(),
+            "the policy in force"
+        );
+        (json, run.code())
+    }
+}
+
+/// `curl` printing the HTTP status and the body; `-x ''` when `direct`.
+fn curl(url: &str, direct: bool) -> String {
+    let bypass = if direct { "--noproxy '*' " } else { "" };
+    format!("curl -sS -m 10 {bypass}-w ' status=%{{http_code}}\\n' {url}; echo \"rc=$?\"")
 }
 
 #[test]
@@ -75,19 +126,247 @@ fn none_cannot_reach_a_listener_on_the_host_loopback() {
 }
 
 #[test]
-fn full_is_the_hosts_network() {
+fn allowlist_reaches_the_listed_host_by_name_and_refuses_others_with_a_403() {
     require_root();
+    let world = World::new();
+    let script = [
+        curl("http://good.test:8080/", false),
+        curl("http://other.test:8080/", false),
+        curl(&format!("http://{}/", world.other.addr()), false),
+        "env | grep -c '^HTTP_PROXY=http://127.0.0.1:3128$'".to_owned(),
+    ]
+    .join("; ");
+    let (json, code) = world.run_json("allow:good.test:8080", &script);
+    let (out, err) = (&json.stdout, &json.stderr);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "hello from good", "{out}");
+    assert_eq!(lines[1], " status=200");
+    assert!(
+        lines[3].starts_with(
+            "paddock egress: other.test:8080 is not allowed by the sandbox's network policy"
+        ),
+        "{out}"
+    );
+    assert_eq!(lines[4], " status=403");
+    assert!(
+        out.contains(&format!(
+            "paddock egress: {} is not allowed",
+            world.other.addr()
+        )),
+        "an IP literal not listed is refused: {out}"
+    );
+    assert_eq!(
+        lines.last(),
+        Some(&"1"),
+        "the proxy variables are set: {out}"
+    );
+    assert_eq!(world.good.connections(), 1);
+    assert_eq!(
+        world.other.connections(),
+        0,
+        "the refused host saw a connection"
+    );
+    // Every decision is reported: the allowed one with its bytes, the
+    // denied ones with the reason.
+    let decisions: Vec<(bool, &str, u16)> = json
+        .egress
+        .iter()
+        .map(|d| (d.allowed, d.host.as_str(), d.port))
+        .collect();
+    let other = world.other.ip.to_string();
+    assert_eq!(
+        decisions,
+        [
+            (true, "good.test", 8080),
+            (false, "other.test", 8080),
+            (false, other.as_str(), 8080)
+        ],
+        "{:?}",
+        json.egress
+    );
+    assert!(json.egress[0].bytes_in > 0 && json.egress[0].bytes_out > 0);
+    assert_eq!(json.egress[0].via, "http");
+    assert!(
+        json.egress[1]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("not allowed by the sandbox's network policy"))
+    );
+}
+
+#[test]
+fn https_and_any_tcp_go_through_connect_to_listed_host_ports_only() {
+    require_root();
+    let world = World::new();
+    // -p: curl tunnels through CONNECT even for http://, as it does for https.
+    let script = [
+        "curl -sS -m 10 -p http://good.test:8080/; echo \"rc=$?\"".to_owned(),
+        "curl -sS -m 10 -p http://other.test:8080/; echo \"rc=$?\"".to_owned(),
+    ]
+    .join("; ");
+    let (out, _, err) = world.run("allow:good.test:8080", &script);
+    assert!(out.starts_with("hello from good\nrc=0\n"), "{out}\n{err}");
+    assert!(
+        out.contains("CONNECT tunnel failed, response 403") || out.contains("rc=56"),
+        "{out}\n{err}"
+    );
+    assert_eq!(world.other.connections(), 0);
+}
+
+#[test]
+fn the_guard_refuses_loopback_metadata_private_and_host_addresses_even_when_listed() {
+    require_root();
+    let world = World::new();
+    let loopback = HostListener::new();
+    let host_own = HostListener::on(&world.good.host_side.to_string());
+    world
+        .dns
+        .set("private.test", &[Ipv4Addr::new(10, 200, 0, 9)]);
+    world.dns.set("loopback.test", &[Ipv4Addr::LOCALHOST]);
+    let policy = format!(
+        "allow:127.0.0.1:{lp},169.254.169.254:80,{host}:{hp},private.test:8080,loopback.test:{lp}",
+        lp = loopback.port(),
+        host = world.good.host_side,
+        hp = host_own.port(),
+    );
+    let script = [
+        curl(&format!("http://127.0.0.1:{}/", loopback.port()), false),
+        curl("http://169.254.169.254/latest/meta-data/", false),
+        curl(
+            &format!("http://{}:{}/", world.good.host_side, host_own.port()),
+            false,
+        ),
+        curl("http://private.test:8080/", false),
+        curl(&format!("http://loopback.test:{}/", loopback.port()), false),
+    ]
+    .join("; ");
+    // curl skips the proxy for 127.0.0.1 (NO_PROXY): ask it not to here.
+    let script = format!("export NO_PROXY= no_proxy=; {script}");
+    let (out, _, err) = world.run(&policy, &script);
+    for why in [
+        "127.0.0.1 is 127.0.0.1, a loopback address",
+        "169.254.169.254 is 169.254.169.254, the cloud metadata address",
+        "an address of the host itself",
+        "private.test is 10.200.0.9, a private address",
+        "loopback.test is 127.0.0.1, a loopback address",
+    ] {
+        assert!(out.contains(why), "missing {why:?} in:\n{out}\n{err}");
+    }
+    assert_eq!(out.matches("status=403").count(), 5, "{out}");
+    assert!(!loopback.accepted(), "the host loopback got a connection");
+    assert!(
+        !host_own.accepted(),
+        "the host's own address got a connection"
+    );
+}
+
+#[test]
+fn a_name_that_rebinds_to_a_private_address_is_refused_at_connect() {
+    require_root();
+    let world = World::new();
+    world.dns.set(
+        "rebind.test",
+        &[world.good.ip, Ipv4Addr::new(192, 168, 77, 7)],
+    );
+    let script = [
+        curl("http://rebind.test:8080/", false),
+        curl("http://rebind.test:8080/", false),
+    ]
+    .join("; ");
+    let (out, _, err) = world.run("allow:rebind.test:8080", &script);
+    assert!(
+        out.starts_with("hello from good\n status=200\n"),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains("rebind.test is 192.168.77.7, a private address"),
+        "{out}\n{err}"
+    );
+    assert_eq!(world.good.connections(), 1);
+}
+
+#[test]
+fn a_program_ignoring_the_proxy_variables_is_proxied_or_refused() {
+    require_root();
+    let world = World::new();
     let ws = tempfile::tempdir().unwrap();
     let probe = stage_in_workspace(ws.path(), PROBE);
-    let listener = HostListener::new();
-    let script = format!("{probe} interfaces && {probe} connect {}", listener.addr());
-    let (json, run) = SandboxRun::shell(&script)
+    let loopback = HostListener::new();
+    let script = [
+        "getent hosts good.test; echo \"rc=$?\"".to_owned(),
+        "getent hosts other.test; echo \"rc=$?\"".to_owned(),
+        curl("http://good.test:8080/", true),
+        curl(&format!("http://{}/", world.other.addr()), true),
+        format!("{probe} connect {}", loopback.addr()),
+    ]
+    .join("; ");
+    let (json, _) = SandboxRun::shell(&script)
         .workspace(ws.path())
-        .network("full")
+        .option(&world.dns.option())
+        .network("allow:good.test:8080")
+        .timeout_secs(30)
         .run_json();
-    assert_eq!(run.code(), 0, "{json:?}");
-    assert!(listener.accepted(), "the host listener got no connection");
-    let (ifaces, _) = json.stdout.split_once("connected").unwrap();
-    assert_eq!(interfaces(ifaces), host_interfaces());
-    assert_eq!(json.enforcement().network, NetworkMode::Full);
+    let out = json.stdout;
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("198.18."), "a stand-in address: {out}");
+    assert_eq!(lines[1], "rc=0");
+    assert_eq!(lines[2], "rc=2", "other.test does not resolve: {out}");
+    assert_eq!(lines[3], "hello from good", "{out}\n{}", json.stderr);
+    assert!(!out.contains("hello from other"), "{out}");
+    assert_eq!(
+        world.other.connections(),
+        0,
+        "the unlisted host saw a connection"
+    );
+    assert!(!loopback.accepted(), "the host loopback got a connection");
+    assert_eq!(world.good.connections(), 1);
+}
+
+#[test]
+fn full_reaches_test_hosts_but_never_the_host_loopback() {
+    require_root();
+    let world = World::new();
+    let ws = tempfile::tempdir().unwrap();
+    let probe = stage_in_workspace(ws.path(), PROBE);
+    let loopback = HostListener::new();
+    let script = [
+        format!("{probe} interfaces"),
+        curl("http://other.test:8080/", false),
+        curl(&format!("http://{}/", world.good.addr()), true),
+        format!("{probe} connect {}", loopback.addr()),
+        curl(&format!("http://127.0.0.1:{}/", loopback.port()), true),
+    ]
+    .join("; ");
+    let (json, _) = SandboxRun::shell(&script)
+        .workspace(ws.path())
+        .option(&world.dns.option())
+        .network("full")
+        .timeout_secs(30)
+        .run_json();
+    let out = &json.stdout;
+    assert_eq!(json.enforcement().network, NetworkPolicy::Full);
+    assert!(json.enforcement().namespaces.contains(&"net".to_owned()));
+    assert!(
+        out.contains("hello from other\n status=200"),
+        "{out}\n{}",
+        json.stderr
+    );
+    assert!(out.contains("hello from good\n status=200"), "{out}");
+    assert!(
+        !loopback.accepted(),
+        "full reached the host loopback: {out}"
+    );
+    let host_ifaces: BTreeSet<String> = std::fs::read_to_string("/proc/net/dev")
+        .unwrap()
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next())
+        .map(|n| n.trim().to_owned())
+        .collect();
+    assert!(
+        !out.lines()
+            .any(|l| host_ifaces.contains(l.trim()) && l.trim() != "lo"),
+        "{out}"
+    );
 }

@@ -6,6 +6,7 @@
 //! Callers above the adapters (runtime, API, CLI) use only these types and the
 //! wire types of `paddock_proto`.
 
+mod egress;
 mod error;
 mod guest;
 mod id;
@@ -13,6 +14,7 @@ mod orphans;
 mod port;
 mod spec;
 
+pub use egress::{EGRESS_LOG_LEN, EgressLog};
 pub use error::{BoxError, GuestError, SandboxError};
 pub use guest::{
     ExecEvent, ExecOutput, Execution, FileData, GuestInfo, GuestOps, ProcessOutput, ProcessStarted,

@@ -1,7 +1,7 @@
 //! End-to-end smoke tool for the jail:
 //!
 //! ```text
-//! jail-exec --workspace DIR [--read-only | --writable PATH...] [--network none|full] [--id ID]
+//! jail-exec --workspace DIR [--read-only | --writable PATH...] [--network none] [--id ID]
 //!           [--allow cgroups,landlock,seccomp,idmapped_workspace]
 //!           [--memory BYTES] [--pids N] [--cpu-millis N] [--rootfs DIR]
 //!           [--print-enforcement] -- CMD [ARGS...]
@@ -19,7 +19,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 use paddock_jail::{JailSpec, enter};
-use paddock_proto::{DowngradeLayer, NetworkMode, SandboxLimits};
+use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxLimits};
 
 const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -74,7 +74,8 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         workspace: PathBuf::new(),
         read_only: false,
         writable_paths: Vec::new(),
-        network: NetworkMode::None,
+        network: NetworkPolicy::None,
+        netns: None,
         limits: SandboxLimits::default(),
         id_mapping: None,
         id_pool: None,
@@ -93,9 +94,11 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
             "--writable" => spec.writable_paths.push(value()?),
             "--network" => {
                 spec.network = match value()?.as_str() {
-                    "none" => NetworkMode::None,
-                    "full" => NetworkMode::Full,
-                    other => bail!("unknown network mode {other}"),
+                    "none" => NetworkPolicy::None,
+                    other => bail!(
+                        "network {other}: only none here (egress needs the host's proxy: \
+                         use paddock sandbox run --network)"
+                    ),
                 }
             }
             "--id" => spec.sandbox_id = value()?,

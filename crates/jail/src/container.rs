@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use nix::sys::statfs::{TMPFS_MAGIC, statfs};
 use nix::sys::statvfs::{FsFlags, statvfs};
 use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkMode, SandboxLimits,
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
 };
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +32,7 @@ pub struct ContainerSpec {
     #[serde(default)]
     pub writable_paths: Vec<String>,
     #[serde(default)]
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     #[serde(default)]
     pub limits: SandboxLimits,
     /// Namespaces the engine was asked for; the backend checks them from the
@@ -74,7 +74,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     }
     check_read_only_root()?;
     check_tmp(spec.limits.tmp_bytes)?;
-    if spec.network == NetworkMode::None {
+    if spec.network == NetworkPolicy::None {
         check_loopback_only()?;
     }
     // The engine dropped every capability (cap-drop ALL, a non-root user):
@@ -125,7 +125,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
         pivot_root: LayerState::Enforced,
         read_only_workspace: spec.read_only || !writable_paths.is_empty(),
         writable_paths,
-        network: spec.network,
+        network: spec.network.clone(),
         cgroup: spec.cgroup.clone(),
         cgroup_state,
         rlimits: LayerState::Enforced,

@@ -7,6 +7,12 @@ use std::path::PathBuf;
 pub enum JailError {
     #[error("invalid jail spec field {field}: {reason}")]
     InvalidSpec { field: &'static str, reason: String },
+    #[error("joining the egress network namespace {path}")]
+    JoinNetns {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("invalid jail spec field writable_paths")]
     InvalidWritablePaths(#[source] paddock_proto::InvalidSandboxSpec),
     #[error("counting the threads of the calling process")]

@@ -48,11 +48,9 @@ pub(crate) const ALLOWLIST: &[EtcEntry] = &[
     entry("mime.types", "MIME type table"),
 ];
 
-/// Bound only when the sandbox shares the host network.
-pub(crate) const NETWORK_ALLOWLIST: &[EtcEntry] = &[entry(
-    "resolv.conf",
-    "DNS servers; only reachable with the host network",
-)];
+/// The resolver of a sandbox with egress: the egress proxy's DNS, which
+/// listens on the sandbox's loopback and answers only names the policy allows.
+pub(crate) const EGRESS_RESOLV_CONF: &str = "nameserver 127.0.0.1\noptions ndots:0\n";
 
 /// Generated files: (name, contents).
 pub(crate) fn generated(hostname: &str) -> Vec<(&'static str, String)> {
@@ -105,7 +103,7 @@ mod tests {
 
     #[test]
     fn no_secret_is_allowlisted_and_every_entry_has_a_reason() {
-        for e in ALLOWLIST.iter().chain(NETWORK_ALLOWLIST) {
+        for e in ALLOWLIST {
             assert!(!SECRETS.contains(&e.name), "{} is allowlisted", e.name);
             assert!(!e.name.starts_with('/') && !e.name.split('/').any(|c| c.starts_with('.')));
             assert!(!e.reason.is_empty());

@@ -5,7 +5,7 @@
 use std::os::fd::OwnedFd;
 
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
-use paddock_proto::{DowngradeLayer, Enforcement, LayerState, NetworkMode};
+use paddock_proto::{DowngradeLayer, Enforcement, LayerState};
 
 use crate::ids::IdPlan;
 use crate::prepare::Prepared;
@@ -39,7 +39,7 @@ pub(crate) fn run(
         name: prepared.hostname.clone(),
         source: e.into(),
     })?;
-    if spec.network == NetworkMode::None {
+    if spec.netns.is_none() {
         net::loopback_up().map_err(JailError::LoopbackUp)?;
     }
     mount_ops::pivot_into_fresh_root()?;
@@ -66,13 +66,13 @@ pub(crate) fn run(
     sys::close_from(3).map_err(JailError::CloseFds)?;
     let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
     Ok(Enforcement {
-        namespaces: monitor::namespaces(spec.network).1,
+        namespaces: monitor::namespaces(spec.netns.is_some()).1,
         uid_map: Some(prepared.ids.uid.as_tuple()),
         gid_map: Some(prepared.ids.gid.as_tuple()),
         pivot_root: LayerState::Enforced,
         read_only_workspace: spec.read_only || !prepared.writable_paths.is_empty(),
         writable_paths: prepared.writable_paths,
-        network: spec.network,
+        network: spec.network.clone(),
         cgroup: prepared.cgroup_report,
         cgroup_state: prepared.cgroup_state,
         rlimits: LayerState::Enforced,

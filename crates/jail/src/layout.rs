@@ -204,7 +204,8 @@ pub(crate) struct LayoutInput<'a> {
     pub read_only: bool,
     /// The validated write scope: /workspace is read-only except these.
     pub writable_paths: &'a [String],
-    pub network_full: bool,
+    /// The sandbox has egress: /etc/resolv.conf names the egress DNS.
+    pub egress_dns: bool,
     pub tmp_bytes: u64,
     pub hostname: &'a str,
     /// Mount a tmpfs of (bytes, inodes) at /workspace instead of the host
@@ -275,6 +276,12 @@ fn etc_dir(input: &LayoutInput<'_>, host: &dyn HostFs, ops: &mut Vec<MountOp>) {
             contents: contents.into_bytes(),
         });
     }
+    if input.egress_dns {
+        ops.push(MountOp::WriteFile {
+            path: etc.join("resolv.conf"),
+            contents: etc::EGRESS_RESOLV_CONF.as_bytes().to_vec(),
+        });
+    }
     for (name, target) in etc::SYMLINKS {
         ops.push(MountOp::Symlink {
             path: etc.join(name),
@@ -317,41 +324,11 @@ fn etc_dir(input: &LayoutInput<'_>, host: &dyn HostFs, ops: &mut Vec<MountOp>) {
             },
         });
     }
-    if input.network_full {
-        for e in etc::NETWORK_ALLOWLIST {
-            // resolv.conf is often a symlink into /run, which the sandbox
-            // lacks: bind the file it finally points to.
-            if let Some(source) = resolve_host_file(host, input.system_root, &host_etc.join(e.name))
-            {
-                ops.push(MountOp::Bind {
-                    source: Source::Host(source),
-                    path: etc.join(e.name),
-                    file: true,
-                });
-            }
-        }
-    }
     ops.push(MountOp::Restrict {
         path: etc,
         attrs: Attrs::SYSTEM,
         recursive: true,
     });
-}
-
-/// Follows symlinks (absolute ones relative to `root`) to a regular file.
-fn resolve_host_file(host: &dyn HostFs, root: &Path, start: &Path) -> Option<PathBuf> {
-    let mut path = start.to_path_buf();
-    for _ in 0..8 {
-        match host.entry(&path) {
-            Entry::File => return Some(path),
-            Entry::Symlink(target) if target.is_absolute() => {
-                path = under(root, &target.to_string_lossy());
-            }
-            Entry::Symlink(target) => path = path.parent()?.join(target),
-            Entry::Dir | Entry::Missing => return None,
-        }
-    }
-    None
 }
 
 fn workspace(input: &LayoutInput<'_>, ops: &mut Vec<MountOp>) {
@@ -569,14 +546,14 @@ mod tests {
         }
     }
 
-    fn input(read_only: bool, network_full: bool, idmapped: bool) -> LayoutInput<'static> {
+    fn input(read_only: bool, egress_dns: bool, idmapped: bool) -> LayoutInput<'static> {
         LayoutInput {
             system_root: Path::new("/"),
             workspace: Path::new("/srv/ws"),
             workspace_idmapped: idmapped,
             read_only,
             writable_paths: &[],
-            network_full,
+            egress_dns,
             tmp_bytes: 1 << 20,
             workspace_tmpfs: None,
             hostname: "paddock-x",
@@ -778,17 +755,24 @@ mod tests {
     }
 
     #[test]
-    fn resolv_conf_only_with_the_host_network_and_through_its_symlink() {
+    fn resolv_conf_names_the_egress_dns_and_never_the_hosts() {
+        let is_resolv = |op: &MountOp| match op {
+            MountOp::Bind { path, .. } | MountOp::WriteFile { path, .. } => {
+                path == Path::new("/etc/resolv.conf")
+            }
+            _ => false,
+        };
         let none = plan(&input(false, false, false), &FakeHost::debian());
-        assert!(!none.iter().any(
-            |op| matches!(op, MountOp::Bind { path, .. } if path == Path::new("/etc/resolv.conf"))
-        ));
-        let full = plan(&input(false, true, false), &FakeHost::debian());
-        assert!(full.contains(&MountOp::Bind {
-            source: Source::Host("/run/systemd/resolve/stub-resolv.conf".into()),
-            path: "/etc/resolv.conf".into(),
-            file: true
-        }));
+        assert!(!none.iter().any(is_resolv));
+        let egress = plan(&input(false, true, false), &FakeHost::debian());
+        let resolv: Vec<&MountOp> = egress.iter().filter(|op| is_resolv(op)).collect();
+        assert_eq!(
+            resolv,
+            [&MountOp::WriteFile {
+                path: "/etc/resolv.conf".into(),
+                contents: etc::EGRESS_RESOLV_CONF.as_bytes().to_vec(),
+            }]
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 use nix::mount::{MsFlags, mount};
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
 use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkMode, SandboxLimits,
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
     VmEnforcement, WORKSPACE_MOUNT,
 };
 use serde::{Deserialize, Serialize};
@@ -39,7 +39,7 @@ pub struct MicroVmSpec {
     #[serde(default)]
     pub writable_paths: Vec<String>,
     #[serde(default)]
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     #[serde(default)]
     pub limits: SandboxLimits,
     /// The workspace owner on the host: the guest's commands run as it, so
@@ -154,7 +154,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
         pivot_root: LayerState::Enforced,
         read_only_workspace: spec.read_only || !writable_paths.is_empty(),
         writable_paths,
-        network: spec.network,
+        network: spec.network.clone(),
         cgroup: spec.cgroup.clone(),
         cgroup_state,
         rlimits: LayerState::Enforced,
@@ -273,7 +273,7 @@ mod tests {
             sandbox_id: "sb-vm".to_owned(),
             read_only: true,
             writable_paths: Vec::new(),
-            network: NetworkMode::None,
+            network: NetworkPolicy::None,
             limits: SandboxLimits::default(),
             uid: 100_000,
             gid: 100_000,

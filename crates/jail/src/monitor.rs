@@ -10,7 +10,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{Gid, Pid, Uid, setresgid, setresuid};
-use paddock_proto::{Enforcement, NetworkMode, error_chain};
+use paddock_proto::{Enforcement, error_chain};
 
 use crate::cgroup::SandboxCgroups;
 use crate::id_pool::IdBlock;
@@ -18,8 +18,10 @@ use crate::ids::{IdPlan, Owner};
 use crate::prepare::Prepared;
 use crate::{JailError, JailSpec, init, sync, sys};
 
-/// Namespaces of the sandbox init: clone flags and the names reported.
-pub(crate) fn namespaces(network: NetworkMode) -> (libc::c_ulong, Vec<String>) {
+/// Namespaces of the sandbox init: clone flags and the names reported. The
+/// network namespace is always the sandbox's own: a fresh one, or the one the
+/// host made for its egress proxy (`joined_netns`, joined before the clone).
+pub(crate) fn namespaces(joined_netns: bool) -> (libc::c_ulong, Vec<String>) {
     let mut list = vec![
         (libc::CLONE_NEWUSER, "user"),
         (libc::CLONE_NEWNS, "mount"),
@@ -28,16 +30,27 @@ pub(crate) fn namespaces(network: NetworkMode) -> (libc::c_ulong, Vec<String>) {
         (libc::CLONE_NEWUTS, "uts"),
         (libc::CLONE_NEWCGROUP, "cgroup"),
     ];
-    if network == NetworkMode::None {
-        list.push((libc::CLONE_NEWNET, "net"));
-    }
+    list.push((libc::CLONE_NEWNET, "net"));
     let flags = list
         .iter()
+        .filter(|(flag, _)| !(joined_netns && *flag == libc::CLONE_NEWNET))
         .fold(0, |f, (flag, _)| f | *flag as libc::c_ulong);
     (
         flags,
         list.iter().map(|(_, name)| (*name).to_owned()).collect(),
     )
+}
+
+/// Moves the (single-threaded) monitor into the host-made network namespace,
+/// so the init it clones is born there.
+fn join_netns(path: &std::path::Path) -> Result<(), JailError> {
+    let joined = fs::File::open(path).and_then(|ns| {
+        nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
+    });
+    joined.map_err(|source| JailError::JoinNetns {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, JailError> {
@@ -48,7 +61,13 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
             return Err(JailError::SyncSocket(e));
         }
     };
-    let (flags, _) = namespaces(spec.network);
+    if let Some(path) = &spec.netns
+        && let Err(e) = join_netns(path)
+    {
+        abandon(prepared.cgroups.as_ref());
+        return Err(e);
+    }
+    let (flags, _) = namespaces(spec.netns.is_some());
     let cloned = match clone_as(prepared.ids.namespace_owner, flags, &prepared) {
         Ok(cloned) => cloned,
         Err(e) => {

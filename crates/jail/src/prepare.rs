@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use paddock_proto::{CgroupEnforcement, DowngradeLayer, LayerState, NetworkMode, error_chain};
+use paddock_proto::{CgroupEnforcement, DowngradeLayer, LayerState, error_chain};
 use seccompiler::BpfProgram;
 
 use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
@@ -48,6 +48,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     validate::sandbox_id(&spec.sandbox_id)?;
     validate::cgroup_parent(&spec.cgroup_parent)?;
     validate::limits(&spec.limits)?;
+    validate::network(&spec.network, spec.netns.as_ref())?;
     let writable_paths = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
     let workspace = canonical_dir(&spec.workspace)?;
     let rootfs = spec.rootfs.as_deref().map(canonical_dir).transpose()?;
@@ -132,7 +133,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             workspace_idmapped: workspace_tree.is_some(),
             read_only: spec.read_only,
             writable_paths: &writable_paths,
-            network_full: spec.network == NetworkMode::Full,
+            egress_dns: spec.network.has_egress(),
             tmp_bytes: spec.limits.tmp_bytes,
             hostname: &hostname,
             workspace_tmpfs: workspace_quota.tmpfs.as_ref().map(|t| (t.bytes, t.inodes)),

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
-use paddock_proto::{DowngradeLayer, NetworkMode, SandboxLimits};
+use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxLimits};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +28,13 @@ pub struct JailSpec {
     #[serde(default)]
     pub writable_paths: Vec<String>,
     #[serde(default)]
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
+    /// A network namespace the host made (with its egress proxy listening
+    /// inside), joined by the sandbox instead of a fresh loopback-only one.
+    /// Required exactly when `network` has egress: the host owns it, so the
+    /// sandbox cannot change its routes or filter rules.
+    #[serde(default)]
+    pub netns: Option<PathBuf>,
     #[serde(default)]
     pub limits: SandboxLimits,
     /// How sandbox uids map to host uids. None: the jail picks (a block of
@@ -180,7 +186,8 @@ mod tests {
             temporary_workspace: true,
             read_only: true,
             writable_paths: vec!["src".to_owned()],
-            network: NetworkMode::None,
+            network: NetworkPolicy::None,
+            netns: None,
             limits: SandboxLimits::default(),
             id_mapping: None,
             id_pool: None,

@@ -1,6 +1,8 @@
 //! Checks on the names that become paths (cgroups) and the hostname.
 
-use paddock_proto::{SandboxLimits, check_writable_paths};
+use std::path::PathBuf;
+
+use paddock_proto::{NetworkPolicy, SandboxLimits, check_writable_paths};
 
 use crate::JailError;
 
@@ -39,6 +41,29 @@ pub(crate) fn cgroup_parent(parent: &str) -> Result<(), JailError> {
             field: "cgroup_parent",
             reason: format!("{parent:?} is not a relative cgroup path"),
         })
+    }
+}
+
+/// A policy with egress needs the host's network namespace (where its egress
+/// proxy listens); one without egress must not name one (fail closed both ways).
+pub(crate) fn network(policy: &NetworkPolicy, netns: Option<&PathBuf>) -> Result<(), JailError> {
+    policy.validate().map_err(|e| JailError::InvalidSpec {
+        field: "network",
+        reason: e.to_string(),
+    })?;
+    match (policy.has_egress(), netns) {
+        (true, None) => Err(JailError::InvalidSpec {
+            field: "netns",
+            reason: format!(
+                "network {} needs the host's egress namespace, none was given",
+                policy.label()
+            ),
+        }),
+        (false, Some(path)) => Err(JailError::InvalidSpec {
+            field: "netns",
+            reason: format!("{} given for a sandbox with no network", path.display()),
+        }),
+        _ => Ok(()),
     }
 }
 

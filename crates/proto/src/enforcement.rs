@@ -2,16 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum NetworkMode {
-    /// Own network namespace with loopback only.
-    #[default]
-    None,
-    /// The host's network namespace (explicit opt-in).
-    Full,
-}
+use crate::NetworkPolicy;
 
 /// State of one hardening layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +52,8 @@ pub struct Enforcement {
     /// `read_only_workspace` says.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writable_paths: Vec<String>,
-    pub network: NetworkMode,
+    /// The network policy in force.
+    pub network: NetworkPolicy,
     pub cgroup: Option<CgroupEnforcement>,
     pub cgroup_state: LayerState,
     pub rlimits: LayerState,
@@ -130,7 +122,7 @@ impl Enforcement {
             pivot_root: LayerState::NotRequested,
             read_only_workspace: false,
             writable_paths: Vec::new(),
-            network: NetworkMode::Full,
+            network: NetworkPolicy::Full,
             cgroup: None,
             cgroup_state: LayerState::NotRequested,
             rlimits: LayerState::NotRequested,

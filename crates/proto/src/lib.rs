@@ -15,11 +15,11 @@ mod enforcement;
 mod error_chain;
 mod frame;
 mod messages;
+mod network;
 mod sandbox_spec;
 
 pub use enforcement::{
-    CgroupEnforcement, Enforcement, LayerState, NetworkMode, VmEnforcement,
-    WorkspaceQuotaEnforcement,
+    CgroupEnforcement, Enforcement, LayerState, VmEnforcement, WorkspaceQuotaEnforcement,
 };
 pub use error_chain::{ErrorChain, error_chain};
 pub use frame::{
@@ -30,6 +30,10 @@ pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
     GuestMessage, HostFrame, OutputStream, ProcessInfo, Reply, Request, SearchMatch, SearchSpec,
     SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+};
+pub use network::{
+    Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
+    NetworkPolicy, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,

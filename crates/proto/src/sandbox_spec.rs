@@ -90,6 +90,8 @@ pub enum InvalidSandboxSpec {
     TooManyWritablePaths { count: usize },
     #[error("a read-only workspace has no writable paths: ask for read_only or for writable_paths")]
     ReadOnlyWithWritablePaths,
+    #[error("invalid network policy")]
+    Network(#[source] crate::InvalidNetworkPolicy),
 }
 
 /// Checks what can be checked of a write scope without the workspace: each

@@ -3,7 +3,7 @@
 use std::process::Stdio;
 
 use paddock_jail::CommandFilter;
-use paddock_proto::{ErrorCode, ErrorInfo, ExecSpec, StdinMode};
+use paddock_proto::{ErrorCode, ErrorInfo, ExecSpec, NetworkPolicy, PROXY_ENV, StdinMode};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::error::bad_request;
@@ -34,6 +34,7 @@ pub fn spawn(
     spec: &ExecSpec,
     ws: &Workspace,
     filter: Option<&CommandFilter>,
+    network: &NetworkPolicy,
 ) -> Result<Spawned, ErrorInfo> {
     let argv = match (&spec.shell, spec.argv.is_empty()) {
         (Some(_), true) | (None, false) => command_line(spec),
@@ -53,6 +54,11 @@ pub fn spawn(
         .env("HOME", ws.root())
         .env("LANG", "C.UTF-8")
         .env("TERM", "xterm")
+        .envs(
+            if network.has_egress() { PROXY_ENV } else { &[] }
+                .iter()
+                .copied(),
+        )
         .envs(&spec.env)
         .current_dir(&cwd)
         .stdin(match spec.stdin {

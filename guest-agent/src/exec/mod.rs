@@ -146,7 +146,12 @@ async fn run(
     spec: &ExecSpec,
     queue: Option<StdinQueue>,
 ) -> Handled {
-    let mut spawned = command::spawn(spec, &agent.workspace, agent.command_filter.as_ref())?;
+    let mut spawned = command::spawn(
+        spec,
+        &agent.workspace,
+        agent.command_filter.as_ref(),
+        &agent.enforcement.network,
+    )?;
     let pid = spawned.pid;
     let pgid = i32::try_from(pid).unwrap_or(i32::MAX);
     agent.groups.insert(pgid);

@@ -147,7 +147,12 @@ impl ProcessTable {
 pub fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Handled {
     let table = &agent.processes;
     let (feed, queue) = stdin_plumbing(spec.stdin, payload);
-    let mut spawned = command::spawn(&spec, &agent.workspace, agent.command_filter.as_ref())?;
+    let mut spawned = command::spawn(
+        &spec,
+        &agent.workspace,
+        agent.command_filter.as_ref(),
+        &agent.enforcement.network,
+    )?;
     let pid = spawned.pid;
     let handle = table.next_handle.fetch_add(1, Ordering::Relaxed);
     let process = Arc::new(Process {

@@ -57,6 +57,8 @@ pub async fn runs(cli: RunsCli) -> anyhow::Result<u8> {
         unconfined: false,
         backend: BackendKind::Native,
         image: None,
+        egress_resolver: None,
+        egress_allow_private: Vec::new(),
     };
     let local = Local::open(&data, &backend, Sandboxes::NotNeeded, Prices::default()).await?;
     // A run whose process died is shown interrupted, never active.

@@ -4,7 +4,7 @@ use reqwest::Method;
 use serde_json::{Map, Value, json};
 
 use super::{ApiClient, print_json};
-use crate::cli::{CreateArgs, LsArgs, Network, RmArgs};
+use crate::cli::{CreateArgs, LsArgs, RmArgs};
 
 pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> {
     let mut limits = Map::new();
@@ -21,7 +21,7 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
     let body = json!({
         "workspace": args.workspace,
         "read_only": args.read_only,
-        "network": match args.network { Network::None => "none", Network::Full => "full" },
+        "network": args.network,
         "limits": limits,
     });
     let sandbox = client

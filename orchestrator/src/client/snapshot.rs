@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncWriteExt;
 
 use super::{ApiClient, encode_path, print_json};
-use crate::cli::{Network, RestoreArgs, RmArgs, SnapshotCommand};
+use crate::cli::{RestoreArgs, RmArgs, SnapshotCommand};
 use progress::{Progress, amount};
 
 pub async fn snapshot(client: &ApiClient, command: SnapshotCommand) -> anyhow::Result<u8> {
@@ -232,7 +232,7 @@ async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::R
     }
     let body = json!({
         "count": count,
-        "network": match args.network { Network::None => "none", Network::Full => "full" },
+        "network": args.network,
         "limits": limits,
         "read_only": args.read_only,
     });

@@ -5,7 +5,7 @@ use std::time::Duration;
 use paddock_core::sandbox::{
     ExecEvent, GuestError, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec,
 };
-use paddock_proto::{Enforcement, ErrorCode, ExecSpec, ExitInfo, StdinMode};
+use paddock_proto::{EgressDecision, Enforcement, ErrorCode, ExecSpec, ExitInfo, StdinMode};
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -64,14 +64,18 @@ pub async fn run(args: RunArgs, backend: &dyn SandboxBackend) -> anyhow::Result<
         _ => None,
     };
     tracing::debug!(sandbox_id, "command finished; destroying the sandbox");
+    let egress_log = sandbox.egress_log();
     let destroyed = sandbox.destroy().await;
+    // Read after the proxy stopped, so every connection's decision is in.
+    let egress = egress_log.map(|log| log.list()).unwrap_or_default();
     let outcome = executed?;
     destroyed?;
 
     let code = exit_code(&outcome);
     if args.json {
         let (stdout, stderr) = sink.captured();
-        let report = RunReport::new(&outcome, sandbox_id, enforcement, stdout, stderr);
+        let mut report = RunReport::new(&outcome, sandbox_id, enforcement, stdout, stderr);
+        report.egress = egress;
         println!("{}", serde_json::to_string(&report)?);
     }
     note_outcome(&outcome, &args);
@@ -114,7 +118,7 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
         workspace: args.workspace.clone(),
         read_only: args.read_only,
         writable_paths: args.writable.clone(),
-        network: args.network.into(),
+        network: args.network.clone(),
         limits: SandboxLimits {
             memory_bytes: args.memory.map_or(defaults.memory_bytes, no_limit_if_zero),
             pids: args.pids.map_or(defaults.pids, no_limit_if_zero),
@@ -249,6 +253,9 @@ struct RunReport {
     /// Null when the sandbox never started.
     sandbox_id: Option<String>,
     enforcement: Option<Enforcement>,
+    /// Every egress decision of a sandbox with network, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    egress: Vec<EgressDecision>,
     /// Why the command could not be started, when it could not.
     error: Option<String>,
     stdout: String,
@@ -267,6 +274,7 @@ impl RunReport {
             duration_ms: 0,
             sandbox_id: None,
             enforcement: None,
+            egress: Vec::new(),
             error: Some(format!("{error:#}")),
             stdout: String::new(),
             stderr: String::new(),
@@ -289,6 +297,7 @@ impl RunReport {
             duration_ms: 0,
             sandbox_id: Some(sandbox_id),
             enforcement,
+            egress: Vec::new(),
             error: None,
             stdout,
             stderr,

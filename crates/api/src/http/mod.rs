@@ -6,6 +6,7 @@
 
 mod agent_error;
 mod auth;
+mod egress;
 mod error;
 mod events;
 mod exec;
@@ -185,6 +186,7 @@ fn routes() -> Routes {
         .post("/v1/sandboxes/{id}/exec", exec::exec)
         .post("/v1/sandboxes/{id}/processes", processes::start)
         .get("/v1/sandboxes/{id}/processes", processes::list)
+        .get("/v1/sandboxes/{id}/egress", egress::list)
         .get(
             "/v1/sandboxes/{id}/processes/{handle}/output",
             processes::output,

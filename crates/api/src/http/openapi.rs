@@ -13,7 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    events, exec, files, meta, processes, runs, sandboxes, sessions, snapshots, workspace_archive,
+    egress, events, exec, files, meta, processes, runs, sandboxes, sessions, snapshots,
+    workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -41,6 +42,7 @@ use super::{
         exec::exec,
         processes::start,
         processes::list,
+        egress::list,
         processes::output,
         processes::stdin,
         processes::signal,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use paddock_core::ids::WorkspaceId;
 use paddock_core::sandbox::SandboxLimits;
-use paddock_proto::{ExecSpec, NetworkMode, SearchSpec, StdinMode};
+use paddock_proto::{ExecSpec, NetworkPolicy, SearchSpec, StdinMode};
 use serde::{Deserialize, Serialize};
 
 use super::ServiceError;
@@ -37,7 +37,7 @@ pub struct CreateSandbox {
     #[serde(default)]
     pub limits: LimitsRequest,
     #[serde(default)]
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     #[serde(default)]
     pub read_only: bool,
 }

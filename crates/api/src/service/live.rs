@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use paddock_core::ids::TenantId;
-use paddock_core::sandbox::{GuestOps, Sandbox, SandboxId};
+use paddock_core::sandbox::{EgressLog, GuestOps, Sandbox, SandboxId};
 use paddock_core::store::{Clock, Lease, Timestamp};
 use tokio::sync::Mutex;
 
@@ -14,6 +14,8 @@ pub(crate) struct Live {
     pub id: SandboxId,
     pub tenant: TenantId,
     pub guest: Arc<dyn GuestOps>,
+    /// The egress decisions of a sandbox with network.
+    pub egress: Option<EgressLog>,
     /// Taken once, by whoever retires the sandbox.
     pub handle: Mutex<Option<Box<dyn Sandbox>>>,
     pub expires_at: Timestamp,
@@ -34,6 +36,7 @@ impl Live {
             id: sandbox.info().id.clone(),
             tenant,
             guest: sandbox.guest(),
+            egress: sandbox.egress_log(),
             handle: Mutex::new(Some(sandbox)),
             expires_at,
             writer,

@@ -280,7 +280,7 @@ impl SandboxService {
         };
         let stored = StoredSpec {
             read_only: command.read_only,
-            network: command.network,
+            network: command.network.clone(),
             limits: limits.clone(),
             restored_from,
         };

@@ -117,6 +117,21 @@ impl SandboxService {
         }
     }
 
+    /// The sandbox's egress decisions, oldest first (at most
+    /// [`paddock_core::sandbox::EGRESS_LOG_LEN`]); empty with network none.
+    pub async fn list_egress(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+    ) -> Result<Vec<paddock_proto::EgressDecision>, ServiceError> {
+        let (live, _activity) = self.use_sandbox(tenant, id).await?;
+        Ok(live
+            .egress
+            .as_ref()
+            .map(|log| log.list())
+            .unwrap_or_default())
+    }
+
     /// Output of a background process from `offset`. In text mode a character
     /// cut at the end is left for the next read (`next_offset` says where).
     pub async fn read_process_output(

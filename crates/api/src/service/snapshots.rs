@@ -30,7 +30,7 @@ use tokio_util::io::SyncIoBridge;
 
 use super::commands::{CreateSandbox, CreateWorkspace, LimitsRequest};
 use super::{SandboxService, SandboxView, ServiceError, StoredSpec, destroy_quietly};
-use paddock_proto::{NetworkMode, error_chain};
+use paddock_proto::{NetworkPolicy, error_chain};
 use paddock_snapshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, SnapshotError, snapshot_record};
 
 /// Bytes buffered between the async and the blocking side of a transfer.
@@ -74,7 +74,7 @@ pub struct RestoreSnapshot {
     #[serde(default)]
     pub limits: LimitsRequest,
     #[serde(default)]
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     /// The sandboxes' workspaces are read-only (the restore itself writes
     /// them before the sandboxes start).
     #[serde(default)]
@@ -90,7 +90,7 @@ impl Default for RestoreSnapshot {
         Self {
             count: 1,
             limits: LimitsRequest::default(),
-            network: NetworkMode::default(),
+            network: NetworkPolicy::default(),
             read_only: false,
         }
     }
@@ -510,7 +510,7 @@ impl SandboxService {
         let create = CreateSandbox {
             workspace: Some(workspace.clone()),
             limits: command.limits.clone(),
-            network: command.network,
+            network: command.network.clone(),
             read_only: command.read_only,
         };
         let origin = Some(snapshot.id.clone());
@@ -548,7 +548,7 @@ impl SandboxService {
             workspace: Some(self.workspace_dir(workspace).await?),
             read_only: false,
             writable_paths: Vec::new(),
-            network: NetworkMode::None,
+            network: NetworkPolicy::None,
             limits: limits.resolve(&self.config.limits)?,
             allow_downgrade: self.config.allow_downgrade.clone(),
         };

@@ -3,7 +3,7 @@
 use paddock_core::ids::{SnapshotId, WorkspaceId};
 use paddock_core::sandbox::{SandboxId, SandboxLimits};
 use paddock_core::store::{SandboxRecord, SandboxState, Timestamp, Workspace};
-use paddock_proto::{DirEntry, ExitInfo, FileKind, NetworkMode, ProcessInfo, SearchMatch};
+use paddock_proto::{DirEntry, ExitInfo, FileKind, NetworkPolicy, ProcessInfo, SearchMatch};
 use serde::{Deserialize, Serialize};
 
 use crate::text::Encoding;
@@ -12,7 +12,7 @@ use crate::text::Encoding;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredSpec {
     pub read_only: bool,
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     pub limits: SandboxLimits,
     /// The snapshot the sandbox's workspace was restored from: the parent
     /// of the snapshots taken in it.
@@ -45,7 +45,7 @@ pub struct SandboxView {
     pub backend: String,
     pub node: String,
     pub read_only: bool,
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     pub limits: SandboxLimits,
     /// The snapshot its workspace was restored from, if any.
     pub restored_from: Option<SnapshotId>,
@@ -74,7 +74,7 @@ impl SandboxView {
             backend: record.backend.clone(),
             node: record.node.clone(),
             read_only: spec.as_ref().is_some_and(|s| s.read_only),
-            network: spec.as_ref().map(|s| s.network).unwrap_or_default(),
+            network: spec.as_ref().map(|s| s.network.clone()).unwrap_or_default(),
             restored_from: spec.as_ref().and_then(|s| s.restored_from.clone()),
             limits: spec.map(|s| s.limits).unwrap_or_default(),
             created_at: record.created_at.to_string(),

@@ -49,6 +49,11 @@ pub trait Sandbox: Send + Sync + Debug {
         None
     }
 
+    /// The egress decisions of a sandbox with network (None: no egress).
+    fn egress_log(&self) -> Option<super::EgressLog> {
+        None
+    }
+
     /// Stops the guest and every process of the sandbox and removes what the
     /// sandbox left on the host (cgroups, temporary workspace).
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError>;

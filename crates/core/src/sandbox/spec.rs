@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use paddock_proto::{
-    DowngradeLayer, InvalidSandboxSpec, NetworkMode, SandboxLimits, check_writable_paths,
+    DowngradeLayer, InvalidSandboxSpec, NetworkPolicy, SandboxLimits, check_writable_paths,
 };
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +30,7 @@ pub struct SandboxSpec {
     #[serde(default)]
     pub writable_paths: Vec<String>,
     #[serde(default)]
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     #[serde(default)]
     pub limits: SandboxLimits,
     /// Hardening layers the operator allows to be missing; any other layer
@@ -47,7 +47,8 @@ impl SandboxSpec {
     /// them). Whether the paths are safe on disk is the backend's check when
     /// it starts the sandbox.
     pub fn validate(&self) -> Result<(), InvalidSandboxSpec> {
-        check_writable_paths(&self.writable_paths, self.read_only)
+        check_writable_paths(&self.writable_paths, self.read_only)?;
+        self.network.validate().map_err(InvalidSandboxSpec::Network)
     }
 }
 
@@ -63,7 +64,7 @@ pub struct SandboxInfo {
     /// The workspace was made for this sandbox and goes away with it.
     pub workspace_is_temporary: bool,
     pub read_only: bool,
-    pub network: NetworkMode,
+    pub network: NetworkPolicy,
     pub limits: SandboxLimits,
     /// Version string the guest agent reported in the handshake.
     pub agent_version: String,

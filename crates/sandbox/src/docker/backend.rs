@@ -72,6 +72,19 @@ impl DockerBackend {
         };
         tracing::debug!(sandbox_id = %id, backend = self.name(), "creating sandbox");
         spec.validate().map_err(|e| launch_error(Box::new(e)))?;
+        if spec.network.has_egress() {
+            // Fail closed: a container's only network is its own loopback;
+            // the egress proxy is wired into native sandboxes only.
+            return Err(launch_error(
+                format!(
+                    "the {} backend cannot enforce network {}: it has no egress proxy \
+                     wiring yet; use network none here or the native backend",
+                    self.name(),
+                    spec.network.label()
+                )
+                .into(),
+            ));
+        }
         if self.config.engine == Engine::Gvisor
             && spec.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
         {

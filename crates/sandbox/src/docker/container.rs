@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigCgroupnsModeEnum};
 use paddock_core::sandbox::{SandboxId, SandboxSpec};
 use paddock_jail::ContainerSpec;
-use paddock_proto::{CgroupEnforcement, NetworkMode, WORKSPACE_MOUNT};
+use paddock_proto::{CgroupEnforcement, WORKSPACE_MOUNT};
 
 use super::config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
 use super::workspace::Workspace;
@@ -17,17 +17,16 @@ pub(super) const GUEST_PATH: &str = "/opt/paddock/paddock-guest";
 
 /// Namespaces a container gets, as reported. Under runc they are the host
 /// kernel's, all checked from the host (host_checks.rs). Under gVisor the
-/// sentry holds the container in its own mount, ipc, uts, user (and with
-/// network none, net) namespaces, checked from the host the same way; its
+/// sentry holds the container in its own mount, ipc, uts, user and net
+/// namespaces, checked from the host the same way; its
 /// pid namespace is the sentry's own (the guest checks it is PID 1 there).
-pub(super) fn namespaces(engine: Engine, network: NetworkMode) -> Vec<String> {
-    let mut names = match engine {
-        Engine::Docker => vec!["mount", "pid", "ipc", "uts", "cgroup"],
-        Engine::Gvisor => vec!["mount", "pid", "ipc", "uts", "user"],
+/// A container always has its own loopback-only network namespace: a policy
+/// with egress is refused before this ([`super::backend`]).
+pub(super) fn namespaces(engine: Engine) -> Vec<String> {
+    let names = match engine {
+        Engine::Docker => vec!["mount", "pid", "ipc", "uts", "cgroup", "net"],
+        Engine::Gvisor => vec!["mount", "pid", "ipc", "uts", "user", "net"],
     };
-    if network == NetworkMode::None {
-        names.push("net");
-    }
     names.into_iter().map(str::to_owned).collect()
 }
 
@@ -66,9 +65,9 @@ pub(super) fn guest_spec(
         engine: config.engine.backend_name().to_owned(),
         read_only: spec.read_only,
         writable_paths,
-        network: spec.network,
+        network: spec.network.clone(),
         limits: spec.limits.clone(),
-        namespaces: namespaces(config.engine, spec.network),
+        namespaces: namespaces(config.engine),
         cgroup: cgroup_asked(spec, &config.cgroup_parent),
         allow_downgrade: spec.allow_downgrade.clone(),
     }
@@ -148,13 +147,8 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         cgroup_parent: Some(config.cgroup_parent.clone()),
         cgroupns_mode: Some(HostConfigCgroupnsModeEnum::PRIVATE),
         ipc_mode: Some("private".to_owned()),
-        network_mode: Some(
-            match spec.network {
-                NetworkMode::None => "none",
-                NetworkMode::Full => "host",
-            }
-            .to_owned(),
-        ),
+        // Never the host's network: egress policies are refused up front.
+        network_mode: Some("none".to_owned()),
         runtime: config.engine.runtime().map(str::to_owned),
         // The container goes with its guest: when the owner dies, the
         // attached stdin closes, the guest exits and the engine removes it.
@@ -183,7 +177,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         // stdin closes for good when the attached owner goes away.
         stdin_once: Some(true),
         tty: Some(false),
-        network_disabled: Some(spec.network == NetworkMode::None),
+        network_disabled: Some(true),
         labels: Some(labels),
         host_config: Some(host_config),
         ..ContainerCreateBody::default()
@@ -282,12 +276,12 @@ mod tests {
 
     #[test]
     fn gvisor_reports_the_sentry_namespaces_and_checks_all_but_pid_from_the_host() {
-        let reported = namespaces(Engine::Gvisor, NetworkMode::None);
+        let reported = namespaces(Engine::Gvisor);
         assert!(reported.contains(&"user".to_owned()) && reported.contains(&"pid".to_owned()));
         let checked = host_checked(Engine::Gvisor, &reported);
         assert!(!checked.contains(&"pid".to_owned()));
-        let docker = namespaces(Engine::Docker, NetworkMode::Full);
-        assert!(!docker.contains(&"net".to_owned()));
+        let docker = namespaces(Engine::Docker);
+        assert!(docker.contains(&"net".to_owned()));
         assert_eq!(host_checked(Engine::Docker, &docker), docker);
     }
 }

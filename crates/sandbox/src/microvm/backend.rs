@@ -11,7 +11,7 @@ use paddock_core::sandbox::{
     BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
     SandboxSpec,
 };
-use paddock_proto::{NetworkMode, SandboxLimits, VmEnforcement};
+use paddock_proto::{NetworkPolicy, SandboxLimits, VmEnforcement};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::process::Command;
@@ -199,7 +199,7 @@ impl MicroVmBackend {
         };
         tracing::debug!(sandbox_id = %id, backend = BACKEND, "creating sandbox");
         spec.validate().map_err(|e| launch_error(Box::new(e)))?;
-        if spec.network != NetworkMode::None {
+        if spec.network != NetworkPolicy::None {
             return Err(launch_error(
                 "a microvm sandbox has no network device: only network none is offered".into(),
             ));
@@ -275,7 +275,7 @@ impl MicroVmBackend {
             sandbox_id: id.as_str().to_owned(),
             read_only: spec.read_only,
             writable_paths: spec.writable_paths.clone(),
-            network: spec.network,
+            network: spec.network.clone(),
             limits: spec.limits.clone(),
             uid: ws.uid,
             gid: ws.gid,

@@ -7,9 +7,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
-    SandboxSpec,
+    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
+    SandboxInfo, SandboxSpec,
 };
+use paddock_egress::{Egress, EgressConfig};
 use paddock_jail::{IdMapping, IdPool};
 use tokio::process::{Child, Command};
 
@@ -42,6 +43,9 @@ pub struct NativeConfig {
     pub stop_timeout: Duration,
     /// Host memory bounds of each guest connection and the slow-reader policy.
     pub stream_limits: StreamLimits,
+    /// The egress proxy of sandboxes with network (resolver, private
+    /// destinations the operator allows).
+    pub egress: EgressConfig,
 }
 
 impl NativeConfig {
@@ -57,7 +61,16 @@ impl NativeConfig {
             start_timeout: Duration::from_secs(10),
             stop_timeout: Duration::from_secs(2),
             stream_limits: StreamLimits::default(),
+            egress: EgressConfig::default(),
         }
+    }
+}
+
+type EgressReceiver = tokio::sync::mpsc::Receiver<paddock_egress::EgressDecision>;
+
+async fn stop_egress(egress: Option<(Egress, EgressReceiver)>) {
+    if let Some((egress, _)) = egress {
+        egress.stop().await;
     }
 }
 
@@ -95,13 +108,39 @@ impl NativeBackend {
         let created_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let (workspace, temp_workspace) = self.prepare_workspace(&id, spec.workspace.as_deref())?;
-        let (mut monitor, stream) = self
-            .launch(&id, &workspace, temp_workspace.is_some(), &spec)
-            .map_err(|source| SandboxError::Launch {
-                id: id.clone(),
-                source,
-            })?;
+        let egress = self.start_egress(&id, &spec).await?;
+        let (workspace, temp_workspace) =
+            match self.prepare_workspace(&id, spec.workspace.as_deref()) {
+                Ok(prepared) => prepared,
+                Err(e) => {
+                    stop_egress(egress).await;
+                    return Err(e);
+                }
+            };
+        let netns = egress.as_ref().and_then(|(e, _)| e.netns_path());
+        let launched = self.launch(&id, &workspace, temp_workspace.is_some(), &spec, netns);
+        let (mut monitor, stream) = match launched {
+            Ok(launched) => launched,
+            Err(source) => {
+                stop_egress(egress).await;
+                return Err(SandboxError::Launch {
+                    id: id.clone(),
+                    source,
+                });
+            }
+        };
+        let (egress, decisions) = egress.unzip();
+        let egress_log = decisions.map(|mut decisions| {
+            let log = EgressLog::default();
+            let filled = log.clone();
+            // Ends when the proxy stops (its sender goes with it).
+            tokio::spawn(async move {
+                while let Some(decision) = decisions.recv().await {
+                    filled.push(decision);
+                }
+            });
+            log
+        });
         tracing::debug!(sandbox_id = %id, pid = monitor.id(), "guest launched");
 
         let tail = StderrTail::default();
@@ -116,6 +155,7 @@ impl NativeBackend {
             temp_workspace,
             cgroup_parent: (!self.config.unconfined).then(|| self.config.cgroup_parent.clone()),
             stop_timeout: self.config.stop_timeout,
+            egress,
         };
         let client = match self.handshake(stream).await {
             Ok(client) => client,
@@ -143,7 +183,7 @@ impl NativeBackend {
             created_at_ms,
         };
         tracing::debug!(sandbox_id = %info.id, "sandbox ready");
-        Ok(NativeSandbox::new(info, client, teardown, tail))
+        Ok(NativeSandbox::new(info, client, teardown, tail, egress_log))
     }
 
     /// Spawns the guest with one end of a fresh socketpair as its stdin and
@@ -154,12 +194,20 @@ impl NativeBackend {
         workspace: &Path,
         temporary: bool,
         spec: &SandboxSpec,
+        netns: Option<PathBuf>,
     ) -> Result<(Child, tokio::net::UnixStream), BoxError> {
         let (host_end, guest_end) = std::os::unix::net::UnixStream::pair()?;
         if !self.config.unconfined {
             // The spec goes first on the connection, not in argv (see
             // paddock_jail::JailSpec); it is small, the socket buffer holds it.
-            let jail = jail_spec(id, workspace.to_path_buf(), temporary, spec, &self.config);
+            let jail = jail_spec(
+                id,
+                workspace.to_path_buf(),
+                temporary,
+                spec,
+                &self.config,
+                netns,
+            );
             std::io::Write::write_all(&mut &host_end, &jail.to_frame()?)?;
         }
         host_end.set_nonblocking(true)?;
@@ -171,6 +219,39 @@ impl NativeBackend {
         // connection would never see end-of-file when the guest dies.
         drop(command);
         Ok((spawned?, stream))
+    }
+
+    /// The egress proxy and namespace of a sandbox with network. Fails
+    /// closed: a policy this backend cannot enforce is an error.
+    async fn start_egress(
+        &self,
+        id: &SandboxId,
+        spec: &SandboxSpec,
+    ) -> Result<Option<(Egress, EgressReceiver)>, SandboxError> {
+        if !spec.network.has_egress() {
+            return Ok(None);
+        }
+        if self.config.unconfined {
+            return Err(SandboxError::Launch {
+                id: id.clone(),
+                source: format!(
+                    "network {} cannot be enforced in unconfined mode (no namespaces)",
+                    spec.network.label()
+                )
+                .into(),
+            });
+        }
+        Egress::start(
+            id.as_str(),
+            spec.network.clone(),
+            self.config.egress.clone(),
+        )
+        .await
+        .map(Some)
+        .map_err(|e| SandboxError::Launch {
+            id: id.clone(),
+            source: Box::new(e),
+        })
     }
 
     async fn handshake(&self, stream: tokio::net::UnixStream) -> Result<GuestClient, BoxError> {

@@ -15,13 +15,15 @@ pub(super) fn jail_spec(
     temporary_workspace: bool,
     spec: &SandboxSpec,
     config: &NativeConfig,
+    netns: Option<PathBuf>,
 ) -> JailSpec {
     JailSpec {
         sandbox_id: id.to_string(),
         workspace,
         read_only: spec.read_only,
         writable_paths: spec.writable_paths.clone(),
-        network: spec.network,
+        network: spec.network.clone(),
+        netns,
         limits: spec.limits.clone(),
         id_mapping: config.id_mapping,
         id_pool: config.id_pool,
@@ -37,7 +39,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
-    use paddock_proto::NetworkMode;
+    use paddock_proto::NetworkPolicy;
 
     use super::*;
 
@@ -48,7 +50,7 @@ mod tests {
             workspace: None,
             read_only: false,
             writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
-            network: NetworkMode::Full,
+            network: NetworkPolicy::Full,
             limits: SandboxLimits {
                 memory_bytes: Some(512 << 20),
                 pids: None,
@@ -62,7 +64,15 @@ mod tests {
         };
         let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
         config.cgroup_parent = "paddock-test".to_owned();
-        let jail = jail_spec(&id, PathBuf::from("/ws"), true, &spec, &config);
+        let netns = Some(PathBuf::from("/run/netns/paddock-sb-test"));
+        let jail = jail_spec(
+            &id,
+            PathBuf::from("/ws"),
+            true,
+            &spec,
+            &config,
+            netns.clone(),
+        );
         assert_eq!(
             jail,
             JailSpec {
@@ -70,7 +80,8 @@ mod tests {
                 workspace: PathBuf::from("/ws"),
                 read_only: false,
                 writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
-                network: NetworkMode::Full,
+                network: NetworkPolicy::Full,
+                netns,
                 limits: SandboxLimits {
                     memory_bytes: Some(512 << 20),
                     pids: None,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, GuestError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+    BoxError, EgressLog, GuestError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
 };
 use tokio::process::Child;
 use tokio::task::JoinHandle;
@@ -25,6 +25,7 @@ pub struct NativeSandbox {
     client: GuestClient,
     teardown: Teardown,
     stderr_tail: StderrTail,
+    egress_log: Option<EgressLog>,
 }
 
 impl NativeSandbox {
@@ -33,12 +34,14 @@ impl NativeSandbox {
         client: GuestClient,
         teardown: Teardown,
         stderr_tail: StderrTail,
+        egress_log: Option<EgressLog>,
     ) -> Self {
         Self {
             info,
             client,
             teardown,
             stderr_tail,
+            egress_log,
         }
     }
 
@@ -103,6 +106,10 @@ impl Sandbox for NativeSandbox {
         self.monitor_pid()
     }
 
+    fn egress_log(&self) -> Option<EgressLog> {
+        self.egress_log.clone()
+    }
+
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {
         NativeSandbox::destroy(*self).await
     }
@@ -119,6 +126,8 @@ pub(super) struct Teardown {
     /// Set when the sandbox has cgroups to remove (not in unconfined mode).
     pub(super) cgroup_parent: Option<String>,
     pub(super) stop_timeout: Duration,
+    /// The egress proxy and network namespace of a sandbox with network.
+    pub(super) egress: Option<paddock_egress::Egress>,
 }
 
 impl Teardown {
@@ -156,6 +165,9 @@ impl Teardown {
     /// Removes the cgroups and the temporary workspace. The monitor must be
     /// reaped first, so no process of the sandbox is left in them.
     pub(super) async fn clean(&mut self) -> Result<(), BoxError> {
+        if let Some(egress) = self.egress.take() {
+            egress.stop().await;
+        }
         let id = self.id.clone();
         let cgroup_parent = self.cgroup_parent.take();
         let temp_workspace = self.temp_workspace.take();
@@ -193,12 +205,17 @@ fn clean_blocking(
 
 impl Drop for Teardown {
     fn drop(&mut self) {
-        if self.monitor.is_none() && self.cgroup_parent.is_none() && self.temp_workspace.is_none() {
+        if self.monitor.is_none()
+            && self.cgroup_parent.is_none()
+            && self.temp_workspace.is_none()
+            && self.egress.is_none()
+        {
             return;
         }
         tracing::debug!(sandbox_id = %self.id, "sandbox dropped without destroy: killing it");
         let mut leftovers = Leftovers {
             id: self.id.clone(),
+            egress: self.egress.take(),
             monitor: self.monitor.take(),
             temp_workspace: self.temp_workspace.take(),
             cgroup_parent: self.cgroup_parent.take(),
@@ -222,6 +239,8 @@ impl Drop for Teardown {
 #[derive(Debug)]
 struct Leftovers {
     id: SandboxId,
+    /// Its drop (when not stopped here) removes the namespace synchronously.
+    egress: Option<paddock_egress::Egress>,
     monitor: Option<Child>,
     temp_workspace: Option<tempfile::TempDir>,
     cgroup_parent: Option<String>,
@@ -231,6 +250,9 @@ impl Leftovers {
     async fn clean(mut self) {
         if let Some(mut monitor) = self.monitor.take() {
             let _ = monitor.wait().await;
+        }
+        if let Some(egress) = self.egress.take() {
+            egress.stop().await;
         }
         let id = self.id.clone();
         let cgroup_parent = self.cgroup_parent.take();

@@ -1,0 +1,178 @@
+//! The one path every proxied connection takes: policy first, then the
+//! proxy's own resolution, the address guard on each answer, and a bounded
+//! connect; then the bytes are spliced and the decision recorded.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use paddock_proto::{NetworkPolicy, Target};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use crate::dns::FakeNames;
+use crate::guard::{self, HostAddresses};
+use crate::{EgressConfig, EgressDecision};
+
+/// Why a connection was not made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The policy or the address guard refused it (a 403).
+    Denied(String),
+    /// Allowed, but the destination could not be reached (a 502).
+    Unreachable(String),
+}
+
+impl Refusal {
+    pub(crate) fn reason(&self) -> &str {
+        match self {
+            Refusal::Denied(r) | Refusal::Unreachable(r) => r,
+        }
+    }
+}
+
+/// What the proxy of one sandbox shares between its listeners.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub(crate) sandbox_id: String,
+    pub(crate) policy: NetworkPolicy,
+    pub(crate) config: EgressConfig,
+    pub(crate) host_addresses: HostAddresses,
+    pub(crate) names: FakeNames,
+    decisions: mpsc::Sender<EgressDecision>,
+    dropped: AtomicU64,
+}
+
+impl Ctx {
+    pub(crate) fn new(
+        sandbox_id: String,
+        policy: NetworkPolicy,
+        config: EgressConfig,
+        decisions: mpsc::Sender<EgressDecision>,
+    ) -> Self {
+        Self {
+            sandbox_id,
+            policy,
+            config,
+            host_addresses: HostAddresses::default(),
+            names: FakeNames::default(),
+            decisions,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Checks the policy, resolves, guards and connects.
+    pub(crate) async fn open(&self, target: &Target, port: u16) -> Result<TcpStream, Refusal> {
+        if !self.policy.allows(target, port) {
+            return Err(Refusal::Denied(format!(
+                "{target}:{port} is not allowed by the sandbox's network policy ({})",
+                self.policy.label()
+            )));
+        }
+        let addresses: Vec<IpAddr> = match target {
+            Target::Ip(ip) => vec![*ip],
+            Target::Name(name) => self
+                .config
+                .resolver
+                .lookup(name)
+                .await
+                .map_err(|e| Refusal::Unreachable(format!("resolving {name}: {e}")))?,
+        };
+        let host = self.host_addresses.current();
+        let mut last = None;
+        for ip in addresses {
+            if let Some(why) = guard::refusal(ip, &host, &self.config.allowed_private) {
+                last = Some(Refusal::Denied(format!("{target} is {ip}, {why}")));
+                continue;
+            }
+            let timeout = self.config.connect_timeout;
+            match tokio::time::timeout(timeout, TcpStream::connect((ip, port))).await {
+                Ok(Ok(stream)) => {
+                    let _ = stream.set_nodelay(true);
+                    return Ok(stream);
+                }
+                Ok(Err(e)) => {
+                    if !matches!(last, Some(Refusal::Denied(_))) {
+                        last = Some(Refusal::Unreachable(format!(
+                            "connecting to {ip}:{port}: {e}"
+                        )));
+                    }
+                }
+                Err(_) => {
+                    if !matches!(last, Some(Refusal::Denied(_))) {
+                        last = Some(Refusal::Unreachable(format!(
+                            "connecting to {ip}:{port}: no answer within {timeout:?}"
+                        )));
+                    }
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| Refusal::Unreachable(format!("{target}: no address"))))
+    }
+
+    pub(crate) fn record(&self, decision: EgressDecision) {
+        tracing::debug!(
+            sandbox_id = %self.sandbox_id,
+            allowed = decision.allowed,
+            host = %decision.host,
+            port = decision.port,
+            via = %decision.via,
+            reason = decision.reason.as_deref().unwrap_or(""),
+            bytes_out = decision.bytes_out,
+            bytes_in = decision.bytes_in,
+            "egress"
+        );
+        if self.decisions.try_send(decision).is_err() {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() {
+                tracing::warn!(sandbox_id = %self.sandbox_id, dropped, "egress decisions dropped: the reader is behind");
+            }
+        }
+    }
+}
+
+/// One connection's outcome, recorded when it ends.
+pub(crate) struct Outcome<'a> {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) via: &'a str,
+    pub(crate) started: Instant,
+}
+
+impl Outcome<'_> {
+    pub(crate) fn denied(self, ctx: &Ctx, refusal: &Refusal) {
+        ctx.record(self.decision(false, Some(refusal.reason().to_owned()), 0, 0));
+    }
+
+    pub(crate) fn done(self, ctx: &Ctx, bytes_out: u64, bytes_in: u64) {
+        ctx.record(self.decision(true, None, bytes_out, bytes_in));
+    }
+
+    fn decision(self, allowed: bool, reason: Option<String>, out: u64, inn: u64) -> EgressDecision {
+        EgressDecision {
+            allowed,
+            host: self.host,
+            port: self.port,
+            via: self.via.to_owned(),
+            reason,
+            bytes_out: out,
+            bytes_in: inn,
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Splices both ways until either side closes; returns (out, in) byte counts.
+pub(crate) async fn splice<A, B>(client: &mut A, upstream: &mut B) -> (u64, u64)
+where
+    A: AsyncRead + AsyncWrite + Unpin + ?Sized,
+    B: AsyncRead + AsyncWrite + Unpin + ?Sized,
+{
+    tokio::io::copy_bidirectional_with_sizes(client, upstream, 64 * 1024, 64 * 1024)
+        .await
+        .unwrap_or((0, 0))
+}
+
+pub(crate) type Shared = Arc<Ctx>;

@@ -1,0 +1,248 @@
+//! The host-side egress proxy of a sandbox with network (`allowlist` or
+//! `full`). Each sandbox gets its own network namespace, made and owned by
+//! the host ([`netns`]), whose only way out is this proxy: its sockets are
+//! bound inside that namespace while the proxy itself runs in the host's, so
+//! every connection the sandbox makes arrives here and leaves from here.
+//!
+//! Per connection: the policy is checked against the name or IP literal the
+//! sandbox asked for, the proxy resolves the name itself, the address guard
+//! ([`guard`]) refuses loopback, private, link-local, metadata and the host's
+//! own addresses (unless the operator listed one), and only then it
+//! connects. Every decision is reported ([`EgressDecision`]).
+
+mod connect;
+mod decision;
+mod dns;
+pub mod guard;
+mod http;
+pub mod netns;
+mod resolve;
+mod transparent;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_proto::NetworkPolicy;
+use serde::{Deserialize, Serialize};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::{JoinHandle, JoinSet};
+
+pub use decision::{DECISION_QUEUE, EgressDecision};
+pub use netns::Netns;
+pub use paddock_proto::{PROXY_ENV, PROXY_URL};
+pub use resolve::Resolver;
+
+use connect::{Ctx, Shared};
+
+/// The operator's egress settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressConfig {
+    /// Where the proxy resolves names.
+    #[serde(default)]
+    pub resolver: Resolver,
+    /// Private addresses the guard lets through (an internal registry);
+    /// only these, and only when the policy allows the destination too.
+    #[serde(default)]
+    pub allowed_private: Vec<IpAddr>,
+    /// How long one connect to a destination may take.
+    #[serde(default = "default_connect_timeout", with = "millis")]
+    pub connect_timeout: Duration,
+    /// At most this many connections of one sandbox at once; more wait.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+fn default_connect_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn default_max_connections() -> usize {
+    256
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+impl Default for EgressConfig {
+    fn default() -> Self {
+        Self {
+            resolver: Resolver::System,
+            allowed_private: Vec::new(),
+            connect_timeout: default_connect_timeout(),
+            max_connections: default_max_connections(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    #[error("egress for a sandbox with network none")]
+    NoEgress,
+    #[error("setting up the sandbox network namespace: `{command}` failed: {detail}")]
+    Namespace { command: String, detail: String },
+    #[error("binding the egress proxy's sockets inside {path}")]
+    Bind {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The egress of one running sandbox: its namespace and proxy tasks. Stop
+/// it with [`Egress::stop`] once the sandbox is gone.
+#[derive(Debug)]
+pub struct Egress {
+    netns: Option<Netns>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+struct Sockets {
+    proxy: std::net::TcpListener,
+    transparent: std::net::TcpListener,
+    dns: std::net::UdpSocket,
+}
+
+impl Egress {
+    /// Makes the namespace and starts the proxy in it. Decisions go to the
+    /// returned receiver (bounded: [`DECISION_QUEUE`]; when it is full new
+    /// ones are dropped and counted, connections never wait for it).
+    pub async fn start(
+        sandbox_id: &str,
+        policy: NetworkPolicy,
+        config: EgressConfig,
+    ) -> Result<(Self, mpsc::Receiver<EgressDecision>), EgressError> {
+        if !policy.has_egress() {
+            return Err(EgressError::NoEgress);
+        }
+        let netns = Netns::create(sandbox_id).await?;
+        let path = netns.path();
+        let sockets = match bind_inside(path.clone()).await {
+            Ok(sockets) => sockets,
+            Err(e) => {
+                netns.remove().await;
+                return Err(e);
+            }
+        };
+        let (tx, rx) = mpsc::channel(DECISION_QUEUE);
+        let limit = Arc::new(Semaphore::new(config.max_connections.max(1)));
+        let ctx: Shared = Arc::new(Ctx::new(sandbox_id.to_owned(), policy, config, tx));
+        let bind_err = |source| EgressError::Bind {
+            path: path.clone(),
+            source,
+        };
+        let proxy = TcpListener::from_std(sockets.proxy).map_err(bind_err)?;
+        let transparent = TcpListener::from_std(sockets.transparent).map_err(bind_err)?;
+        let dns_socket = UdpSocket::from_std(sockets.dns).map_err(bind_err)?;
+        let tasks = vec![
+            tokio::spawn(accept(proxy, ctx.clone(), limit.clone(), |c, s| {
+                Box::pin(http::serve(c, s))
+            })),
+            tokio::spawn(accept(transparent, ctx.clone(), limit, |c, s| {
+                Box::pin(transparent::serve(c, s))
+            })),
+            tokio::spawn(dns::serve(ctx, dns_socket)),
+        ];
+        Ok((
+            Self {
+                netns: Some(netns),
+                tasks,
+            },
+            rx,
+        ))
+    }
+
+    /// The namespace the sandbox joins.
+    pub fn netns_path(&self) -> Option<PathBuf> {
+        self.netns.as_ref().map(Netns::path)
+    }
+
+    /// Stops the proxy (closing every connection) and removes the namespace.
+    pub async fn stop(mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        if let Some(netns) = self.netns.take() {
+            netns.remove().await;
+        }
+    }
+}
+
+impl Drop for Egress {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+type Handler =
+    fn(Shared, TcpStream) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+async fn accept(listener: TcpListener, ctx: Shared, limit: Arc<Semaphore>, handler: Handler) {
+    // Dropping this task (Egress::stop) drops the set and aborts every
+    // connection in it.
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let Ok(permit) = limit.clone().acquire_owned().await else { return };
+                let _ = stream.set_nodelay(true);
+                let ctx = ctx.clone();
+                connections.spawn(async move {
+                    handler(ctx, stream).await;
+                    drop(permit);
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// Binds the proxy's sockets inside the sandbox's namespace, from a thread
+/// of its own that joins it and then ends (a thread of the runtime's pool
+/// must never change namespace).
+async fn bind_inside(path: PathBuf) -> Result<Sockets, EgressError> {
+    let for_thread = path.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        std::thread::spawn(move || -> std::io::Result<Sockets> {
+            let ns = std::fs::File::open(&for_thread)?;
+            nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET)?;
+            let local = |port| SocketAddr::from(([127, 0, 0, 1], port));
+            let proxy = std::net::TcpListener::bind(local(netns::PROXY_PORT))?;
+            let transparent = std::net::TcpListener::bind(local(netns::TRANSPARENT_PORT))?;
+            let dns = std::net::UdpSocket::bind(local(53))?;
+            for s in [&proxy, &transparent] {
+                s.set_nonblocking(true)?;
+            }
+            dns.set_nonblocking(true)?;
+            Ok(Sockets {
+                proxy,
+                transparent,
+                dns,
+            })
+        })
+        .join()
+    })
+    .await;
+    let bound = match joined {
+        Ok(Ok(bound)) => bound,
+        Ok(Err(_)) | Err(_) => Err(std::io::Error::other("the binding thread panicked")),
+    };
+    bound.map_err(|source| EgressError::Bind { path, source })
+}

@@ -1,0 +1,181 @@
+//! The sandbox's network namespace, made and owned by the host (so the
+//! sandbox, root only in its own user namespace, cannot change its routes or
+//! filter rules): loopback, one veth pair (both ends inside) carrying the default route,
+//! and filter rules by which every TCP connection leaving loopback is
+//! redirected to the proxy's transparent port, DNS to its resolver, and
+//! anything else dropped.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use crate::EgressError;
+
+/// Where the explicit HTTP proxy listens inside the namespace.
+pub const PROXY_PORT: u16 = 3128;
+/// Where redirected TCP arrives.
+pub const TRANSPARENT_PORT: u16 = 3129;
+/// The sandbox's own address on egress0 (never leaves the namespace).
+pub const SANDBOX_ADDRESS: &str = "192.0.2.2/24";
+
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The rules, one reason per line in docs/security.md ("Network policy").
+pub const IPTABLES_RULES: &str = "\
+*nat
+:OUTPUT ACCEPT [0:0]
+-A OUTPUT -d 127.0.0.0/8 -j RETURN
+-A OUTPUT -p tcp -j REDIRECT --to-ports 3129
+-A OUTPUT -p udp --dport 53 -j REDIRECT --to-ports 53
+COMMIT
+*filter
+:INPUT ACCEPT [0:0]
+:FORWARD DROP [0:0]
+:OUTPUT DROP [0:0]
+-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
+-A OUTPUT -d 127.0.0.0/8 -j ACCEPT
+-A OUTPUT -m addrtype --dst-type LOCAL -j ACCEPT
+COMMIT
+";
+
+/// IPv6: loopback only (the namespace has no IPv6 route out).
+pub const IP6TABLES_RULES: &str = "\
+*filter
+:INPUT ACCEPT [0:0]
+:FORWARD DROP [0:0]
+:OUTPUT DROP [0:0]
+-A OUTPUT -o lo -j ACCEPT
+COMMIT
+";
+
+/// A named network namespace under /run/netns; removed by [`Netns::remove`].
+#[derive(Debug)]
+pub struct Netns {
+    name: String,
+    removed: bool,
+}
+
+impl Netns {
+    pub async fn create(sandbox_id: &str) -> Result<Self, EgressError> {
+        let name = format!("paddock-{sandbox_id}");
+        run("ip", &["netns", "add", &name], None).await?;
+        let netns = Netns {
+            name: name.clone(),
+            removed: false,
+        };
+        let n = name.as_str();
+        // A veth pair with both ends inside (the dummy driver is not on
+        // every kernel): the route out needs a device, and what leaves by it
+        // arrives at its peer, with no address and no forwarding, and ends.
+        let steps: [(&str, Vec<&str>, Option<&str>); 8] = [
+            ("ip", vec!["-n", n, "link", "set", "lo", "up"], None),
+            (
+                "ip",
+                vec![
+                    "-n", n, "link", "add", "egress0", "type", "veth", "peer", "name", "egress1",
+                ],
+                None,
+            ),
+            (
+                "ip",
+                vec!["-n", n, "addr", "add", SANDBOX_ADDRESS, "dev", "egress0"],
+                None,
+            ),
+            ("ip", vec!["-n", n, "link", "set", "egress0", "up"], None),
+            ("ip", vec!["-n", n, "link", "set", "egress1", "up"], None),
+            (
+                "ip",
+                vec!["-n", n, "route", "add", "default", "dev", "egress0"],
+                None,
+            ),
+            (
+                "ip",
+                vec!["netns", "exec", n, "iptables-restore"],
+                Some(IPTABLES_RULES),
+            ),
+            (
+                "ip",
+                vec!["netns", "exec", n, "ip6tables-restore"],
+                Some(IP6TABLES_RULES),
+            ),
+        ];
+        for (program, args, stdin) in steps {
+            if let Err(e) = run(program, &args, stdin).await {
+                netns.remove().await;
+                return Err(e);
+            }
+        }
+        Ok(netns)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The file the jail joins (`ip netns` keeps it bound there).
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from("/run/netns").join(&self.name)
+    }
+
+    pub async fn remove(mut self) {
+        self.removed = true;
+        if let Err(e) = run("ip", &["netns", "del", &self.name], None).await {
+            tracing::warn!(netns = %self.name, error = %paddock_proto::error_chain(&e), "removing the sandbox network namespace");
+        }
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if !self.removed {
+            // Not removed on the async path (a panic or an early return):
+            // `ip netns del` is quick, and a namespace left behind would hold
+            // its name for good.
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", &self.name])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
+async fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), EgressError> {
+    let command_line = format!("{program} {}", args.join(" "));
+    let fail = |detail: String| EgressError::Namespace {
+        command: command_line.clone(),
+        detail,
+    };
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| fail(e.to_string()))?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| fail(format!("no exit within {COMMAND_TIMEOUT:?}")))?
+        .map_err(|e| fail(e.to_string()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(fail(format!(
+            "{}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )))
+    }
+}

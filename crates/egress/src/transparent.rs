@@ -1,0 +1,45 @@
+//! Connections redirected by the namespace's filter rules (a program that
+//! ignores the proxy variables): the original destination is read back from
+//! conntrack; an address the in-sandbox DNS handed out stands for its name,
+//! any other is an IP literal. Refused connections are closed (on port 80
+//! after an HTTP 403 saying why).
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Instant;
+
+use nix::sys::socket::{getsockopt, sockopt};
+use paddock_proto::Target;
+use tokio::net::TcpStream;
+
+use crate::connect::{Outcome, Shared, splice};
+
+pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
+    let started = Instant::now();
+    let Ok(original) = getsockopt(&client, sockopt::OriginalDst) else {
+        return;
+    };
+    let ip = Ipv4Addr::from(u32::from_be(original.sin_addr.s_addr));
+    let port = u16::from_be(original.sin_port);
+    let target = match ctx.names.name_of(ip) {
+        Some(name) => Target::Name(name),
+        None => Target::Ip(IpAddr::V4(ip)),
+    };
+    let outcome = Outcome {
+        host: target.to_string(),
+        port,
+        via: "transparent",
+        started,
+    };
+    match ctx.open(&target, port).await {
+        Ok(mut upstream) => {
+            let (out, inn) = splice(&mut client, &mut upstream).await;
+            outcome.done(&ctx, out, inn);
+        }
+        Err(refusal) => {
+            if port == 80 {
+                let _ = crate::http::refuse(&mut client, &refusal).await;
+            }
+            outcome.denied(&ctx, &refusal);
+        }
+    }
+}

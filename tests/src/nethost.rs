@@ -1,0 +1,238 @@
+//! Test hosts for the network scenarios: each in a network namespace the
+//! test makes, joined to the host by a veth pair, on a documentation
+//! address (198.51.100.0/24 or 203.0.113.0/24, which the egress guard lets
+//! through), serving a small HTTP answer; and a DNS server on the host's
+//! loopback whose answers the test sets (and may change between look-ups).
+//! Nothing here sends a packet beyond this machine.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::Command;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use hickory_proto::op::{Message, MessageType, ResponseCode};
+use hickory_proto::rr::rdata::A;
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Which documentation range a test host is in.
+#[derive(Debug, Clone, Copy)]
+pub enum DocRange {
+    /// 198.51.100.0/24 (TEST-NET-2)
+    Net2,
+    /// 203.0.113.0/24 (TEST-NET-3)
+    Net3,
+}
+
+/// One test host: a namespace, a veth pair and an HTTP server on `port`.
+#[derive(Debug)]
+pub struct TestHost {
+    netns: String,
+    /// The test host's address.
+    pub ip: Ipv4Addr,
+    /// The host side of the veth (an address of the host itself).
+    pub host_side: Ipv4Addr,
+    pub port: u16,
+    connections: Arc<AtomicUsize>,
+}
+
+fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip")?;
+    if !out.status.success() {
+        bail!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+impl TestHost {
+    /// A host answering every HTTP request with `hello from NAME`, or with
+    /// `body_bytes` bytes of zeros when given (for downloads).
+    pub fn start(
+        name: &str,
+        range: DocRange,
+        port: u16,
+        body_bytes: Option<usize>,
+    ) -> anyhow::Result<Self> {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        anyhow::ensure!(n < 63, "at most 63 test hosts per process");
+        let slot = u8::try_from(n * 4).context("slot")?;
+        let base = match range {
+            DocRange::Net2 => [198, 51, 100],
+            DocRange::Net3 => [203, 0, 113],
+        };
+        let host_side = Ipv4Addr::new(base[0], base[1], base[2], slot + 1);
+        let inside = Ipv4Addr::new(base[0], base[1], base[2], slot + 2);
+        let pid = std::process::id();
+        let netns = format!("pdk-th-{pid}-{n}");
+        let veth = format!("pth{:x}{n}", pid % 0xfffff);
+        ip(&["netns", "add", &netns])?;
+        let host = TestHost {
+            netns: netns.clone(),
+            ip: inside,
+            host_side,
+            port,
+            connections: Arc::new(AtomicUsize::new(0)),
+        };
+        ip(&[
+            "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &netns,
+        ])?;
+        ip(&["addr", "add", &format!("{host_side}/30"), "dev", &veth])?;
+        ip(&["link", "set", &veth, "up"])?;
+        ip(&[
+            "-n",
+            &netns,
+            "addr",
+            "add",
+            &format!("{inside}/30"),
+            "dev",
+            "eth0",
+        ])?;
+        ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
+        ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+        let body = match body_bytes {
+            Some(len) => vec![0u8; len],
+            None => format!("hello from {name}\n").into_bytes(),
+        };
+        let listener = bind_in(&netns, SocketAddr::from((inside, port)))?;
+        let counter = host.connections.clone();
+        std::thread::spawn(move || serve_http(listener, counter, body));
+        Ok(host)
+    }
+
+    /// How many connections reached this host.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        // The veth goes with the namespace.
+        let _ = ip(&["netns", "del", &self.netns]);
+    }
+}
+
+/// A listening socket inside the namespace `netns`, bound from a thread of
+/// its own that joins it and ends.
+fn bind_in(netns: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    let path = format!("/run/netns/{netns}");
+    std::thread::spawn(move || -> anyhow::Result<TcpListener> {
+        let ns = std::fs::File::open(&path).context("opening the test namespace")?;
+        nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).context("setns")?;
+        TcpListener::bind(addr).with_context(|| format!("binding {addr}"))
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the binding thread panicked"))?
+}
+
+fn serve_http(listener: TcpListener, connections: Arc<AtomicUsize>, body: Vec<u8>) {
+    let body = Arc::new(body);
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        connections.fetch_add(1, Ordering::SeqCst);
+        let body = body.clone();
+        std::thread::spawn(move || answer(stream, &body));
+    }
+}
+
+fn answer(mut stream: TcpStream, body: &[u8]) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes());
+    let _ = stream.write_all(body);
+}
+
+/// A DNS server on 127.0.0.1 answering A queries from a table; a name with
+/// several answers gets them in turn, then keeps the last.
+#[derive(Debug)]
+pub struct TestDns {
+    pub addr: SocketAddr,
+    table: Arc<Mutex<HashMap<String, VecDeque<Ipv4Addr>>>>,
+}
+
+impl TestDns {
+    pub fn start() -> anyhow::Result<Self> {
+        let socket = UdpSocket::bind("127.0.0.1:0")?;
+        let addr = socket.local_addr()?;
+        let table: Arc<Mutex<HashMap<String, VecDeque<Ipv4Addr>>>> = Arc::default();
+        let answers = table.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                let Ok((n, from)) = socket.recv_from(&mut buf) else {
+                    continue;
+                };
+                if let Some(reply) = dns_answer(&answers, &buf[..n]) {
+                    let _ = socket.send_to(&reply, from);
+                }
+            }
+        });
+        Ok(Self { addr, table })
+    }
+
+    /// `name` answers these addresses, one per look-up, then the last.
+    pub fn set(&self, name: &str, answers: &[Ipv4Addr]) {
+        if let Ok(mut table) = self.table.lock() {
+            table.insert(name.to_owned(), answers.iter().copied().collect());
+        }
+    }
+
+    /// The `--egress-resolver` option naming this server.
+    pub fn option(&self) -> String {
+        format!("--egress-resolver={}", self.addr)
+    }
+}
+
+fn dns_answer(table: &Mutex<HashMap<String, VecDeque<Ipv4Addr>>>, bytes: &[u8]) -> Option<Vec<u8>> {
+    let request = Message::from_vec(bytes).ok()?;
+    let query = request.queries.first()?.clone();
+    let name = query.name().to_ascii().trim_end_matches('.').to_owned();
+    let mut reply = Message::response(request.metadata.id, request.metadata.op_code);
+    reply.metadata.message_type = MessageType::Response;
+    reply.add_query(query.clone());
+    let found = table.lock().ok().and_then(|mut t| {
+        let answers = t.get_mut(&name)?;
+        if answers.len() > 1 {
+            answers.pop_front()
+        } else {
+            answers.front().copied()
+        }
+    });
+    match found {
+        Some(ip) if query.query_type() == RecordType::A => {
+            let owner = Name::from_str(&format!("{name}.")).ok()?;
+            reply.add_answer(Record::from_rdata(owner, 0, RData::A(A(ip))));
+        }
+        Some(_) => {}
+        None => reply.metadata.response_code = ResponseCode::NXDomain,
+    }
+    reply.to_vec().ok()
+}
