@@ -573,8 +573,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub read_only: bool,
     /// Make the workspace read-only except PATH (relative to the workspace
-    /// root; a directory or file; a missing one is created as a directory).
-    /// Repeatable.
+    /// root; a directory or file; a missing one is created: as a directory
+    /// when PATH ends in '/', else as an empty file). Repeatable.
     #[arg(long = "writable", value_name = "PATH")]
     pub writable: Vec<String>,
     /// none: loopback only; full: the host's network.

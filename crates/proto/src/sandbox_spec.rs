@@ -92,9 +92,32 @@ pub enum InvalidSandboxSpec {
     ReadOnlyWithWritablePaths,
 }
 
+/// What a write-scope path that does not exist yet is made as when the
+/// sandbox starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingScopePath {
+    /// The path ends in `/` (`build/`): a directory, writable throughout.
+    Directory,
+    /// Any other path (`src/new.rs`, `Makefile`): an empty regular file, the
+    /// only thing the sandbox may then write there.
+    File,
+}
+
+/// One write-scope path split into the path relative to the workspace (no
+/// trailing `/`) and what it is made as if missing. A path that exists is
+/// bound as what it is; a trailing `/` on an existing file is refused by the
+/// backend.
+pub fn writable_path_parts(path: &str) -> (&str, MissingScopePath) {
+    match path.strip_suffix('/') {
+        Some(rel) => (rel, MissingScopePath::Directory),
+        None => (path, MissingScopePath::File),
+    }
+}
+
 /// Checks what can be checked of a write scope without the workspace: each
 /// path is relative to the workspace root and normalized (non-empty
-/// components, none `.` or `..`, no leading, trailing or doubled `/`, no NUL,
+/// components, none `.` or `..`, no leading or doubled `/`, at most one
+/// trailing `/` marking a directory (see [`MissingScopePath`]), no NUL,
 /// at most [`MAX_WRITABLE_PATH_LEN`] bytes), there are at most
 /// [`MAX_WRITABLE_PATHS`], and `read_only` is not asked together with them.
 /// Whether the paths are safe on disk is the jail's check when it prepares
@@ -134,8 +157,9 @@ fn writable_path_problem(path: &str) -> Option<&'static str> {
     if path.starts_with('/') {
         return Some("is absolute; give it relative to the workspace root");
     }
+    let (path, _) = writable_path_parts(path);
     path.split('/').find_map(|component| match component {
-        "" => Some("has an empty component (a doubled or trailing '/')"),
+        "" => Some("has an empty component (a doubled '/')"),
         "." => Some("has a '.' component; give it normalized"),
         ".." => Some("has a '..' component; writable paths stay inside the workspace"),
         _ => None,
