@@ -680,6 +680,79 @@ async fn read_only_profiles_and_write_scopes_hold_at_both_layers() {
 }
 
 #[tokio::test]
+async fn a_scope_naming_a_missing_file_lets_the_child_create_it_and_the_change_applies() {
+    let h = Harness::new().await;
+    std::fs::write(h.project.join("README.md"), "original\n").unwrap();
+    let session = h.session("file-scope").await;
+    let mut models = Models::default();
+    models.0.insert(
+        "doc".into(),
+        h.script(
+            "doc",
+            json!([
+                turn(
+                    "",
+                    vec![call(
+                        "write_file",
+                        json!({"path": "docs/USAGE.md", "content": "usage\n"})
+                    )]
+                ),
+                turn(
+                    "",
+                    vec![call(
+                        "write_file",
+                        json!({"path": "docs/OTHER.md", "content": "x"})
+                    )]
+                ),
+                turn(
+                    "",
+                    vec![call(
+                        "run_command",
+                        json!({"command": "echo x > docs/sibling.md"})
+                    )]
+                ),
+                turn("", vec![done("wrote docs/USAGE.md")]),
+            ]),
+        ),
+    );
+    let parent = h.script(
+        "parent",
+        json!([
+            turn(
+                "",
+                vec![spawn_scoped("doc", "document usage", &["docs/USAGE.md"])]
+            ),
+            turn("", vec![wait_all()]),
+            turn(
+                "",
+                vec![call("apply_subagent_changes", json!({"run_id": "doc"}))]
+            ),
+            turn("", vec![done("documented")]),
+        ]),
+    );
+    let run = run_parent(&h, &session.id, parent, models).await;
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+    let kids = children(&h, &run.id).await;
+    let doc = tool_results(&h, &kids["doc"].session).await;
+    assert!(!doc[0].1, "the scope file is writable: {doc:?}");
+    assert!(
+        doc[1].1 && doc[1].0.contains("outside the write scope"),
+        "{doc:?}"
+    );
+    assert!(doc[2].0.contains("Read-only file system"), "{doc:?}");
+    let parent_results = tool_results(&h, &session.id).await;
+    assert!(!parent_results[2].1, "apply failed: {parent_results:?}");
+    assert_eq!(h.read(&h.project, "docs/USAGE.md").unwrap(), "usage\n");
+    let names: Vec<String> = std::fs::read_dir(h.project.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["USAGE.md"]);
+    assert_eq!(h.read(&h.project, "README.md").unwrap(), "original\n");
+    assert_no_child_dirs(&h);
+}
+
+#[tokio::test]
 async fn the_seventh_spawn_and_a_nested_spawn_are_refused_and_the_rest_queue() {
     let h = Harness::new().await;
     let session = h.session("limits").await;
