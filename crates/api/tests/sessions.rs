@@ -365,6 +365,20 @@ async fn a_scripted_run_fixes_code_and_a_fork_restores_its_end(db: Db) -> Result
     Ok(())
 }
 
+/// The one sandbox `/v1/sandboxes` lists as the run's.
+async fn run_sandbox(server: &TestServer, run_id: &str) -> Result<Value> {
+    let (status, list) = send(server.a(Method::GET, "/v1/sandboxes")).await?;
+    ensure!(status == StatusCode::OK, "{status} {list}");
+    let owned: Vec<&Value> = list["sandboxes"]
+        .as_array()
+        .context("sandboxes")?
+        .iter()
+        .filter(|s| s["run"] == run_id)
+        .collect();
+    ensure!(owned.len() == 1, "{list}");
+    Ok(owned[0].clone())
+}
+
 /// A run whose second turn runs a command that takes a long time.
 fn slow_script(seconds: u32) -> Value {
     script(json!([
@@ -404,6 +418,31 @@ async fn a_cancelled_run_ends_and_leaves_no_sandbox(db: Db) -> Result<()> {
         !guest_processes(&server.setup.cgroup_parent()).is_empty(),
         "the run's sandbox should be running"
     );
+    // The run's sandbox is listed as running, owned by the run, with no
+    // idle expiry (it lives as long as the run).
+    let sandbox = run_sandbox(&server, &run_id).await?;
+    let sandbox_id = sandbox["id"].as_str().unwrap().to_owned();
+    assert_eq!(sandbox["state"], "running", "{sandbox}");
+    assert_eq!(sandbox["workspace"], ws.as_str(), "{sandbox}");
+    assert_eq!(sandbox["idle_expires_at"], Value::Null, "{sandbox}");
+    // Deleting it or driving it through the sandbox routes is refused,
+    // naming the run; the run goes on.
+    for request in [
+        server.a(Method::DELETE, &format!("/v1/sandboxes/{sandbox_id}")),
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{sandbox_id}/exec"))
+            .json(&json!({"argv": ["true"]})),
+    ] {
+        let refused = expect_error(request, StatusCode::CONFLICT, "sandbox_owned_by_run").await?;
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&run_id) && message.contains("cancel the run"),
+            "{message}"
+        );
+    }
+    assert!(!guest_processes(&server.setup.cgroup_parent()).is_empty());
+    let (_, still) = send(server.a(Method::GET, &format!("/v1/runs/{run_id}"))).await?;
+    assert_eq!(still["finished_at"], Value::Null, "{still}");
     // Archiving a session with a run in progress is refused.
     expect_error(
         server.a(Method::DELETE, &format!("/v1/sessions/{sid}")),
@@ -440,6 +479,14 @@ async fn a_cancelled_run_ends_and_leaves_no_sandbox(db: Db) -> Result<()> {
         .await,
         "the sandbox outlived its cancelled run"
     );
+    // Its sandbox is recorded stopped, still naming the run; deleting it
+    // now just answers that record.
+    let ended = run_sandbox(&server, &run_id).await?;
+    assert_eq!(ended["id"], sandbox_id.as_str());
+    assert_eq!(ended["state"], "stopped", "{ended}");
+    let (status, deleted) =
+        send(server.a(Method::DELETE, &format!("/v1/sandboxes/{sandbox_id}"))).await?;
+    assert_eq!((status, &deleted), (StatusCode::OK, &ended));
     // Cancelling again answers the run as it ended.
     let (status, again) =
         send(server.a(Method::POST, &format!("/v1/runs/{run_id}/cancel"))).await?;

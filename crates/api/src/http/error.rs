@@ -123,6 +123,11 @@ impl From<ServiceError> for ApiError {
                 "sandbox_not_running",
                 format!("sandbox {id} is {state}"),
             ),
+            err @ ServiceError::OwnedByRun { .. } => Self::new(
+                StatusCode::CONFLICT,
+                "sandbox_owned_by_run",
+                err.to_string(),
+            ),
             ServiceError::TooManySandboxes { limit } => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_sandboxes",
