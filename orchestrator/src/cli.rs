@@ -179,6 +179,13 @@ pub struct GoalArgs {
     /// Wall-clock budget: seconds, or with a unit (90s, 10m, 1h).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_ms)]
     pub timeout: Option<u64>,
+    /// Most entries (files, directories, links) the run's end snapshot and
+    /// its subagents' workspace copies may hold [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub snapshot_max_files: Option<u64>,
+    /// Most bytes of file content in those snapshots (100M, 2G) [default: 100M].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub snapshot_max_bytes: Option<u64>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,

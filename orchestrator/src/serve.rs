@@ -88,6 +88,13 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     service_config.blobs = Some(blobs.clone());
     // Runs get the sandboxes the operator configured for the API's.
     let mut runtime_config = RuntimeConfig::new(node.clone(), data.join("workspaces"));
+    runtime_config.snapshot = match config.snapshot_settings() {
+        Ok(settings) => settings,
+        Err(err) => {
+            logging::note(format_args!("paddock: {err:#}"));
+            return Ok(EXIT_USAGE);
+        }
+    };
     runtime_config.sandbox = SandboxSpec {
         limits: service_config.limits.default.clone(),
         allow_downgrade: service_config.allow_downgrade.clone(),

@@ -286,10 +286,7 @@ fn a_scope_path_through_a_symlink_is_refused_at_start_and_nothing_is_written() {
         let before = tree(ws.path());
         // A name unique to this workspace, so nothing else on the host
         // (a checkout in /tmp/fresh, say) can be mistaken for a leak.
-        let fresh = format!(
-            "fresh-{}",
-            ws.path().file_name().unwrap().to_string_lossy()
-        );
+        let fresh = format!("fresh-{}", ws.path().file_name().unwrap().to_string_lossy());
         let pwned = format!("paddock-pwned-{fresh}");
         let script = format!(
             "echo pwned > /workspace/{writable}/{pwned}; echo pwned > /workspace/{fresh}/f"

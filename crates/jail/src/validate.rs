@@ -101,9 +101,9 @@ pub(crate) fn writable_paths(
         .collect();
     // Directory before File for the same path, so the directory is kept.
     sorted.sort_by(|a, b| {
-        a.rel
-            .cmp(&b.rel)
-            .then_with(|| (a.missing == MissingScopePath::File).cmp(&(b.missing == MissingScopePath::File)))
+        a.rel.cmp(&b.rel).then_with(|| {
+            (a.missing == MissingScopePath::File).cmp(&(b.missing == MissingScopePath::File))
+        })
     });
     let mut cover: Vec<ScopeEntry> = Vec::with_capacity(sorted.len());
     for entry in sorted {
@@ -199,8 +199,8 @@ mod tests {
             strings(&[".hidden", "a/b.txt", "src", "with space", "x..y"])
         );
         for bad in [
-            "", "/etc", "src//", "/", "a//b", ".", "./src", "src/.", "..", "../x", "a/../b", "a/..",
-            "a\0b",
+            "", "/etc", "src//", "/", "a//b", ".", "./src", "src/.", "..", "../x", "a/../b",
+            "a/..", "a\0b",
         ] {
             let err = writable_paths(&strings(&[bad]), false).unwrap_err();
             assert!(
@@ -249,7 +249,10 @@ mod tests {
             "docs/ab",
             "src/deep/er",
         ]);
-        assert_eq!(rels(&paths), strings(&["docs/a", "docs/ab", "src", "src-x"]));
+        assert_eq!(
+            rels(&paths),
+            strings(&["docs/a", "docs/ab", "src", "src-x"])
+        );
     }
 
     #[test]

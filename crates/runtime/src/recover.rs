@@ -141,6 +141,7 @@ async fn interrupt(journal: &Journal, run: &Run) -> Result<(), RuntimeError> {
         question: None,
         end_snapshot: None,
         snapshot_error: None,
+        snapshot_limit: None,
     };
     if let Err(err) = journal.emit(&finished).await {
         tracing::warn!(run_id = %run.id, error = %error_chain(&err), "recording the interrupted run's event");

@@ -93,7 +93,9 @@ mod tests {
         assert_eq!(scoped(true, &[]).validate(), Ok(()));
         let ok = scoped(
             false,
-            &["src", "a/b.txt", ".cache", "x..y", "src/deep", "build/", "a/b/"],
+            &[
+                "src", "a/b.txt", ".cache", "x..y", "src/deep", "build/", "a/b/",
+            ],
         );
         assert_eq!(ok.validate(), Ok(()));
     }

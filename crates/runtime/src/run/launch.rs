@@ -222,6 +222,7 @@ async fn fail_early(journal: &Journal, err: &RuntimeError) {
         question: None,
         end_snapshot: None,
         snapshot_error: None,
+        snapshot_limit: None,
     };
     if let Err(e) = journal.update_run(&update).await {
         tracing::warn!(error = %error_chain(&e), "recording a run that failed to start");
@@ -251,6 +252,9 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             dir,
             cancel,
         } = launched;
+        let snapshot_limits = request
+            .snapshot_limits
+            .unwrap_or(shared.config.snapshot.limits);
         let lease_lost = Arc::new(AtomicBool::new(false));
         let renewal = renew::spawn(
             Arc::clone(&shared.store),
@@ -322,6 +326,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 cancel: cancel.clone(),
                                 provider: Arc::clone(&request.provider),
                                 models: request.subagent_models.clone(),
+                                snapshot_limits,
                             })
                         });
                         let registry = match &family {
@@ -387,6 +392,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                 workspace,
                 dir,
                 sandbox: sandbox_id,
+                limits: snapshot_limits,
             },
         )
         .await;
