@@ -26,6 +26,7 @@ on_both_databases!(
     a_reconnecting_client_gets_every_event_exactly_once_in_order,
     a_graceful_shutdown_cancels_runs_in_progress,
     a_runs_children_and_its_own_events_are_readable,
+    a_runs_snapshot_limits_are_asked_bounded_and_reported,
 );
 
 /// Longest a scripted run may take here.
@@ -1010,4 +1011,95 @@ impl EventReader {
             }
         }
     }
+}
+
+async fn a_runs_snapshot_limits_are_asked_bounded_and_reported(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "limits").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    // Out of bounds: refused before any run, naming the field and the bound.
+    for (limits, field) in [
+        (json!({"max_files": 0}), "snapshot_limits.max_files"),
+        (
+            json!({"max_bytes": 9_000_000_000_u64}),
+            "snapshot_limits.max_bytes",
+        ),
+    ] {
+        let refused = expect_error(
+            server
+                .a(Method::POST, &format!("/v1/sessions/{sid}/runs"))
+                .json(
+                    &json!({"goal": "g", "model": script(json!([complete_turn()])),
+                              "snapshot_limits": limits}),
+                ),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(field) && message.contains("this server's maximum"),
+            "{message}"
+        );
+    }
+    // The demo workspace (its root and test.sh) is over 1 entry.
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "g", "model": script(json!([complete_turn()])),
+               "snapshot_limits": {"max_files": 1}}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["end_snapshot"], Value::Null, "{ended}");
+    let mut events =
+        EventReader::open(server.a(Method::GET, &format!("/v1/runs/{run_id}/events"))).await?;
+    let mut finished = None;
+    while let Some(frame) = events.next().await? {
+        if frame.event == "run.finished" {
+            finished = Some(frame.data["payload"].clone());
+        }
+    }
+    let finished = finished.context("no run.finished")?;
+    let hit = &finished["snapshot_limit"];
+    assert_eq!(hit["limit"], "max_files", "{finished}");
+    assert_eq!(hit["value"], 1, "{finished}");
+    let message = hit["message"].as_str().unwrap();
+    assert!(
+        message.contains("over the snapshot limit max_files = 1")
+            && message.contains("`snapshot_limits.max_files` in the run request"),
+        "{message}"
+    );
+    // No fork from that run, and the answer says where to look.
+    let refused = expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/fork"))
+            .json(&json!({"at_run": run_id})),
+        StatusCode::CONFLICT,
+        "no_end_snapshot",
+    )
+    .await?;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("snapshot_error says why"),
+        "{refused}"
+    );
+    // Raised in the request, the same workspace keeps its end snapshot.
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "g", "model": script(json!([complete_turn()])),
+               "snapshot_limits": {"max_files": 50, "max_bytes": 1048576}}),
+    )
+    .await?;
+    let ended = wait_run(&server, run["id"].as_str().unwrap()).await?;
+    assert!(ended["end_snapshot"].is_string(), "{ended}");
+    server.stop().await?;
+    Ok(())
 }
