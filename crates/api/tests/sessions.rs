@@ -1044,12 +1044,12 @@ async fn a_runs_snapshot_limits_are_asked_bounded_and_reported(db: Db) -> Result
             "{message}"
         );
     }
-    // The demo workspace (its root and test.sh) is over 1 entry.
+    // The demo workspace's test.sh is over 10 bytes.
     let run = start_run(
         &server,
         &sid,
         json!({"goal": "g", "model": script(json!([complete_turn()])),
-               "snapshot_limits": {"max_files": 1}}),
+               "snapshot_limits": {"max_bytes": 10}}),
     )
     .await?;
     let run_id = run["id"].as_str().unwrap().to_owned();
@@ -1066,12 +1066,12 @@ async fn a_runs_snapshot_limits_are_asked_bounded_and_reported(db: Db) -> Result
     }
     let finished = finished.context("no run.finished")?;
     let hit = &finished["snapshot_limit"];
-    assert_eq!(hit["limit"], "max_files", "{finished}");
-    assert_eq!(hit["value"], 1, "{finished}");
+    assert_eq!(hit["limit"], "max_bytes", "{finished}");
+    assert_eq!(hit["value"], 10, "{finished}");
     let message = hit["message"].as_str().unwrap();
     assert!(
-        message.contains("over the snapshot limit max_files = 1")
-            && message.contains("`snapshot_limits.max_files` in the run request"),
+        message.contains("over the snapshot limit max_bytes = 10")
+            && message.contains("`snapshot_limits.max_bytes` in the run request"),
         "{message}"
     );
     // No fork from that run, and the answer says where to look.
