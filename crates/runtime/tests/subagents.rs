@@ -75,8 +75,19 @@ async fn run_parent(
     parent: Arc<Recording>,
     models: Models,
 ) -> Run {
+    run_parent_with(h, session, parent, models, None).await
+}
+
+async fn run_parent_with(
+    h: &Harness,
+    session: &SessionId,
+    parent: Arc<Recording>,
+    models: Models,
+    snapshot_limits: Option<paddock_snapshot::Limits>,
+) -> Run {
     let mut request = StartRun::new("Split the work across subagents", parent);
     request.subagent_models = Some(Arc::new(models));
+    request.snapshot_limits = snapshot_limits;
     let handle = h
         .runtime
         .start_run(&h.tenant, session, request)
@@ -749,6 +760,47 @@ async fn a_scope_naming_a_missing_file_lets_the_child_create_it_and_the_change_a
         .collect();
     assert_eq!(names, ["USAGE.md"]);
     assert_eq!(h.read(&h.project, "README.md").unwrap(), "original\n");
+    assert_no_child_dirs(&h);
+}
+
+#[tokio::test]
+async fn a_spawn_over_the_runs_snapshot_limit_says_which_and_how_to_raise_it() {
+    let h = Harness::new().await;
+    std::fs::write(h.project.join("data.bin"), vec![7u8; 4096]).unwrap();
+    let session = h.session("spawn-limit").await;
+    let mut models = Models::default();
+    models.0.insert(
+        "look".into(),
+        h.script("look", json!([turn("", vec![done("looked")])])),
+    );
+    let parent = h.script(
+        "parent",
+        json!([
+            turn("", vec![spawn("look", "explore", "look around")]),
+            turn("", vec![done("could not spawn")]),
+        ]),
+    );
+    let limits = paddock_snapshot::Limits {
+        max_bytes: 1000,
+        ..paddock_snapshot::Limits::default()
+    };
+    let run = run_parent_with(&h, &session.id, parent, models, Some(limits)).await;
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+    let results = tool_results(&h, &session.id).await;
+    let (text, is_error) = &results[0];
+    assert!(*is_error, "{results:?}");
+    for expected in [
+        "copying the workspace for the subagent: the workspace holds more than 1000 bytes",
+        "over the snapshot limit max_bytes = 1000",
+        "`paddock run --snapshot-max-bytes N`",
+    ] {
+        assert!(text.contains(expected), "no {expected:?} in {text}");
+    }
+    // The run's limit, not the default, was the one applied: the end
+    // snapshot went over it too, and says so.
+    let finished = h.payloads(&session.id, "run.finished").await;
+    assert_eq!(finished[0]["snapshot_limit"]["limit"], "max_bytes", "{finished:?}");
+    assert_eq!(finished[0]["snapshot_limit"]["value"], 1000);
     assert_no_child_dirs(&h);
 }
 
