@@ -22,7 +22,8 @@ use paddock_core::store::{
 use paddock_runtime::events::{
     CallStatus, Event, EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask,
     PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
-    SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
+    SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent,
+    ToolResultEvent,
 };
 use serde_json::json;
 use support::Harness;
@@ -113,6 +114,10 @@ const STORED: &[(&str, &str)] = &[
     (
         "run.finished",
         r#"{"state":"failed","end_reason":"budget_exceeded","usage":{"turns":50,"input_tokens":0,"output_tokens":0,"tool_calls":0,"wall_clock_ms":0},"error":"budget exceeded: 50 model turns","verdict":"unsure","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+    ),
+    (
+        "run.finished",
+        r#"{"state":"completed","end_reason":"completed","usage":{"turns":1,"input_tokens":0,"output_tokens":0,"tool_calls":0,"wall_clock_ms":0},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":"snapshotting /ws: over max_files","snapshot_limit":{"limit":"max_files","value":10000,"message":"over max_files"}}"#,
     ),
     (
         "subagent.status",
@@ -334,6 +339,7 @@ fn written() -> Vec<Event> {
             question: None,
             end_snapshot: Some(SnapshotId::parse(SNAPSHOT).unwrap()),
             snapshot_error: None,
+            snapshot_limit: None,
         }
         .into(),
         RunFinished {
@@ -345,6 +351,7 @@ fn written() -> Vec<Event> {
             question: Some("Which database?".into()),
             end_snapshot: None,
             snapshot_error: Some("packing the workspace: disk full".into()),
+            snapshot_limit: None,
         }
         .into(),
         RunFinished {
@@ -356,6 +363,23 @@ fn written() -> Vec<Event> {
             question: None,
             end_snapshot: None,
             snapshot_error: None,
+            snapshot_limit: None,
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Completed,
+            end_reason: EndReason::Completed,
+            usage: usage(1, 0, 0, 0, 0),
+            error: None,
+            verdict: Some(Verdict::Met),
+            question: None,
+            end_snapshot: None,
+            snapshot_error: Some("snapshotting /ws: over max_files".into()),
+            snapshot_limit: Some(SnapshotLimitHit {
+                limit: SnapshotLimitKind::MaxFiles,
+                value: 10_000,
+                message: "over max_files".into(),
+            }),
         }
         .into(),
         subagent(SubagentPhase::Spawned, None, None, None, None).into(),

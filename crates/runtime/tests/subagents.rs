@@ -799,7 +799,10 @@ async fn a_spawn_over_the_runs_snapshot_limit_says_which_and_how_to_raise_it() {
     // The run's limit, not the default, was the one applied: the end
     // snapshot went over it too, and says so.
     let finished = h.payloads(&session.id, "run.finished").await;
-    assert_eq!(finished[0]["snapshot_limit"]["limit"], "max_bytes", "{finished:?}");
+    assert_eq!(
+        finished[0]["snapshot_limit"]["limit"], "max_bytes",
+        "{finished:?}"
+    );
     assert_eq!(finished[0]["snapshot_limit"]["value"], 1000);
     assert_no_child_dirs(&h);
 }
