@@ -29,18 +29,17 @@ macro_rules! embed {
 }
 
 // Append-only: add new files at the end, never edit an applied one.
-// (0003 is the memory tables of another branch; 0004 does not depend on them.)
 const SQLITE: &[Embedded] = embed!(
     "sqlite",
     "0001_control_plane.sql",
     "0002_agent_runtime.sql",
-    "0004_sandbox_run.sql"
+    "0003_sandbox_run.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
     "0001_control_plane.sql",
     "0002_agent_runtime.sql",
-    "0004_sandbox_run.sql"
+    "0003_sandbox_run.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

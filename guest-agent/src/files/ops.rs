@@ -110,10 +110,11 @@ pub fn write(
         .as_ref()
         .is_some_and(|raw| to_file_stat(raw, None).kind == paddock_proto::FileKind::File);
     let asked_mode = mode.map(|m| m & 0o7777);
-    let mode = asked_mode.unwrap_or_else(|| match &existing {
+    let kept_mode = match &existing {
         Some(raw) if existing_file => raw.st_mode & 0o7777,
         _ => DEFAULT_FILE_MODE,
-    });
+    };
+    let mode = asked_mode.unwrap_or(kept_mode);
 
     let temp = format!(
         ".paddock-write-{}-{}.tmp",
