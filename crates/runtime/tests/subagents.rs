@@ -344,16 +344,16 @@ async fn spawn_base_and_end_snapshots_count_what_a_restore_of_them_counts() {
 
 #[tokio::test]
 async fn absolute_and_climbing_symlinks_do_not_stop_a_subagent() {
-    // A virtualenv's links: the spawn's base pack, the child's restore and
+    // Links like a virtualenv's (tools/, since venv/ is excluded by default): the spawn's base pack, the child's restore and
     // its end snapshot keep them as links.
     let h = Harness::new().await;
-    std::fs::create_dir_all(h.project.join("venv/bin")).unwrap();
-    std::os::unix::fs::symlink("/usr/bin/python3", h.project.join("venv/bin/python")).unwrap();
-    std::os::unix::fs::symlink("../../..", h.project.join("venv/bin/up")).unwrap();
+    std::fs::create_dir_all(h.project.join("tools/bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", h.project.join("tools/bin/python")).unwrap();
+    std::os::unix::fs::symlink("../../..", h.project.join("tools/bin/up")).unwrap();
     std::fs::write(h.project.join("README"), "venv\n").unwrap();
     let session = h.session("links").await;
     let mut models = Models::default();
-    let probe = "test \"$(readlink venv/bin/python)\" = /usr/bin/python3 && echo ok > seen.txt";
+    let probe = "test \"$(readlink tools/bin/python)\" = /usr/bin/python3 && echo ok > seen.txt";
     models.0.insert(
         "prober".into(),
         h.script(
@@ -393,11 +393,11 @@ async fn absolute_and_climbing_symlinks_do_not_stop_a_subagent() {
     )
     .unwrap();
     assert_eq!(
-        std::fs::read_link(restored.join("venv/bin/python")).unwrap(),
+        std::fs::read_link(restored.join("tools/bin/python")).unwrap(),
         Path::new("/usr/bin/python3")
     );
     assert_eq!(
-        std::fs::read_link(restored.join("venv/bin/up")).unwrap(),
+        std::fs::read_link(restored.join("tools/bin/up")).unwrap(),
         Path::new("../../..")
     );
     assert_eq!(

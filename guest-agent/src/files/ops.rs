@@ -128,9 +128,11 @@ pub fn write(
         Mode::from_bits_truncate(0o600),
     ) {
         Ok(fd) => fd,
-        // A file of a write scope: its directory is read-only, the file
-        // itself is writable (its own mount), so it is rewritten in place.
-        Err(Errno::EROFS | Errno::EACCES) if existing_file => {
+        // A file of a write scope: its directory is on the read-only
+        // workspace mount, the file itself is writable (its own mount), so
+        // it is rewritten in place. (Only EROFS: a directory the sandbox may
+        // not write by its permissions keeps refusing the write.)
+        Err(Errno::EROFS) if existing_file => {
             return rewrite_in_place(&dir, name, data, asked_mode)
                 .map_err(|e| io_error("writing", &shown, e));
         }
