@@ -18,6 +18,7 @@ mod sessions;
 mod snapshot_limits;
 pub mod subagents;
 pub mod tools;
+mod usage;
 mod util;
 mod workspace;
 

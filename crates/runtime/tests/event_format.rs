@@ -117,6 +117,10 @@ const STORED: &[(&str, &str)] = &[
     ),
     (
         "run.finished",
+        r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":3,"wall_clock_ms":900},"total_usage":{"turns":8,"input_tokens":1500,"output_tokens":200,"tool_calls":9,"wall_clock_ms":2700},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+    ),
+    (
+        "run.finished",
         r#"{"state":"completed","end_reason":"completed","usage":{"turns":1,"input_tokens":0,"output_tokens":0,"tool_calls":0,"wall_clock_ms":0},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":"snapshotting /ws: over max_files","snapshot_limit":{"limit":"max_files","value":10000,"message":"over max_files"}}"#,
     ),
     (
@@ -334,6 +338,7 @@ fn written() -> Vec<Event> {
             state: RunState::Completed,
             end_reason: EndReason::Completed,
             usage: usage(4, 5000, 600, 6, 12_500),
+            total_usage: None,
             error: None,
             verdict: Some(Verdict::Met),
             question: None,
@@ -346,6 +351,7 @@ fn written() -> Vec<Event> {
             state: RunState::AwaitingUser,
             end_reason: EndReason::AwaitingUser,
             usage: usage(1, 10, 2, 1, 40),
+            total_usage: None,
             error: None,
             verdict: None,
             question: Some("Which database?".into()),
@@ -358,6 +364,7 @@ fn written() -> Vec<Event> {
             state: RunState::Failed,
             end_reason: EndReason::BudgetExceeded,
             usage: usage(50, 0, 0, 0, 0),
+            total_usage: None,
             error: Some("budget exceeded: 50 model turns".into()),
             verdict: Some(Verdict::Unsure),
             question: None,
@@ -369,7 +376,21 @@ fn written() -> Vec<Event> {
         RunFinished {
             state: RunState::Completed,
             end_reason: EndReason::Completed,
+            usage: usage(2, 300, 40, 3, 900),
+            total_usage: Some(usage(8, 1500, 200, 9, 2700)),
+            error: None,
+            verdict: Some(Verdict::Met),
+            question: None,
+            end_snapshot: None,
+            snapshot_error: None,
+            snapshot_limit: None,
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Completed,
+            end_reason: EndReason::Completed,
             usage: usage(1, 0, 0, 0, 0),
+            total_usage: None,
             error: None,
             verdict: Some(Verdict::Met),
             question: None,
