@@ -587,8 +587,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub read_only: bool,
     /// Make the workspace read-only except PATH (relative to the workspace
-    /// root; a directory or file; a missing one is created: as a directory
-    /// when PATH ends in '/', else as an empty file). Repeatable.
+    /// root; a directory or file; a missing one is created: as an empty file
+    /// when its last name has an extension (src/new.rs), else as a
+    /// directory; a trailing '/' always means a directory). Repeatable.
     #[arg(long = "writable", value_name = "PATH")]
     pub writable: Vec<String>,
     /// none: loopback only; full: the host's network.

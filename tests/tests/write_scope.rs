@@ -386,9 +386,9 @@ fn a_missing_writable_file_is_created_and_nothing_next_to_it() {
     require_root();
     let ws = workspace();
     let before = tree(ws.path());
-    let scope = ["gen/new.rs", "src/made.txt", "Makefile"];
+    let scope = ["gen/new.rs", "src/made.txt", "build.mk"];
     let run = scoped(
-        "echo made > /workspace/src/made.txt && echo all: > /workspace/Makefile \
+        "echo made > /workspace/src/made.txt && echo all: > /workspace/build.mk \
          && echo fn > /workspace/gen/new.rs && stat -c %F /workspace/gen/new.rs",
         ws.path(),
         &scope,
@@ -401,7 +401,7 @@ fn a_missing_writable_file_is_created_and_nothing_next_to_it() {
         ("gen", "dir 755".to_owned()),
         ("gen/new.rs", "file \"fn\\n\" 644".to_owned()),
         ("src/made.txt", "file \"made\\n\" 644".to_owned()),
-        ("Makefile", "file \"all:\\n\" 644".to_owned()),
+        ("build.mk", "file \"all:\\n\" 644".to_owned()),
     ] {
         expected.insert(path.to_owned(), format!("{what} {OWNER}:{OWNER}"));
     }
@@ -416,7 +416,7 @@ fn a_missing_writable_file_is_created_and_nothing_next_to_it() {
                 "touch /workspace/src/other",
                 "echo x > /workspace/src/a",
                 "rm /workspace/src/made.txt",
-                "mv /workspace/Makefile /workspace/M2",
+                "mv /workspace/build.mk /workspace/M2",
                 "mkdir /workspace/gen/d",
             ],
         ),

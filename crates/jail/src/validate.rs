@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn a_trailing_slash_asks_for_a_directory_and_wins_over_the_same_path_without() {
         use MissingScopePath::{Directory, File};
-        let paths = strings(&["new.txt", "build/", "out", "out/", "build/x"]);
+        let paths = strings(&["new.txt", "build/", "out", "out/", "build/x", ".env"]);
         let entry = |rel: &str, missing| ScopeEntry {
             rel: rel.to_owned(),
             missing,
@@ -266,6 +266,7 @@ mod tests {
         assert_eq!(
             writable_paths(&paths, false).unwrap(),
             [
+                entry(".env", Directory),
                 entry("build", Directory),
                 entry("new.txt", File),
                 entry("out", Directory)

@@ -505,13 +505,13 @@ mod tests {
         };
         let resolved = resolve_all(
             ws.path(),
-            &strings(&["gen/deep/new.rs", "src/new.txt", "Makefile"]),
+            &strings(&["gen/deep/new.rs", "src/new.txt", "build.mk"]),
             Some(owner),
         )
         .unwrap();
         for (r, path) in resolved
             .iter()
-            .zip(["Makefile", "gen/deep/new.rs", "src/new.txt"])
+            .zip(["build.mk", "gen/deep/new.rs", "src/new.txt"])
         {
             let meta = fs::symlink_metadata(ws.path().join(path)).unwrap();
             assert!(meta.is_file(), "{path}");

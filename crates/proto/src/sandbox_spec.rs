@@ -96,21 +96,31 @@ pub enum InvalidSandboxSpec {
 /// sandbox starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MissingScopePath {
-    /// The path ends in `/` (`build/`): a directory, writable throughout.
+    /// The path ends in `/` (`build/`), or its last name has no extension
+    /// (`bin`, `out`): a directory, writable throughout.
     Directory,
-    /// Any other path (`src/new.rs`, `Makefile`): an empty regular file, the
-    /// only thing the sandbox may then write there.
+    /// The last name has an extension (`src/new.rs`, `docs/USAGE.md`): an
+    /// empty regular file, the only thing the sandbox may then write there.
     File,
 }
 
 /// One write-scope path split into the path relative to the workspace (no
-/// trailing `/`) and what it is made as if missing. A path that exists is
+/// trailing `/`) and what it is made as if missing: a trailing `/` asks for
+/// a directory; otherwise a last name with an extension (a `.` after its
+/// first character) is a file and any other a directory, which is what
+/// people and models mean by `bin` or `src/new.rs`. A path that exists is
 /// bound as what it is; a trailing `/` on an existing file is refused by the
 /// backend.
 pub fn writable_path_parts(path: &str) -> (&str, MissingScopePath) {
-    match path.strip_suffix('/') {
-        Some(rel) => (rel, MissingScopePath::Directory),
-        None => (path, MissingScopePath::File),
+    if let Some(rel) = path.strip_suffix('/') {
+        return (rel, MissingScopePath::Directory);
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let has_extension = name.char_indices().any(|(i, c)| c == '.' && i > 0);
+    if has_extension {
+        (path, MissingScopePath::File)
+    } else {
+        (path, MissingScopePath::Directory)
     }
 }
 

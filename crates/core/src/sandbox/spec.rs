@@ -25,8 +25,9 @@ pub struct SandboxSpec {
     /// relative to the workspace root, normalized: see
     /// [`SandboxSpec::validate`]), which stay writable, enforced by mounts
     /// and landlock. Each must be a real directory or regular file reached
-    /// without any symlink, or missing: then a path ending in `/` is created
-    /// as a directory and any other as an empty file (owned by the
+    /// without any symlink, or missing: then a path ending in `/` or whose
+    /// last name has no extension is created as a directory, one with an
+    /// extension as an empty file (owned by the
     /// workspace owner; [`paddock_proto::MissingScopePath`]). Otherwise the
     /// sandbox does not start. Contradicts `read_only`.
     #[serde(default)]

@@ -144,8 +144,9 @@ struct SpawnArgs {
     /// the task's plan entry and your goal, not this conversation.
     prompt: String,
     /// build only: the paths (files or directories, relative to the workspace)
-    /// it may change; writes elsewhere fail. A missing path ending in '/' is made
-    /// as a directory, any other missing path as a file it may write.
+    /// it may change; writes elsewhere fail. A missing path with a file
+    /// extension (src/new.rs) is made as a file it may write, any other (bin,
+    /// or ending in '/') as a directory.
     #[serde(default)]
     write_scope: Option<Vec<String>>,
 }
