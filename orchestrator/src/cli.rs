@@ -363,6 +363,13 @@ pub struct GoalArgs {
         value_name = "PRICE"
     )]
     pub prices: Vec<String>,
+    /// Most entries (files, directories, links) the run's end snapshot and
+    /// its subagents' workspace copies may hold [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub snapshot_max_files: Option<u64>,
+    /// Most bytes of file content in those snapshots (100M, 2G) [default: 100M].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub snapshot_max_bytes: Option<u64>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,
@@ -794,8 +801,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub read_only: bool,
     /// Make the workspace read-only except PATH (relative to the workspace
-    /// root; a directory or file; a missing one is created as a directory).
-    /// Repeatable.
+    /// root; a directory or file; a missing one is created: as an empty file
+    /// when its last name has an extension (src/new.rs), else as a
+    /// directory; a trailing '/' always means a directory). Repeatable.
     #[arg(long = "writable", value_name = "PATH")]
     pub writable: Vec<String>,
     /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):

@@ -95,6 +95,13 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             return Ok(EXIT_USAGE);
         }
     };
+    runtime_config.snapshot = match config.snapshot_settings() {
+        Ok(settings) => settings,
+        Err(err) => {
+            logging::note(format_args!("paddock: {err:#}"));
+            return Ok(EXIT_USAGE);
+        }
+    };
     runtime_config.sandbox = SandboxSpec {
         limits: service_config.limits.default.clone(),
         allow_downgrade: service_config.allow_downgrade.clone(),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use common::{PADDOCK, processes_with, wait_until};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const GOAL: &str = "Write fizzbuzz.sh so that sh test.sh passes";
 
@@ -217,6 +217,60 @@ fn closed_pipes_change_nothing_about_the_run() -> Result<()> {
     let line = text(&out.stderr);
     let warning: Value = serde_json::from_str(line.lines().next().context("no log line")?)?;
     assert_eq!(warning["level"], "WARN", "{line}");
+    Ok(())
+}
+
+#[test]
+fn a_snapshot_limit_is_named_with_how_to_raise_it_and_can_be_raised() -> Result<()> {
+    let fx = Fixture::new()?;
+    // The demo's root, test.sh, README.md and the fizzbuzz.sh the run writes.
+    let out = fx.run_goal(&["--snapshot-max-files", "2"])?;
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    for expected in [
+        "[snapshot] no end snapshot was kept (no fork from this run): the workspace holds \
+         more than 2 entries (files, directories and links): over the snapshot limit \
+         max_files = 2",
+        "`paddock run --snapshot-max-files N`",
+        "`max_files` in the server config's [snapshot] section",
+    ] {
+        assert!(stdout.contains(expected), "no {expected:?} in\n{stdout}");
+    }
+    let out = fx.run_goal(&["--snapshot-max-bytes", "10", "--json"])?;
+    let lines = text(&out.stdout);
+    let finished = lines
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["kind"] == "run.finished")
+        .context("no run.finished event")?;
+    let hit = &finished["data"]["snapshot_limit"];
+    assert_eq!(
+        (&hit["limit"], &hit["value"]),
+        (&json!("max_bytes"), &json!(10)),
+        "{finished}"
+    );
+    assert!(
+        hit["message"]
+            .as_str()
+            .unwrap()
+            .contains("--snapshot-max-bytes N"),
+        "{hit}"
+    );
+
+    // Over the default, raised on the command line: the end snapshot is kept.
+    too_many_files(&fx)?;
+    let out = fx.run_goal(&["--snapshot-max-files", "20000", "--json"])?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap())?;
+    assert!(result["run"]["end_snapshot"].is_string(), "{result}");
+    let out = fx.run_goal(&["--snapshot-max-files", "0"])?;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--snapshot-max-files must be more than 0"));
     Ok(())
 }
 

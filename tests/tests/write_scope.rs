@@ -250,7 +250,7 @@ fn an_unprivileged_caller_gets_the_same_scope() {
             "--writable",
             "src",
             "--writable",
-            "new",
+            "new/",
             "--",
             "sh",
             "-c",
@@ -284,11 +284,16 @@ fn a_scope_path_through_a_symlink_is_refused_at_start_and_nothing_is_written() {
         fs::remove_dir_all(ws.path().join("src")).unwrap();
         symlink(target, ws.path().join(name)).unwrap();
         let before = tree(ws.path());
+        // A name unique to this workspace, so nothing else on the host
+        // (a checkout in /tmp/fresh, say) can be mistaken for a leak.
+        let fresh = format!("fresh-{}", ws.path().file_name().unwrap().to_string_lossy());
+        let pwned = format!("paddock-pwned-{fresh}");
         let script = format!(
-            "echo pwned > /workspace/{writable}/paddock-pwned; echo pwned > /workspace/fresh/f"
+            "echo pwned > /workspace/{writable}/{pwned}; echo pwned > /workspace/{fresh}/f"
         );
         // `fresh` is missing and listed first: it must not be created either.
-        let run = scoped(&script, ws.path(), &["fresh", writable]).run();
+        let fresh_dir = format!("{fresh}/");
+        let run = scoped(&script, ws.path(), &[fresh_dir.as_str(), writable]).run();
         assert_refused_at_start(
             &run,
             &format!(
@@ -299,9 +304,9 @@ fn a_scope_path_through_a_symlink_is_refused_at_start_and_nothing_is_written() {
         assert_eq!(tree(ws.path()), before, "{name} -> {}", target.display());
         let parent = ws.path().parent().unwrap();
         for path in [
-            Path::new("/etc/paddock-pwned"),
-            &parent.join("paddock-pwned"),
-            &parent.join("fresh"),
+            &Path::new("/etc").join(&pwned),
+            &parent.join(&pwned),
+            &parent.join(&fresh),
         ] {
             assert!(!path.exists(), "{} exists", path.display());
         }
@@ -351,7 +356,7 @@ fn a_missing_writable_directory_is_created_as_the_workspace_owner() {
     let run = scoped(
         "echo z > /workspace/build/out/z && stat -c %u:%g /workspace/build/out",
         ws.path(),
-        &["build/out"],
+        &["build/out/"],
     )
     .run();
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr_str());
@@ -371,9 +376,67 @@ fn a_missing_writable_directory_is_created_as_the_workspace_owner() {
     );
     // `build` itself is outside the scope.
     assert_eq!(
-        escaped(ws.path(), &["build/out"], &["touch /workspace/build/x"]),
+        escaped(ws.path(), &["build/out/"], &["touch /workspace/build/x"]),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn a_missing_writable_file_is_created_and_nothing_next_to_it() {
+    require_root();
+    let ws = workspace();
+    let before = tree(ws.path());
+    let scope = ["gen/new.rs", "src/made.txt", "build.mk"];
+    let run = scoped(
+        "echo made > /workspace/src/made.txt && echo all: > /workspace/build.mk \
+         && echo fn > /workspace/gen/new.rs && stat -c %F /workspace/gen/new.rs",
+        ws.path(),
+        &scope,
+    )
+    .run();
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr_str());
+    assert_eq!(run.stdout_str(), "regular file\n");
+    let mut expected = before;
+    for (path, what) in [
+        ("gen", "dir 755".to_owned()),
+        ("gen/new.rs", "file \"fn\\n\" 644".to_owned()),
+        ("src/made.txt", "file \"made\\n\" 644".to_owned()),
+        ("build.mk", "file \"all:\\n\" 644".to_owned()),
+    ] {
+        expected.insert(path.to_owned(), format!("{what} {OWNER}:{OWNER}"));
+    }
+    assert_eq!(tree(ws.path()), expected);
+    // Only the files themselves: not their directories, not a sibling.
+    assert_eq!(
+        escaped(
+            ws.path(),
+            &scope,
+            &[
+                "touch /workspace/gen/other",
+                "touch /workspace/src/other",
+                "echo x > /workspace/src/a",
+                "rm /workspace/src/made.txt",
+                "mv /workspace/build.mk /workspace/M2",
+                "mkdir /workspace/gen/d",
+            ],
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(tree(ws.path()), expected);
+}
+
+#[test]
+fn a_trailing_slash_on_an_existing_file_is_refused_at_start() {
+    require_root();
+    let ws = workspace();
+    let before = tree(ws.path());
+    let run = scoped("echo ran", ws.path(), &["notes.txt/"]).run();
+    assert_refused_at_start(
+        &run,
+        "writable path \"notes.txt\" refused: notes.txt is a file, but the trailing '/' \
+         asks for a directory; name the file without it",
+    );
+    assert_eq!(tree(ws.path()), before);
 }
 
 #[test]
@@ -388,7 +451,7 @@ fn contradictory_or_malformed_scopes_are_refused_before_any_sandbox() {
     for (bad, message) in [
         ("../x", "writable path \"../x\" has a '..' component"),
         ("/etc", "writable path \"/etc\" is absolute"),
-        ("src/", "writable path \"src/\" has an empty component"),
+        ("src//", "writable path \"src//\" has an empty component"),
     ] {
         let run = scoped("echo x > /workspace/src/a", ws.path(), &[bad]).run();
         assert_refused_at_start(&run, message);
@@ -422,7 +485,11 @@ async fn guest_file_operations_follow_the_scope() {
     let backend = NativeBackend::new(NativeConfig::new(locate_guest_bin(None).unwrap()));
     let spec = SandboxSpec {
         workspace: Some(ws.path().to_path_buf()),
-        writable_paths: vec!["src".to_owned(), "notes.txt".to_owned()],
+        writable_paths: vec![
+            "src".to_owned(),
+            "notes.txt".to_owned(),
+            "docs/new.md".to_owned(),
+        ],
         ..SandboxSpec::default()
     };
     let sb = backend.create_native(spec).await.unwrap();
@@ -432,9 +499,11 @@ async fn guest_file_operations_follow_the_scope() {
     assert_eq!(write("src/a").await.unwrap(), 4);
     guest.mkdir("src/d/e", true).await.unwrap();
     guest.rename("src/new.txt", "src/d/e/moved").await.unwrap();
-    // Outside the scope; and a writable file cannot be replaced atomically
-    // (the temporary file would go into its read-only directory).
-    for path in ["root.txt", "docs/readme", "fresh", "notes.txt"] {
+    // A scope file (existing, or made for the scope) cannot be replaced
+    // atomically (its directory is read-only): it is rewritten in place.
+    assert_eq!(write("notes.txt").await.unwrap(), 4);
+    assert_eq!(write("docs/new.md").await.unwrap(), 4);
+    for path in ["root.txt", "docs/readme", "fresh", "docs/other.md"] {
         assert!(write(path).await.is_err(), "{path} written");
     }
     assert!(guest.mkdir("newdir", false).await.is_err());
@@ -442,16 +511,21 @@ async fn guest_file_operations_follow_the_scope() {
     assert!(guest.rename("src/a", "moved").await.is_err());
     assert!(guest.rename("root.txt", "src/root.txt").await.is_err());
     let info = guest.info().await.unwrap();
-    assert_eq!(info.enforcement.writable_paths, ["notes.txt", "src"]);
+    assert_eq!(
+        info.enforcement.writable_paths,
+        ["docs/new.md", "notes.txt", "src"]
+    );
     sb.destroy().await.unwrap();
 
     let p = ws.path();
+    assert_eq!(fs::read_to_string(p.join("docs/new.md")).unwrap(), "new\n");
+    assert!(!p.join("docs/other.md").exists());
     assert_eq!(fs::read_to_string(p.join("src/a")).unwrap(), "new\n");
     assert_eq!(
         fs::read_to_string(p.join("src/d/e/moved")).unwrap(),
         "new\n"
     );
     assert_eq!(fs::read_to_string(p.join("root.txt")).unwrap(), "root\n");
-    assert_eq!(fs::read_to_string(p.join("notes.txt")).unwrap(), "notes\n");
+    assert_eq!(fs::read_to_string(p.join("notes.txt")).unwrap(), "new\n");
     assert!(p.join("docs/readme").exists() && !p.join("moved").exists());
 }

@@ -27,6 +27,7 @@ on_both_databases!(
     a_graceful_shutdown_cancels_runs_in_progress,
     a_runs_children_and_its_own_events_are_readable,
     a_workspace_has_one_writer_among_sandboxes_and_runs,
+    a_runs_snapshot_limits_are_asked_bounded_and_reported,
     subagent_scripts_drive_each_child_and_usage_adds_up,
 );
 
@@ -367,6 +368,20 @@ async fn a_scripted_run_fixes_code_and_a_fork_restores_its_end(db: Db) -> Result
     Ok(())
 }
 
+/// The one sandbox `/v1/sandboxes` lists as the run's.
+async fn run_sandbox(server: &TestServer, run_id: &str) -> Result<Value> {
+    let (status, list) = send(server.a(Method::GET, "/v1/sandboxes")).await?;
+    ensure!(status == StatusCode::OK, "{status} {list}");
+    let owned: Vec<&Value> = list["sandboxes"]
+        .as_array()
+        .context("sandboxes")?
+        .iter()
+        .filter(|s| s["run"] == run_id)
+        .collect();
+    ensure!(owned.len() == 1, "{list}");
+    Ok(owned[0].clone())
+}
+
 /// A run whose second turn runs a command that takes a long time.
 fn slow_script(seconds: u32) -> Value {
     script(json!([
@@ -406,6 +421,31 @@ async fn a_cancelled_run_ends_and_leaves_no_sandbox(db: Db) -> Result<()> {
         !guest_processes(&server.setup.cgroup_parent()).is_empty(),
         "the run's sandbox should be running"
     );
+    // The run's sandbox is listed as running, owned by the run, with no
+    // idle expiry (it lives as long as the run).
+    let sandbox = run_sandbox(&server, &run_id).await?;
+    let sandbox_id = sandbox["id"].as_str().unwrap().to_owned();
+    assert_eq!(sandbox["state"], "running", "{sandbox}");
+    assert_eq!(sandbox["workspace"], ws.as_str(), "{sandbox}");
+    assert_eq!(sandbox["idle_expires_at"], Value::Null, "{sandbox}");
+    // Deleting it or driving it through the sandbox routes is refused,
+    // naming the run; the run goes on.
+    for request in [
+        server.a(Method::DELETE, &format!("/v1/sandboxes/{sandbox_id}")),
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{sandbox_id}/exec"))
+            .json(&json!({"argv": ["true"]})),
+    ] {
+        let refused = expect_error(request, StatusCode::CONFLICT, "sandbox_owned_by_run").await?;
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&run_id) && message.contains("cancel the run"),
+            "{message}"
+        );
+    }
+    assert!(!guest_processes(&server.setup.cgroup_parent()).is_empty());
+    let (_, still) = send(server.a(Method::GET, &format!("/v1/runs/{run_id}"))).await?;
+    assert_eq!(still["finished_at"], Value::Null, "{still}");
     // Archiving a session with a run in progress is refused.
     expect_error(
         server.a(Method::DELETE, &format!("/v1/sessions/{sid}")),
@@ -442,6 +482,14 @@ async fn a_cancelled_run_ends_and_leaves_no_sandbox(db: Db) -> Result<()> {
         .await,
         "the sandbox outlived its cancelled run"
     );
+    // Its sandbox is recorded stopped, still naming the run; deleting it
+    // now just answers that record.
+    let ended = run_sandbox(&server, &run_id).await?;
+    assert_eq!(ended["id"], sandbox_id.as_str());
+    assert_eq!(ended["state"], "stopped", "{ended}");
+    let (status, deleted) =
+        send(server.a(Method::DELETE, &format!("/v1/sandboxes/{sandbox_id}"))).await?;
+    assert_eq!((status, &deleted), (StatusCode::OK, &ended));
     // Cancelling again answers the run as it ended.
     let (status, again) =
         send(server.a(Method::POST, &format!("/v1/runs/{run_id}/cancel"))).await?;
@@ -1187,6 +1235,96 @@ async fn a_workspace_has_one_writer_among_sandboxes_and_runs(db: Db) -> Result<(
     for id in [reader, again] {
         send(server.a(Method::DELETE, &format!("/v1/sandboxes/{id}"))).await?;
     }
+    Ok(())
+}
+
+async fn a_runs_snapshot_limits_are_asked_bounded_and_reported(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "limits").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    // Out of bounds: refused before any run, naming the field and the bound.
+    for (limits, field) in [
+        (json!({"max_files": 0}), "snapshot_limits.max_files"),
+        (
+            json!({"max_bytes": 9_000_000_000_u64}),
+            "snapshot_limits.max_bytes",
+        ),
+    ] {
+        let refused = expect_error(
+            server
+                .a(Method::POST, &format!("/v1/sessions/{sid}/runs"))
+                .json(
+                    &json!({"goal": "g", "model": script(json!([complete_turn()])),
+                              "snapshot_limits": limits}),
+                ),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(field) && message.contains("this server's maximum"),
+            "{message}"
+        );
+    }
+    // The demo workspace's test.sh is over 10 bytes.
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "g", "model": script(json!([complete_turn()])),
+               "snapshot_limits": {"max_bytes": 10}}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["end_snapshot"], Value::Null, "{ended}");
+    let mut events =
+        EventReader::open(server.a(Method::GET, &format!("/v1/runs/{run_id}/events"))).await?;
+    let mut finished = None;
+    while let Some(frame) = events.next().await? {
+        if frame.event == "run.finished" {
+            finished = Some(frame.data["payload"].clone());
+        }
+    }
+    let finished = finished.context("no run.finished")?;
+    let hit = &finished["snapshot_limit"];
+    assert_eq!(hit["limit"], "max_bytes", "{finished}");
+    assert_eq!(hit["value"], 10, "{finished}");
+    let message = hit["message"].as_str().unwrap();
+    assert!(
+        message.contains("over the snapshot limit max_bytes = 10")
+            && message.contains("`snapshot_limits.max_bytes` in the run request"),
+        "{message}"
+    );
+    // No fork from that run, and the answer says where to look.
+    let refused = expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/fork"))
+            .json(&json!({"at_run": run_id})),
+        StatusCode::CONFLICT,
+        "no_end_snapshot",
+    )
+    .await?;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("snapshot_error says why"),
+        "{refused}"
+    );
+    // Raised in the request, the same workspace keeps its end snapshot.
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "g", "model": script(json!([complete_turn()])),
+               "snapshot_limits": {"max_files": 50, "max_bytes": 1048576}}),
+    )
+    .await?;
+    let ended = wait_run(&server, run["id"].as_str().unwrap()).await?;
+    assert!(ended["end_snapshot"].is_string(), "{ended}");
     server.stop().await?;
     Ok(())
 }

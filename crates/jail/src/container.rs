@@ -54,7 +54,10 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     let single = ensure_single_threaded()?;
     validate::sandbox_id(&spec.sandbox_id)?;
     validate::limits(&spec.limits)?;
-    let writable_paths = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let writable_paths = validate::scope_rels(&validate::writable_paths(
+        &spec.writable_paths,
+        spec.read_only,
+    )?);
     let allowed = |layer| spec.allow_downgrade.contains(&layer);
     // The workspace is the engine's bind of a host directory: no tmpfs or
     // project quota holds it, so a quota is refused unless downgraded.

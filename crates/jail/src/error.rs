@@ -35,7 +35,7 @@ pub enum JailError {
         #[source]
         source: io::Error,
     },
-    #[error("creating the missing writable directory {path:?} in the workspace")]
+    #[error("creating the missing writable path {path:?} in the workspace")]
     CreateWritablePath {
         path: String,
         #[source]

@@ -75,7 +75,8 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     let single = ensure_single_threaded()?;
     validate::sandbox_id(&spec.sandbox_id)?;
     validate::limits(&spec.limits)?;
-    let writable_paths = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let scope = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let writable_paths = validate::scope_rels(&scope);
     let allowed = |layer| spec.allow_downgrade.contains(&layer);
     // The workspace is a 9p share of a host directory: no quota holds it.
     let quota = workspace_quota::plan(

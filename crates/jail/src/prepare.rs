@@ -49,7 +49,8 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     validate::cgroup_parent(&spec.cgroup_parent)?;
     validate::limits(&spec.limits)?;
     validate::network(&spec.network, spec.netns.as_ref())?;
-    let writable_paths = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let scope = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let writable_paths = validate::scope_rels(&scope);
     let workspace = canonical_dir(&spec.workspace)?;
     let rootfs = spec.rootfs.as_deref().map(canonical_dir).transpose()?;
     let meta = fs::metadata(&workspace).map_err(|source| JailError::ResolvePath {
@@ -77,10 +78,10 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         .id_mapping
         .or(id_block.as_ref().map(|block| block.mapping));
     let mut ids = ids::plan(caller, mapping, owner)?;
-    // Host root creates missing writable directories: they must belong to
+    // Host root creates missing writable paths: they must belong to
     // the workspace owner. Anyone else creates them as itself.
     let chown_to = (caller.euid == 0).then_some(owner);
-    let resolved = writable::resolve_all(&workspace, &writable_paths, chown_to)?;
+    let resolved = writable::resolve_all(&workspace, &scope, chown_to)?;
     let workspace_read_only = spec.read_only || !writable_paths.is_empty();
     let mut workspace_tree = None;
     let mut writable_trees: Vec<Option<OwnedFd>> = resolved.iter().map(|_| None).collect();

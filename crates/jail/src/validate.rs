@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use paddock_proto::{NetworkPolicy, SandboxLimits, check_writable_paths};
+use paddock_proto::{
+    MissingScopePath, NetworkPolicy, SandboxLimits, check_writable_paths, writable_path_parts,
+};
 
 use crate::JailError;
 
@@ -89,25 +91,58 @@ pub(crate) fn limits(limits: &SandboxLimits) -> Result<(), JailError> {
     }
 }
 
+/// One path of a checked write scope: relative to the workspace root,
+/// without its trailing `/`, and what it is made as if missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScopeEntry {
+    pub rel: String,
+    pub missing: MissingScopePath,
+}
+
+/// The relative paths of `entries`, in order (what is mounted, ruled and
+/// reported).
+pub(crate) fn scope_rels(entries: &[ScopeEntry]) -> Vec<String> {
+    entries.iter().map(|e| e.rel.clone()).collect()
+}
+
 /// The write scope, checked by the one rule the host uses too
 /// ([`paddock_proto::check_writable_paths`]: normalized relative paths, at
 /// most [`paddock_proto::MAX_WRITABLE_PATHS`], not with read-only mode).
 /// Returns the paths to mount, sorted, without duplicates and without paths
-/// inside another one (that one covers them).
-pub(crate) fn writable_paths(paths: &[String], read_only: bool) -> Result<Vec<String>, JailError> {
+/// inside another one (that one covers them). A path given both with and
+/// without its trailing `/` is kept once, as a directory.
+pub(crate) fn writable_paths(
+    paths: &[String],
+    read_only: bool,
+) -> Result<Vec<ScopeEntry>, JailError> {
     check_writable_paths(paths, read_only).map_err(JailError::InvalidWritablePaths)?;
-    let mut sorted: Vec<&String> = paths.iter().collect();
-    sorted.sort();
-    let mut cover: Vec<String> = Vec::with_capacity(sorted.len());
-    for path in sorted {
+    let mut sorted: Vec<ScopeEntry> = paths
+        .iter()
+        .map(|path| {
+            let (rel, missing) = writable_path_parts(path);
+            ScopeEntry {
+                rel: rel.to_owned(),
+                missing,
+            }
+        })
+        .collect();
+    // Directory before File for the same path, so the directory is kept.
+    sorted.sort_by(|a, b| {
+        a.rel.cmp(&b.rel).then_with(|| {
+            (a.missing == MissingScopePath::File).cmp(&(b.missing == MissingScopePath::File))
+        })
+    });
+    let mut cover: Vec<ScopeEntry> = Vec::with_capacity(sorted.len());
+    for entry in sorted {
         let covered = cover.iter().any(|kept| {
-            path == kept
-                || path
-                    .strip_prefix(kept.as_str())
+            entry.rel == kept.rel
+                || entry
+                    .rel
+                    .strip_prefix(kept.rel.as_str())
                     .is_some_and(|r| r.starts_with('/'))
         });
         if !covered {
-            cover.push(path.clone());
+            cover.push(entry);
         }
     }
     Ok(cover)
@@ -179,16 +214,20 @@ mod tests {
         paths.iter().map(|p| (*p).to_owned()).collect()
     }
 
+    fn rels(paths: &[String]) -> Vec<String> {
+        scope_rels(&writable_paths(paths, false).unwrap())
+    }
+
     #[test]
     fn writable_paths_must_be_normalized_and_relative() {
         let ok = strings(&["src", "a/b.txt", ".hidden", "x..y", "with space"]);
         assert_eq!(
-            writable_paths(&ok, false).unwrap(),
+            rels(&ok),
             strings(&[".hidden", "a/b.txt", "src", "with space", "x..y"])
         );
         for bad in [
-            "", "/etc", "src/", "a//b", ".", "./src", "src/.", "..", "../x", "a/../b", "a/..",
-            "a\0b",
+            "", "/etc", "src//", "/", "a//b", ".", "./src", "src/.", "..", "../x", "a/../b",
+            "a/..", "a\0b",
         ] {
             let err = writable_paths(&strings(&[bad]), false).unwrap_err();
             assert!(
@@ -238,8 +277,27 @@ mod tests {
             "src/deep/er",
         ]);
         assert_eq!(
-            writable_paths(&paths, false).unwrap(),
+            rels(&paths),
             strings(&["docs/a", "docs/ab", "src", "src-x"])
+        );
+    }
+
+    #[test]
+    fn a_trailing_slash_asks_for_a_directory_and_wins_over_the_same_path_without() {
+        use MissingScopePath::{Directory, File};
+        let paths = strings(&["new.txt", "build/", "out", "out/", "build/x", ".env"]);
+        let entry = |rel: &str, missing| ScopeEntry {
+            rel: rel.to_owned(),
+            missing,
+        };
+        assert_eq!(
+            writable_paths(&paths, false).unwrap(),
+            [
+                entry(".env", Directory),
+                entry("build", Directory),
+                entry("new.txt", File),
+                entry("out", Directory)
+            ]
         );
     }
 

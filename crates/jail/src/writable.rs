@@ -6,7 +6,9 @@
 //! descriptor of the workspace directory one component at a time with
 //! `openat2(O_PATH | O_NOFOLLOW, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 //! RESOLVE_NO_XDEV)`: every component must be a real directory on the
-//! workspace's own mount, the last one a directory or a regular file. A
+//! workspace's own mount, the last one a directory or a regular file (a
+//! missing last one is made: a directory for an entry ending in `/`, else
+//! an empty file, so a scope can name a file the sandbox is to create). A
 //! symlink anywhere is refused, not followed. The bind is then made from the
 //! descriptor that was checked (`open_tree` on the O_PATH fd), so nothing can
 //! be swapped between check and mount; the mount point inside the sandbox
@@ -17,15 +19,21 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag, OpenHow, ResolveFlag, open, openat2};
+use nix::fcntl::{AtFlags, OFlag, OpenHow, ResolveFlag, open, openat, openat2};
 use nix::sys::stat::{FileStat, Mode, SFlag, fstat, mkdirat};
 use nix::unistd::{Gid, Uid, fchownat};
 
+use paddock_proto::MissingScopePath;
+
 use crate::ids::Owner;
+use crate::validate::ScopeEntry;
 use crate::{JailError, sys};
 
 /// Mode of the directories made for missing writable paths (before umask).
 const CREATED_DIR_MODE: u32 = 0o755;
+/// Mode of the empty files made for missing writable file paths (before
+/// umask): what a file the sandbox made itself would get.
+const CREATED_FILE_MODE: u32 = 0o644;
 /// How often one lookup is retried when the kernel reports EAGAIN (a
 /// concurrent rename raced it).
 const EAGAIN_RETRIES: usize = 8;
@@ -163,12 +171,14 @@ fn walk(root: BorrowedFd<'_>, rel: &str) -> Result<Walk, JailError> {
     Err(refused(rel, "has no components".to_owned()))
 }
 
-/// Makes the missing directories `names` below `parent`, each owned by
-/// `chown_to` when given, and returns the last one.
-fn create_dirs(
+/// Makes the missing `names` below `parent`, each owned by `chown_to` when
+/// given: directories, except the last one when the entry names a file
+/// (an empty regular file then). Returns the last one.
+fn create_missing(
     rel: &str,
     mut parent: OwnedFd,
     names: &[&str],
+    missing: MissingScopePath,
     chown_to: Option<Owner>,
 ) -> Result<(OwnedFd, FileStat), JailError> {
     let error = |source: io::Error| JailError::CreateWritablePath {
@@ -176,8 +186,27 @@ fn create_dirs(
         source,
     };
     let mut last = None;
-    for name in names {
-        let created = match mkdirat(&parent, *name, Mode::from_bits_truncate(CREATED_DIR_MODE)) {
+    for (i, name) in names.iter().enumerate() {
+        let want = match missing {
+            MissingScopePath::File if i + 1 == names.len() => SFlag::S_IFREG,
+            _ => SFlag::S_IFDIR,
+        };
+        let made = if want == SFlag::S_IFDIR {
+            mkdirat(&parent, *name, Mode::from_bits_truncate(CREATED_DIR_MODE))
+        } else {
+            openat(
+                &parent,
+                *name,
+                OFlag::O_WRONLY
+                    | OFlag::O_CREAT
+                    | OFlag::O_EXCL
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(CREATED_FILE_MODE),
+            )
+            .map(drop)
+        };
+        let created = match made {
             Ok(()) => true,
             // Made by an earlier path of the same scope (or a racer): checked below.
             Err(Errno::EEXIST) => false,
@@ -185,10 +214,15 @@ fn create_dirs(
         };
         let fd = open_component(parent.as_fd(), name).map_err(|e| error(e.into()))?;
         let stat = fstat(&fd).map_err(|e| error(e.into()))?;
-        if file_type(&stat) != SFlag::S_IFDIR {
+        if file_type(&stat) != want {
+            let what = if want == SFlag::S_IFDIR {
+                "a directory"
+            } else {
+                "a regular file"
+            };
             return Err(refused(
                 rel,
-                format!("{name} changed into something other than a directory while being created"),
+                format!("{name} changed into something other than {what} while being created"),
             ));
         }
         if created && let Some(owner) = chown_to {
@@ -211,28 +245,48 @@ fn create_dirs(
 /// Resolves every path of the scope below the workspace directory (in the
 /// monitor, on the host). Every path is checked before anything is
 /// created, so a refused scope leaves the workspace untouched; then missing
-/// paths are made as directories (with missing parents), owned by
-/// `chown_to` when given (the monitor is host root: they must belong to the
-/// workspace owner, not to root).
+/// paths are made (with missing parents as directories): as a directory
+/// when the entry ends in `/`, else as an empty file, owned by `chown_to`
+/// when given (the monitor is host root: they must belong to the
+/// workspace owner, not to root). An entry ending in `/` that names an
+/// existing file is refused: the caller asked for a directory.
 pub(crate) fn resolve_all(
     workspace: &Path,
-    rels: &[String],
+    entries: &[ScopeEntry],
     chown_to: Option<Owner>,
 ) -> Result<Vec<Resolved>, JailError> {
-    if rels.is_empty() {
+    if entries.is_empty() {
         return Ok(Vec::new());
     }
     let root = open_dir(workspace).map_err(|source| JailError::ResolvePath {
         path: workspace.to_path_buf(),
         source,
     })?;
-    let walks = rels
+    let walks = entries
         .iter()
-        .map(|rel| walk(root.as_fd(), rel))
+        .map(|entry| {
+            let found = walk(root.as_fd(), &entry.rel)?;
+            if let Walk::Found { stat, .. } = &found
+                && entry.missing == MissingScopePath::Directory
+                && file_type(stat) != SFlag::S_IFDIR
+            {
+                return Err(refused(
+                    &entry.rel,
+                    format!(
+                        "{} is a file, but the trailing '/' asks for a directory; \
+                         name the file without it",
+                        entry.rel
+                    ),
+                ));
+            }
+            Ok(found)
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    rels.iter()
+    entries
+        .iter()
         .zip(walks)
-        .map(|(rel, found)| {
+        .map(|(entry, found)| {
+            let rel = &entry.rel;
             let (fd, stat) = match found {
                 Walk::Found { fd, stat } => (fd, stat),
                 Walk::Missing {
@@ -240,7 +294,7 @@ pub(crate) fn resolve_all(
                     first_missing,
                 } => {
                     let names: Vec<&str> = rel.split('/').skip(first_missing).collect();
-                    create_dirs(rel, parent, &names, chown_to)?
+                    create_missing(rel, parent, &names, entry.missing, chown_to)?
                 }
             };
             Ok(Resolved {
@@ -330,8 +384,12 @@ mod tests {
 
     use super::*;
 
-    fn strings(paths: &[&str]) -> Vec<String> {
-        paths.iter().map(|p| (*p).to_owned()).collect()
+    fn strings(paths: &[&str]) -> Vec<ScopeEntry> {
+        crate::validate::writable_paths(
+            &paths.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>(),
+            false,
+        )
+        .unwrap()
     }
 
     fn workspace() -> tempfile::TempDir {
@@ -346,13 +404,16 @@ mod tests {
         let ws = workspace();
         let resolved = resolve_all(ws.path(), &strings(&["src/deep", "notes.txt"]), None).unwrap();
         let inode = |p: &str| fs::metadata(ws.path().join(p)).unwrap().ino();
-        assert_eq!(resolved[0].rel, "src/deep");
-        assert_eq!(resolved[0].identity.ino, inode("src/deep"));
-        assert_eq!(resolved[1].rel, "notes.txt");
-        assert_eq!(resolved[1].identity.ino, inode("notes.txt"));
+        assert_eq!(resolved[0].rel, "notes.txt");
+        assert_eq!(resolved[0].identity.ino, inode("notes.txt"));
+        assert_eq!(resolved[1].rel, "src/deep");
+        assert_eq!(resolved[1].identity.ino, inode("src/deep"));
         let kind = |r: &Resolved| file_type(&fstat(&r.fd).unwrap());
-        assert_eq!(kind(&resolved[0]), SFlag::S_IFDIR);
-        assert_eq!(kind(&resolved[1]), SFlag::S_IFREG);
+        assert_eq!(kind(&resolved[0]), SFlag::S_IFREG);
+        assert_eq!(kind(&resolved[1]), SFlag::S_IFDIR);
+        // Without or with the trailing '/', an existing directory is the same.
+        let again = resolve_all(ws.path(), &strings(&["src/deep/"]), None).unwrap();
+        assert_eq!(again[0].identity, resolved[1].identity);
     }
 
     #[test]
@@ -393,6 +454,11 @@ mod tests {
         for (bad, reason) in [
             ("notes.txt/x", "notes.txt is not a directory"),
             ("fifo", "fifo is neither a directory nor a regular file"),
+            (
+                "notes.txt/",
+                "notes.txt is a file, but the trailing '/' asks for a directory; \
+                 name the file without it",
+            ),
         ] {
             let err = resolve_all(ws.path(), &strings(&[bad]), None).unwrap_err();
             assert!(
@@ -411,7 +477,7 @@ mod tests {
         };
         let resolved = resolve_all(
             ws.path(),
-            &strings(&["build/out", "build/tmp", "src/new"]),
+            &strings(&["build/out/", "build/tmp/", "src/new/"]),
             Some(owner),
         )
         .unwrap();
@@ -428,6 +494,44 @@ mod tests {
         );
         // The existing parent keeps its owner.
         assert_eq!(fs::metadata(ws.path().join("src")).unwrap().uid(), 0);
+    }
+
+    #[test]
+    fn a_missing_file_is_created_empty_with_its_parents_as_the_owner_as_root() {
+        let ws = workspace();
+        let owner = Owner {
+            uid: 4321,
+            gid: 4322,
+        };
+        let resolved = resolve_all(
+            ws.path(),
+            &strings(&["gen/deep/new.rs", "src/new.txt", "build.mk"]),
+            Some(owner),
+        )
+        .unwrap();
+        for (r, path) in resolved
+            .iter()
+            .zip(["build.mk", "gen/deep/new.rs", "src/new.txt"])
+        {
+            let meta = fs::symlink_metadata(ws.path().join(path)).unwrap();
+            assert!(meta.is_file(), "{path}");
+            assert_eq!(meta.len(), 0, "{path}");
+            assert_eq!(r.identity.ino, meta.ino());
+            assert_eq!((meta.uid(), meta.gid()), (4321, 4322), "{path}");
+            assert_eq!(file_type(&fstat(&r.fd).unwrap()), SFlag::S_IFREG);
+        }
+        for dir in ["gen", "gen/deep"] {
+            let meta = fs::symlink_metadata(ws.path().join(dir)).unwrap();
+            assert!(meta.is_dir(), "{dir}");
+            assert_eq!(meta.uid(), 4321, "{dir}");
+        }
+        // Nothing else appeared next to the files.
+        let mut names: Vec<String> = fs::read_dir(ws.path().join("src"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["deep", "new.txt"]);
     }
 
     #[test]

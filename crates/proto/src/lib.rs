@@ -36,8 +36,8 @@ pub use network::{
     NetworkPolicy, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
 pub use sandbox_spec::{
-    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,
-    check_writable_paths,
+    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS,
+    MissingScopePath, SandboxLimits, check_writable_paths, writable_path_parts,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

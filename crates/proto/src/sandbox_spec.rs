@@ -94,9 +94,42 @@ pub enum InvalidSandboxSpec {
     Network(#[source] crate::InvalidNetworkPolicy),
 }
 
+/// What a write-scope path that does not exist yet is made as when the
+/// sandbox starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingScopePath {
+    /// The path ends in `/` (`build/`), or its last name has no extension
+    /// (`bin`, `out`): a directory, writable throughout.
+    Directory,
+    /// The last name has an extension (`src/new.rs`, `docs/USAGE.md`): an
+    /// empty regular file, the only thing the sandbox may then write there.
+    File,
+}
+
+/// One write-scope path split into the path relative to the workspace (no
+/// trailing `/`) and what it is made as if missing: a trailing `/` asks for
+/// a directory; otherwise a last name with an extension (a `.` after its
+/// first character) is a file and any other a directory, which is what
+/// people and models mean by `bin` or `src/new.rs`. A path that exists is
+/// bound as what it is; a trailing `/` on an existing file is refused by the
+/// backend.
+pub fn writable_path_parts(path: &str) -> (&str, MissingScopePath) {
+    if let Some(rel) = path.strip_suffix('/') {
+        return (rel, MissingScopePath::Directory);
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let has_extension = name.char_indices().any(|(i, c)| c == '.' && i > 0);
+    if has_extension {
+        (path, MissingScopePath::File)
+    } else {
+        (path, MissingScopePath::Directory)
+    }
+}
+
 /// Checks what can be checked of a write scope without the workspace: each
 /// path is relative to the workspace root and normalized (non-empty
-/// components, none `.` or `..`, no leading, trailing or doubled `/`, no NUL,
+/// components, none `.` or `..`, no leading or doubled `/`, at most one
+/// trailing `/` marking a directory (see [`MissingScopePath`]), no NUL,
 /// at most [`MAX_WRITABLE_PATH_LEN`] bytes), there are at most
 /// [`MAX_WRITABLE_PATHS`], and `read_only` is not asked together with them.
 /// Whether the paths are safe on disk is the jail's check when it prepares
@@ -136,8 +169,9 @@ fn writable_path_problem(path: &str) -> Option<&'static str> {
     if path.starts_with('/') {
         return Some("is absolute; give it relative to the workspace root");
     }
+    let (path, _) = writable_path_parts(path);
     path.split('/').find_map(|component| match component {
-        "" => Some("has an empty component (a doubled or trailing '/')"),
+        "" => Some("has an empty component (a doubled '/')"),
         "." => Some("has a '.' component; give it normalized"),
         ".." => Some("has a '..' component; writable paths stay inside the workspace"),
         _ => None,

@@ -61,14 +61,27 @@ impl RuntimeConfig {
 pub struct SnapshotSettings {
     /// Exclude patterns (they replace the packer's defaults).
     pub excludes: Vec<String>,
+    /// The limits of a run that asks none of its own.
     pub limits: Limits,
+    /// The most a run request over the API may ask
+    /// ([`crate::StartRun::snapshot_limits`] is not bounded by it: a local
+    /// `paddock run` asks what it wants).
+    pub request_max: Limits,
 }
+
+/// Default of [`SnapshotSettings::request_max`]: what the sandbox API's
+/// snapshot routes allow (a million entries, 8 GiB).
+const REQUEST_MAX_SNAPSHOT_LIMITS: Limits = Limits {
+    max_files: paddock_snapshot::MAX_REQUEST_FILES,
+    max_bytes: paddock_snapshot::MAX_REQUEST_BYTES,
+};
 
 impl Default for SnapshotSettings {
     fn default() -> Self {
         Self {
             excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(),
             limits: Limits::default(),
+            request_max: REQUEST_MAX_SNAPSHOT_LIMITS,
         }
     }
 }

@@ -42,8 +42,17 @@ pub enum RuntimeError {
     #[error("run {run} does not belong to session {session}")]
     RunNotInSession { run: RunId, session: SessionId },
     /// A fork from a run that kept no workspace snapshot at its end.
-    #[error("run {run} has no end snapshot to fork from")]
+    #[error(
+        "run {run} has no end snapshot to fork from (its run.finished event's snapshot_error \
+         says why)"
+    )]
     NoEndSnapshot { run: RunId },
+    /// A snapshot of a workspace went over a snapshot limit.
+    #[error("snapshotting {path}: {}", hit.message)]
+    SnapshotLimit {
+        path: PathBuf,
+        hit: crate::events::SnapshotLimitHit,
+    },
     /// The run is not finished but no task of this process drives it.
     #[error("run {run} is not driven by this process")]
     RunNotActive { run: RunId },

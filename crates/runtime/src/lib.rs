@@ -15,6 +15,7 @@ mod recover;
 mod run;
 mod runtime;
 mod sessions;
+mod snapshot_limits;
 pub mod subagents;
 pub mod tools;
 mod usage;

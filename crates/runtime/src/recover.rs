@@ -152,6 +152,7 @@ async fn interrupt(
         question: None,
         end_snapshot: None,
         snapshot_error: None,
+        snapshot_limit: None,
     };
     if let Err(err) = journal.emit(&finished).await {
         tracing::warn!(run_id = %run.id, error = %error_chain(&err), "recording the interrupted run's event");

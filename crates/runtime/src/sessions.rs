@@ -200,6 +200,7 @@ impl Runtime {
                     store,
                     &shared.blobs,
                     &shared.config,
+                    shared.config.snapshot.limits,
                     SnapshotSource {
                         tenant: tenant.clone(),
                         workspace: source_workspace.clone(),

@@ -10,7 +10,7 @@ use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
 use paddock_core::ids::{SessionId, TenantId};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{SnapshotRecord, Store, Workspace};
-use paddock_snapshot::{PackOptions, PackStats, UnpackOptions, snapshot_record};
+use paddock_snapshot::{Limits, PackOptions, PackStats, UnpackOptions, snapshot_record};
 
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -49,9 +49,10 @@ pub(crate) async fn snapshot_dir(
     store: &Arc<dyn Store>,
     blobs: &Arc<dyn BlobStore>,
     config: &RuntimeConfig,
+    limits: Limits,
     source: SnapshotSource,
 ) -> Result<SnapshotRecord, RuntimeError> {
-    let options = pack_options(config);
+    let options = pack_options(config, limits);
     let excludes = options.excludes.clone();
     let dir = source.dir.clone();
     let blobs = Arc::clone(blobs);
@@ -61,9 +62,15 @@ pub(crate) async fn snapshot_dir(
             source,
         })?;
         let stats = paddock_snapshot::pack(&dir, &options, &mut writer).map_err(|source| {
-            RuntimeError::SnapshotPack {
-                path: dir.clone(),
-                source,
+            match crate::snapshot_limits::limit_hit(&source) {
+                Some(hit) => RuntimeError::SnapshotLimit {
+                    path: dir.clone(),
+                    hit,
+                },
+                None => RuntimeError::SnapshotPack {
+                    path: dir.clone(),
+                    source,
+                },
             }
         })?;
         let info = writer.commit().map_err(|source| RuntimeError::Blob {
@@ -81,11 +88,12 @@ pub(crate) async fn snapshot_dir(
     record_snapshot(store, source, &stats, &info, excludes).await
 }
 
-/// The pack options of the runtime's snapshots.
-pub(crate) fn pack_options(config: &RuntimeConfig) -> PackOptions {
+/// The pack options of the runtime's snapshots, within `limits` (the
+/// runtime's, or a run's own).
+pub(crate) fn pack_options(config: &RuntimeConfig, limits: Limits) -> PackOptions {
     PackOptions {
         excludes: config.snapshot.excludes.clone(),
-        limits: config.snapshot.limits,
+        limits,
         ..PackOptions::default()
     }
 }

@@ -22,7 +22,8 @@ use paddock_core::store::{
 use paddock_runtime::events::{
     CallStatus, Event, EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask,
     PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
-    SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
+    SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent,
+    ToolResultEvent,
 };
 use serde_json::json;
 use support::Harness;
@@ -117,6 +118,10 @@ const STORED: &[(&str, &str)] = &[
     (
         "run.finished",
         r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":3,"wall_clock_ms":900},"total_usage":{"turns":8,"input_tokens":1500,"output_tokens":200,"tool_calls":9,"wall_clock_ms":2700},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+    ),
+    (
+        "run.finished",
+        r#"{"state":"completed","end_reason":"completed","usage":{"turns":1,"input_tokens":0,"output_tokens":0,"tool_calls":0,"wall_clock_ms":0},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":"snapshotting /ws: over max_files","snapshot_limit":{"limit":"max_files","value":10000,"message":"over max_files"}}"#,
     ),
     (
         "subagent.status",
@@ -350,6 +355,7 @@ fn written() -> Vec<Event> {
             question: None,
             end_snapshot: Some(SnapshotId::parse(SNAPSHOT).unwrap()),
             snapshot_error: None,
+            snapshot_limit: None,
         }
         .into(),
         RunFinished {
@@ -362,6 +368,7 @@ fn written() -> Vec<Event> {
             question: Some("Which database?".into()),
             end_snapshot: None,
             snapshot_error: Some("packing the workspace: disk full".into()),
+            snapshot_limit: None,
         }
         .into(),
         RunFinished {
@@ -374,6 +381,7 @@ fn written() -> Vec<Event> {
             question: None,
             end_snapshot: None,
             snapshot_error: None,
+            snapshot_limit: None,
         }
         .into(),
         RunFinished {
@@ -386,6 +394,24 @@ fn written() -> Vec<Event> {
             question: None,
             end_snapshot: None,
             snapshot_error: None,
+            snapshot_limit: None,
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Completed,
+            end_reason: EndReason::Completed,
+            usage: usage(1, 0, 0, 0, 0),
+            total_usage: None,
+            error: None,
+            verdict: Some(Verdict::Met),
+            question: None,
+            end_snapshot: None,
+            snapshot_error: Some("snapshotting /ws: over max_files".into()),
+            snapshot_limit: Some(SnapshotLimitHit {
+                limit: SnapshotLimitKind::MaxFiles,
+                value: 10_000,
+                message: "over max_files".into(),
+            }),
         }
         .into(),
         subagent(SubagentPhase::Spawned, None, None, None, None).into(),
@@ -434,6 +460,7 @@ fn written() -> Vec<Event> {
             question: None,
             end_snapshot: None,
             snapshot_error: None,
+            snapshot_limit: None,
         }
         .into(),
     ]

@@ -75,8 +75,19 @@ async fn run_parent(
     parent: Arc<Recording>,
     models: Models,
 ) -> Run {
+    run_parent_with(h, session, parent, models, None).await
+}
+
+async fn run_parent_with(
+    h: &Harness,
+    session: &SessionId,
+    parent: Arc<Recording>,
+    models: Models,
+    snapshot_limits: Option<paddock_snapshot::Limits>,
+) -> Run {
     let mut request = StartRun::new("Split the work across subagents", parent);
     request.subagent_models = Some(Arc::new(models));
+    request.snapshot_limits = snapshot_limits;
     let handle = h
         .runtime
         .start_run(&h.tenant, session, request)
@@ -338,16 +349,16 @@ async fn spawn_base_and_end_snapshots_count_what_a_restore_of_them_counts() {
 
 #[tokio::test]
 async fn absolute_and_climbing_symlinks_do_not_stop_a_subagent() {
-    // A virtualenv's links: the spawn's base pack, the child's restore and
+    // Links like a virtualenv's (tools/, since venv/ is excluded by default): the spawn's base pack, the child's restore and
     // its end snapshot keep them as links.
     let h = Harness::new().await;
-    std::fs::create_dir_all(h.project.join("venv/bin")).unwrap();
-    std::os::unix::fs::symlink("/usr/bin/python3", h.project.join("venv/bin/python")).unwrap();
-    std::os::unix::fs::symlink("../../..", h.project.join("venv/bin/up")).unwrap();
+    std::fs::create_dir_all(h.project.join("tools/bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", h.project.join("tools/bin/python")).unwrap();
+    std::os::unix::fs::symlink("../../..", h.project.join("tools/bin/up")).unwrap();
     std::fs::write(h.project.join("README"), "venv\n").unwrap();
     let session = h.session("links").await;
     let mut models = Models::default();
-    let probe = "test \"$(readlink venv/bin/python)\" = /usr/bin/python3 && echo ok > seen.txt";
+    let probe = "test \"$(readlink tools/bin/python)\" = /usr/bin/python3 && echo ok > seen.txt";
     models.0.insert(
         "prober".into(),
         h.script(
@@ -387,11 +398,11 @@ async fn absolute_and_climbing_symlinks_do_not_stop_a_subagent() {
     )
     .unwrap();
     assert_eq!(
-        std::fs::read_link(restored.join("venv/bin/python")).unwrap(),
+        std::fs::read_link(restored.join("tools/bin/python")).unwrap(),
         Path::new("/usr/bin/python3")
     );
     assert_eq!(
-        std::fs::read_link(restored.join("venv/bin/up")).unwrap(),
+        std::fs::read_link(restored.join("tools/bin/up")).unwrap(),
         Path::new("../../..")
     );
     assert_eq!(
@@ -681,6 +692,123 @@ async fn read_only_profiles_and_write_scopes_hold_at_both_layers() {
     assert_eq!(h.read(&h.project, "README.md").unwrap(), "original\n");
     assert_eq!(h.read(&h.project, "src/ok.txt").unwrap(), "ok\n");
     // the read-only child's directory and the build child's copy are gone
+    assert_no_child_dirs(&h);
+}
+
+#[tokio::test]
+async fn a_scope_naming_a_missing_file_lets_the_child_create_it_and_the_change_applies() {
+    let h = Harness::new().await;
+    std::fs::write(h.project.join("README.md"), "original\n").unwrap();
+    let session = h.session("file-scope").await;
+    let mut models = Models::default();
+    models.0.insert(
+        "doc".into(),
+        h.script(
+            "doc",
+            json!([
+                turn(
+                    "",
+                    vec![call(
+                        "write_file",
+                        json!({"path": "docs/USAGE.md", "content": "usage\n"})
+                    )]
+                ),
+                turn(
+                    "",
+                    vec![call(
+                        "write_file",
+                        json!({"path": "docs/OTHER.md", "content": "x"})
+                    )]
+                ),
+                turn(
+                    "",
+                    vec![call(
+                        "run_command",
+                        json!({"command": "echo x > docs/sibling.md"})
+                    )]
+                ),
+                turn("", vec![done("wrote docs/USAGE.md")]),
+            ]),
+        ),
+    );
+    let parent = h.script(
+        "parent",
+        json!([
+            turn(
+                "",
+                vec![spawn_scoped("doc", "document usage", &["docs/USAGE.md"])]
+            ),
+            turn("", vec![wait_all()]),
+            turn(
+                "",
+                vec![call("apply_subagent_changes", json!({"run_id": "doc"}))]
+            ),
+            turn("", vec![done("documented")]),
+        ]),
+    );
+    let run = run_parent(&h, &session.id, parent, models).await;
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+    let kids = children(&h, &run.id).await;
+    let doc = tool_results(&h, &kids["doc"].session).await;
+    assert!(!doc[0].1, "the scope file is writable: {doc:?}");
+    assert!(
+        doc[1].1 && doc[1].0.contains("outside the write scope"),
+        "{doc:?}"
+    );
+    assert!(doc[2].0.contains("Read-only file system"), "{doc:?}");
+    let parent_results = tool_results(&h, &session.id).await;
+    assert!(!parent_results[2].1, "apply failed: {parent_results:?}");
+    assert_eq!(h.read(&h.project, "docs/USAGE.md").unwrap(), "usage\n");
+    let names: Vec<String> = std::fs::read_dir(h.project.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["USAGE.md"]);
+    assert_eq!(h.read(&h.project, "README.md").unwrap(), "original\n");
+    assert_no_child_dirs(&h);
+}
+
+#[tokio::test]
+async fn a_spawn_over_the_runs_snapshot_limit_says_which_and_how_to_raise_it() {
+    let h = Harness::new().await;
+    std::fs::write(h.project.join("data.bin"), vec![7u8; 4096]).unwrap();
+    let session = h.session("spawn-limit").await;
+    let mut models = Models::default();
+    models.0.insert(
+        "look".into(),
+        h.script("look", json!([turn("", vec![done("looked")])])),
+    );
+    let parent = h.script(
+        "parent",
+        json!([
+            turn("", vec![spawn("look", "explore", "look around")]),
+            turn("", vec![done("could not spawn")]),
+        ]),
+    );
+    let limits = paddock_snapshot::Limits {
+        max_bytes: 1000,
+        ..paddock_snapshot::Limits::default()
+    };
+    let run = run_parent_with(&h, &session.id, parent, models, Some(limits)).await;
+    assert_eq!(run.state, RunState::Completed, "{run:?}");
+    let results = tool_results(&h, &session.id).await;
+    let (text, is_error) = &results[0];
+    assert!(*is_error, "{results:?}");
+    for expected in [
+        "copying the workspace for the subagent: the workspace holds more than 1000 bytes",
+        "over the snapshot limit max_bytes = 1000",
+        "`paddock run --snapshot-max-bytes N`",
+    ] {
+        assert!(text.contains(expected), "no {expected:?} in {text}");
+    }
+    // The run's limit, not the default, was the one applied: the end
+    // snapshot went over it too, and says so.
+    let finished = h.payloads(&session.id, "run.finished").await;
+    assert_eq!(
+        finished[0]["snapshot_limit"]["limit"], "max_bytes",
+        "{finished:?}"
+    );
+    assert_eq!(finished[0]["snapshot_limit"]["value"], 1000);
     assert_no_child_dirs(&h);
 }
 

@@ -33,8 +33,8 @@ pub use error::{Limit, Refusal, SnapshotError};
 pub use hashing::HashingWriter;
 pub use local_store::LocalBlobStore;
 pub use options::{
-    DEFAULT_EXCLUDES, DEFAULT_LEVEL, DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits, Owner,
-    PackOptions, UnpackOptions,
+    DEFAULT_EXCLUDES, DEFAULT_LEVEL, DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits,
+    MAX_REQUEST_BYTES, MAX_REQUEST_FILES, Owner, PackOptions, UnpackOptions,
 };
 pub use pack::{PackStats, SkippedEntry, SpecialKind, pack};
 pub use paddock_core::blob::BlobKey;

@@ -1,20 +1,41 @@
 //! Options of packing and unpacking, with the product's defaults.
 
 /// Names excluded wherever they appear in the tree, unless the caller
-/// replaces [`PackOptions::excludes`].
-pub const DEFAULT_EXCLUDES: [&str; 6] = [
+/// replaces [`PackOptions::excludes`]: what a tool makes again from the
+/// sources (dependencies, build output, virtualenvs, tool caches). `.git`
+/// is kept on purpose: a fork or a subagent's copy must have the history
+/// and the uncommitted state the agent works on, and `git diff` inside it
+/// must mean what it meant in the original.
+pub const DEFAULT_EXCLUDES: [&str; 14] = [
     "node_modules",
     "target",
     "dist",
     "coverage",
     ".cache",
     "__pycache__",
+    // Python virtualenvs (`python -m venv .venv`, `virtualenv venv`) and
+    // the caches of its test, type and lint tools.
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    // Gradle's per-project cache.
+    ".gradle",
 ];
 
 /// zstd level: `zstd -3`, the CLI's default.
 pub const DEFAULT_LEVEL: i32 = 3;
 pub const DEFAULT_MAX_FILES: u64 = 10_000;
 pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
+/// Highest `max_files` a request over the API may ask for (a sandbox
+/// snapshot, an import, a run's snapshot limits).
+pub const MAX_REQUEST_FILES: u64 = 1_000_000;
+/// Highest `max_bytes` a request over the API may ask for; an import
+/// unpacks into a scratch directory on the host.
+pub const MAX_REQUEST_BYTES: u64 = 8 << 30;
 
 /// Size limits shared by packing and unpacking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

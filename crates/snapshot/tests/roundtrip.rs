@@ -204,6 +204,11 @@ fn excludes_default_names_anywhere_and_caller_globs() {
         "coverage",
         ".cache",
         "py/__pycache__",
+        ".venv/lib",
+        "py/venv",
+        "py/.pytest_cache",
+        ".mypy_cache",
+        ".git/objects",
         "logs",
         "build/out",
         "keep/build/out",
@@ -217,8 +222,9 @@ fn excludes_default_names_anywhere_and_caller_globs() {
     let opts = PackOptions::default().with_excludes(["*.log", "/build", "logs/"]);
     let (archive, stats) = pack_to_vec(&src, &opts);
     // node_modules, web/node_modules, target, crate/target, dist, coverage,
-    // .cache, py/__pycache__, app.log, /build, logs
-    assert_eq!(stats.excluded, 11);
+    // .cache, py/__pycache__, .venv, py/venv, py/.pytest_cache, .mypy_cache,
+    // app.log, /build, logs; .git is kept
+    assert_eq!(stats.excluded, 15);
     let target = tmp.path().join("restored");
     unpack(archive.as_slice(), &target, &UnpackOptions::default()).unwrap();
     let restored: Vec<String> = read_tree(&target)
@@ -228,6 +234,9 @@ fn excludes_default_names_anywhere_and_caller_globs() {
     assert_eq!(
         restored,
         [
+            ".git",
+            ".git/objects",
+            ".git/objects/f",
             "crate",
             "keep",
             "keep/build",

@@ -1,6 +1,6 @@
 //! Tenants, workspaces and sandboxes.
 
-use paddock_core::ids::{TenantId, WorkspaceId};
+use paddock_core::ids::{RunId, TenantId, WorkspaceId};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     MAX_PAGE, Page, SandboxRecord, SandboxState, StoreError, Tenant, Workspace,
@@ -282,7 +282,7 @@ fn read_workspace(row: &AnyRow) -> Result<Workspace, StoreError> {
 macro_rules! sandbox_columns {
     () => {
         "id, tenant_id, workspace_id, backend, node, state, spec, pid, created_at, updated_at, \
-         last_active_at, expires_at"
+         last_active_at, expires_at, run_id"
     };
 }
 
@@ -305,7 +305,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     sqlx::query(concat!(
         "INSERT INTO sandboxes (",
         sandbox_columns!(),
-        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
     ))
     .bind(sb.id.as_str())
     .bind(tenant)
@@ -319,6 +319,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     .bind(sb.updated_at.as_millis())
     .bind(sb.last_active_at.as_millis())
     .bind(sb.expires_at.map(|t| t.as_millis()))
+    .bind(sb.run.as_ref().map(|r| r.as_str()))
     .execute(&mut *tx)
     .await
     .map_err(insert_error(OP, "sandbox", sb.id.to_string()))?;
@@ -469,5 +470,6 @@ fn read_sandbox(row: &AnyRow) -> Result<SandboxRecord, StoreError> {
         updated_at: r.time("updated_at")?,
         last_active_at: r.time("last_active_at")?,
         expires_at: r.opt_time("expires_at")?,
+        run: r.opt_parsed("run_id", RunId::parse)?,
     })
 }

@@ -80,6 +80,8 @@ pub fn read(
 /// Atomically replaces (or creates) `path` with `data`: a temporary file in
 /// the same directory, renamed over the target. A symlink at `path` is
 /// replaced, never followed. Without `mode`, an existing file keeps its mode.
+/// A regular file that cannot be replaced (a file of a write scope: a mount
+/// point, or in a read-only directory) is rewritten in place instead.
 pub fn write(
     ws: &Workspace,
     path: &WsPath,
@@ -104,30 +106,72 @@ pub fn write(
     if existing.as_ref().is_some_and(is_dir) {
         return Err(io_error("writing", &shown, Errno::EISDIR));
     }
-    let mode = mode.map(|m| m & 0o7777).unwrap_or_else(|| match &existing {
-        Some(raw) if to_file_stat(raw, None).kind == paddock_proto::FileKind::File => {
-            raw.st_mode & 0o7777
-        }
+    let existing_file = existing
+        .as_ref()
+        .is_some_and(|raw| to_file_stat(raw, None).kind == paddock_proto::FileKind::File);
+    let asked_mode = mode.map(|m| m & 0o7777);
+    let kept_mode = match &existing {
+        Some(raw) if existing_file => raw.st_mode & 0o7777,
         _ => DEFAULT_FILE_MODE,
-    });
+    };
+    let mode = asked_mode.unwrap_or(kept_mode);
 
     let temp = format!(
         ".paddock-write-{}-{}.tmp",
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     );
-    let fd = openat(
+    let fd = match openat(
         &dir,
         temp.as_str(),
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::from_bits_truncate(0o600),
-    )
-    .map_err(|e| io_error("writing", &shown, e))?;
+    ) {
+        Ok(fd) => fd,
+        // A file of a write scope: its directory is on the read-only
+        // workspace mount, the file itself is writable (its own mount), so
+        // it is rewritten in place. (Only EROFS: a directory the sandbox may
+        // not write by its permissions keeps refusing the write.)
+        Err(Errno::EROFS) if existing_file => {
+            return rewrite_in_place(&dir, name, data, asked_mode)
+                .map_err(|e| io_error("writing", &shown, e));
+        }
+        Err(e) => return Err(io_error("writing", &shown, e)),
+    };
     let result = fill_and_rename(&dir, &temp, name, fd, data, mode);
     if result.is_err() {
         let _ = unlinkat(&dir, temp.as_str(), UnlinkatFlags::NoRemoveDir);
     }
-    result.map_err(|e| io_error("writing", &shown, e))?;
+    match result {
+        Ok(()) => Ok(data.len() as u64),
+        // The target is a mount point (a file of a write scope inside a
+        // writable directory): it cannot be replaced, only rewritten.
+        Err(Errno::EBUSY) if existing_file => rewrite_in_place(&dir, name, data, asked_mode)
+            .map_err(|e| io_error("writing", &shown, e)),
+        Err(e) => Err(io_error("writing", &shown, e)),
+    }
+}
+
+/// Truncates and rewrites the regular file `name` (never following a
+/// symlink): not atomic, the one way to change a file that cannot be
+/// replaced. Its mode changes only when one was asked.
+fn rewrite_in_place(
+    dir: &OwnedFd,
+    name: &str,
+    data: &[u8],
+    mode: Option<u32>,
+) -> Result<u64, Errno> {
+    let fd = openat(
+        dir,
+        name,
+        OFlag::O_WRONLY | OFlag::O_TRUNC | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut file = File::from(fd);
+    file.write_all(data).map_err(errno_of)?;
+    if let Some(mode) = mode {
+        fchmod(&file, Mode::from_bits_truncate(mode))?;
+    }
     Ok(data.len() as u64)
 }
 

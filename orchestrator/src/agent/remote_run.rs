@@ -20,7 +20,9 @@ use tokio::time::Instant;
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::remote::segment;
 use super::render::{self, Format};
-use super::run::{Request, canonical_dir, format_of, request, subagent_entries, title};
+use super::run::{
+    Request, canonical_dir, format_of, request, snapshot_limits, subagent_entries, title,
+};
 use crate::cli::GoalArgs;
 use crate::client::sse::EventSource;
 use crate::client::{ApiClient, ServerError, upload_dir};
@@ -60,9 +62,18 @@ pub async fn run(args: GoalArgs) -> anyhow::Result<u8> {
             ));
         }
         let model = model_choice(&args.model, args.base_url.as_deref()).map_err(Failure::Usage)?;
-        let subagent_models = subagent_choices(&args).map_err(Failure::Usage)?;
+        let mut extra = serde_json::Map::new();
+        if let Some(models) = subagent_choices(&args).map_err(Failure::Usage)? {
+            extra.insert("subagent_models".to_owned(), models);
+        }
+        if let Some(limits) = snapshot_limits(&args).map_err(Failure::Usage)? {
+            extra.insert(
+                "snapshot_limits".to_owned(),
+                json!({ "max_files": limits.max_files, "max_bytes": limits.max_bytes }),
+            );
+        }
         let session = session_for(&api, &args).await?;
-        let run = start(&api, &session, &request, model, subagent_models).await?;
+        let run = start(&api, &session, &request, model, extra).await?;
         Ok::<_, Failure>((session, run))
     };
     let (session, run) = match started.await {
@@ -178,7 +189,7 @@ async fn start(
     session: &SessionView,
     request: &Request,
     model: Value,
-    subagent_models: Option<Value>,
+    extra: serde_json::Map<String, Value>,
 ) -> Result<RunView, Failure> {
     let mut body = json!({
         "goal": request.goal,
@@ -187,8 +198,9 @@ async fn start(
         "budgets": request.budgets,
         "model": model,
     });
-    if let Some(models) = subagent_models {
-        body["subagent_models"] = models;
+    // What only some runs ask for: per-child models, snapshot limits.
+    if let Value::Object(fields) = &mut body {
+        fields.extend(extra);
     }
     let path = format!("/v1/sessions/{}/runs", segment(session.id.as_str()));
     match api.json(api.request(Method::POST, &path).json(&body)).await {

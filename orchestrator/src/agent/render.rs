@@ -90,10 +90,19 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             "           ",
         )),
         Event::RunReview(_) => None, // printed whole at the end
-        Event::RunFinished(finished) => Some(format!(
-            "[finished] {} ({})",
-            finished.state, finished.end_reason
-        )),
+        Event::RunFinished(finished) => {
+            Some(match (&finished.snapshot_limit, &finished.snapshot_error) {
+                (Some(hit), _) => format!(
+                    "[finished] {} ({})\n[snapshot] no end snapshot was kept (no fork from this run): {}",
+                    finished.state, finished.end_reason, hit.message
+                ),
+                (None, Some(error)) => format!(
+                    "[finished] {} ({})\n[snapshot] no end snapshot was kept (no fork from this run): {error}",
+                    finished.state, finished.end_reason
+                ),
+                (None, None) => format!("[finished] {} ({})", finished.state, finished.end_reason),
+            })
+        }
         Event::SubagentStatus(status) => Some(subagent_status(&status)),
         Event::ParentMessage(message) => Some(indent_rest(
             &format!("[parent] {}", message.message.trim()),

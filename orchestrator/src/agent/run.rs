@@ -94,6 +94,7 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             provider: model(&args.model, args.base_url.as_deref())?,
             instructions: None,
             subagent_models: subagent_models(args)?,
+            snapshot_limits: snapshot_limits(args)?,
         },
     })
 }
@@ -132,6 +133,20 @@ pub(super) fn request(args: &GoalArgs) -> Result<Request, String> {
         },
         budgets,
     })
+}
+
+/// The run's snapshot limits when a flag asks any (the rest default).
+pub(super) fn snapshot_limits(args: &GoalArgs) -> Result<Option<paddock_snapshot::Limits>, String> {
+    let files = positive(args.snapshot_max_files, "--snapshot-max-files")?;
+    let bytes = positive(args.snapshot_max_bytes, "--snapshot-max-bytes")?;
+    if files.is_none() && bytes.is_none() {
+        return Ok(None);
+    }
+    let defaults = paddock_snapshot::Limits::default();
+    Ok(Some(paddock_snapshot::Limits {
+        max_files: files.unwrap_or(defaults.max_files),
+        max_bytes: bytes.unwrap_or(defaults.max_bytes),
+    }))
 }
 
 fn positive<T: PartialEq + Default>(value: Option<T>, flag: &str) -> Result<Option<T>, String> {

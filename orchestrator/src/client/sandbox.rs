@@ -58,14 +58,18 @@ pub async fn ls(client: &ApiClient, args: LsArgs) -> anyhow::Result<u8> {
     if args.json {
         return print_json(&Value::Array(all)).map(|()| 0);
     }
-    println!("{:<35}  {:<8}  {:<24}  WORKSPACE", "ID", "STATE", "CREATED");
+    println!(
+        "{:<35}  {:<8}  {:<24}  {:<36}  RUN",
+        "ID", "STATE", "CREATED", "WORKSPACE"
+    );
     for sandbox in &all {
         println!(
-            "{:<35}  {:<8}  {:<24}  {}",
+            "{:<35}  {:<8}  {:<24}  {:<36}  {}",
             text(&sandbox["id"]),
             text(&sandbox["state"]),
             text(&sandbox["created_at"]),
             text(&sandbox["workspace"]),
+            text(&sandbox["run"]),
         );
     }
     Ok(0)

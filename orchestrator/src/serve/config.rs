@@ -64,6 +64,9 @@ pub struct ServeConfig {
     /// Host memory bounds of each sandbox's guest connection.
     #[serde(default)]
     pub streams: StreamsSection,
+    /// Snapshot limits of runs (end snapshots, subagent workspace copies).
+    #[serde(default)]
+    pub snapshot: SnapshotSection,
     /// The sandbox backend ("native", "docker", "gvisor", "microvm"); default: `--backend`.
     pub backend: Option<crate::backend::BackendKind>,
     /// The image of docker and gvisor sandboxes (microvm: its image directory); default: `--image`.
@@ -101,6 +104,19 @@ pub struct StreamsSection {
     pub sandbox_buffer_bytes: Option<usize>,
     /// Request payload bytes in flight to one sandbox (default 32 MiB).
     pub input_budget_bytes: Option<usize>,
+}
+
+/// `[snapshot]`: the snapshot limits of a run that asks none (`max_files`,
+/// default 10000; `max_bytes`, default 100 MiB) and the most a run request
+/// may ask (`request_max_files`, `request_max_bytes`, default a million and
+/// 8 GiB, the sandbox snapshot routes' bounds).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotSection {
+    pub max_files: Option<u64>,
+    pub max_bytes: Option<u64>,
+    pub request_max_files: Option<u64>,
+    pub request_max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -265,6 +281,47 @@ impl ServeConfig {
     }
 }
 
+impl ServeConfig {
+    /// The runtime's snapshot settings: `[snapshot]` over the defaults.
+    pub fn snapshot_settings(&self) -> anyhow::Result<paddock_runtime::SnapshotSettings> {
+        let section = &self.snapshot;
+        let mut settings = paddock_runtime::SnapshotSettings::default();
+        let pick = |field: &str, value: Option<u64>, default: u64| match value {
+            Some(0) => bail!("snapshot.{field} must be more than 0"),
+            Some(n) => Ok(n),
+            None => Ok(default),
+        };
+        settings.limits.max_files =
+            pick("max_files", section.max_files, settings.limits.max_files)?;
+        settings.limits.max_bytes =
+            pick("max_bytes", section.max_bytes, settings.limits.max_bytes)?;
+        settings.request_max.max_files = pick(
+            "request_max_files",
+            section.request_max_files,
+            settings
+                .request_max
+                .max_files
+                .max(settings.limits.max_files),
+        )?;
+        settings.request_max.max_bytes = pick(
+            "request_max_bytes",
+            section.request_max_bytes,
+            settings
+                .request_max
+                .max_bytes
+                .max(settings.limits.max_bytes),
+        )?;
+        if settings.request_max.max_files < settings.limits.max_files
+            || settings.request_max.max_bytes < settings.limits.max_bytes
+        {
+            bail!(
+                "snapshot.request_max_files and request_max_bytes must be at least max_files and max_bytes"
+            );
+        }
+        Ok(settings)
+    }
+}
+
 fn positive(field: &str, value: usize) -> anyhow::Result<usize> {
     if value == 0 {
         bail!("{field} must be more than 0");
@@ -418,6 +475,46 @@ mod tests {
         assert!(no_peers.connection_limits().is_err());
         let zero: ServeConfig = toml::from_str("idle_timeout_secs = 0").unwrap();
         assert!(zero.service_config("n".into(), "/w".into()).is_err());
+        assert!(
+            toml::from_str::<ServeConfig>(
+                "[snapshot]
+files = 5"
+            )
+            .is_err()
+        );
+        for bad in [
+            "[snapshot]
+max_files = 0",
+            "[snapshot]
+max_bytes = 10
+request_max_bytes = 5",
+        ] {
+            let config: ServeConfig = toml::from_str(bad).unwrap();
+            assert!(config.snapshot_settings().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn snapshot_limits_default_and_are_settable() {
+        let defaults = ServeConfig::default().snapshot_settings().unwrap();
+        assert_eq!(defaults, paddock_runtime::SnapshotSettings::default());
+        let config: ServeConfig = toml::from_str(
+            "[snapshot]
+max_files = 50000
+request_max_bytes = 1073741824",
+        )
+        .unwrap();
+        let settings = config.snapshot_settings().unwrap();
+        assert_eq!(settings.limits.max_files, 50_000);
+        assert_eq!(
+            settings.limits.max_bytes,
+            paddock_snapshot::DEFAULT_MAX_BYTES
+        );
+        assert_eq!(
+            settings.request_max.max_files,
+            paddock_snapshot::MAX_REQUEST_FILES
+        );
+        assert_eq!(settings.request_max.max_bytes, 1 << 30);
     }
 
     #[test]

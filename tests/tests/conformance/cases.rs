@@ -347,23 +347,37 @@ pub fn write_scope(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         if ctx.kind.is_container() {
             backends::give_to_sandbox(&ws.path().join("src"));
         }
+        // A missing directory (trailing '/') and a missing file, both made
+        // at start; the file alone is writable in its directory.
         let sb = ctx
             .create(SandboxSpec {
-                writable_paths: vec!["out".to_owned()],
+                writable_paths: vec!["out/".to_owned(), "src/made.txt".to_owned()],
                 ..in_workspace(&ws)
             })
             .await;
         let guest = sb.guest();
         let (code, _, err) = sh(&*guest, "echo built > out/result").await;
         assert_eq!(code, 0, "{err}");
-        let (code, _, _) = sh(&*guest, "echo x > src/changed || exit 9").await;
-        assert_eq!(code, 9);
+        let (code, _, err) = sh(&*guest, "echo shell > src/made.txt").await;
+        assert_eq!(code, 0, "{err}");
+        for attempt in ["echo x > src/changed", "rm src/made.txt"] {
+            let (code, _, _) = sh(&*guest, &format!("{attempt} || exit 9")).await;
+            assert_eq!(code, 9, "{attempt}");
+        }
+        guest
+            .file_write("src/made.txt", b"tool\n", WriteOptions::default())
+            .await
+            .unwrap();
         let info = guest.info().await.unwrap();
-        assert_eq!(info.enforcement.writable_paths, ["out"]);
+        assert_eq!(info.enforcement.writable_paths, ["out", "src/made.txt"]);
         sb.destroy().await.unwrap();
         assert_eq!(
             std::fs::read(ws.path().join("out/result")).unwrap(),
             b"built\n"
+        );
+        assert_eq!(
+            std::fs::read(ws.path().join("src/made.txt")).unwrap(),
+            b"tool\n"
         );
         assert!(!ws.path().join("src/changed").exists());
     })

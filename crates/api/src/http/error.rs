@@ -126,6 +126,11 @@ impl From<ServiceError> for ApiError {
             err @ ServiceError::WorkspaceBusy { .. } => {
                 Self::new(StatusCode::CONFLICT, "workspace_busy", err.to_string())
             }
+            err @ ServiceError::OwnedByRun { .. } => Self::new(
+                StatusCode::CONFLICT,
+                "sandbox_owned_by_run",
+                err.to_string(),
+            ),
             ServiceError::TooManySandboxes { limit } => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_sandboxes",

@@ -44,7 +44,7 @@ use crate::text::ChunkEncoder;
         )),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the command could not be started (`spawn_failed`)", body = ErrorBody),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]

@@ -79,7 +79,7 @@ pub(super) struct Listing {
     responses(
         (status = 200, description = "the bytes", body = Binary, content_type = "application/octet-stream"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -142,7 +142,7 @@ pub(super) async fn read(
     responses(
         (status = 200, description = "written", body = Written),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -184,7 +184,7 @@ pub(super) async fn write(
     responses(
         (status = 204, description = "deleted"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -208,7 +208,7 @@ pub(super) async fn delete(
     responses(
         (status = 200, description = "its entries", body = Listing),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -231,7 +231,7 @@ pub(super) async fn list(
     responses(
         (status = 200, description = "the matches", body = SearchView),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]

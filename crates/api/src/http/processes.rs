@@ -41,7 +41,7 @@ pub(super) struct OutputQuery {
         (status = 201, description = "started", body = ProcessView),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the command could not be started (`spawn_failed`)", body = ErrorBody),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -62,7 +62,7 @@ pub(super) async fn start(
     responses(
         (status = 200, description = "the processes", body = ProcessList),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -82,7 +82,7 @@ pub(super) async fn list(
     responses(
         (status = 200, description = "output from `offset` on", body = ProcessOutputView),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -114,7 +114,7 @@ pub(super) async fn output(
     responses(
         (status = 204, description = "written"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), the process's stdin is closed (`stdin_closed`: ended, or the process stopped reading), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), the process's stdin is closed (`stdin_closed`: ended, or the process stopped reading), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]
@@ -139,7 +139,7 @@ pub(super) async fn stdin(
     responses(
         (status = 204, description = "sent"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]

@@ -133,6 +133,7 @@ pub(super) async fn create_sandbox(
 
 #[utoipa::path(get, path = "/v1/sandboxes", tag = "sandboxes",
     summary = "List sandboxes, oldest first",
+    description = "Every sandbox of the tenant: those started through this API and those of agent runs (`run` names the run; `running` while the run has it, `stopped` once the run ended).",
     params(ListQuery),
     responses((status = 200, description = "one page", body = SandboxList)))]
 pub(super) async fn list_sandboxes(
@@ -177,8 +178,13 @@ pub(super) async fn get_sandbox(
 
 #[utoipa::path(delete, path = "/v1/sandboxes/{id}", tag = "sandboxes",
     summary = "Destroy a sandbox (its record stays, `stopped`)",
+    description = "Destroys a sandbox started through this API; one that no longer runs answers its record. The sandbox of an agent run that is still going (its `run` is set) is refused with 409 `sandbox_owned_by_run`, naming the run: a sandbox ends with its run, so cancel the run (`POST /v1/runs/{id}/cancel`); deleting never cancels a run as a side effect.",
     params(("id" = SandboxId, Path)),
-    responses((status = 200, description = "the sandbox as it ended", body = SandboxView)))]
+    responses(
+        (status = 200, description = "the sandbox as it ended", body = SandboxView),
+        (status = 404, description = "no such sandbox (`sandbox_not_found`)", body = ErrorBody),
+        (status = 409, description = "an agent run that is still going owns it (`sandbox_owned_by_run`); the message names the run", body = ErrorBody),
+    ))]
 pub(super) async fn delete_sandbox(
     State(state): State<AppState>,
     Caller(tenant): Caller,

@@ -53,7 +53,7 @@ pub(super) struct Restored {
         (status = 201, description = "stored", body = SnapshotView),
         (status = 400, description = "a bad id or body, or the workspace is over the asked limits (`archive_refused`)", body = ErrorBody),
         (status = 403, description = "the sandbox may not read a workspace file (`permission_denied`)", body = ErrorBody),
-        (status = 409, description = "the sandbox is not running (`sandbox_not_running`), or a conflicting write (`conflict`)", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or a conflicting write (`conflict`)", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
     ))]

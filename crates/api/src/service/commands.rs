@@ -600,3 +600,53 @@ mod tests {
         );
     }
 }
+
+/// Snapshot limits of one run: its end snapshot and its subagents'
+/// workspace copies and change sets. A missing field keeps the server's
+/// (`[snapshot]` in its config); a value is at least 1 and at most the
+/// server's `request_max_files` / `request_max_bytes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotLimitsRequest {
+    /// Most entries (files, directories, links) a snapshot may hold.
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    pub max_files: Option<u64>,
+    /// Most bytes of file content, all files together.
+    #[serde(default)]
+    #[schema(minimum = 1)]
+    pub max_bytes: Option<u64>,
+}
+
+impl SnapshotLimitsRequest {
+    /// `base` with the asked values, each within 1..=`ceiling`'s; the error
+    /// names the field and its bound.
+    pub fn resolve(
+        self,
+        base: paddock_snapshot::Limits,
+        ceiling: paddock_snapshot::Limits,
+    ) -> Result<paddock_snapshot::Limits, (&'static str, String)> {
+        let pick = |field: &'static str, asked: Option<u64>, base: u64, max: u64| match asked {
+            None => Ok(base),
+            Some(n) if (1..=max).contains(&n) => Ok(n),
+            Some(n) => Err((
+                field,
+                format!("{n} is not between 1 and this server's maximum of {max}"),
+            )),
+        };
+        Ok(paddock_snapshot::Limits {
+            max_files: pick(
+                "snapshot_limits.max_files",
+                self.max_files,
+                base.max_files,
+                ceiling.max_files,
+            )?,
+            max_bytes: pick(
+                "snapshot_limits.max_bytes",
+                self.max_bytes,
+                base.max_bytes,
+                ceiling.max_bytes,
+            )?,
+        })
+    }
+}

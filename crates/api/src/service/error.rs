@@ -1,6 +1,7 @@
 //! Errors of the sandbox service. The HTTP layer maps each to a status and a
 //! stable code; the sources stay in logs.
 
+use paddock_core::ids::RunId;
 use paddock_core::sandbox::{GuestError, SandboxError, SandboxId};
 use paddock_core::store::{SandboxState, StoreError};
 
@@ -15,6 +16,12 @@ pub enum ServiceError {
     /// The sandbox exists but does not run any more.
     #[error("sandbox {id} is {state}")]
     NotRunning { id: SandboxId, state: SandboxState },
+    /// The sandbox is an agent run's: the run alone drives and ends it.
+    #[error(
+        "sandbox {id} belongs to run {run}, which is still going; it ends with the run: \
+         cancel the run (POST /v1/runs/{run}/cancel, or `paddock runs cancel {run}`)"
+    )]
+    OwnedByRun { id: SandboxId, run: RunId },
     /// The object is in a state that forbids the request (e.g. a snapshot
     /// other snapshots were taken from cannot be deleted).
     #[error("{entity} {id}: {reason}")]

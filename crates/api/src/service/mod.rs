@@ -337,6 +337,7 @@ impl SandboxService {
             updated_at: now,
             last_active_at: now,
             expires_at: Some(now.saturating_add(self.config.max_lifetime)),
+            run: None,
         };
         if let Err(err) = self.store.create_sandbox(&record).await {
             destroy_quietly(sandbox).await;
@@ -392,7 +393,10 @@ impl SandboxService {
     }
 
     /// Destroys a running sandbox (its record stays, as `stopped`); deleting
-    /// one that no longer runs just answers its record.
+    /// one that no longer runs just answers its record. A running agent
+    /// run's sandbox is refused ([`ServiceError::OwnedByRun`]): deleting a
+    /// resource never cancels a run behind the caller's back, and doing
+    /// nothing while answering 200 would be a lie.
     pub async fn delete_sandbox(
         &self,
         tenant: &TenantId,
@@ -401,8 +405,15 @@ impl SandboxService {
         let owned = self.live_map().get(id).is_some_and(|l| &l.tenant == tenant);
         if owned {
             self.retire(id, SandboxState::Stopped, "deleted").await?;
+            return self.get_sandbox(tenant, id).await;
         }
-        self.get_sandbox(tenant, id).await
+        let record = self
+            .store
+            .get_sandbox(tenant, id)
+            .await
+            .map_err(ServiceError::store("get_sandbox"))?;
+        refuse_if_run_owned(&record)?;
+        Ok(self.view(&record))
     }
 
     /// Destroys every running sandbox (state `stopped`). Called once the
@@ -468,6 +479,7 @@ impl SandboxService {
                     .get_sandbox(tenant, id)
                     .await
                     .map_err(ServiceError::store("get_sandbox"))?;
+                refuse_if_run_owned(&record)?;
                 Err(ServiceError::NotRunning {
                     id: id.clone(),
                     // Recorded running but not here: another node's, or it died
@@ -609,4 +621,16 @@ fn page(after: Option<String>, limit: Option<u32>) -> Result<Page, ServiceError>
         ));
     }
     Ok(Page { after, limit })
+}
+
+/// A sandbox an agent run owns and still runs is the run's to drive and to
+/// end (it is in the runtime's hands, not this service's live map).
+fn refuse_if_run_owned(record: &SandboxRecord) -> Result<(), ServiceError> {
+    match &record.run {
+        Some(run) if record.state == SandboxState::Running => Err(ServiceError::OwnedByRun {
+            id: record.id.clone(),
+            run: run.clone(),
+        }),
+        _ => Ok(()),
+    }
 }

@@ -128,6 +128,9 @@ pub struct StartRunCommand {
     /// Extra instructions for the agent, added to its system prompt.
     #[serde(default)]
     pub instructions: Option<String>,
+    /// This run's snapshot limits (default: the server's).
+    #[serde(default)]
+    pub snapshot_limits: Option<super::commands::SnapshotLimitsRequest>,
 }
 
 /// A run this node drives, started over the API.
@@ -425,6 +428,12 @@ impl AgentService {
                 "every budget must be above 0",
             ));
         }
+        let settings = &self.runtime.config().snapshot;
+        let snapshot_limits = command
+            .snapshot_limits
+            .map(|asked| asked.resolve(settings.limits, settings.request_max))
+            .transpose()
+            .map_err(|(field, reason)| AgentError::invalid(field, reason))?;
         let provider = self.models.resolve(&command.model)?;
         let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
@@ -439,6 +448,7 @@ impl AgentService {
             provider,
             instructions: command.instructions,
             subagent_models,
+            snapshot_limits,
         })
     }
 

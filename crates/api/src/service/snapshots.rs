@@ -45,10 +45,10 @@ const COPY_BYTES: usize = 256 * 1024;
 /// Most sandboxes one restore (fork) makes.
 pub const MAX_RESTORE_COUNT: u32 = 16;
 /// Highest `max_files` a snapshot or an import may ask for.
-pub const MAX_SNAPSHOT_FILES: u64 = 1_000_000;
+pub const MAX_SNAPSHOT_FILES: u64 = paddock_snapshot::MAX_REQUEST_FILES;
 /// Highest `max_bytes` (file content before compression) a snapshot or an
 /// import may ask for; an import unpacks into a scratch directory on the host.
-pub const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
+pub const MAX_SNAPSHOT_BYTES: u64 = paddock_snapshot::MAX_REQUEST_BYTES;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,6 +1,6 @@
 //! What the service answers: plain data every front end can print or send as JSON.
 
-use paddock_core::ids::{SnapshotId, WorkspaceId};
+use paddock_core::ids::{RunId, SnapshotId, WorkspaceId};
 use paddock_core::sandbox::{SandboxId, SandboxLimits};
 use paddock_core::store::{SandboxRecord, SandboxState, Timestamp, Workspace};
 use paddock_proto::{DirEntry, ExitInfo, FileKind, NetworkPolicy, ProcessInfo, SearchMatch};
@@ -54,8 +54,14 @@ pub struct SandboxView {
     pub last_active_at: String,
     /// The end of the sandbox's maximum lifetime.
     pub expires_at: Option<String>,
-    /// When it will be destroyed if nothing uses it before (running sandboxes only).
+    /// When it will be destroyed if nothing uses it before (running sandboxes
+    /// of the sandbox API only: a run's sandbox lives as long as its run).
     pub idle_expires_at: Option<String>,
+    /// The agent run that owns it; null for a sandbox started through this
+    /// API. Such a sandbox ends with its run: it cannot be deleted, nor
+    /// driven through the sandbox routes, while the run goes on (409
+    /// `sandbox_owned_by_run`); cancel the run instead.
+    pub run: Option<RunId>,
 }
 
 impl SandboxView {
@@ -80,8 +86,9 @@ impl SandboxView {
             created_at: record.created_at.to_string(),
             last_active_at: last_active.to_string(),
             expires_at: record.expires_at.map(|t| t.to_string()),
-            idle_expires_at: (record.state == SandboxState::Running)
+            idle_expires_at: (record.state == SandboxState::Running && record.run.is_none())
                 .then(|| last_active.saturating_add(idle_timeout).to_string()),
+            run: record.run.clone(),
         }
     }
 }

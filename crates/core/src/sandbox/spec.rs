@@ -25,8 +25,11 @@ pub struct SandboxSpec {
     /// relative to the workspace root, normalized: see
     /// [`SandboxSpec::validate`]), which stay writable, enforced by mounts
     /// and landlock. Each must be a real directory or regular file reached
-    /// without any symlink, or missing (then it is created as a directory);
-    /// otherwise the sandbox does not start. Contradicts `read_only`.
+    /// without any symlink, or missing: then a path ending in `/` or whose
+    /// last name has no extension is created as a directory, one with an
+    /// extension as an empty file (owned by the
+    /// workspace owner; [`paddock_proto::MissingScopePath`]). Otherwise the
+    /// sandbox does not start. Contradicts `read_only`.
     #[serde(default)]
     pub writable_paths: Vec<String>,
     #[serde(default)]
@@ -90,7 +93,12 @@ mod tests {
     fn normalized_relative_writable_paths_are_valid() {
         assert_eq!(scoped(false, &[]).validate(), Ok(()));
         assert_eq!(scoped(true, &[]).validate(), Ok(()));
-        let ok = scoped(false, &["src", "a/b.txt", ".cache", "x..y", "src/deep"]);
+        let ok = scoped(
+            false,
+            &[
+                "src", "a/b.txt", ".cache", "x..y", "src/deep", "build/", "a/b/",
+            ],
+        );
         assert_eq!(ok.validate(), Ok(()));
     }
 
@@ -102,8 +110,9 @@ mod tests {
                 "/etc",
                 "is absolute; give it relative to the workspace root",
             ),
-            ("src/", "has an empty component (a doubled or trailing '/')"),
-            ("a//b", "has an empty component (a doubled or trailing '/')"),
+            ("src//", "has an empty component (a doubled '/')"),
+            ("a//b", "has an empty component (a doubled '/')"),
+            ("a//", "has an empty component (a doubled '/')"),
             (".", "has a '.' component; give it normalized"),
             ("./src", "has a '.' component; give it normalized"),
             (

@@ -72,6 +72,9 @@ pub struct SandboxRecord {
     pub last_active_at: Timestamp,
     /// Hard end of life (max lifetime), if any.
     pub expires_at: Option<Timestamp>,
+    /// The agent run that owns it (None: started through the sandbox API).
+    /// Its lifecycle is the run's: it ends when the run does.
+    pub run: Option<RunId>,
 }
 
 text_enum!(

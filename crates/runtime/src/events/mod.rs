@@ -15,6 +15,6 @@ pub(crate) use payload::cap_text;
 pub use payload::{
     CallStatus, Event, EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask,
     PlanUpdated, Progress, RESULT_EVENT_CAP, RunFinished, RunStarted, RunStateChanged,
-    SandboxReady, SandboxStopped, SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
-    payload_json,
+    SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase,
+    SubagentStatus, ToolCallEvent, ToolResultEvent, payload_json,
 };

@@ -182,6 +182,39 @@ pub struct RunFinished {
     pub end_snapshot: Option<SnapshotId>,
     /// Why no end snapshot was taken, if that failed.
     pub snapshot_error: Option<String>,
+    /// The snapshot limit the end snapshot went over, when that is why it
+    /// failed: which, its value and how to raise it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_limit: Option<SnapshotLimitHit>,
+}
+
+/// A snapshot limit of the workspace that was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotLimitKind {
+    /// Entries (files, directories, links) of the workspace.
+    MaxFiles,
+    /// Bytes of file content, all files together.
+    MaxBytes,
+}
+
+impl SnapshotLimitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SnapshotLimitKind::MaxFiles => "max_files",
+            SnapshotLimitKind::MaxBytes => "max_bytes",
+        }
+    }
+}
+
+/// A snapshot (end of run, fork, subagent spawn) stopped at a limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotLimitHit {
+    pub limit: SnapshotLimitKind,
+    /// The limit's value in force.
+    pub value: u64,
+    /// For people: what went over and the ways to raise the limit.
+    pub message: String,
 }
 
 /// Where a subagent is in its life, as `subagent.status` reports it.

@@ -24,6 +24,8 @@ pub(crate) struct SnapshotPlace {
     pub(crate) workspace: Workspace,
     pub(crate) dir: PathBuf,
     pub(crate) sandbox: Option<SandboxId>,
+    /// The run's snapshot limits.
+    pub(crate) limits: paddock_snapshot::Limits,
 }
 
 /// The recorded end of a run.
@@ -122,19 +124,24 @@ pub(crate) async fn finish(
         session: Some(run.session.clone()),
         sandbox: place.sandbox,
     };
-    let (end_snapshot, snapshot_error) = match workspace::snapshot_dir(
+    let (end_snapshot, snapshot_error, snapshot_limit) = match workspace::snapshot_dir(
         &shared.store,
         &shared.blobs,
         &shared.config,
+        place.limits,
         source,
     )
     .await
     {
-        Ok(record) => (Some(record.id), None),
+        Ok(record) => (Some(record.id), None, None),
         Err(err) => {
             let error = error_chain(&err);
             tracing::warn!(%error, "end-of-run snapshot failed; a fork from this run is not possible");
-            (None, Some(error))
+            let hit = match err {
+                crate::RuntimeError::SnapshotLimit { hit, .. } => Some(hit),
+                _ => None,
+            };
+            (None, Some(error), hit)
         }
     };
 
@@ -188,6 +195,7 @@ pub(crate) async fn finish(
         question: outcome.question,
         end_snapshot,
         snapshot_error,
+        snapshot_limit,
     };
     if let Err(err) = journal.emit(&event).await {
         tracing::warn!(error = %error_chain(&err), "recording the run.finished event");

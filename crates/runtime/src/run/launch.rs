@@ -262,6 +262,7 @@ async fn fail_early(journal: &Journal, err: &RuntimeError) {
         question: None,
         end_snapshot: None,
         snapshot_error: None,
+        snapshot_limit: None,
     };
     if let Err(e) = journal.update_run(&update).await {
         tracing::warn!(error = %error_chain(&e), "recording a run that failed to start");
@@ -292,6 +293,9 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             cancel,
             writer,
         } = launched;
+        let snapshot_limits = request
+            .snapshot_limits
+            .unwrap_or(shared.config.snapshot.limits);
         let lease_lost = Arc::new(AtomicBool::new(false));
         let renewal = renew::spawn(
             Arc::clone(&shared.store),
@@ -382,6 +386,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 provider: Arc::clone(&request.provider),
                                 models: request.subagent_models.clone(),
                                 budget: Arc::clone(&family_budget),
+                                snapshot_limits,
                             })
                         });
                         let registry = match &family {
@@ -449,6 +454,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                 workspace,
                 dir,
                 sandbox: sandbox_id,
+                limits: snapshot_limits,
             },
         )
         .await;

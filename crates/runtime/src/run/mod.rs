@@ -55,6 +55,9 @@ pub struct StartRun {
     /// Where the models of this run's subagents come from; None: they use
     /// `provider` too.
     pub subagent_models: Option<Arc<dyn SubagentModels>>,
+    /// The snapshot limits of this run's end snapshot and of its subagents'
+    /// workspace copies; None: the runtime's (`RuntimeConfig::snapshot`).
+    pub snapshot_limits: Option<paddock_snapshot::Limits>,
 }
 
 impl StartRun {
@@ -68,6 +71,7 @@ impl StartRun {
             provider,
             instructions: None,
             subagent_models: None,
+            snapshot_limits: None,
         }
     }
 }

@@ -98,12 +98,18 @@ impl RunSandbox {
             backend: backend.name().to_owned(),
             node: node.to_owned(),
             state: SandboxState::Running,
-            spec: serde_json::to_string(&spec).unwrap_or_default(),
+            // Without the host path: the record is shown over the API.
+            spec: serde_json::to_string(&SandboxSpec {
+                workspace: None,
+                ..spec.clone()
+            })
+            .unwrap_or_default(),
             pid: sandbox.host_pid(),
             created_at: now,
             updated_at: now,
             last_active_at: now,
             expires_at: None,
+            run: Some(run.clone()),
         };
         let recorded = match store.create_sandbox(&record).await {
             Ok(()) => true,

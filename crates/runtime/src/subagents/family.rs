@@ -41,6 +41,9 @@ pub(crate) struct FamilyParts {
     pub(crate) models: Option<Arc<dyn SubagentModels>>,
     /// The root's budget: children draw from what is left of it.
     pub(crate) budget: Arc<FamilyBudget>,
+    /// The parent run's snapshot limits: the children's copies, change sets
+    /// and end snapshots use them too.
+    pub(crate) snapshot_limits: paddock_snapshot::Limits,
 }
 
 #[derive(Debug, Default)]
@@ -160,6 +163,7 @@ impl Family {
             parent: parts.parent.clone(),
             workspace: parts.workspace.clone(),
             dir: parts.dir.clone(),
+            limits: parts.snapshot_limits,
         });
         Arc::new(Self {
             parts,
@@ -335,6 +339,7 @@ impl Family {
             provider,
             instructions: Some(contract.instructions()),
             subagent_models: None,
+            snapshot_limits: Some(self.parts.snapshot_limits),
         };
         let (phases_tx, phases) = mpsc::unbounded_channel();
         let (inbox, inbox_rx) = mpsc::unbounded_channel();
@@ -480,7 +485,8 @@ async fn follow(
         }
     };
     if child.profile.mode() == RunMode::Build {
-        let (state, set) = change_set(shared, &child.base, &run).await;
+        let limits = family.parts.snapshot_limits;
+        let (state, set) = change_set(shared, limits, &child.base, &run).await;
         let mut changes = child.changes();
         changes.state = state;
         changes.set = Arc::new(set);
@@ -500,7 +506,12 @@ async fn follow(
 }
 
 /// The child's changes against the spawn-time base.
-async fn change_set(shared: &Shared, base: &Base, run: &Run) -> (ChangeSetState, ChangeSet) {
+async fn change_set(
+    shared: &Shared,
+    limits: paddock_snapshot::Limits,
+    base: &Base,
+    run: &Run,
+) -> (ChangeSetState, ChangeSet) {
     let unavailable =
         |reason: String| (ChangeSetState::Unavailable { reason }, ChangeSet::default());
     let Some(end) = &run.end_snapshot else {
@@ -516,7 +527,6 @@ async fn change_set(shared: &Shared, base: &Base, run: &Run) -> (ChangeSetState,
     };
     let blobs = Arc::clone(&shared.blobs);
     let base_key = base.key.clone();
-    let limits = shared.config.snapshot.limits;
     let computed = tokio::task::spawn_blocking(move || {
         let open = |key: &paddock_core::blob::BlobKey| {
             blobs

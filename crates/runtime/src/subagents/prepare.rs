@@ -63,6 +63,8 @@ pub(crate) struct Source {
     pub(crate) parent: Run,
     pub(crate) workspace: Workspace,
     pub(crate) dir: PathBuf,
+    /// The parent run's snapshot limits.
+    pub(crate) limits: paddock_snapshot::Limits,
 }
 
 #[derive(Debug, Default)]
@@ -180,10 +182,10 @@ async fn copy(source: &Source, targets: &[Target]) -> Copied {
     if let Err(err) = workspace::ensure_dir(&shared.config.workspaces_root).await {
         return all(error_chain(&err));
     }
-    let options = workspace::pack_options(&shared.config);
+    let options = workspace::pack_options(&shared.config, source.limits);
     let excludes = options.excludes.clone();
     let unpack = UnpackOptions {
-        limits: shared.config.snapshot.limits,
+        limits: source.limits,
         ..UnpackOptions::default()
     };
     let blobs = Arc::clone(&shared.blobs);
@@ -261,8 +263,10 @@ fn pack_and_unpack(
         let Tee { blob, pipe } = tee;
         // the end of the archive for the unpacker
         drop(pipe);
-        let stats =
-            stats.map_err(|err| format!("packing {}: {}", source.display(), error_chain(&err)))?;
+        let stats = stats.map_err(|err| match crate::snapshot_limits::limit_hit(&err) {
+            Some(hit) => format!("copying the workspace for the subagent: {}", hit.message),
+            None => format!("packing {}: {}", source.display(), error_chain(&err)),
+        })?;
         let info = blob
             .commit()
             .map_err(|err| format!("storing the spawn snapshot: {}", error_chain(&err)))?;

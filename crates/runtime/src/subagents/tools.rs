@@ -144,7 +144,9 @@ struct SpawnArgs {
     /// the task's plan entry and your goal, not this conversation.
     prompt: String,
     /// build only: the paths (files or directories, relative to the workspace)
-    /// it may change; writes elsewhere fail. A missing path becomes a directory.
+    /// it may change; writes elsewhere fail. A missing path with a file
+    /// extension (src/new.rs) is made as a file it may write, any other (bin,
+    /// or ending in '/') as a directory.
     #[serde(default)]
     write_scope: Option<Vec<String>>,
 }
@@ -298,7 +300,13 @@ fn write_scope(
     }
     let mut normalized = Vec::new();
     for entry in entries {
-        let path = paths::normalize(entry.trim()).map_err(|e| invalid(SPAWN, e.to_string()))?;
+        let entry = entry.trim();
+        let mut path = paths::normalize(entry).map_err(|e| invalid(SPAWN, e.to_string()))?;
+        // A trailing '/' asks for a directory when the path is missing
+        // (any other missing path is made as a file): kept for the sandbox.
+        if entry.ends_with('/') && !path.is_empty() {
+            path.push('/');
+        }
         if !normalized.contains(&path) {
             normalized.push(path);
         }

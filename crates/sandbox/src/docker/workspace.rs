@@ -4,6 +4,7 @@ use std::os::unix::fs::{MetadataExt, chown};
 use std::path::{Component, Path, PathBuf};
 
 use paddock_core::sandbox::{SandboxError, SandboxId};
+use paddock_proto::{MissingScopePath, writable_path_parts};
 
 /// Owner of the temporary workspaces this backend makes, and so the
 /// container's user: an unprivileged id no host account uses (the native
@@ -110,8 +111,9 @@ fn adopt(dir: &Path) -> std::io::Result<()> {
 
 /// The write scope's host paths, sorted so a parent is bound before what
 /// is inside it. Each must be reached without a symlink and be a directory
-/// or a regular file; a missing one is made as a directory of the
-/// workspace owner. (The engine binds by path: a sandbox that could write
+/// or a regular file; a missing one is made as the workspace owner's: a
+/// directory when the entry ends in `/`, else an empty file
+/// ([`paddock_proto::MissingScopePath`], the native jail's rule). (The engine binds by path: a sandbox that could write
 /// the workspace could swap a checked directory for a symlink before the
 /// bind, so scopes are resolved before any container of this workspace
 /// runs writable there, as the native jail does by descriptor.)
@@ -120,19 +122,26 @@ pub(crate) fn writable_binds(
     workspace: &Workspace,
     paths: &[String],
 ) -> Result<Vec<(PathBuf, String)>, SandboxError> {
-    let mut sorted: Vec<&String> = paths.iter().collect();
-    sorted.sort();
-    sorted.dedup();
+    let mut sorted: Vec<(&str, MissingScopePath)> =
+        paths.iter().map(|p| writable_path_parts(p)).collect();
+    // A directory entry before a file entry of the same path: it is kept.
+    sorted.sort_by_key(|&(rel, missing)| (rel, missing == MissingScopePath::File));
+    sorted.dedup_by_key(|&mut (rel, _)| rel);
     sorted
         .into_iter()
-        .map(|rel| {
-            let host = resolve(id, workspace, rel)?;
+        .map(|(rel, missing)| {
+            let host = resolve(id, workspace, rel, missing)?;
             Ok((host, format!("{}/{rel}", paddock_proto::WORKSPACE_MOUNT)))
         })
         .collect()
 }
 
-fn resolve(id: &SandboxId, workspace: &Workspace, rel: &str) -> Result<PathBuf, SandboxError> {
+fn resolve(
+    id: &SandboxId,
+    workspace: &Workspace,
+    rel: &str,
+    missing: MissingScopePath,
+) -> Result<PathBuf, SandboxError> {
     let mut path = workspace.path.clone();
     let refuse = |path: &Path, why: &str| {
         io_error(
@@ -160,9 +169,24 @@ fn resolve(id: &SandboxId, workspace: &Workspace, rel: &str) -> Result<PathBuf, 
                     "writable path is neither a directory nor a file",
                 ));
             }
+            Ok(meta) if meta.is_file() && missing == MissingScopePath::Directory => {
+                return Err(refuse(
+                    &path,
+                    "writable path is a file, but the trailing '/' asks for a directory",
+                ));
+            }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(&path).map_err(|e| io_error(id, &path, e))?;
+                if i + 1 == components.len() && missing == MissingScopePath::File {
+                    // create_new: O_EXCL, so a symlink planted meanwhile is not followed.
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&path)
+                        .map_err(|e| io_error(id, &path, e))?;
+                } else {
+                    std::fs::create_dir(&path).map_err(|e| io_error(id, &path, e))?;
+                }
                 chown(&path, Some(workspace.uid), Some(workspace.gid))
                     .map_err(|e| io_error(id, &path, e))?;
             }

@@ -44,6 +44,7 @@ fn sandbox(
         updated_at: store.now(),
         last_active_at: store.now(),
         expires_at: Some(store.now().saturating_add(Duration::from_secs(3600))),
+        run: None,
     }
 }
 
@@ -131,12 +132,17 @@ pub async fn sandboxes(f: &dyn StoreFactory) -> anyhow::Result<()> {
     let other = fixture(&*store, "other").await?;
 
     let on_a = sandbox(&acme.tenant, Some(&acme.workspace), "node-a", &*store);
-    let on_b = sandbox(&acme.tenant, None, "node-b", &*store);
+    // A run's sandbox names its run (kept through a state change below).
+    let on_b = SandboxRecord {
+        run: Some(RunId::generate()),
+        ..sandbox(&acme.tenant, None, "node-b", &*store)
+    };
     let other_on_a = sandbox(&other.tenant, None, "node-a", &*store);
     for sb in [&on_a, &on_b, &other_on_a] {
         store.create_sandbox(sb).await?;
     }
     assert_eq!(store.get_sandbox(&acme.tenant, &on_a.id).await?, on_a);
+    assert_eq!(store.get_sandbox(&acme.tenant, &on_b.id).await?, on_b);
     assert_conflict(store.create_sandbox(&on_a).await, "sandbox");
 
     // a sandbox cannot name another tenant's workspace
