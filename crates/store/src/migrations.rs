@@ -29,11 +29,17 @@ macro_rules! embed {
 }
 
 // Append-only: add new files at the end, never edit an applied one.
-const SQLITE: &[Embedded] = embed!("sqlite", "0001_control_plane.sql", "0002_agent_runtime.sql");
+const SQLITE: &[Embedded] = embed!(
+    "sqlite",
+    "0001_control_plane.sql",
+    "0002_agent_runtime.sql",
+    "0003_memory.sql"
+);
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
     "0001_control_plane.sql",
-    "0002_agent_runtime.sql"
+    "0002_agent_runtime.sql",
+    "0003_memory.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {
@@ -151,6 +157,9 @@ mod tests {
             "plans",
             "tasks",
             "messages",
+            "compactions",
+            "session_memories",
+            "memories",
         ] {
             assert!(sqlite.iter().any(|t| t == required), "missing {required}");
         }
