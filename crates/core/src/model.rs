@@ -18,7 +18,8 @@ pub use config::{ModelConfig, ProviderKind};
 pub use error::{BoxError, ModelError};
 pub use event::{ModelEvent, ModelResponse, ResponseAssembler, StopReason, Usage};
 pub use message::{
-    ContentPart, Message, ModelRequest, RequestPurpose, Role, ToolCall, ToolResult, ToolSchema, estimate_tokens,
+    ContentPart, Message, ModelRequest, RequestPurpose, Role, ToolCall, ToolResult, ToolSchema,
+    estimate_tokens,
 };
 pub use port::{ModelProvider, ModelStream, collect};
-pub use profile::{COMPACT_AT_PERCENT, ContextProfile, TAIL_PERCENT};
+pub use profile::{AFTER_COMPACTION_PERCENT, COMPACT_AT_PERCENT, ContextProfile, TAIL_PERCENT};

@@ -4,7 +4,9 @@
 mod decode;
 mod request;
 
-use paddock_core::model::{ContextProfile, ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream};
+use paddock_core::model::{
+    ContextProfile, ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream,
+};
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 

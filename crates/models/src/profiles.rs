@@ -102,9 +102,15 @@ mod tests {
     #[test]
     fn the_longest_prefix_wins() {
         assert_eq!(known_profile(OPENAI, "gpt-4").context_window, 8_192);
-        assert_eq!(known_profile(OPENAI, "gpt-4-turbo-2024").context_window, 128_000);
+        assert_eq!(
+            known_profile(OPENAI, "gpt-4-turbo-2024").context_window,
+            128_000
+        );
         assert_eq!(known_profile(OPENAI, "gpt-4o-mini").output_budget, 16_384);
-        assert_eq!(known_profile(OPENAI, "gpt-4.1-nano").context_window, 1_047_576);
+        assert_eq!(
+            known_profile(OPENAI, "gpt-4.1-nano").context_window,
+            1_047_576
+        );
         assert_eq!(
             known_profile(ANTHROPIC, "claude-sonnet-4-5").output_budget,
             16_384

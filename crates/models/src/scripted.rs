@@ -23,8 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures_util::StreamExt;
 use paddock_core::model::{
     ModelError, ModelEvent, ModelProvider, ModelRequest, ModelStream, RequestPurpose, StopReason,
-    ToolCall, Usage,
-    estimate_tokens,
+    ToolCall, Usage, estimate_tokens,
 };
 use serde::Deserialize;
 use serde_json::Value;

@@ -9,6 +9,7 @@
 //! [`subagents`], each in its own session, workspace copy and sandbox.
 
 mod config;
+mod context;
 mod error;
 pub mod events;
 mod recover;

@@ -28,7 +28,15 @@ pub(crate) async fn record(
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &c.session).await?;
     let tenant = c.tenant.as_str();
-    require(&mut tx, OP, "session", SESSION_EXISTS, tenant, c.session.as_str()).await?;
+    require(
+        &mut tx,
+        OP,
+        "session",
+        SESSION_EXISTS,
+        tenant,
+        c.session.as_str(),
+    )
+    .await?;
     require(&mut tx, OP, "run", RUN_EXISTS, tenant, c.run.as_str()).await?;
     // the lease holder is the only writer of the session, so MAX + 1 is free
     let row = sqlx::query(
@@ -129,7 +137,15 @@ pub(crate) async fn put_session_memory(
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &m.session).await?;
     let tenant = m.tenant.as_str();
-    require(&mut tx, OP, "session", SESSION_EXISTS, tenant, m.session.as_str()).await?;
+    require(
+        &mut tx,
+        OP,
+        "session",
+        SESSION_EXISTS,
+        tenant,
+        m.session.as_str(),
+    )
+    .await?;
     require(&mut tx, OP, "run", RUN_EXISTS, tenant, m.run.as_str()).await?;
     sqlx::query(
         "INSERT INTO session_memories (tenant_id, session_id, run_id, memory, updated_at) \

@@ -18,9 +18,32 @@ use crate::rows::{Reader, known};
 macro_rules! memory_columns {
     ($p:literal) => {
         concat!(
-            $p, "id, ", $p, "tenant_id, ", $p, "scope, ", $p, "workspace_id, ", $p, "project, ",
-            $p, "kind, ", $p, "text, ", $p, "status, ", $p, "source_run_id, ", $p,
-            "source_session_id, ", $p, "created_at, ", $p, "updated_at, ", $p, "superseded_by"
+            $p,
+            "id, ",
+            $p,
+            "tenant_id, ",
+            $p,
+            "scope, ",
+            $p,
+            "workspace_id, ",
+            $p,
+            "project, ",
+            $p,
+            "kind, ",
+            $p,
+            "text, ",
+            $p,
+            "status, ",
+            $p,
+            "source_run_id, ",
+            $p,
+            "source_session_id, ",
+            $p,
+            "created_at, ",
+            $p,
+            "updated_at, ",
+            $p,
+            "superseded_by"
         )
     };
 }

@@ -8,9 +8,10 @@ use paddock_core::ids::{
 };
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Compaction, MemoryFilter, MemoryRecord, StoredSessionMemory, Goal, GoalStatus, Lease, NewEvent, Page, Plan, Run, RunEvent, RunUpdate, SandboxRecord,
-    SandboxState, Session, SessionPatch, SnapshotFilter, SnapshotRecord, Store, StoreError,
-    StoredMessage, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page, Plan, Run,
+    RunEvent, RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch, SnapshotFilter,
+    SnapshotRecord, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
+    ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;

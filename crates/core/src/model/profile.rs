@@ -20,6 +20,8 @@ pub const COMPACT_AT_PERCENT: u64 = 90;
 /// The recent tail kept verbatim by a compaction, as a share (percent) of the
 /// context window.
 pub const TAIL_PERCENT: u64 = 10;
+/// A compacted request aims under this share (percent) of the context window.
+pub const AFTER_COMPACTION_PERCENT: u64 = 50;
 
 impl ContextProfile {
     /// The profile of a model known only by its window: an eighth of it (at
@@ -60,6 +62,17 @@ impl ContextProfile {
     pub fn tail_budget(&self) -> u64 {
         u64::from(self.context_window) * TAIL_PERCENT / 100
     }
+
+    /// The tail budget when `fixed` tokens (system prompt, tool schemas) come
+    /// with every request: smaller where needed so that the fixed part, half
+    /// a summary reserve and the tail stay under
+    /// [`AFTER_COMPACTION_PERCENT`] of the window (a small model with many
+    /// tools keeps only its last turn).
+    pub fn tail_budget_with(&self, fixed: u64) -> u64 {
+        let target = u64::from(self.context_window) * AFTER_COMPACTION_PERCENT / 100;
+        let room = target.saturating_sub(fixed + u64::from(self.summary_reserve) / 2);
+        self.tail_budget().min(room)
+    }
 }
 
 #[cfg(test)]
@@ -75,6 +88,9 @@ mod tests {
         assert_eq!(p.effective_window(), 8_192 - 1_024 - 409);
         assert_eq!(p.compaction_threshold(), (8_192 - 1_024 - 409) * 90 / 100);
         assert_eq!(p.tail_budget(), 819);
+        assert_eq!(p.tail_budget_with(1_000), 819);
+        assert_eq!(p.tail_budget_with(3_000), 4_096 - 3_000 - 512);
+        assert_eq!(p.tail_budget_with(5_000), 0);
         let big = ContextProfile::for_window(200_000);
         assert_eq!(big.output_budget, 8_192);
         assert_eq!(big.summary_reserve, 4_096);

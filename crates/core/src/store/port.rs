@@ -335,8 +335,11 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Stores a new project memory record ([`StoreError::Invalid`] when its
     /// scope and its workspace or project disagree, or its text is empty).
     async fn create_memory(&self, record: &MemoryRecord) -> Result<(), StoreError>;
-    async fn get_memory(&self, tenant: &TenantId, id: &MemoryId)
-    -> Result<MemoryRecord, StoreError>;
+    async fn get_memory(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<MemoryRecord, StoreError>;
     /// The records `filter` sees, most recently updated first.
     async fn list_memories(
         &self,

@@ -30,6 +30,8 @@ use super::compact;
 use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
+use crate::context::ContextBase;
+use crate::context::compactor::{self, Compactor};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
@@ -114,6 +116,8 @@ pub(crate) struct DriverParts {
     pub(crate) system: String,
     pub(crate) schemas: Vec<ToolSchema>,
     pub(crate) history: Vec<Message>,
+    /// Where `history` sits in the stored messages.
+    pub(crate) context: ContextBase,
     pub(crate) started: Instant,
     pub(crate) lease_lost: Arc<AtomicBool>,
     /// A subagent's messages from its parent.
@@ -158,6 +162,7 @@ pub(crate) struct Driver {
     system: String,
     schemas: Vec<ToolSchema>,
     history: Vec<Message>,
+    compactor: Compactor,
     usage: RunUsage,
     started: Instant,
     deadline: Instant,
@@ -182,6 +187,7 @@ impl Driver {
             pipe: Pipeline::spawn(Arc::clone(&parts.journal)),
             journal: parts.journal,
             registry: parts.registry,
+            compactor: Compactor::new(parts.provider.context_profile(), parts.context),
             provider: parts.provider,
             usage: parts.run.usage,
             run: parts.run,
@@ -340,14 +346,17 @@ impl Driver {
 
     /// One model call on the history (compacted if it grew too large).
     async fn model_turn(&mut self) -> Result<(ModelResponse, bool), Stop> {
+        let summarised = self.summarise_if_needed().await?;
         let mut request = ModelRequest {
             system: Some(self.system.clone()),
             messages: self.history.clone(),
             tools: self.schemas.clone(),
             max_tokens: None,
             temperature: None,
+            purpose: Default::default(),
         };
-        let compaction = compact::compact(&mut request, self.provider.context_window());
+        let limit = self.compactor.profile().compaction_threshold();
+        let compaction = compact::compact(&mut request, limit);
         if compaction.shortened > 0 {
             tracing::debug!(
                 before = compaction.tokens_before,
@@ -385,7 +394,42 @@ impl Driver {
         self.usage.turns += 1;
         self.usage.input_tokens = self.usage.input_tokens.saturating_add(usage.input_tokens);
         self.usage.output_tokens = self.usage.output_tokens.saturating_add(usage.output_tokens);
-        Ok((response, compaction.shortened > 0))
+        Ok((response, summarised || compaction.shortened > 0))
+    }
+
+    /// Summarising compaction of the history before a model call; what the
+    /// summary call spent counts towards the run's tokens.
+    async fn summarise_if_needed(&mut self) -> Result<bool, RuntimeError> {
+        let fixed = ModelRequest {
+            system: Some(self.system.clone()),
+            tools: self.schemas.clone(),
+            ..ModelRequest::default()
+        }
+        .estimate_tokens();
+        let env = compactor::Env {
+            provider: self.provider.as_ref(),
+            journal: &self.journal,
+            pipe: &self.pipe,
+            goal: &self.run.goal,
+            cancel: &self.ctx.cancel,
+            deadline: self.deadline,
+        };
+        let Some(done) = self
+            .compactor
+            .compact_if_needed(&env, &mut self.history, fixed)
+            .await?
+        else {
+            return Ok(false);
+        };
+        self.usage.input_tokens = self
+            .usage
+            .input_tokens
+            .saturating_add(done.usage.input_tokens);
+        self.usage.output_tokens = self
+            .usage
+            .output_tokens
+            .saturating_add(done.usage.output_tokens);
+        Ok(true)
     }
 
     /// Runs one turn's calls: read-only ones side by side, mutating ones

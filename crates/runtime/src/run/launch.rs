@@ -20,6 +20,7 @@ use tracing::Instrument;
 use super::driver::{Driver, DriverParts, Ending};
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{RunHandle, RunOptions, StartRun, finish, history, prompt, renew};
+use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
@@ -36,6 +37,7 @@ struct Launched {
     run: Run,
     goal: Goal,
     history: Vec<Message>,
+    context: ContextBase,
     request: StartRun,
     options: RunOptions,
     workspace: Workspace,
@@ -117,7 +119,7 @@ impl Runtime {
             journal.release().await;
             return Err(err);
         }
-        let (goal, history) = match prepare(&journal, &run, &request, &options).await {
+        let (goal, history, context) = match prepare(&journal, &run, &request, &options).await {
             Ok(prepared) => prepared,
             Err(err) => {
                 fail_early(&journal, &err).await;
@@ -145,6 +147,7 @@ impl Runtime {
             run: run.clone(),
             goal,
             history,
+            context,
             request,
             options,
             workspace,
@@ -156,13 +159,14 @@ impl Runtime {
     }
 }
 
-/// The goal row, the history with the run's opening message, and `run.started`.
+/// The goal row, the history (from the latest compaction) with the run's
+/// opening message, and `run.started`.
 async fn prepare(
     journal: &Journal,
     run: &Run,
     request: &StartRun,
     options: &RunOptions,
-) -> Result<(Goal, Vec<Message>), RuntimeError> {
+) -> Result<(Goal, Vec<Message>, ContextBase), RuntimeError> {
     let now = journal.store().now();
     let goal = Goal {
         id: GoalId::generate(),
@@ -176,14 +180,12 @@ async fn prepare(
         updated_at: now,
     };
     journal.create_goal(&goal).await?;
-    let mut history: Vec<Message> = journal
-        .store()
-        .list_messages(journal.tenant(), journal.session(), None)
-        .await
-        .map_err(RuntimeError::store("list_messages"))?
-        .into_iter()
-        .map(|stored| stored.message)
-        .collect();
+    let (mut history, context) = context::load_history(
+        journal.store().as_ref(),
+        journal.tenant(),
+        journal.session(),
+    )
+    .await?;
     if let Some(repair) = history::unanswered_calls(&history) {
         journal.append_message(repair.clone()).await?;
         history.push(repair);
@@ -202,7 +204,7 @@ async fn prepare(
         task_key: options.task_key.clone(),
     };
     journal.emit(&started).await?;
-    Ok((goal, history))
+    Ok((goal, history, context))
 }
 
 /// Records a run that failed before its task started; failures are logged.
@@ -245,6 +247,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             run,
             goal,
             history,
+            context,
             request,
             mut options,
             workspace,
@@ -351,6 +354,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 request.instructions.as_deref(),
                             ),
                             history,
+                            context,
                             started,
                             lease_lost,
                             inbox: options.inbox.take(),
