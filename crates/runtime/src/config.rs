@@ -25,6 +25,8 @@ pub struct RuntimeConfig {
     /// How end-of-run and fork snapshots are packed.
     pub snapshot: SnapshotSettings,
     pub subagents: SubagentSettings,
+    /// What the end of a run does with the memory candidates it finds.
+    pub memory_review: MemoryReview,
     /// Tells when the process behind a session lease's owner is gone before
     /// the lease expires (a local `paddock run` killed with SIGKILL): recovery
     /// then takes the session over at once. None: only expiry counts.
@@ -46,6 +48,7 @@ impl RuntimeConfig {
             lease_ttl: Duration::from_secs(30),
             snapshot: SnapshotSettings::default(),
             subagents: SubagentSettings::default(),
+            memory_review: MemoryReview::default(),
             owner_probe: None,
         }
     }
@@ -66,6 +69,19 @@ impl Default for SnapshotSettings {
             limits: Limits::default(),
         }
     }
+}
+
+/// What the end of a root run does with the project memory it proposes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MemoryReview {
+    /// Stored as active records at once.
+    Auto,
+    /// Stored as proposed records, for a person to approve
+    /// (`paddock memory approve`); not recalled before.
+    #[default]
+    Proposed,
+    /// Not stored.
+    Off,
 }
 
 /// Limits of the subagents a root run may spawn.

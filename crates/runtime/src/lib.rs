@@ -12,6 +12,7 @@ mod config;
 mod context;
 mod error;
 pub mod events;
+mod memory;
 mod recover;
 mod run;
 mod runtime;
@@ -21,7 +22,9 @@ pub mod tools;
 mod util;
 mod workspace;
 
-pub use config::{OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings};
+pub use config::{
+    MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings,
+};
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
 pub use recover::{RecoveryReport, SkippedRun};

@@ -159,6 +159,14 @@ impl Compactor {
                 created_at: env.journal.store().now(),
             })
             .await?;
+        // what the session knows now; a failure here costs the run nothing
+        if let Err(err) = env
+            .journal
+            .put_session_memory(crate::memory::candidates::from_summary(&text))
+            .await
+        {
+            tracing::warn!(error = %error_chain(&err), "updating the session memory");
+        }
         self.base = ContextBase {
             first_seq: next_first,
             summarised: true,

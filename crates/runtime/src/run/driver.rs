@@ -30,6 +30,7 @@ use super::compact;
 use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
+use crate::config::MemoryReview;
 use crate::context::ContextBase;
 use crate::context::compactor::{self, Compactor};
 use crate::error::RuntimeError;
@@ -39,6 +40,7 @@ use crate::events::{
     CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
     ToolCallEvent, ToolResultEvent, cap_text,
 };
+use crate::memory::MemoryPlace;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
 use crate::util::error_chain;
 
@@ -122,6 +124,8 @@ pub(crate) struct DriverParts {
     pub(crate) lease_lost: Arc<AtomicBool>,
     /// A subagent's messages from its parent.
     pub(crate) inbox: Option<mpsc::UnboundedReceiver<String>>,
+    /// Where a root run leaves what it learned; None for a subagent.
+    pub(crate) memory: Option<(MemoryPlace, MemoryReview)>,
 }
 
 /// A call admitted to run, and what its result is recorded against.
@@ -173,6 +177,7 @@ pub(crate) struct Driver {
     completion: Option<Completion>,
     question: Option<String>,
     inbox: Option<mpsc::UnboundedReceiver<String>>,
+    memory: Option<(MemoryPlace, MemoryReview)>,
 }
 
 impl Driver {
@@ -205,13 +210,31 @@ impl Driver {
             completion: None,
             question: None,
             inbox: parts.inbox,
+            memory: parts.memory,
         }
+    }
+
+    pub(super) fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    pub(super) fn run_goal(&self) -> String {
+        self.run.goal.clone()
+    }
+
+    pub(super) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    pub(super) fn memory(&self) -> Option<(MemoryPlace, MemoryReview)> {
+        self.memory.clone()
     }
 
     /// Drives the run to its end; never fails (failures are endings). Every
     /// write of the loop is done when this returns.
     pub(crate) async fn run(mut self) -> (Ending, RunUsage) {
         let ending = self.drive().await;
+        self.leave_memory(&ending).await;
         let usage = self.usage;
         let ending = match self.pipe.close().await {
             Ok(()) => ending,

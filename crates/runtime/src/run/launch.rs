@@ -24,6 +24,7 @@ use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
+use crate::memory::{self, MemoryPlace};
 use crate::runtime::{ActiveRun, Runtime, Shared};
 use crate::subagents::{self, Family, FamilyParts};
 use crate::tools::{ToolContext, ToolRegistry};
@@ -327,14 +328,33 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 models: request.subagent_models.clone(),
                             })
                         });
-                        let registry = match &family {
-                            Some(family) => {
-                                let mut registry = ToolRegistry::clone(&shared.registry);
-                                subagents::register_tools(&mut registry, family);
-                                Arc::new(registry)
-                            }
-                            None => Arc::clone(&shared.registry),
+                        let place = MemoryPlace {
+                            store: Arc::clone(&shared.store),
+                            tenant: run.tenant.clone(),
+                            workspace: workspace.id.clone(),
+                            session: run.session.clone(),
+                            run: run.id.clone(),
                         };
+                        let mut registry = ToolRegistry::clone(&shared.registry);
+                        if let Some(family) = &family {
+                            subagents::register_tools(&mut registry, family);
+                        }
+                        memory::tools::register(&mut registry, &place);
+                        let registry = Arc::new(registry);
+                        let mut system =
+                            prompt::system_prompt(run.mode, request.instructions.as_deref());
+                        match place.for_goal(&run.goal).await {
+                            Ok(records) => {
+                                if let Some(section) = memory::prompt_section(&records) {
+                                    system.push('\n');
+                                    system.push_str(&section);
+                                }
+                            }
+                            Err(err) => tracing::warn!(
+                                error = %error_chain(&err),
+                                "retrieving project memory for the system prompt"
+                            ),
+                        }
                         let parts = DriverParts {
                             journal: Arc::clone(&journal),
                             schemas: registry.schemas(run.mode),
@@ -349,15 +369,13 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 run: run.id.clone(),
                                 cancel: cancel.clone(),
                             },
-                            system: prompt::system_prompt(
-                                run.mode,
-                                request.instructions.as_deref(),
-                            ),
+                            system,
                             history,
                             context,
                             started,
                             lease_lost,
                             inbox: options.inbox.take(),
+                            memory: root.then(|| (place, shared.config.memory_review)),
                             run: run.clone(),
                         };
                         let (ending, used) = Driver::new(parts).run().await;
