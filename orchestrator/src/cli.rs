@@ -167,6 +167,11 @@ pub struct GoalArgs {
     /// Anthropic-compatible server); its key variable is sent only if set.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The model's context window in tokens, instead of its profile's (an
+    /// unknown OpenAI-compatible model is taken to have 32768); compaction
+    /// starts at 90% of what it leaves for the request.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u32>,
     /// Most model calls.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,

@@ -24,8 +24,8 @@ pub use factory::{
 pub use key::ApiKey;
 pub use openai::OpenAiProvider;
 pub use profiles::{
-    ANTHROPIC_CONTEXT_WINDOW, SCRIPTED_CONTEXT_WINDOW, UNKNOWN_OPENAI_CONTEXT_WINDOW,
-    known_profile, profile_of,
+    ANTHROPIC_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW, SCRIPTED_CONTEXT_WINDOW,
+    UNKNOWN_OPENAI_CONTEXT_WINDOW, known_profile, profile_of,
 };
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedProvider;

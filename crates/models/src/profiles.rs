@@ -9,6 +9,9 @@ use paddock_core::model::{ContextProfile, ModelConfig, ProviderKind};
 pub const UNKNOWN_OPENAI_CONTEXT_WINDOW: u32 = 32_768;
 /// The window of an Anthropic model not in the table (every Claude model so far).
 pub const ANTHROPIC_CONTEXT_WINDOW: u32 = 200_000;
+/// The smallest window a run can work in: the system prompt and the tool
+/// schemas alone take about 3.5k tokens.
+pub const MIN_CONTEXT_WINDOW: u32 = 4_096;
 /// Scripts are tests and demos: a large window unless they say otherwise.
 pub const SCRIPTED_CONTEXT_WINDOW: u32 = 128_000;
 

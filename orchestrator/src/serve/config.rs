@@ -53,6 +53,10 @@ pub struct ServeConfig {
     /// name as `base_url`; the server's API key for the provider is sent there.
     #[serde(default)]
     pub model_base_urls: Vec<String>,
+    /// The context window (tokens) of every model a run request gives none
+    /// for, instead of the model's profile (an unknown OpenAI-compatible
+    /// model is taken to have 32768).
+    pub model_context_window: Option<u32>,
     /// The listener's connection caps and timeouts.
     #[serde(default)]
     pub http: HttpSection,
