@@ -27,6 +27,7 @@ pub use config::{
 };
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
+pub use memory::NewMemory;
 pub use recover::{RecoveryReport, SkippedRun};
 pub use run::{RunHandle, StartRun, SubagentModels};
 pub use runtime::Runtime;

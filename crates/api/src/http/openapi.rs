@@ -12,7 +12,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
-use super::{events, exec, files, meta, processes, runs, sandboxes, sessions, snapshots};
+use super::{events, exec, files, memory, meta, processes, runs, sandboxes, sessions, snapshots};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -65,6 +65,11 @@ use super::{events, exec, files, meta, processes, runs, sandboxes, sessions, sna
         runs::cancel,
         runs::children,
         events::run_stream,
+        memory::list,
+        memory::add,
+        memory::get,
+        memory::remove,
+        memory::approve,
     ),
     components(schemas(ErrorBody)),
     security(("bearer" = [])),

@@ -4,7 +4,10 @@
 //! proposes what it learned ([`candidates`]).
 
 pub(crate) mod candidates;
+mod service;
 pub(crate) mod tools;
+
+pub use service::NewMemory;
 
 use std::sync::Arc;
 
