@@ -77,6 +77,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Session(session) => {
             agent::session(session.command, &session.backend, &session.server).await
         }
+        Command::Memory(memory) => agent::memory(memory.command, &memory.backend).await,
         Command::Workspace(workspace) => {
             let api = client::ApiClient::from_args(&workspace.server, "workspace")?;
             client::workspace(&api, workspace.command).await

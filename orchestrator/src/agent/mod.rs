@@ -4,6 +4,7 @@
 
 mod exit;
 mod local;
+mod memory;
 mod owner;
 mod remote;
 mod render;
@@ -11,6 +12,7 @@ mod run;
 mod session;
 
 pub use exit::EXIT_USAGE;
+pub use memory::memory;
 pub use run::run;
 pub use session::session;
 

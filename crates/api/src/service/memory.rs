@@ -83,7 +83,8 @@ pub struct MemoryQuery {
 }
 
 impl AddMemory {
-    fn validate(self) -> Result<NewMemory, AgentError> {
+    /// The checked record to add (the CLI adds through the runtime directly).
+    pub fn validate(self) -> Result<NewMemory, AgentError> {
         let text = self.text.trim();
         if text.is_empty() {
             return Err(AgentError::invalid("text", "empty"));
