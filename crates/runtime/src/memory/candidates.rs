@@ -220,7 +220,7 @@ mod tests {
         let m = session_memory(
             "g",
             Outcome::AwaitingUser("which branch?"),
-            &[summary.clone()],
+            std::slice::from_ref(&summary),
             &[],
         );
         assert_eq!(
