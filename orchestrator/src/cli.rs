@@ -23,7 +23,8 @@ pub struct Cli {
 }
 
 /// Where a running `paddock serve` is; only the commands that talk to one
-/// take these (sandbox create|ls|info ID|exec|rm, files, snapshot, session).
+/// take these (sandbox create|ls|info ID|exec|rm, files, snapshot, workspace,
+/// process, session, runs, run).
 #[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
     /// Base URL of a running `paddock serve` (http://127.0.0.1:7878).
@@ -83,15 +84,25 @@ pub enum Command {
     Files(FilesCli),
     /// Workspace snapshots on the server: take, list, restore, fork, move archives.
     Snapshot(SnapshotCli),
-    /// Workspaces on the server (needs --server).
+    /// Workspaces on the server: create (from a directory), list, download, delete (needs --server).
     Workspace(WorkspaceCli),
-    /// Run a goal with an agent, here (embedded store, native sandboxes; no server).
+    /// Background processes of a server's sandbox: start, list, read output,
+    /// write stdin, signal (needs --server).
+    Process(ProcessCli),
+    /// Run a goal with an agent, here (embedded store, native sandboxes), or
+    /// on the server of --server / PADDOCK_SERVER.
     ///
     /// Streams the plan, tool calls, results and progress, then prints the
-    /// review. Exit codes: 0 the goal is met; 1 not met or unsure (or the
+    /// review. With a server, the workspace directory is uploaded as one
+    /// archive and the run happens there (never here); Ctrl-C cancels it.
+    /// Exit codes: 0 the goal is met; 1 not met or unsure (or the
     /// agent asked a question); 2 usage error; 3 the run failed or a budget
-    /// ran out; 125 paddock itself failed; 130 cancelled (Ctrl-C).
+    /// ran out; 125 paddock itself failed (or the server is unreachable);
+    /// 130 cancelled (Ctrl-C).
     Run(Box<GoalArgs>),
+    /// One run: show, cancel, list its subagent runs, print its events
+    /// (local data dir, or the server of --server).
+    Runs(RunsCli),
     /// Agent sessions: list, show, rename, archive, fork, read events
     /// (local data dir, or the server of --server).
     Session(SessionCli),
@@ -206,6 +217,129 @@ pub enum MemoryCommand {
     },
 }
 
+/// `paddock process` and the server it talks to.
+#[derive(Debug, Args)]
+pub struct ProcessCli {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(subcommand)]
+    pub command: ProcessCommand,
+}
+
+/// `paddock runs`: the local data dir, or a server.
+#[derive(Debug, Args)]
+pub struct RunsCli {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Show a run: state, usage, review.
+    Show(RunIdArgs),
+    /// Cancel a run and wait (a bounded time) until it ended.
+    Cancel(RunIdArgs),
+    /// List the subagent runs a run spawned, oldest first.
+    Children(RunIdArgs),
+    /// Print a run's events (one per line).
+    Events {
+        #[command(flatten)]
+        run: RunIdArgs,
+        /// Only events after this sequence number.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        after: u64,
+        /// Keep waiting for new events until the run finished (Ctrl-C stops).
+        #[arg(long)]
+        follow: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunIdArgs {
+    /// The run (run_...).
+    pub id: String,
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProcessCommand {
+    /// Start a background process in the sandbox; prints its handle.
+    Start {
+        /// The sandbox (sb-...).
+        id: String,
+        /// Working directory inside the workspace.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<String>,
+        /// Extra environment variable for the process (repeatable).
+        #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
+        env: Vec<(String, String)>,
+        /// Kill the process after this many seconds.
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds_ms)]
+        timeout: Option<u64>,
+        /// Print the process as JSON instead of its handle.
+        #[arg(long)]
+        json: bool,
+        /// The command and its arguments (after `--`).
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        command: Vec<String>,
+    },
+    /// List the sandbox's background processes.
+    Ls {
+        /// The sandbox (sb-...).
+        id: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a process's output (stdout and stderr as it captured them).
+    Output {
+        /// The sandbox (sb-...).
+        id: String,
+        /// The handle `process start` printed.
+        handle: u64,
+        /// Start at this byte of the output.
+        #[arg(long, value_name = "BYTES", default_value_t = 0)]
+        offset: u64,
+        /// Keep printing new output until the process exits; exits with its code.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Write FILE (default: stdin) to a process's stdin.
+    Stdin {
+        /// The sandbox (sb-...).
+        id: String,
+        /// The handle `process start` printed.
+        handle: u64,
+        /// The local file to send (default: this process's stdin).
+        #[arg(value_name = "FILE")]
+        input: Option<PathBuf>,
+        /// Close the process's stdin after the data.
+        #[arg(long)]
+        eof: bool,
+    },
+    /// Send a process a signal (TERM, KILL, INT, ... or a number).
+    Signal {
+        /// The sandbox (sb-...).
+        id: String,
+        /// The handle `process start` printed.
+        handle: u64,
+        /// The signal, by name or number.
+        #[arg(default_value = "TERM")]
+        signal: String,
+    },
+}
+
 /// `paddock session`: on this host (its sandboxes' guest) or on a server.
 #[derive(Debug, Args)]
 pub struct SessionCli {
@@ -235,7 +369,8 @@ pub struct GoalArgs {
     /// What the agent should achieve.
     pub goal: String,
     /// The directory the agent works in, mounted at /workspace (default: the
-    /// current directory; with --session, the session's workspace).
+    /// current directory; with --session, the session's workspace). With
+    /// --server it is uploaded; a server workspace id (ws_...) uses that one.
     #[arg(long, short = 'w', value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// build: every tool; plan: read-only tools and a read-only workspace.
@@ -247,6 +382,7 @@ pub struct GoalArgs {
     pub model: String,
     /// Another endpoint of the provider, with or without /v1 (a local OpenAI- or
     /// Anthropic-compatible server); its key variable is sent only if set.
+    /// Applies to --subagent-model specs of the same provider too.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// The model's context window in tokens, instead of its profile's (an
@@ -254,6 +390,12 @@ pub struct GoalArgs {
     /// starts at 90% of what it leaves for the request.
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u32>,
+    /// The model of some subagents (repeatable): KEY is a task id or a
+    /// profile (explore, plan, review, build), a task id winning; SPEC as
+    /// for --model. Other subagents use --model. Each child replays a
+    /// scripted model from its first turn.
+    #[arg(long = "subagent-model", value_name = "KEY=SPEC")]
+    pub subagent_models: Vec<String>,
     /// Most model calls.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
@@ -279,6 +421,9 @@ pub struct GoalArgs {
     pub json: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
+    /// Run on this server instead (the workspace is uploaded first).
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -369,6 +514,36 @@ pub enum SessionCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum WorkspaceCommand {
+    /// Create a workspace, empty or holding DIR's files (uploaded as one
+    /// archive); prints its id.
+    Create {
+        /// The directory whose files the workspace starts with.
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The workspace's name (default: the directory's name, or "workspace").
+        #[arg(long)]
+        name: Option<String>,
+        /// Print the workspace as JSON instead of its id.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List workspaces, oldest first.
+    Ls {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a workspace's files into DIR (made if missing; must be empty).
+    Download {
+        /// The workspace (ws_...).
+        id: String,
+        /// Where the files go.
+        #[arg(value_name = "DIR")]
+        target: PathBuf,
+        /// Write the archive (tar + zstd) to the file TARGET instead of unpacking it.
+        #[arg(long)]
+        archive: bool,
+    },
     /// Delete workspaces (a restore's, or any no session or running sandbox
     /// uses): the row and the files the server keeps for it.
     Rm(RmArgs),
@@ -912,6 +1087,19 @@ mod tests {
             &["paddock", "files", "ls", "--server", "http://h:1", "sb-1"],
             &["paddock", "snapshot", "ls", "--server", "http://h:1"],
             &["paddock", "session", "ls", "--server", "http://h:1"],
+            &["paddock", "runs", "show", "--server", "http://h:1", "run_1"],
+            &["paddock", "workspace", "ls", "--server", "http://h:1"],
+            &["paddock", "process", "ls", "--server", "http://h:1", "sb-1"],
+            // `paddock run` runs on a named server.
+            &[
+                "paddock",
+                "run",
+                "goal",
+                "--model",
+                "scripted:x",
+                "--server",
+                "http://h:1",
+            ],
         ] {
             assert!(parses(args), "{args:?}");
         }
@@ -934,16 +1122,7 @@ mod tests {
             assert!(parses(args), "{args:?}");
         }
         for args in [
-            &[
-                "paddock",
-                "run",
-                "goal",
-                "--model",
-                "scripted:x",
-                "--server",
-                "http://h:1",
-            ][..],
-            &["paddock", "serve", "--server", "http://h:1"],
+            &["paddock", "serve", "--server", "http://h:1"][..],
             &[
                 "paddock",
                 "sandbox",
@@ -954,6 +1133,7 @@ mod tests {
                 "true",
             ],
             &["paddock", "files", "ls", "--guest-bin", "/g", "sb-1"],
+            &["paddock", "runs", "show", "--guest-bin", "/g", "run_1"],
         ] {
             assert!(!parses(args), "{args:?} should be refused");
         }

@@ -78,6 +78,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             agent::session(session.command, &session.backend, &session.server).await
         }
         Command::Memory(memory) => agent::memory(memory.command, &memory.backend).await,
+        Command::Runs(runs) => agent::runs(runs).await,
+        Command::Process(process) => {
+            let api = client::ApiClient::from_args(&process.server, "process")?;
+            client::process(&api, process.command).await
+        }
         Command::Workspace(workspace) => {
             let api = client::ApiClient::from_args(&workspace.server, "workspace")?;
             client::workspace(&api, workspace.command).await

@@ -685,7 +685,7 @@ fn the_openapi_document_lists_exactly_the_routes() -> Result<()> {
         .collect();
     let routed: BTreeSet<(String, String)> =
         paddock_api::http::registered_routes().into_iter().collect();
-    assert_eq!(routed.len(), 46, "{routed:?}");
+    assert_eq!(routed.len(), 48, "{routed:?}");
     assert_eq!(
         documented.difference(&routed).collect::<Vec<_>>(),
         Vec::<&(String, String)>::new(),

@@ -29,6 +29,7 @@ on_both_databases!(
     a_delete_does_not_cut_a_download_or_a_restore_short,
     the_disk_quota_holds_imports_and_restores_and_workspaces_can_be_deleted,
     a_failed_restore_leaves_no_workspace,
+    workspaces_come_from_archives_and_go_back_as_archives,
 );
 
 async fn sh(server: &TestServer, id: &str, script: &str) -> Result<String> {
@@ -1075,5 +1076,127 @@ async fn a_failed_restore_leaves_no_workspace(db: Db) -> Result<()> {
         assert_eq!(dir_names(&workspaces_dir), dirs_before, "{body}");
     }
     server.stop().await?;
+    Ok(())
+}
+
+/// `POST /v1/workspaces/import` makes a workspace holding the archive's
+/// files (a sandbox on it sees them); hostile, over-limit and over-quota
+/// archives are 4xx naming why and leave no workspace (row or directory);
+/// `GET /v1/workspaces/{id}/archive` gives the files back, changes included.
+async fn workspaces_come_from_archives_and_go_back_as_archives(db: Db) -> Result<()> {
+    const QUOTA: u64 = 8 << 20;
+    let data = tempfile::tempdir()?;
+    let mut setup = Setup::new(db, data.path());
+    setup.disk_quota = Some(QUOTA);
+    let server = TestServer::start(setup).await?;
+    let workspaces_dir = data.path().join("workspaces");
+    let import = |archive: Vec<u8>, query: &str| {
+        server
+            .a(Method::POST, &format!("/v1/workspaces/import{query}"))
+            .header("content-type", "application/zstd")
+            .body(archive)
+    };
+
+    let good = compressed(&[
+        (b"a.txt", b'0', b"", b"hello"),
+        // Its parent is made (the raw entries here would give a directory 0644).
+        (b"d/b.txt", b'0', b"", b"inner"),
+    ]);
+    let (status, ws) = send(import(good.clone(), "?name=demo")).await?;
+    assert_eq!(status, StatusCode::CREATED, "{ws}");
+    assert_eq!(ws["name"], "demo");
+    let ws_id = ws["id"].as_str().unwrap().to_owned();
+    let (status, sandbox) = send(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"workspace": ws_id})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CREATED, "{sandbox}");
+    let sb = sandbox["id"].as_str().unwrap().to_owned();
+    assert_eq!(sh(&server, &sb, "cat a.txt d/b.txt").await?, "helloinner");
+    sh(&server, &sb, "echo changed > c.txt").await?;
+
+    // Downloaded: the archive holds the imported files and the change.
+    let response = server
+        .a(Method::GET, &format!("/v1/workspaces/{ws_id}/archive"))
+        .send()
+        .await?;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "application/zstd");
+    let tar = zstd::decode_all(&response.bytes().await?[..])?;
+    let listing = String::from_utf8_lossy(&tar);
+    for name in ["a.txt", "d/b.txt", "c.txt", "changed"] {
+        assert!(listing.contains(name), "{name} missing from the archive");
+    }
+    // Over the download's limits: a 400 before any byte of archive.
+    let (status, body) = send(server.a(
+        Method::GET,
+        &format!("/v1/workspaces/{ws_id}/archive?max_files=1"),
+    ))
+    .await?;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "archive_refused", "{body}");
+
+    let before = workspace_ids(&server).await?;
+    let dirs_before = dir_names(&workspaces_dir);
+    let refused: Vec<(Vec<u8>, &str, StatusCode, &str)> = vec![
+        (
+            compressed(&[
+                (b"ok.txt", b'0', b"", b"ok"),
+                (b"../evil.txt", b'0', b"", b"x"),
+            ]),
+            "",
+            StatusCode::BAD_REQUEST,
+            "archive_refused",
+        ),
+        (
+            compressed(&[
+                (b"out", b'2', b"/etc", b""),
+                (b"out/passwd", b'0', b"", b"x"),
+            ]),
+            "",
+            StatusCode::BAD_REQUEST,
+            "archive_refused",
+        ),
+        (
+            good,
+            "?max_files=1",
+            StatusCode::BAD_REQUEST,
+            "archive_refused",
+        ),
+        (
+            b"not an archive".to_vec(),
+            "",
+            StatusCode::BAD_REQUEST,
+            "archive_refused",
+        ),
+        (
+            {
+                let mut tar = Vec::new();
+                entry(&mut tar, b"zeros", b'0', b"", &vec![0u8; 16 << 20]);
+                tar.extend([0u8; 1024]);
+                zstd::encode_all(&tar[..], 3)?
+            },
+            "?max_bytes=33554432",
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "disk_quota_exceeded",
+        ),
+        (
+            compressed(&[(b"a", b'0', b"", b"a")]),
+            "?max_files=0",
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        ),
+    ];
+    for (archive, query, code, error) in refused {
+        let (status, body) = send(import(archive, query)).await?;
+        assert_eq!(status, code, "{query}: {body}");
+        assert_eq!(body["error"]["code"], error, "{query}: {body}");
+    }
+    assert_eq!(workspace_ids(&server).await?, before);
+    assert_eq!(dir_names(&workspaces_dir), dirs_before);
+    assert!(!data.path().join("evil.txt").exists());
+    assert!(!workspaces_dir.join("evil.txt").exists());
     Ok(())
 }

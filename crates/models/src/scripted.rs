@@ -18,6 +18,7 @@
 //! that message (a summary call that fails, say).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
@@ -35,7 +36,7 @@ struct Script {
     turns: Vec<Turn>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Turn {
     #[serde(default)]
@@ -52,7 +53,7 @@ struct Turn {
     error: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptedCall {
     name: String,
@@ -112,6 +113,19 @@ impl ScriptedProvider {
             next: AtomicUsize::new(0),
             next_summary: AtomicUsize::new(0),
         })
+    }
+
+    /// The same script from its first turn, for another conversation.
+    pub fn restart(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            context_window: self.context_window,
+            turns: self.turns.clone(),
+            summaries: self.summaries.clone(),
+            next: AtomicUsize::new(0),
+            next_summary: AtomicUsize::new(0),
+        }
     }
 
     /// Agent turns not consumed yet.
@@ -174,6 +188,11 @@ impl ScriptedProvider {
 impl ModelProvider for ScriptedProvider {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Each conversation replays the script from its first turn.
+    fn fresh_copy(&self) -> Option<Arc<dyn ModelProvider>> {
+        Some(Arc::new(self.restart()))
     }
 
     fn context_window(&self) -> u32 {

@@ -1,6 +1,7 @@
 //! What `paddock run` exits with.
 
-use paddock_core::store::{EndReason, Run, RunState, Verdict};
+use paddock_api::service::RunView;
+use paddock_core::store::{EndReason, RunState, Verdict};
 
 /// The goal is met (the review's verdict, checked against what the run did).
 pub const EXIT_MET: u8 = 0;
@@ -16,7 +17,7 @@ pub const EXIT_FAILED: u8 = 3;
 pub const EXIT_CANCELLED: u8 = 130;
 
 /// The exit code for a run that ended.
-pub fn for_run(run: &Run) -> u8 {
+pub fn for_run(run: &RunView) -> u8 {
     match (run.end_reason, run.state) {
         (Some(EndReason::Cancelled), _) | (_, RunState::Cancelled | RunState::Cancelling) => {
             EXIT_CANCELLED
@@ -34,7 +35,7 @@ pub fn for_run(run: &Run) -> u8 {
 #[cfg(test)]
 mod tests {
     use paddock_core::ids::{SessionId, TenantId};
-    use paddock_core::store::{Review, Timestamp};
+    use paddock_core::store::{Review, Run, Timestamp};
 
     use super::*;
 
@@ -92,7 +93,13 @@ mod tests {
             (run(S::Cancelled, Some(E::Cancelled), None), EXIT_CANCELLED),
         ];
         for (run, code) in cases {
-            assert_eq!(for_run(&run), code, "{:?} {:?}", run.state, run.end_reason);
+            assert_eq!(
+                for_run(&RunView::new(&run, run.usage)),
+                code,
+                "{:?} {:?}",
+                run.state,
+                run.end_reason
+            );
         }
     }
 }

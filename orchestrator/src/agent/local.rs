@@ -28,6 +28,8 @@ pub struct Local {
     pub store: Arc<dyn Store>,
     pub runtime: Arc<Runtime>,
     pub tenant: TenantId,
+    /// This host's name, as lease owners of its `paddock run` processes carry it.
+    pub host: String,
 }
 
 /// Whether the command will start sandboxes (then the guest binary must exist).
@@ -98,7 +100,7 @@ impl Local {
         let blobs = paddock_snapshot::LocalBlobStore::open(dir.join("blobs"))
             .with_context(|| format!("opening the blob store under {}", dir.display()))?;
         let mut config = RuntimeConfig::new(owner::this_process(&host), dir.join("workspaces"));
-        config.owner_probe = Some(Arc::new(owner::LocalProcesses { host }));
+        config.owner_probe = Some(Arc::new(owner::LocalProcesses { host: host.clone() }));
         let runtime = Runtime::new(RuntimeDeps {
             store: store.clone(),
             backend,
@@ -109,6 +111,7 @@ impl Local {
             store,
             runtime,
             tenant,
+            host,
         })
     }
 

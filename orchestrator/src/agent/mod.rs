@@ -7,13 +7,16 @@ mod local;
 mod memory;
 mod owner;
 mod remote;
+mod remote_run;
 mod render;
 mod run;
+mod runs;
 mod session;
 
 pub use exit::EXIT_USAGE;
 pub use memory::memory;
 pub use run::run;
+pub use runs::runs;
 pub use session::session;
 
 /// A positive duration: seconds (fractions allowed), or a number with a unit

@@ -26,18 +26,28 @@ pub struct LocalProcesses {
 
 impl OwnerProbe for LocalProcesses {
     fn is_gone(&self, owner: &str) -> bool {
-        let node = owner.split_once('/').map_or(owner, |(node, _)| node);
-        let Some((host, process)) = node.rsplit_once("-run-") else {
-            return false;
-        };
-        let Some((pid, start)) = process.split_once('-') else {
-            return false;
-        };
-        let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
-            return false;
-        };
-        host == self.host && start_time(pid) != Some(start)
+        match parse(owner) {
+            Some((host, pid, start)) => host == self.host && start_time(pid) != Some(start),
+            None => false,
+        }
     }
+}
+
+impl LocalProcesses {
+    /// The pid of the `paddock run` process on this host that `owner` names,
+    /// when it is still that process (same start time).
+    pub fn live_pid(&self, owner: &str) -> Option<u32> {
+        let (host, pid, start) = parse(owner)?;
+        (host == self.host && start_time(pid) == Some(start)).then_some(pid)
+    }
+}
+
+/// `HOST-run-PID-START[/...]` as (host, pid, start).
+fn parse(owner: &str) -> Option<(&str, u32, u64)> {
+    let node = owner.split_once('/').map_or(owner, |(node, _)| node);
+    let (host, process) = node.rsplit_once("-run-")?;
+    let (pid, start) = process.split_once('-')?;
+    Some((host, pid.parse().ok()?, start.parse().ok()?))
 }
 
 /// The start time of process `pid` (field 22 of /proc/PID/stat), None when
@@ -60,6 +70,10 @@ mod tests {
         let me = this_process("box");
         assert!(me.contains("-run-"), "{me}");
         assert!(!probe.is_gone(&format!("{me}/run-1")));
+        assert_eq!(
+            probe.live_pid(&format!("{me}/run-1")),
+            Some(std::process::id())
+        );
 
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
@@ -70,6 +84,10 @@ mod tests {
         let pid = std::process::id();
         let start = start_time(pid).unwrap();
         assert!(probe.is_gone(&format!("box-run-{pid}-{}/run-1", start + 1)));
+        assert_eq!(
+            probe.live_pid(&format!("box-run-{pid}-{}/run-1", start + 1)),
+            None
+        );
 
         // Other hosts, servers and old-style owners wait for expiry.
         assert!(!probe.is_gone(&format!("other-run-{pid}-{}/run-1", start + 1)));

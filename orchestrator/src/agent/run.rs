@@ -12,7 +12,8 @@ use paddock_core::model::ModelProvider;
 use paddock_core::store::{Budgets, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
-use paddock_runtime::{RuntimeError, StartRun};
+use paddock_runtime::subagents::ModelsByKey;
+use paddock_runtime::{RuntimeError, StartRun, SubagentModels};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::local::{Local, Sandboxes};
@@ -25,11 +26,11 @@ use crate::sandbox::signals::TermSignals;
 const TITLE_CHARS: usize = 80;
 
 pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
-    let format = if args.json {
-        Format::Json
-    } else {
-        Format::Human
-    };
+    // A named server runs it there, or nothing runs at all: never here.
+    if args.server.server.is_some() {
+        return super::remote_run::run(args).await;
+    }
+    let format = format_of(&args);
     // Mistakes on the command line are found before anything is opened.
     let prepared = match prepare(&args) {
         Ok(prepared) => prepared,
@@ -51,6 +52,14 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     code
 }
 
+pub(super) fn format_of(args: &GoalArgs) -> Format {
+    if args.json {
+        Format::Json
+    } else {
+        Format::Human
+    }
+}
+
 /// A mistake of the caller's, reported with exit code 2.
 struct Usage(String);
 
@@ -60,6 +69,35 @@ struct Prepared {
 }
 
 fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
+    let request = request(args)?;
+    let workspace = match (&args.workspace, &args.session) {
+        (Some(dir), _) => Some(canonical_dir(dir)?),
+        (None, Some(_)) => None,
+        (None, None) => Some(canonical_dir(Path::new("."))?),
+    };
+    Ok(Prepared {
+        workspace,
+        start: StartRun {
+            goal: request.goal,
+            success_criteria: request.success_criteria,
+            mode: request.mode,
+            budgets: request.budgets,
+            provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
+            instructions: None,
+            subagent_models: subagent_models(args)?,
+        },
+    })
+}
+
+/// What a run asks for, from the command line, the same here and on a server.
+pub(super) struct Request {
+    pub goal: String,
+    pub success_criteria: Vec<String>,
+    pub mode: RunMode,
+    pub budgets: Budgets,
+}
+
+pub(super) fn request(args: &GoalArgs) -> Result<Request, String> {
     let goal = args.goal.trim();
     if goal.is_empty() {
         return Err("the goal is empty".to_owned());
@@ -67,11 +105,6 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
     if args.criteria.iter().any(|c| c.trim().is_empty()) {
         return Err("--criteria: a criterion is empty".to_owned());
     }
-    let workspace = match (&args.workspace, &args.session) {
-        (Some(dir), _) => Some(canonical_dir(dir)?),
-        (None, Some(_)) => None,
-        (None, None) => Some(canonical_dir(Path::new("."))?),
-    };
     let defaults = Budgets::default();
     let budgets = Budgets {
         max_turns: positive(args.max_turns, "--max-turns")?.unwrap_or(defaults.max_turns),
@@ -80,20 +113,14 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
         max_tokens: positive(args.max_tokens, "--max-tokens")?.unwrap_or(defaults.max_tokens),
         max_wall_clock_ms: args.timeout.unwrap_or(defaults.max_wall_clock_ms),
     };
-    Ok(Prepared {
-        workspace,
-        start: StartRun {
-            goal: goal.to_owned(),
-            success_criteria: args.criteria.iter().map(|c| c.trim().to_owned()).collect(),
-            mode: match args.mode {
-                Mode::Build => RunMode::Build,
-                Mode::Plan => RunMode::Plan,
-            },
-            budgets,
-            provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
-            instructions: None,
-            subagent_models: None,
+    Ok(Request {
+        goal: goal.to_owned(),
+        success_criteria: args.criteria.iter().map(|c| c.trim().to_owned()).collect(),
+        mode: match args.mode {
+            Mode::Build => RunMode::Build,
+            Mode::Plan => RunMode::Plan,
         },
+        budgets,
     })
 }
 
@@ -104,7 +131,7 @@ fn positive<T: PartialEq + Default>(value: Option<T>, flag: &str) -> Result<Opti
     }
 }
 
-fn canonical_dir(dir: &Path) -> Result<std::path::PathBuf, String> {
+pub(super) fn canonical_dir(dir: &Path) -> Result<std::path::PathBuf, String> {
     let path = dir
         .canonicalize()
         .map_err(|e| format!("--workspace {}: {e}", dir.display()))?;
@@ -140,6 +167,65 @@ fn model(
         config.base_url = Some(url.trim().to_owned());
     }
     paddock_models::build(&config).map_err(|e| format!("--model {spec}: {}", error_chain(&e)))
+}
+
+/// One `--subagent-model KEY=SPEC`: the key, the spec, and `--base-url`
+/// when the spec is of `--model`'s provider. `flag` names the entry in errors.
+pub(super) struct SubagentEntry<'a> {
+    pub flag: String,
+    pub key: &'a str,
+    pub spec: &'a str,
+    pub base_url: Option<&'a str>,
+}
+
+/// The `--subagent-model` entries, checked, the same here and on a server.
+pub(super) fn subagent_entries(args: &GoalArgs) -> Result<Vec<SubagentEntry<'_>>, String> {
+    if args.subagent_models.is_empty() {
+        return Ok(Vec::new());
+    }
+    let parent = paddock_models::parse_spec(&args.model)
+        .map_err(|e| format!("--model: {e}"))?
+        .provider;
+    let mut entries = Vec::with_capacity(args.subagent_models.len());
+    for entry in &args.subagent_models {
+        let flag = format!("--subagent-model {entry}");
+        let (key, spec) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("{flag}: expected KEY=SPEC (explore=scripted:explore.json)"))?;
+        let (key, spec) = (key.trim(), spec.trim());
+        if key.is_empty() {
+            return Err(format!(
+                "{flag}: the key is empty (a task id or a profile: explore, plan, review, build)"
+            ));
+        }
+        let provider = paddock_models::parse_spec(spec)
+            .map_err(|e| format!("{flag}: {e}"))?
+            .provider;
+        let base_url = args.base_url.as_deref().filter(|_| provider == parent);
+        entries.push(SubagentEntry {
+            flag,
+            key,
+            spec,
+            base_url,
+        });
+    }
+    Ok(entries)
+}
+
+/// The models of `--subagent-model KEY=SPEC`; `--base-url` applies to the
+/// specs of `--model`'s provider.
+fn subagent_models(args: &GoalArgs) -> Result<Option<Arc<dyn SubagentModels>>, String> {
+    let entries = subagent_entries(args)?;
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let mut models = ModelsByKey::new();
+    for entry in entries {
+        let model =
+            model(entry.spec, entry.base_url, None).map_err(|e| format!("{}: {e}", entry.flag))?;
+        models.insert(entry.key, model);
+    }
+    Ok(Some(Arc::new(models)))
 }
 
 /// The session to run in: `--session`, or a new one in the workspace.
@@ -184,7 +270,7 @@ async fn session_for(
         .map_err(|e| Usage(format!("creating a session: {}", error_chain(&e))))
 }
 
-fn title(goal: &str) -> String {
+pub(super) fn title(goal: &str) -> String {
     let line = goal.lines().next().unwrap_or_default().trim();
     match line.char_indices().nth(TITLE_CHARS) {
         Some((end, _)) => format!("{}...", &line[..end]),
@@ -260,6 +346,14 @@ async fn drive(
     if let Some(task) = cancelling {
         let _ = task.await;
     }
+    let total = runtime.total_usage(&run).await.unwrap_or_else(|err| {
+        logging::note(format_args!(
+            "paddock: reading the subagents' usage: {}",
+            error_chain(&err)
+        ));
+        run.usage
+    });
+    let run = paddock_api::service::RunView::new(&run, total);
     let code = exit::for_run(&run);
     match format {
         Format::Human => render::print_result(&mut stdout, &run, session.id.as_str()),

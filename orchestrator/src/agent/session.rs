@@ -10,6 +10,7 @@ use paddock_api::service::sessions::fork_title;
 use paddock_api::service::{RunView, SessionView};
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::store::{MAX_PAGE, Page, Run, Session};
+use paddock_runtime::Runtime;
 use paddock_runtime::events::Event;
 use serde_json::json;
 
@@ -94,7 +95,7 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
             let runs = runtime.list_runs(tenant, &id).await?;
             print_show(
                 &with_memory(local, &session).await?,
-                &run_views(&runs),
+                &run_views(runtime, &runs).await?,
                 json,
             )?;
         }
@@ -262,8 +263,21 @@ fn summary_line(session: &SessionView) -> Option<String> {
     Some(line.chars().take(100).collect())
 }
 
-fn run_views(runs: &[Run]) -> Vec<RunView> {
-    runs.iter().map(RunView::from).collect()
+pub(super) async fn run_views(runtime: &Runtime, runs: &[Run]) -> anyhow::Result<Vec<RunView>> {
+    let mut views = Vec::with_capacity(runs.len());
+    for run in runs {
+        views.push(run_view(runtime, run).await?);
+    }
+    Ok(views)
+}
+
+/// The run as the API shows it, with its subagents' usage in `total_usage`.
+pub(super) async fn run_view(runtime: &Runtime, run: &Run) -> anyhow::Result<RunView> {
+    let total = runtime
+        .total_usage(run)
+        .await
+        .context("reading the subagents' usage")?;
+    Ok(RunView::new(run, total))
 }
 
 pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()> {
@@ -358,12 +372,13 @@ pub fn print_show(session: &SessionView, runs: &[RunView], json: bool) -> anyhow
             .map_or("-".to_owned(), |r| r.verdict.to_string());
         let end = run.end_reason.map_or("-".to_owned(), |r| r.to_string());
         println!(
-            "  {}  {:<9}  {:<15}  {:<7}  {}  {}",
+            "  {}  {:<9}  {:<15}  {:<7}  {}  {:>9}  {}",
             run.id,
             run.state.as_str(),
             end,
             verdict,
             run.mode,
+            format!("{} tok", run.total_usage.tokens()),
             run.goal.lines().next().unwrap_or_default()
         );
     }

@@ -49,6 +49,7 @@ async fn stream_or_json(client: &ApiClient, args: ExecArgs) -> anyhow::Result<u8
             .json(client.request(Method::POST, &url).json(&body))
             .await?;
         print_json(&result)?;
+        note_exit(&result);
         return Ok(exit_code(&result));
     }
     body["output_encoding"] = json!("base64");
@@ -130,10 +131,16 @@ fn note_exit(result: &Value) {
             "paddock: the output went past the server's cap; the rest was dropped"
         ));
     }
+    if result["oom_killed"] == true {
+        logging::note(format_args!(
+            "paddock: {}",
+            crate::sandbox::exit::oom_sentence(None, "--memory when creating the sandbox")
+        ));
+    }
 }
 
 /// The exit code, 128 + the signal, or 124 when the timeout killed it.
-fn exit_code(result: &Value) -> u8 {
+pub(super) fn exit_code(result: &Value) -> u8 {
     if result["timed_out"] == true {
         return EXIT_TIMED_OUT;
     }
@@ -148,12 +155,12 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-fn base64_encode(bytes: &[u8]) -> String {
+pub(super) fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-fn base64_decode(text: &str) -> anyhow::Result<Vec<u8>> {
+pub(super) fn base64_decode(text: &str) -> anyhow::Result<Vec<u8>> {
     use base64::Engine as _;
     Ok(base64::engine::general_purpose::STANDARD.decode(text)?)
 }

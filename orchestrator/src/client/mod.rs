@@ -4,8 +4,10 @@
 
 mod exec;
 mod files;
+mod process;
 mod sandbox;
 mod snapshot;
+pub mod sse;
 mod workspace;
 
 use anyhow::{Context, bail};
@@ -13,13 +15,20 @@ use reqwest::{Method, RequestBuilder, Response};
 use serde_json::Value;
 
 pub use files::files;
+pub use process::process;
 pub use sandbox::{create, info, ls, rm};
 pub use snapshot::snapshot;
-pub use workspace::workspace;
+pub use workspace::{PackRefused, upload_dir, workspace};
 
 pub use exec::exec;
 
 use crate::cli::ServerArgs;
+
+/// How long connecting to the server may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Longest silence on an open connection: event streams send a keep-alive
+/// every 15 s, and a cancel answers once the run ended.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 #[derive(Debug, Clone)]
 pub struct ApiClient {
@@ -38,10 +47,15 @@ impl ApiClient {
         if !base.starts_with("http://") && !base.starts_with("https://") {
             bail!("--server {server:?}: expected an http:// or https:// URL");
         }
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            .build()
+            .context("setting up the HTTP client")?;
         Ok(Self {
             base,
             token: args.token.clone(),
-            http: reqwest::Client::new(),
+            http,
         })
     }
 
@@ -56,10 +70,16 @@ impl ApiClient {
     /// Sends and answers the response when its status is a success; otherwise
     /// the server's `{error: {code, message}}` as the error.
     pub async fn send(&self, request: RequestBuilder) -> anyhow::Result<Response> {
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("connecting to {}", self.base))?;
+        let response = request.send().await.map_err(|err| {
+            if err.is_connect() {
+                anyhow::Error::new(err).context(format!(
+                    "cannot reach the server at {} (is `paddock serve` running there?)",
+                    self.base
+                ))
+            } else {
+                anyhow::Error::new(err).context(format!("talking to {}", self.base))
+            }
+        })?;
         if response.status().is_success() {
             return Ok(response);
         }

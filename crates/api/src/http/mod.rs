@@ -20,6 +20,7 @@ mod sandboxes;
 mod sessions;
 mod snapshots;
 mod transport;
+mod workspace_archive;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,6 +110,7 @@ pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptio
     };
     routes()
         .router
+        .merge(paddock_console::router())
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
@@ -173,6 +175,8 @@ fn routes() -> Routes {
         .get("/v1/openapi.json", meta::openapi)
         .post("/v1/workspaces", sandboxes::create_workspace)
         .get("/v1/workspaces", sandboxes::list_workspaces)
+        .post("/v1/workspaces/import", workspace_archive::import)
+        .get("/v1/workspaces/{id}/archive", workspace_archive::archive)
         .get("/v1/workspaces/{id}", sandboxes::get_workspace)
         .delete("/v1/workspaces/{id}", sandboxes::delete_workspace)
         .post("/v1/sandboxes", sandboxes::create_sandbox)

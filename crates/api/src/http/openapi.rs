@@ -12,7 +12,10 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
-use super::{events, exec, files, memory, meta, processes, runs, sandboxes, sessions, snapshots};
+use super::{
+    events, exec, files, memory, meta, processes, runs, sandboxes, sessions, snapshots,
+    workspace_archive,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -30,6 +33,8 @@ use super::{events, exec, files, memory, meta, processes, runs, sandboxes, sessi
         sandboxes::list_workspaces,
         sandboxes::get_workspace,
         sandboxes::delete_workspace,
+        workspace_archive::import,
+        workspace_archive::archive,
         sandboxes::create_sandbox,
         sandboxes::list_sandboxes,
         sandboxes::get_sandbox,

@@ -188,7 +188,7 @@ pub(super) async fn delete_sandbox(
     Ok(Json(state.service.delete_sandbox(&tenant, &id).await?))
 }
 
-fn workspace_id(raw: &str) -> Result<WorkspaceId, ApiError> {
+pub(super) fn workspace_id(raw: &str) -> Result<WorkspaceId, ApiError> {
     WorkspaceId::parse(raw)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }

@@ -183,6 +183,17 @@ pub(super) async fn import(
     ApiQuery(limits): ApiQuery<ImportSnapshot>,
     body: Body,
 ) -> Result<(StatusCode, Json<SnapshotView>), ApiError> {
+    let mut reader = capped_body(body);
+    let view = state
+        .service
+        .import_snapshot(&tenant, limits, &mut reader)
+        .await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// An uploaded archive's body as a reader that fails once it passed
+/// [`MAX_IMPORT_BYTES`].
+pub(super) fn capped_body(body: Body) -> impl tokio::io::AsyncRead + Send + Unpin {
     let mut seen = 0u64;
     let stream = body
         .into_data_stream()
@@ -197,12 +208,7 @@ pub(super) async fn import(
                 Ok(chunk)
             })
         });
-    let mut reader = StreamReader::new(stream);
-    let view = state
-        .service
-        .import_snapshot(&tenant, limits, &mut reader)
-        .await?;
-    Ok((StatusCode::CREATED, Json(view)))
+    StreamReader::new(stream)
 }
 
 fn snapshot_id(raw: &str) -> Result<SnapshotId, ApiError> {

@@ -24,6 +24,7 @@ mod reconcile;
 pub mod sessions;
 mod snapshots;
 mod views;
+mod workspace_archive;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -56,6 +57,7 @@ pub use views::{
     ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView, ProcessView,
     SandboxView, SearchView, StoredSpec, WorkspaceView,
 };
+pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
 use commands::{CreateSandbox, CreateWorkspace};
 use live::Live;

@@ -778,7 +778,10 @@ impl SandboxService {
 }
 
 /// Limits a caller may set on a snapshot or an import: at least 1, at most the ceilings.
-fn check_limits(max_files: Option<u64>, max_bytes: Option<u64>) -> Result<(), ServiceError> {
+pub(super) fn check_limits(
+    max_files: Option<u64>,
+    max_bytes: Option<u64>,
+) -> Result<(), ServiceError> {
     for (field, value, ceiling) in [
         ("max_files", max_files, MAX_SNAPSHOT_FILES),
         ("max_bytes", max_bytes, MAX_SNAPSHOT_BYTES),
@@ -803,7 +806,7 @@ fn import_limits(snapshot: &SnapshotRecord) -> SnapshotImportOptions {
     }
 }
 
-fn unpack_options(
+pub(super) fn unpack_options(
     max_files: Option<u64>,
     max_bytes: Option<u64>,
 ) -> paddock_snapshot::UnpackOptions {

@@ -46,6 +46,61 @@ impl fmt::Display for Timestamp {
     }
 }
 
+impl Timestamp {
+    /// Reads back what [`fmt::Display`] writes (`2023-11-14T22:13:20.123Z`);
+    /// None for anything else.
+    pub fn parse_rfc3339(text: &str) -> Option<Self> {
+        let b = text.as_bytes();
+        if b.len() != 24 || b[23] != b'Z' {
+            return None;
+        }
+        for (i, sep) in [
+            (4, b'-'),
+            (7, b'-'),
+            (10, b'T'),
+            (13, b':'),
+            (16, b':'),
+            (19, b'.'),
+        ] {
+            if b[i] != sep {
+                return None;
+            }
+        }
+        let num = |from: usize, to: usize| -> Option<i64> {
+            let part = text.get(from..to)?;
+            part.bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| part.parse().ok())?
+        };
+        let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+        let (hour, minute, second, millis) =
+            (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?);
+        if !(1..=12).contains(&month)
+            || !(1..=31).contains(&day)
+            || hour > 23
+            || minute > 59
+            || second > 59
+        {
+            return None;
+        }
+        let days = days_from_civil(year, month, day);
+        Some(Self(
+            days * 86_400_000 + ((hour * 60 + minute) * 60 + second) * 1000 + millis,
+        ))
+    }
+}
+
+/// (year, month, day) to days since 1970-01-01 (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
 /// calendar (Howard Hinnant's `civil_from_days`).
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
@@ -136,6 +191,20 @@ mod tests {
         assert_eq!(shown(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
         assert_eq!(shown(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(shown(-1), "1969-12-31T23:59:59.999Z");
+        for ms in [0, 1_700_000_000_123, 951_782_400_000, -1, 4_102_444_800_999] {
+            assert_eq!(
+                Timestamp::parse_rfc3339(&shown(ms)),
+                Some(Timestamp::from_millis(ms))
+            );
+        }
+        for bad in [
+            "",
+            "2023-11-14 22:13:20.123Z",
+            "2023-13-14T22:13:20.123Z",
+            "2023-11-14T22:13:20.12xZ",
+        ] {
+            assert_eq!(Timestamp::parse_rfc3339(bad), None, "{bad}");
+        }
     }
 
     #[test]
