@@ -254,8 +254,13 @@ async fn a_failing_summary_call_falls_back_and_the_run_completes() {
     for c in &compacted {
         assert_eq!(c["fallback"], true, "{c}");
         assert!(c["error"].as_str().unwrap().contains("overloaded"), "{c}");
+        // a fallback summary is longer than the script's: it fits the
+        // effective window, not always half of it (the tool schemas alone
+        // take ~3.6k tokens of the 8k)
+        let after = c["tokens_after"].as_u64().unwrap();
+        assert!(after < c["tokens_before"].as_u64().unwrap(), "{c}");
         assert!(
-            c["tokens_after"].as_u64().unwrap() < u64::from(WINDOW) / 2,
+            after <= ContextProfile::for_window(WINDOW).compaction_threshold(),
             "{c}"
         );
     }

@@ -240,7 +240,7 @@ pub(crate) fn fallback(history: &[Message], goal: &str) -> String {
             ContentPart::ToolResult(r) => Some(format!(
                 "- {}{}",
                 if r.is_error { "error: " } else { "" },
-                strip(&r.content.replace('\n', " "), 160)
+                strip(&r.content.replace('\n', " "), 100)
             )),
             _ => None,
         })
@@ -267,7 +267,7 @@ pub(crate) fn fallback(history: &[Message], goal: &str) -> String {
         history.len()
     ));
     done.extend(
-        calls[calls.len().saturating_sub(5)..]
+        calls[calls.len().saturating_sub(3)..]
             .iter()
             .map(|c| format!("- {}", render_call(c))),
     );
