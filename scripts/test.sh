@@ -27,6 +27,10 @@ command -v python3 >/dev/null || missing+=(python3)
 command -v git >/dev/null || missing+=(git)
 command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 command -v zstd >/dev/null || missing+=(zstd)
+# The egress proxy's namespaces and redirect rules (ip netns, iptables-restore),
+# and the network tests' clients inside sandboxes (curl, getent).
+command -v iptables-restore >/dev/null || missing+=(iptables)
+command -v curl >/dev/null || missing+=(curl)
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "==> installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -134,6 +134,9 @@ pub enum Command {
     /// Agent sessions: list, show, rename, archive, fork, read events
     /// (local data dir, or the server of --server).
     Session(SessionCli),
+    /// Project memory kept across sessions: list, search, add, show,
+    /// approve a proposed record, remove (local data dir).
+    Memory(MemoryCli),
 }
 
 /// `paddock files` and the server it talks to.
@@ -161,6 +164,85 @@ pub struct WorkspaceCli {
     pub server: ServerArgs,
     #[command(subcommand)]
     pub command: WorkspaceCommand,
+}
+
+/// `paddock memory`, on this host's data dir.
+#[derive(Debug, Args)]
+pub struct MemoryCli {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(subcommand)]
+    pub command: MemoryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// List records, newest first.
+    Ls {
+        /// The tenant's records and this directory's workspace's.
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Only this kind: preference, convention, pitfall, fact, rule.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Include records runs proposed and nobody approved yet.
+        #[arg(long)]
+        proposed: bool,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search records by words, best first (relevance and recency).
+    Search {
+        query: String,
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a record (for the tenant, or with --workspace for one workspace).
+    Add {
+        text: String,
+        /// preference, convention, pitfall, fact or rule.
+        #[arg(long, default_value = "fact")]
+        kind: String,
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// A record (mem_...) this one replaces.
+        #[arg(long, value_name = "ID")]
+        supersedes: Option<String>,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a record.
+    Show {
+        id: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a record a run proposed active.
+    Approve {
+        id: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a record.
+    Rm {
+        id: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+    },
 }
 
 /// `paddock process` and the server it talks to.
@@ -331,6 +413,11 @@ pub struct GoalArgs {
     /// Applies to --subagent-model specs of the same provider too.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The model's context window in tokens, instead of its profile's (an
+    /// unknown OpenAI-compatible model is taken to have 32768); compaction
+    /// starts at 90% of what it leaves for the request.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u32>,
     /// The model of some subagents (repeatable): KEY is a task id or a
     /// profile (explore, plan, review, build), a task id winning; SPEC as
     /// for --model. Other subagents use --model. Each child replays a

@@ -140,6 +140,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     let models = ModelPolicy {
         allowed_base_urls: config.model_base_urls.clone(),
         scratch_dir: Some(data.join("tmp")),
+        context_window: config.model_context_window,
     };
     let agents = AgentService::new(runtime, models, root.child_token());
 

@@ -131,6 +131,7 @@ async fn tenants_never_see_each_other(db: Db) -> Result<()> {
             || template.starts_with("/v1/snapshots")
             || template.starts_with("/v1/sessions")
             || template.starts_with("/v1/runs")
+            || template.starts_with("/v1/memory")
         {
             continue;
         }
@@ -684,7 +685,7 @@ fn the_openapi_document_lists_exactly_the_routes() -> Result<()> {
         .collect();
     let routed: BTreeSet<(String, String)> =
         paddock_api::http::registered_routes().into_iter().collect();
-    assert_eq!(routed.len(), 43, "{routed:?}");
+    assert_eq!(routed.len(), 49, "{routed:?}");
     assert_eq!(
         documented.difference(&routed).collect::<Vec<_>>(),
         Vec::<&(String, String)>::new(),
@@ -767,7 +768,7 @@ fn every_operation_documents_its_error_answers() -> Result<()> {
 /// server refuses.
 #[test]
 fn id_patterns_refuse_what_the_server_refuses() -> Result<()> {
-    use paddock_core::ids::{RunId, SessionId, SnapshotId, WorkspaceId};
+    use paddock_core::ids::{MemoryId, RunId, SessionId, SnapshotId, WorkspaceId};
     use paddock_core::sandbox::SandboxId;
 
     let doc = document()?;
@@ -777,6 +778,7 @@ fn id_patterns_refuse_what_the_server_refuses() -> Result<()> {
         SessionId::generate().to_string(),
         RunId::generate().to_string(),
         SnapshotId::generate().to_string(),
+        MemoryId::generate().to_string(),
     ];
     let mut candidates = valid.clone();
     for id in &valid {
@@ -801,12 +803,13 @@ fn id_patterns_refuse_what_the_server_refuses() -> Result<()> {
     candidates.push(format!("ses_{}", "g".repeat(32)));
 
     type Parse = fn(&str) -> bool;
-    let parsers: [(&str, Parse); 5] = [
+    let parsers: [(&str, Parse); 6] = [
         ("SandboxId", |s| SandboxId::parse(s).is_ok()),
         ("WorkspaceId", |s| WorkspaceId::parse(s).is_ok()),
         ("SessionId", |s| SessionId::parse(s).is_ok()),
         ("RunId", |s| RunId::parse(s).is_ok()),
         ("SnapshotId", |s| SnapshotId::parse(s).is_ok()),
+        ("MemoryId", |s| MemoryId::parse(s).is_ok()),
     ];
     let mut checked = BTreeSet::new();
     for (method, path, op) in operations(&doc) {

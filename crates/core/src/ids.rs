@@ -169,6 +169,13 @@ prefixed_id!(
     "tool invocation"
 );
 
+prefixed_id!(
+    /// Names one project memory record.
+    MemoryId,
+    "mem",
+    "memory"
+);
+
 /// Names a tenant. Tenants come from configuration (each API token is scoped to
 /// one), so the id is a short slug chosen by the operator, not a generated UUID.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -13,12 +13,15 @@ mod event;
 mod message;
 mod port;
 mod price;
+mod profile;
 
 pub use config::{ModelConfig, ProviderKind};
 pub use error::{BoxError, ModelError};
 pub use event::{ModelEvent, ModelResponse, ResponseAssembler, StopReason, Usage};
 pub use message::{
-    ContentPart, Message, ModelRequest, Role, ToolCall, ToolResult, ToolSchema, estimate_tokens,
+    ContentPart, Message, ModelRequest, RequestPurpose, Role, ToolCall, ToolResult, ToolSchema,
+    estimate_tokens,
 };
 pub use port::{ModelProvider, ModelStream, collect};
 pub use price::{MICRO_USD_PER_USD, Price, PriceError, Prices, Usd, usd_to_micro};
+pub use profile::{AFTER_COMPACTION_PERCENT, COMPACT_AT_PERCENT, ContextProfile, TAIL_PERCENT};

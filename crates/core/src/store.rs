@@ -47,6 +47,7 @@ mod agent;
 mod clock;
 mod error;
 mod lease;
+mod memory;
 mod port;
 mod records;
 mod run;
@@ -58,6 +59,10 @@ pub use agent::{
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use error::{BoxError, StoreError};
 pub use lease::Lease;
+pub use memory::{
+    Compaction, MEMORY_TEXT_MAX, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus,
+    SessionMemory, StoredSessionMemory,
+};
 pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
 pub use records::{
     SandboxRecord, SandboxState, Session, SessionStatus, SnapshotRecord, Tenant, Workspace,

@@ -4,7 +4,9 @@
 mod decode;
 mod request;
 
-use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream};
+use paddock_core::model::{
+    ContextProfile, ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream,
+};
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +25,7 @@ pub struct AnthropicProvider {
     name: String,
     model: String,
     context_window: u32,
+    profile: ContextProfile,
     transport: Transport,
 }
 
@@ -49,6 +52,7 @@ impl AnthropicProvider {
             name: config.label(),
             model: config.model.clone(),
             context_window: config.context_window,
+            profile: crate::profiles::profile_of(config),
             transport: Transport::new(url, headers)?,
         })
     }
@@ -66,6 +70,10 @@ impl ModelProvider for AnthropicProvider {
 
     fn context_window(&self) -> u32 {
         self.context_window
+    }
+
+    fn context_profile(&self) -> ContextProfile {
+        self.profile
     }
 
     fn stream(&self, request: &ModelRequest, cancel: CancellationToken) -> ModelStream {

@@ -9,19 +9,18 @@ use crate::anthropic::AnthropicProvider;
 use crate::endpoint;
 use crate::key::ApiKey;
 use crate::openai::OpenAiProvider;
+use crate::profiles::known_profile;
 use crate::scripted::ScriptedProvider;
 
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const ANTHROPIC_KEY_ENV: &str = "ANTHROPIC_API_KEY";
-pub const OPENAI_CONTEXT_WINDOW: u32 = 128_000;
-pub const ANTHROPIC_CONTEXT_WINDOW: u32 = 200_000;
-pub const SCRIPTED_CONTEXT_WINDOW: u32 = 128_000;
 
 /// Parses `scripted:FILE`, `openai:MODEL` or `anthropic:MODEL` into a config
-/// with that provider's defaults (public base URL, key variable, context
-/// window); the caller overrides fields as configured.
+/// with that provider's defaults (public base URL, key variable) and the
+/// model's context window from the profile table (an unknown OpenAI-compatible
+/// model gets a conservative 32k); the caller overrides fields as configured.
 pub fn parse_spec(spec: &str) -> Result<ModelConfig, ModelError> {
     let invalid = |reason: &str| ModelError::Config {
         reason: format!("model {spec:?}: {reason}"),
@@ -34,19 +33,12 @@ pub fn parse_spec(spec: &str) -> Result<ModelConfig, ModelError> {
     if model.trim().is_empty() {
         return Err(invalid("the model (or script file) is empty"));
     }
-    let (base_url, api_key_env, context_window) = match provider {
-        ProviderKind::OpenAi => (
-            Some(OPENAI_BASE_URL),
-            Some(OPENAI_KEY_ENV),
-            OPENAI_CONTEXT_WINDOW,
-        ),
-        ProviderKind::Anthropic => (
-            Some(ANTHROPIC_BASE_URL),
-            Some(ANTHROPIC_KEY_ENV),
-            ANTHROPIC_CONTEXT_WINDOW,
-        ),
-        ProviderKind::Scripted => (None, None, SCRIPTED_CONTEXT_WINDOW),
+    let (base_url, api_key_env) = match provider {
+        ProviderKind::OpenAi => (Some(OPENAI_BASE_URL), Some(OPENAI_KEY_ENV)),
+        ProviderKind::Anthropic => (Some(ANTHROPIC_BASE_URL), Some(ANTHROPIC_KEY_ENV)),
+        ProviderKind::Scripted => (None, None),
     };
+    let context_window = known_profile(provider, model).context_window;
     Ok(ModelConfig {
         provider,
         model: model.to_owned(),

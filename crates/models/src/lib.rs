@@ -10,6 +10,7 @@ mod factory;
 mod http;
 mod key;
 mod openai;
+mod profiles;
 mod retry;
 mod scripted;
 mod sse;
@@ -17,12 +18,15 @@ mod sse;
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider, DEFAULT_MAX_TOKENS};
 pub use endpoint::{api_root, same_api};
 pub use factory::{
-    ANTHROPIC_BASE_URL, ANTHROPIC_CONTEXT_WINDOW, ANTHROPIC_KEY_ENV, OPENAI_BASE_URL,
-    OPENAI_CONTEXT_WINDOW, OPENAI_KEY_ENV, SCRIPTED_CONTEXT_WINDOW, build, build_with_env,
+    ANTHROPIC_BASE_URL, ANTHROPIC_KEY_ENV, OPENAI_BASE_URL, OPENAI_KEY_ENV, build, build_with_env,
     parse_spec,
 };
 pub use key::ApiKey;
 pub use openai::OpenAiProvider;
+pub use profiles::{
+    ANTHROPIC_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW, SCRIPTED_CONTEXT_WINDOW,
+    UNKNOWN_OPENAI_CONTEXT_WINDOW, known_profile, profile_of,
+};
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedProvider;
 

@@ -4,7 +4,9 @@
 mod decode;
 mod request;
 
-use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream};
+use paddock_core::model::{
+    ContextProfile, ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream,
+};
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +20,7 @@ pub struct OpenAiProvider {
     name: String,
     model: String,
     context_window: u32,
+    profile: ContextProfile,
     transport: Transport,
 }
 
@@ -40,6 +43,7 @@ impl OpenAiProvider {
             name: config.label(),
             model: config.model.clone(),
             context_window: config.context_window,
+            profile: crate::profiles::profile_of(config),
             transport: Transport::new(url, headers)?,
         })
     }
@@ -57,6 +61,10 @@ impl ModelProvider for OpenAiProvider {
 
     fn context_window(&self) -> u32 {
         self.context_window
+    }
+
+    fn context_profile(&self) -> ContextProfile {
+        self.profile
     }
 
     fn stream(&self, request: &ModelRequest, cancel: CancellationToken) -> ModelStream {

@@ -10,6 +10,12 @@
 //! Each call consumes the next turn, whatever the request says. Tool call ids
 //! are `call_<turn>_<n>` (both 1-based), so transcripts are reproducible.
 //! Without `usage`, a turn reports the request's and its own token estimates.
+//!
+//! A turn marked `"summary": true` answers a compaction's summary request
+//! ([`RequestPurpose::Summary`]) instead: summary requests consume the
+//! summary turns in order and agent turns the others, so a script reads in
+//! the order things happen. A turn with `"error": "..."` fails its call with
+//! that message (a summary call that fails, say).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
 use paddock_core::model::{
-    ModelError, ModelEvent, ModelProvider, ModelRequest, ModelStream, StopReason, ToolCall, Usage,
-    estimate_tokens,
+    ModelError, ModelEvent, ModelProvider, ModelRequest, ModelStream, RequestPurpose, StopReason,
+    ToolCall, Usage, estimate_tokens,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -39,6 +45,12 @@ struct Turn {
     tool_calls: Vec<ScriptedCall>,
     #[serde(default)]
     usage: Option<Usage>,
+    /// Answers a summary request, not an agent turn.
+    #[serde(default)]
+    summary: bool,
+    /// The call fails with this provider error instead of answering.
+    #[serde(default)]
+    error: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -59,7 +71,9 @@ pub struct ScriptedProvider {
     path: PathBuf,
     context_window: u32,
     turns: Vec<Turn>,
+    summaries: Vec<Turn>,
     next: AtomicUsize,
+    next_summary: AtomicUsize,
 }
 
 impl ScriptedProvider {
@@ -76,6 +90,11 @@ impl ScriptedProvider {
             };
         let script: Script = serde_json::from_str(&text).map_err(|e| invalid(Box::new(e)))?;
         for (index, turn) in script.turns.iter().enumerate() {
+            if turn.summary && !turn.tool_calls.is_empty() {
+                return Err(invalid(
+                    format!("turn {}: a summary turn has no tool calls", index + 1).into(),
+                ));
+            }
             for call in &turn.tool_calls {
                 if call.name.trim().is_empty() {
                     return Err(invalid(
@@ -84,12 +103,15 @@ impl ScriptedProvider {
                 }
             }
         }
+        let (summaries, turns) = script.turns.into_iter().partition(|t| t.summary);
         Ok(Self {
             name: format!("scripted:{}", path.display()),
             path: path.to_owned(),
             context_window,
-            turns: script.turns,
+            turns,
+            summaries,
             next: AtomicUsize::new(0),
+            next_summary: AtomicUsize::new(0),
         })
     }
 
@@ -100,21 +122,27 @@ impl ScriptedProvider {
             path: self.path.clone(),
             context_window: self.context_window,
             turns: self.turns.clone(),
+            summaries: self.summaries.clone(),
             next: AtomicUsize::new(0),
+            next_summary: AtomicUsize::new(0),
         }
     }
 
-    /// Turns not consumed yet.
+    /// Agent turns not consumed yet.
     pub fn remaining(&self) -> usize {
         self.turns
             .len()
             .saturating_sub(self.next.load(Ordering::SeqCst))
     }
 
-    fn events(&self, index: usize, request: &ModelRequest) -> Vec<ModelEvent> {
-        let Some(turn) = self.turns.get(index) else {
-            return Vec::new();
-        };
+    /// Summary turns consumed so far.
+    pub fn summaries_answered(&self) -> usize {
+        self.next_summary
+            .load(Ordering::SeqCst)
+            .min(self.summaries.len())
+    }
+
+    fn events(turn: &Turn, index: usize, request: &ModelRequest) -> Vec<ModelEvent> {
         let mut events = Vec::new();
         if !turn.text.is_empty() {
             events.push(ModelEvent::TextDelta {
@@ -176,17 +204,28 @@ impl ModelProvider for ScriptedProvider {
         if cancel.is_cancelled() {
             return futures_util::stream::iter([Err(ModelError::Cancelled)]).boxed();
         }
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
-        if index >= self.turns.len() {
+        let (turns, next) = match request.purpose {
+            RequestPurpose::Turn => (&self.turns, &self.next),
+            RequestPurpose::Summary => (&self.summaries, &self.next_summary),
+        };
+        let index = next.fetch_add(1, Ordering::SeqCst);
+        let Some(turn) = turns.get(index) else {
             let error = ModelError::ScriptExhausted {
                 path: self.path.clone(),
                 turn: index + 1,
-                available: self.turns.len(),
+                available: turns.len(),
+            };
+            return futures_util::stream::iter([Err(error)]).boxed();
+        };
+        if let Some(message) = &turn.error {
+            let error = ModelError::Provider {
+                kind: "scripted_error".to_owned(),
+                message: message.clone(),
             };
             return futures_util::stream::iter([Err(error)]).boxed();
         }
-        tracing::debug!(model = %self.name, turn = index + 1, "scripted turn");
-        let events = self.events(index, request).into_iter();
+        tracing::debug!(model = %self.name, turn = index + 1, purpose = ?request.purpose, "scripted turn");
+        let events = Self::events(turn, index, request).into_iter();
         futures_util::stream::unfold(Some((events, cancel)), |state| async move {
             let (mut events, cancel) = state?;
             if cancel.is_cancelled() {

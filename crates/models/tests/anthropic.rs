@@ -101,6 +101,7 @@ async fn streams_text_and_usage_and_sends_the_documented_request() -> anyhow::Re
         }],
         max_tokens: None,
         temperature: None,
+        purpose: Default::default(),
     };
 
     let events: Vec<ModelEvent> = drain(provider.stream(&request, CancellationToken::new()))

@@ -131,6 +131,7 @@ async fn streams_text_and_usage_and_sends_the_documented_request() -> anyhow::Re
         }],
         max_tokens: Some(256),
         temperature: Some(0.5),
+        purpose: Default::default(),
     };
 
     let events: Vec<ModelEvent> = drain(provider.stream(&request, CancellationToken::new()))

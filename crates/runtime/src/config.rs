@@ -29,6 +29,8 @@ pub struct RuntimeConfig {
     /// What each model costs: usage and `run.finished` carry the cost, and
     /// a run with a cost limit needs its model's price.
     pub prices: Prices,
+    /// What the end of a run does with the memory candidates it finds.
+    pub memory_review: MemoryReview,
     /// Tells when the process behind a session lease's owner is gone before
     /// the lease expires (a local `paddock run` killed with SIGKILL): recovery
     /// then takes the session over at once. None: only expiry counts.
@@ -51,6 +53,7 @@ impl RuntimeConfig {
             snapshot: SnapshotSettings::default(),
             subagents: SubagentSettings::default(),
             prices: Prices::default(),
+            memory_review: MemoryReview::default(),
             owner_probe: None,
         }
     }
@@ -84,6 +87,19 @@ impl Default for SnapshotSettings {
             request_max: REQUEST_MAX_SNAPSHOT_LIMITS,
         }
     }
+}
+
+/// What the end of a root run does with the project memory it proposes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MemoryReview {
+    /// Stored as active records at once.
+    Auto,
+    /// Stored as proposed records, for a person to approve
+    /// (`paddock memory approve`); not recalled before.
+    #[default]
+    Proposed,
+    /// Not stored.
+    Off,
 }
 
 /// Limits of the subagents a root run may spawn.

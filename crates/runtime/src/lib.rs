@@ -9,8 +9,10 @@
 //! [`subagents`], each in its own session, workspace copy and sandbox.
 
 mod config;
+mod context;
 mod error;
 pub mod events;
+mod memory;
 mod recover;
 mod run;
 mod runtime;
@@ -22,9 +24,12 @@ mod usage;
 mod util;
 mod workspace;
 
-pub use config::{OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings};
+pub use config::{
+    MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings,
+};
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
+pub use memory::NewMemory;
 pub use recover::{RecoveryReport, SkippedRun};
 pub use run::{RunHandle, StartRun, SubagentModels};
 pub use runtime::Runtime;

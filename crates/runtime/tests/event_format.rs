@@ -20,10 +20,10 @@ use paddock_core::store::{
     SubagentProfile, TaskStatus, Verdict,
 };
 use paddock_runtime::events::{
-    CallStatus, Event, EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask,
-    PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
-    SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent,
-    ToolResultEvent,
+    CallStatus, ContextCompacted, ContextCompacting, Event, EventPayload, ModelMessage, OtherEvent,
+    ParentMessage, PlanTask, PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged,
+    SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase,
+    SubagentStatus, ToolCallEvent, ToolResultEvent,
 };
 use serde_json::json;
 use support::Harness;
@@ -69,6 +69,18 @@ const STORED: &[(&str, &str)] = &[
     (
         "model.message",
         r#"{"turn":1,"text":"","tool_calls":[],"usage":null,"compacted":true}"#,
+    ),
+    (
+        "context.compacting",
+        r#"{"tokens_before":6400,"context_window":8192,"threshold":6083,"messages_replaced":41}"#,
+    ),
+    (
+        "context.compacted",
+        r#"{"seq":1,"tokens_before":6400,"tokens_after":2100,"messages_replaced":41,"messages_kept":6,"fallback":false,"error":null,"summary_tokens":380}"#,
+    ),
+    (
+        "context.compacted",
+        r#"{"seq":2,"tokens_before":6300,"tokens_after":2500,"messages_replaced":40,"messages_kept":5,"fallback":true,"error":"model endpoint answered HTTP 503: overloaded","summary_tokens":610}"#,
     ),
     (
         "tool.call",
@@ -257,6 +269,35 @@ fn written() -> Vec<Event> {
             tool_calls: vec![],
             usage: None,
             compacted: true,
+        }
+        .into(),
+        ContextCompacting {
+            tokens_before: 6_400,
+            context_window: 8_192,
+            threshold: 6_083,
+            messages_replaced: 41,
+        }
+        .into(),
+        ContextCompacted {
+            seq: 1,
+            tokens_before: 6_400,
+            tokens_after: 2_100,
+            messages_replaced: 41,
+            messages_kept: 6,
+            fallback: false,
+            error: None,
+            summary_tokens: 380,
+        }
+        .into(),
+        ContextCompacted {
+            seq: 2,
+            tokens_before: 6_300,
+            tokens_after: 2_500,
+            messages_replaced: 40,
+            messages_kept: 5,
+            fallback: true,
+            error: Some("model endpoint answered HTTP 503: overloaded".into()),
+            summary_tokens: 610,
         }
         .into(),
         ToolCallEvent {
@@ -471,7 +512,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 13);
+    assert_eq!(Event::KINDS.len(), 15);
 }
 
 #[test]
@@ -495,6 +536,8 @@ fn payload_types_name_their_stored_kinds() {
         SandboxReady::KIND,
         SandboxStopped::KIND,
         ModelMessage::KIND,
+        ContextCompacting::KIND,
+        ContextCompacted::KIND,
         ToolCallEvent::KIND,
         ToolResultEvent::KIND,
         PlanUpdated::KIND,
@@ -512,6 +555,8 @@ fn payload_types_name_their_stored_kinds() {
             "sandbox.ready",
             "sandbox.stopped",
             "model.message",
+            "context.compacting",
+            "context.compacted",
             "tool.call",
             "tool.result",
             "plan.updated",

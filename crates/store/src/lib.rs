@@ -7,12 +7,14 @@
 //! under `migrations/{sqlite,postgres}` are compiled in and applied by
 //! [`SqlStore::open`].
 
+mod compactions;
 mod engine;
 mod error;
 mod events;
 mod fence;
 mod goals;
 mod leases;
+mod memories;
 mod messages;
 mod migrations;
 mod open;

@@ -139,6 +139,28 @@ pub(crate) async fn list(
     rows.iter().map(read_message).collect()
 }
 
+/// The messages with `seq > after_seq`, in order.
+pub(crate) async fn list_after(
+    store: &SqlStore,
+    tenant: &TenantId,
+    session: &SessionId,
+    after_seq: u64,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    const OP: &str = "list_messages_after";
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        message_columns!(),
+        " FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq"
+    ))
+    .bind(tenant.as_str())
+    .bind(session.as_str())
+    .bind(to_i64("after_seq", after_seq)?)
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db(OP))?;
+    rows.iter().map(read_message).collect()
+}
+
 fn read_message(row: &AnyRow) -> Result<StoredMessage, StoreError> {
     let r = Reader::new(row, "message", "session_id");
     Ok(StoredMessage {

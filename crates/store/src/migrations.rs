@@ -33,13 +33,15 @@ const SQLITE: &[Embedded] = embed!(
     "sqlite",
     "0001_control_plane.sql",
     "0002_agent_runtime.sql",
-    "0003_sandbox_run.sql"
+    "0003_sandbox_run.sql",
+    "0004_memory.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
     "0001_control_plane.sql",
     "0002_agent_runtime.sql",
-    "0003_sandbox_run.sql"
+    "0003_sandbox_run.sql",
+    "0004_memory.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {
@@ -157,6 +159,9 @@ mod tests {
             "plans",
             "tasks",
             "messages",
+            "compactions",
+            "session_memories",
+            "memories",
         ] {
             assert!(sqlite.iter().any(|t| t == required), "missing {required}");
         }

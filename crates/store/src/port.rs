@@ -4,18 +4,22 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::ids::{
-    GoalId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId,
+    GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId,
 };
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Goal, GoalStatus, Lease, NewEvent, Page, Plan, Run, RunEvent, RunUpdate, SandboxRecord,
-    SandboxState, Session, SessionPatch, SnapshotFilter, SnapshotRecord, Store, StoreError,
-    StoredMessage, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page, Plan, Run,
+    RunEvent, RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch, SnapshotFilter,
+    SnapshotRecord, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
+    ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
 use crate::open::SqlStore;
-use crate::{events, goals, leases, messages, plans, records, runs, sessions, snapshots, tools};
+use crate::{
+    compactions, events, goals, leases, memories, messages, plans, records, runs, sessions,
+    snapshots, tools,
+};
 
 #[async_trait]
 impl Store for SqlStore {
@@ -352,5 +356,104 @@ impl Store for SqlStore {
 
     async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError> {
         snapshots::blob_referenced(self, blob_hash).await
+    }
+
+    async fn list_messages_after(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        after_seq: u64,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        messages::list_after(self, tenant, session, after_seq).await
+    }
+
+    async fn record_compaction(
+        &self,
+        lease: &Lease,
+        compaction: &Compaction,
+    ) -> Result<Compaction, StoreError> {
+        compactions::record(self, lease, compaction).await
+    }
+
+    async fn latest_compaction(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Option<Compaction>, StoreError> {
+        compactions::latest(self, tenant, session).await
+    }
+
+    async fn list_compactions(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Compaction>, StoreError> {
+        compactions::list(self, tenant, session).await
+    }
+
+    async fn put_session_memory(
+        &self,
+        lease: &Lease,
+        memory: &StoredSessionMemory,
+    ) -> Result<(), StoreError> {
+        compactions::put_session_memory(self, lease, memory).await
+    }
+
+    async fn get_session_memory(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Option<StoredSessionMemory>, StoreError> {
+        compactions::get_session_memory(self, tenant, session).await
+    }
+
+    async fn create_memory(&self, record: &MemoryRecord) -> Result<(), StoreError> {
+        memories::create(self, record).await
+    }
+
+    async fn get_memory(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<MemoryRecord, StoreError> {
+        memories::get(self, tenant, id).await
+    }
+
+    async fn list_memories(
+        &self,
+        tenant: &TenantId,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        memories::list(self, tenant, filter).await
+    }
+
+    async fn search_memories(
+        &self,
+        tenant: &TenantId,
+        query: &str,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<MemoryRecord>, StoreError> {
+        memories::search(self, tenant, query, filter).await
+    }
+
+    async fn supersede_memory(
+        &self,
+        tenant: &TenantId,
+        old: &MemoryId,
+        new: &MemoryId,
+    ) -> Result<MemoryRecord, StoreError> {
+        memories::supersede(self, tenant, old, new).await
+    }
+
+    async fn approve_memory(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<MemoryRecord, StoreError> {
+        memories::approve(self, tenant, id).await
+    }
+
+    async fn delete_memory(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), StoreError> {
+        memories::delete(self, tenant, id).await
     }
 }

@@ -4,6 +4,7 @@
 
 mod exit;
 mod local;
+mod memory;
 mod owner;
 mod remote;
 mod remote_run;
@@ -13,6 +14,7 @@ mod runs;
 mod session;
 
 pub use exit::EXIT_USAGE;
+pub use memory::memory;
 pub use run::run;
 pub use runs::runs;
 pub use session::session;

@@ -61,7 +61,12 @@ pub async fn run(args: GoalArgs) -> anyhow::Result<u8> {
                     .to_owned(),
             ));
         }
-        let model = model_choice(&args.model, args.base_url.as_deref()).map_err(Failure::Usage)?;
+        let mut model =
+            model_choice(&args.model, args.base_url.as_deref()).map_err(Failure::Usage)?;
+        if let Some(window) = args.context_window {
+            // the server checks it as it checks a request's
+            model["context_window"] = Value::from(window);
+        }
         let mut extra = serde_json::Map::new();
         if let Some(models) = subagent_choices(&args).map_err(Failure::Usage)? {
             extra.insert("subagent_models".to_owned(), models);

@@ -79,6 +79,20 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             let text = message.text.trim();
             (!text.is_empty()).then(|| indent_rest(&format!("[agent] {text}"), "        "))
         }
+        Event::ContextCompacting(c) => Some(format!(
+            "[context] compacting: ~{} tokens of a {}-token window, summarising {} messages",
+            c.tokens_before, c.context_window, c.messages_replaced
+        )),
+        Event::ContextCompacted(c) => Some(format!(
+            "[context] compacted ~{} -> ~{} tokens, {} messages kept{}",
+            c.tokens_before,
+            c.tokens_after,
+            c.messages_kept,
+            match &c.error {
+                Some(error) => format!(" (fallback summary: {error})"),
+                None => String::new(),
+            }
+        )),
         Event::PlanUpdated(update) => Some(plan(&update)),
         Event::ToolCall(call) => Some(format!(
             "[tool] {}",

@@ -91,7 +91,7 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             success_criteria: request.success_criteria,
             mode: request.mode,
             budgets: request.budgets,
-            provider: model(&args.model, args.base_url.as_deref())?,
+            provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
             instructions: None,
             subagent_models: subagent_models(args)?,
             snapshot_limits: snapshot_limits(args)?,
@@ -166,9 +166,24 @@ pub(super) fn canonical_dir(dir: &Path) -> Result<std::path::PathBuf, String> {
     Ok(path)
 }
 
+/// Smaller windows cannot hold the system prompt and the tool schemas.
+const MIN_CONTEXT_WINDOW: u32 = paddock_models::MIN_CONTEXT_WINDOW;
+
 /// The provider of `--model` (and `--base-url`); keys come from the environment.
-fn model(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn ModelProvider>, String> {
+fn model(
+    spec: &str,
+    base_url: Option<&str>,
+    context_window: Option<u32>,
+) -> Result<Arc<dyn ModelProvider>, String> {
     let mut config = paddock_models::parse_spec(spec).map_err(|e| format!("--model: {e}"))?;
+    if let Some(window) = context_window {
+        if window < MIN_CONTEXT_WINDOW {
+            return Err(format!(
+                "--context-window must be at least {MIN_CONTEXT_WINDOW}"
+            ));
+        }
+        config.context_window = window;
+    }
     if let Some(url) = base_url {
         if config.base_url.is_none() {
             return Err(format!("--base-url does not apply to {}", config.provider));
@@ -232,7 +247,7 @@ fn subagent_models(args: &GoalArgs) -> Result<Option<Arc<dyn SubagentModels>>, S
     let mut models = ModelsByKey::new();
     for entry in entries {
         let model =
-            model(entry.spec, entry.base_url).map_err(|e| format!("{}: {e}", entry.flag))?;
+            model(entry.spec, entry.base_url, None).map_err(|e| format!("{}: {e}", entry.flag))?;
         models.insert(entry.key, model);
     }
     Ok(Some(Arc::new(models)))

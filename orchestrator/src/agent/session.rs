@@ -78,7 +78,9 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
                 let sessions = runtime
                     .list_sessions(tenant, workspace.as_ref(), &page)
                     .await?;
-                views.extend(sessions.iter().map(SessionView::from));
+                for session in &sessions {
+                    views.push(with_memory(local, session).await?);
+                }
                 match sessions.last() {
                     Some(last) if sessions.len() >= MAX_PAGE as usize => {
                         page.after = Some(last.id.to_string());
@@ -93,7 +95,7 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
             let session = runtime.get_session(tenant, &id).await?;
             let runs = runtime.list_runs(tenant, &id).await?;
             print_show(
-                &session_view(&session),
+                &with_memory(local, &session).await?,
                 &run_views(runtime, &runs).await?,
                 json,
             )?;
@@ -218,7 +220,7 @@ fn state_change(event: &paddock_core::store::RunEvent) -> Option<String> {
 }
 
 /// The workspace registered for `dir`, if any run used it.
-async fn registered_workspace(
+pub(super) async fn registered_workspace(
     local: &Local,
     dir: &Path,
 ) -> anyhow::Result<Option<paddock_core::ids::WorkspaceId>> {
@@ -238,6 +240,28 @@ fn session_id(raw: &str) -> anyhow::Result<SessionId> {
 
 fn session_view(session: &Session) -> SessionView {
     SessionView::from(session)
+}
+
+/// The session's view with the memory its runs left.
+async fn with_memory(local: &Local, session: &Session) -> anyhow::Result<SessionView> {
+    let mut view = SessionView::from(session);
+    view.memory = local
+        .runtime
+        .session_memory(&local.tenant, &session.id)
+        .await?
+        .map(|stored| stored.memory);
+    Ok(view)
+}
+
+/// The line of a session's summary that says how its last run ended.
+fn summary_line(session: &SessionView) -> Option<String> {
+    let memory = session.memory.as_ref()?;
+    let line = memory
+        .summary
+        .lines()
+        .find(|l| !l.starts_with("Goal:"))
+        .or_else(|| memory.summary.lines().next())?;
+    Some(line.chars().take(100).collect())
 }
 
 pub(super) async fn run_views(runtime: &Runtime, runs: &[Run]) -> anyhow::Result<Vec<RunView>> {
@@ -274,6 +298,9 @@ pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()
             s.created_at,
             printable(&s.title)
         );
+        if let Some(line) = summary_line(s) {
+            println!("{:<36}  {}", "", printable(&line));
+        }
     }
     Ok(())
 }
@@ -315,6 +342,24 @@ pub fn print_show(session: &SessionView, runs: &[RunView], json: bool) -> anyhow
             .map(|r| format!(" at the end of {r}"))
             .unwrap_or_default();
         println!("forked     from {from}{at}");
+    }
+    if let Some(memory) = &session.memory {
+        println!("summary:");
+        for line in memory.summary.lines() {
+            println!("  {}", printable(line));
+        }
+        for (label, items) in [
+            ("open questions", &memory.open_questions),
+            ("next steps", &memory.next_steps),
+            ("workspace facts", &memory.facts),
+        ] {
+            if !items.is_empty() {
+                println!("{label}:");
+                for item in items {
+                    println!("  - {}", printable(item));
+                }
+            }
+        }
     }
     if runs.is_empty() {
         println!("runs       none");

@@ -58,6 +58,10 @@ pub struct ServeConfig {
     /// with a cost limit needs its model's price.
     #[serde(default)]
     pub prices: Vec<String>,
+    /// The context window (tokens) of every model a run request gives none
+    /// for, instead of the model's profile (an unknown OpenAI-compatible
+    /// model is taken to have 32768).
+    pub model_context_window: Option<u32>,
     /// The listener's connection caps and timeouts.
     #[serde(default)]
     pub http: HttpSection,

@@ -59,6 +59,10 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
             );
         }
         RuntimeError::Store {
+            source: StoreError::Invalid { .. },
+            ..
+        } => (StatusCode::BAD_REQUEST, "invalid_request"),
+        RuntimeError::Store {
             source: StoreError::Unavailable { .. },
             ..
         } => {
@@ -83,6 +87,7 @@ fn not_found_code(entity: &str) -> &'static str {
         "run" => "run_not_found",
         "workspace" => "workspace_not_found",
         "snapshot" => "snapshot_not_found",
+        "memory" => "memory_not_found",
         _ => "not_found",
     }
 }

@@ -12,6 +12,7 @@ mod events;
 mod exec;
 mod extract;
 mod files;
+mod memory;
 mod meta;
 mod openapi;
 mod processes;
@@ -224,6 +225,11 @@ fn routes() -> Routes {
         .post("/v1/runs/{id}/cancel", runs::cancel)
         .get("/v1/runs/{id}/children", runs::children)
         .get("/v1/runs/{id}/events", events::run_stream)
+        .get("/v1/memory", memory::list)
+        .post("/v1/memory", memory::add)
+        .get("/v1/memory/{id}", memory::get)
+        .delete("/v1/memory/{id}", memory::remove)
+        .post("/v1/memory/{id}/approve", memory::approve)
 }
 
 /// Serves until `shutdown` is cancelled (SIGTERM, SIGINT, or a test), then

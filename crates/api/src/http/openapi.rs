@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    egress, events, exec, files, meta, processes, runs, sandboxes, sessions, snapshots,
+    egress, events, exec, files, memory, meta, processes, runs, sandboxes, sessions, snapshots,
     workspace_archive,
 };
 
@@ -71,6 +71,11 @@ use super::{
         runs::cancel,
         runs::children,
         events::run_stream,
+        memory::list,
+        memory::add,
+        memory::get,
+        memory::remove,
+        memory::approve,
     ),
     components(schemas(ErrorBody)),
     security(("bearer" = [])),

@@ -3,8 +3,8 @@
 
 use paddock_core::ids::{RunId, SessionId, SnapshotId, WorkspaceId};
 use paddock_core::store::{
-    Budgets, EndReason, Review, Run, RunMode, RunState, RunUsage, Session, SessionStatus,
-    SubagentProfile,
+    Budgets, EndReason, Review, Run, RunMode, RunState, RunUsage, Session, SessionMemory,
+    SessionStatus, SubagentProfile,
 };
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,10 @@ pub struct SessionView {
     pub parent_run: Option<RunId>,
     pub created_at: String,
     pub updated_at: String,
+    /// What the session's last run or compaction left: a summary, open
+    /// questions, next steps, workspace facts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<SessionMemory>,
 }
 
 impl From<&Session> for SessionView {
@@ -34,6 +38,7 @@ impl From<&Session> for SessionView {
             parent_run: s.parent_run.clone(),
             created_at: s.created_at.to_string(),
             updated_at: s.updated_at.to_string(),
+            memory: None,
         }
     }
 }

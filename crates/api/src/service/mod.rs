@@ -16,6 +16,7 @@ mod disk_quota;
 mod error;
 mod expiry;
 mod live;
+pub mod memory;
 pub mod models;
 mod ops;
 mod quota;
@@ -43,6 +44,7 @@ pub use config::{
 };
 pub use error::ServiceError;
 pub use live::ActivityGuard;
+pub use memory::{AddMemory, MemoryQuery, MemoryView};
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};

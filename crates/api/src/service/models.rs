@@ -35,6 +35,11 @@ pub struct ModelChoice {
     /// only those the operator allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// The model's context window in tokens, instead of its profile's (or
+    /// the server's `model_context_window`); at least 4096.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 4096)]
+    pub context_window: Option<u32>,
 }
 
 /// Why a model choice was refused or cannot be built.
@@ -63,6 +68,9 @@ pub struct ModelPolicy {
     /// Where inline scripts are staged while they are loaded (default: the
     /// system's temporary directory).
     pub scratch_dir: Option<PathBuf>,
+    /// The context window of every model a request does not give one for,
+    /// instead of its profile's (an operator's local model, say).
+    pub context_window: Option<u32>,
 }
 
 impl ModelPolicy {
@@ -81,14 +89,23 @@ impl ModelPolicy {
         choice: &ModelChoice,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
+        let window = choice.context_window.or(self.context_window);
+        if let Some(w) = window
+            && w < paddock_models::MIN_CONTEXT_WINDOW
+        {
+            return Err(refused(format!(
+                "model.context_window must be at least {}",
+                paddock_models::MIN_CONTEXT_WINDOW
+            )));
+        }
         match (&choice.scripted, &choice.spec) {
             (Some(script), None) => {
                 if choice.base_url.is_some() {
                     return Err(refused("model.base_url does not apply to a scripted model"));
                 }
-                self.inline_script(script)
+                self.inline_script(script, window)
             }
-            (None, Some(spec)) => self.provider(spec, choice.base_url.as_deref(), lookup),
+            (None, Some(spec)) => self.provider(spec, choice.base_url.as_deref(), window, lookup),
             (Some(_), Some(_)) => Err(refused(
                 "model: give either `scripted` (an inline script) or `spec`, not both",
             )),
@@ -102,10 +119,14 @@ impl ModelPolicy {
         &self,
         spec: &str,
         base_url: Option<&str>,
+        window: Option<u32>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
         let mut config: ModelConfig =
             paddock_models::parse_spec(spec).map_err(|e| refused(e.to_string()))?;
+        if let Some(window) = window {
+            config.context_window = window;
+        }
         if config.provider == ProviderKind::Scripted {
             return Err(refused(
                 "model.spec: scripted models are accepted only inline over the API: \
@@ -139,7 +160,11 @@ impl ModelPolicy {
         })
     }
 
-    fn inline_script(&self, script: &Value) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
+    fn inline_script(
+        &self,
+        script: &Value,
+        window: Option<u32>,
+    ) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
         let mut file = match &self.scratch_dir {
             Some(dir) => tempfile::NamedTempFile::new_in(dir),
             None => tempfile::NamedTempFile::new(),
@@ -151,7 +176,7 @@ impl ModelPolicy {
         // The script is read whole and checked here; the file goes right after.
         let provider = paddock_models::ScriptedProvider::load(
             file.path(),
-            paddock_models::SCRIPTED_CONTEXT_WINDOW,
+            window.unwrap_or(paddock_models::SCRIPTED_CONTEXT_WINDOW),
         )
         .map_err(|err| match err {
             ModelError::ScriptInvalid { source, .. } => {
@@ -244,6 +269,7 @@ mod tests {
         let policy = ModelPolicy {
             allowed_base_urls: vec!["http://10.0.0.5:8000/v1".into()],
             scratch_dir: None,
+            context_window: None,
         };
         let reason = refusal(
             policy.resolve_with_env(&choice(json!({"spec": "scripted:/etc/shadow"})), no_env),
@@ -267,6 +293,7 @@ mod tests {
         let policy = ModelPolicy {
             allowed_base_urls: vec!["http://10.0.0.5:8000/v1/".into()],
             scratch_dir: None,
+            context_window: None,
         };
         let provider = policy
             .resolve_with_env(
@@ -284,10 +311,48 @@ mod tests {
     }
 
     #[test]
+    fn the_window_comes_from_the_request_the_server_or_the_profile() {
+        let mut policy = ModelPolicy {
+            allowed_base_urls: vec!["http://10.0.0.5:8000".into()],
+            scratch_dir: None,
+            context_window: None,
+        };
+        let local = json!({"spec": "openai:qwen-coder", "base_url": "http://10.0.0.5:8000"});
+        let window = |policy: &ModelPolicy, choice_json: Value| {
+            policy
+                .resolve_with_env(&choice(choice_json), no_env)
+                .unwrap()
+                .context_profile()
+                .context_window
+        };
+        assert_eq!(
+            window(&policy, local.clone()),
+            32_768,
+            "unknown: conservative"
+        );
+        policy.context_window = Some(16_384);
+        assert_eq!(window(&policy, local.clone()), 16_384, "the server's");
+        let mut asked = local.clone();
+        asked["context_window"] = json!(8_192);
+        assert_eq!(window(&policy, asked.clone()), 8_192, "the request's");
+        assert_eq!(
+            window(
+                &policy,
+                json!({"scripted": {"turns": []}, "context_window": 8_192})
+            ),
+            8_192
+        );
+        asked["context_window"] = json!(100);
+        let reason = refusal(policy.resolve_with_env(&choice(asked), no_env));
+        assert!(reason.contains("at least 4096"), "{reason}");
+    }
+
+    #[test]
     fn an_allowed_local_endpoint_needs_no_server_key() {
         let policy = ModelPolicy {
             allowed_base_urls: vec!["http://10.0.0.5:8000".into()],
             scratch_dir: None,
+            context_window: None,
         };
         for spec in ["openai:local", "anthropic:local"] {
             let provider = policy

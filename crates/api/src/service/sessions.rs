@@ -52,14 +52,14 @@ pub enum AgentError {
 }
 
 impl AgentError {
-    fn runtime(op: &'static str) -> impl FnOnce(RuntimeError) -> AgentError {
+    pub(crate) fn runtime(op: &'static str) -> impl FnOnce(RuntimeError) -> AgentError {
         move |source| AgentError::Runtime {
             op,
             source: Box::new(source),
         }
     }
 
-    fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
         AgentError::Invalid {
             field,
             reason: reason.into(),
@@ -192,7 +192,22 @@ impl AgentService {
         tenant: &TenantId,
         id: &SessionId,
     ) -> Result<SessionView, AgentError> {
-        Ok(SessionView::from(&self.session(tenant, id).await?))
+        let mut view = SessionView::from(&self.session(tenant, id).await?);
+        view.memory = self.session_memory(tenant, id).await?;
+        Ok(view)
+    }
+
+    async fn session_memory(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+    ) -> Result<Option<paddock_core::store::SessionMemory>, AgentError> {
+        Ok(self
+            .runtime
+            .session_memory(tenant, id)
+            .await
+            .map_err(AgentError::runtime("session_memory"))?
+            .map(|stored| stored.memory))
     }
 
     /// Oldest first; `after` (a session id) and `limit` page through them.
@@ -219,7 +234,13 @@ impl AgentService {
             .list_sessions(tenant, workspace, &page)
             .await
             .map_err(AgentError::runtime("list_sessions"))?;
-        Ok(sessions.iter().map(SessionView::from).collect())
+        let mut views = Vec::with_capacity(sessions.len());
+        for session in &sessions {
+            let mut view = SessionView::from(session);
+            view.memory = self.session_memory(tenant, &session.id).await?;
+            views.push(view);
+        }
+        Ok(views)
     }
 
     /// Renames and/or archives. An archived session cannot be made active

@@ -228,6 +228,7 @@ impl TestServer {
             paddock_api::service::ModelPolicy {
                 allowed_base_urls: Vec::new(),
                 scratch_dir: Some(setup.data_dir.join("tmp")),
+                context_window: None,
             },
             shutdown.child_token(),
         );

@@ -132,6 +132,27 @@ pub struct ModelRequest {
     /// Output cap; providers that require one use their default when `None`.
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// Why the request is made; providers send it the same way either way.
+    #[serde(default, skip_serializing_if = "RequestPurpose::is_turn")]
+    pub purpose: RequestPurpose,
+}
+
+/// What a model request is for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestPurpose {
+    /// A turn of the agent loop.
+    #[default]
+    Turn,
+    /// Summarising older history for a compaction (a scripted model answers
+    /// it from its summary steps).
+    Summary,
+}
+
+impl RequestPurpose {
+    fn is_turn(&self) -> bool {
+        *self == RequestPurpose::Turn
+    }
 }
 
 impl ModelRequest {

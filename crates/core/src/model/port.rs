@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::ModelError;
 use super::event::{ModelEvent, ModelResponse, ResponseAssembler};
 use super::message::ModelRequest;
+use super::profile::ContextProfile;
 
 /// The events of one model call. After an `Err` item the stream ends; a
 /// stream that ends without [`ModelEvent::Done`] was cut.
@@ -23,6 +24,11 @@ pub trait ModelProvider: Send + Sync + fmt::Debug {
 
     /// Context window of the model in tokens.
     fn context_window(&self) -> u32;
+
+    /// The context budget of the model; by default derived from its window.
+    fn context_profile(&self) -> ContextProfile {
+        ContextProfile::for_window(self.context_window())
+    }
 
     /// Starts one model call. The request is encoded before this returns, so
     /// the stream borrows nothing. Transient failures (network, 429, 5xx) are

@@ -7,11 +7,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState,
-    Session, SessionPatch, SnapshotRecord, StoreError, StoredMessage, Tenant, Timestamp,
-    ToolInvocation, ToolOutcome, Workspace,
+    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan, Run, RunEvent,
+    RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch, SnapshotRecord, StoreError,
+    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
-use crate::ids::{GoalId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId};
+use crate::ids::{
+    GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId,
+};
 use crate::sandbox::SandboxId;
 
 /// Most rows one list call returns.
@@ -287,4 +289,83 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Whether any snapshot row of any tenant still points at the blob
     /// `blob_hash`. System-level, for blob garbage collection.
     async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError>;
+
+    /// The session's messages with `seq > after_seq`, in order (a context
+    /// rebuilt from a compaction).
+    async fn list_messages_after(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+        after_seq: u64,
+    ) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// Records a compaction of the session's history under the session's next
+    /// compaction number (`seq` of the argument is ignored); returns it.
+    /// Fenced by the lease on `compaction.session`.
+    async fn record_compaction(
+        &self,
+        lease: &Lease,
+        compaction: &Compaction,
+    ) -> Result<Compaction, StoreError>;
+    /// The session's latest compaction, if its history was ever compacted.
+    async fn latest_compaction(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Option<Compaction>, StoreError>;
+    /// The session's compactions, oldest first.
+    async fn list_compactions(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Compaction>, StoreError>;
+
+    /// Replaces the session's memory. Fenced by the lease on `memory.session`.
+    async fn put_session_memory(
+        &self,
+        lease: &Lease,
+        memory: &StoredSessionMemory,
+    ) -> Result<(), StoreError>;
+    async fn get_session_memory(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Option<StoredSessionMemory>, StoreError>;
+
+    /// Stores a new project memory record ([`StoreError::Invalid`] when its
+    /// scope and its workspace or project disagree, or its text is empty).
+    async fn create_memory(&self, record: &MemoryRecord) -> Result<(), StoreError>;
+    async fn get_memory(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<MemoryRecord, StoreError>;
+    /// The records `filter` sees, most recently updated first.
+    async fn list_memories(
+        &self,
+        tenant: &TenantId,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<MemoryRecord>, StoreError>;
+    /// Full-text search over the records `filter` sees, best first: relevance
+    /// to `query` weighed by recency. A query without any word finds nothing.
+    async fn search_memories(
+        &self,
+        tenant: &TenantId,
+        query: &str,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<MemoryRecord>, StoreError>;
+    /// Marks `old` as replaced by `new` (both the tenant's); returns `old`.
+    async fn supersede_memory(
+        &self,
+        tenant: &TenantId,
+        old: &MemoryId,
+        new: &MemoryId,
+    ) -> Result<MemoryRecord, StoreError>;
+    /// Makes a proposed record active; returns it.
+    async fn approve_memory(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<MemoryRecord, StoreError>;
+    async fn delete_memory(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), StoreError>;
 }

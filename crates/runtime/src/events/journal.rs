@@ -7,8 +7,8 @@ use std::sync::Arc;
 use paddock_core::ids::{GoalId, RunId, SessionId, TenantId, ToolInvocationId};
 use paddock_core::model::Message;
 use paddock_core::store::{
-    Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, Store, StoredMessage,
-    ToolInvocation, ToolOutcome,
+    Compaction, Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SessionMemory,
+    Store, StoredMessage, StoredSessionMemory, ToolInvocation, ToolOutcome,
 };
 
 use crate::error::RuntimeError;
@@ -175,6 +175,39 @@ impl Journal {
             .append_message(&self.lease, &stored)
             .await
             .map_err(RuntimeError::store("append_message"))
+    }
+
+    /// Records a compaction of this run's session (stamped with this run).
+    pub(crate) async fn record_compaction(
+        &self,
+        compaction: Compaction,
+    ) -> Result<Compaction, RuntimeError> {
+        self.store
+            .record_compaction(&self.lease, &compaction)
+            .await
+            .map_err(RuntimeError::store("record_compaction"))
+    }
+
+    /// Replaces the session's memory.
+    pub(crate) async fn put_session_memory(
+        &self,
+        memory: SessionMemory,
+    ) -> Result<(), RuntimeError> {
+        let stored = StoredSessionMemory {
+            tenant: self.tenant.clone(),
+            session: self.session.clone(),
+            run: self.run.clone(),
+            memory,
+            updated_at: self.store.now(),
+        };
+        self.store
+            .put_session_memory(&self.lease, &stored)
+            .await
+            .map_err(RuntimeError::store("put_session_memory"))
+    }
+
+    pub(crate) fn run_id(&self) -> &RunId {
+        &self.run
     }
 
     pub(crate) async fn save_plan(&self, plan: &Plan) -> Result<Plan, RuntimeError> {

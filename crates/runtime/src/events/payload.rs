@@ -79,6 +79,35 @@ pub struct ModelMessage {
     pub compacted: bool,
 }
 
+/// `context.compacting`: the request passed the compaction threshold; the
+/// older history is being summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextCompacting {
+    /// Estimated tokens of the request that would have been sent.
+    pub tokens_before: u64,
+    pub context_window: u32,
+    /// The estimate above which history is compacted.
+    pub threshold: u64,
+    /// Messages the summary replaces.
+    pub messages_replaced: u64,
+}
+
+/// `context.compacted`: the older history was replaced by a summary (stored
+/// as the session's compaction number `seq`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextCompacted {
+    pub seq: u64,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub messages_replaced: u64,
+    pub messages_kept: u64,
+    /// The summary call failed and a summary was built without the model.
+    pub fallback: bool,
+    /// Why the summary call failed, for a fallback.
+    pub error: Option<String>,
+    pub summary_tokens: u64,
+}
+
 /// `tool.call`: a call the model asked for, before it runs (or is refused).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallEvent {
@@ -340,6 +369,10 @@ event_kinds! {
     SandboxReady(SandboxReady) = "sandbox.ready",
     SandboxStopped(SandboxStopped) = "sandbox.stopped",
     ModelMessage(ModelMessage) = "model.message",
+    /// The history is being summarised to fit the context window.
+    ContextCompacting(ContextCompacting) = "context.compacting",
+    /// The history was summarised; later turns see the summary and the tail.
+    ContextCompacted(ContextCompacted) = "context.compacted",
     ToolCall(ToolCallEvent) = "tool.call",
     ToolResult(ToolResultEvent) = "tool.result",
     PlanUpdated(PlanUpdated) = "plan.updated",

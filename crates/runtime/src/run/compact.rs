@@ -1,5 +1,6 @@
-//! Compaction of a model request that grows too large for the context
-//! window: old tool results (and then long strings in old tool-call
+//! The last resort when a request is still too large after summarising
+//! compaction (`crate::context::compactor`), as when the kept tail holds a
+//! huge result: old tool results (and then long strings in old tool-call
 //! arguments) are cut down to a head with a marker. Only the request is
 //! changed, never the stored history; the system prompt, every user message
 //! (the goal among them) and the most recent turns stay intact.
@@ -7,9 +8,6 @@
 use paddock_core::model::{ContentPart, ModelRequest, Role};
 use serde_json::Value;
 
-/// Compaction starts when the request is estimated above this share of the
-/// context window (in percent).
-pub(crate) const THRESHOLD_PERCENT: u64 = 70;
 /// The most recent messages are never shortened.
 pub(crate) const KEEP_RECENT: usize = 6;
 /// Characters kept at the head of a shortened text.
@@ -54,10 +52,9 @@ fn shorten_strings(value: &mut Value) -> usize {
     }
 }
 
-/// Shortens old parts of `request` until its estimate is under the threshold
-/// of `context_window`, oldest first: tool results, then tool-call arguments.
-pub(crate) fn compact(request: &mut ModelRequest, context_window: u32) -> Compaction {
-    let limit = u64::from(context_window) * THRESHOLD_PERCENT / 100;
+/// Shortens old parts of `request` until its estimate is under `limit`,
+/// oldest first: tool results, then tool-call arguments.
+pub(crate) fn compact(request: &mut ModelRequest, limit: u64) -> Compaction {
     let before = request.estimate_tokens();
     let mut stats = Compaction {
         tokens_before: before,
@@ -161,7 +158,7 @@ mod tests {
     fn a_request_under_the_threshold_is_left_alone() {
         let mut req = request(5, 1_000);
         let original = req.clone();
-        let stats = compact(&mut req, 100_000);
+        let stats = compact(&mut req, 70_000);
         assert_eq!(req, original);
         assert_eq!(stats.shortened, 0);
         assert_eq!(stats.tokens_before, stats.tokens_after);
@@ -172,7 +169,7 @@ mod tests {
         // 10 turns of 4000-char results: ~10k tokens; window 8k -> limit 5.6k
         let mut req = request(10, 4_000);
         let original = req.clone();
-        let stats = compact(&mut req, 8_000);
+        let stats = compact(&mut req, 5_600);
         assert!(stats.tokens_before > 5_600);
         assert!(stats.tokens_after <= 5_600, "{stats:?}");
         assert_eq!(stats.tokens_after, req.estimate_tokens());
@@ -216,7 +213,7 @@ mod tests {
                 is_error: false,
             }]));
         }
-        let stats = compact(&mut req, 6_000);
+        let stats = compact(&mut req, 4_200);
         assert!(stats.tokens_after <= 4_200, "{stats:?}");
         let call = req.messages[1].tool_calls().next().unwrap();
         let content = call.arguments["content"].as_str().unwrap();

@@ -30,6 +30,9 @@ use super::family_budget::{FamilyBudget, deadline_after};
 use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
+use crate::config::MemoryReview;
+use crate::context::ContextBase;
+use crate::context::compactor::{self, Compactor};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
@@ -37,6 +40,7 @@ use crate::events::{
     CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
     ToolCallEvent, ToolResultEvent, cap_text,
 };
+use crate::memory::MemoryPlace;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
 use crate::util::error_chain;
 
@@ -114,6 +118,8 @@ pub(crate) struct DriverParts {
     pub(crate) system: String,
     pub(crate) schemas: Vec<ToolSchema>,
     pub(crate) history: Vec<Message>,
+    /// Where `history` sits in the stored messages.
+    pub(crate) context: ContextBase,
     pub(crate) started: Instant,
     pub(crate) lease_lost: Arc<AtomicBool>,
     /// A subagent's messages from its parent.
@@ -122,6 +128,8 @@ pub(crate) struct DriverParts {
     pub(crate) family: Arc<FamilyBudget>,
     /// What the run's model costs; None: unknown (no cost is counted).
     pub(crate) price: Option<Price>,
+    /// Where a root run leaves what it learned; None for a subagent.
+    pub(crate) memory: Option<(MemoryPlace, MemoryReview)>,
 }
 
 /// A call admitted to run, and what its result is recorded against.
@@ -162,6 +170,7 @@ pub(crate) struct Driver {
     system: String,
     schemas: Vec<ToolSchema>,
     history: Vec<Message>,
+    compactor: Compactor,
     usage: RunUsage,
     started: Instant,
     deadline: Instant,
@@ -174,6 +183,7 @@ pub(crate) struct Driver {
     inbox: Option<mpsc::UnboundedReceiver<String>>,
     family: Arc<FamilyBudget>,
     price: Option<Price>,
+    memory: Option<(MemoryPlace, MemoryReview)>,
 }
 
 impl Driver {
@@ -184,6 +194,7 @@ impl Driver {
             pipe: Pipeline::spawn(Arc::clone(&parts.journal)),
             journal: parts.journal,
             registry: parts.registry,
+            compactor: Compactor::new(parts.provider.context_profile(), parts.context),
             provider: parts.provider,
             usage: parts.run.usage,
             run: parts.run,
@@ -203,13 +214,31 @@ impl Driver {
             inbox: parts.inbox,
             family: parts.family,
             price: parts.price,
+            memory: parts.memory,
         }
+    }
+
+    pub(super) fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    pub(super) fn run_goal(&self) -> String {
+        self.run.goal.clone()
+    }
+
+    pub(super) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    pub(super) fn memory(&self) -> Option<(MemoryPlace, MemoryReview)> {
+        self.memory.clone()
     }
 
     /// Drives the run to its end; never fails (failures are endings). Every
     /// write of the loop is done when this returns.
     pub(crate) async fn run(mut self) -> (Ending, RunUsage) {
         let ending = self.drive().await;
+        self.leave_memory(&ending).await;
         let usage = self.usage;
         let ending = match self.pipe.close().await {
             Ok(()) => ending,
@@ -355,14 +384,17 @@ impl Driver {
 
     /// One model call on the history (compacted if it grew too large).
     async fn model_turn(&mut self) -> Result<(ModelResponse, bool), Stop> {
+        let summarised = self.summarise_if_needed().await?;
         let mut request = ModelRequest {
             system: Some(self.system.clone()),
             messages: self.history.clone(),
             tools: self.schemas.clone(),
             max_tokens: None,
             temperature: None,
+            purpose: Default::default(),
         };
-        let compaction = compact::compact(&mut request, self.provider.context_window());
+        let limit = self.compactor.profile().compaction_threshold();
+        let compaction = compact::compact(&mut request, limit);
         if compaction.shortened > 0 {
             tracing::debug!(
                 before = compaction.tokens_before,
@@ -407,7 +439,45 @@ impl Driver {
         let cost = self.price.map_or(0, |price| price.cost(&usage));
         self.usage.cost_micro_usd = self.usage.cost_micro_usd.saturating_add(cost);
         self.family.charge(&usage, cost);
-        Ok((response, compaction.shortened > 0))
+        Ok((response, summarised || compaction.shortened > 0))
+    }
+
+    /// Summarising compaction of the history before a model call; what the
+    /// summary call spent counts towards the run's tokens.
+    async fn summarise_if_needed(&mut self) -> Result<bool, RuntimeError> {
+        let fixed = ModelRequest {
+            system: Some(self.system.clone()),
+            tools: self.schemas.clone(),
+            ..ModelRequest::default()
+        }
+        .estimate_tokens();
+        let env = compactor::Env {
+            provider: self.provider.as_ref(),
+            journal: &self.journal,
+            pipe: &self.pipe,
+            goal: &self.run.goal,
+            cancel: &self.ctx.cancel,
+            deadline: self.deadline,
+        };
+        let Some(done) = self
+            .compactor
+            .compact_if_needed(&env, &mut self.history, fixed)
+            .await?
+        else {
+            return Ok(false);
+        };
+        self.usage.input_tokens = self
+            .usage
+            .input_tokens
+            .saturating_add(done.usage.input_tokens);
+        self.usage.output_tokens = self
+            .usage
+            .output_tokens
+            .saturating_add(done.usage.output_tokens);
+        let cost = self.price.map_or(0, |price| price.cost(&done.usage));
+        self.usage.cost_micro_usd = self.usage.cost_micro_usd.saturating_add(cost);
+        self.family.charge(&done.usage, cost);
+        Ok(true)
     }
 
     /// Runs one turn's calls: read-only ones side by side, mutating ones

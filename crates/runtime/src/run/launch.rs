@@ -22,9 +22,11 @@ use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
     FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
 };
+use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
+use crate::memory::{self, MemoryPlace};
 use crate::runtime::{ActiveRun, Runtime, Shared};
 use crate::subagents::{self, Family, FamilyParts};
 use crate::tools::{ToolContext, ToolRegistry};
@@ -38,6 +40,7 @@ struct Launched {
     run: Run,
     goal: Goal,
     history: Vec<Message>,
+    context: ContextBase,
     request: StartRun,
     options: RunOptions,
     workspace: Workspace,
@@ -155,7 +158,7 @@ impl Runtime {
             release_early(journal).await;
             return Err(err);
         }
-        let (goal, history) = match prepare(&journal, &run, &request, &options).await {
+        let (goal, history, context) = match prepare(&journal, &run, &request, &options).await {
             Ok(prepared) => prepared,
             Err(err) => {
                 fail_early(&journal, &err).await;
@@ -183,6 +186,7 @@ impl Runtime {
             run: run.clone(),
             goal,
             history,
+            context,
             request,
             options,
             workspace,
@@ -195,13 +199,14 @@ impl Runtime {
     }
 }
 
-/// The goal row, the history with the run's opening message, and `run.started`.
+/// The goal row, the history (from the latest compaction) with the run's
+/// opening message, and `run.started`.
 async fn prepare(
     journal: &Journal,
     run: &Run,
     request: &StartRun,
     options: &RunOptions,
-) -> Result<(Goal, Vec<Message>), RuntimeError> {
+) -> Result<(Goal, Vec<Message>, ContextBase), RuntimeError> {
     let now = journal.store().now();
     let goal = Goal {
         id: GoalId::generate(),
@@ -215,14 +220,12 @@ async fn prepare(
         updated_at: now,
     };
     journal.create_goal(&goal).await?;
-    let mut history: Vec<Message> = journal
-        .store()
-        .list_messages(journal.tenant(), journal.session(), None)
-        .await
-        .map_err(RuntimeError::store("list_messages"))?
-        .into_iter()
-        .map(|stored| stored.message)
-        .collect();
+    let (mut history, context) = context::load_history(
+        journal.store().as_ref(),
+        journal.tenant(),
+        journal.session(),
+    )
+    .await?;
     if let Some(repair) = history::unanswered_calls(&history) {
         journal.append_message(repair.clone()).await?;
         history.push(repair);
@@ -241,7 +244,7 @@ async fn prepare(
         task_key: options.task_key.clone(),
     };
     journal.emit(&started).await?;
-    Ok((goal, history))
+    Ok((goal, history, context))
 }
 
 /// Records a run that failed before its task started; failures are logged.
@@ -286,6 +289,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             run,
             goal,
             history,
+            context,
             request,
             mut options,
             workspace,
@@ -389,14 +393,33 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 snapshot_limits,
                             })
                         });
-                        let registry = match &family {
-                            Some(family) => {
-                                let mut registry = ToolRegistry::clone(&shared.registry);
-                                subagents::register_tools(&mut registry, family);
-                                Arc::new(registry)
-                            }
-                            None => Arc::clone(&shared.registry),
+                        let place = MemoryPlace {
+                            store: Arc::clone(&shared.store),
+                            tenant: run.tenant.clone(),
+                            workspace: workspace.id.clone(),
+                            session: run.session.clone(),
+                            run: run.id.clone(),
                         };
+                        let mut registry = ToolRegistry::clone(&shared.registry);
+                        if let Some(family) = &family {
+                            subagents::register_tools(&mut registry, family);
+                        }
+                        memory::tools::register(&mut registry, &place);
+                        let registry = Arc::new(registry);
+                        let mut system =
+                            prompt::system_prompt(run.mode, request.instructions.as_deref());
+                        match place.for_goal(&run.goal).await {
+                            Ok(records) => {
+                                if let Some(section) = memory::prompt_section(&records) {
+                                    system.push('\n');
+                                    system.push_str(&section);
+                                }
+                            }
+                            Err(err) => tracing::warn!(
+                                error = %error_chain(&err),
+                                "retrieving project memory for the system prompt"
+                            ),
+                        }
                         let parts = DriverParts {
                             journal: Arc::clone(&journal),
                             schemas: registry.schemas(run.mode),
@@ -411,14 +434,13 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 run: run.id.clone(),
                                 cancel: cancel.clone(),
                             },
-                            system: prompt::system_prompt(
-                                run.mode,
-                                request.instructions.as_deref(),
-                            ),
+                            system,
                             history,
+                            context,
                             started,
                             lease_lost,
                             inbox: options.inbox.take(),
+                            memory: root.then(|| (place, shared.config.memory_review)),
                             run: run.clone(),
                             family: Arc::clone(&family_budget),
                             price,

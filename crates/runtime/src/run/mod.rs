@@ -9,6 +9,7 @@ mod gate;
 mod history;
 mod launch;
 mod prompt;
+mod remember;
 mod renew;
 mod repeat;
 mod review;

@@ -110,10 +110,15 @@ impl Harness {
     }
 
     pub fn script(&self, name: &str, turns: Value) -> Arc<Recording> {
+        self.script_with_window(name, turns, 200_000)
+    }
+
+    /// A script for a model with a context window of `window` tokens.
+    pub fn script_with_window(&self, name: &str, turns: Value, window: u32) -> Arc<Recording> {
         let path = self.dir.path().join(format!("{name}.json"));
         std::fs::write(&path, serde_json::json!({ "turns": turns }).to_string()).unwrap();
         Arc::new(Recording::new(
-            ScriptedProvider::load(&path, 200_000).unwrap(),
+            ScriptedProvider::load(&path, window).unwrap(),
         ))
     }
 

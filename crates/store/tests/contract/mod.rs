@@ -9,6 +9,7 @@ pub mod batches;
 pub mod cases;
 pub mod history;
 pub mod leases;
+pub mod memory;
 pub mod proxy;
 pub mod upgrade;
 
@@ -167,6 +168,8 @@ macro_rules! contract_tests {
             history::run_events_and_blob_references,
             history::agent_rows_are_tenant_scoped,
             upgrade::a_0001_database_upgrades_with_its_rows,
+            memory::memory_records_are_found_by_relevance_recency_and_scope,
+            memory::compactions_and_session_memory_are_fenced_and_ordered,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
