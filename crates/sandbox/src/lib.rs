@@ -15,7 +15,8 @@ mod pool;
 
 pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
 pub use docker::{
-    DockerBackend, DockerConfig, DockerSandbox, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX,
+    DEFAULT_IMAGE, DockerBackend, DockerConfig, DockerSandbox, Engine, LABEL_BACKEND, LABEL_NODE,
+    LABEL_SANDBOX,
 };
 pub use native::{
     GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,

@@ -44,13 +44,22 @@ pub struct WarmPool {
     backend: Arc<dyn SandboxBackend>,
     profile: SandboxSpec,
     shared: Arc<Shared>,
-    refiller: JoinHandle<()>,
+    refiller: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl WarmPool {
-    /// Starts the refiller on the current runtime. `profile.workspace` must
-    /// be None (pooled sandboxes have temporary workspaces); it is cleared.
-    pub fn start(backend: Arc<dyn SandboxBackend>, mut profile: SandboxSpec, size: usize) -> Self {
+    /// [`Self::new`] and [`Self::fill`].
+    pub fn start(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, size: usize) -> Self {
+        let pool = Self::new(backend, profile, size);
+        pool.fill();
+        pool
+    }
+
+    /// An empty pool that starts nothing until [`Self::fill`] (a server
+    /// reaps the orphans of its node first: a sandbox still starting is no
+    /// orphan, but nothing could tell). `profile.workspace` must be None
+    /// (pooled sandboxes have temporary workspaces); it is cleared.
+    pub fn new(backend: Arc<dyn SandboxBackend>, mut profile: SandboxSpec, size: usize) -> Self {
         profile.workspace = None;
         let shared = Arc::new(Shared {
             ready: Mutex::new(VecDeque::with_capacity(size)),
@@ -58,12 +67,23 @@ impl WarmPool {
             added: Notify::new(),
             size,
         });
-        let refiller = tokio::spawn(refill(backend.clone(), profile.clone(), shared.clone()));
         Self {
             backend,
             profile,
             shared,
-            refiller,
+            refiller: Mutex::new(None),
+        }
+    }
+
+    /// Starts the refiller on the current runtime (once; later calls do nothing).
+    pub fn fill(&self) {
+        let mut refiller = self.refiller.lock().unwrap_or_else(|e| e.into_inner());
+        if refiller.is_none() {
+            *refiller = Some(tokio::spawn(refill(
+                self.backend.clone(),
+                self.profile.clone(),
+                self.shared.clone(),
+            )));
         }
     }
 
@@ -102,7 +122,14 @@ impl WarmPool {
 
 impl Drop for WarmPool {
     fn drop(&mut self) {
-        self.refiller.abort();
+        let refiller = self
+            .refiller
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(refiller) = refiller {
+            refiller.abort();
+        }
         // The queued sandboxes go with the queue: each one's drop removes it.
         self.shared.ready().clear();
     }
@@ -154,6 +181,10 @@ impl SandboxBackend for WarmPool {
 
     async fn check(&self) -> Result<(), SandboxError> {
         self.backend.check().await
+    }
+
+    fn kept(&self) -> Vec<SandboxId> {
+        self.ready_ids()
     }
 
     /// The pool's own ready sandboxes are kept, whatever `keep` says.
