@@ -112,30 +112,43 @@ pub enum SpecFrameError {
 impl JailSpec {
     /// The frame the host writes first on the guest's connection.
     pub fn to_frame(&self) -> Result<Vec<u8>, SpecFrameError> {
-        let json = serde_json::to_vec(self).map_err(SpecFrameError::Encode)?;
-        let len = u32::try_from(json.len())
-            .ok()
-            .filter(|_| json.len() <= MAX_SPEC_FRAME)
-            .ok_or(SpecFrameError::TooLarge { len: json.len() })?;
-        let mut frame = len.to_le_bytes().to_vec();
-        frame.extend(json);
-        Ok(frame)
+        encode_frame(self)
     }
 
     /// Reads one spec frame from `fd`, exactly: not a byte of what follows
     /// (the guest protocol) is consumed.
     pub fn read_frame(fd: impl AsFd) -> Result<Self, SpecFrameError> {
-        let fd = fd.as_fd();
-        let mut len = [0u8; 4];
-        read_exact(fd, &mut len)?;
-        let len = u32::from_le_bytes(len) as usize;
-        if len > MAX_SPEC_FRAME {
-            return Err(SpecFrameError::TooLarge { len });
-        }
-        let mut json = vec![0u8; len];
-        read_exact(fd, &mut json)?;
-        serde_json::from_slice(&json).map_err(SpecFrameError::Decode)
+        decode_frame(fd)
     }
+}
+
+/// `value` as one spec frame: u32 little-endian length, then the JSON.
+pub(crate) fn encode_frame(value: &impl Serialize) -> Result<Vec<u8>, SpecFrameError> {
+    let json = serde_json::to_vec(value).map_err(SpecFrameError::Encode)?;
+    let len = u32::try_from(json.len())
+        .ok()
+        .filter(|_| json.len() <= MAX_SPEC_FRAME)
+        .ok_or(SpecFrameError::TooLarge { len: json.len() })?;
+    let mut frame = len.to_le_bytes().to_vec();
+    frame.extend(json);
+    Ok(frame)
+}
+
+/// One spec frame read from `fd` with plain read(2) calls, so no byte past
+/// it is taken from the connection.
+pub(crate) fn decode_frame<T: serde::de::DeserializeOwned>(
+    fd: impl AsFd,
+) -> Result<T, SpecFrameError> {
+    let fd = fd.as_fd();
+    let mut len = [0u8; 4];
+    read_exact(fd, &mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_SPEC_FRAME {
+        return Err(SpecFrameError::TooLarge { len });
+    }
+    let mut json = vec![0u8; len];
+    read_exact(fd, &mut json)?;
+    serde_json::from_slice(&json).map_err(SpecFrameError::Decode)
 }
 
 fn read_exact(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> Result<(), SpecFrameError> {
