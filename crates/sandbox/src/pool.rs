@@ -16,11 +16,22 @@ use async_trait::async_trait;
 use paddock_core::sandbox::{
     OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
 };
+use paddock_proto::ExecSpec;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// How long the refiller waits after a failed start before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// The longest a pooled sandbox's warm-up command may take.
+const WARM_UP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Run once in each sandbox before it is queued. A sandbox's first command
+/// pays for what its kernel does once (gVisor's sentry faults in the
+/// guest's pages and loads the shell and libc into its caches on the first
+/// fork and exec); paid here, the tenant's first command does not wait for
+/// it. `true` writes nothing, so the sandbox a tenant gets is as fresh as
+/// a new one.
+const WARM_UP: &str = "true";
 
 #[derive(Debug)]
 struct Shared {
@@ -140,10 +151,17 @@ async fn refill(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, shared: 
         let taken = shared.taken.notified();
         if shared.ready().len() < shared.size {
             match backend.create(profile.clone()).await {
-                Ok(sandbox) => {
-                    shared.ready().push_back(sandbox);
-                    shared.added.notify_waiters();
-                }
+                Ok(sandbox) => match warm_up(&*sandbox).await {
+                    Ok(()) => {
+                        shared.ready().push_back(sandbox);
+                        shared.added.notify_waiters();
+                    }
+                    Err(reason) => {
+                        tracing::warn!(backend = backend.name(), sandbox_id = %sandbox.info().id, reason, "warm pool: a new sandbox failed its warm-up");
+                        let _ = sandbox.destroy().await;
+                        tokio::time::sleep(RETRY_AFTER).await;
+                    }
+                },
                 Err(err) => {
                     tracing::warn!(backend = backend.name(), error = %err, "warm pool: starting a sandbox failed");
                     tokio::time::sleep(RETRY_AFTER).await;
@@ -152,6 +170,20 @@ async fn refill(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, shared: 
             continue;
         }
         taken.await;
+    }
+}
+
+async fn warm_up(sandbox: &dyn Sandbox) -> Result<(), String> {
+    let spec = ExecSpec {
+        argv: vec![WARM_UP.to_owned()],
+        ..ExecSpec::default()
+    };
+    let guest = sandbox.guest();
+    match tokio::time::timeout(WARM_UP_TIMEOUT, guest.exec_output(spec, &[])).await {
+        Err(_) => Err(format!("`{WARM_UP}` took more than {WARM_UP_TIMEOUT:?}")),
+        Ok(Err(err)) => Err(err.to_string()),
+        Ok(Ok(out)) if out.exit.code == Some(0) => Ok(()),
+        Ok(Ok(out)) => Err(format!("`{WARM_UP}` ended {:?}", out.exit)),
     }
 }
 
