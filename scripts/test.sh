@@ -41,6 +41,12 @@ echo "==> container tier (scripts/container-setup.sh)"
 bash scripts/container-setup.sh
 export PADDOCK_REQUIRE_BACKENDS=native,docker,gvisor
 
+# The web console: chromium, the npm packages, and its committed build
+# checked against its sources; the browser test must not skip here.
+echo "==> web console (scripts/console-setup.sh)"
+bash scripts/console-setup.sh
+export PADDOCK_REQUIRE_BROWSER=1
+
 # Formatting, clippy, the API docs and the unit tests: the root-free checks.
 bash scripts/check.sh
 

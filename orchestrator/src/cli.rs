@@ -165,8 +165,15 @@ pub struct GoalArgs {
     pub model: String,
     /// Another endpoint of the provider, with or without /v1 (a local OpenAI- or
     /// Anthropic-compatible server); its key variable is sent only if set.
+    /// Applies to --subagent-model specs of the same provider too.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The model of some subagents (repeatable): KEY is a task id or a
+    /// profile (explore, plan, review, build), a task id winning; SPEC as
+    /// for --model. Other subagents use --model. Each child replays a
+    /// scripted model from its first turn.
+    #[arg(long = "subagent-model", value_name = "KEY=SPEC")]
+    pub subagent_models: Vec<String>,
     /// Most model calls.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,

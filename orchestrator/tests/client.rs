@@ -279,6 +279,37 @@ fn run_and_exec_exit_alike_for_the_same_cause() -> Result<()> {
     assert!(run.stdout.len() <= 16, "{} bytes kept", run.stdout.len());
     assert!(String::from_utf8_lossy(&run.stderr).contains("output-cap"));
 
+    // An out-of-memory kill: 137, a flag in --json, a sentence on stderr.
+    let hog = "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo survived";
+    let small = cli
+        .ok(&["sandbox", "create", "--memory", "64M"])?
+        .trim()
+        .to_owned();
+    let exec = cli.run(&["sandbox", "exec", &small, "--", "sh", "-c", hog])?;
+    let exec_stderr = String::from_utf8_lossy(&exec.stderr);
+    assert_eq!(exec.status.code(), Some(137), "{exec_stderr}");
+    assert!(
+        exec_stderr.contains("running out of memory"),
+        "{exec_stderr}"
+    );
+    let exec = cli.run(&["sandbox", "exec", "--json", &small, "--", "sh", "-c", hog])?;
+    let result: serde_json::Value = serde_json::from_slice(&exec.stdout)?;
+    assert_eq!(exec.status.code(), Some(137), "{result}");
+    assert_eq!(result["oom_killed"], true, "{result}");
+    assert!(String::from_utf8_lossy(&exec.stderr).contains("running out of memory"));
+    let run = local(&["--memory", "64M", "--json", "--", "sh", "-c", hog])?;
+    let result: serde_json::Value = serde_json::from_slice(&run.stdout)?;
+    assert_eq!(run.status.code(), Some(137), "{result}");
+    assert_eq!(result["oom_killed"], true, "{result}");
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains(
+            "running out of memory: the sandbox reached its memory limit of 64 MiB \
+             (raise it with --memory)"
+        ),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
     server.terminate()?;
     Ok(())
 }

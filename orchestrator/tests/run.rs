@@ -255,6 +255,132 @@ fn plan_mode_changes_nothing_and_does_not_claim_success() -> Result<()> {
     Ok(())
 }
 
+fn usage_of(value: &Value) -> [u64; 4] {
+    ["turns", "input_tokens", "output_tokens", "tool_calls"]
+        .map(|field| value[field].as_u64().unwrap_or(u64::MAX))
+}
+
+/// examples/subagents from the command line: `--subagent-model` gives each
+/// child profile its own script (explore lists and reads, review reads and
+/// searches, build writes bin/hello.sh and runs the test), the parent
+/// applies the change; the result shows the run's own usage and the total
+/// with its children's, in `--json`, in the text and in `session show`.
+#[test]
+fn subagent_scripts_from_the_cli_drive_each_child_and_usage_adds_up() -> Result<()> {
+    let fx = Fixture::new()?;
+    std::fs::remove_file(fx.workspace.join("test.sh"))?;
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/subagents");
+    std::fs::copy(
+        example.join("workspace/test.sh"),
+        fx.workspace.join("test.sh"),
+    )?;
+    let scripted = |name: &str| format!("scripted:{}", example.join(name).display());
+    let workspace = fx.workspace.to_string_lossy().into_owned();
+    let (parent, explore, review, build) = (
+        scripted("parent.json"),
+        scripted("explore.json"),
+        scripted("review.json"),
+        scripted("build.json"),
+    );
+    let flags: Vec<String> = [
+        ("explore", &explore),
+        ("review", &review),
+        ("build", &build),
+    ]
+    .iter()
+    .flat_map(|(key, spec)| ["--subagent-model".to_owned(), format!("{key}={spec}")])
+    .collect();
+    let args = |json: bool| {
+        let mut args = vec![
+            "run",
+            "Make sh test.sh pass, with subagents",
+            "--workspace",
+            &workspace,
+            "--model",
+            &parent,
+        ];
+        args.extend(flags.iter().map(String::as_str));
+        if json {
+            args.push("--json");
+        }
+        args
+    };
+    let out = fx.paddock(&args(true)).output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let (result, events) = lines.split_last().context("no output")?;
+    let run = &result["run"];
+    assert_eq!(run["review"]["verdict"], "met", "{run}");
+    assert_eq!(usage_of(&run["usage"]), [5, 4300, 145, 7], "{run}");
+    assert_eq!(usage_of(&run["total_usage"]), [13, 5480, 285, 16], "{run}");
+    let finished = &events.last().context("no events")?["data"];
+    assert_eq!(usage_of(&finished["total_usage"]), [13, 5480, 285, 16]);
+    assert!(tests_pass(&fx.workspace)?);
+
+    // Each child as `session show` has it: its profile's script, its usage.
+    let sessions = fx.json(&["session", "ls", "--json"])?;
+    let mut children = Vec::new();
+    for session in sessions["sessions"].as_array().context("sessions")? {
+        if session["parent_run"] != run["id"] {
+            continue;
+        }
+        let shown = fx.json(&["session", "show", session["id"].as_str().unwrap(), "--json"])?;
+        let child = &shown["runs"][0];
+        assert_eq!(child["review"]["verdict"], "met", "{child}");
+        children.push((
+            child["profile"].as_str().unwrap_or_default().to_owned(),
+            usage_of(&child["usage"]),
+        ));
+    }
+    children.sort();
+    assert_eq!(
+        children,
+        [
+            ("build".to_owned(), [3, 450, 60, 3]),
+            ("explore".to_owned(), [2, 280, 40, 3]),
+            ("review".to_owned(), [3, 450, 40, 3]),
+        ]
+    );
+
+    // The text says both, and a bad --subagent-model is a usage error.
+    std::fs::remove_dir_all(fx.workspace.join("bin"))?;
+    let out = fx.paddock(&args(false)).output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("after 5 model turns, 7 tool calls, 4445 tokens"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("With its subagents: 13 model turns, 16 tool calls, 5765 tokens"),
+        "{stdout}"
+    );
+    for bad in ["explore", "=scripted:x.json", "explore=nope:x"] {
+        let out = fx
+            .paddock(&[
+                "run",
+                "x",
+                "--workspace",
+                &workspace,
+                "--model",
+                &parent,
+                "--subagent-model",
+                bad,
+            ])
+            .output()?;
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("--subagent-model"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn json_output_is_one_object_per_line_and_a_result() -> Result<()> {
     let fx = Fixture::new()?;

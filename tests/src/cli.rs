@@ -23,6 +23,8 @@ pub struct RunJson {
     pub timed_out: bool,
     /// Output went past --output-cap.
     pub truncated: bool,
+    /// The out-of-memory killer ended the command.
+    pub oom_killed: bool,
     pub duration_ms: u64,
     pub sandbox_id: String,
     /// Null only when the sandbox never answered `info`.

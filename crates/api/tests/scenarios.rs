@@ -116,6 +116,20 @@ async fn sandbox_lifecycle_and_exec(db: Db) -> Result<()> {
     .await?;
     assert_eq!(out["truncated"], true, "{out}");
     assert_eq!(out["stdout"].as_str().unwrap().len(), 1000);
+    assert_eq!(out["oom_killed"], false, "{out}");
+
+    // A shell holding 400 MB in a variable, past the 256 MiB limit: the
+    // out-of-memory killer's SIGKILL, reported as such.
+    let (status, out) = send(server.a(Method::POST, &exec).json(&json!({
+        "shell": "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived"
+    })))
+    .await?;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert_eq!(
+        (&out["signal"], &out["oom_killed"], &out["stdout"]),
+        (&json!(9), &json!(true), &json!("")),
+        "{out}"
+    );
 
     expect_error(
         server

@@ -26,6 +26,7 @@ on_both_databases!(
     a_reconnecting_client_gets_every_event_exactly_once_in_order,
     a_graceful_shutdown_cancels_runs_in_progress,
     a_runs_children_and_its_own_events_are_readable,
+    subagent_scripts_drive_each_child_and_usage_adds_up,
 );
 
 /// Longest a scripted run may take here.
@@ -890,6 +891,151 @@ async fn a_runs_children_and_its_own_events_are_readable(db: Db) -> Result<()> {
 
     let (status, _) = send(server.a(Method::GET, "/v1/runs/run_nope/children")).await?;
     assert!(status == StatusCode::NOT_FOUND || status == StatusCode::BAD_REQUEST);
+    Ok(())
+}
+
+fn subagents_example(name: &str) -> Result<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/subagents")
+        .join(name);
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+}
+
+/// turns, input tokens, output tokens, tool calls
+type Counts = (u64, u64, u64, u64);
+
+fn usage(turns: u64, input: u64, output: u64, calls: u64) -> Counts {
+    (turns, input, output, calls)
+}
+
+fn usage_of(value: &Value) -> Counts {
+    let n = |field: &str| value[field].as_u64().unwrap_or(u64::MAX);
+    (
+        n("turns"),
+        n("input_tokens"),
+        n("output_tokens"),
+        n("tool_calls"),
+    )
+}
+
+/// examples/subagents over the API: the parent's script spawns three
+/// children, each driven by its own inline script (two keyed by profile,
+/// one by task id): an explore child lists and reads, a review child reads
+/// and searches, a build child writes bin/hello.sh and runs the test; the
+/// parent applies the change and passes the test. The run's `usage` is its
+/// own, `total_usage` adds the children's, to the token.
+async fn subagent_scripts_drive_each_child_and_usage_adds_up(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let dir = workspace_dir(&server, &ws);
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/subagents/workspace/test.sh"),
+        dir.join("test.sh"),
+    )?;
+    let session = create_session(&server, &ws, "three children").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+
+    // Keys are checked before anything runs, and each choice is under the
+    // same policy as `model`.
+    let goal = "Make sh test.sh pass, with subagents";
+    for (models, wanted) in [
+        (
+            json!({" explore": script(json!([complete_turn()]))}),
+            "subagent_models",
+        ),
+        (
+            json!({"build": {"spec": "scripted:examples/subagents/build.json"}}),
+            "subagent_models.build",
+        ),
+    ] {
+        let (status, body) = send(server.a(Method::POST, &format!("/v1/sessions/{sid}/runs")).json(
+            &json!({"goal": goal, "model": script(json!([complete_turn()])), "subagent_models": models}),
+        ))
+        .await?;
+        assert!(status.is_client_error(), "{status} {body}");
+        assert!(body.to_string().contains(wanted), "{body}");
+    }
+
+    let run = start_run(
+        &server,
+        &sid,
+        json!({
+            "goal": goal,
+            "model": {"scripted": subagents_example("parent.json")?},
+            "subagent_models": {
+                "explore": {"scripted": subagents_example("explore.json")?},
+                "review": {"scripted": subagents_example("review.json")?},
+                "hello": {"scripted": subagents_example("build.json")?},
+            },
+        }),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["review"]["verdict"], "met", "{ended}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("bin/hello.sh"))?,
+        "#!/bin/sh\necho \"hello, $1\"\n"
+    );
+    // own: 5 turns, 7 calls; with the children's 2 + 3 + 3 turns and 9 calls
+    assert_eq!(usage_of(&ended["usage"]), usage(5, 4300, 145, 7), "{ended}");
+    assert_eq!(
+        usage_of(&ended["total_usage"]),
+        usage(13, 5480, 285, 16),
+        "{ended}"
+    );
+
+    let (status, children) =
+        send(server.a(Method::GET, &format!("/v1/runs/{run_id}/children"))).await?;
+    assert_eq!(status, StatusCode::OK, "{children}");
+    let mut seen: Vec<(String, String, Counts)> = children["runs"]
+        .as_array()
+        .context("runs")?
+        .iter()
+        .map(|child| {
+            assert_eq!(child["state"], "completed", "{child}");
+            assert_eq!(child["review"]["verdict"], "met", "{child}");
+            assert_eq!(child["usage"], child["total_usage"], "{child}");
+            (
+                child["task_key"].as_str().unwrap_or_default().to_owned(),
+                child["profile"].as_str().unwrap_or_default().to_owned(),
+                usage_of(&child["usage"]),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("audit".into(), "review".into(), usage(3, 450, 40, 3)),
+            ("hello".into(), "build".into(), usage(3, 450, 60, 3)),
+            ("survey".into(), "explore".into(), usage(2, 280, 40, 3)),
+        ]
+    );
+
+    // The tools each child's own script called, from its session's events.
+    for child in children["runs"].as_array().context("runs")? {
+        let session = SessionId::parse(child["session"].as_str().unwrap())?;
+        let events = server
+            .store
+            .list_events(&server.setup.tenants.a, &session, 0, 10_000)
+            .await?;
+        let mut tools = Vec::new();
+        for event in events.iter().filter(|e| e.kind == "tool.result") {
+            let payload: Value = serde_json::from_str(&event.payload)?;
+            assert_eq!(payload["status"], "succeeded", "{payload}");
+            tools.push(payload["tool"].as_str().unwrap_or_default().to_owned());
+        }
+        let expected: &[&str] = match child["task_key"].as_str() {
+            Some("survey") => &["workspace_tree", "read_file", "complete_task"],
+            Some("audit") => &["read_file", "search", "complete_task"],
+            _ => &["write_file", "run_command", "complete_task"],
+        };
+        assert_eq!(tools, expected, "{child}");
+    }
     Ok(())
 }
 

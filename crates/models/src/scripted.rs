@@ -12,6 +12,7 @@
 //! Without `usage`, a turn reports the request's and its own token estimates.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
@@ -29,7 +30,7 @@ struct Script {
     turns: Vec<Turn>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Turn {
     #[serde(default)]
@@ -40,7 +41,7 @@ struct Turn {
     usage: Option<Usage>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptedCall {
     name: String,
@@ -90,6 +91,17 @@ impl ScriptedProvider {
             turns: script.turns,
             next: AtomicUsize::new(0),
         })
+    }
+
+    /// The same script from its first turn, for another conversation.
+    pub fn restart(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            context_window: self.context_window,
+            turns: self.turns.clone(),
+            next: AtomicUsize::new(0),
+        }
     }
 
     /// Turns not consumed yet.
@@ -148,6 +160,11 @@ impl ScriptedProvider {
 impl ModelProvider for ScriptedProvider {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Each conversation replays the script from its first turn.
+    fn fresh_copy(&self) -> Option<Arc<dyn ModelProvider>> {
+        Some(Arc::new(self.restart()))
     }
 
     fn context_window(&self) -> u32 {

@@ -291,6 +291,11 @@ pub struct ExitInfo {
     /// Output went past the cap and was dropped from there on.
     pub truncated: bool,
     pub duration_ms: u64,
+    /// The kernel's out-of-memory killer ended it: the sandbox's memory
+    /// limit was reached. Set by the host, which reads the sandbox's memory
+    /// cgroup (the guest cannot); false where the backend cannot tell.
+    #[serde(default)]
+    pub oom_killed: bool,
 }
 
 impl ExitInfo {

@@ -17,6 +17,7 @@ mod runtime;
 mod sessions;
 pub mod subagents;
 pub mod tools;
+mod usage;
 mod util;
 mod workspace;
 

@@ -78,7 +78,7 @@ impl Runtime {
                 Err(err) => return Err(RuntimeError::store("acquire_lease")(err)),
             };
             let journal = Journal::new(Arc::clone(store), Arc::clone(&shared.bus), &run, lease);
-            let result = interrupt(&journal, &run).await;
+            let result = interrupt(&*self.shared.store, &journal, &run).await;
             journal.release().await;
             result?;
             tracing::warn!(run_id = %run.id, session_id = %run.session, state = %run.state, "run interrupted by a restart");
@@ -121,7 +121,11 @@ impl Runtime {
     }
 }
 
-async fn interrupt(journal: &Journal, run: &Run) -> Result<(), RuntimeError> {
+async fn interrupt(
+    store: &dyn paddock_core::store::Store,
+    journal: &Journal,
+    run: &Run,
+) -> Result<(), RuntimeError> {
     let error = format!(
         "the process driving this run stopped while it was {}",
         run.state
@@ -136,6 +140,7 @@ async fn interrupt(journal: &Journal, run: &Run) -> Result<(), RuntimeError> {
         state: RunState::Interrupted,
         end_reason: EndReason::Interrupted,
         usage: updated.usage,
+        total_usage: crate::usage::total(store, &updated).await.ok(),
         error: Some(error),
         verdict: None,
         question: None,

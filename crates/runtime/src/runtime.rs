@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use paddock_core::blob::BlobStore;
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::sandbox::SandboxBackend;
-use paddock_core::store::{Run, Store};
+use paddock_core::store::{Run, RunUsage, Store};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -106,6 +106,14 @@ impl Runtime {
             .list_runs(tenant, session)
             .await
             .map_err(RuntimeError::store("list_runs"))
+    }
+
+    /// `run`'s usage plus every subagent run's under it (own + descendants),
+    /// as recorded now.
+    pub async fn total_usage(&self, run: &Run) -> Result<RunUsage, RuntimeError> {
+        crate::usage::total(&*self.shared.store, run)
+            .await
+            .map_err(RuntimeError::store("list_child_runs"))
     }
 
     /// Subagent runs spawned by `parent`, oldest first.

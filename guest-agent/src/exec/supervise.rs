@@ -146,6 +146,8 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
         timed_out,
         truncated: capped.truncated,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        // The host tells, from the sandbox's memory cgroup.
+        oom_killed: false,
     }
 }
 

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use paddock_api::service::RunView;
-use paddock_core::store::{Review, Run, RunEvent, RunState, TaskStatus, Verdict};
+use paddock_core::store::{Review, Run, RunEvent, RunState, RunUsage, TaskStatus, Verdict};
 use paddock_runtime::events::{
     CallStatus, Event, PlanUpdated, SubagentPhase, SubagentStatus, ToolResultEvent, payload_json,
 };
@@ -246,12 +246,13 @@ fn exit_marker(line: &str) -> Option<i64> {
 }
 
 /// The end of a run for people: its review, or why it has none.
-pub fn print_result(out: &mut impl Write, run: &Run, session: &str) {
-    let _ = write!(out, "{}", printable(&human_result(run, session)));
+pub fn print_result(out: &mut impl Write, run: &Run, total: &RunUsage, session: &str) {
+    let _ = write!(out, "{}", printable(&human_result(run, total, session)));
     let _ = out.flush();
 }
 
-pub fn human_result(run: &Run, session: &str) -> String {
+/// `total` is the run's usage with its subagents' (`Runtime::total_usage`).
+pub fn human_result(run: &Run, total: &RunUsage, session: &str) -> String {
     let mut out = String::from("\n");
     match &run.review {
         Some(review) => out.push_str(&review_text(review)),
@@ -273,6 +274,16 @@ pub fn human_result(run: &Run, session: &str) -> String {
         usage.tokens(),
         usage.wall_clock_ms as f64 / 1000.0,
     ));
+    if total != usage {
+        out.push_str(&format!(
+            "With its subagents: {} model turns, {} tool calls, {} tokens ({} input, {} output).\n",
+            total.turns,
+            total.tool_calls,
+            total.tokens(),
+            total.input_tokens,
+            total.output_tokens,
+        ));
+    }
     out
 }
 
@@ -310,12 +321,12 @@ fn review_text(review: &Review) -> String {
 }
 
 /// The final `--json` line.
-pub fn result_json(run: &Run, exit_code: u8) -> Value {
+pub fn result_json(run: &Run, total: RunUsage, exit_code: u8) -> Value {
     json!({
         "type": "result",
         "exit_code": exit_code,
         "session": run.session,
-        "run": RunView::from(run),
+        "run": RunView::new(run, total),
     })
 }
 

@@ -12,7 +12,8 @@ use paddock_core::model::ModelProvider;
 use paddock_core::store::{Budgets, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
-use paddock_runtime::{RuntimeError, StartRun};
+use paddock_runtime::subagents::ModelsByKey;
+use paddock_runtime::{RuntimeError, StartRun, SubagentModels};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::local::{Local, Sandboxes};
@@ -92,7 +93,7 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             budgets,
             provider: model(&args.model, args.base_url.as_deref())?,
             instructions: None,
-            subagent_models: None,
+            subagent_models: subagent_models(args)?,
         },
     })
 }
@@ -125,6 +126,37 @@ fn model(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn ModelProvider>, S
         config.base_url = Some(url.trim().to_owned());
     }
     paddock_models::build(&config).map_err(|e| format!("--model {spec}: {}", error_chain(&e)))
+}
+
+/// The models of `--subagent-model KEY=SPEC`; `--base-url` applies to the
+/// specs of `--model`'s provider.
+fn subagent_models(args: &GoalArgs) -> Result<Option<Arc<dyn SubagentModels>>, String> {
+    if args.subagent_models.is_empty() {
+        return Ok(None);
+    }
+    let parent = paddock_models::parse_spec(&args.model)
+        .map_err(|e| format!("--model: {e}"))?
+        .provider;
+    let mut models = ModelsByKey::new();
+    for entry in &args.subagent_models {
+        let flag = format!("--subagent-model {entry}");
+        let (key, spec) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("{flag}: expected KEY=SPEC (explore=scripted:explore.json)"))?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!(
+                "{flag}: the key is empty (a task id or a profile: explore, plan, review, build)"
+            ));
+        }
+        let provider = paddock_models::parse_spec(spec.trim())
+            .map_err(|e| format!("{flag}: {e}"))?
+            .provider;
+        let base_url = args.base_url.as_deref().filter(|_| provider == parent);
+        let model = model(spec.trim(), base_url).map_err(|e| format!("{flag}: {e}"))?;
+        models.insert(key, model);
+    }
+    Ok(Some(Arc::new(models)))
 }
 
 /// The session to run in: `--session`, or a new one in the workspace.
@@ -246,10 +278,17 @@ async fn drive(
         let _ = task.await;
     }
     let code = exit::for_run(&run);
+    let total = runtime.total_usage(&run).await.unwrap_or_else(|err| {
+        logging::note(format_args!(
+            "paddock: reading the subagents' usage: {}",
+            error_chain(&err)
+        ));
+        run.usage
+    });
     match format {
-        Format::Human => render::print_result(&mut stdout, &run, session.id.as_str()),
+        Format::Human => render::print_result(&mut stdout, &run, &total, session.id.as_str()),
         Format::Json => {
-            let _ = writeln!(stdout, "{}", render::result_json(&run, code));
+            let _ = writeln!(stdout, "{}", render::result_json(&run, total, code));
         }
     }
     Ok(code)

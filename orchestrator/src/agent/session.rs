@@ -10,6 +10,7 @@ use paddock_api::service::sessions::fork_title;
 use paddock_api::service::{RunView, SessionView};
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::store::{MAX_PAGE, Page, Run, Session};
+use paddock_runtime::Runtime;
 use paddock_runtime::events::Event;
 use serde_json::json;
 
@@ -90,7 +91,11 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
             let id = session_id(&id)?;
             let session = runtime.get_session(tenant, &id).await?;
             let runs = runtime.list_runs(tenant, &id).await?;
-            print_show(&session_view(&session), &run_views(&runs), json)?;
+            print_show(
+                &session_view(&session),
+                &run_views(runtime, &runs).await?,
+                json,
+            )?;
         }
         SessionCommand::Rename {
             id, title, json, ..
@@ -234,8 +239,16 @@ fn session_view(session: &Session) -> SessionView {
     SessionView::from(session)
 }
 
-fn run_views(runs: &[Run]) -> Vec<RunView> {
-    runs.iter().map(RunView::from).collect()
+async fn run_views(runtime: &Runtime, runs: &[Run]) -> anyhow::Result<Vec<RunView>> {
+    let mut views = Vec::with_capacity(runs.len());
+    for run in runs {
+        let total = runtime
+            .total_usage(run)
+            .await
+            .context("reading the subagents' usage")?;
+        views.push(RunView::new(run, total));
+    }
+    Ok(views)
 }
 
 pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()> {
@@ -309,12 +322,13 @@ pub fn print_show(session: &SessionView, runs: &[RunView], json: bool) -> anyhow
             .map_or("-".to_owned(), |r| r.verdict.to_string());
         let end = run.end_reason.map_or("-".to_owned(), |r| r.to_string());
         println!(
-            "  {}  {:<9}  {:<15}  {:<7}  {}  {}",
+            "  {}  {:<9}  {:<15}  {:<7}  {}  {:>9}  {}",
             run.id,
             run.state.as_str(),
             end,
             verdict,
             run.mode,
+            format!("{} tok", run.total_usage.tokens()),
             run.goal.lines().next().unwrap_or_default()
         );
     }

@@ -49,6 +49,7 @@ async fn stream_or_json(client: &ApiClient, args: ExecArgs) -> anyhow::Result<u8
             .json(client.request(Method::POST, &url).json(&body))
             .await?;
         print_json(&result)?;
+        note_exit(&result);
         return Ok(exit_code(&result));
     }
     body["output_encoding"] = json!("base64");
@@ -128,6 +129,12 @@ fn note_exit(result: &Value) {
     if result["truncated"] == true {
         logging::note(format_args!(
             "paddock: the output went past the server's cap; the rest was dropped"
+        ));
+    }
+    if result["oom_killed"] == true {
+        logging::note(format_args!(
+            "paddock: {}",
+            crate::sandbox::exit::oom_sentence(None, "--memory when creating the sandbox")
         ));
     }
 }

@@ -13,6 +13,20 @@ pub const EXIT_CANNOT_EXECUTE: u8 = 126;
 /// No such command.
 pub const EXIT_NOT_FOUND: u8 = 127;
 
+/// What stderr says when the out-of-memory killer ended the command; `limit`
+/// is the sandbox's memory limit when known.
+pub fn oom_sentence(limit: Option<u64>, raise: &str) -> String {
+    let limit = match limit {
+        Some(bytes) if bytes % (1 << 20) == 0 => format!(" of {} MiB", bytes >> 20),
+        Some(bytes) => format!(" of {bytes} bytes"),
+        None => String::new(),
+    };
+    format!(
+        "the command was killed for running out of memory: the sandbox reached its memory \
+         limit{limit} (raise it with {raise})"
+    )
+}
+
 /// The code for an exec the guest refused with `code` and `message`.
 pub fn refused(code: ErrorCode, message: &str) -> u8 {
     match code {
@@ -47,6 +61,17 @@ pub fn refused_by_server(code: &str, message: &str) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_oom_sentence_names_the_limit() {
+        assert_eq!(
+            oom_sentence(Some(64 << 20), "--memory"),
+            "the command was killed for running out of memory: the sandbox reached its \
+             memory limit of 64 MiB (raise it with --memory)"
+        );
+        assert!(oom_sentence(Some(1000), "x").contains("limit of 1000 bytes (raise it with x)"));
+        assert!(oom_sentence(None, "x").contains("its memory limit (raise"));
+    }
 
     #[test]
     fn run_and_exec_share_their_codes() {

@@ -95,6 +95,13 @@ fn note_outcome(outcome: &Outcome, args: &RunArgs) {
                     "paddock: the output went past --output-cap; the rest was dropped"
                 ));
             }
+            if exit.oom_killed {
+                let limit = sandbox_spec(args).limits.memory_bytes;
+                logging::note(format_args!(
+                    "paddock: {}",
+                    exit::oom_sentence(limit, "--memory")
+                ));
+            }
         }
         Outcome::Interrupted(_) => {}
     }
@@ -235,6 +242,8 @@ struct RunReport {
     timed_out: bool,
     /// Output went past --output-cap.
     truncated: bool,
+    /// The out-of-memory killer ended the command (the sandbox's memory limit).
+    oom_killed: bool,
     /// Wall time from the exec request to the command's exit, seen from the host.
     duration_ms: u64,
     /// Null when the sandbox never started.
@@ -254,6 +263,7 @@ impl RunReport {
             signal: None,
             timed_out: false,
             truncated: false,
+            oom_killed: false,
             duration_ms: 0,
             sandbox_id: None,
             enforcement: None,
@@ -275,6 +285,7 @@ impl RunReport {
             signal: None,
             timed_out: false,
             truncated: false,
+            oom_killed: false,
             duration_ms: 0,
             sandbox_id: Some(sandbox_id),
             enforcement,
@@ -288,6 +299,7 @@ impl RunReport {
                 report.signal = exit.signal;
                 report.timed_out = exit.timed_out;
                 report.truncated = exit.truncated;
+                report.oom_killed = exit.oom_killed;
                 report.duration_ms = exit.duration_ms;
             }
             Outcome::Interrupted(signal) => report.signal = Some(*signal),

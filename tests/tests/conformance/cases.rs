@@ -352,6 +352,20 @@ pub fn memory_and_tmp_limits(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Sen
                 over.exit.code != Some(0),
                 "allocating 1 GiB under a 256 MiB limit succeeded: {over:?}"
             );
+            // The host reads the sandbox's memory cgroup to tell (under
+            // gVisor the cgroup holds the sentry, not the command).
+            if ctx.kind != Kind::Gvisor {
+                assert!(
+                    over.exit.oom_killed,
+                    "not reported as an OOM kill: {over:?}"
+                );
+            }
+            let killed = guest.exec_output(shell("kill -9 $$"), &[]).await.unwrap();
+            assert_eq!(killed.exit.signal, Some(9), "{killed:?}");
+            assert!(
+                !killed.exit.oom_killed,
+                "a plain SIGKILL is no OOM kill: {killed:?}"
+            );
         }
         sb.destroy().await.unwrap();
     })

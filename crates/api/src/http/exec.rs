@@ -3,7 +3,7 @@
 //!
 //! - `started` `{"pid": N}`
 //! - `stdout` / `stderr` `{"data": "..."}` (text or base64, as `output_encoding` asked)
-//! - `exit` `{"exit_code", "signal", "timed_out", "truncated", "duration_ms"}`, last
+//! - `exit` `{"exit_code", "signal", "timed_out", "truncated", "duration_ms", "oom_killed"}`, last
 //! - `error` `{"error": {"code", "message"}}`, last, when the sandbox went away
 //!
 //! A client that disconnects kills the command.

@@ -108,6 +108,7 @@ pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptio
     };
     routes()
         .router
+        .merge(paddock_console::router())
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))

@@ -49,7 +49,10 @@ pub struct RunView {
     pub profile: Option<SubagentProfile>,
     pub task_key: Option<String>,
     pub budgets: Budgets,
+    /// The run's own usage (what its budgets count).
     pub usage: RunUsage,
+    /// Its own usage plus every subagent run's under it, as recorded now.
+    pub total_usage: RunUsage,
     /// Why the run failed or was interrupted.
     pub error: Option<String>,
     /// What ended the run, once it ended.
@@ -63,8 +66,10 @@ pub struct RunView {
     pub finished_at: Option<String>,
 }
 
-impl From<&Run> for RunView {
-    fn from(r: &Run) -> Self {
+impl RunView {
+    /// `r` with `total_usage`, its usage and its descendants'
+    /// (`Runtime::total_usage`).
+    pub fn new(r: &Run, total_usage: RunUsage) -> Self {
         Self {
             id: r.id.clone(),
             session: r.session.clone(),
@@ -76,6 +81,7 @@ impl From<&Run> for RunView {
             task_key: r.task_key.clone(),
             budgets: r.budgets,
             usage: r.usage,
+            total_usage,
             error: r.error.clone(),
             end_reason: r.end_reason,
             review: r.review.clone(),

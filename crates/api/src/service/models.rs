@@ -178,6 +178,10 @@ impl ModelProvider for Inline {
         "scripted:inline"
     }
 
+    fn fresh_copy(&self) -> Option<Arc<dyn ModelProvider>> {
+        Some(Arc::new(Inline(self.0.restart())))
+    }
+
     fn context_window(&self) -> u32 {
         self.0.context_window()
     }

@@ -3,7 +3,7 @@
 //! validation, views without internals), and the runs it started, so a
 //! graceful shutdown can cancel them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -11,7 +11,8 @@ use paddock_core::ids::{RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{
     Budgets, MAX_PAGE, Page, Run, RunEvent, RunMode, Session, SessionStatus,
 };
-use paddock_runtime::{EventStream, RunHandle, Runtime, RuntimeError, StartRun};
+use paddock_runtime::subagents::ModelsByKey;
+use paddock_runtime::{EventStream, RunHandle, Runtime, RuntimeError, StartRun, SubagentModels};
 use serde::Deserialize;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -23,6 +24,10 @@ use super::models::{ModelChoice, ModelChoiceError, ModelPolicy};
 const MAX_GOAL_CHARS: usize = 20_000;
 const MAX_TITLE_CHARS: usize = 200;
 const MAX_CRITERIA: usize = 50;
+/// Most entries of a run's `subagent_models`.
+const MAX_SUBAGENT_MODELS: usize = 16;
+/// Longest key of `subagent_models` (a task id or a profile).
+const MAX_MODEL_KEY_CHARS: usize = 100;
 /// How long a shutdown waits for cancelled runs to wind down.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 
@@ -115,6 +120,11 @@ pub struct StartRunCommand {
     #[serde(default)]
     pub budgets: Option<Budgets>,
     pub model: ModelChoice,
+    /// The models of some subagents, keyed by task id or profile (`explore`,
+    /// `plan`, `review`, `build`; a task id wins); the others use `model`.
+    /// A scripted model is replayed from its first turn for each child.
+    #[serde(default)]
+    pub subagent_models: BTreeMap<String, ModelChoice>,
     /// Extra instructions for the agent, added to its system prompt.
     #[serde(default)]
     pub instructions: Option<String>,
@@ -303,7 +313,25 @@ impl AgentService {
             .list_runs(tenant, session)
             .await
             .map_err(AgentError::runtime("list_runs"))?;
-        Ok(runs.iter().map(RunView::from).collect())
+        self.views(&runs).await
+    }
+
+    /// A run as the API answers it, with its subagents' usage added up.
+    async fn view(&self, run: &Run) -> Result<RunView, AgentError> {
+        let total = self
+            .runtime
+            .total_usage(run)
+            .await
+            .map_err(AgentError::runtime("total_usage"))?;
+        Ok(RunView::new(run, total))
+    }
+
+    async fn views(&self, runs: &[Run]) -> Result<Vec<RunView>, AgentError> {
+        let mut views = Vec::with_capacity(runs.len());
+        for run in runs {
+            views.push(self.view(run).await?);
+        }
+        Ok(views)
     }
 
     /// Starts a run in the background; answers it as it started.
@@ -328,7 +356,8 @@ impl AgentService {
             // a shutdown began while the run was starting: it must not outlive it
             let _ = self.runtime.cancel_run(tenant, &run.id).await;
         }
-        Ok(RunView::from(&run))
+        // a run that just started has no children yet
+        Ok(RunView::new(&run, run.usage))
     }
 
     /// Keeps the run's task until it ends, so a shutdown can cancel it.
@@ -396,6 +425,7 @@ impl AgentService {
             ));
         }
         let provider = self.models.resolve(&command.model)?;
+        let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
             goal: goal.to_owned(),
             success_criteria: command
@@ -407,8 +437,46 @@ impl AgentService {
             budgets,
             provider,
             instructions: command.instructions,
-            subagent_models: None,
+            subagent_models,
         })
+    }
+
+    /// The request's `subagent_models`, each choice under the same policy as
+    /// `model`.
+    fn subagent_models(
+        &self,
+        choices: &BTreeMap<String, ModelChoice>,
+    ) -> Result<Option<Arc<dyn SubagentModels>>, AgentError> {
+        if choices.is_empty() {
+            return Ok(None);
+        }
+        if choices.len() > MAX_SUBAGENT_MODELS {
+            return Err(AgentError::invalid(
+                "subagent_models",
+                format!("at most {MAX_SUBAGENT_MODELS} entries"),
+            ));
+        }
+        let mut models = ModelsByKey::new();
+        for (key, choice) in choices {
+            let trimmed = key.trim();
+            if trimmed.is_empty() || trimmed != key || key.chars().count() > MAX_MODEL_KEY_CHARS {
+                return Err(AgentError::invalid(
+                    "subagent_models",
+                    format!(
+                        "{key:?}: a key is a task id or a profile (explore, plan, review, \
+                         build), 1 to {MAX_MODEL_KEY_CHARS} characters without surrounding spaces"
+                    ),
+                ));
+            }
+            let provider = self.models.resolve(choice).map_err(|err| match err {
+                ModelChoiceError::Refused { reason } => AgentError::ModelRefused {
+                    reason: format!("subagent_models.{key}: {reason}"),
+                },
+                other => AgentError::from(other),
+            })?;
+            models.insert(key.clone(), provider);
+        }
+        Ok(Some(Arc::new(models)))
     }
 
     pub async fn get_run(&self, tenant: &TenantId, id: &RunId) -> Result<RunView, AgentError> {
@@ -417,7 +485,7 @@ impl AgentService {
             .get_run(tenant, id)
             .await
             .map_err(AgentError::runtime("get_run"))?;
-        Ok(RunView::from(&run))
+        self.view(&run).await
     }
 
     /// Asks the run to stop; answers it as it is now (a finished run as it ended).
@@ -427,7 +495,7 @@ impl AgentService {
             .cancel_run(tenant, id)
             .await
             .map_err(AgentError::runtime("cancel_run"))?;
-        Ok(RunView::from(&run))
+        self.view(&run).await
     }
 
     /// The subagent runs `id` spawned, oldest first.
@@ -445,7 +513,7 @@ impl AgentService {
             .list_child_runs(tenant, id)
             .await
             .map_err(AgentError::runtime("list_child_runs"))?;
-        Ok(runs.iter().map(RunView::from).collect())
+        self.views(&runs).await
     }
 
     // ---- events ----

@@ -102,6 +102,10 @@ pub struct ExitView {
     /// Output went past the cap and was dropped from there on.
     pub truncated: bool,
     pub duration_ms: u64,
+    /// The out-of-memory killer ended it: the sandbox's memory limit was
+    /// reached (raise `limits.memory_bytes`).
+    #[serde(default)]
+    pub oom_killed: bool,
 }
 
 impl From<&ExitInfo> for ExitView {
@@ -112,6 +116,7 @@ impl From<&ExitInfo> for ExitView {
             timed_out: e.timed_out,
             truncated: e.truncated,
             duration_ms: e.duration_ms,
+            oom_killed: e.oom_killed,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The [`ModelProvider`] trait.
 
 use std::fmt;
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
@@ -37,6 +38,14 @@ pub trait ModelProvider: Send + Sync + fmt::Debug {
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<ModelResponse, ModelError>> {
         Box::pin(collect(self.stream(request, cancel)))
+    }
+
+    /// The provider for another conversation (one more subagent, say). One
+    /// that keeps state per conversation (a script's next turn) answers a
+    /// copy that starts afresh; the default, None, says this one can be
+    /// shared.
+    fn fresh_copy(&self) -> Option<Arc<dyn ModelProvider>> {
+        None
     }
 }
 

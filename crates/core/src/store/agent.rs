@@ -105,6 +105,18 @@ impl RunUsage {
     pub fn tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
+
+    /// This usage and `other`'s together, field by field (saturating). The
+    /// wall clocks add up too: runs side by side count twice.
+    pub fn plus(&self, other: &RunUsage) -> RunUsage {
+        RunUsage {
+            turns: self.turns.saturating_add(other.turns),
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            tool_calls: self.tool_calls.saturating_add(other.tool_calls),
+            wall_clock_ms: self.wall_clock_ms.saturating_add(other.wall_clock_ms),
+        }
+    }
 }
 
 text_enum!(

@@ -167,7 +167,13 @@ pub struct Progress {
 pub struct RunFinished {
     pub state: RunState,
     pub end_reason: EndReason,
+    /// The run's own usage (what its budgets counted).
     pub usage: RunUsage,
+    /// Its own usage plus every subagent run's under it; None in events
+    /// written before this was recorded (left out then, so they keep their
+    /// bytes), or when reading the children failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_usage: Option<RunUsage>,
     pub error: Option<String>,
     pub verdict: Option<Verdict>,
     /// The question of `ask_user` (state `awaiting_user`).

@@ -167,6 +167,14 @@ pub(crate) async fn finish(
             }
         }
     };
+    // The children ended (and were recorded) before the parent finishes.
+    let total_usage = match crate::usage::total(&*shared.store, &finished).await {
+        Ok(total) => Some(total),
+        Err(err) => {
+            tracing::warn!(error = %error_chain(&err), "reading the subagents' usage");
+            None
+        }
+    };
     if let Err(err) = journal.emit(&outcome.review).await {
         tracing::warn!(error = %error_chain(&err), "recording the review event");
     }
@@ -174,6 +182,7 @@ pub(crate) async fn finish(
         state: outcome.state,
         end_reason: outcome.end_reason,
         usage,
+        total_usage,
         error: outcome.error,
         verdict: Some(outcome.review.verdict).filter(|_| outcome.state != RunState::AwaitingUser),
         question: outcome.question,

@@ -217,6 +217,7 @@ async fn fail_early(journal: &Journal, err: &RuntimeError) {
         state: RunState::Failed,
         end_reason: EndReason::InfrastructureError,
         usage: Default::default(),
+        total_usage: Some(Default::default()),
         error: Some(error),
         verdict: None,
         question: None,

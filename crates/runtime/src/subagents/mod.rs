@@ -23,11 +23,13 @@ mod child_dir;
 mod contract;
 mod family;
 mod link_tree;
+mod models;
 mod prepare;
 mod report;
 mod tools;
 
 pub use crate::run::SubagentModels;
 pub(crate) use family::{Family, FamilyParts};
+pub use models::ModelsByKey;
 pub use report::{ChangeKind, ChangeSetState, ChangedPath, ChildReport};
 pub(crate) use tools::{register_tools, withhold_tools};

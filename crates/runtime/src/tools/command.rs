@@ -165,6 +165,12 @@ fn result(command: &str, timeout_secs: u64, exit: &ExitInfo, output: &HeadTail) 
         }
         (false, None, None) => write!(content, "[ended without an exit status after {secs:.1}s]"),
     };
+    if exit.oom_killed {
+        content.push_str(
+            "\n[killed by the out-of-memory killer: the sandbox reached its memory limit; \
+             use less memory at once (smaller inputs, fewer parallel jobs)]",
+        );
+    }
     if output.omitted() > 0 {
         let _ = write!(
             content,
@@ -182,6 +188,7 @@ fn result(command: &str, timeout_secs: u64, exit: &ExitInfo, output: &HeadTail) 
             "exit_code": exit.code,
             "signal": exit.signal,
             "timed_out": exit.timed_out,
+            "oom_killed": exit.oom_killed,
             "duration_ms": exit.duration_ms,
             "output_bytes": output.total(),
             "output_truncated": output.omitted() > 0,
@@ -254,5 +261,40 @@ mod tests {
                 success: false
             }]
         );
+    }
+
+    #[test]
+    fn an_oom_kill_is_named_in_the_result() {
+        let output = HeadTail::new(HEAD_BYTES, TAIL_BYTES);
+        let exit = ExitInfo {
+            signal: Some(9),
+            oom_killed: true,
+            duration_ms: 300,
+            ..ExitInfo::default()
+        };
+        let out = result("make -j8", 120, &exit, &output);
+        assert!(
+            out.content.starts_with(
+                "(no output)\n[killed by signal 9 after 0.3s]\n[killed by the out-of-memory killer"
+            ),
+            "{}",
+            out.content
+        );
+        assert_eq!(out.data["oom_killed"], true);
+        let plain = result(
+            "x",
+            120,
+            &ExitInfo {
+                signal: Some(9),
+                ..ExitInfo::default()
+            },
+            &output,
+        );
+        assert!(
+            !plain.content.contains("out-of-memory"),
+            "{}",
+            plain.content
+        );
+        assert_eq!(plain.data["oom_killed"], false);
     }
 }

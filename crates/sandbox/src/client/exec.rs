@@ -20,6 +20,8 @@ pub struct ExecStream {
     dropped_any: bool,
     /// The exit, held back one event for a last drop marker.
     pending_exit: Option<ExitInfo>,
+    /// The sandbox's OOM kills when the exec was sent (None: unknown).
+    oom_before: Option<u64>,
 }
 
 /// What a reader sees in place of output dropped because it fell behind.
@@ -28,13 +30,33 @@ fn dropped_marker(bytes: u64) -> Vec<u8> {
 }
 
 impl ExecStream {
-    pub(super) fn new(call: Call, client: GuestClient) -> Self {
+    pub(super) fn new(call: Call, client: GuestClient, oom_before: Option<u64>) -> Self {
         Self {
             id: call.id,
             call: Some(call),
             client,
             dropped_any: false,
             pending_exit: None,
+            oom_before,
+        }
+    }
+
+    /// An exit by SIGKILL (or a shell's 137 for a child killed so) while the
+    /// sandbox's OOM-kill counter rose was the out-of-memory killer's. The
+    /// kernel counts the kill before it signals the victim, so the count is
+    /// up by the time the exit arrives. Another command of the sandbox
+    /// killed by the OOM killer at the same time as this one is killed by
+    /// a plain SIGKILL would be mistaken for it: rare, and said in the docs.
+    async fn mark_oom(&self, exit: &mut ExitInfo) {
+        let killed = exit.signal == Some(libc::SIGKILL) || exit.code == Some(128 + libc::SIGKILL);
+        if let (true, Some(before)) = (killed, self.oom_before)
+            && self
+                .client
+                .oom_kills()
+                .await
+                .is_some_and(|now| now > before)
+        {
+            exit.oom_killed = true;
         }
     }
 }
@@ -83,6 +105,7 @@ impl Execution for ExecStream {
                 if dropped > 0 || self.dropped_any {
                     exit.truncated = true;
                 }
+                self.mark_oom(&mut exit).await;
                 if dropped > 0 {
                     self.pending_exit = Some(exit);
                     return Ok(Some(ExecEvent::Output {

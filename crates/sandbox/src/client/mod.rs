@@ -12,6 +12,7 @@ mod limits;
 mod ops;
 mod snapshot;
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -43,6 +44,8 @@ struct Inner {
     shared: Arc<Shared>,
     /// Set once by the handshake.
     agent_version: OnceLock<String>,
+    /// The sandbox's OOM-kill counter file, when its backend knows it.
+    oom_counter: OnceLock<PathBuf>,
 }
 
 impl GuestClient {
@@ -83,6 +86,7 @@ impl GuestClient {
                 input_budget,
                 shared,
                 agent_version: OnceLock::new(),
+                oom_counter: OnceLock::new(),
             }),
         };
         let hello = Request::Hello {
@@ -107,6 +111,22 @@ impl GuestClient {
         };
         let _ = client.inner.agent_version.set(agent_version);
         Ok(client)
+    }
+
+    /// Has every exec of this connection tell an out-of-memory kill from
+    /// another SIGKILL (`ExitInfo::oom_killed`) by reading `file`, the
+    /// sandbox's OOM-kill counter (`paddock_jail::oom_counter_in`). Set once;
+    /// a second call is ignored.
+    pub fn watch_oom(&self, file: PathBuf) {
+        let _ = self.inner.oom_counter.set(file);
+    }
+
+    /// The sandbox's OOM kills so far; None when unknown (no counter, or
+    /// it cannot be read).
+    pub(crate) async fn oom_kills(&self) -> Option<u64> {
+        let file = self.inner.oom_counter.get()?;
+        let text = tokio::fs::read_to_string(file).await.ok()?;
+        paddock_jail::parse_oom_kills(&text)
     }
 
     /// [`GuestClient::connect`] over a unix stream socket.

@@ -79,8 +79,9 @@ impl GuestClient {
         } else {
             &[]
         };
+        let oom_before = self.oom_kills().await;
         let call = self.start(Request::Exec(spec), payload).await?;
-        Ok(ExecStream::new(call, self.clone()))
+        Ok(ExecStream::new(call, self.clone(), oom_before))
     }
 }
 

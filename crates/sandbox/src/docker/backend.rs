@@ -222,6 +222,16 @@ impl DockerBackend {
         let client = tokio::time::timeout(timeout, GuestClient::connect(reader, input))
             .await
             .map_err(|_| format!("the guest did not answer the handshake within {timeout:?}"))??;
+        if guest_spec
+            .cgroup
+            .as_ref()
+            .is_some_and(|asked| asked.memory_bytes.is_some())
+        {
+            client.watch_oom(host_checks::oom_counter(
+                &self.config.cgroup_parent,
+                container,
+            ));
+        }
         Ok((client, u32::try_from(pid).ok()))
     }
 }

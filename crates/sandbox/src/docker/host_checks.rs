@@ -50,6 +50,17 @@ fn limit(value: &str) -> Option<u64> {
     value.parse().ok()
 }
 
+/// The file counting the OOM kills of the container's memory cgroup.
+pub(super) fn oom_counter(parent: &str, container_id: &str) -> PathBuf {
+    let rel = format!("{}/{container_id}", parent.trim_start_matches('/'));
+    let root = Path::new(CGROUP_ROOT);
+    if cgroup_version() == "v2" {
+        paddock_jail::oom_counter_in(&root.join(rel), true)
+    } else {
+        paddock_jail::oom_counter_in(&root.join("memory").join(rel), false)
+    }
+}
+
 /// Reads the container's cgroup and compares it with what was asked.
 /// Returns the paths it read.
 pub(super) fn check_cgroup(

@@ -121,6 +121,15 @@ impl NativeBackend {
             Ok(client) => client,
             Err(source) => return Err(startup_failed(&mut teardown, &tail, source).await),
         };
+        if let (Some(parent), Some(_)) = (&teardown.cgroup_parent, spec.limits.memory_bytes) {
+            match paddock_jail::sandbox_oom_counter(parent, id.as_str()) {
+                Ok(Some(file)) => client.watch_oom(file),
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::debug!(sandbox_id = %id, error = %err, "no OOM-kill counter: OOM kills read as SIGKILL");
+                }
+            }
+        }
 
         let info = SandboxInfo {
             id,

@@ -1,0 +1,216 @@
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { api, enc } from './api.js';
+import { isActive } from './session.js';
+
+/** Items shown at first; scrolling to the top shows this many more. */
+const WINDOW = 200;
+
+export function Stage({ session, view, onError, onChanged }) {
+  const scroller = useRef(null);
+  const stick = useRef(true);
+  const [shown, setShown] = useState(WINDOW);
+  const items = view.items;
+  const first = Math.max(0, items.length - shown);
+  const visible = items.slice(first);
+
+  useEffect(() => setShown(WINDOW), [session?.id]);
+
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  });
+
+  const onScroll = () => {
+    const el = scroller.current;
+    stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    if (el.scrollTop < 80 && first > 0) {
+      const before = el.scrollHeight;
+      setShown((n) => n + WINDOW);
+      requestAnimationFrame(() => {
+        el.scrollTop += el.scrollHeight - before;
+      });
+    }
+  };
+
+  if (!session) {
+    return (
+      <main class="stage empty" id="stage">
+        <p>Open a session on the left, or make a workspace and a session to start.</p>
+      </main>
+    );
+  }
+  const run = view.lastRun ? view.runs.get(view.lastRun) : null;
+  return (
+    <main class="stage" id="stage" aria-label="Session">
+      <div class="stream-list" ref={scroller} onScroll={onScroll} role="log" aria-live="polite" data-testid="stage">
+        {first > 0 && <p class="more">{first} earlier items: scroll up to show them</p>}
+        {visible.map((item) => (
+          <StageItem key={item.key} item={item} />
+        ))}
+        {run && isActive(run.state) && <p class="working" data-testid="working">Working: {run.state}…</p>}
+      </div>
+      <Prompt session={session} run={run} onError={onError} onChanged={onChanged} />
+    </main>
+  );
+}
+
+function StageItem({ item }) {
+  switch (item.type) {
+    case 'user':
+      return (
+        <article class="msg user" data-kind={item.steer ? 'steer' : 'goal'}>
+          <header>{item.steer ? 'You (steering)' : `You · ${item.mode ?? 'build'}`}</header>
+          <p class="text">{item.text}</p>
+          {item.criteria?.length > 0 && (
+            <ul class="criteria">
+              {item.criteria.map((criterion) => (
+                <li key={criterion}>{criterion}</li>
+              ))}
+            </ul>
+          )}
+        </article>
+      );
+    case 'assistant':
+      return (
+        <article class="msg assistant">
+          <header>Agent · turn {item.turn}</header>
+          <p class="text">{item.text}</p>
+        </article>
+      );
+    case 'tool':
+      return <ToolItem item={item} />;
+    case 'review':
+      return (
+        <article class={`msg review verdict-${item.review.verdict}`} data-testid="review">
+          <header>Review: {item.review.verdict}</header>
+          {item.review.summary && <p>{item.review.summary}</p>}
+          <ul>
+            {(item.review.criteria ?? []).map((c) => (
+              <li key={c.criterion}>
+                <strong>[{c.verdict}]</strong> {c.criterion}
+                {c.evidence && <span class="evidence">: {c.evidence}</span>}
+              </li>
+            ))}
+          </ul>
+        </article>
+      );
+    case 'finished':
+      return (
+        <p class={`finished state-${item.finished.state}`} data-testid="run-finished">
+          Run {item.finished.state} ({item.finished.end_reason}){item.finished.error ? `: ${item.finished.error}` : ''}
+        </p>
+      );
+    default:
+      return <p class="note">{item.text}</p>;
+  }
+}
+
+function ToolItem({ item }) {
+  const result = item.result;
+  const status = result ? result.status : 'running';
+  const summary = item.arguments ? JSON.stringify(item.arguments) : '';
+  return (
+    <details class={`tool status-${status}`} data-testid="tool-call">
+      <summary>
+        <span class="tool-name">{item.tool}</span> <span class="tool-args">{summary.length > 120 ? `${summary.slice(0, 120)}…` : summary}</span>
+        <span class="tool-status">{status}</span>
+      </summary>
+      {item.arguments && <pre class="args">{JSON.stringify(item.arguments, null, 2)}</pre>}
+      {result && <pre class="result">{result.content}{result.truncated ? '\n[cut]' : ''}</pre>}
+    </details>
+  );
+}
+
+function Prompt({ session, run, onError, onChanged }) {
+  const active = run && isActive(run.state);
+  const [goal, setGoal] = useState('');
+  const [criteria, setCriteria] = useState('');
+  const [mode, setMode] = useState('build');
+  const [model, setModel] = useState(() => localStorage.getItem('paddock.model') ?? 'openai:gpt-4o');
+  const [script, setScript] = useState('');
+  const [busy, setBusy] = useState(false);
+  const archived = session.status === 'archived';
+
+  const start = async (event) => {
+    event.preventDefault();
+    if (!goal.trim()) return;
+    setBusy(true);
+    try {
+      if (active) {
+        await api('POST', `/v1/runs/${enc(run.id)}/messages`, { text: goal });
+      } else {
+        localStorage.setItem('paddock.model', model);
+        const body = {
+          goal,
+          mode,
+          success_criteria: criteria.split('\n').map((line) => line.trim()).filter(Boolean),
+          model: script.trim() ? { scripted: JSON.parse(script) } : { spec: model },
+        };
+        await api('POST', `/v1/sessions/${enc(session.id)}/runs`, body);
+        onChanged();
+      }
+      setGoal('');
+    } catch (err) {
+      onError(err.code === 'route_not_found' ? new Error('This server cannot steer a running run.') : err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const cancel = async () => {
+    try {
+      await api('POST', `/v1/runs/${enc(run.id)}/cancel`);
+    } catch (err) {
+      onError(err);
+    }
+  };
+
+  const onKey = (event) => {
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) start(event);
+  };
+
+  return (
+    <form class="prompt" onSubmit={start} aria-label="Prompt">
+      <label for="goal" class="visually-hidden">{active ? 'Steer the run' : 'Goal'}</label>
+      <textarea
+        id="goal"
+        rows={3}
+        value={goal}
+        disabled={archived}
+        placeholder={archived ? 'This session is archived: fork it to go on.' : active ? 'Tell the agent something before its next turn…' : 'What should the agent do? (Ctrl+Enter)'}
+        onInput={(e) => setGoal(e.currentTarget.value)}
+        onKeyDown={onKey}
+      />
+      {!active && (
+        <details class="run-options">
+          <summary>Run options</summary>
+          <label>
+            Success criteria (one per line)
+            <textarea rows={2} value={criteria} onInput={(e) => setCriteria(e.currentTarget.value)} />
+          </label>
+          <label>
+            Mode
+            <select value={mode} onChange={(e) => setMode(e.currentTarget.value)}>
+              <option value="build">build</option>
+              <option value="plan">plan (read-only)</option>
+            </select>
+          </label>
+          <label>
+            Model
+            <input value={model} onInput={(e) => setModel(e.currentTarget.value)} />
+          </label>
+          <label>
+            Scripted turns (JSON, for demos and tests; replaces the model)
+            <textarea rows={2} value={script} onInput={(e) => setScript(e.currentTarget.value)} data-testid="script" />
+          </label>
+        </details>
+      )}
+      <div class="prompt-actions">
+        <button type="submit" disabled={busy || archived}>{active ? 'Steer' : 'Start run'}</button>
+        {active && (
+          <button type="button" class="danger" onClick={cancel}>Cancel run</button>
+        )}
+      </div>
+    </form>
+  );
+}

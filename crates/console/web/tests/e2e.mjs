@@ -1,0 +1,234 @@
+// The console end to end in a real browser: Debian's chromium, headless,
+// driven by playwright-core against a real `paddock serve` whose runs use
+// the scripted model. Started by orchestrator/tests/console.rs with
+// PADDOCK_URL, PADDOCK_TOKEN and ARTIFACTS (a directory for screenshots).
+// Exits non-zero with the failing step's message.
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const url = process.env.PADDOCK_URL;
+const token = process.env.PADDOCK_TOKEN;
+const artifacts = process.env.ARTIFACTS ?? 'console-artifacts';
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+assert.ok(url && token, 'PADDOCK_URL and PADDOCK_TOKEN must be set');
+mkdirSync(artifacts, { recursive: true });
+
+const TIMEOUT = 30_000;
+
+async function apiCall(method, path, body, raw = false) {
+  const headers = { Authorization: `Bearer ${token}` };
+  if (body !== undefined && !raw) headers['Content-Type'] = 'application/json';
+  const res = await fetch(url + path, { method, headers, body: body === undefined ? undefined : raw ? body : JSON.stringify(body) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? (raw ? text : JSON.parse(text)) : null;
+}
+
+/** The session's stored events, counted from the server's own stream. */
+async function storedEvents(sessionId) {
+  const res = await fetch(`${url}/v1/sessions/${sessionId}/events?until=caught_up`, { headers: { Authorization: `Bearer ${token}` } });
+  const text = await res.text();
+  return [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+}
+
+const script = {
+  turns: [
+    {
+      text: 'I will write the greeting, then check it.',
+      tool_calls: [
+        { name: 'update_plan', arguments: { steps: [
+          { id: 'write', title: 'Write hello.txt', status: 'in_progress' },
+          { id: 'check', title: 'Check it', status: 'pending' },
+        ] } },
+        { name: 'write_file', arguments: { path: 'hello.txt', content: 'hello from the agent\n' } },
+      ],
+    },
+    {
+      text: 'Checking the file (slowly, so a reader can reload meanwhile).',
+      tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 4; cat hello.txt' } }],
+    },
+    {
+      text: 'The file says hello.',
+      tool_calls: [
+        { name: 'update_plan', arguments: { steps: [
+          { id: 'write', title: 'Write hello.txt', status: 'done' },
+          { id: 'check', title: 'Check it', status: 'done' },
+        ] } },
+        { name: 'complete_task', arguments: { verdict: 'met', summary: 'hello.txt holds the greeting', evidence: ['cat hello.txt printed it'] } },
+      ],
+    },
+  ],
+};
+
+const browser = await chromium.launch({
+  executablePath: chromiumPath,
+  headless: true,
+  args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update'],
+});
+const failures = [];
+const step = async (name, body) => {
+  const started = Date.now();
+  try {
+    await body();
+    console.log(`ok   ${name} (${Date.now() - started} ms)`);
+  } catch (err) {
+    console.log(`FAIL ${name}: ${err.message}`);
+    failures.push(name);
+    throw err;
+  }
+};
+
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const consoleErrors = [];
+  page.on('pageerror', (err) => consoleErrors.push(err.message));
+  page.on('dialog', (dialog) => dialog.accept(dialogAnswers.shift() ?? ''));
+  const dialogAnswers = [];
+  const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`) });
+
+  await step('a wrong token is refused, the right one signs in', async () => {
+    await page.goto(url);
+    await page.fill('#token', 'not-the-right-token-at-all');
+    await page.click('button[type=submit]');
+    await page.getByRole('alert').filter({ hasText: 'not valid' }).waitFor({ timeout: TIMEOUT });
+    await shot('01-sign-in-refused');
+    await page.fill('#token', token);
+    await page.click('button[type=submit]');
+    await page.getByRole('button', { name: 'New workspace' }).waitFor({ timeout: TIMEOUT });
+  });
+
+  let sessionId;
+  await step('make a workspace and a session', async () => {
+    dialogAnswers.push('console-e2e');
+    await page.getByRole('button', { name: 'New workspace' }).click();
+    await page.getByRole('button', { name: '+ New session' }).waitFor({ timeout: TIMEOUT });
+    dialogAnswers.push('greeting');
+    await page.getByRole('button', { name: '+ New session' }).click();
+    await page.locator('.session-title', { hasText: 'greeting' }).waitFor({ timeout: TIMEOUT });
+    sessionId = JSON.parse(await page.evaluate(() => sessionStorage.getItem('paddock.selection'))).session;
+    assert.match(sessionId, /^ses_[0-9a-f]{32}$/);
+  });
+
+  await step('start a run and watch plan and tool calls arrive live', async () => {
+    await page.fill('#goal', 'Write hello.txt with a greeting');
+    await page.click('.run-options summary');
+    await page.fill('[data-testid=script]', JSON.stringify(script));
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.locator('[data-testid=tool-call]', { hasText: 'write_file' }).waitFor({ timeout: TIMEOUT });
+    await page.getByRole('tab', { name: 'Plan' }).click();
+    await page.locator('[data-testid=plan-panel] .task', { hasText: 'Write hello.txt' }).waitFor({ timeout: TIMEOUT });
+    await page.locator('[data-testid=tool-call]', { hasText: 'run_command' }).waitFor({ timeout: TIMEOUT });
+    await shot('02-run-live-plan');
+  });
+
+  await step('reload mid-run: the stream resumes with nothing lost and nothing twice', async () => {
+    await page.reload();
+    await page.locator('[data-testid=run-finished]').waitFor({ timeout: TIMEOUT });
+    const stored = await storedEvents(sessionId);
+    assert.ok(stored.length >= 10, `only ${stored.length} events stored`);
+    assert.deepEqual(stored, stored.map((_, i) => i + 1), 'the server stream has gaps');
+    await page.getByRole('tab', { name: 'Activity' }).click();
+    const label = await page.locator('[data-testid=activity-panel] select option').first().textContent();
+    assert.equal(label, `all (${stored.length})`);
+    assert.equal(await page.locator('[data-testid=tool-call]').count(), 5, 'one stage item per tool call');
+    await shot('03-activity-log');
+  });
+
+  await step('the review and the goal panel show the verdict', async () => {
+    await page.locator('[data-testid=review]', { hasText: 'met' }).waitFor({ timeout: TIMEOUT });
+    await page.getByRole('tab', { name: 'Goal' }).click();
+    assert.equal(await page.locator('[data-testid=run-state]').textContent(), 'completed');
+    await shot('04-goal-review');
+    await page.getByRole('tab', { name: 'Usage' }).click();
+    await page.locator('[data-testid=usage-panel]').waitFor();
+    await shot('05-usage');
+  });
+
+  await step('open a file, edit it and save through the file API', async () => {
+    await page.getByRole('tab', { name: 'Files' }).click();
+    await page.getByRole('button', { name: 'hello.txt' }).click();
+    await page.locator('.cm-content', { hasText: 'hello from the agent' }).waitFor({ timeout: TIMEOUT });
+    await page.locator('.cm-content').click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('edited in the console');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('[data-testid=editor-status]', { hasText: 'saved' }).waitFor({ timeout: TIMEOUT });
+    await shot('06-editor');
+  });
+
+  let sandboxId;
+  await step('a change made elsewhere meanwhile is reported as a conflict, not overwritten', async () => {
+    const workspace = JSON.parse(await page.evaluate(() => sessionStorage.getItem('paddock.selection'))).workspace;
+    sandboxId = await page.evaluate((ws) => sessionStorage.getItem(`paddock.sandbox.${ws}`), workspace);
+    const saved = await apiCall('GET', `/v1/sandboxes/${sandboxId}/files/hello.txt`, undefined, true);
+    assert.equal(saved, 'hello from the agent\nedited in the console');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await apiCall('PUT', `/v1/sandboxes/${sandboxId}/files/hello.txt`, 'changed by someone else, longer\n', true);
+    await page.locator('.cm-content').click();
+    await page.keyboard.type('!');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('[data-testid=conflict]').waitFor({ timeout: TIMEOUT });
+    const kept = await apiCall('GET', `/v1/sandboxes/${sandboxId}/files/hello.txt`, undefined, true);
+    assert.equal(kept, 'changed by someone else, longer\n');
+    await shot('07-conflict');
+  });
+
+  await step('type a command in the terminal and read its output', async () => {
+    await page.getByRole('tab', { name: 'Terminal' }).click();
+    await page.fill('#terminal-command', 'cat hello.txt; echo done-$((6*7))');
+    await page.keyboard.press('Enter');
+    await page.locator('[data-testid=terminal-output]', { hasText: 'done-42' }).waitFor({ timeout: TIMEOUT });
+    const output = await page.locator('[data-testid=terminal-output]').textContent();
+    assert.match(output, /changed by someone else/);
+    await shot('08-terminal');
+  });
+
+  await step('snapshots: the run end snapshot is listed', async () => {
+    await page.getByRole('tab', { name: 'Snapshots' }).click();
+    await page.locator('[data-testid=snapshot]').first().waitFor({ timeout: TIMEOUT });
+    await shot('09-snapshots');
+  });
+
+  await step('fork the session', async () => {
+    await page.getByRole('button', { name: /^Fork greeting/ }).click();
+    await page.locator('.session-title', { hasText: 'greeting (fork)' }).waitFor({ timeout: TIMEOUT });
+    const forked = JSON.parse(await page.evaluate(() => sessionStorage.getItem('paddock.selection'))).session;
+    assert.notEqual(forked, sessionId);
+    const session = await apiCall('GET', `/v1/sessions/${forked}`);
+    assert.equal(session.forked_from, sessionId);
+    await shot('10-forked');
+  });
+
+  await step('keyboard: the panel tabs move with the arrow keys', async () => {
+    await page.getByRole('tab', { name: 'Goal' }).click();
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Plan');
+    assert.equal(await page.getByRole('tab', { name: 'Plan' }).getAttribute('aria-selected'), 'true');
+  });
+
+  await step('dark theme and a narrow window stay usable', async () => {
+    await page.getByRole('button', { name: /^Theme/ }).click();
+    await page.getByRole('button', { name: /^Theme/ }).click();
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
+    await shot('11-dark');
+    await page.setViewportSize({ width: 480, height: 900 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 480px window`);
+    await shot('12-narrow');
+  });
+
+  assert.deepEqual(consoleErrors, [], 'the page threw');
+} catch (err) {
+  console.log(err.stack);
+  if (failures.length === 0) failures.push(`outside a step: ${err.message}`);
+} finally {
+  await browser.close();
+}
+if (failures.length > 0) {
+  console.log(`console e2e: ${failures.length} step(s) failed: ${failures.join(', ')}`);
+  process.exit(1);
+}
+console.log('console e2e: every step passed');
