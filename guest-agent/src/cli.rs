@@ -61,9 +61,11 @@ pub struct JailArgs {
     pub owner: Option<String>,
 }
 
+/// The spec (`paddock_jail::ContainerSpec`) is the first frame on the
+/// attached stdin, never an argument, as for `jail`.
 #[derive(Debug, Args)]
 pub struct ContainerArgs {
-    /// The container, as the JSON form of `paddock_jail::ContainerSpec`.
+    /// The sandbox id; must match the spec's.
     #[arg(long)]
-    pub spec: String,
+    pub sandbox: String,
 }

@@ -135,10 +135,20 @@ pub(crate) fn command_filter() -> Result<paddock_jail::CommandFilter, u8> {
 }
 
 fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
-    let spec: paddock_jail::ContainerSpec = serde_json::from_str(&args.spec).map_err(|e| {
-        eprintln!("paddock-guest: invalid --spec: {e}");
+    let spec = paddock_jail::ContainerSpec::read_frame(std::io::stdin()).map_err(|e| {
+        eprintln!(
+            "paddock-guest: reading the container spec: {}",
+            error_chain(&e)
+        );
         EXIT_USAGE
     })?;
+    if spec.sandbox_id != args.sandbox {
+        eprintln!(
+            "paddock-guest: invalid spec: it is for sandbox {}, the command line says {}",
+            spec.sandbox_id, args.sandbox
+        );
+        return Err(EXIT_USAGE);
+    }
     // Before anything else: landlock and seccomp go on a single thread.
     let enforcement = paddock_jail::enter_container(&spec).map_err(|e| {
         eprintln!("paddock-guest: container setup failed: {}", error_chain(&e));

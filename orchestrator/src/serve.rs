@@ -1,4 +1,4 @@
-//! `paddock serve`: composes the store, the native backend, the sandbox
+//! `paddock serve`: composes the store, the enabled sandbox backends, the sandbox
 //! service and the agent runtime, reconciles after a crash (leftover
 //! sandboxes removed, unfinished runs recorded interrupted), and serves the
 //! HTTP API until SIGTERM or SIGINT, then cancels the runs in progress and
@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use paddock_api::http::{DEFAULT_MAX_BODY_BYTES, HttpOptions};
-use paddock_api::service::{AgentService, ModelPolicy};
+use paddock_api::service::{AgentService, BackendEntry, Backends, ModelPolicy};
 use paddock_api::{SandboxService, Services, Tokens};
 use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_core::store::Store;
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
+use paddock_sandbox::WarmPool;
 use paddock_store::SqlStore;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
@@ -25,8 +26,8 @@ use crate::agent::EXIT_USAGE;
 use crate::backend::Placement;
 use crate::cli::{BackendArgs, ServeArgs};
 use crate::logging;
-pub(crate) use config::node_name;
 use config::{ServeConfig, TOKENS_ENV};
+pub(crate) use config::{WarmPoolArg, node_name};
 
 pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Result<u8> {
     // A bad config file, token list or node name is a usage error (exit 2),
@@ -65,22 +66,32 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         stream_limits: config.stream_limits()?,
         id_pool: config.id_pool,
     };
-    let backend: Arc<dyn SandboxBackend> = crate::backend::connect(
-        backend_args,
-        config.backend,
-        config.image.as_deref(),
-        &placement,
-    )
-    .await?;
-
     let root = CancellationToken::new();
-    let mut service_config = match config.service_config(node.clone(), data.join("workspaces")) {
-        Ok(service_config) => service_config,
+    let configured = config
+        .service_config(node.clone(), data.join("workspaces"))
+        .and_then(|service| {
+            let sections = config.backend_sections(
+                backend_args.backend,
+                backend_args.image.as_deref(),
+                &args.warm_pool,
+            )?;
+            Ok((service, sections))
+        });
+    let (mut service_config, sections) = match configured {
+        Ok(configured) => configured,
         Err(err) => {
             logging::note(format_args!("paddock: {err:#}"));
             return Ok(EXIT_USAGE);
         }
     };
+    let (backends, backend, pools) = enable_backends(
+        backend_args,
+        &sections,
+        config.backend,
+        &placement,
+        &service_config,
+    )
+    .await?;
     let blobs: Arc<dyn BlobStore> = Arc::new(
         paddock_snapshot::LocalBlobStore::open(data.join("blobs"))
             .with_context(|| format!("opening the blob store under {}", data.display()))?,
@@ -107,12 +118,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         allow_downgrade: service_config.allow_downgrade.clone(),
         ..SandboxSpec::default()
     };
-    let service = SandboxService::new(
-        store.clone(),
-        backend.clone(),
-        service_config,
-        root.child_token(),
-    );
+    let service = SandboxService::new(store.clone(), backends, service_config, root.child_token());
     let report = service.reconcile().await?;
     if !report.lost.is_empty() || !report.orphans.is_empty() {
         tracing::warn!(
@@ -121,6 +127,10 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             sandboxes_removed = report.orphans.sandboxes_removed.len(),
             "reconciled after an unclean stop"
         );
+    }
+    // Only now: what a pool is starting must not look like an orphan.
+    for pool in &pools {
+        pool.fill();
     }
     service.register_tenants(&tokens.tenants()).await?;
     let runtime = Runtime::new(RuntimeDeps {
@@ -167,6 +177,55 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     store.close().await;
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// Connects every backend of `sections` (a warm pool, not yet filling, in
+/// front of those that ask for one); answers the set, the default backend
+/// itself, which runs (and their subagents) start their sandboxes with, and
+/// the pools.
+async fn enable_backends(
+    backend_args: &BackendArgs,
+    sections: &[config::BackendSection],
+    default: Option<crate::backend::BackendKind>,
+    placement: &Placement,
+    service_config: &paddock_api::service::ServiceConfig,
+) -> anyhow::Result<(Backends, Arc<dyn SandboxBackend>, Vec<Arc<WarmPool>>)> {
+    let mut entries = Vec::new();
+    let mut raw = Vec::new();
+    let mut pools = Vec::new();
+    for section in sections {
+        let backend = crate::backend::connect(
+            backend_args,
+            Some(section.kind),
+            section.image.as_deref(),
+            placement,
+        )
+        .await?;
+        raw.push((section.kind, backend.clone()));
+        let served: Arc<dyn SandboxBackend> = if section.warm_pool > 0 {
+            let pool = Arc::new(WarmPool::new(
+                backend,
+                service_config.default_sandbox_spec(),
+                section.warm_pool,
+            ));
+            pools.push(pool.clone());
+            pool
+        } else {
+            backend
+        };
+        tracing::info!(backend = section.kind.name(), image = ?section.image, warm_pool = section.warm_pool, "backend enabled");
+        entries.push(BackendEntry::new(served, section.image.clone()));
+    }
+    let backends = Backends::new(entries, default.map(|k| k.name()))?;
+    let default_kind = default
+        .or(sections.first().map(|s| s.kind))
+        .context("no backend is enabled")?;
+    let backend = raw
+        .into_iter()
+        .find(|(kind, _)| *kind == default_kind)
+        .map(|(_, backend)| backend)
+        .context("the default backend is not enabled")?;
+    Ok((backends, backend, pools))
 }
 
 /// The config file, the tokens and the node name.

@@ -57,4 +57,5 @@ per_backend!(
     escape_battery,
     warm_pool,
     owner_killed_leaves_nothing,
+    pid_1_shows_no_spec,
 );

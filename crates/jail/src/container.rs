@@ -20,7 +20,9 @@ use crate::{
 };
 
 /// What the docker backend asks of the guest it starts as a container's
-/// PID 1. Serialized by the host, passed as `paddock-guest container --spec JSON`.
+/// PID 1. Serialized by the host and written as the first frame on the
+/// container's attached stdin (as the native `JailSpec`), never in argv or
+/// the environment: `ps` inside would show them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerSpec {
     pub sandbox_id: String,
@@ -45,6 +47,18 @@ pub struct ContainerSpec {
     pub cgroup: Option<CgroupEnforcement>,
     #[serde(default)]
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
+}
+
+impl ContainerSpec {
+    /// The frame the host writes first on the container's stdin.
+    pub fn to_frame(&self) -> Result<Vec<u8>, crate::SpecFrameError> {
+        crate::spec::encode_frame(self)
+    }
+
+    /// Reads the spec frame from `fd` and nothing after it.
+    pub fn read_frame(fd: impl std::os::fd::AsFd) -> Result<Self, crate::SpecFrameError> {
+        crate::spec::decode_frame(fd)
+    }
 }
 
 /// Applies the guest's layers in the calling process (single-threaded,

@@ -11,8 +11,8 @@ use std::path::Path;
 use nix::mount::{MsFlags, mount};
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
 use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
-    VmEnforcement, WORKSPACE_MOUNT,
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, MissingScopePath, NetworkPolicy,
+    SandboxLimits, VmEnforcement, WORKSPACE_MOUNT,
 };
 use serde::{Deserialize, Serialize};
 
@@ -92,7 +92,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             reason: "the microvm guest must be the VM's init (PID 1)".to_owned(),
         });
     }
-    mount_workspace(spec.read_only, &writable_paths)?;
+    mount_workspace(spec.read_only, &scope)?;
     mount_tmp(spec.limits.tmp_bytes)?;
     // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
     if let Some(pids) = spec.limits.pids {
@@ -182,7 +182,29 @@ fn limits_requested(limits: &SandboxLimits) -> bool {
 /// The workspace share at /workspace. Read-only sandboxes get a share QEMU
 /// itself opened read-only; a write scope gets a writable share mounted
 /// read-only here, with each scope path bound over itself read-write.
-fn mount_workspace(read_only: bool, writable: &[String]) -> Result<(), JailError> {
+/// A scope path that does not exist yet, made as the native jail makes it:
+/// an empty file when the scope names a file, else a directory (with its
+/// missing parents either way).
+fn make_missing_scope_path(path: &Path, missing: MissingScopePath) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    match missing {
+        MissingScopePath::File => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map(drop)
+        }
+        MissingScopePath::Directory => std::fs::create_dir_all(path),
+    }
+}
+
+fn mount_workspace(read_only: bool, writable: &[validate::ScopeEntry]) -> Result<(), JailError> {
     let base = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     let ro = if read_only && writable.is_empty() {
         ",ro"
@@ -201,11 +223,13 @@ fn mount_workspace(read_only: bool, writable: &[String]) -> Result<(), JailError
         return Ok(());
     }
     let root = Path::new(WORKSPACE_MOUNT);
-    for rel in writable {
-        let path = root.join(rel);
-        std::fs::create_dir_all(&path).map_err(|source| JailError::CreateWritablePath {
-            path: rel.clone(),
-            source,
+    for entry in writable {
+        let path = root.join(&entry.rel);
+        make_missing_scope_path(&path, entry.missing).map_err(|source| {
+            JailError::CreateWritablePath {
+                path: entry.rel.clone(),
+                source,
+            }
         })?;
         mount(
             Some(&path),

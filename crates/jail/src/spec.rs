@@ -124,13 +124,13 @@ impl JailSpec {
     /// Reads one spec frame from `fd`, exactly: not a byte of what follows
     /// (the guest protocol) is consumed.
     pub fn read_frame(fd: impl AsFd) -> Result<Self, SpecFrameError> {
-        decode_frame(fd.as_fd())
+        decode_frame(fd)
     }
 }
 
-/// `[u32 little-endian length][JSON]`: how a host hands a guest its spec.
-pub(crate) fn encode_frame<T: serde::Serialize>(spec: &T) -> Result<Vec<u8>, SpecFrameError> {
-    let json = serde_json::to_vec(spec).map_err(SpecFrameError::Encode)?;
+/// `value` as one spec frame: u32 little-endian length, then the JSON.
+pub(crate) fn encode_frame(value: &impl Serialize) -> Result<Vec<u8>, SpecFrameError> {
+    let json = serde_json::to_vec(value).map_err(SpecFrameError::Encode)?;
     let len = u32::try_from(json.len())
         .ok()
         .filter(|_| json.len() <= MAX_SPEC_FRAME)
@@ -140,10 +140,12 @@ pub(crate) fn encode_frame<T: serde::Serialize>(spec: &T) -> Result<Vec<u8>, Spe
     Ok(frame)
 }
 
-/// Reads exactly one frame of [`encode_frame`] from `fd`.
+/// One spec frame read from `fd` with plain read(2) calls, so no byte past
+/// it is taken from the connection.
 pub(crate) fn decode_frame<T: serde::de::DeserializeOwned>(
-    fd: std::os::fd::BorrowedFd<'_>,
+    fd: impl AsFd,
 ) -> Result<T, SpecFrameError> {
+    let fd = fd.as_fd();
     let mut len = [0u8; 4];
     read_exact(fd, &mut len)?;
     let len = u32::from_le_bytes(len) as usize;

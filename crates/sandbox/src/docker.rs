@@ -13,5 +13,5 @@ mod stdio;
 pub(crate) mod workspace;
 
 pub use backend::DockerBackend;
-pub use config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
+pub use config::{DEFAULT_IMAGE, DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
 pub use sandbox::DockerSandbox;

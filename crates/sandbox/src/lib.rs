@@ -18,7 +18,8 @@ mod pool;
 
 pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
 pub use docker::{
-    DockerBackend, DockerConfig, DockerSandbox, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX,
+    DEFAULT_IMAGE, DockerBackend, DockerConfig, DockerSandbox, Engine, LABEL_BACKEND, LABEL_NODE,
+    LABEL_SANDBOX,
 };
 pub use microvm::{
     Accelerator, DEFAULT_IMAGE_DIR, IMAGE_DIR_ENV, MicroVmBackend, MicroVmConfig, MicroVmSandbox,

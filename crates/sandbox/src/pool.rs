@@ -16,11 +16,22 @@ use async_trait::async_trait;
 use paddock_core::sandbox::{
     OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
 };
+use paddock_proto::ExecSpec;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// How long the refiller waits after a failed start before trying again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// The longest a pooled sandbox's warm-up command may take.
+const WARM_UP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Run once in each sandbox before it is queued. A sandbox's first command
+/// pays for what its kernel does once (gVisor's sentry faults in the
+/// guest's pages and loads the shell and libc into its caches on the first
+/// fork and exec); paid here, the tenant's first command does not wait for
+/// it. `true` writes nothing, so the sandbox a tenant gets is as fresh as
+/// a new one.
+const WARM_UP: &str = "true";
 
 #[derive(Debug)]
 struct Shared {
@@ -44,13 +55,22 @@ pub struct WarmPool {
     backend: Arc<dyn SandboxBackend>,
     profile: SandboxSpec,
     shared: Arc<Shared>,
-    refiller: JoinHandle<()>,
+    refiller: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl WarmPool {
-    /// Starts the refiller on the current runtime. `profile.workspace` must
-    /// be None (pooled sandboxes have temporary workspaces); it is cleared.
-    pub fn start(backend: Arc<dyn SandboxBackend>, mut profile: SandboxSpec, size: usize) -> Self {
+    /// [`Self::new`] and [`Self::fill`].
+    pub fn start(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, size: usize) -> Self {
+        let pool = Self::new(backend, profile, size);
+        pool.fill();
+        pool
+    }
+
+    /// An empty pool that starts nothing until [`Self::fill`] (a server
+    /// reaps the orphans of its node first: a sandbox still starting is no
+    /// orphan, but nothing could tell). `profile.workspace` must be None
+    /// (pooled sandboxes have temporary workspaces); it is cleared.
+    pub fn new(backend: Arc<dyn SandboxBackend>, mut profile: SandboxSpec, size: usize) -> Self {
         profile.workspace = None;
         let shared = Arc::new(Shared {
             ready: Mutex::new(VecDeque::with_capacity(size)),
@@ -58,12 +78,23 @@ impl WarmPool {
             added: Notify::new(),
             size,
         });
-        let refiller = tokio::spawn(refill(backend.clone(), profile.clone(), shared.clone()));
         Self {
             backend,
             profile,
             shared,
-            refiller,
+            refiller: Mutex::new(None),
+        }
+    }
+
+    /// Starts the refiller on the current runtime (once; later calls do nothing).
+    pub fn fill(&self) {
+        let mut refiller = self.refiller.lock().unwrap_or_else(|e| e.into_inner());
+        if refiller.is_none() {
+            *refiller = Some(tokio::spawn(refill(
+                self.backend.clone(),
+                self.profile.clone(),
+                self.shared.clone(),
+            )));
         }
     }
 
@@ -102,7 +133,14 @@ impl WarmPool {
 
 impl Drop for WarmPool {
     fn drop(&mut self) {
-        self.refiller.abort();
+        let refiller = self
+            .refiller
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(refiller) = refiller {
+            refiller.abort();
+        }
         // The queued sandboxes go with the queue: each one's drop removes it.
         self.shared.ready().clear();
     }
@@ -113,10 +151,17 @@ async fn refill(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, shared: 
         let taken = shared.taken.notified();
         if shared.ready().len() < shared.size {
             match backend.create(profile.clone()).await {
-                Ok(sandbox) => {
-                    shared.ready().push_back(sandbox);
-                    shared.added.notify_waiters();
-                }
+                Ok(sandbox) => match warm_up(&*sandbox).await {
+                    Ok(()) => {
+                        shared.ready().push_back(sandbox);
+                        shared.added.notify_waiters();
+                    }
+                    Err(reason) => {
+                        tracing::warn!(backend = backend.name(), sandbox_id = %sandbox.info().id, reason, "warm pool: a new sandbox failed its warm-up");
+                        let _ = sandbox.destroy().await;
+                        tokio::time::sleep(RETRY_AFTER).await;
+                    }
+                },
                 Err(err) => {
                     tracing::warn!(backend = backend.name(), error = %err, "warm pool: starting a sandbox failed");
                     tokio::time::sleep(RETRY_AFTER).await;
@@ -125,6 +170,20 @@ async fn refill(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, shared: 
             continue;
         }
         taken.await;
+    }
+}
+
+async fn warm_up(sandbox: &dyn Sandbox) -> Result<(), String> {
+    let spec = ExecSpec {
+        argv: vec![WARM_UP.to_owned()],
+        ..ExecSpec::default()
+    };
+    let guest = sandbox.guest();
+    match tokio::time::timeout(WARM_UP_TIMEOUT, guest.exec_output(spec, &[])).await {
+        Err(_) => Err(format!("`{WARM_UP}` took more than {WARM_UP_TIMEOUT:?}")),
+        Ok(Err(err)) => Err(err.to_string()),
+        Ok(Ok(out)) if out.exit.code == Some(0) => Ok(()),
+        Ok(Ok(out)) => Err(format!("`{WARM_UP}` ended {:?}", out.exit)),
     }
 }
 
@@ -154,6 +213,10 @@ impl SandboxBackend for WarmPool {
 
     async fn check(&self) -> Result<(), SandboxError> {
         self.backend.check().await
+    }
+
+    fn kept(&self) -> Vec<SandboxId> {
+        self.ready_ids()
     }
 
     /// The pool's own ready sandboxes are kept, whatever `keep` says.

@@ -78,7 +78,7 @@ async fn bench(iterations: usize) -> anyhow::Result<()> {
     let config = ServiceConfig::new(node, data.path().join("workspaces"));
     let service = SandboxService::new(
         store.clone(),
-        backend.clone(),
+        backend.clone() as Arc<dyn paddock_core::sandbox::SandboxBackend>,
         config,
         shutdown.child_token(),
     );

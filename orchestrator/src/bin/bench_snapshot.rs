@@ -104,7 +104,8 @@ async fn bench(runs: usize, dir: &Path) -> Result<()> {
     let mut native = NativeConfig::new(guest_bin);
     native.cgroup_parent = format!("paddock/{node}");
     native.temp_root = Some(data.join("tmp"));
-    let backend = Arc::new(NativeBackend::new(native));
+    let backend: Arc<dyn paddock_core::sandbox::SandboxBackend> =
+        Arc::new(NativeBackend::new(native));
     let url = format!("sqlite://{}", data.join("paddock.db").display());
     let store: Arc<dyn Store> = Arc::new(SqlStore::open(&url).await?);
     let mut config = ServiceConfig::new(node, data.join("workspaces"));

@@ -11,7 +11,9 @@ use paddock_api::http::ConnectionLimits;
 use paddock_api::service::{HostTotals, LimitsPolicy, Quota, Quotas, ServiceConfig};
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
-use paddock_sandbox::{SlowReader, StreamLimits};
+use paddock_sandbox::{DEFAULT_IMAGE, SlowReader, StreamLimits};
+
+use crate::backend::BackendKind;
 use serde::Deserialize;
 
 /// Environment variable with extra tokens: `tenant:token,tenant:token`.
@@ -71,10 +73,141 @@ pub struct ServeConfig {
     /// Snapshot limits of runs (end snapshots, subagent workspace copies).
     #[serde(default)]
     pub snapshot: SnapshotSection,
-    /// The sandbox backend ("native", "docker", "gvisor", "microvm"); default: `--backend`.
-    pub backend: Option<crate::backend::BackendKind>,
-    /// The image of docker and gvisor sandboxes (microvm: its image directory); default: `--image`.
+    /// The backend a sandbox request naming none gets ("native", "docker",
+    /// "gvisor", "microvm"); default: the first of `[[backends]]`, else `--backend`.
+    pub backend: Option<BackendKind>,
+    /// The image of docker and gvisor sandboxes when there is no
+    /// `[[backends]]`; default: `--image`.
     pub image: Option<String>,
+    /// The backends (and images) a sandbox request may pick, each with its
+    /// warm pool; empty: the one of `backend`/`image`.
+    #[serde(default)]
+    pub backends: Vec<BackendSection>,
+}
+
+/// `[[backends]]`: one backend and image requests may name.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendSection {
+    pub kind: BackendKind,
+    /// docker and gvisor only (default paddock-sandbox:bookworm).
+    pub image: Option<String>,
+    /// Sandboxes of the default request kept started (default 0).
+    #[serde(default)]
+    pub warm_pool: usize,
+}
+
+/// The most sandboxes one warm pool may keep started.
+pub const MAX_WARM_POOL: usize = 64;
+
+impl ServeConfig {
+    /// The backends to enable: `[[backends]]`, or the one of
+    /// `backend`/`image` (else `cli_backend`/`cli_image`), images filled in,
+    /// each pool sized by `warm` (`--warm-pool`) over the file.
+    pub fn backend_sections(
+        &self,
+        cli_backend: BackendKind,
+        cli_image: Option<&str>,
+        warm: &[WarmPoolArg],
+    ) -> anyhow::Result<Vec<BackendSection>> {
+        let mut sections = if self.backends.is_empty() {
+            let kind = self.backend.unwrap_or(cli_backend);
+            let image = self.image.as_deref().or(cli_image);
+            vec![BackendSection {
+                kind,
+                image: (kind != BackendKind::Native)
+                    .then(|| image.map(str::to_owned))
+                    .flatten(),
+                warm_pool: 0,
+            }]
+        } else {
+            if self.image.is_some() {
+                bail!("image: with [[backends]], name the image in each entry");
+            }
+            self.backends.clone()
+        };
+        for section in &mut sections {
+            match section.kind {
+                BackendKind::Native if section.image.is_some() => {
+                    bail!("backends: the native backend takes no image")
+                }
+                BackendKind::Native => {}
+                // its image is a directory (kernel and initramfs); none: the default one
+                BackendKind::Microvm => {}
+                BackendKind::Docker | BackendKind::Gvisor => {
+                    section
+                        .image
+                        .get_or_insert_with(|| DEFAULT_IMAGE.to_owned());
+                }
+            }
+        }
+        if let Some(kind) = self.backend
+            && !sections.iter().any(|s| s.kind == kind)
+        {
+            bail!("backend {}: not among [[backends]]", kind.name());
+        }
+        for arg in warm {
+            let Some(section) = sections.iter_mut().find(|s| {
+                s.kind == arg.kind
+                    && arg
+                        .image
+                        .as_ref()
+                        .is_none_or(|i| s.image.as_ref() == Some(i))
+            }) else {
+                bail!("--warm-pool {}: that backend is not enabled", arg.label());
+            };
+            section.warm_pool = arg.size;
+        }
+        for section in &sections {
+            if section.warm_pool > MAX_WARM_POOL {
+                bail!(
+                    "warm_pool {} of {}: at most {MAX_WARM_POOL}",
+                    section.warm_pool,
+                    section.kind.name()
+                );
+            }
+        }
+        Ok(sections)
+    }
+}
+
+/// `--warm-pool BACKEND[:IMAGE]=N`: the pool size of one enabled backend
+/// (IMAGE left out: its first image).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarmPoolArg {
+    pub kind: BackendKind,
+    pub image: Option<String>,
+    pub size: usize,
+}
+
+impl WarmPoolArg {
+    fn label(&self) -> String {
+        match &self.image {
+            Some(image) => format!("{}:{image}", self.kind.name()),
+            None => self.kind.name().to_owned(),
+        }
+    }
+}
+
+impl std::str::FromStr for WarmPoolArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (target, size) = text
+            .rsplit_once('=')
+            .ok_or("expected BACKEND[:IMAGE]=N, e.g. docker=2")?;
+        let size = size
+            .parse::<usize>()
+            .map_err(|e| format!("pool size {size:?}: {e}"))?;
+        let (kind, image) = match target.split_once(':') {
+            Some((kind, image)) if !image.is_empty() => (kind, Some(image.to_owned())),
+            Some(_) => return Err("an empty image after ':'".to_owned()),
+            None => (target, None),
+        };
+        let kind = <BackendKind as clap::ValueEnum>::from_str(kind, false)
+            .map_err(|_| format!("unknown backend {kind:?} (native, docker, gvisor)"))?;
+        Ok(Self { kind, image, size })
+    }
 }
 
 /// `[http]`: every field optional, defaults in [`ConnectionLimits::default`].
@@ -519,6 +652,90 @@ request_max_bytes = 1073741824",
             paddock_snapshot::MAX_REQUEST_FILES
         );
         assert_eq!(settings.request_max.max_bytes, 1 << 30);
+    }
+
+    #[test]
+    fn backends_are_enabled_from_the_file_or_the_flags() {
+        let config: ServeConfig = toml::from_str(
+            r#"
+            backend = "docker"
+            [[backends]]
+            kind = "native"
+            [[backends]]
+            kind = "docker"
+            warm_pool = 2
+            [[backends]]
+            kind = "docker"
+            image = "other:1"
+            "#,
+        )
+        .unwrap();
+        let warm: WarmPoolArg = "docker:other:1=3".parse().unwrap();
+        let sections = config
+            .backend_sections(BackendKind::Native, None, &[warm])
+            .unwrap();
+        let got: Vec<(BackendKind, Option<&str>, usize)> = sections
+            .iter()
+            .map(|s| (s.kind, s.image.as_deref(), s.warm_pool))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (BackendKind::Native, None, 0),
+                (BackendKind::Docker, Some(DEFAULT_IMAGE), 2),
+                (BackendKind::Docker, Some("other:1"), 3),
+            ]
+        );
+        // No [[backends]]: the one the flags (or `backend`/`image`) name.
+        let flags = ServeConfig::default()
+            .backend_sections(
+                BackendKind::Gvisor,
+                Some("img:2"),
+                &["gvisor=1".parse().unwrap()],
+            )
+            .unwrap();
+        assert_eq!(
+            flags,
+            [BackendSection {
+                kind: BackendKind::Gvisor,
+                image: Some("img:2".to_owned()),
+                warm_pool: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn bad_backend_settings_are_refused() {
+        let refused = |toml_text: &str, warm: &[&str]| {
+            let config: ServeConfig = toml::from_str(toml_text).unwrap();
+            let warm: Vec<WarmPoolArg> = warm.iter().map(|w| w.parse().unwrap()).collect();
+            config
+                .backend_sections(BackendKind::Native, None, &warm)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused("[[backends]]\nkind = \"native\"\nimage = \"x\"", &[]),
+            "backends: the native backend takes no image"
+        );
+        assert_eq!(
+            refused("backend = \"gvisor\"\n[[backends]]\nkind = \"native\"", &[]),
+            "backend gvisor: not among [[backends]]"
+        );
+        assert_eq!(
+            refused("", &["docker=2"]),
+            "--warm-pool docker: that backend is not enabled"
+        );
+        assert!(
+            refused("[[backends]]\nkind = \"docker\"\nwarm_pool = 65", &[]).contains("at most 64")
+        );
+        assert!(
+            refused("image = \"a\"\n[[backends]]\nkind = \"docker\"", &[]).contains("each entry")
+        );
+        assert!("docker".parse::<WarmPoolArg>().is_err());
+        assert!("kvm=1".parse::<WarmPoolArg>().is_err());
+        assert!("docker:=1".parse::<WarmPoolArg>().is_err());
+        assert!("docker=-1".parse::<WarmPoolArg>().is_err());
     }
 
     #[test]

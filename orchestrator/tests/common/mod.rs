@@ -28,6 +28,11 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `paddock serve` on 127.0.0.1:0 and waits for its address line.
     pub fn start(data: &Path, node: &str, tokens: &str) -> Result<Self> {
+        Self::start_with(data, node, tokens, &[])
+    }
+
+    /// [`Self::start`] with more arguments for `paddock serve`.
+    pub fn start_with(data: &Path, node: &str, tokens: &str, extra: &[&str]) -> Result<Self> {
         let mut child = Command::new(PADDOCK)
             .args([
                 "serve",
@@ -38,6 +43,7 @@ impl ServerProcess {
                 "--data-dir",
             ])
             .arg(data)
+            .args(extra)
             .env("PADDOCK_TOKENS", tokens)
             .env_remove("PADDOCK_DATABASE_URL")
             .env_remove("PADDOCK_CONFIG")

@@ -344,7 +344,7 @@ pub fn write_scope(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
     Box::pin(async move {
         let ws = backends::workspace(ctx.kind);
         std::fs::create_dir(ws.path().join("src")).unwrap();
-        if ctx.kind.is_container() {
+        if ctx.kind.runs_as_owner() {
             backends::give_to_sandbox(&ws.path().join("src"));
         }
         // A missing directory (trailing '/') and a missing file, both made
@@ -822,5 +822,67 @@ pub fn owner_killed_leaves_nothing(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()>
             volumes_before,
             "volumes changed"
         );
+    })
+}
+
+/// The spec reaches PID 1 as a frame on its connection, never in argv or
+/// the environment: inside, `/proc/1/cmdline` and the environments name no
+/// host path, no cgroup parent and no spec field (issue #12 item 11).
+pub fn pid_1_shows_no_spec(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let ws = backends::workspace(ctx.kind);
+        let sb = ctx
+            .create(SandboxSpec {
+                workspace: Some(ws.path().to_path_buf()),
+                writable_paths: vec!["out".to_owned()],
+                ..SandboxSpec::default()
+            })
+            .await;
+        let (code, out, err) = sh(
+            &*sb.guest(),
+            "echo '== cmdline'; tr '\\0' ' ' < /proc/1/cmdline; echo; \
+             echo '== environ'; tr '\\0' ' ' < /proc/1/environ 2>/dev/null || echo unreadable; \
+             echo '== self'; tr '\\0' ' ' < /proc/self/environ; echo",
+        )
+        .await;
+        assert_eq!(code, 0, "{err}");
+        let cmdline = out
+            .split("== cmdline\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let id = sb.info().id.to_string();
+        let expected = match ctx.kind {
+            Kind::Native => format!("paddock-guest jail --sandbox {id} --owner "),
+            // the VM's init execs the guest; its spec comes over virtio-serial
+            Kind::Microvm => "/opt/paddock/paddock-guest microvm".to_owned(),
+            _ => format!("/opt/paddock/paddock-guest --log warn container --sandbox {id}"),
+        };
+        assert!(
+            cmdline.starts_with(&expected),
+            "[{}] {cmdline}",
+            ctx.kind.name()
+        );
+        let guest_bin = paddock_sandbox::locate_guest_bin(None).unwrap();
+        let workspace = ws.path().to_string_lossy().into_owned();
+        let guest_bin = guest_bin.to_string_lossy().into_owned();
+        for needle in [
+            workspace.as_str(),
+            guest_bin.as_str(),
+            "paddock-docker",
+            "cgroup",
+            "writable_paths",
+            "\"limits\"",
+            "{",
+        ] {
+            assert!(
+                !out.contains(needle),
+                "[{}] {needle:?} shows inside:\n{out}",
+                ctx.kind.name()
+            );
+        }
+        sb.destroy().await.unwrap();
     })
 }

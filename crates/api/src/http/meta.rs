@@ -11,7 +11,7 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::ApiError;
 use super::openapi::OPENAPI;
-use crate::service::ComponentHealth;
+use crate::service::{BackendHealth, ComponentHealth};
 
 /// What `GET /v1/health` answers.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -23,6 +23,10 @@ pub(super) struct HealthView {
     /// Only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
     backend: Option<ComponentView>,
+    /// Every backend a sandbox request may name (`name` or `name:image`),
+    /// in the operator's order; only with a token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backends: Option<Vec<BackendView>>,
     /// Sandboxes running on this node; only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
     sandboxes: Option<usize>,
@@ -42,6 +46,29 @@ struct ComponentView {
     /// `sqlite`, `postgres`, `native`, ...
     name: String,
     status: ComponentStatus,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+struct BackendView {
+    /// `native`, or `docker:IMAGE` / `gvisor:IMAGE`.
+    name: String,
+    status: ComponentStatus,
+    /// Sandboxes its warm pool holds started (0 without a pool).
+    warm_ready: usize,
+}
+
+impl From<&BackendHealth> for BackendView {
+    fn from(b: &BackendHealth) -> Self {
+        Self {
+            name: b.name.clone(),
+            status: if b.ok {
+                ComponentStatus::Ok
+            } else {
+                ComponentStatus::Unavailable
+            },
+            warm_ready: b.warm_ready,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -84,6 +111,7 @@ pub(super) async fn health(
             status: Overall::Up,
             database: None,
             backend: None,
+            backends: None,
             sandboxes: None,
         };
         return (StatusCode::OK, Json(body));
@@ -98,6 +126,7 @@ pub(super) async fn health(
         status: overall,
         database: Some((&health.database).into()),
         backend: Some((&health.backend).into()),
+        backends: Some(health.backends.iter().map(BackendView::from).collect()),
         sandboxes: Some(health.sandboxes),
     };
     (status, Json(body))

@@ -40,6 +40,16 @@ pub struct CreateSandbox {
     pub network: NetworkPolicy,
     #[serde(default)]
     pub read_only: bool,
+    /// The sandbox backend (`native`, `docker`, `gvisor`) among those this
+    /// server enabled (`GET /v1/health` lists them); None: the server's default.
+    #[serde(default)]
+    #[schema(example = "docker")]
+    pub backend: Option<String>,
+    /// The container image of a docker or gvisor sandbox, among those the
+    /// server enabled for that backend; None: the backend's first.
+    #[serde(default)]
+    #[schema(example = "paddock-sandbox:bookworm")]
+    pub image: Option<String>,
 }
 
 /// Limits asked for; each missing one takes the operator's default. Each has

@@ -7,7 +7,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use paddock_core::blob::BlobStore;
-use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
+use paddock_core::sandbox::{DowngradeLayer, SandboxLimits, SandboxSpec};
+use paddock_proto::NetworkPolicy;
 
 use super::quota::Quotas;
 
@@ -66,6 +67,37 @@ impl ServiceConfig {
             blob_grace: Duration::from_secs(10 * 60),
             tenant_disk_quota: DEFAULT_TENANT_DISK_QUOTA,
         }
+    }
+
+    /// The spec of a sandbox the service starts: no write scope, the
+    /// operator's downgrades.
+    pub fn sandbox_spec(
+        &self,
+        workspace: Option<PathBuf>,
+        read_only: bool,
+        network: NetworkPolicy,
+        limits: SandboxLimits,
+    ) -> SandboxSpec {
+        SandboxSpec {
+            workspace,
+            read_only,
+            writable_paths: Vec::new(),
+            network,
+            limits,
+            allow_downgrade: self.allow_downgrade.clone(),
+        }
+    }
+
+    /// What a request naming nothing gets (a temporary workspace, the
+    /// default limits): the profile a warm pool keeps started, since only
+    /// that request is served from a pool.
+    pub fn default_sandbox_spec(&self) -> SandboxSpec {
+        self.sandbox_spec(
+            None,
+            false,
+            NetworkPolicy::None,
+            self.limits.default.clone(),
+        )
     }
 
     /// A quarter of the shorter timeout, between 50 ms and 10 s.

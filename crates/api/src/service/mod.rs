@@ -10,6 +10,7 @@
 //! destroys the rest; [`SandboxService::reconcile`] cleans up after a crash.
 
 mod agent_views;
+mod backends;
 pub mod commands;
 mod config;
 mod disk_quota;
@@ -32,13 +33,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use paddock_core::ids::{TenantId, WorkspaceId};
-use paddock_core::sandbox::{GuestError, SandboxBackend, SandboxId, SandboxSpec};
+use paddock_core::sandbox::{GuestError, SandboxId};
 use paddock_core::store::{
     Clock, MAX_PAGE, Page, SandboxRecord, SandboxState, Store, SystemClock, Tenant, Workspace,
 };
 use tokio_util::sync::CancellationToken;
 
 pub use agent_views::{RunView, SessionView};
+pub use backends::{BackendEntry, Backends, BackendsError, KNOWN_BACKENDS};
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
@@ -55,8 +57,8 @@ pub use snapshots::{
     MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,
 };
 pub use views::{
-    ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView, ProcessView,
-    SandboxView, SearchView, StoredSpec, WorkspaceView,
+    BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
+    ProcessView, SandboxView, SearchView, StoredSpec, WorkspaceView,
 };
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
@@ -75,7 +77,7 @@ pub struct SandboxFilter {
 #[derive(Debug)]
 pub struct SandboxService {
     store: Arc<dyn Store>,
-    backend: Arc<dyn SandboxBackend>,
+    backends: Backends,
     config: ServiceConfig,
     clock: Arc<dyn Clock>,
     live: Mutex<HashMap<SandboxId, Arc<Live>>>,
@@ -92,13 +94,13 @@ impl SandboxService {
     /// the service refuses new sandboxes and its expiry task ends.
     pub fn new(
         store: Arc<dyn Store>,
-        backend: Arc<dyn SandboxBackend>,
+        backends: impl Into<Backends>,
         config: ServiceConfig,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Self {
             store,
-            backend,
+            backends: backends.into(),
             quotas: quota::QuotaLedger::new(config.quotas),
             config,
             clock: Arc::new(SystemClock),
@@ -114,6 +116,11 @@ impl SandboxService {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// The backends this server offers.
+    pub fn backends(&self) -> &Backends {
+        &self.backends
     }
 
     /// Creates (or renames) the tenants the configured tokens name.
@@ -137,9 +144,17 @@ impl SandboxService {
         if !database {
             tracing::warn!("health: the store does not answer");
         }
-        let backend = self.backend.check().await;
-        if let Err(err) = &backend {
-            tracing::warn!(error = %err, "health: the backend is unavailable");
+        let mut backends = Vec::new();
+        for entry in self.backends.entries() {
+            let checked = entry.backend.check().await;
+            if let Err(err) = &checked {
+                tracing::warn!(backend = %entry.label(), error = %err, "health: a backend is unavailable");
+            }
+            backends.push(BackendHealth {
+                name: entry.label(),
+                ok: checked.is_ok() && !self.shutdown.is_cancelled(),
+                warm_ready: entry.backend.kept().len(),
+            });
         }
         views::Health {
             database: ComponentHealth {
@@ -147,9 +162,10 @@ impl SandboxService {
                 ok: database,
             },
             backend: ComponentHealth {
-                name: self.backend.name().to_owned(),
-                ok: backend.is_ok() && !self.shutdown.is_cancelled(),
+                name: self.backends.default_entry().label(),
+                ok: backends.iter().all(|b| b.ok) && !self.shutdown.is_cancelled(),
             },
+            backends,
             sandboxes: self.live_map().len(),
         }
     }
@@ -269,6 +285,9 @@ impl SandboxService {
         command: CreateSandbox,
         restored_from: Option<paddock_core::ids::SnapshotId>,
     ) -> Result<SandboxView, ServiceError> {
+        let entry = self
+            .backends
+            .choose(command.backend.as_deref(), command.image.as_deref())?;
         let limits = command.limits.resolve(&self.config.limits)?;
         let workspace_dir = match &command.workspace {
             Some(id) => {
@@ -285,6 +304,7 @@ impl SandboxService {
             network: command.network.clone(),
             limits: limits.clone(),
             restored_from,
+            image: entry.image.clone(),
         };
         let stored = serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
             what: "sandbox spec",
@@ -293,15 +313,10 @@ impl SandboxService {
         let _slot = self.reserve_slot()?;
         let others = self.other_grants().await?;
         let grant = self.quotas.reserve(tenant, &limits, &others)?;
-        let spec = SandboxSpec {
-            workspace: workspace_dir,
-            read_only: command.read_only,
-            writable_paths: Vec::new(),
-            network: command.network,
-            limits,
-            allow_downgrade: self.config.allow_downgrade.clone(),
-        };
-        let sandbox = self
+        let spec =
+            self.config
+                .sandbox_spec(workspace_dir, command.read_only, command.network, limits);
+        let sandbox = entry
             .backend
             .create(spec)
             .await
@@ -330,7 +345,7 @@ impl SandboxService {
             id: id.clone(),
             tenant: tenant.clone(),
             workspace: command.workspace.clone(),
-            backend: self.backend.name().to_owned(),
+            backend: entry.name.clone(),
             node: self.config.node.clone(),
             state: SandboxState::Running,
             spec: stored,

@@ -22,14 +22,22 @@ impl SandboxService {
     /// `lost`. Call it at startup, before serving.
     pub async fn reconcile(&self) -> Result<ReconcileReport, ServiceError> {
         let keep: Vec<SandboxId> = self.live_map().keys().cloned().collect();
-        let orphans = match self.backend.reap_orphans(&keep).await {
-            Ok(report) => report,
-            Err(err) => {
-                // Leftovers stay on the host, but the records can still be fixed.
-                tracing::error!(error = %err, "removing orphaned sandboxes");
-                OrphanReport::default()
+        // Warm pools' ready sandboxes carry the node's labels too.
+        let mut spared = keep.clone();
+        spared.extend(self.backends.kept());
+        let mut orphans = OrphanReport::default();
+        for entry in self.backends.one_per_name() {
+            match entry.backend.reap_orphans(&spared).await {
+                Ok(report) => {
+                    orphans.processes_killed.extend(report.processes_killed);
+                    orphans.sandboxes_removed.extend(report.sandboxes_removed);
+                }
+                Err(err) => {
+                    // Leftovers stay on the host, but the records can still be fixed.
+                    tracing::error!(backend = %entry.name, error = %err, "removing orphaned sandboxes");
+                }
             }
-        };
+        }
         if !orphans.is_empty() {
             tracing::warn!(
                 killed = ?orphans.processes_killed,

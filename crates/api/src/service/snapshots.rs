@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use paddock_core::blob::{BlobError, BlobKey, BlobReader, BlobStore, BlobWriter};
 use paddock_core::ids::{SessionId, SnapshotId, TenantId, WorkspaceId};
-use paddock_core::sandbox::{SandboxId, SandboxSpec, SnapshotExportOptions, SnapshotImportOptions};
+use paddock_core::sandbox::{SandboxId, SnapshotExportOptions, SnapshotImportOptions};
 use paddock_core::store::{SandboxRecord, SnapshotFilter, SnapshotRecord, StoreError};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, DuplexStream};
@@ -79,6 +79,12 @@ pub struct RestoreSnapshot {
     /// them before the sandboxes start).
     #[serde(default)]
     pub read_only: bool,
+    /// The backend of the new sandboxes (as in `CreateSandbox`).
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// Their image (as in `CreateSandbox`).
+    #[serde(default)]
+    pub image: Option<String>,
 }
 
 fn one() -> u32 {
@@ -92,6 +98,8 @@ impl Default for RestoreSnapshot {
             limits: LimitsRequest::default(),
             network: NetworkPolicy::default(),
             read_only: false,
+            backend: None,
+            image: None,
         }
     }
 }
@@ -512,12 +520,14 @@ impl SandboxService {
             limits: command.limits.clone(),
             network: command.network.clone(),
             read_only: command.read_only,
+            backend: command.backend.clone(),
+            image: command.image.clone(),
         };
         let origin = Some(snapshot.id.clone());
         if command.read_only {
             // The guest of a read-only sandbox cannot write its workspace:
             // the files go in first, through a short-lived sandbox.
-            self.fill_workspace(workspace, snapshot, &mut source, &command.limits)
+            self.fill_workspace(workspace, snapshot, &mut source, command)
                 .await?;
             return self.create_sandbox_from(tenant, create, origin).await;
         }
@@ -542,19 +552,21 @@ impl SandboxService {
         workspace: &WorkspaceId,
         snapshot: &SnapshotRecord,
         source: &mut SharedArchive,
-        limits: &LimitsRequest,
+        command: &RestoreSnapshot,
     ) -> Result<(), ServiceError> {
-        let spec = SandboxSpec {
-            workspace: Some(self.workspace_dir(workspace).await?),
-            read_only: false,
-            writable_paths: Vec::new(),
-            network: NetworkPolicy::None,
-            limits: limits.resolve(&self.config.limits)?,
-            allow_downgrade: self.config.allow_downgrade.clone(),
-        };
+        let entry = self
+            .backends
+            .choose(command.backend.as_deref(), command.image.as_deref())?;
+        let spec = self.config.sandbox_spec(
+            Some(self.workspace_dir(workspace).await?),
+            false,
+            NetworkPolicy::None,
+            command.limits.resolve(&self.config.limits)?,
+        );
         let sandbox = {
             let _slot = self.reserve_slot()?;
-            self.backend
+            entry
+                .backend
                 .create(spec)
                 .await
                 .map_err(ServiceError::CreateSandbox)?

@@ -18,6 +18,9 @@ pub struct StoredSpec {
     /// of the snapshots taken in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<SnapshotId>,
+    /// The container image (docker and gvisor sandboxes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -43,6 +46,8 @@ pub struct SandboxView {
     pub workspace: Option<WorkspaceId>,
     pub state: SandboxState,
     pub backend: String,
+    /// The container image of a docker or gvisor sandbox.
+    pub image: Option<String>,
     pub node: String,
     pub read_only: bool,
     pub network: NetworkPolicy,
@@ -78,6 +83,7 @@ impl SandboxView {
             workspace: record.workspace.clone(),
             state: record.state,
             backend: record.backend.clone(),
+            image: spec.as_ref().and_then(|s| s.image.clone()),
             node: record.node.clone(),
             read_only: spec.as_ref().is_some_and(|s| s.read_only),
             network: spec.as_ref().map(|s| s.network.clone()).unwrap_or_default(),
@@ -203,7 +209,10 @@ pub struct SearchView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     pub database: ComponentHealth,
+    /// The default backend; ok when every enabled backend is.
     pub backend: ComponentHealth,
+    /// Each backend (`name` or `name:image`) a sandbox request may pick.
+    pub backends: Vec<BackendHealth>,
     /// Sandboxes running on this node.
     pub sandboxes: usize,
 }
@@ -212,6 +221,16 @@ impl Health {
     pub fn is_ok(&self) -> bool {
         self.database.ok && self.backend.ok
     }
+}
+
+/// One enabled backend: whether it can make sandboxes, and how many its
+/// warm pool holds started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendHealth {
+    /// `native`, or `docker:IMAGE`.
+    pub name: String,
+    pub ok: bool,
+    pub warm_ready: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

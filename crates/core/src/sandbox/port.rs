@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use super::{GuestOps, OrphanReport, SandboxError, SandboxId, SandboxInfo, SandboxSpec};
 
-/// Makes sandboxes. Implemented by the native backend (and later docker, microvm).
+/// Makes sandboxes. Implemented by the native and docker backends, and by the
+/// warm pool in front of either.
 #[async_trait]
 pub trait SandboxBackend: Send + Sync + Debug {
     /// Short name of the backend ("native", ...).
@@ -30,6 +31,13 @@ pub trait SandboxBackend: Send + Sync + Debug {
     async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
         let _ = keep;
         Ok(OrphanReport::default())
+    }
+
+    /// Sandboxes this backend holds started for itself (a warm pool's ready
+    /// ones): no caller owns them yet, and reaping must leave them alone,
+    /// whichever backend of the same kind reaps.
+    fn kept(&self) -> Vec<SandboxId> {
+        Vec::new()
     }
 }
 

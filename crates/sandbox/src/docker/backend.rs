@@ -11,6 +11,7 @@ use paddock_core::sandbox::{
     BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
     SandboxSpec,
 };
+use tokio::io::AsyncWriteExt;
 
 use super::config::{DockerConfig, Engine};
 use super::container::{self, Request};
@@ -114,15 +115,17 @@ impl DockerBackend {
             paths
         };
         let guest_spec = container::guest_spec(&id, &self.config, &spec, scope);
-        let guest_spec_json =
-            serde_json::to_string(&guest_spec).map_err(|e| launch_error(Box::new(e)))?;
+        // Written on the attached stdin once the container runs: never in
+        // its argv or environment, which `ps` inside would show.
+        let spec_frame = guest_spec
+            .to_frame()
+            .map_err(|e| launch_error(Box::new(e)))?;
         let body = container::body(&Request {
             id: &id,
             config: &self.config,
             spec: &spec,
             workspace: &workspace,
             writable: &writable,
-            guest_spec_json,
         });
         let options = CreateContainerOptions {
             name: Some(format!("paddock-{id}")),
@@ -143,7 +146,10 @@ impl DockerBackend {
             tail: tail.clone(),
             stop_timeout: self.config.stop_timeout,
         };
-        match self.start(&created.id, &guest_spec, &mut teardown).await {
+        match self
+            .start(&created.id, &guest_spec, &spec_frame, &mut teardown)
+            .await
+        {
             Ok((client, host_pid)) => {
                 let info = SandboxInfo {
                     id,
@@ -182,6 +188,7 @@ impl DockerBackend {
         &self,
         container: &str,
         guest_spec: &paddock_jail::ContainerSpec,
+        spec_frame: &[u8],
         teardown: &mut Teardown,
     ) -> Result<(GuestClient, Option<u32>), BoxError> {
         let attach = AttachContainerOptions {
@@ -218,7 +225,14 @@ impl DockerBackend {
             host_checks::check_cgroup(&self.config.cgroup_parent, container, asked)?;
         }
         let timeout = self.config.start_timeout;
-        let client = tokio::time::timeout(timeout, GuestClient::connect(reader, attached.input))
+        let mut input = attached.input;
+        tokio::time::timeout(timeout, async {
+            input.write_all(spec_frame).await?;
+            input.flush().await
+        })
+        .await
+        .map_err(|_| format!("the guest did not take its spec within {timeout:?}"))??;
+        let client = tokio::time::timeout(timeout, GuestClient::connect(reader, input))
             .await
             .map_err(|_| format!("the guest did not answer the handshake within {timeout:?}"))??;
         if guest_spec

@@ -79,7 +79,6 @@ pub(super) struct Request<'a> {
     pub spec: &'a SandboxSpec,
     pub workspace: &'a Workspace,
     pub writable: &'a [(PathBuf, String)],
-    pub guest_spec_json: String,
 }
 
 pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
@@ -89,7 +88,6 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         spec,
         workspace,
         writable,
-        guest_spec_json,
     } = request;
     let workspace_mode = if spec.read_only || !writable.is_empty() {
         "ro"
@@ -164,8 +162,8 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
             "--log".to_owned(),
             "warn".to_owned(),
             "container".to_owned(),
-            "--spec".to_owned(),
-            guest_spec_json.clone(),
+            "--sandbox".to_owned(),
+            id.to_string(),
         ]),
         cmd: Some(Vec::new()),
         env: Some(Vec::new()),
@@ -211,7 +209,6 @@ mod tests {
             spec,
             workspace: &workspace,
             writable,
-            guest_spec_json: "{}".to_owned(),
         })
     }
 

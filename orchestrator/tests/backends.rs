@@ -1,0 +1,473 @@
+//! One `paddock serve` offering several backends: a request picks native or
+//! docker (or gets the default), names an image the operator enabled or is
+//! refused; a warm pool hands each pre-started container to one tenant only;
+//! idle and too-old container sandboxes expire leaving no container, volume
+//! or network. Needs root, dockerd and the image (scripts/container-setup.sh);
+//! without them the container parts are skipped with the reason, unless
+//! PADDOCK_REQUIRE_BACKENDS names the backend.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use common::{ServerProcess, unique};
+use serde_json::{Value, json};
+
+const LABEL_NODE: &str = "org.paddock.node";
+const LABEL_SANDBOX: &str = "org.paddock.sandbox";
+
+/// Whether `backend` can run here; prints why not (or panics when required).
+fn available(backend: &str, test: &str) -> bool {
+    let runtime = if backend == "gvisor" { "runsc" } else { "runc" };
+    let reason = match Command::new("docker")
+        .args(["info", "--format", "{{json .Runtimes}}"])
+        .output()
+    {
+        Err(e) => Some(format!("docker: {e}")),
+        Ok(out) if !out.status.success() => Some("dockerd does not answer".to_owned()),
+        Ok(out) if !String::from_utf8_lossy(&out.stdout).contains(runtime) => {
+            Some(format!("no {runtime} runtime"))
+        }
+        Ok(_) => {
+            let image = Command::new("docker")
+                .args(["image", "inspect", paddock_sandbox::DEFAULT_IMAGE])
+                .output();
+            match image {
+                Ok(out) if out.status.success() => None,
+                _ => Some(format!("image {} missing", paddock_sandbox::DEFAULT_IMAGE)),
+            }
+        }
+    };
+    let Some(reason) = reason else { return true };
+    let required = std::env::var("PADDOCK_REQUIRE_BACKENDS")
+        .is_ok_and(|list| list.split(',').any(|b| b.trim() == backend));
+    assert!(!required, "{test}: {backend} is required: {reason}");
+    eprintln!("SKIPPED {test} [{backend}]: {reason}");
+    false
+}
+
+/// `docker ps -a` ids of containers with `label`.
+fn containers(label: &str) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--no-trunc",
+            "--filter",
+            &format!("label={label}"),
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The sandbox ids of the containers of `node`.
+fn sandboxes_of_node(node: &str) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label={LABEL_NODE}={node}"),
+            "--format",
+            &format!("{{{{.Label \"{LABEL_SANDBOX}\"}}}}"),
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn docker_list(what: &str) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([what, "ls", "-q"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+struct Client {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Client {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value)> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await?;
+        let status = response.status().as_u16();
+        let text = response.text().await?;
+        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    async fn create(&self, body: Value) -> Result<Value> {
+        let (status, view) = self
+            .call(reqwest::Method::POST, "/v1/sandboxes", Some(body.clone()))
+            .await?;
+        if status != 201 {
+            bail!("creating {body}: {status} {view}");
+        }
+        Ok(view)
+    }
+
+    async fn sh(&self, id: &str, script: &str) -> Result<String> {
+        let (status, out) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/sandboxes/{id}/exec"),
+                Some(json!({"shell": script})),
+            )
+            .await?;
+        if status != 200 || out["exit_code"] != 0 {
+            bail!("{script} in {id}: {status} {out}");
+        }
+        Ok(out["stdout"].as_str().unwrap_or_default().to_owned())
+    }
+
+    async fn state(&self, id: &str) -> Result<String> {
+        let (_, view) = self
+            .call(reqwest::Method::GET, &format!("/v1/sandboxes/{id}"), None)
+            .await?;
+        Ok(view["state"].as_str().unwrap_or_default().to_owned())
+    }
+}
+
+fn start(
+    config: &str,
+    extra: &[&str],
+    prefix: &str,
+) -> Result<(ServerProcess, Client, String, tempfile::TempDir)> {
+    let data = tempfile::tempdir()?;
+    let node = unique(prefix);
+    let token = format!("tok-{}", unique("t"));
+    let file = data.path().join("paddock.toml");
+    std::fs::write(&file, config)?;
+    let mut args = vec!["--config", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let server = ServerProcess::start_with(data.path(), &node, &format!("acme:{token}"), &args)?;
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+        token,
+    };
+    Ok((server, client, node, data))
+}
+
+async fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    check()
+}
+
+async fn refused(client: &Client, body: Value, field: &str, says: &str) -> Result<()> {
+    let (status, got) = client
+        .call(reqwest::Method::POST, "/v1/sandboxes", Some(body.clone()))
+        .await?;
+    assert_eq!(status, 400, "{body}: {got}");
+    assert_eq!(got["error"]["code"], "invalid_request", "{got}");
+    let message = got["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(field) && message.contains(says),
+        "{body}: {message}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_makes_native_and_docker_sandboxes() -> Result<()> {
+    if !available("docker", "one_server_makes_native_and_docker_sandboxes") {
+        return Ok(());
+    }
+    let (server, client, node, _data) = start(
+        "[[backends]]\nkind = \"native\"\n[[backends]]\nkind = \"docker\"\n",
+        &["--warm-pool", "docker=1"],
+        "multi",
+    )?;
+
+    let native = client.create(json!({})).await?;
+    assert_eq!(
+        native["backend"], "native",
+        "the first is the default: {native}"
+    );
+    assert_eq!(native["image"], Value::Null);
+    let docker = client.create(json!({"backend": "docker"})).await?;
+    assert_eq!(docker["backend"], "docker", "{docker}");
+    assert_eq!(docker["image"], paddock_sandbox::DEFAULT_IMAGE);
+    let (native_id, docker_id) = (
+        native["id"].as_str().unwrap(),
+        docker["id"].as_str().unwrap(),
+    );
+    assert_eq!(client.sh(native_id, "echo native").await?, "native\n");
+    assert_eq!(client.sh(docker_id, "echo docker").await?, "docker\n");
+    assert_eq!(
+        containers(&format!("{LABEL_SANDBOX}={docker_id}")).len(),
+        1,
+        "the docker sandbox is a container"
+    );
+    assert!(containers(&format!("{LABEL_SANDBOX}={native_id}")).is_empty());
+    let (status, health) = client
+        .call(reqwest::Method::GET, "/v1/health", None)
+        .await?;
+    assert_eq!(status, 200, "{health}");
+    let names: Vec<&str> = health["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "native",
+            &format!("docker:{}", paddock_sandbox::DEFAULT_IMAGE)
+        ]
+    );
+
+    refused(
+        &client,
+        json!({"backend": "gvisor"}),
+        "backend",
+        "gvisor is not enabled on this server",
+    )
+    .await?;
+    refused(
+        &client,
+        json!({"backend": "kvm"}),
+        "backend",
+        "unknown backend",
+    )
+    .await?;
+    refused(
+        &client,
+        json!({"backend": "docker", "image": "alpine:latest"}),
+        "image",
+        "\"alpine:latest\" is not enabled for docker",
+    )
+    .await?;
+    refused(
+        &client,
+        json!({"image": "alpine:latest"}),
+        "image",
+        "the native backend takes no image",
+    )
+    .await?;
+
+    for id in [native_id, docker_id] {
+        let (status, _) = client
+            .call(
+                reqwest::Method::DELETE,
+                &format!("/v1/sandboxes/{id}"),
+                None,
+            )
+            .await?;
+        assert_eq!(status, 200);
+    }
+    assert!(
+        wait_for(Duration::from_secs(20), || containers(&format!(
+            "{LABEL_SANDBOX}={docker_id}"
+        ))
+        .is_empty())
+        .await,
+        "the deleted container is gone"
+    );
+    drop(server);
+    assert!(
+        wait_for(Duration::from_secs(20), || sandboxes_of_node(&node)
+            .is_empty())
+        .await,
+        "the pool's container goes with the server: {:?}",
+        sandboxes_of_node(&node)
+    );
+    Ok(())
+}
+
+/// The pool's container is the one a default request gets; once a tenant
+/// used it, it is never handed out again, and the next one is fresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_container_serves_one_tenant_only() -> Result<()> {
+    if !available("docker", "a_pooled_container_serves_one_tenant_only") {
+        return Ok(());
+    }
+    let (server, client, node, _data) = start(
+        "backend = \"docker\"\n[[backends]]\nkind = \"docker\"\nwarm_pool = 1\n[[backends]]\nkind = \"native\"\n",
+        &[],
+        "pool",
+    )?;
+    let mut served = Vec::new();
+    for round in 0..3 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, health) = client
+                .call(reqwest::Method::GET, "/v1/health", None)
+                .await?;
+            if health["backends"][0]["warm_ready"] == 1 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: the pool never filled: {health}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            sandboxes_of_node(&node).len(),
+            1,
+            "round {round}: the pool holds one started container: {:?}",
+            sandboxes_of_node(&node)
+        );
+        let pooled = sandboxes_of_node(&node).remove(0);
+        assert!(
+            !served.contains(&pooled),
+            "round {round}: {pooled} came back to the pool"
+        );
+        let view = client.create(json!({})).await?;
+        let id = view["id"].as_str().unwrap().to_owned();
+        assert_eq!(view["backend"], "docker");
+        assert_eq!(
+            id, pooled,
+            "round {round}: the default request gets the pooled container"
+        );
+        let seen = client
+            .sh(
+                &id,
+                "ls -A /workspace /tmp; echo tenant > /workspace/mark; echo x > /tmp/mark",
+            )
+            .await?;
+        assert_eq!(
+            seen, "/tmp:\n\n/workspace:\n",
+            "round {round}: a fresh sandbox, nothing of another tenant"
+        );
+        // Another profile never takes the pooled one.
+        let other = client.create(json!({"read_only": true})).await?;
+        assert_ne!(other["id"], view["id"]);
+        for gone in [&id, other["id"].as_str().unwrap()] {
+            let (status, _) = client
+                .call(
+                    reqwest::Method::DELETE,
+                    &format!("/v1/sandboxes/{gone}"),
+                    None,
+                )
+                .await?;
+            assert_eq!(status, 200);
+        }
+        served.push(id);
+    }
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            served
+                .iter()
+                .all(|id| containers(&format!("{LABEL_SANDBOX}={id}")).is_empty())
+        })
+        .await,
+        "every used container is removed"
+    );
+    drop(server);
+    assert!(
+        wait_for(Duration::from_secs(20), || sandboxes_of_node(&node)
+            .is_empty())
+        .await
+    );
+    Ok(())
+}
+
+/// Idle and too-old container sandboxes are destroyed by the expiry task:
+/// no container, volume or network of theirs is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn container_sandboxes_expire_leaving_nothing() -> Result<()> {
+    let kinds: Vec<&str> = ["docker", "gvisor"]
+        .into_iter()
+        .filter(|k| available(k, "container_sandboxes_expire_leaving_nothing"))
+        .collect();
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    let volumes = docker_list("volume");
+    let networks = docker_list("network");
+    let mut config = String::from(
+        "idle_timeout_secs = 2\nmax_lifetime_secs = 6\nallow_downgrade = [\"landlock\"]\n",
+    );
+    for kind in &kinds {
+        config.push_str(&format!("[[backends]]\nkind = \"{kind}\"\n"));
+    }
+    let (server, client, node, _data) = start(&config, &[], "expiry")?;
+    for kind in &kinds {
+        let idle = client.create(json!({"backend": kind})).await?;
+        let busy = client.create(json!({"backend": kind})).await?;
+        let (idle, busy) = (idle["id"].as_str().unwrap(), busy["id"].as_str().unwrap());
+        let born = Instant::now();
+        // Kept busy: only the lifetime ends it.
+        while born.elapsed() < Duration::from_secs(4) {
+            client.sh(busy, "true").await?;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert_eq!(
+            client.state(idle).await?,
+            "stopped",
+            "{kind}: idle for 4 s of 2"
+        );
+        assert!(
+            containers(&format!("{LABEL_SANDBOX}={idle}")).is_empty(),
+            "{kind}: the idle container is gone"
+        );
+        assert_eq!(
+            client.state(busy).await?,
+            "running",
+            "{kind}: in use, 4 s of 6"
+        );
+        let mut ended = false;
+        while born.elapsed() < Duration::from_secs(12) {
+            if client.state(busy).await? == "stopped" {
+                ended = true;
+                break;
+            }
+            let _ = client.sh(busy, "true").await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        assert!(ended, "{kind}: the max lifetime ends a busy sandbox");
+        assert!(
+            wait_for(Duration::from_secs(10), || containers(&format!(
+                "{LABEL_SANDBOX}={busy}"
+            ))
+            .is_empty())
+            .await,
+            "{kind}: the old container is gone"
+        );
+    }
+    assert!(
+        sandboxes_of_node(&node).is_empty(),
+        "{:?}",
+        sandboxes_of_node(&node)
+    );
+    assert_eq!(docker_list("volume"), volumes, "no volume left");
+    assert_eq!(docker_list("network"), networks, "no network left");
+    drop(server);
+    Ok(())
+}
