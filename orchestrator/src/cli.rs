@@ -725,7 +725,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDOCK_NODE", value_name = "NAME")]
     pub node: Option<String>,
     /// Sandboxes kept started for one enabled backend, for requests with
-    /// the default limits and a temporary workspace: BACKEND[:IMAGE]=N
+    /// the default limits and a temporary workspace: BACKEND=N or BACKEND:IMAGE=N
     /// (repeatable; over the config file's `warm_pool`).
     #[arg(long = "warm-pool", value_name = "BACKEND[:IMAGE]=N")]
     pub warm_pool: Vec<crate::serve::WarmPoolArg>,
