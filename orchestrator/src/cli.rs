@@ -190,27 +190,34 @@ pub enum MemoryCommand {
         proposed: bool,
         #[command(flatten)]
         data: DataDirArgs,
+        /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Search records by words, best first (relevance and recency).
     Search {
+        /// The words to look for.
         query: String,
+        /// The tenant's records and this directory's workspace's.
         #[arg(long, short = 'w', value_name = "DIR")]
         workspace: Option<PathBuf>,
+        /// Most records shown [default: 10].
         #[arg(long, value_name = "N")]
         limit: Option<u32>,
         #[command(flatten)]
         data: DataDirArgs,
+        /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Add a record (for the tenant, or with --workspace for one workspace).
     Add {
+        /// What to remember, in a sentence or two.
         text: String,
         /// preference, convention, pitfall, fact or rule.
         #[arg(long, default_value = "fact")]
         kind: String,
+        /// For this directory's workspace only (default: the whole tenant).
         #[arg(long, short = 'w', value_name = "DIR")]
         workspace: Option<PathBuf>,
         /// A record (mem_...) this one replaces.
@@ -218,27 +225,33 @@ pub enum MemoryCommand {
         supersedes: Option<String>,
         #[command(flatten)]
         data: DataDirArgs,
+        /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Show a record.
     Show {
+        /// The record's id (mem_...).
         id: String,
         #[command(flatten)]
         data: DataDirArgs,
+        /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Make a record a run proposed active.
     Approve {
+        /// The record's id (mem_...).
         id: String,
         #[command(flatten)]
         data: DataDirArgs,
+        /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Remove a record.
     Rm {
+        /// The record's id (mem_...).
         id: String,
         #[command(flatten)]
         data: DataDirArgs,
