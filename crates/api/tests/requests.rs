@@ -226,6 +226,20 @@ async fn malformed_requests_get_clear_errors(db: Db) -> Result<()> {
         "{err}"
     );
 
+    // A network policy no backend could apply is the caller's mistake,
+    // refused before any sandbox starts (the fuzzer found it a 500).
+    let empty_allowlist = server
+        .a(Method::POST, "/v1/sandboxes")
+        .json(&json!({"network": {"allowlist": []}}));
+    let err = expect_error(empty_allowlist, StatusCode::BAD_REQUEST, "invalid_request").await?;
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("network"),
+        "{err}"
+    );
+
     // Every body is an object: serde alone would read `[]` as a struct of
     // defaults (a snapshot, a sandbox), or `[...]` as its fields in order.
     for (path, body) in [

@@ -285,6 +285,12 @@ impl SandboxService {
         command: CreateSandbox,
         restored_from: Option<paddock_core::ids::SnapshotId>,
     ) -> Result<SandboxView, ServiceError> {
+        // A policy no backend could apply is the caller's mistake (400),
+        // found before any sandbox starts.
+        command
+            .network
+            .validate()
+            .map_err(|e| ServiceError::invalid("network", e.to_string()))?;
         let entry = self
             .backends
             .choose(command.backend.as_deref(), command.image.as_deref())?;
