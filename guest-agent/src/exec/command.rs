@@ -3,7 +3,7 @@
 use std::process::Stdio;
 
 use paddock_jail::CommandFilter;
-use paddock_proto::{ErrorCode, ErrorInfo, ExecSpec, NetworkPolicy, PROXY_ENV, StdinMode};
+use paddock_proto::{Enforcement, ErrorCode, ErrorInfo, ExecSpec, PROXY_ENV, StdinMode};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::error::bad_request;
@@ -30,11 +30,18 @@ pub fn command_line(spec: &ExecSpec) -> Vec<String> {
     }
 }
 
+/// Whether commands get the proxy variables: the sandbox has egress through
+/// the proxy in its own network namespace. A guest run unconfined (tests,
+/// development) shares the host's network and has no proxy to point at.
+pub fn proxied(enforcement: &Enforcement) -> bool {
+    enforcement.network.has_egress() && !enforcement.namespaces.is_empty()
+}
+
 pub fn spawn(
     spec: &ExecSpec,
     ws: &Workspace,
     filter: Option<&CommandFilter>,
-    network: &NetworkPolicy,
+    proxied: bool,
 ) -> Result<Spawned, ErrorInfo> {
     let argv = match (&spec.shell, spec.argv.is_empty()) {
         (Some(_), true) | (None, false) => command_line(spec),
@@ -54,11 +61,7 @@ pub fn spawn(
         .env("HOME", ws.root())
         .env("LANG", "C.UTF-8")
         .env("TERM", "xterm")
-        .envs(
-            if network.has_egress() { PROXY_ENV } else { &[] }
-                .iter()
-                .copied(),
-        )
+        .envs(if proxied { PROXY_ENV } else { &[] }.iter().copied())
         .envs(&spec.env)
         .current_dir(&cwd)
         .stdin(match spec.stdin {

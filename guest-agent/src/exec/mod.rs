@@ -150,7 +150,7 @@ async fn run(
         spec,
         &agent.workspace,
         agent.command_filter.as_ref(),
-        &agent.enforcement.network,
+        command::proxied(&agent.enforcement),
     )?;
     let pid = spawned.pid;
     let pgid = i32::try_from(pid).unwrap_or(i32::MAX);

@@ -151,7 +151,7 @@ pub fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Handled {
         &spec,
         &agent.workspace,
         agent.command_filter.as_ref(),
-        &agent.enforcement.network,
+        command::proxied(&agent.enforcement),
     )?;
     let pid = spawned.pid;
     let handle = table.next_handle.fetch_add(1, Ordering::Relaxed);

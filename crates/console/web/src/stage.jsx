@@ -121,6 +121,23 @@ function ToolItem({ item }) {
   );
 }
 
+/**
+ * A build run holds its workspace alone (one writer): the console's own
+ * sandbox on it (files, terminal) gives it up first; it is made again on
+ * next use.
+ */
+async function releaseConsoleSandbox(workspace) {
+  const key = `paddock.sandbox.${workspace}`;
+  const id = sessionStorage.getItem(key);
+  if (!id) return;
+  sessionStorage.removeItem(key);
+  try {
+    await api('DELETE', `/v1/sandboxes/${enc(id)}`);
+  } catch {
+    // already gone (expired, a restart): nothing holds the workspace
+  }
+}
+
 function Prompt({ session, run, onError, onChanged }) {
   const active = run && isActive(run.state);
   const [goal, setGoal] = useState('');
@@ -141,6 +158,7 @@ function Prompt({ session, run, onError, onChanged }) {
         await api('POST', `/v1/runs/${enc(run.id)}/messages`, { text: goal });
       } else {
         localStorage.setItem('paddock.model', model);
+        await releaseConsoleSandbox(session.workspace);
         const body = {
           goal,
           mode,

@@ -212,7 +212,13 @@ try {
     }
     const applied = page.locator('[data-testid=tool-call]', { hasText: 'apply_subagent_changes' });
     assert.match(await applied.textContent(), /succeeded/);
-    assert.equal(await apiCall('GET', `/v1/sandboxes/${sandboxId}/files/bin/hello.sh`, undefined, true).then((t) => t.length > 0), true);
+    // The console gave its sandbox up for the run (one writer per
+    // workspace); a read-only one shows what the run left.
+    const workspace = JSON.parse(await page.evaluate(() => sessionStorage.getItem('paddock.selection'))).workspace;
+    const reader = await apiCall('POST', '/v1/sandboxes', { workspace, read_only: true });
+    const hello = await apiCall('GET', `/v1/sandboxes/${reader.id}/files/bin/hello.sh`, undefined, true);
+    assert.ok(hello.length > 0, 'bin/hello.sh is empty');
+    await apiCall('DELETE', `/v1/sandboxes/${reader.id}`);
     await shot('10-subagents');
     await page.getByRole('tab', { name: 'Usage' }).click();
     await page.locator('[data-testid=total-usage]').waitFor({ timeout: TIMEOUT });
