@@ -1,10 +1,10 @@
 //! Everything one connection's requests share.
 
-use paddock_jail::CommandFilter;
 use paddock_proto::Enforcement;
 
 use crate::exec::ExecRegistry;
 use crate::exec::groups::ProcessGroups;
+use crate::exec::spawner::Spawner;
 use crate::files::Workspace;
 use crate::processes::ProcessTable;
 use crate::snapshot::import::ImportRegistry;
@@ -14,8 +14,8 @@ pub struct Agent {
     pub workspace: Workspace,
     /// What the jail reported (or `Enforcement::unconfined()`), for `Info`.
     pub enforcement: Enforcement,
-    /// Extra seccomp filter for every command (jail mode only).
-    pub command_filter: Option<CommandFilter>,
+    /// Starts every command (with the commands' seccomp filter in jail mode).
+    pub spawner: Spawner,
     pub execs: ExecRegistry,
     pub processes: ProcessTable,
     /// Every process group started, killed when the connection ends.
@@ -28,13 +28,13 @@ impl Agent {
     pub fn new(
         workspace: Workspace,
         enforcement: Enforcement,
-        command_filter: Option<CommandFilter>,
+        spawner: Spawner,
         ring_bytes: usize,
     ) -> Self {
         Self {
             workspace,
             enforcement,
-            command_filter,
+            spawner,
             execs: ExecRegistry::default(),
             processes: ProcessTable::new(ring_bytes),
             groups: ProcessGroups::default(),

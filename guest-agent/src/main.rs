@@ -28,6 +28,7 @@ use tracing::Instrument;
 
 use crate::agent::Agent;
 use crate::cli::{Cli, ContainerArgs, JailArgs, Mode, ServeArgs};
+use crate::exec::spawner::Spawner;
 use crate::files::Workspace;
 
 /// sysexits: bad command line / input data.
@@ -182,18 +183,19 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
     };
     let workspace = Workspace::open_root(startup.root.clone())
         .with_context(|| format!("opening workspace {}", startup.root.display()))?;
-    let agent = Arc::new(Agent::new(
-        workspace,
-        startup.enforcement,
-        startup.command_filter,
-        ring_bytes,
-    ));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // File requests run here; a sandbox's pids limit also counts threads.
         .max_blocking_threads(MAX_FILE_THREADS)
         .build()
         .context("building the async runtime")?;
+    let spawner = Spawner::start(runtime.handle().clone(), startup.command_filter)?;
+    let agent = Arc::new(Agent::new(
+        workspace,
+        startup.enforcement,
+        spawner,
+        ring_bytes,
+    ));
     let span = tracing::info_span!("guest", sandbox_id = startup.sandbox_id.as_deref());
     let served = runtime.block_on(
         async move {

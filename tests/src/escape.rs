@@ -55,6 +55,7 @@ pub const REQUIRED_PROBES: &[&str] = &[
     "syscall adjtimex",
     "syscall mknod(char device 1:3)",
     "syscall mknodat(block device 8:0)",
+    "syscall openat2(setuid file in /workspace)",
     "nested user namespace via clone(CLONE_NEWUSER)",
     "nested user namespace via clone3(CLONE_NEWUSER)",
     "nested user namespace via unshare --user true",

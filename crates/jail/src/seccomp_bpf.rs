@@ -149,9 +149,11 @@ pub(crate) fn compile_table() -> Result<BpfProgram, JailError> {
 /// mode cannot be inspected, so it could create setuid files in the
 /// workspace), which the guest itself needs and its commands do not.
 ///
-/// Build it once in the guest, before forking; call [`CommandFilter::apply`]
-/// in the child between fork and exec (`CommandExt::pre_exec`): it only
-/// makes system calls and never allocates.
+/// Build it once in the guest; [`CommandFilter::apply`] installs it on the
+/// calling thread only, so the guest installs it on the one thread that
+/// starts commands (with posix_spawn: the children inherit it) and its
+/// other threads keep openat2. It only makes system calls and never
+/// allocates.
 #[derive(Debug, Clone)]
 pub struct CommandFilter {
     program: BpfProgram,
@@ -168,11 +170,6 @@ impl CommandFilter {
     /// a no-op inside the sandbox).
     pub fn apply(&self) -> std::io::Result<()> {
         crate::sys::install_seccomp(&self.program)
-    }
-
-    /// Makes `command` install this filter in its child, between fork and exec.
-    pub fn attach_to(&self, command: &mut std::process::Command) {
-        crate::sys::install_seccomp_before_exec(command, self.program.clone());
     }
 }
 

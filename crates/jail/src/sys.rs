@@ -12,9 +12,7 @@ use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -369,19 +367,6 @@ pub(crate) fn prctl(
     // SAFETY: every option passed by this crate takes integer arguments only
     // (PR_CAPBSET_*, PR_CAP_AMBIENT, PR_SET/GET_SECUREBITS, PR_*_NO_NEW_PRIVS).
     check_int(unsafe { libc::prctl(option, arg2, arg3, 0 as libc::c_ulong, 0 as libc::c_ulong) })
-}
-
-/// Installs a seccomp program in `command`'s child, between fork and exec.
-pub(crate) fn install_seccomp_before_exec(
-    command: &mut Command,
-    program: Vec<seccompiler::sock_filter>,
-) {
-    // SAFETY: the hook runs in the forked child before exec. It only issues
-    // prctl and seccomp system calls on a program built before the fork; it
-    // neither allocates nor takes locks.
-    unsafe {
-        command.pre_exec(move || install_seccomp(&program));
-    }
 }
 
 /// fork(2). The child is a full copy that may run any code, including

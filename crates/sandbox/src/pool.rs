@@ -200,8 +200,10 @@ impl SandboxBackend for WarmPool {
             let taken = self.shared.ready().pop_front();
             if let Some(sandbox) = taken {
                 self.shared.taken.notify_one();
-                // Dead while it waited (engine restart, OOM): not handed out.
-                if sandbox.guest().info().await.is_ok() {
+                // Dead while it waited (engine restart, OOM): not handed
+                // out. Its connection says so without a round trip: the
+                // guest's end closes when the sandbox dies.
+                if !sandbox.guest().is_closed() {
                     return Ok(sandbox);
                 }
                 tracing::warn!(sandbox_id = %sandbox.info().id, "warm pool: a pooled sandbox died while waiting");

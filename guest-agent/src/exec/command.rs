@@ -1,11 +1,11 @@
 //! Turning an [`ExecSpec`] into a running child in its own process group.
 
-use std::process::Stdio;
+use std::collections::BTreeMap;
 
-use paddock_jail::CommandFilter;
 use paddock_proto::{Enforcement, ErrorCode, ErrorInfo, ExecSpec, PROXY_ENV, StdinMode};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
+use super::spawner::{Launch, Spawner};
 use crate::error::bad_request;
 use crate::files::Workspace;
 
@@ -37,10 +37,10 @@ pub fn proxied(enforcement: &Enforcement) -> bool {
     enforcement.network.has_egress() && !enforcement.namespaces.is_empty()
 }
 
-pub fn spawn(
+pub async fn spawn(
     spec: &ExecSpec,
     ws: &Workspace,
-    filter: Option<&CommandFilter>,
+    spawner: &Spawner,
     proxied: bool,
 ) -> Result<Spawned, ErrorInfo> {
     let argv = match (&spec.shell, spec.argv.is_empty()) {
@@ -48,35 +48,35 @@ pub fn spawn(
         (Some(_), false) => return Err(bad_request("set either argv or shell, not both")),
         (None, true) => return Err(bad_request("set argv or shell")),
     };
-    let cwd = ws.dir_path(spec.cwd.as_deref().unwrap_or(""))?;
+    let cwd = ws.open_dir(&ws.normalize(spec.cwd.as_deref().unwrap_or(""))?)?;
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| bad_request("empty command"))?;
-
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env_clear()
-        .env("PATH", BASE_PATH)
-        .env("HOME", ws.root())
-        .env("LANG", "C.UTF-8")
-        .env("TERM", "xterm")
-        .envs(if proxied { PROXY_ENV } else { &[] }.iter().copied())
-        .envs(&spec.env)
-        .current_dir(&cwd)
-        .stdin(match spec.stdin {
-            StdinMode::Null => Stdio::null(),
-            StdinMode::Payload | StdinMode::Stream => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(false);
-    if let Some(filter) = filter {
-        filter.attach_to(command.as_std_mut());
+    // Later entries win, as with repeated `Command::env`.
+    let mut env: BTreeMap<String, String> =
+        [("PATH", BASE_PATH), ("LANG", "C.UTF-8"), ("TERM", "xterm")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+    env.insert("HOME".to_owned(), ws.root().display().to_string());
+    if proxied {
+        env.extend(
+            PROXY_ENV
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
     }
+    env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
 
-    let mut child = command.spawn().map_err(|e| spawn_error(program, &e))?;
+    let mut child = spawner
+        .spawn(Launch {
+            program: program.clone(),
+            args: args.to_vec(),
+            env,
+            piped_stdin: spec.stdin != StdinMode::Null,
+            cwd,
+        })
+        .await?;
     let started = tokio::time::Instant::now();
     let pid = child.id().ok_or_else(|| {
         ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: exited at once"))
@@ -95,21 +95,4 @@ pub fn spawn(
         stderr,
         started,
     })
-}
-
-fn spawn_error(program: &str, err: &std::io::Error) -> ErrorInfo {
-    match err.kind() {
-        std::io::ErrorKind::NotFound => ErrorInfo::new(
-            ErrorCode::SpawnFailed,
-            format!("{program}: command not found"),
-        ),
-        std::io::ErrorKind::PermissionDenied => ErrorInfo::new(
-            ErrorCode::SpawnFailed,
-            format!("{program}: permission denied"),
-        ),
-        std::io::ErrorKind::InvalidInput => bad_request(format!(
-            "{program}: invalid command, argument or environment ({err})"
-        )),
-        _ => ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: {err}")),
-    }
 }

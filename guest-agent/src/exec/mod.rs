@@ -2,6 +2,7 @@
 
 pub mod command;
 pub mod groups;
+pub mod spawner;
 pub mod stdin;
 pub mod supervise;
 
@@ -149,9 +150,10 @@ async fn run(
     let mut spawned = command::spawn(
         spec,
         &agent.workspace,
-        agent.command_filter.as_ref(),
+        &agent.spawner,
         command::proxied(&agent.enforcement),
-    )?;
+    )
+    .await?;
     let pid = spawned.pid;
     let pgid = i32::try_from(pid).unwrap_or(i32::MAX);
     agent.groups.insert(pgid);

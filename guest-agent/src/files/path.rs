@@ -206,16 +206,6 @@ impl Workspace {
             .map_err(|errno| resolve_error(&path.to_string(), errno))?;
         Ok(Some((fd, name)))
     }
-
-    /// Host path of a directory inside the workspace, after checking that it
-    /// resolves beneath the root (used as a command's working directory).
-    pub fn dir_path(&self, input: &str) -> Result<PathBuf, ErrorInfo> {
-        let path = self.normalize(input)?;
-        self.open_dir(&path)?;
-        let mut host = self.root.clone();
-        host.extend(path.components());
-        Ok(host)
-    }
 }
 
 #[cfg(test)]
@@ -332,20 +322,16 @@ mod tests {
     }
 
     #[test]
-    fn dir_path_checks_the_directory_beneath_the_root() {
+    fn a_working_directory_resolves_beneath_the_root() {
+        use std::os::unix::fs::MetadataExt;
         let f = fixture();
-        assert_eq!(f.ws.dir_path("dir").unwrap(), f.ws.root().join("dir"));
-        assert_eq!(
-            f.ws.dir_path("etc_link").unwrap_err().code,
-            ErrorCode::PathEscape
-        );
-        assert_eq!(
-            f.ws.dir_path("dir/file").unwrap_err().code,
-            ErrorCode::NotADirectory
-        );
-        assert_eq!(
-            f.ws.dir_path("/etc").unwrap_err().code,
-            ErrorCode::PathEscape
-        );
+        let dir = |input: &str| f.ws.normalize(input).and_then(|p| f.ws.open_dir(&p));
+        let fd = dir("dir").unwrap();
+        let opened = nix::sys::stat::fstat(&fd).unwrap();
+        let expected = std::fs::metadata(f.ws.root().join("dir")).unwrap();
+        assert_eq!(opened.st_ino, expected.ino());
+        assert_eq!(dir("etc_link").unwrap_err().code, ErrorCode::PathEscape);
+        assert_eq!(dir("dir/file").unwrap_err().code, ErrorCode::NotADirectory);
+        assert_eq!(dir("/etc").unwrap_err().code, ErrorCode::PathEscape);
     }
 }

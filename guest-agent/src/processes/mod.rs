@@ -144,15 +144,16 @@ impl ProcessTable {
 }
 
 /// Spawns the process and a task that records its output and exit.
-pub fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Handled {
+pub async fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Handled {
     let table = &agent.processes;
     let (feed, queue) = stdin_plumbing(spec.stdin, payload);
     let mut spawned = command::spawn(
         &spec,
         &agent.workspace,
-        agent.command_filter.as_ref(),
+        &agent.spawner,
         command::proxied(&agent.enforcement),
-    )?;
+    )
+    .await?;
     let pid = spawned.pid;
     let handle = table.next_handle.fetch_add(1, Ordering::Relaxed);
     let process = Arc::new(Process {

@@ -93,7 +93,7 @@ impl Session {
                 self.outbox.grant(target, bytes);
                 return Flow::Continue;
             }
-            Request::ProcessStart(spec) => processes::start(agent, spec, payload),
+            Request::ProcessStart(spec) => processes::start(agent, spec, payload).await,
             Request::ProcessList => agent.processes.list(),
             Request::ProcessRead {
                 handle,

@@ -48,6 +48,36 @@ struct Args {
     /// Runs of each microvm line (a TCG boot takes seconds); 0 skips them.
     #[arg(long, default_value_t = 3)]
     microvm_runs: usize,
+    /// The backends whose lines are measured (native also means the
+    /// unshare and bwrap baselines; docker and gvisor their `docker run`).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Only::Native, Only::Docker, Only::Gvisor])]
+    backends: Vec<Only>,
+}
+
+/// A backend of `--backends`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Only {
+    Native,
+    Docker,
+    Gvisor,
+}
+
+impl Args {
+    fn measures(&self, backend: Only) -> bool {
+        self.backends.contains(&backend)
+    }
+
+    /// The container engines of `--backends`.
+    fn engines(&self) -> Vec<Engine> {
+        [
+            (Engine::Docker, Only::Docker),
+            (Engine::Gvisor, Only::Gvisor),
+        ]
+        .into_iter()
+        .filter(|(_, only)| self.measures(*only))
+        .map(|(engine, _)| engine)
+        .collect()
+    }
 }
 
 /// Timings of one line, sorted.
@@ -251,14 +281,17 @@ fn exec_round_trips(args: &Args) -> anyhow::Result<Vec<(String, Duration, Durati
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut backends: Vec<(String, Arc<dyn SandboxBackend>, SandboxSpec)> = vec![(
-            "native".to_owned(),
-            Arc::new(NativeBackend::new(NativeConfig::new(binary(
-                "paddock-guest",
-            )?))),
-            SandboxSpec::default(),
-        )];
-        for engine in [Engine::Docker, Engine::Gvisor] {
+        let mut backends: Vec<(String, Arc<dyn SandboxBackend>, SandboxSpec)> = Vec::new();
+        if args.measures(Only::Native) {
+            backends.push((
+                "native".to_owned(),
+                Arc::new(NativeBackend::new(NativeConfig::new(binary(
+                    "paddock-guest",
+                )?))),
+                SandboxSpec::default(),
+            ));
+        }
+        for engine in args.engines() {
             match container_backend(engine, &args.sandbox_image).await {
                 Ok(b) => backends.push((engine_name(engine).to_owned(), b, container_spec(engine))),
                 Err(e) => println!("exec round trip: {} skipped: {e:#}", engine_name(engine)),
@@ -347,17 +380,25 @@ fn docker_image(tool: &Path, args: &Args) -> Result<String, String> {
 
 /// Every line this machine can measure, and notes on those it cannot.
 fn contenders(args: &Args) -> anyhow::Result<(Vec<Contender>, Vec<String>)> {
-    let mut lines = vec![
-        Contender::new("paddock library: create + exec true", paddock_library()?),
-        Contender::new(
-            "paddock sandbox run -- true",
-            process(
-                binary("paddock")?,
-                ["sandbox", "run", "--", "true"].map(String::from).to_vec(),
-            ),
-        ),
-    ];
+    let mut lines = Vec::new();
     let mut notes = Vec::new();
+    if args.measures(Only::Native) {
+        native_contenders(&mut lines, &mut notes)?;
+    }
+    container_contenders(args, &mut lines, &mut notes);
+    Ok((lines, notes))
+}
+
+/// The native backend's lines and their baselines (unshare, bwrap).
+fn native_contenders(lines: &mut Vec<Contender>, notes: &mut Vec<String>) -> anyhow::Result<()> {
+    lines.push(Contender::new(NATIVE_LIBRARY, paddock_library()?));
+    lines.push(Contender::new(
+        "paddock sandbox run -- true",
+        process(
+            binary("paddock")?,
+            ["sandbox", "run", "--", "true"].map(String::from).to_vec(),
+        ),
+    ));
     match which("unshare") {
         Some(tool) => lines.push(Contender::new(
             "unshare -m -p -f -n -i -u true",
@@ -376,12 +417,17 @@ fn contenders(args: &Args) -> anyhow::Result<(Vec<Contender>, Vec<String>)> {
         Some(tool) => lines.push(Contender::new(BWRAP, process(tool, bwrap_args()))),
         None => notes.push("bwrap: not installed (Debian package bubblewrap)".to_owned()),
     }
+    Ok(())
+}
+
+/// The docker and gvisor backends' lines and their `docker run` baselines.
+fn container_contenders(args: &Args, lines: &mut Vec<Contender>, notes: &mut Vec<String>) {
     let docker_cli = Path::new("/usr/bin/docker")
         .is_file()
         .then(|| PathBuf::from("/usr/bin/docker"))
         .or_else(|| which("docker"));
     let image = &args.sandbox_image;
-    for engine in [Engine::Docker, Engine::Gvisor] {
+    for engine in args.engines() {
         let name = engine_name(engine);
         match container_library(engine, image, None) {
             Ok(sample) => lines.push(Contender::new(
@@ -419,6 +465,9 @@ fn contenders(args: &Args) -> anyhow::Result<(Vec<Contender>, Vec<String>)> {
             Err(e) => notes.push(format!("{name} warm pool: skipped, {e:#}")),
         }
     }
+    if !args.measures(Only::Docker) {
+        return;
+    }
     match which("docker") {
         None => notes.push("docker: skipped, not installed".to_owned()),
         Some(tool) => match docker_image(&tool, args) {
@@ -432,10 +481,10 @@ fn contenders(args: &Args) -> anyhow::Result<(Vec<Contender>, Vec<String>)> {
             Err(why) => notes.push(format!("docker: skipped, {why}")),
         },
     }
-    Ok((lines, notes))
 }
 
 const BWRAP: &str = "bwrap --unshare-all ... true";
+const NATIVE_LIBRARY: &str = "paddock library: create + exec true";
 
 fn ms(d: Duration) -> String {
     format!("{:8.2}", d.as_secs_f64() * 1000.0)
@@ -484,23 +533,13 @@ fn main() -> anyhow::Result<()> {
     for n in &notes {
         println!("{n}");
     }
-    let paddock = lines[0].median();
     println!();
-    println!(
-        "floor: paddock median under 15 ms: {} ({} ms)",
-        if paddock < Duration::from_millis(15) {
-            "met"
-        } else {
-            "NOT met"
-        },
-        ms(paddock).trim()
-    );
-    if let Some(b) = bwrap_median {
-        println!(
-            "floor: paddock median at most 2x bwrap: {} ({:.2}x)",
-            if paddock <= b * 2 { "met" } else { "NOT met" },
-            paddock.as_secs_f64() / b.as_secs_f64()
-        );
+    if let Some(paddock) = lines
+        .iter()
+        .find(|l| l.name == NATIVE_LIBRARY)
+        .map(Line::median)
+    {
+        native_floors(paddock, bwrap_median);
     }
     container_floors(&lines);
     let round_trips = exec_round_trips(&args)?;
@@ -540,6 +579,26 @@ fn main() -> anyhow::Result<()> {
         microvm::run(args.microvm_runs)?;
     }
     Ok(())
+}
+
+/// The native backend's floors, from the lines of the same run.
+fn native_floors(paddock: Duration, bwrap_median: Option<Duration>) {
+    println!(
+        "floor: paddock median under 15 ms: {} ({} ms)",
+        if paddock < Duration::from_millis(15) {
+            "met"
+        } else {
+            "NOT met"
+        },
+        ms(paddock).trim()
+    );
+    if let Some(b) = bwrap_median {
+        println!(
+            "floor: paddock median at most 2x bwrap: {} ({:.2}x)",
+            if paddock <= b * 2 { "met" } else { "NOT met" },
+            paddock.as_secs_f64() / b.as_secs_f64()
+        );
+    }
 }
 
 /// The container tier's floors, from the lines of the same run.

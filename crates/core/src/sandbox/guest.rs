@@ -128,6 +128,11 @@ pub struct SnapshotImportOptions {
 pub trait GuestOps: Send + Sync + Debug {
     async fn info(&self) -> Result<GuestInfo, GuestError>;
 
+    /// The connection to the guest is known to be gone (the guest closed
+    /// it or the sandbox died), so every call would fail; answered without
+    /// a round trip. False says nothing more than "not closed yet".
+    fn is_closed(&self) -> bool;
+
     /// Starts a command and streams its events. `stdin` is sent as the
     /// command's whole stdin when `spec.stdin` is `Payload`, and ignored otherwise.
     async fn exec(&self, spec: ExecSpec, stdin: &[u8]) -> Result<Box<dyn Execution>, GuestError>;

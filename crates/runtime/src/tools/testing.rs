@@ -34,6 +34,9 @@ impl GuestOps for Offline {
     async fn info(&self) -> Result<GuestInfo, GuestError> {
         gone("info")
     }
+    fn is_closed(&self) -> bool {
+        true
+    }
     async fn exec(&self, _: ExecSpec, _: &[u8]) -> Result<Box<dyn Execution>, GuestError> {
         gone("exec")
     }

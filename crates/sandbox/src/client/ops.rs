@@ -105,6 +105,10 @@ impl GuestOps for GuestClient {
         }
     }
 
+    fn is_closed(&self) -> bool {
+        GuestClient::is_closed(self)
+    }
+
     async fn exec(&self, spec: ExecSpec, stdin: &[u8]) -> Result<Box<dyn Execution>, GuestError> {
         Ok(Box::new(self.exec_stream(spec, stdin).await?))
     }

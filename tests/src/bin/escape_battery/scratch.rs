@@ -11,6 +11,7 @@ pub const PLAIN_DIR: &CStr = c"/tmp/paddock-battery/plain";
 pub const MISSING: &CStr = c"/tmp/paddock-battery/missing";
 pub const DEV_NODE: &CStr = c"/tmp/paddock-battery/dev-node";
 pub const WORKSPACE_DEV_NODE: &CStr = c"/workspace/.paddock-battery-dev-node";
+pub const WORKSPACE_SETUID_FILE: &CStr = c"/workspace/.paddock-battery-setuid";
 /// Mount target for the cgroup filesystem probes.
 pub const CGROUP_DIR: &CStr = c"/tmp/paddock-battery/cgroup";
 

@@ -175,6 +175,12 @@ pub fn run(b: &mut Battery) {
             mknodat_workspace,
             DENIED,
         ),
+        // The guest keeps openat2; the commands it starts must not have it.
+        (
+            "syscall openat2(setuid file in /workspace)",
+            openat2_setuid,
+            &[libc::ENOSYS],
+        ),
     ];
     for (name, attempt, denied) in table {
         b.probe(name, || judge(in_child(*attempt), denied));
@@ -800,5 +806,36 @@ fn mknodat_workspace() -> Result<(), i32> {
     };
     check(r)?;
     scratch::remove(scratch::WORKSPACE_DEV_NODE);
+    Ok(())
+}
+
+/// The struct openat2(2) reads its flags and mode from (`struct open_how`).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+fn openat2_setuid() -> Result<(), i32> {
+    let how = OpenHow {
+        flags: (libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC) as u64,
+        mode: 0o4755,
+        resolve: 0,
+    };
+    // SAFETY: a string literal path and a live open_how of the given size.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD as c_long,
+            scratch::WORKSPACE_SETUID_FILE.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    let fd = check(r)?;
+    // SAFETY: the descriptor was just opened here.
+    unsafe { libc::close(fd as libc::c_int) };
+    scratch::remove(scratch::WORKSPACE_SETUID_FILE);
     Ok(())
 }

@@ -1,0 +1,305 @@
+//! Starting commands without fork: one thread, the spawner, starts every
+//! command with posix_spawn (glibc's `clone(CLONE_VM|CLONE_VFORK)`), so the
+//! agent's address space is never copied. gVisor's sentry pays for each new
+//! address space: a fork then exec costs it two, a spawn one.
+//!
+//! std spawns with posix_spawn only when there is no `pre_exec` hook, no
+//! working directory (a static glibc binary has no
+//! `posix_spawn_file_actions_addchdir_np` std can find) and, with PATH set,
+//! a program given as a path. So the spawner, the only code that uses or
+//! changes the agent's working directory (everything else resolves from
+//! absolute paths or fds):
+//! - holds the commands' seccomp filter ([`CommandFilter`]) on its own
+//!   thread, installed once when it starts: filters survive clone and
+//!   execve, so every command gets exactly the filter it used to install
+//!   between fork and exec, and no other thread of the agent has it (the
+//!   agent needs openat2). Failing to install it fails the start;
+//! - moves to the command's directory with fchdir on the fd resolved
+//!   beneath the workspace (no path is looked up twice);
+//! - looks the program up on the command's PATH as execvp would, running
+//!   a file the kernel cannot execute (ENOEXEC) with /bin/sh as execvp does.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use nix::errno::Errno;
+use nix::sys::signal::Signal;
+use nix::unistd::AccessFlags;
+use paddock_jail::CommandFilter;
+use paddock_proto::{ErrorCode, ErrorInfo};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use super::groups::kill_group;
+use crate::error::bad_request;
+
+/// Spawn requests waiting for the spawner; more wait for room.
+const QUEUE: usize = 64;
+/// The longest a request waits for the spawner's answer.
+const SPAWN_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest the spawner may take to start (install its filter).
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// execvp's search path when the command's environment has no PATH.
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+/// What execvp runs a file with that the kernel cannot execute.
+const SHELL: &str = "/bin/sh";
+
+/// One command to start, fully decided by the caller.
+#[derive(Debug)]
+pub struct Launch {
+    /// As the host gave it: a path, or a name looked up on PATH.
+    pub program: String,
+    pub args: Vec<String>,
+    /// The whole environment (PATH in it is where `program` is looked up).
+    pub env: BTreeMap<String, String>,
+    pub piped_stdin: bool,
+    /// The working directory, resolved beneath the workspace.
+    pub cwd: OwnedFd,
+}
+
+struct Job {
+    launch: Launch,
+    reply: oneshot::Sender<Result<Child, ErrorInfo>>,
+}
+
+/// The handle requests spawn through.
+#[derive(Debug, Clone)]
+pub struct Spawner {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job").field("launch", &self.launch).finish()
+    }
+}
+
+impl Spawner {
+    /// Starts the spawner thread; its children belong to `runtime` (their
+    /// pipes and exits are watched there). With `filter`, the thread
+    /// installs it on itself first, and an error installing it is this
+    /// function's error.
+    pub fn start(
+        runtime: tokio::runtime::Handle,
+        filter: Option<CommandFilter>,
+    ) -> anyhow::Result<Self> {
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        let (started, ready) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("spawner".to_owned())
+            .spawn(move || {
+                let installed = filter.as_ref().map_or(Ok(()), CommandFilter::apply);
+                let ok = installed.is_ok();
+                // The starter waits for this answer (or gave up: then it fails).
+                let _ = started.send(installed);
+                if ok {
+                    serve(&runtime, queue);
+                }
+            })
+            .context("starting the spawner thread")?;
+        ready
+            .recv_timeout(START_TIMEOUT)
+            .context("the spawner thread did not start")?
+            .context("installing the command filter on the spawner thread")?;
+        Ok(Self { jobs })
+    }
+
+    /// Starts `launch` and hands back the child.
+    pub async fn spawn(&self, launch: Launch) -> Result<Child, ErrorInfo> {
+        let program = launch.program.clone();
+        let gone = || {
+            ErrorInfo::new(
+                ErrorCode::SpawnFailed,
+                format!("{program}: the spawner stopped"),
+            )
+        };
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job { launch, reply })
+            .await
+            .map_err(|_| gone())?;
+        match tokio::time::timeout(SPAWN_TIMEOUT, answer).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(gone()),
+            Err(_) => Err(ErrorInfo::new(
+                ErrorCode::SpawnFailed,
+                format!("{program}: not started within {SPAWN_TIMEOUT:?}"),
+            )),
+        }
+    }
+}
+
+fn serve(runtime: &tokio::runtime::Handle, mut queue: mpsc::Receiver<Job>) {
+    while let Some(Job { launch, reply }) = queue.blocking_recv() {
+        let result = launch_one(runtime, launch);
+        // The requester gave up (timed out): nothing will watch the child.
+        if let Err(Ok(child)) = reply.send(result)
+            && let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok())
+        {
+            kill_group(pid, Signal::SIGKILL);
+        }
+    }
+}
+
+fn launch_one(runtime: &tokio::runtime::Handle, launch: Launch) -> Result<Child, ErrorInfo> {
+    let Launch {
+        program,
+        args,
+        env,
+        piped_stdin,
+        cwd,
+    } = launch;
+    nix::unistd::fchdir(&cwd).map_err(|errno| {
+        ErrorInfo::new(
+            ErrorCode::SpawnFailed,
+            format!(
+                "{program}: entering its working directory: {}",
+                errno.desc()
+            ),
+        )
+    })?;
+    let path = resolve(&program, env.get("PATH").map(String::as_str))?;
+    let build = |file: &Path, leading: &[&str]| {
+        let mut command = Command::new(file);
+        command
+            .arg0(if leading.is_empty() { &program } else { SHELL })
+            .args(leading)
+            .args(&args)
+            .env_clear()
+            .envs(&env)
+            .stdin(if piped_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        command
+    };
+    let _runtime = runtime.enter();
+    match build(&path, &[]).spawn() {
+        Err(e) if e.raw_os_error() == Some(Errno::ENOEXEC as i32) => {
+            let script = path.to_string_lossy();
+            build(Path::new(SHELL), &[&script]).spawn()
+        }
+        other => other,
+    }
+    .map_err(|e| spawn_error(&program, &e))
+}
+
+/// Where execvp would find `program`: itself when it has a slash, else the
+/// first executable regular file named so in a PATH entry (an empty entry
+/// is the working directory). A file found but not executable makes the
+/// answer "permission denied" when nothing later is found.
+pub fn resolve(program: &str, path: Option<&str>) -> Result<PathBuf, ErrorInfo> {
+    if program.is_empty() {
+        return Err(bad_request("empty command"));
+    }
+    if program.contains('/') {
+        return Ok(PathBuf::from(program));
+    }
+    let mut denied = false;
+    for dir in path.unwrap_or(DEFAULT_PATH).split(':') {
+        let candidate = Path::new(if dir.is_empty() { "." } else { dir }).join(program);
+        if !std::fs::metadata(&candidate).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        match nix::unistd::access(&candidate, AccessFlags::X_OK) {
+            Ok(()) => return Ok(candidate),
+            Err(_) => denied = true,
+        }
+    }
+    Err(ErrorInfo::new(
+        ErrorCode::SpawnFailed,
+        if denied {
+            format!("{program}: permission denied")
+        } else {
+            format!("{program}: command not found")
+        },
+    ))
+}
+
+fn spawn_error(program: &str, err: &io::Error) -> ErrorInfo {
+    match err.kind() {
+        io::ErrorKind::NotFound => ErrorInfo::new(
+            ErrorCode::SpawnFailed,
+            format!("{program}: command not found"),
+        ),
+        io::ErrorKind::PermissionDenied => ErrorInfo::new(
+            ErrorCode::SpawnFailed,
+            format!("{program}: permission denied"),
+        ),
+        io::ErrorKind::InvalidInput => bad_request(format!(
+            "{program}: invalid command, argument or environment ({err})"
+        )),
+        _ => ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: {err}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn file(dir: &Path, name: &str, mode: u32) {
+        let path = dir.join(name);
+        std::fs::write(&path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn message(result: Result<PathBuf, ErrorInfo>) -> String {
+        result.unwrap_err().message
+    }
+
+    #[test]
+    fn lookup_takes_the_first_executable_file_on_path() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::create_dir(a.path().join("tool")).unwrap();
+        file(b.path(), "tool", 0o755);
+        let path = format!("{}:{}", a.path().display(), b.path().display());
+        assert_eq!(resolve("tool", Some(&path)).unwrap(), b.path().join("tool"));
+    }
+
+    #[test]
+    fn lookup_skips_a_file_that_is_not_executable() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        file(a.path(), "tool", 0o644);
+        file(b.path(), "tool", 0o755);
+        let path = format!("{}:{}", a.path().display(), b.path().display());
+        assert_eq!(resolve("tool", Some(&path)).unwrap(), b.path().join("tool"));
+        // Unless running as root, which may execute any file with an x bit.
+        if !nix::unistd::geteuid().is_root() {
+            assert_eq!(
+                message(resolve("tool", Some(&a.path().display().to_string()))),
+                "tool: permission denied"
+            );
+        }
+    }
+
+    #[test]
+    fn lookup_reports_a_missing_command() {
+        let a = tempfile::tempdir().unwrap();
+        assert_eq!(
+            message(resolve("nope", Some(&a.path().display().to_string()))),
+            "nope: command not found"
+        );
+        assert_eq!(message(resolve("", None)), "empty command");
+    }
+
+    #[test]
+    fn a_program_with_a_slash_is_not_looked_up() {
+        assert_eq!(
+            resolve("./build.sh", Some("/nowhere")).unwrap(),
+            PathBuf::from("./build.sh")
+        );
+        assert_eq!(resolve("/bin/sh", None).unwrap(), PathBuf::from("/bin/sh"));
+    }
+}
