@@ -86,7 +86,7 @@ pub async fn connect(
 ) -> anyhow::Result<Arc<dyn SandboxBackend>> {
     let guest_bin =
         locate_guest_bin(args.guest_bin.as_deref()).context("locating the paddock-guest binary")?;
-    let kind = kind.unwrap_or(args.backend);
+    let kind = kind.unwrap_or(args.kind());
     let backend: Arc<dyn SandboxBackend> = match kind {
         BackendKind::Native => {
             let mut config = NativeConfig::new(guest_bin);

@@ -58,15 +58,10 @@ pub struct BackendArgs {
     )]
     pub unconfined: bool,
     /// Which sandbox backend makes the sandboxes (`paddock sandbox info`
-    /// lists what this host supports).
-    #[arg(
-        long,
-        global = true,
-        env = "PADDOCK_BACKEND",
-        value_enum,
-        default_value = "native"
-    )]
-    pub backend: BackendKind,
+    /// lists what this host supports; default native). With --server, one
+    /// the server enabled (default: the server's).
+    #[arg(long, global = true, env = "PADDOCK_BACKEND", value_enum)]
+    pub backend: Option<BackendKind>,
     /// The image of docker and gvisor sandboxes (default paddock-sandbox:bookworm,
     /// built by images/docker-image.sh); for microvm the directory of its
     /// kernel and initrd (default /var/lib/paddock/microvm, images/microvm-image.sh).
@@ -88,6 +83,11 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
+    /// The backend of `--backend`, native when not given.
+    pub fn kind(&self) -> BackendKind {
+        self.backend.unwrap_or(BackendKind::Native)
+    }
+
     /// The operator's egress settings these flags give.
     pub fn egress(&self) -> paddock_egress::EgressConfig {
         paddock_egress::EgressConfig {
@@ -708,6 +708,8 @@ pub struct RestoreArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub backend: ServerBackendArgs,
 }
 
 #[derive(Debug, Args)]
@@ -803,6 +805,19 @@ pub enum SandboxCommand {
     Rm(SandboxRmArgs),
 }
 
+/// Which of a server's enabled backends makes the sandboxes of a request.
+#[derive(Debug, Clone, Args)]
+pub struct ServerBackendArgs {
+    /// The server's sandbox backend (native, docker, gvisor, microvm), one
+    /// it enabled (`GET /v1/health` lists them). Default: the server's.
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<BackendKind>,
+    /// The container image, one the server enabled for that backend.
+    /// Default: the backend's first.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+}
+
 /// `paddock sandbox rm` and the server it talks to.
 #[derive(Debug, Args)]
 pub struct SandboxRmArgs {
@@ -840,6 +855,8 @@ pub struct CreateArgs {
     /// Print the sandbox as JSON instead of its id.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub backend: ServerBackendArgs,
     #[command(flatten)]
     pub server: ServerArgs,
 }

@@ -71,7 +71,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         .service_config(node.clone(), data.join("workspaces"))
         .and_then(|service| {
             let sections = config.backend_sections(
-                backend_args.backend,
+                backend_args.kind(),
                 backend_args.image.as_deref(),
                 &args.warm_pool,
             )?;
@@ -118,6 +118,8 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         allow_downgrade: service_config.allow_downgrade.clone(),
         ..SandboxSpec::default()
     };
+    // A run names its backend among the same ones as a sandbox request.
+    let run_backends = backends.clone();
     let service = SandboxService::new(store.clone(), backends, service_config, root.child_token());
     let report = service.reconcile().await?;
     if !report.lost.is_empty() || !report.orphans.is_empty() {
@@ -152,7 +154,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         scratch_dir: Some(data.join("tmp")),
         context_window: config.model_context_window,
     };
-    let agents = AgentService::new(runtime, models, root.child_token());
+    let agents = AgentService::new(runtime, models, run_backends, root.child_token());
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

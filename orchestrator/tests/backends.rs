@@ -1,6 +1,7 @@
-//! One `paddock serve` offering several backends: a request picks native or
-//! docker (or gets the default), names an image the operator enabled or is
-//! refused; a warm pool hands each pre-started container to one tenant only;
+//! One `paddock serve` offering several backends: a request (a sandbox, or
+//! a run and its subagents) picks native or docker (or gets the default),
+//! names an image the operator enabled or is refused; a local run uses the
+//! backend of `--backend`; a warm pool hands each pre-started container to one tenant only;
 //! idle and too-old container sandboxes expire leaving no container, volume
 //! or network. Needs root, dockerd and the image (scripts/container-setup.sh);
 //! without them the container parts are skipped with the reason, unless
@@ -469,5 +470,285 @@ async fn container_sandboxes_expire_leaving_nothing() -> Result<()> {
     assert_eq!(docker_list("volume"), volumes, "no volume left");
     assert_eq!(docker_list("network"), networks, "no network left");
     drop(server);
+    Ok(())
+}
+
+/// The scripted models of examples/subagents: a parent that spawns an
+/// explore, a review and a build child, applies the build child's changes
+/// and runs the test; `--model` and `--subagent-model` flags for them, and
+/// a workspace with the example's test.
+struct SubagentExample {
+    workspace: tempfile::TempDir,
+    flags: Vec<String>,
+}
+
+impl SubagentExample {
+    fn new() -> Result<Self> {
+        let example =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/subagents");
+        let workspace = tempfile::tempdir()?;
+        std::fs::copy(
+            example.join("workspace/test.sh"),
+            workspace.path().join("test.sh"),
+        )?;
+        let scripted = |name: &str| format!("scripted:{}", example.join(name).display());
+        let mut flags = vec!["--model".to_owned(), scripted("parent.json")];
+        for key in ["explore", "review", "build"] {
+            flags.push("--subagent-model".to_owned());
+            flags.push(format!("{key}={}", scripted(&format!("{key}.json"))));
+        }
+        Ok(Self { workspace, flags })
+    }
+
+    /// `paddock run GOAL --workspace DIR --json` with the scripts and `extra`.
+    fn run(&self, extra: &[&str]) -> Result<std::process::Output> {
+        Ok(Command::new(common::PADDOCK)
+            .args(["run", "Make sh test.sh pass, with subagents", "--json"])
+            .arg("--workspace")
+            .arg(self.workspace.path())
+            .args(&self.flags)
+            .args(extra)
+            .env_remove("PADDOCK_SERVER")
+            .env_remove("PADDOCK_MODEL")
+            .env_remove("PADDOCK_BACKEND")
+            .stdin(std::process::Stdio::null())
+            .output()?)
+    }
+}
+
+/// `--json` output lines: the events, then the result.
+fn json_lines(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The payload of the first event of `kind` among `events` (`data` in the
+/// CLI's lines, `payload` in the API's).
+fn payload<'a>(events: &'a [Value], kind: &str) -> &'a Value {
+    let event = events
+        .iter()
+        .find(|e| e["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} among {events:?}"));
+    if event["data"].is_null() {
+        &event["payload"]
+    } else {
+        &event["data"]
+    }
+}
+
+/// A run's stored events from `GET /v1/runs/{id}/events` (the stream ends
+/// after its `run.finished`).
+async fn run_events(client: &Client, run: &str) -> Result<Vec<Value>> {
+    let response = client
+        .http
+        .get(format!("{}/v1/runs/{run}/events", client.url))
+        .bearer_auth(&client.token)
+        .send()
+        .await?;
+    let body = tokio::time::timeout(Duration::from_secs(30), response.text()).await??;
+    // `event: KIND` then `data: {...}`: the kind goes into the event.
+    let mut events = Vec::new();
+    let mut kind = None;
+    for line in body.lines() {
+        if let Some(k) = line.strip_prefix("event: ") {
+            kind = Some(k.to_owned());
+        } else if let Some(data) = line.strip_prefix("data: ") {
+            let mut event: Value = serde_json::from_str(data)?;
+            event["kind"] = Value::from(kind.take());
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+/// A run on the server names its backend: refused when the server did not
+/// enable it (the reason lists what it did), else its sandbox and every
+/// subagent's come from that backend, and `run.started` says which.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_a_server_uses_the_backend_it_names() -> Result<()> {
+    if !available("docker", "a_run_on_a_server_uses_the_backend_it_names") {
+        return Ok(());
+    }
+    let (server, client, node, _data) = start(
+        "[[backends]]\nkind = \"native\"\n[[backends]]\nkind = \"docker\"\n",
+        &[],
+        "runs",
+    )?;
+    let example = SubagentExample::new()?;
+    let remote = |extra: &[&str]| {
+        let mut args = vec!["--server", &server.url, "--token", &client.token];
+        args.extend_from_slice(extra);
+        example.run(&args)
+    };
+
+    // Refused before anything runs, with what the server offers.
+    let enabled = format!(
+        "(enabled: native, docker:{})",
+        paddock_sandbox::DEFAULT_IMAGE
+    );
+    let out = remote(&["--backend", "gvisor"])?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "backend: gvisor is not enabled on this server {enabled}"
+        )),
+        "{stderr}"
+    );
+    let out = remote(&["--backend", "docker", "--image", "alpine:latest"])?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("image: image \"alpine:latest\" is not enabled for docker"),
+        "{stderr}"
+    );
+    let (status, session) = client
+        .call(
+            reqwest::Method::POST,
+            "/v1/workspaces",
+            Some(json!({"name": "w"})),
+        )
+        .await?;
+    assert_eq!(status, 201, "{session}");
+    let (_, session) = client
+        .call(
+            reqwest::Method::POST,
+            "/v1/sessions",
+            Some(json!({"workspace": session["id"]})),
+        )
+        .await?;
+    let (status, refusal) = client
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/sessions/{}/runs", session["id"].as_str().unwrap()),
+            Some(json!({"goal": "g", "model": {"scripted": {"turns": []}}, "backend": "microvm"})),
+        )
+        .await?;
+    assert_eq!(status, 400, "{refusal}");
+    assert_eq!(refusal["error"]["code"], "invalid_request");
+    assert_eq!(
+        refusal["error"]["message"],
+        format!("backend: microvm is not enabled on this server {enabled}")
+    );
+
+    // On docker: the run, and each of its three subagents.
+    let out = remote(&["--backend", "docker"])?;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out);
+    let started = payload(&lines, "run.started");
+    assert_eq!(started["backend"], "docker", "{started}");
+    assert_eq!(
+        started["image"],
+        paddock_sandbox::DEFAULT_IMAGE,
+        "{started}"
+    );
+    assert_eq!(payload(&lines, "sandbox.ready")["backend"], "docker");
+    let run = lines
+        .iter()
+        .find(|l| l["kind"] == "run.started")
+        .and_then(|l| l["run"].as_str())
+        .unwrap()
+        .to_owned();
+    let (_, children) = client
+        .call(
+            reqwest::Method::GET,
+            &format!("/v1/runs/{run}/children"),
+            None,
+        )
+        .await?;
+    let children = children["runs"].as_array().unwrap();
+    assert_eq!(children.len(), 3, "{children:?}");
+    for child in children {
+        let events = run_events(&client, child["id"].as_str().unwrap()).await?;
+        let started = payload(&events, "run.started");
+        assert_eq!(started["backend"], "docker", "{started}");
+        assert_eq!(started["image"], paddock_sandbox::DEFAULT_IMAGE);
+        assert_eq!(payload(&events, "sandbox.ready")["backend"], "docker");
+    }
+
+    // Naming none: the server's default.
+    let out = remote(&[])?;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out);
+    assert_eq!(payload(&lines, "run.started")["backend"], "native");
+    assert_eq!(payload(&lines, "run.started")["image"], Value::Null);
+    assert_eq!(payload(&lines, "sandbox.ready")["backend"], "native");
+    drop(server);
+    assert!(
+        wait_for(Duration::from_secs(20), || sandboxes_of_node(&node)
+            .is_empty())
+        .await,
+        "{:?}",
+        sandboxes_of_node(&node)
+    );
+    Ok(())
+}
+
+/// `paddock run --backend docker` on this host: the run's sandbox and its
+/// subagents' are containers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_run_uses_the_backend_of_its_flag() -> Result<()> {
+    if !available("docker", "a_local_run_uses_the_backend_of_its_flag") {
+        return Ok(());
+    }
+    let data = tempfile::tempdir()?;
+    let example = SubagentExample::new()?;
+    let data_dir = data.path().to_str().unwrap();
+    let out = example.run(&["--backend", "docker", "--data-dir", data_dir])?;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out);
+    assert_eq!(payload(&lines, "run.started")["backend"], "docker");
+    assert_eq!(payload(&lines, "sandbox.ready")["backend"], "docker");
+    let run = lines
+        .iter()
+        .find(|l| l["kind"] == "run.started")
+        .and_then(|l| l["run"].as_str())
+        .unwrap()
+        .to_owned();
+    let local = |args: &[&str]| -> Result<String> {
+        let out = Command::new(common::PADDOCK)
+            .args(args)
+            .args(["--data-dir", data_dir])
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let children: Value = serde_json::from_str(&local(&["runs", "children", &run, "--json"])?)?;
+    let children = children["runs"].as_array().unwrap();
+    assert_eq!(children.len(), 3, "{children:?}");
+    for child in children {
+        let events: Vec<Value> =
+            local(&["runs", "events", child["id"].as_str().unwrap(), "--json"])?
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+        assert_eq!(payload(&events, "run.started")["backend"], "docker");
+        assert_eq!(payload(&events, "sandbox.ready")["backend"], "docker");
+    }
+    assert!(
+        example.workspace.path().join("bin/hello.sh").is_file(),
+        "the build child's change was applied"
+    );
     Ok(())
 }

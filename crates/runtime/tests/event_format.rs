@@ -40,11 +40,11 @@ const SANDBOX: &str = "sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3";
 const STORED: &[(&str, &str)] = &[
     (
         "run.started",
-        r#"{"goal":"Make the tests pass","success_criteria":["sh test.sh exits 0"],"mode":"build","budgets":{"max_turns":50,"max_tokens":2000000,"max_tool_calls":200,"max_wall_clock_ms":1800000},"model":"scripted:inline","parent_run":null,"profile":null,"task_key":null}"#,
+        r#"{"goal":"Make the tests pass","success_criteria":["sh test.sh exits 0"],"mode":"build","budgets":{"max_turns":50,"max_tokens":2000000,"max_tool_calls":200,"max_wall_clock_ms":1800000},"model":"scripted:inline","parent_run":null,"profile":null,"task_key":null,"backend":"native"}"#,
     ),
     (
         "run.started",
-        r#"{"goal":"Task api: Add the route\nand its tests","success_criteria":[],"mode":"plan","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","profile":"explore","task_key":"api"}"#,
+        r#"{"goal":"Task api: Add the route\nand its tests","success_criteria":[],"mode":"plan","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","profile":"explore","task_key":"api","backend":"docker","image":"paddock-sandbox:bookworm"}"#,
     ),
     (
         "run.state",
@@ -208,6 +208,8 @@ fn written() -> Vec<Event> {
             parent_run: None,
             profile: None,
             task_key: None,
+            backend: Some("native".into()),
+            image: None,
         }
         .into(),
         RunStarted {
@@ -225,6 +227,8 @@ fn written() -> Vec<Event> {
             parent_run: Some(run.clone()),
             profile: Some(SubagentProfile::Explore),
             task_key: Some("api".into()),
+            backend: Some("docker".into()),
+            image: Some("paddock-sandbox:bookworm".into()),
         }
         .into(),
         RunStateChanged {
@@ -483,6 +487,9 @@ fn written() -> Vec<Event> {
             parent_run: None,
             profile: None,
             task_key: None,
+            // written before runs named their backend
+            backend: None,
+            image: None,
         }
         .into(),
         RunFinished {

@@ -80,7 +80,7 @@ impl Local {
         let host = crate::serve::node_name(
             &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
         );
-        let backend: Arc<dyn SandboxBackend> = match (backend_args.backend, sandboxes) {
+        let backend: Arc<dyn SandboxBackend> = match (backend_args.kind(), sandboxes) {
             (
                 BackendKind::Docker | BackendKind::Gvisor | BackendKind::Microvm,
                 Sandboxes::Needed,

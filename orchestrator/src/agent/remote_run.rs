@@ -23,9 +23,9 @@ use super::render::{self, Format};
 use super::run::{
     Request, canonical_dir, format_of, request, snapshot_limits, subagent_entries, title,
 };
-use crate::cli::GoalArgs;
+use crate::cli::{BackendArgs, GoalArgs};
 use crate::client::sse::EventSource;
-use crate::client::{ApiClient, ServerError, upload_dir};
+use crate::client::{ApiClient, ServerError, backend_fields, upload_dir};
 use crate::logging;
 use crate::sandbox::signals::TermSignals;
 
@@ -49,7 +49,9 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
-pub async fn run(args: GoalArgs) -> anyhow::Result<u8> {
+/// `backend`: `--backend`/`--image`, sent as the run's (the server picks
+/// among the backends it enabled).
+pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     let format = format_of(&args);
     let api = ApiClient::from_args(&args.server, "run --server")?;
     let started = async {
@@ -67,7 +69,7 @@ pub async fn run(args: GoalArgs) -> anyhow::Result<u8> {
             // the server checks it as it checks a request's
             model["context_window"] = Value::from(window);
         }
-        let mut extra = serde_json::Map::new();
+        let mut extra = backend_fields(backend.backend, backend.image.as_deref());
         if let Some(models) = subagent_choices(&args).map_err(Failure::Usage)? {
             extra.insert("subagent_models".to_owned(), models);
         }
@@ -203,7 +205,7 @@ async fn start(
         "budgets": request.budgets,
         "model": model,
     });
-    // What only some runs ask for: per-child models, snapshot limits.
+    // What only some runs ask for: per-child models, snapshot limits, a backend.
     if let Value::Object(fields) = &mut body {
         fields.extend(extra);
     }

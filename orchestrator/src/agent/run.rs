@@ -28,7 +28,7 @@ const TITLE_CHARS: usize = 80;
 pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     // A named server runs it there, or nothing runs at all: never here.
     if args.server.server.is_some() {
-        return super::remote_run::run(args).await;
+        return super::remote_run::run(args, backend).await;
     }
     let format = format_of(&args);
     // Mistakes on the command line are found before anything is opened.
@@ -95,6 +95,8 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             instructions: None,
             subagent_models: subagent_models(args)?,
             snapshot_limits: snapshot_limits(args)?,
+            // The runtime's: the backend of --backend and --image.
+            backend: None,
         },
     })
 }

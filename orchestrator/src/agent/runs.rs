@@ -27,7 +27,6 @@ use super::remote::segment;
 use super::remote_run::{get_run, settled};
 use super::render::{self, Format};
 use super::session::{print_session_event, run_view, run_views};
-use crate::backend::BackendKind;
 use crate::cli::{BackendArgs, RunsCli, RunsCommand};
 use crate::client::sse::EventSource;
 use crate::client::{ApiClient, print_json};
@@ -55,7 +54,7 @@ pub async fn runs(cli: RunsCli) -> anyhow::Result<u8> {
     let backend = BackendArgs {
         guest_bin: None,
         unconfined: false,
-        backend: BackendKind::Native,
+        backend: None,
         image: None,
         egress_resolver: None,
         egress_allow_private: Vec::new(),

@@ -161,6 +161,22 @@ pub async fn delete_each(
 }
 
 /// Prints JSON, pretty.
+/// The `backend` and `image` fields of a request that makes sandboxes on a
+/// server, for those the caller named (the server picks the rest).
+pub fn backend_fields(
+    backend: Option<crate::backend::BackendKind>,
+    image: Option<&str>,
+) -> serde_json::Map<String, Value> {
+    let mut fields = serde_json::Map::new();
+    if let Some(kind) = backend {
+        fields.insert("backend".to_owned(), Value::from(kind.name()));
+    }
+    if let Some(image) = image {
+        fields.insert("image".to_owned(), Value::from(image));
+    }
+    fields
+}
+
 pub fn print_json(value: &Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())

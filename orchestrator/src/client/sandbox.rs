@@ -18,12 +18,18 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
             limits.insert(key.to_owned(), json!(v));
         }
     }
-    let body = json!({
+    let mut body = json!({
         "workspace": args.workspace,
         "read_only": args.read_only,
         "network": args.network,
         "limits": limits,
     });
+    if let Value::Object(fields) = &mut body {
+        fields.extend(super::backend_fields(
+            args.backend.backend,
+            args.backend.image.as_deref(),
+        ));
+    }
     let sandbox = client
         .json(client.request(Method::POST, "/v1/sandboxes").json(&body))
         .await?;

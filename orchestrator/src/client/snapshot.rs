@@ -230,12 +230,18 @@ async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::R
             limits.insert(key.to_owned(), json!(v));
         }
     }
-    let body = json!({
+    let mut body = json!({
         "count": count,
         "network": args.network,
         "limits": limits,
         "read_only": args.read_only,
     });
+    if let Value::Object(fields) = &mut body {
+        fields.extend(super::backend_fields(
+            args.backend.backend,
+            args.backend.image.as_deref(),
+        ));
+    }
     let path = format!("{}/restore", snapshot_path(&args.id));
     // The size, for the summary (and an early "not found").
     let snapshot = client

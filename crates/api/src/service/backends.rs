@@ -11,7 +11,32 @@ use super::ServiceError;
 
 /// Backend names any paddock build knows (whether this server enabled them
 /// or not), so a refusal can tell "not enabled here" from "no such thing".
-pub const KNOWN_BACKENDS: [&str; 3] = ["native", "docker", "gvisor"];
+pub const KNOWN_BACKENDS: [&str; 4] = ["native", "docker", "gvisor", "microvm"];
+
+/// A request named a backend or image the server does not offer; the
+/// reason lists what it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {reason}")]
+pub struct BackendRefused {
+    /// `backend` or `image`: the request field at fault.
+    pub field: &'static str,
+    pub reason: String,
+}
+
+impl BackendRefused {
+    fn new(field: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<BackendRefused> for ServiceError {
+    fn from(refused: BackendRefused) -> Self {
+        ServiceError::invalid(refused.field, refused.reason)
+    }
+}
 
 /// One backend (and image) the operator enabled.
 #[derive(Debug, Clone)]
@@ -114,7 +139,7 @@ impl Backends {
         &self,
         backend: Option<&str>,
         image: Option<&str>,
-    ) -> Result<&BackendEntry, ServiceError> {
+    ) -> Result<&BackendEntry, BackendRefused> {
         let name = backend.unwrap_or(&self.default_entry().name);
         let mut of_name = self.entries.iter().filter(|e| e.name == name).peekable();
         if of_name.peek().is_none() {
@@ -129,16 +154,16 @@ impl Backends {
                     offered(&self.entries)
                 )
             };
-            return Err(ServiceError::invalid("backend", reason));
+            return Err(BackendRefused::new("backend", reason));
         }
         let Some(image) = image else {
             return of_name
                 .next()
-                .ok_or_else(|| ServiceError::invalid("backend", "no entry"));
+                .ok_or_else(|| BackendRefused::new("backend", "no entry"));
         };
         let images: Vec<&BackendEntry> = of_name.collect();
         if images.iter().all(|e| e.image.is_none()) {
-            return Err(ServiceError::invalid(
+            return Err(BackendRefused::new(
                 "image",
                 format!("the {name} backend takes no image"),
             ));
@@ -147,7 +172,7 @@ impl Backends {
             .into_iter()
             .find(|e| e.image.as_deref() == Some(image))
             .ok_or_else(|| {
-                ServiceError::invalid(
+                BackendRefused::new(
                     "image",
                     format!(
                         "image {image:?} is not enabled for {name} on this server (enabled: {})",
@@ -225,9 +250,9 @@ mod tests {
         .unwrap()
     }
 
-    fn refusal(result: Result<&BackendEntry, ServiceError>) -> (String, String) {
+    fn refusal(result: Result<&BackendEntry, BackendRefused>) -> (String, String) {
         match result {
-            Err(ServiceError::Invalid { field, reason }) => (field, reason),
+            Err(BackendRefused { field, reason }) => (field.to_owned(), reason),
             other => panic!("expected a refusal, got {other:?}"),
         }
     }

@@ -40,7 +40,7 @@ use paddock_core::store::{
 use tokio_util::sync::CancellationToken;
 
 pub use agent_views::{RunView, SessionView};
-pub use backends::{BackendEntry, Backends, BackendsError, KNOWN_BACKENDS};
+pub use backends::{BackendEntry, BackendRefused, Backends, BackendsError, KNOWN_BACKENDS};
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };

@@ -12,12 +12,15 @@ use paddock_core::store::{
     Budgets, MAX_PAGE, Page, Run, RunEvent, RunMode, Session, SessionStatus,
 };
 use paddock_runtime::subagents::ModelsByKey;
-use paddock_runtime::{EventStream, RunHandle, Runtime, RuntimeError, StartRun, SubagentModels};
+use paddock_runtime::{
+    EventStream, RunBackend, RunHandle, Runtime, RuntimeError, StartRun, SubagentModels,
+};
 use serde::Deserialize;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_views::{RunView, SessionView};
+use super::backends::{BackendRefused, Backends};
 use super::models::{ModelChoice, ModelChoiceError, ModelPolicy};
 
 /// Longest goal, title and instructions accepted, in characters.
@@ -63,6 +66,15 @@ impl AgentError {
         AgentError::Invalid {
             field,
             reason: reason.into(),
+        }
+    }
+}
+
+impl From<BackendRefused> for AgentError {
+    fn from(refused: BackendRefused) -> Self {
+        AgentError::Invalid {
+            field: refused.field,
+            reason: refused.reason,
         }
     }
 }
@@ -131,6 +143,15 @@ pub struct StartRunCommand {
     /// This run's snapshot limits (default: the server's).
     #[serde(default)]
     pub snapshot_limits: Option<super::commands::SnapshotLimitsRequest>,
+    /// The sandbox backend of the run and its subagents (`native`,
+    /// `docker`, `gvisor`), among those the server enabled; None: the
+    /// server's default.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// The container image, among those the server enabled for that
+    /// backend; None: the backend's first.
+    #[serde(default)]
+    pub image: Option<String>,
 }
 
 /// A run this node drives, started over the API.
@@ -144,19 +165,25 @@ struct Active {
 pub struct AgentService {
     runtime: Arc<Runtime>,
     models: ModelPolicy,
+    /// What a run may name as its sandbox backend.
+    backends: Backends,
     active: Mutex<HashMap<RunId, Active>>,
     shutdown: CancellationToken,
 }
 
 impl AgentService {
+    /// `backends`: what a run may name (its sandbox comes from the entry's
+    /// backend); a run naming none gets the default entry.
     pub fn new(
         runtime: Arc<Runtime>,
         models: ModelPolicy,
+        backends: Backends,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Self {
             runtime,
             models,
+            backends,
             active: Mutex::new(HashMap::new()),
             shutdown,
         })
@@ -455,6 +482,13 @@ impl AgentService {
             .map(|asked| asked.resolve(settings.limits, settings.request_max))
             .transpose()
             .map_err(|(field, reason)| AgentError::invalid(field, reason))?;
+        let chosen = self
+            .backends
+            .choose(command.backend.as_deref(), command.image.as_deref())?;
+        let backend = RunBackend {
+            backend: Arc::clone(&chosen.backend),
+            image: chosen.image.clone(),
+        };
         let provider = self.models.resolve(&command.model)?;
         let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
@@ -470,6 +504,7 @@ impl AgentService {
             instructions: command.instructions,
             subagent_models,
             snapshot_limits,
+            backend: Some(backend),
         })
     }
 

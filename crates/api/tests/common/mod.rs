@@ -213,6 +213,7 @@ impl TestServer {
         let tokens = setup.tenants.tokens();
         service.register_tenants(&tokens.tenants()).await?;
         // Runs of the agent service: same store, backend and blob store.
+        let run_backends = paddock_api::service::Backends::single(backend.clone());
         let runtime = paddock_runtime::Runtime::new(paddock_runtime::RuntimeDeps {
             store: store.clone(),
             backend,
@@ -230,6 +231,7 @@ impl TestServer {
                 scratch_dir: Some(setup.data_dir.join("tmp")),
                 context_window: None,
             },
+            run_backends,
             shutdown.child_token(),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -43,6 +43,14 @@ pub struct RunStarted {
     pub parent_run: Option<RunId>,
     pub profile: Option<SubagentProfile>,
     pub task_key: Option<String>,
+    /// The sandbox backend the run's sandbox (and its subagents') comes
+    /// from: `native`, `docker`, `gvisor`, `microvm` (absent in events
+    /// written before runs named one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The container image of that backend, when the run named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 /// `run.state`: the run moved to `state`; `usage` is what it spent so far.

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use paddock_core::ids::{GoalId, SessionId, TenantId};
 use paddock_core::model::Message;
+use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{
     EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate, SessionStatus,
     StoreError, Workspace,
@@ -158,7 +159,15 @@ impl Runtime {
             release_early(journal).await;
             return Err(err);
         }
-        let (goal, history, context) = match prepare(&journal, &run, &request, &options).await {
+        let (goal, history, context) = match prepare(
+            &journal,
+            &run,
+            &request,
+            &options,
+            run_backend(shared, &request).name(),
+        )
+        .await
+        {
             Ok(prepared) => prepared,
             Err(err) => {
                 fail_early(&journal, &err).await;
@@ -206,6 +215,7 @@ async fn prepare(
     run: &Run,
     request: &StartRun,
     options: &RunOptions,
+    backend_name: &str,
 ) -> Result<(Goal, Vec<Message>, ContextBase), RuntimeError> {
     let now = journal.store().now();
     let goal = Goal {
@@ -242,9 +252,20 @@ async fn prepare(
         parent_run: options.parent_run.clone(),
         profile: options.profile,
         task_key: options.task_key.clone(),
+        backend: Some(backend_name.to_owned()),
+        image: request.backend.as_ref().and_then(|b| b.image.clone()),
     };
     journal.emit(&started).await?;
     Ok((goal, history, context))
+}
+
+/// The backend the run's sandbox comes from: the one it asked for, else
+/// the runtime's.
+fn run_backend<'a>(shared: &'a Shared, request: &'a StartRun) -> &'a Arc<dyn SandboxBackend> {
+    request
+        .backend
+        .as_ref()
+        .map_or(&shared.backend, |chosen| &chosen.backend)
 }
 
 /// Records a run that failed before its task started; failures are logged.
@@ -342,7 +363,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                 WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref());
             Some(
                 RunSandbox::start(
-                    &shared.backend,
+                    run_backend(&shared, &request),
                     &shared.store,
                     &shared.config.node,
                     &shared.config.sandbox,
@@ -389,6 +410,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 cancel: cancel.clone(),
                                 provider: Arc::clone(&request.provider),
                                 models: request.subagent_models.clone(),
+                                backend: request.backend.clone(),
                                 budget: Arc::clone(&family_budget),
                                 snapshot_limits,
                             })

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use paddock_core::ids::RunId;
 use paddock_core::model::ModelProvider;
+use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{Budgets, Run, RunMode, SubagentProfile};
 use tokio::task::JoinHandle;
 
@@ -59,6 +60,19 @@ pub struct StartRun {
     /// The snapshot limits of this run's end snapshot and of its subagents'
     /// workspace copies; None: the runtime's (`RuntimeConfig::snapshot`).
     pub snapshot_limits: Option<paddock_snapshot::Limits>,
+    /// The sandbox backend of this run and its subagents; None: the
+    /// runtime's (`RuntimeDeps::backend`).
+    pub backend: Option<RunBackend>,
+}
+
+/// A sandbox backend a run asked for by name (a server picks it from the
+/// backends its operator enabled).
+#[derive(Debug, Clone)]
+pub struct RunBackend {
+    pub backend: Arc<dyn SandboxBackend>,
+    /// The container image it starts, for `run.started` (None: native, or
+    /// the backend's own default).
+    pub image: Option<String>,
 }
 
 impl StartRun {
@@ -73,6 +87,7 @@ impl StartRun {
             instructions: None,
             subagent_models: None,
             snapshot_limits: None,
+            backend: None,
         }
     }
 }

@@ -18,7 +18,9 @@ use super::prepare::{Base, Batcher, Source};
 use super::report::{ChangeSetState, ChildReport};
 use crate::events::journal::Journal;
 use crate::events::{SubagentPhase, SubagentStatus, cap_text};
-use crate::run::{Admission, FamilyBudget, Gate, RunHandle, RunOptions, StartRun, SubagentModels};
+use crate::run::{
+    Admission, FamilyBudget, Gate, RunBackend, RunHandle, RunOptions, StartRun, SubagentModels,
+};
 use crate::runtime::{Runtime, Shared};
 use crate::tools::WriteScope;
 use crate::util::error_chain;
@@ -39,6 +41,8 @@ pub(crate) struct FamilyParts {
     pub(crate) cancel: CancellationToken,
     pub(crate) provider: Arc<dyn ModelProvider>,
     pub(crate) models: Option<Arc<dyn SubagentModels>>,
+    /// The parent's sandbox backend, if it named one: children use it too.
+    pub(crate) backend: Option<RunBackend>,
     /// The root's budget: children draw from what is left of it.
     pub(crate) budget: Arc<FamilyBudget>,
     /// The parent run's snapshot limits: the children's copies, change sets
@@ -340,6 +344,7 @@ impl Family {
             instructions: Some(contract.instructions()),
             subagent_models: None,
             snapshot_limits: Some(self.parts.snapshot_limits),
+            backend: self.parts.backend.clone(),
         };
         let (phases_tx, phases) = mpsc::unbounded_channel();
         let (inbox, inbox_rx) = mpsc::unbounded_channel();
