@@ -202,6 +202,11 @@ pub fn resolve(program: &str, path: Option<&str>) -> Result<PathBuf, ErrorInfo> 
     if program.is_empty() {
         return Err(bad_request("empty command"));
     }
+    if program.contains('\0') {
+        return Err(bad_request(format!(
+            "{program:?}: invalid command (it holds a NUL byte)"
+        )));
+    }
     if program.contains('/') {
         return Ok(PathBuf::from(program));
     }
@@ -292,6 +297,7 @@ mod tests {
             "nope: command not found"
         );
         assert_eq!(message(resolve("", None)), "empty command");
+        assert!(message(resolve("a\0b", None)).contains("NUL"));
     }
 
     #[test]
