@@ -128,7 +128,7 @@ pub async fn corrupt_rows_are_quarantined_and_skipped(f: &dyn StoreFactory) -> a
     let message = rows
         .iter()
         .find(|r| r.key.ends_with("seq=3") && r.table == "messages")
-        .expect("the message of the wrong shape");
+        .ok_or_else(|| anyhow::anyhow!("the message of the wrong shape"))?;
     assert!(message.reason.contains("content"), "{}", message.reason);
     let columns: Value = serde_json::from_str(&message.raw)?;
     assert_eq!(columns["content"], "{\"wizard\": 1}");
@@ -136,7 +136,7 @@ pub async fn corrupt_rows_are_quarantined_and_skipped(f: &dyn StoreFactory) -> a
     let event = rows
         .iter()
         .find(|r| r.table == "run_events")
-        .expect("the event");
+        .ok_or_else(|| anyhow::anyhow!("the event"))?;
     assert!(event.reason.contains("payload"), "{}", event.reason);
     assert_eq!(
         serde_json::from_str::<Value>(&event.raw)?["payload"],
