@@ -9,7 +9,7 @@ mod common;
 use anyhow::{Context, Result, ensure};
 use common::{Db, Setup, TestServer, expect_error, send};
 use paddock_core::ids::MemoryId;
-use paddock_core::store::{MemoryKind, MemoryRecord, MemoryScope, MemoryStatus, Store};
+use paddock_core::store::{MemoryKind, MemoryRecord, MemoryScope, MemoryStatus};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -79,7 +79,7 @@ async fn memory_is_kept_found_and_removed_per_tenant(db: Db) -> Result<()> {
         &format!("/v1/memory?q=zebra%20environment&workspace={ws}"),
     ))
     .await?;
-    assert_eq!(ids(&found), [fact_id.clone()]);
+    assert_eq!(ids(&found), std::slice::from_ref(&fact_id));
     assert_eq!(found["memories"][0], fact);
     let (_, none) = send(server.a(Method::GET, "/v1/memory?q=kangaroo")).await?;
     assert_eq!(ids(&none), Vec::<String>::new());
@@ -87,7 +87,7 @@ async fn memory_is_kept_found_and_removed_per_tenant(db: Db) -> Result<()> {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(shown, fact);
     let (_, facts) = send(server.a(Method::GET, "/v1/memory?kind=fact&limit=1")).await?;
-    assert_eq!(ids(&facts), [fact_id.clone()]);
+    assert_eq!(ids(&facts), std::slice::from_ref(&fact_id));
 
     // a newer record replaces the fact: only it is found, unless asked
     let newer = add(
@@ -98,7 +98,7 @@ async fn memory_is_kept_found_and_removed_per_tenant(db: Db) -> Result<()> {
     .await?;
     let newer_id = newer["id"].as_str().unwrap().to_owned();
     let (_, found) = send(server.a(Method::GET, "/v1/memory?q=zebra")).await?;
-    assert_eq!(ids(&found), [newer_id.clone()]);
+    assert_eq!(ids(&found), std::slice::from_ref(&newer_id));
     let (_, all) = send(server.a(Method::GET, "/v1/memory?q=zebra&superseded=true")).await?;
     assert_eq!(ids(&all).len(), 2, "{all}");
     let (_, old) = send(server.a(Method::GET, &format!("/v1/memory/{fact_id}"))).await?;

@@ -12,7 +12,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use common::{Db, Setup, TestServer, send};
 use paddock_core::ids::SessionId;
-use paddock_core::store::Store;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
