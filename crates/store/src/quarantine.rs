@@ -2,9 +2,11 @@
 //! table, the key, the reason and the row's columns as JSON) and skipped, so
 //! that one bad row does not make a whole session unreadable.
 //!
-//! Only rows that nothing else refers to are moved: a session's messages and
-//! events, project memory records and a session's memory. A corrupt run,
-//! plan or session is still an error (other rows name it by key).
+//! Rows that nothing else refers to are moved: a session's messages, events
+//! and goals, project memory records and a session's memory. A run is
+//! referred to by its session's other rows, so a corrupt one is copied to the
+//! quarantine, left in place and skipped by the listings (a read of that one
+//! run is still an error). A corrupt session or plan is an error.
 
 use paddock_core::ids::TenantId;
 use paddock_core::store::{MAX_PAGE, QuarantinedRow, StoreError};
@@ -23,6 +25,8 @@ pub(crate) enum Table {
     RunEvents,
     Memories,
     SessionMemories,
+    Goals,
+    Runs,
 }
 
 impl Table {
@@ -32,6 +36,8 @@ impl Table {
             Table::RunEvents => "run_events",
             Table::Memories => "memories",
             Table::SessionMemories => "session_memories",
+            Table::Goals => "goals",
+            Table::Runs => "runs",
         }
     }
 
@@ -41,18 +47,21 @@ impl Table {
             Table::Messages | Table::RunEvents => {
                 &[("session_id", KeyType::Text), ("seq", KeyType::Int)]
             }
-            Table::Memories => &[("id", KeyType::Text)],
+            Table::Memories | Table::Goals | Table::Runs => &[("id", KeyType::Text)],
             Table::SessionMemories => &[("session_id", KeyType::Text)],
         }
     }
 
-    fn delete_sql(self) -> &'static str {
-        match self {
+    /// How the row leaves its table; None: it stays (other rows refer to it).
+    fn delete_sql(self) -> Option<&'static str> {
+        Some(match self {
             Table::Messages => "DELETE FROM messages WHERE session_id = $1 AND seq = $2",
             Table::RunEvents => "DELETE FROM run_events WHERE session_id = $1 AND seq = $2",
             Table::Memories => "DELETE FROM memories WHERE id = $1",
             Table::SessionMemories => "DELETE FROM session_memories WHERE session_id = $1",
-        }
+            Table::Goals => "DELETE FROM goals WHERE id = $1",
+            Table::Runs => return None,
+        })
     }
 }
 
@@ -101,7 +110,8 @@ pub(crate) async fn read_optional<T>(
         .pop())
 }
 
-/// Moves `row` of `table` to `quarantined_rows` in one transaction. A row
+/// Moves `row` of `table` to `quarantined_rows` in one transaction (a run
+/// is copied). A row
 /// that cannot be moved is still skipped by the caller (and logged): a
 /// reader must not fail on it either way.
 async fn quarantine(store: &SqlStore, table: Table, row: &AnyRow, reason: &str) {
@@ -159,14 +169,16 @@ async fn move_row(
     .execute(&mut *tx)
     .await
     .map_err(db(OP))?;
-    let mut delete = sqlx::query(table.delete_sql());
-    for value in values {
-        delete = match value {
-            KeyValue::Text(t) => delete.bind(t),
-            KeyValue::Int(n) => delete.bind(n),
-        };
+    if let Some(sql) = table.delete_sql() {
+        let mut delete = sqlx::query(sql);
+        for value in values {
+            delete = match value {
+                KeyValue::Text(t) => delete.bind(t),
+                KeyValue::Int(n) => delete.bind(n),
+            };
+        }
+        delete.execute(&mut *tx).await.map_err(db(OP))?;
     }
-    delete.execute(&mut *tx).await.map_err(db(OP))?;
     tx.commit().await.map_err(db(OP))?;
     Ok(key)
 }

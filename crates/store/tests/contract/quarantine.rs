@@ -46,6 +46,12 @@ pub async fn corrupt_rows_are_quarantined_and_skipped(f: &dyn StoreFactory) -> a
         })
         .collect();
     let stored_events = s.append_events(&lease, t, &events).await?;
+    let other_run = Run::new(t.clone(), fx.session.id.clone(), "try again", s.now());
+    s.create_run(&lease, &other_run).await?;
+    let kept_goal = super::history::goal(&run, "fix it", s);
+    let bad_goal = super::history::goal(&other_run, "try again", s);
+    s.create_goal(&lease, &kept_goal).await?;
+    s.create_goal(&lease, &bad_goal).await?;
     s.put_session_memory(
         &lease,
         &StoredSessionMemory {
@@ -87,6 +93,14 @@ pub async fn corrupt_rows_are_quarantined_and_skipped(f: &dyn StoreFactory) -> a
         .bind(sid)
         .execute(&pool)
         .await?;
+    sqlx::query("UPDATE goals SET success_criteria = '{\"a\": 1}' WHERE id = $1")
+        .bind(bad_goal.id.as_str())
+        .execute(&pool)
+        .await?;
+    sqlx::query("UPDATE runs SET usage = 'lots' WHERE id = $1")
+        .bind(other_run.id.as_str())
+        .execute(&pool)
+        .await?;
 
     // the reads skip them, and go on skipping them (they were moved)
     for _ in 0..2 {
@@ -98,7 +112,18 @@ pub async fn corrupt_rows_are_quarantined_and_skipped(f: &dyn StoreFactory) -> a
             vec![stored_events[0].clone(), stored_events[2].clone()]
         );
         assert_eq!(s.get_session_memory(t, &fx.session.id).await?, None);
+        assert_eq!(
+            s.list_goals(t, &fx.session.id).await?,
+            vec![kept_goal.clone()]
+        );
+        let runs: Vec<_> = s.list_runs(t, &fx.session.id).await?;
+        assert_eq!(runs.iter().map(|r| &r.id).collect::<Vec<_>>(), [&run.id]);
     }
+    // a run is referred to by the rest of its session: copied, left in place
+    assert!(matches!(
+        s.get_run(t, &other_run.id).await,
+        Err(paddock_core::store::StoreError::Corrupt { .. })
+    ));
     assert_eq!(
         s.list_messages_after(t, &fx.session.id, 0).await?,
         vec![said[0].clone(), said[3].clone()]
@@ -113,16 +138,18 @@ pub async fn corrupt_rows_are_quarantined_and_skipped(f: &dyn StoreFactory) -> a
     assert_eq!(
         found,
         vec![
+            ("goals".to_owned(), format!("id={}", bad_goal.id)),
             ("messages".to_owned(), format!("session_id={sid} seq=2")),
             ("messages".to_owned(), format!("session_id={sid} seq=3")),
             ("run_events".to_owned(), format!("session_id={sid} seq=2")),
+            ("runs".to_owned(), format!("id={}", other_run.id)),
             ("session_memories".to_owned(), format!("session_id={sid}")),
         ]
     );
     for row in &rows {
         assert_eq!(row.tenant.as_deref(), Some(t.as_str()), "{row:?}");
         let columns: Value = serde_json::from_str(&row.raw)?;
-        assert_eq!(columns["session_id"], sid, "{row:?}");
+        assert_eq!(columns["tenant_id"], t.as_str(), "{row:?}");
         assert!(!row.reason.is_empty());
     }
     let message = rows
@@ -149,7 +176,7 @@ pub async fn corrupt_rows_are_quarantined_and_skipped(f: &dyn StoreFactory) -> a
             .await?
             .is_empty()
     );
-    assert_eq!(s.list_quarantined(None, 100).await?.len(), 4);
+    assert_eq!(s.list_quarantined(None, 100).await?.len(), 6);
     assert_eq!(s.list_quarantined(None, 1).await?.len(), 1);
 
     // the session goes on: new appends are numbered after the moved rows
