@@ -116,11 +116,17 @@ pub(crate) async fn read_optional<T>(
 /// reader must not fail on it either way.
 async fn quarantine(store: &SqlStore, table: Table, row: &AnyRow, reason: &str) {
     match move_row(store, table, row, reason).await {
-        Ok(key) => tracing::warn!(
+        Ok((key, true)) => tracing::warn!(
             table = table.name(),
             key = %key,
             reason,
             "a corrupt row was quarantined"
+        ),
+        // a run left in place, quarantined by an earlier read
+        Ok((key, false)) => tracing::debug!(
+            table = table.name(),
+            key = %key,
+            "a quarantined row was skipped again"
         ),
         Err(error) => tracing::error!(
             table = table.name(),
@@ -136,7 +142,7 @@ async fn move_row(
     table: Table,
     row: &AnyRow,
     reason: &str,
-) -> Result<String, StoreError> {
+) -> Result<(String, bool), StoreError> {
     const OP: &str = "quarantine_row";
     let r = Reader::new(row, "row", "session_id");
     let mut key = Vec::new();
@@ -156,7 +162,7 @@ async fn move_row(
     let tenant: Option<String> = row.try_get("tenant_id").ok();
     let raw = raw_columns(row).to_string();
     let mut tx = store.begin_write(OP).await?;
-    sqlx::query(
+    let inserted = sqlx::query(
         "INSERT INTO quarantined_rows (table_name, row_key, tenant_id, reason, raw, quarantined_at) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
     )
@@ -168,7 +174,9 @@ async fn move_row(
     .bind(store.clock.now().as_millis())
     .execute(&mut *tx)
     .await
-    .map_err(db(OP))?;
+    .map_err(db(OP))?
+    .rows_affected()
+        > 0;
     if let Some(sql) = table.delete_sql() {
         let mut delete = sqlx::query(sql);
         for value in values {
@@ -180,7 +188,7 @@ async fn move_row(
         delete.execute(&mut *tx).await.map_err(db(OP))?;
     }
     tx.commit().await.map_err(db(OP))?;
-    Ok(key)
+    Ok((key, inserted))
 }
 
 /// Every column of `row` as JSON: text, integer, real or null, whatever it
