@@ -11,14 +11,14 @@ use std::path::Path;
 use nix::mount::{MsFlags, mount};
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
 use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, MissingScopePath, NetworkPolicy, SandboxLimits,
-    VmEnforcement, WORKSPACE_MOUNT,
+    CgroupEnforcement, DowngradeLayer, Enforcement, NetworkPolicy, SandboxLimits, VmEnforcement,
+    WORKSPACE_MOUNT,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::guest_hardening::{self, GuestLayers};
 use crate::threads::ensure_single_threaded;
-use crate::{JailError, capabilities, net, validate, workspace_quota};
+use crate::{JailError, capabilities, net, validate, workspace_quota, writable};
 
 /// The 9p mount tag of the workspace share (QEMU's `mount_tag`).
 pub const WORKSPACE_TAG: &str = "workspace";
@@ -141,28 +141,6 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
 /// The workspace share at /workspace. Read-only sandboxes get a share QEMU
 /// itself opened read-only; a write scope gets a writable share mounted
 /// read-only here, with each scope path bound over itself read-write.
-/// A scope path that does not exist yet, made as the native jail makes it:
-/// an empty file when the scope names a file, else a directory (with its
-/// missing parents either way).
-fn make_missing_scope_path(path: &Path, missing: MissingScopePath) -> std::io::Result<()> {
-    if std::fs::symlink_metadata(path).is_ok() {
-        return Ok(());
-    }
-    match missing {
-        MissingScopePath::File => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map(drop)
-        }
-        MissingScopePath::Directory => std::fs::create_dir_all(path),
-    }
-}
-
 fn mount_workspace(read_only: bool, writable: &[validate::ScopeEntry]) -> Result<(), JailError> {
     let base = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     let ro = if read_only && writable.is_empty() {
@@ -181,23 +159,16 @@ fn mount_workspace(read_only: bool, writable: &[validate::ScopeEntry]) -> Result
     if writable.is_empty() {
         return Ok(());
     }
+    // The share is the guest's own, but it is walked as the native jail
+    // walks a workspace: by descriptor, no symlink, missing paths made.
     let root = Path::new(WORKSPACE_MOUNT);
-    for entry in writable {
-        let path = root.join(&entry.rel);
-        make_missing_scope_path(&path, entry.missing).map_err(|source| {
-            JailError::CreateWritablePath {
-                path: entry.rel.clone(),
-                source,
-            }
-        })?;
-        mount(
-            Some(&path),
-            &path,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(|e| JailError::mount("bind a writable path", &path, e.into()))?;
+    for resolved in writable::resolve_all(root, writable, None)? {
+        let mut bind = writable::WritableMount {
+            rel: resolved.rel,
+            identity: resolved.identity,
+            tree: None,
+        };
+        writable::bind(&mut bind, root, Some(root))?;
     }
     mount(
         None::<&str>,
