@@ -36,14 +36,21 @@ fn tree(root: &Path) {
 fn listing(root: &Path) -> Vec<(String, String, u32)> {
     let mut out = Vec::new();
     fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String, u32)>) {
-        let mut names: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut names: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         names.sort();
         for path in names {
             let rel = path.strip_prefix(root).unwrap().display().to_string();
             let meta = fs::symlink_metadata(&path).unwrap();
             let mode = meta.permissions().mode() & 0o7777;
             if meta.file_type().is_symlink() {
-                out.push((rel, format!("-> {}", fs::read_link(&path).unwrap().display()), 0));
+                out.push((
+                    rel,
+                    format!("-> {}", fs::read_link(&path).unwrap().display()),
+                    0,
+                ));
             } else if meta.is_dir() {
                 out.push((rel, "dir".to_owned(), mode));
                 walk(root, &path, out);
@@ -126,7 +133,12 @@ fn a_restore_writes_only_what_differs() {
 
     let stats = restore(&root, &saved, Some(&now), &options(), &blobs).unwrap();
     assert_eq!(
-        (stats.files_written, stats.modes_set, stats.removed, stats.symlinks_created),
+        (
+            stats.files_written,
+            stats.modes_set,
+            stats.removed,
+            stats.symlinks_created
+        ),
         (1, 1, 1, 1)
     );
     assert_eq!(listing(&root), before);
@@ -171,7 +183,11 @@ fn hostile_manifests_and_symlinked_parents_never_write_outside() {
     );
     manifest.entries.insert("a/x".to_owned(), file(&key));
     restore(&root, &manifest, None, &options(), &blobs).unwrap();
-    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "nothing written outside");
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
     assert_eq!(fs::read_to_string(root.join("a/x")).unwrap(), "pwned");
     assert!(fs::symlink_metadata(root.join("a")).unwrap().is_dir());
 
@@ -180,8 +196,13 @@ fn hostile_manifests_and_symlinked_parents_never_write_outside() {
     bad.entries
         .insert("b".to_owned(), file(&BlobKey::from_digest([1; 32])));
     fs::write(blobs.blob_path(&BlobKey::from_digest([1; 32])), b"other").unwrap_or_else(|_| {
-        fs::create_dir_all(blobs.blob_path(&BlobKey::from_digest([1; 32])).parent().unwrap())
-            .unwrap();
+        fs::create_dir_all(
+            blobs
+                .blob_path(&BlobKey::from_digest([1; 32]))
+                .parent()
+                .unwrap(),
+        )
+        .unwrap();
         fs::write(blobs.blob_path(&BlobKey::from_digest([1; 32])), b"other").unwrap();
     });
     let err = restore(&root, &bad, None, &options(), &blobs).unwrap_err();
@@ -189,7 +210,13 @@ fn hostile_manifests_and_symlinked_parents_never_write_outside() {
     assert!(!root.join("b").exists());
     let leftovers: Vec<_> = fs::read_dir(&root)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".paddock"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".paddock")
+        })
         .collect();
     assert!(leftovers.is_empty());
 }

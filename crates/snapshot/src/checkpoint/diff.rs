@@ -152,8 +152,18 @@ mod tests {
 
     #[test]
     fn paths_added_removed_and_changed_are_listed_in_order() {
-        let from = manifest(&[("a", 1, 0o644), ("b", 2, 0o644), ("c", 3, 0o644), ("d", 4, 0o644)]);
-        let to = manifest(&[("b", 2, 0o644), ("c", 9, 0o644), ("d", 4, 0o755), ("e", 5, 0o644)]);
+        let from = manifest(&[
+            ("a", 1, 0o644),
+            ("b", 2, 0o644),
+            ("c", 3, 0o644),
+            ("d", 4, 0o644),
+        ]);
+        let to = manifest(&[
+            ("b", 2, 0o644),
+            ("c", 9, 0o644),
+            ("d", 4, 0o755),
+            ("e", 5, 0o644),
+        ]);
         let changes = diff(&from, &to);
         let got: Vec<(&str, ChangeKind)> = changes
             .iter()
@@ -178,7 +188,10 @@ mod tests {
         assert!(patch.contains("+++ b/src/a.txt"), "{patch}");
         assert!(patch.contains("-two\n+three\n"), "{patch}");
         let added = unified_text("new", None, Some(b"x\n")).unwrap();
-        assert!(added.contains("--- /dev/null") && added.contains("+x"), "{added}");
+        assert!(
+            added.contains("--- /dev/null") && added.contains("+x"),
+            "{added}"
+        );
         assert_eq!(unified_text("bin", Some(b"\0\x01"), Some(b"x")), None);
     }
 }

@@ -46,7 +46,9 @@ pub enum Node {
         size: u64,
     },
     Dir,
-    Symlink { target: String },
+    Symlink {
+        target: String,
+    },
 }
 
 /// The part of a file's stat that changes whenever its content can have:
@@ -192,7 +194,16 @@ mod tests {
 
     #[test]
     fn hostile_paths_are_refused() {
-        for path in ["../x", "/etc/passwd", "a/../../x", "./a", "a//b", "a/", "", "a\0b"] {
+        for path in [
+            "../x",
+            "/etc/passwd",
+            "a/../../x",
+            "./a",
+            "a//b",
+            "a/",
+            "",
+            "a\0b",
+        ] {
             let manifest = with(&[(path, file(1))]);
             let err = manifest.validate().unwrap_err();
             assert!(

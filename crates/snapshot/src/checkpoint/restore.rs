@@ -70,12 +70,11 @@ pub fn restore(
         },
         None,
     )?;
-    let root_fd = open_dir_at(nix::fcntl::AT_FDCWD, root).map_err(|errno| {
-        SnapshotError::OpenRoot {
+    let root_fd =
+        open_dir_at(nix::fcntl::AT_FDCWD, root).map_err(|errno| SnapshotError::OpenRoot {
             path: root.to_path_buf(),
             source: io_err(errno),
-        }
-    })?;
+        })?;
     let mut tree = Tree {
         dirs: HashMap::new(),
         root: root_fd,
@@ -199,12 +198,10 @@ impl Tree {
             };
             self.dirs.insert(path.to_owned(), fd);
         }
-        self.dirs
-            .get(path)
-            .ok_or_else(|| SnapshotError::WriteFile {
-                path: path.to_owned(),
-                source: io::Error::other("directory descriptor missing"),
-            })
+        self.dirs.get(path).ok_or_else(|| SnapshotError::WriteFile {
+            path: path.to_owned(),
+            source: io::Error::other("directory descriptor missing"),
+        })
     }
 }
 
