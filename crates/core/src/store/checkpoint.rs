@@ -61,15 +61,16 @@ pub struct Rewind {
     pub created_at: Timestamp,
 }
 
-/// Whether message `seq` is in the session's history after `rewinds` (any
-/// order). The history as of a point `limit` is the history as of the
+/// Whether message `seq` is in the session's history as of message `limit`
+/// (`u64::MAX`: now) given its `rewinds` (any order). The history as of a
+/// point `limit` is the history as of the
 /// latest rewind made by then (`through_seq <= limit`) at its target
 /// (`to_seq`), followed by the messages after it up to `limit`; with no
 /// rewind, every message up to `limit`. So a rewind to a checkpoint taken
 /// after an earlier rewind keeps that rewind, and one to a checkpoint from
 /// before it does not.
-pub fn visible_messages(rewinds: &[Rewind], seq: u64) -> bool {
-    let mut limit = u64::MAX;
+pub fn visible_messages(rewinds: &[Rewind], limit: u64, seq: u64) -> bool {
+    let mut limit = limit;
     loop {
         if seq > limit {
             return false;
@@ -132,5 +133,14 @@ mod tests {
         // a checkpoint at 8 (before the first rewind at 10), rewound to at 15
         let rewinds = [rewind(4, 10), rewind(8, 15)];
         assert_eq!(visible(&rewinds, 16), [1, 2, 3, 4, 5, 6, 7, 8, 16]);
+    }
+
+    #[test]
+    fn the_history_as_of_an_earlier_point_ignores_later_rewinds() {
+        let rewinds = [rewind(4, 10), rewind(8, 15)];
+        let at_13: Vec<u64> = (1..=16)
+            .filter(|s| visible_messages(&rewinds, 13, *s))
+            .collect();
+        assert_eq!(at_13, [1, 2, 3, 4, 11, 12, 13]);
     }
 }
