@@ -285,7 +285,11 @@ impl Runtime {
             .into_iter()
             .filter(|m| through_seq.is_none_or(|limit| m.seq <= limit))
             .filter(|m| {
-                paddock_core::store::visible_messages(&rewinds, through_seq.unwrap_or(u64::MAX), m.seq)
+                paddock_core::store::visible_messages(
+                    &rewinds,
+                    through_seq.unwrap_or(u64::MAX),
+                    m.seq,
+                )
             })
             .collect();
         let goals = store

@@ -120,7 +120,10 @@ impl Checkpointer {
             manifest_key,
         } = captured;
         if reason == CheckpointReason::ToolBatch
-            && self.last.as_deref().is_some_and(|last| same_tree(last, &manifest))
+            && self
+                .last
+                .as_deref()
+                .is_some_and(|last| same_tree(last, &manifest))
         {
             self.last = Some(Arc::new(manifest));
             return Ok(None);
@@ -174,8 +177,7 @@ impl Checkpointer {
 /// Whether two manifests record the same tree (stat aside).
 fn same_tree(a: &Manifest, b: &Manifest) -> bool {
     a.entries.len() == b.entries.len()
-        && a
-            .entries
+        && a.entries
             .iter()
             .zip(&b.entries)
             .all(|((pa, ea), (pb, eb))| pa == pb && ea.node == eb.node && ea.mode == eb.mode)
@@ -209,12 +211,15 @@ pub(crate) async fn capture_stored(
             path: path.clone(),
             source,
         })?;
-        let manifest_key = put_bytes(blobs.as_ref(), &manifest.to_bytes().map_err(|source| {
-            RuntimeError::Checkpoint {
-                path: path.clone(),
-                source,
-            }
-        })?)?;
+        let manifest_key = put_bytes(
+            blobs.as_ref(),
+            &manifest
+                .to_bytes()
+                .map_err(|source| RuntimeError::Checkpoint {
+                    path: path.clone(),
+                    source,
+                })?,
+        )?;
         Ok(Captured {
             manifest,
             stats,

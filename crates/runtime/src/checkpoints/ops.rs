@@ -97,13 +97,12 @@ impl Runtime {
         let session = self.get_session(tenant, session_id).await?;
         let all = self.list_checkpoints(tenant, session_id).await?;
         let find = |id: &CheckpointId| {
-            all.iter()
-                .find(|c| c.id == *id)
-                .cloned()
-                .ok_or_else(|| RuntimeError::CheckpointNotInSession {
+            all.iter().find(|c| c.id == *id).cloned().ok_or_else(|| {
+                RuntimeError::CheckpointNotInSession {
                     checkpoint: id.clone(),
                     session: session_id.clone(),
-                })
+                }
+            })
         };
         let to_row = to.map(find).transpose()?;
         let from_row = match from {
@@ -194,7 +193,9 @@ impl Runtime {
         let shared = &self.shared;
         let store = &shared.store;
         let source = self.get_session(tenant, session_id).await?;
-        let checkpoint = self.get_checkpoint(tenant, session_id, checkpoint_id).await?;
+        let checkpoint = self
+            .get_checkpoint(tenant, session_id, checkpoint_id)
+            .await?;
         let manifest = load_manifest(&shared.blobs, &checkpoint.manifest_hash).await?;
         let source_workspace = self.workspace_of(&source).await?;
         let workspace = Workspace::new(

@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use paddock_core::ids::{CheckpointId, SessionId, TenantId};
 use paddock_core::store::{
-    CheckpointReason, EndReason, Lease, Rewind, Run, RunState, RunUpdate, SessionStatus,
-    StoreError,
+    CheckpointReason, EndReason, Lease, Rewind, Run, RunState, RunUpdate, SessionStatus, StoreError,
 };
 use paddock_snapshot::checkpoint::RestoreStats;
 use serde::Serialize;
@@ -70,7 +69,9 @@ impl Runtime {
         let dir = workspace::workspace_dir(&shared.config, &workspace);
         let target = load_manifest(&shared.blobs, &checkpoint.manifest_hash).await?;
         let hint = match self.latest_checkpoint(&session).await? {
-            Some(latest) => load_manifest(&shared.blobs, &latest.manifest_hash).await.ok(),
+            Some(latest) => load_manifest(&shared.blobs, &latest.manifest_hash)
+                .await
+                .ok(),
             None => None,
         };
 
@@ -117,9 +118,7 @@ impl Runtime {
                     task_key: None,
                 })
                 .await?;
-            let stats = self
-                .restore_manifest(&dir, target.clone(), hint)
-                .await?;
+            let stats = self.restore_manifest(&dir, target.clone(), hint).await?;
             store
                 .record_rewind(
                     journal.lease(),

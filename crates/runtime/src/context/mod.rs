@@ -91,9 +91,11 @@ pub(crate) async fn load_history(
         .list_messages_after(tenant, session, after)
         .await
         .map_err(RuntimeError::store("list_messages_after"))?;
-    let next_seq = stored.last().map_or(after, |m| m.seq).max(
-        rewinds.iter().map(|r| r.through_seq).max().unwrap_or(0),
-    ) + 1;
+    let next_seq = stored
+        .last()
+        .map_or(after, |m| m.seq)
+        .max(rewinds.iter().map(|r| r.through_seq).max().unwrap_or(0))
+        + 1;
     let mut loaded = Vec::with_capacity(stored.len());
     for message in stored {
         if visible_messages(&rewinds, u64::MAX, message.seq) {

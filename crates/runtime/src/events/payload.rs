@@ -14,8 +14,8 @@ use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, ToolInvocati
 use paddock_core::model::{ToolCall, Usage};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Budgets, CheckpointReason, EndReason, Review, RunEvent, RunMode, RunState, RunUsage, SubagentProfile, TaskStatus,
-    Verdict,
+    Budgets, CheckpointReason, EndReason, Review, RunEvent, RunMode, RunState, RunUsage,
+    SubagentProfile, TaskStatus, Verdict,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -17,7 +17,8 @@ use paddock_core::model::{
     ToolSchema, Usage, collect, estimate_tokens,
 };
 use paddock_core::store::{
-    CheckpointReason, EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task, ToolInvocation, ToolOutcome,
+    CheckpointReason, EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task,
+    ToolInvocation, ToolOutcome,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;

@@ -9,8 +9,8 @@ use std::sync::atomic::AtomicBool;
 use paddock_core::ids::{GoalId, SessionId, TenantId};
 use paddock_core::model::Message;
 use paddock_core::store::{
-    CheckpointReason, EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate, SessionStatus,
-    StoreError, Workspace,
+    CheckpointReason, EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate,
+    SessionStatus, StoreError, Workspace,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -170,9 +170,7 @@ impl Runtime {
                     workspace: workspace.id.clone(),
                     dir: dir.clone(),
                 };
-                Some(
-                    Checkpointer::new(store, &shared.blobs, self.capture_options(), place).await,
-                )
+                Some(Checkpointer::new(store, &shared.blobs, self.capture_options(), place).await)
             }
             _ => None,
         };

@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::manifest::{Manifest, Node};
 
 /// How a path differs between two manifests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     Added,
