@@ -58,7 +58,7 @@ impl From<&Checkpoint> for CheckpointView {
     }
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RewindView {
     /// The run that rewound the session (completed).
     pub run: RunView,
@@ -84,7 +84,7 @@ impl From<&Rewound> for RewindView {
 }
 
 /// A path as one side of a diff has it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum NodeView {
     File {
@@ -113,7 +113,7 @@ impl From<&Node> for NodeView {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeView {
     Added,
@@ -121,7 +121,7 @@ pub enum ChangeView {
     Changed,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileChangeView {
     pub path: String,
     pub change: ChangeView,
@@ -147,7 +147,7 @@ impl From<&FileChange> for FileChangeView {
     }
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckpointDiffView {
     /// None: from an empty workspace.
     pub from: Option<CheckpointId>,
