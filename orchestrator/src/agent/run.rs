@@ -307,7 +307,11 @@ pub(super) fn title(goal: &str) -> String {
 /// checkpoint it took before it started. None when it changed nothing (or
 /// took no checkpoint).
 async fn undo_line(local: &Local, session: &Session, run: &RunId) -> Option<String> {
-    let checkpoints = match local.runtime.list_checkpoints(&local.tenant, &session.id).await {
+    let checkpoints = match local
+        .runtime
+        .list_checkpoints(&local.tenant, &session.id)
+        .await
+    {
         Ok(checkpoints) => checkpoints,
         Err(err) => {
             logging::note(format_args!(
