@@ -106,7 +106,7 @@ mod tests {
 
     fn visible(rewinds: &[Rewind], upto: u64) -> Vec<u64> {
         (1..=upto)
-            .filter(|s| visible_messages(rewinds, *s))
+            .filter(|s| visible_messages(rewinds, u64::MAX, *s))
             .collect()
     }
 

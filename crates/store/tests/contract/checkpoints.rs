@@ -102,7 +102,7 @@ pub async fn checkpoints_record_the_session_position_and_keep_their_blobs(
     assert_eq!((rewind.to_seq, rewind.through_seq), (0, 4));
     assert_eq!(
         s.list_rewinds(&fx.tenant, &fx.session.id).await?,
-        [rewind.clone()]
+        std::slice::from_ref(&rewind)
     );
 
     // a newer lease holder fences the old one out
