@@ -50,6 +50,7 @@ mod error;
 mod lease;
 mod memory;
 mod port;
+mod quarantine;
 mod records;
 mod run;
 
@@ -66,6 +67,7 @@ pub use memory::{
     SessionMemory, StoredSessionMemory,
 };
 pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
+pub use quarantine::QuarantinedRow;
 pub use records::{
     SandboxRecord, SandboxState, Session, SessionStatus, SnapshotRecord, Tenant, Workspace,
 };

@@ -35,7 +35,8 @@ const SQLITE: &[Embedded] = embed!(
     "0002_agent_runtime.sql",
     "0003_sandbox_run.sql",
     "0004_memory.sql",
-    "0005_checkpoints.sql"
+    "0005_checkpoints.sql",
+    "0008_quarantine.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -43,7 +44,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0002_agent_runtime.sql",
     "0003_sandbox_run.sql",
     "0004_memory.sql",
-    "0005_checkpoints.sql"
+    "0005_checkpoints.sql",
+    "0008_quarantine.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {
@@ -164,6 +166,7 @@ mod tests {
             "compactions",
             "session_memories",
             "memories",
+            "quarantined_rows",
         ] {
             assert!(sqlite.iter().any(|t| t == required), "missing {required}");
         }

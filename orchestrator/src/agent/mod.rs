@@ -3,6 +3,7 @@
 //! sessions of a server.
 
 mod checkpoints;
+mod doctor;
 mod exit;
 mod local;
 mod memory;
@@ -14,6 +15,7 @@ mod run;
 mod runs;
 mod session;
 
+pub use doctor::doctor;
 pub use exit::EXIT_USAGE;
 pub use memory::memory;
 pub use run::run;

@@ -15,6 +15,7 @@ pub mod checkpoints;
 pub mod commands;
 mod config;
 mod disk_quota;
+pub mod doctor;
 mod error;
 mod expiry;
 mod live;
@@ -48,6 +49,7 @@ pub use checkpoints::{
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
+pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
 pub use memory::{AddMemory, MemoryQuery, MemoryView};

@@ -12,6 +12,7 @@ pub mod history;
 pub mod leases;
 pub mod memory;
 pub mod proxy;
+pub mod quarantine;
 pub mod upgrade;
 
 use std::sync::Arc;
@@ -172,6 +173,7 @@ macro_rules! contract_tests {
             memory::memory_records_are_found_by_relevance_recency_and_scope,
             memory::compactions_and_session_memory_are_fenced_and_ordered,
             checkpoints::checkpoints_record_the_session_position_and_keep_their_blobs,
+            quarantine::corrupt_rows_are_quarantined_and_skipped,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
