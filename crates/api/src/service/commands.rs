@@ -259,6 +259,7 @@ impl ExecCommand {
             },
             timeout_ms: timeout(self.timeout_ms)?,
             output_cap,
+            pty: None,
         };
         Ok((spec, stdin.unwrap_or_default()))
     }
@@ -291,6 +292,7 @@ impl StartProcess {
             stdin: StdinMode::Stream,
             timeout_ms: timeout(self.timeout_ms)?,
             output_cap: None,
+            pty: None,
         })
     }
 }
