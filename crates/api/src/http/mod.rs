@@ -20,6 +20,7 @@ mod runs;
 mod sandboxes;
 mod sessions;
 mod snapshots;
+mod terminal;
 mod transport;
 mod workspace_archive;
 
@@ -199,6 +200,14 @@ fn routes() -> Routes {
         .post(
             "/v1/sandboxes/{id}/processes/{handle}/signal",
             processes::signal,
+        )
+        .get(
+            "/v1/sandboxes/{id}/processes/{handle}/stream",
+            terminal::stream,
+        )
+        .post(
+            "/v1/sandboxes/{id}/processes/{handle}/resize",
+            terminal::resize,
         )
         .get("/v1/sandboxes/{id}/files", files::list)
         .get("/v1/sandboxes/{id}/files/{*path}", files::read)

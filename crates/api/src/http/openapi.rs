@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi};
 use super::error::Body as ErrorBody;
 use super::{
     egress, events, exec, files, memory, meta, processes, runs, sandboxes, sessions, snapshots,
-    workspace_archive,
+    terminal, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -46,6 +46,8 @@ use super::{
         processes::output,
         processes::stdin,
         processes::signal,
+        terminal::stream,
+        terminal::resize,
         files::list,
         files::read,
         files::write,
