@@ -47,3 +47,8 @@ pub fn attach_before_exec(command: &mut Command) {
 pub fn resize(fd: impl AsFd, rows: u16, cols: u16) -> io::Result<()> {
     crate::sys::set_window_size(fd.as_fd(), rows, cols)
 }
+
+/// The window size (rows, cols) of the terminal `fd` is, or ENOTTY.
+pub fn size(fd: impl AsFd) -> io::Result<(u16, u16)> {
+    crate::sys::window_size(fd.as_fd())
+}

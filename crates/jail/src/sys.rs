@@ -557,3 +557,17 @@ pub(crate) fn set_window_size(fd: BorrowedFd<'_>, rows: u16, cols: u16) -> io::R
     // points at a live local for the whole call; `fd` is a borrowed open fd.
     check_int(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ, &size) }).map(drop)
 }
+
+/// A terminal's window size (TIOCGWINSZ): (rows, cols).
+pub(crate) fn window_size(fd: BorrowedFd<'_>) -> io::Result<(u16, u16)> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which
+    // points at a live, writable local for the whole call.
+    check_int(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut size) })?;
+    Ok((size.ws_row, size.ws_col))
+}
