@@ -233,6 +233,10 @@ fn routes() -> Routes {
         .get("/v1/runs/{id}", runs::get)
         .post("/v1/runs/{id}/cancel", runs::cancel)
         .get("/v1/runs/{id}/children", runs::children)
+        .post(
+            "/v1/runs/{id}/children/{child}/changes",
+            runs::decide_changes,
+        )
         .get("/v1/runs/{id}/events", events::run_stream)
         .get("/v1/memory", memory::list)
         .post("/v1/memory", memory::add)

@@ -72,6 +72,7 @@ use super::{
         runs::get,
         runs::cancel,
         runs::children,
+        runs::decide_changes,
         events::run_stream,
         memory::list,
         memory::add,
