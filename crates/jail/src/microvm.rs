@@ -277,8 +277,9 @@ fn guest_pids_cgroup(pids: u64) -> Result<(), JailError> {
 }
 
 /// Pseudo-terminals for interactive processes: the initramfs's devtmpfs
-/// has /dev/ptmx but no devpts, which the kernel finds beside it at
-/// /dev/pts.
+/// has no devpts. As in the other sandboxes /dev/ptmx becomes a link to the
+/// devpts instance's own ptmx, so the landlock rule for /dev/pts covers it
+/// (devtmpfs's own ptmx node is outside every rule).
 fn mount_devpts() -> Result<(), JailError> {
     let path = "/dev/pts";
     match std::fs::create_dir(path) {
@@ -293,7 +294,15 @@ fn mount_devpts() -> Result<(), JailError> {
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
         Some("newinstance,ptmxmode=0666,mode=0620"),
     )
-    .map_err(|e| JailError::mount("mount devpts", path, e.into()))
+    .map_err(|e| JailError::mount("mount devpts", path, e.into()))?;
+    let ptmx = "/dev/ptmx";
+    match std::fs::remove_file(ptmx) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(JailError::mount("remove devtmpfs's ptmx", ptmx, e)),
+    }
+    std::os::unix::fs::symlink("pts/ptmx", ptmx)
+        .map_err(|e| JailError::mount("link /dev/ptmx to pts/ptmx", ptmx, e))
 }
 
 fn mount_tmp(tmp_bytes: u64) -> Result<(), JailError> {
