@@ -16,7 +16,12 @@ fn on_pty(mut spec: ExecSpec, rows: u16, cols: u16) -> ExecSpec {
 }
 
 async fn start(guest: &mut Guest, spec: ExecSpec) -> u64 {
-    match guest.call(Request::ProcessStart(spec), &[]).await.unwrap().0 {
+    match guest
+        .call(Request::ProcessStart(spec), &[])
+        .await
+        .unwrap()
+        .0
+    {
         Reply::ProcessStarted { handle, .. } => handle,
         other => panic!("{other:?}"),
     }
@@ -24,7 +29,10 @@ async fn start(guest: &mut Guest, spec: ExecSpec) -> u64 {
 
 async fn type_in(guest: &mut Guest, handle: u64, text: &str) {
     let reply = guest
-        .call(Request::ProcessWrite { handle, eof: false }, text.as_bytes())
+        .call(
+            Request::ProcessWrite { handle, eof: false },
+            text.as_bytes(),
+        )
         .await
         .unwrap()
         .0;
@@ -81,7 +89,10 @@ async fn a_shell_on_a_pty_echoes_input_sees_resizes_and_exits_with_its_code() {
     // shell's stdin is a tty of the size asked.
     type_in(&mut guest, handle, "test -t 0 && echo TTY-$((6*7))\n").await;
     let screen = read_until(&mut guest, handle, &mut offset, "TTY-42").await;
-    assert!(screen.contains("echo TTY-"), "no echo of the input: {screen:?}");
+    assert!(
+        screen.contains("echo TTY-"),
+        "no echo of the input: {screen:?}"
+    );
     type_in(&mut guest, handle, "stty size\n").await;
     read_until(&mut guest, handle, &mut offset, "24 80").await;
 
@@ -123,7 +134,11 @@ async fn a_shell_on_a_pty_echoes_input_sees_resizes_and_exits_with_its_code() {
         Reply::Processes { processes } => processes,
         other => panic!("{other:?}"),
     };
-    assert!(listed.iter().any(|p| p.handle == handle && p.pty && !p.running));
+    assert!(
+        listed
+            .iter()
+            .any(|p| p.handle == handle && p.pty && !p.running)
+    );
 }
 
 #[tokio::test]
@@ -131,7 +146,11 @@ async fn a_reader_that_comes_back_gets_the_scrollback_and_a_wait_returns_on_outp
     let mut guest = Guest::start().await;
     let handle = start(
         &mut guest,
-        on_pty(shell("for i in 1 2 3; do echo line-$i; done; read x; echo got-$x"), 10, 40),
+        on_pty(
+            shell("for i in 1 2 3; do echo line-$i; done; read x; echo got-$x"),
+            10,
+            40,
+        ),
     )
     .await;
     let mut offset = 0;
@@ -141,7 +160,10 @@ async fn a_reader_that_comes_back_gets_the_scrollback_and_a_wait_returns_on_outp
     // the same screen so far.
     let (again, next, _) = follow(&mut guest, handle, 0, 0).await;
     let again = String::from_utf8_lossy(&again);
-    assert!(again.contains("line-1") && again.contains("line-3"), "{again:?}");
+    assert!(
+        again.contains("line-1") && again.contains("line-3"),
+        "{again:?}"
+    );
     assert_eq!(next, offset);
 
     // At the end, a long poll waits for the next output rather than
@@ -149,7 +171,11 @@ async fn a_reader_that_comes_back_gets_the_scrollback_and_a_wait_returns_on_outp
     let started = Instant::now();
     let (nothing, _, _) = follow(&mut guest, handle, offset, 300).await;
     assert!(nothing.is_empty());
-    assert!(started.elapsed() >= Duration::from_millis(250), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
     type_in(&mut guest, handle, "yes\n").await;
     read_until(&mut guest, handle, &mut offset, "got-yes").await;
 }
@@ -181,6 +207,12 @@ async fn a_pty_is_refused_for_exec_and_bad_sizes_are_refused() {
         "resizing a process without a terminal"
     );
     let _ = guest
-        .call(Request::ProcessSignal { handle: plain, signal: 9 }, &[])
+        .call(
+            Request::ProcessSignal {
+                handle: plain,
+                signal: 9,
+            },
+            &[],
+        )
         .await;
 }

@@ -832,7 +832,11 @@ pub struct ShellArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<String>,
     /// What to run (after `--`); default bash where the sandbox has it, else sh.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     pub command: Vec<String>,
     #[command(flatten)]
     pub server: ServerArgs,

@@ -61,7 +61,10 @@ impl OnPty {
 
     fn canonical(&self) -> bool {
         tcgetattr(&self.slave)
-            .map(|t| t.local_flags.contains(LocalFlags::ICANON | LocalFlags::ECHO))
+            .map(|t| {
+                t.local_flags
+                    .contains(LocalFlags::ICANON | LocalFlags::ECHO)
+            })
             .unwrap_or(false)
     }
 
@@ -98,9 +101,9 @@ impl OnPty {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait()? {
-                return Ok(status
-                    .code()
-                    .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)));
+                return Ok(status.code().unwrap_or_else(|| {
+                    128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
+                }));
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();

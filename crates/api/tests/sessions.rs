@@ -1384,7 +1384,10 @@ async fn a_person_applies_one_childs_changes_and_rejects_anothers(db: Db) -> Res
         if runs.len() == 2 && runs.iter().all(|r| r["state"] == "completed") {
             break runs;
         }
-        ensure!(tokio::time::Instant::now() < deadline, "children: {children}");
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "children: {children}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let id_of = |task: &str| {
@@ -1398,7 +1401,10 @@ async fn a_person_applies_one_childs_changes_and_rejects_anothers(db: Db) -> Res
     let (keep, drop) = (id_of("keep"), id_of("drop"));
     let decide = |child: &str, decision: &str| {
         server
-            .a(Method::POST, &format!("/v1/runs/{run_id}/children/{child}/changes"))
+            .a(
+                Method::POST,
+                &format!("/v1/runs/{run_id}/children/{child}/changes"),
+            )
             .json(&json!({"decision": decision}))
     };
     // A child's change set is known a moment after its run is recorded ended.
@@ -1421,7 +1427,10 @@ async fn a_person_applies_one_childs_changes_and_rejects_anothers(db: Db) -> Res
     let (status, rejected) = send(decide(&drop, "reject")).await?;
     assert_eq!(status, StatusCode::OK, "{rejected}");
     assert_eq!(rejected["rejected"], true, "{rejected}");
-    for (child, decision, why) in [(&drop, "apply", "rejected"), (&keep, "apply", "already applied")] {
+    for (child, decision, why) in [
+        (&drop, "apply", "rejected"),
+        (&keep, "apply", "already applied"),
+    ] {
         let (status, body) = send(decide(child, decision)).await?;
         assert_eq!(status, StatusCode::CONFLICT, "{body}");
         assert_eq!(body["error"]["code"], "change_set_refused", "{body}");
@@ -1433,7 +1442,10 @@ async fn a_person_applies_one_childs_changes_and_rejects_anothers(db: Db) -> Res
     // The parent saw the applied file and finished; the rejected one never came.
     let ended = wait_run(&server, &run_id).await?;
     assert_eq!(ended["state"], "completed", "{ended}");
-    assert_eq!(std::fs::read_to_string(dir.join("bin/keep.sh"))?, "echo keep.sh\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("bin/keep.sh"))?,
+        "echo keep.sh\n"
+    );
     assert!(!dir.join("bin/drop.sh").exists());
     let (status, body) = send(decide(&drop, "reject")).await?;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");

@@ -80,7 +80,8 @@ impl Screen {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(data["data_base64"].as_str().unwrap())
                     .unwrap();
-                self.first_offset.get_or_insert(data["offset"].as_u64().unwrap());
+                self.first_offset
+                    .get_or_insert(data["offset"].as_u64().unwrap());
                 self.text.push_str(&String::from_utf8_lossy(&bytes));
                 self.last_id = id;
             }
@@ -120,7 +121,10 @@ async fn a_shell_on_a_terminal_over_http() -> Result<()> {
         StatusCode::UNAUTHORIZED
     );
     let (status, _) = send(server.b(Method::GET, &stream)).await?;
-    assert!(status.is_client_error(), "another tenant read the terminal: {status}");
+    assert!(
+        status.is_client_error(),
+        "another tenant read the terminal: {status}"
+    );
 
     let mut screen = Screen::new(server.a(Method::GET, &stream).send().await?);
     type_in("stty size; echo HI-$((2*3))\n").await;
@@ -129,8 +133,12 @@ async fn a_shell_on_a_terminal_over_http() -> Result<()> {
     assert!(screen.text.contains("echo HI-"), "typed input is echoed");
 
     let resize = format!("{processes}/{handle}/resize");
-    let (status, body) =
-        send(server.a(Method::POST, &resize).json(&json!({"rows": 50, "cols": 120}))).await?;
+    let (status, body) = send(
+        server
+            .a(Method::POST, &resize)
+            .json(&json!({"rows": 50, "cols": 120})),
+    )
+    .await?;
     assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
     type_in("stty size\n").await;
     screen.until(Some("50 120")).await?;
@@ -162,7 +170,12 @@ async fn a_shell_on_a_terminal_over_http() -> Result<()> {
     assert!(!resumed.text.contains("HI-6"), "{:?}", resumed.text);
 
     // A new attach from 0 replays the scrollback.
-    let mut replay = Screen::new(server.a(Method::GET, &format!("{stream}?offset=0")).send().await?);
+    let mut replay = Screen::new(
+        server
+            .a(Method::GET, &format!("{stream}?offset=0"))
+            .send()
+            .await?,
+    );
     replay.until(Some("AFTER-2")).await?;
     assert!(replay.text.contains("HI-6") && replay.text.contains("50 120"));
     drop(replay);
@@ -172,7 +185,12 @@ async fn a_shell_on_a_terminal_over_http() -> Result<()> {
     assert_eq!(resumed.exit.as_ref().unwrap()["exit_code"], 5);
 
     // Resizing a process without a terminal is refused.
-    let (_, plain) = send(server.a(Method::POST, &processes).json(&json!({"argv": ["sleep", "5"]}))).await?;
+    let (_, plain) = send(
+        server
+            .a(Method::POST, &processes)
+            .json(&json!({"argv": ["sleep", "5"]})),
+    )
+    .await?;
     let plain = plain["handle"].as_u64().unwrap();
     let (status, body) = send(
         server

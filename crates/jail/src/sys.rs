@@ -504,23 +504,6 @@ pub(crate) fn set_interface_up(name: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ifreq_has_the_kernel_size() {
-        assert_eq!(std::mem::size_of::<super::IfReqFlags>(), 40);
-    }
-
-    #[test]
-    fn an_interface_name_too_long_or_with_a_nul_is_refused() {
-        let long = [b'a'; libc::IFNAMSIZ];
-        for name in [&long[..], &b"l\0"[..]] {
-            let err = super::set_interface_up(name).unwrap_err();
-            assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{name:?}");
-        }
-    }
-}
-
 /// Makes `command`'s child lead a new session whose controlling terminal is
 /// its stdin (a pseudo-terminal's slave side), between fork and exec. The
 /// command must not also ask for a process group: setsid makes the child
@@ -570,4 +553,21 @@ pub(crate) fn window_size(fd: BorrowedFd<'_>) -> io::Result<(u16, u16)> {
     // points at a live, writable local for the whole call.
     check_int(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut size) })?;
     Ok((size.ws_row, size.ws_col))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ifreq_has_the_kernel_size() {
+        assert_eq!(std::mem::size_of::<super::IfReqFlags>(), 40);
+    }
+
+    #[test]
+    fn an_interface_name_too_long_or_with_a_nul_is_refused() {
+        let long = [b'a'; libc::IFNAMSIZ];
+        for name in [&long[..], &b"l\0"[..]] {
+            let err = super::set_interface_up(name).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{name:?}");
+        }
+    }
 }

@@ -28,8 +28,8 @@ pub use frame::{
 };
 pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
-    GuestMessage, HostFrame, OutputStream, ProcessInfo, PtySize, Reply, Request, SearchMatch, SearchSpec,
-    SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+    GuestMessage, HostFrame, OutputStream, ProcessInfo, PtySize, Reply, Request, SearchMatch,
+    SearchSpec, SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 pub use network::{
     Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,

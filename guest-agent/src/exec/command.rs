@@ -143,10 +143,7 @@ pub fn spawn(
         ));
     };
     Ok(Spawned {
-        stdin: child
-            .stdin
-            .take()
-            .map(|pipe| Box::new(pipe) as InputPipe),
+        stdin: child.stdin.take().map(|pipe| Box::new(pipe) as InputPipe),
         child,
         pid,
         stdout: Box::new(stdout),

@@ -153,7 +153,10 @@ impl ProcessTable {
             ))
         })?;
         paddock_jail::pty::resize(master, size.rows, size.cols).map_err(|e| {
-            ErrorInfo::new(ErrorCode::Io, format!("resizing process {handle}'s terminal: {e}"))
+            ErrorInfo::new(
+                ErrorCode::Io,
+                format!("resizing process {handle}'s terminal: {e}"),
+            )
         })?;
         Ok((Reply::Ok, Vec::new()))
     }

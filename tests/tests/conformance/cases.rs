@@ -314,12 +314,24 @@ pub fn interactive_terminal(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send
         until(&*guest, "MARK-42").await;
         until(&*guest, "24 80").await;
         guest
-            .process_resize(handle, PtySize { rows: 33, cols: 101 })
+            .process_resize(
+                handle,
+                PtySize {
+                    rows: 33,
+                    cols: 101,
+                },
+            )
             .await
             .unwrap();
-        guest.process_write(handle, b"stty size\n", false).await.unwrap();
+        guest
+            .process_write(handle, b"stty size\n", false)
+            .await
+            .unwrap();
         until(&*guest, "33 101").await;
-        guest.process_write(handle, b"exit 3\n", false).await.unwrap();
+        guest
+            .process_write(handle, b"exit 3\n", false)
+            .await
+            .unwrap();
         let status = guest.process_wait(handle, Some(20_000)).await.unwrap();
         assert_eq!(status.exit.and_then(|e| e.code), Some(3), "{screen:?}");
         sb.destroy().await.unwrap();

@@ -50,7 +50,6 @@ pub use live::ActivityGuard;
 pub use memory::{AddMemory, MemoryQuery, MemoryView};
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
-pub use terminal::ProcessFollow;
 pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
 pub use reconcile::ReconcileReport;
 pub use sessions::{AgentError, AgentService};
@@ -58,6 +57,7 @@ pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
     MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,
 };
+pub use terminal::ProcessFollow;
 pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
     ProcessView, SandboxView, SearchView, StoredSpec, WorkspaceView,

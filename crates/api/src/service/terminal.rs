@@ -89,5 +89,6 @@ impl SandboxService {
 }
 
 pub(crate) fn check_size(field: &str, size: PtySize) -> Result<PtySize, ServiceError> {
-    size.check().map_err(|reason| ServiceError::invalid(field, reason))
+    size.check()
+        .map_err(|reason| ServiceError::invalid(field, reason))
 }

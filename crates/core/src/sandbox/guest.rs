@@ -4,8 +4,8 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use paddock_proto::{
-    DirEntry, Enforcement, ExecSpec, ExitInfo, FileStat, OutputStream, ProcessInfo, PtySize, SearchMatch,
-    SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
+    DirEntry, Enforcement, ExecSpec, ExitInfo, FileStat, OutputStream, ProcessInfo, PtySize,
+    SearchMatch, SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};

@@ -6,8 +6,8 @@ use paddock_core::sandbox::{
     ProcessStatus, SearchResults, SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
 };
 use paddock_proto::{
-    DirEntry, ExecSpec, FileStat, MAX_PAYLOAD_LEN, ProcessInfo, PtySize, Reply, Request, SearchSpec,
-    SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+    DirEntry, ExecSpec, FileStat, MAX_PAYLOAD_LEN, ProcessInfo, PtySize, Reply, Request,
+    SearchSpec, SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 

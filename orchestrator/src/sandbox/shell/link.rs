@@ -102,8 +102,11 @@ impl Link {
         match self {
             Self::Remote { api, path } => {
                 let body = json!({ "data_base64": base64_encode(data) });
-                api.send(api.request(Method::POST, &format!("{path}/stdin")).json(&body))
-                    .await?;
+                api.send(
+                    api.request(Method::POST, &format!("{path}/stdin"))
+                        .json(&body),
+                )
+                .await?;
             }
             Self::Local { guest, handle } => guest
                 .process_write(*handle, data, false)
@@ -117,8 +120,11 @@ impl Link {
         match self {
             Self::Remote { api, path } => {
                 let body = json!({ "rows": size.rows, "cols": size.cols });
-                api.send(api.request(Method::POST, &format!("{path}/resize")).json(&body))
-                    .await?;
+                api.send(
+                    api.request(Method::POST, &format!("{path}/resize"))
+                        .json(&body),
+                )
+                .await?;
             }
             Self::Local { guest, handle } => guest
                 .process_resize(*handle, size)
@@ -181,7 +187,9 @@ async fn remote_screen(api: &ApiClient, path: &str, tx: &mpsc::Sender<Step>) -> 
                 failures += 1;
                 tokio::time::sleep(RECONNECT_PAUSE).await;
             }
-            Ok(None) => return Step::Failed(anyhow::anyhow!("the server ended the shell's stream")),
+            Ok(None) => {
+                return Step::Failed(anyhow::anyhow!("the server ended the shell's stream"));
+            }
             Err(err) => return Step::Failed(err),
         }
     }
