@@ -871,6 +871,47 @@ pub enum SandboxCommand {
     Exec(ExecArgs),
     /// Destroy sandboxes on the server.
     Rm(SandboxRmArgs),
+    /// An interactive shell (or CMD) on a pseudo-terminal: in a server's
+    /// sandbox with ID, else in a fresh sandbox on this host over
+    /// --workspace, torn down after.
+    ///
+    /// This terminal goes raw while attached (Ctrl-C goes to the shell) and
+    /// is restored on every way out; its size follows the window. Exits
+    /// with the shell's exit code. Leaving the stream (the connection drops,
+    /// or SIGHUP/SIGTERM here) leaves a server's shell running: `--attach
+    /// HANDLE` comes back to it, replaying what it printed meanwhile.
+    Shell(Box<ShellArgs>),
+}
+
+/// `paddock sandbox shell`.
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// A server's sandbox (sb-...); without it, a fresh sandbox here.
+    pub id: Option<String>,
+    /// Attach to this running terminal process of the sandbox (the handle
+    /// `paddock process ls` shows) instead of starting one.
+    #[arg(long, value_name = "HANDLE", requires = "id")]
+    pub attach: Option<u64>,
+    /// Without ID: the directory mounted at /workspace (default: an empty one).
+    #[arg(long, short = 'w', value_name = "DIR", conflicts_with = "id")]
+    pub workspace: Option<PathBuf>,
+    /// Extra environment variable for the shell (repeatable).
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Working directory inside the workspace.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// What to run (after `--`); default bash where the sandbox has it, else sh.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 /// `paddock sandbox rm` and the server it talks to.

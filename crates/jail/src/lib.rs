@@ -29,6 +29,7 @@ mod net;
 mod oom;
 mod prepare;
 mod probe;
+pub mod pty;
 mod reaper;
 mod rlimits;
 mod seccomp_bpf;

@@ -92,6 +92,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     }
     mount_workspace(spec.read_only, &scope)?;
     mount_tmp(spec.limits.tmp_bytes)?;
+    mount_devpts()?;
     // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
     if let Some(pids) = spec.limits.pids {
         guest_pids_cgroup(pids)?;
@@ -203,6 +204,35 @@ fn guest_pids_cgroup(pids: u64) -> Result<(), JailError> {
         .map_err(|e| JailError::mount("create the VM's sandbox cgroup", &group, e))?;
     write(&group.join("pids.max"), &pids.to_string())?;
     write(&group.join("cgroup.procs"), "0")
+}
+
+/// Pseudo-terminals for interactive processes: the initramfs's devtmpfs
+/// has no devpts. As in the other sandboxes /dev/ptmx becomes a link to the
+/// devpts instance's own ptmx, so the landlock rule for /dev/pts covers it
+/// (devtmpfs's own ptmx node is outside every rule).
+fn mount_devpts() -> Result<(), JailError> {
+    let path = "/dev/pts";
+    match std::fs::create_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(JailError::mount("create /dev/pts", path, e)),
+    }
+    mount(
+        Some("devpts"),
+        path,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .map_err(|e| JailError::mount("mount devpts", path, e.into()))?;
+    let ptmx = "/dev/ptmx";
+    match std::fs::remove_file(ptmx) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(JailError::mount("remove devtmpfs's ptmx", ptmx, e)),
+    }
+    std::os::unix::fs::symlink("pts/ptmx", ptmx)
+        .map_err(|e| JailError::mount("link /dev/ptmx to pts/ptmx", ptmx, e))
 }
 
 fn mount_tmp(tmp_bytes: u64) -> Result<(), JailError> {

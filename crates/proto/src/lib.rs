@@ -28,8 +28,8 @@ pub use frame::{
 };
 pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
-    GuestMessage, HostFrame, OutputStream, ProcessInfo, Reply, Request, SearchMatch, SearchSpec,
-    SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+    GuestMessage, HostFrame, OutputStream, ProcessInfo, PtySize, Reply, Request, SearchMatch,
+    SearchSpec, SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 pub use network::{
     Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
@@ -41,7 +41,9 @@ pub use sandbox_spec::{
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: pseudo-terminals (`ExecSpec::pty`, `ProcessResize`) and long-polled
+/// `ProcessRead` (`wait_ms`).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Event payload bytes the guest may send for one request before the host
 /// grants more with [`Request::StreamCredit`]. The guest stops reading a

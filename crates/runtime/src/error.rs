@@ -56,6 +56,13 @@ pub enum RuntimeError {
     /// The run is not finished but no task of this process drives it.
     #[error("run {run} is not driven by this process")]
     RunNotActive { run: RunId },
+    /// Applying or rejecting a subagent's change set failed in the sandbox.
+    #[error("deciding on the changes of subagent {run}")]
+    ChildChanges {
+        run: RunId,
+        #[source]
+        source: Box<crate::tools::ToolError>,
+    },
     #[error("preparing workspace directory {path}")]
     WorkspaceDir {
         path: PathBuf,

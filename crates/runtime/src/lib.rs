@@ -34,4 +34,4 @@ pub use events::stream::EventStream;
 pub use memory::NewMemory;
 pub use recover::{RecoveryReport, SkippedRun};
 pub use run::{RunHandle, StartRun, SubagentModels};
-pub use runtime::Runtime;
+pub use runtime::{ChangesDecided, ChangesDecision, Runtime};

@@ -1,25 +1,44 @@
 //! Turning an [`ExecSpec`] into a running child in its own process group.
 
+use std::os::fd::OwnedFd;
 use std::process::Stdio;
 
 use paddock_jail::CommandFilter;
 use paddock_proto::{Enforcement, ErrorCode, ErrorInfo, ExecSpec, PROXY_ENV, StdinMode};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::{Child, Command};
 
+use super::pty::{self, PtyReader};
 use crate::error::bad_request;
 use crate::files::Workspace;
 
+/// Where a child's output is read from: a pipe, or a terminal's master.
+pub type OutputPipe = Box<dyn AsyncRead + Send + Unpin>;
+/// Where a child's input is written to.
+pub type InputPipe = Box<dyn AsyncWrite + Send + Unpin>;
+
 const BASE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-#[derive(Debug)]
 pub struct Spawned {
     pub child: Child,
     /// Also the id of its process group.
     pub pid: u32,
-    pub stdin: Option<ChildStdin>,
-    pub stdout: ChildStdout,
-    pub stderr: ChildStderr,
+    pub stdin: Option<InputPipe>,
+    pub stdout: OutputPipe,
+    /// Empty for a terminal, whose one output is `stdout`.
+    pub stderr: OutputPipe,
+    /// The terminal's master, kept for resizing, when started on one.
+    pub pty: Option<OwnedFd>,
     pub started: tokio::time::Instant,
+}
+
+impl std::fmt::Debug for Spawned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawned")
+            .field("pid", &self.pid)
+            .field("pty", &self.pty)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The command line as the host asked for it (`sh -c` spelled out).
@@ -64,23 +83,59 @@ pub fn spawn(
         .envs(if proxied { PROXY_ENV } else { &[] }.iter().copied())
         .envs(&spec.env)
         .current_dir(&cwd)
-        .stdin(match spec.stdin {
-            StdinMode::Null => Stdio::null(),
-            StdinMode::Payload | StdinMode::Stream => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(false);
+    let master = match spec.pty {
+        None => {
+            command
+                .stdin(match spec.stdin {
+                    StdinMode::Null => Stdio::null(),
+                    StdinMode::Payload | StdinMode::Stream => Stdio::piped(),
+                })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0);
+            None
+        }
+        Some(size) => {
+            let size = size.check().map_err(bad_request)?;
+            let pair = paddock_jail::pty::open(size.rows, size.cols).map_err(|e| pty_error(&e))?;
+            let slave = || pair.slave.try_clone().map(Stdio::from);
+            command
+                .stdin(slave().map_err(|e| pty_error(&e))?)
+                .stdout(slave().map_err(|e| pty_error(&e))?)
+                .stderr(slave().map_err(|e| pty_error(&e))?);
+            // A session of its own: its pid is its process group too, as
+            // without a terminal, so signals and kills reach the same group.
+            paddock_jail::pty::attach_before_exec(command.as_std_mut());
+            Some(pair.master)
+        }
+    };
     if let Some(filter) = filter {
         filter.attach_to(command.as_std_mut());
     }
 
     let mut child = command.spawn().map_err(|e| spawn_error(program, &e))?;
+    // The child holds the slave now: ours must close, or the master never
+    // sees the terminal's end.
+    drop(command);
     let started = tokio::time::Instant::now();
     let pid = child.id().ok_or_else(|| {
         ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: exited at once"))
     })?;
+    if let Some(master) = master {
+        let dup = || master.try_clone().map_err(|e| pty_error(&e));
+        let input = pty::writer(dup()?).map_err(|e| pty_error(&e))?;
+        let output = PtyReader::new(dup()?).map_err(|e| pty_error(&e))?;
+        return Ok(Spawned {
+            stdin: Some(Box::new(input)),
+            stdout: Box::new(output),
+            stderr: Box::new(tokio::io::empty()),
+            pty: Some(master),
+            child,
+            pid,
+            started,
+        });
+    }
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ErrorInfo::new(
             ErrorCode::Io,
@@ -88,13 +143,21 @@ pub fn spawn(
         ));
     };
     Ok(Spawned {
-        stdin: child.stdin.take(),
+        stdin: child.stdin.take().map(|pipe| Box::new(pipe) as InputPipe),
         child,
         pid,
-        stdout,
-        stderr,
+        stdout: Box::new(stdout),
+        stderr: Box::new(stderr),
+        pty: None,
         started,
     })
+}
+
+fn pty_error(err: &std::io::Error) -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorCode::SpawnFailed,
+        format!("opening a pseudo-terminal: {err}"),
+    )
 }
 
 fn spawn_error(program: &str, err: &std::io::Error) -> ErrorInfo {

@@ -145,6 +145,7 @@ fn exec_spec(args: &RunArgs) -> ExecSpec {
         },
         timeout_ms: args.timeout,
         output_cap: args.output_cap,
+        pty: None,
     }
 }
 

@@ -31,6 +31,9 @@ impl From<AgentError> for ApiError {
                 "the server is shutting down",
             ),
             AgentError::Runtime { op, source } => runtime_error(op, *source),
+            AgentError::ChangesRefused { message, .. } => {
+                ApiError::new(StatusCode::CONFLICT, "change_set_refused", message)
+            }
             other => {
                 tracing::error!(error = %error_chain(&other), "agent request failed");
                 ApiError::internal()

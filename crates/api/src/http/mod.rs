@@ -22,6 +22,7 @@ mod runs;
 mod sandboxes;
 mod sessions;
 mod snapshots;
+mod terminal;
 mod transport;
 mod workspace_archive;
 
@@ -202,6 +203,14 @@ fn routes() -> Routes {
             "/v1/sandboxes/{id}/processes/{handle}/signal",
             processes::signal,
         )
+        .get(
+            "/v1/sandboxes/{id}/processes/{handle}/stream",
+            terminal::stream,
+        )
+        .post(
+            "/v1/sandboxes/{id}/processes/{handle}/resize",
+            terminal::resize,
+        )
         .get("/v1/sandboxes/{id}/files", files::list)
         .get("/v1/sandboxes/{id}/files/{*path}", files::read)
         .put("/v1/sandboxes/{id}/files/{*path}", files::write)
@@ -229,6 +238,10 @@ fn routes() -> Routes {
         .get("/v1/runs/{id}", runs::get)
         .post("/v1/runs/{id}/cancel", runs::cancel)
         .get("/v1/runs/{id}/children", runs::children)
+        .post(
+            "/v1/runs/{id}/children/{child}/changes",
+            runs::decide_changes,
+        )
         .get("/v1/runs/{id}/events", events::run_stream)
         .get("/v1/memory", memory::list)
         .post("/v1/memory", memory::add)

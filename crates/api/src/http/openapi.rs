@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi};
 use super::error::Body as ErrorBody;
 use super::{
     checkpoints, doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes,
-    sessions, snapshots, workspace_archive,
+    sessions, snapshots, terminal, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -46,6 +46,8 @@ use super::{
         processes::output,
         processes::stdin,
         processes::signal,
+        terminal::stream,
+        terminal::resize,
         files::list,
         files::read,
         files::write,
@@ -73,6 +75,7 @@ use super::{
         runs::get,
         runs::cancel,
         runs::children,
+        runs::decide_changes,
         events::run_stream,
         memory::list,
         memory::add,

@@ -26,6 +26,7 @@ mod quota;
 mod reconcile;
 pub mod sessions;
 mod snapshots;
+mod terminal;
 mod views;
 mod workspace_archive;
 mod writer;
@@ -62,6 +63,7 @@ pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
     MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,
 };
+pub use terminal::ProcessFollow;
 pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
     ProcessView, SandboxView, SearchView, StoredSpec, WorkspaceView,

@@ -12,7 +12,9 @@ use paddock_core::store::{
     Budgets, MAX_PAGE, Page, Run, RunEvent, RunMode, Session, SessionStatus,
 };
 use paddock_runtime::subagents::ModelsByKey;
-use paddock_runtime::{EventStream, RunHandle, Runtime, RuntimeError, StartRun, SubagentModels};
+use paddock_runtime::{
+    ChangesDecision, EventStream, RunHandle, Runtime, RuntimeError, StartRun, SubagentModels,
+};
 use serde::Deserialize;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -49,6 +51,13 @@ pub enum AgentError {
     },
     #[error("the service is shutting down")]
     ShuttingDown,
+    /// A change set could not be applied or rejected now (a conflict, it
+    /// is not pending, the child is still running): the tool's reason.
+    #[error("{message}")]
+    ChangesRefused {
+        message: String,
+        data: serde_json::Value,
+    },
 }
 
 impl AgentError {
@@ -544,6 +553,30 @@ impl AgentService {
             .await
             .map_err(AgentError::runtime("cancel_run"))?;
         self.view(&run).await
+    }
+
+    /// Applies or rejects a finished build subagent's change set while its
+    /// parent run is active; the written paths (or why nothing changed).
+    pub async fn decide_child_changes(
+        &self,
+        tenant: &TenantId,
+        parent: &RunId,
+        child: &RunId,
+        decision: ChangesDecision,
+    ) -> Result<serde_json::Value, AgentError> {
+        let decided = self
+            .runtime
+            .decide_child_changes(tenant, parent, child, decision)
+            .await
+            .map_err(AgentError::runtime("decide_child_changes"))?;
+        if decided.done {
+            Ok(decided.data)
+        } else {
+            Err(AgentError::ChangesRefused {
+                message: decided.message,
+                data: decided.data,
+            })
+        }
     }
 
     /// The subagent runs `id` spawned, oldest first.

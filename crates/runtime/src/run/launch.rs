@@ -28,7 +28,7 @@ use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
 use crate::memory::{self, MemoryPlace};
-use crate::runtime::{ActiveRun, Runtime, Shared};
+use crate::runtime::{ActiveRun, Runtime, Shared, SubagentDesk};
 use crate::subagents::{self, Family, FamilyParts};
 use crate::tools::{ToolContext, ToolRegistry};
 use crate::util::error_chain;
@@ -214,6 +214,7 @@ impl Runtime {
                 session: session.id.clone(),
                 cancel: cancel.clone(),
                 done: done_rx,
+                subagents: None,
             },
         );
         tracing::info!(session_id = %session.id, run_id = %run.id, mode = %run.mode, "run started");
@@ -458,20 +459,29 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 "retrieving project memory for the system prompt"
                             ),
                         }
+                        let ctx = ToolContext {
+                            guest: sandbox.guest(),
+                            mode: run.mode,
+                            write_scope: options.write_scope.clone(),
+                            session: run.session.clone(),
+                            run: run.id.clone(),
+                            cancel: cancel.clone(),
+                        };
+                        if family.is_some()
+                            && let Some(active) = shared.active().get_mut(&run.id)
+                        {
+                            active.subagents = Some(Arc::new(SubagentDesk {
+                                registry: Arc::clone(&registry),
+                                ctx: ctx.clone(),
+                            }));
+                        }
                         let parts = DriverParts {
                             journal: Arc::clone(&journal),
                             schemas: registry.schemas(run.mode),
                             registry,
                             provider: Arc::clone(&request.provider),
                             criteria: request.success_criteria.clone(),
-                            ctx: ToolContext {
-                                guest: sandbox.guest(),
-                                mode: run.mode,
-                                write_scope: options.write_scope.clone(),
-                                session: run.session.clone(),
-                                run: run.id.clone(),
-                                cancel: cancel.clone(),
-                            },
+                            ctx,
                             system,
                             history,
                             context,
