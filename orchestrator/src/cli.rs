@@ -470,6 +470,13 @@ pub struct GoalArgs {
     /// Most bytes of file content in those snapshots (100M, 2G) [default: 100M].
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub snapshot_max_bytes: Option<u64>,
+    /// The network of the run's sandbox (its subagents get it or a
+    /// narrower one): none; allow:HOST[:PORT],... (exact hosts, *.suffix,
+    /// IP literals) through the egress proxy; full: any host through the
+    /// same proxy and address guard. Default: none here, the server's
+    /// default with --server (which may refuse more than it allows).
+    #[arg(long, value_name = "POLICY", value_parser = parse_network)]
+    pub network: Option<NetworkPolicy>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,

@@ -33,7 +33,7 @@ pub use messages::{
 };
 pub use network::{
     Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
-    NetworkPolicy, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
+    NetworkBounds, NetworkPolicy, NetworkRefused, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS,
