@@ -108,10 +108,17 @@ fn main() -> anyhow::Result<()> {
     let full = sorted(seconds(&in_sandbox(&dns, "full", &download)?)?);
     let direct = sorted(seconds(&on_host(&direct_download)?)?);
     let rate = |times: &[Duration]| mib(bytes as u64) / percentile(times, 0.5).as_secs_f64();
-    println!("download of {} MiB (median of {})", args.mib, args.downloads);
+    println!(
+        "download of {} MiB (median of {})",
+        args.mib, args.downloads
+    );
     println!("  {:<34} {:>10.1} MiB/s", "allowlist proxy", rate(&allow));
     println!("  {:<34} {:>10.1} MiB/s", "full", rate(&full));
-    println!("  {:<34} {:>10.1} MiB/s", "direct from the host (baseline)", rate(&direct));
+    println!(
+        "  {:<34} {:>10.1} MiB/s",
+        "direct from the host (baseline)",
+        rate(&direct)
+    );
     println!(
         "  allowlist / full = {:.2}x (floor >= 0.8x); allowlist / direct = {:.2}x",
         rate(&allow) / rate(&full),
@@ -128,8 +135,14 @@ fn main() -> anyhow::Result<()> {
         )
     };
     let lines = [
-        ("proxy, plain HTTP (HTTP_PROXY)", in_sandbox(&dns, &policy, &loop_of(""))?),
-        ("proxy, CONNECT tunnel", in_sandbox(&dns, &policy, &loop_of("-p"))?),
+        (
+            "proxy, plain HTTP (HTTP_PROXY)",
+            in_sandbox(&dns, &policy, &loop_of(""))?,
+        ),
+        (
+            "proxy, CONNECT tunnel",
+            in_sandbox(&dns, &policy, &loop_of("-p"))?,
+        ),
         (
             "redirected (ignores the variables)",
             in_sandbox(&dns, &policy, &loop_of("--noproxy '*'"))?,
@@ -141,7 +154,10 @@ fn main() -> anyhow::Result<()> {
         "\nconnection set-up to first byte, {} connections, IP literal (no DNS)",
         args.connects
     );
-    println!("  {:<34} {:>8} {:>8} {:>14}", "", "p50 ms", "p99 ms", "p50 overhead");
+    println!(
+        "  {:<34} {:>8} {:>8} {:>14}",
+        "", "p50 ms", "p99 ms", "p50 overhead"
+    );
     println!(
         "  {:<34} {:>8.3} {:>8.3} {:>14}",
         "direct from the host (baseline)",

@@ -90,6 +90,7 @@ impl ServiceConfig {
             network,
             limits,
             allow_downgrade: self.allow_downgrade.clone(),
+            secrets: Vec::new(),
         }
     }
 
