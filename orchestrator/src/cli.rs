@@ -482,6 +482,11 @@ pub struct GoalArgs {
     /// default with --server (which may refuse more than it allows).
     #[arg(long, value_name = "POLICY", value_parser = parse_network)]
     pub network: Option<NetworkPolicy>,
+    /// A secret injected at egress into the run's sandbox (repeatable), as
+    /// for `sandbox run --secret`: NAME@HOST[,HOST...][=HEADER], the value
+    /// from this environment's NAME. Not sent with --server.
+    #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
+    pub secrets: Vec<paddock_proto::SecretSpec>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,

@@ -96,6 +96,7 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             subagent_models: subagent_models(args)?,
             snapshot_limits: snapshot_limits(args)?,
             network: args.network.clone(),
+            secrets: args.secrets.clone(),
         },
     })
 }

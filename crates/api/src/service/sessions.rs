@@ -490,6 +490,7 @@ impl AgentService {
             subagent_models,
             snapshot_limits,
             network: Some(network),
+            secrets: Vec::new(),
         })
     }
 

@@ -354,6 +354,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                 WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref());
             let template = paddock_core::sandbox::SandboxSpec {
                 network: network.clone(),
+                secrets: request.secrets.clone(),
                 ..shared.config.sandbox.clone()
             };
             Some(
@@ -411,6 +412,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 budget: Arc::clone(&family_budget),
                                 snapshot_limits,
                                 network: network.clone(),
+                                secrets: request.secrets.clone(),
                             })
                         });
                         let place = MemoryPlace {

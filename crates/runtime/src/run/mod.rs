@@ -65,6 +65,9 @@ pub struct StartRun {
     /// (`RuntimeConfig::network`). Not bounded by the runtime's max: the
     /// API checks a tenant's request against it.
     pub network: Option<paddock_proto::NetworkPolicy>,
+    /// Secrets injected at egress into the run's sandbox and its
+    /// subagents' (never stored: `SandboxSpec::secrets` is not serialized).
+    pub secrets: Vec<paddock_proto::SecretSpec>,
 }
 
 impl StartRun {
@@ -80,6 +83,7 @@ impl StartRun {
             subagent_models: None,
             snapshot_limits: None,
             network: None,
+            secrets: Vec::new(),
         }
     }
 }

@@ -47,6 +47,8 @@ pub(crate) struct FamilyParts {
     pub(crate) snapshot_limits: paddock_snapshot::Limits,
     /// The parent's network: a child gets it or a narrower one.
     pub(crate) network: NetworkPolicy,
+    /// The parent's secrets: a child's sandbox gets them too.
+    pub(crate) secrets: Vec<paddock_proto::SecretSpec>,
 }
 
 #[derive(Debug, Default)]
@@ -362,6 +364,7 @@ impl Family {
                     .clone()
                     .unwrap_or_else(|| self.parts.network.clone()),
             ),
+            secrets: self.parts.secrets.clone(),
         };
         let (phases_tx, phases) = mpsc::unbounded_channel();
         let (inbox, inbox_rx) = mpsc::unbounded_channel();
