@@ -476,14 +476,14 @@ pub struct GoalArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub snapshot_max_bytes: Option<u64>,
     /// The network of the run's sandbox (its subagents get it or a
-    /// narrower one): none; allow:HOST[:PORT],... (exact hosts, *.suffix,
+    /// narrower one): none; `allow:HOST[:PORT],...` (exact hosts, `*.suffix`,
     /// IP literals) through the egress proxy; full: any host through the
     /// same proxy and address guard. Default: none here, the server's
     /// default with --server (which may refuse more than it allows).
     #[arg(long, value_name = "POLICY", value_parser = parse_network)]
     pub network: Option<NetworkPolicy>,
     /// A secret injected at egress into the run's sandbox (repeatable), as
-    /// for `sandbox run --secret`: NAME@HOST[,HOST...][=HEADER], the value
+    /// for `sandbox run --secret`: `NAME@HOST[,HOST...][=HEADER]`, the value
     /// from this environment's NAME. Not sent with --server.
     #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
     pub secrets: Vec<paddock_proto::SecretSpec>,
