@@ -140,8 +140,13 @@ pub enum Command {
     /// (local data dir, or the server of --server).
     Session(SessionCli),
     /// Project memory kept across sessions: list, search, add, show,
-    /// approve a proposed record, remove (local data dir).
+    /// approve a proposed record, remove (local data dir, or the server of
+    /// --server). Exit codes: 2 bad input; 125 paddock itself failed.
     Memory(MemoryCli),
+    /// List the stored rows that failed validation when read (quarantined
+    /// and skipped so their sessions go on): local data dir, or the
+    /// caller's own on the server of --server.
+    Doctor(DoctorCli),
 }
 
 /// `paddock files` and the server it talks to.
@@ -171,11 +176,13 @@ pub struct WorkspaceCli {
     pub command: WorkspaceCommand,
 }
 
-/// `paddock memory`, on this host's data dir.
+/// `paddock memory`, on this host's data dir or on a server.
 #[derive(Debug, Args)]
 pub struct MemoryCli {
     #[command(flatten)]
     pub backend: BackendArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
     #[command(subcommand)]
     pub command: MemoryCommand,
 }
@@ -261,6 +268,20 @@ pub enum MemoryCommand {
         #[command(flatten)]
         data: DataDirArgs,
     },
+}
+
+/// `paddock doctor`, on this host's data dir or on a server.
+#[derive(Debug, Args)]
+pub struct DoctorCli {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `paddock process` and the server it talks to.

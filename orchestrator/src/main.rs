@@ -77,7 +77,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Session(session) => {
             agent::session(session.command, &session.backend, &session.server).await
         }
-        Command::Memory(memory) => agent::memory(memory.command, &memory.backend).await,
+        Command::Memory(memory) => {
+            agent::memory(memory.command, &memory.backend, &memory.server).await
+        }
+        Command::Doctor(doctor) => agent::doctor(doctor).await,
         Command::Runs(runs) => agent::runs(runs).await,
         Command::Process(process) => {
             let api = client::ApiClient::from_args(&process.server, "process")?;

@@ -659,3 +659,140 @@ fn subagent_scripts_are_sent_with_a_remote_run_and_drive_each_child() -> Result<
     }
     Ok(())
 }
+
+/// `text` with each of `ids` replaced by `<id>` and the `updated` line left out.
+fn normalized(text: &str, ids: &[&str]) -> String {
+    let mut out: String = text
+        .lines()
+        .filter(|l| !l.starts_with("updated "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for id in ids {
+        out = out.replace(id, "<id>");
+    }
+    out
+}
+
+#[test]
+fn memory_and_doctor_commands_work_here_and_on_a_server() -> Result<()> {
+    let fx = Fixture::new(true)?;
+    let databases = [
+        ("here", fx.data.join("paddock.db")),
+        (
+            "server",
+            fx.root.path().join("server-data").join("paddock.db"),
+        ),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut outputs = Vec::new();
+    for (place, db) in &databases {
+        let cmd = |args: &[&str]| {
+            if *place == "here" {
+                fx.local(args)
+            } else {
+                fx.paddock(args)
+            }
+        };
+        assert_eq!(fx.ok(cmd(&["memory", "ls"]))?, "no memory\n", "{place}");
+        let doctor = fx.ok(cmd(&["doctor"]))?;
+        assert!(
+            doctor.starts_with("no quarantined rows"),
+            "{place}: {doctor}"
+        );
+
+        let added = fx.json(cmd(&[
+            "memory",
+            "add",
+            "Indent with tabs, never spaces",
+            "--kind",
+            "preference",
+            "--json",
+        ]))?;
+        let id = added["id"].as_str().unwrap().to_owned();
+        let shown = fx.ok(cmd(&["memory", "show", &id]))?;
+        let found = fx.ok(cmd(&["memory", "search", "tabs indent"]))?;
+        assert!(found.starts_with(&id), "{place}: {found}");
+
+        // bad input exits 2 and says why, here and on the server alike
+        let missing = paddock_core::ids::MemoryId::generate().to_string();
+        for args in [
+            vec!["memory", "add", "  "],
+            vec!["memory", "add", "x", "--kind", "wizardry"],
+            vec!["memory", "ls", "--kind", "wizardry"],
+            vec!["memory", "show", "not-an-id"],
+            vec!["memory", "show", &missing],
+            vec!["memory", "rm", &missing],
+            vec!["memory", "search", "  "],
+            vec!["memory", "search", "tabs", "--limit", "0"],
+            vec!["memory", "ls", "--workspace", "/nonexistent/dir"],
+        ] {
+            let out = cmd(&args).output()?;
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{place} {args:?}: {}",
+                text(&out.stderr)
+            );
+            assert!(
+                text(&out.stderr).starts_with("paddock: "),
+                "{place} {args:?}"
+            );
+        }
+
+        // a record damaged in the database is quarantined, skipped, and listed
+        let second = fx.json(cmd(&["memory", "add", "The build needs make 4", "--json"]))?;
+        let second = second["id"].as_str().unwrap().to_owned();
+        runtime.block_on(async {
+            sqlx::any::install_default_drivers();
+            let pool = sqlx::AnyPool::connect(&format!("sqlite://{}", db.display())).await?;
+            let done = sqlx::query("UPDATE memories SET source_run_id = 'not-a-run' WHERE id = $1")
+                .bind(&second)
+                .execute(&pool)
+                .await?;
+            assert_eq!(done.rows_affected(), 1);
+            pool.close().await;
+            anyhow::Ok(())
+        })?;
+        let listed = fx.ok(cmd(&["memory", "ls"]))?;
+        assert_eq!(listed.lines().count(), 1, "{place}: {listed}");
+        assert!(listed.starts_with(&id), "{place}: {listed}");
+        let doctor = fx.ok(cmd(&["doctor"]))?;
+        let lines: Vec<&str> = doctor.lines().collect();
+        assert_eq!(lines.len(), 4, "{place}: {doctor}");
+        assert!(lines[0].starts_with("1 quarantined row "), "{doctor}");
+        assert!(lines[1].contains("TABLE") && lines[1].ends_with("REASON"));
+        assert!(
+            lines[2].contains(&format!("memories  id={second}")),
+            "{doctor}"
+        );
+        assert!(lines[2].contains("source_run_id"), "{doctor}");
+        assert!(lines[3].contains("stored: {") && lines[3].contains("not-a-run"));
+        let doctor = fx.json(cmd(&["doctor", "--json"]))?;
+        assert_eq!(doctor["quarantined"][0]["table"], "memories", "{doctor}");
+        assert_eq!(doctor["quarantined"][0]["raw"]["id"], second.as_str());
+
+        let removed = fx.ok(cmd(&["memory", "rm", &id]))?;
+        assert_eq!(removed, format!("removed {id}\n"));
+        outputs.push((
+            normalized(&shown, &[&id]),
+            normalized(&found, &[&id]),
+            normalized(&listed, &[&id]),
+        ));
+    }
+    // the same output from the local data dir and from the server
+    assert_eq!(outputs[0], outputs[1]);
+    assert!(
+        outputs[0]
+            .0
+            .contains("text       Indent with tabs, never spaces")
+    );
+    // with --server, --workspace names a workspace id, not a directory
+    let out = fx
+        .paddock(&["memory", "ls", "--workspace", "/tmp"])
+        .output()?;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("workspace id"));
+    Ok(())
+}

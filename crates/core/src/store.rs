@@ -49,6 +49,7 @@ mod error;
 mod lease;
 mod memory;
 mod port;
+mod quarantine;
 mod records;
 mod run;
 
@@ -64,6 +65,7 @@ pub use memory::{
     SessionMemory, StoredSessionMemory,
 };
 pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
+pub use quarantine::QuarantinedRow;
 pub use records::{
     SandboxRecord, SandboxState, Session, SessionStatus, SnapshotRecord, Tenant, Workspace,
 };

@@ -3,7 +3,8 @@
 //! 8k window compacts (the summary requests are the script's summary steps),
 //! continues and completes without losing a stored tool result; a failing
 //! summary call falls back to a summary built from the history; a new run of
-//! the session starts from the latest compaction.
+//! the session starts from the latest compaction, in this process and in a
+//! new one over the same database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -12,7 +13,9 @@ use paddock_core::model::{
     ContentPart, ContextProfile, Message, ModelRequest, RequestPurpose, Role,
 };
 use paddock_core::store::{Budgets, RunState};
-use paddock_runtime::StartRun;
+use paddock_runtime::tools::ToolRegistry;
+use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps, StartRun};
+use paddock_test_support::{Stack, StackConfig};
 use serde_json::{Value, json};
 use support::{Harness, call, complete_met, turn};
 
@@ -226,6 +229,77 @@ async fn a_60_turn_run_on_an_8k_window_compacts_continues_and_completes() {
     let after_latest = stored.len() as u64 - latest.through_seq;
     // the summary, the messages after the compaction, the new goal
     assert_eq!(first.messages.len() as u64, 1 + after_latest + 1);
+    assert_paired(&first.messages);
+
+    // a run of the session in a new process over the same database starts
+    // from the summary too: nothing the summary replaced is sent again
+    let stack = Stack::open(&StackConfig::in_dir(h.dir.path(), "paddock-test"))
+        .await
+        .unwrap();
+    let restarted = Runtime::with_registry(
+        RuntimeDeps {
+            store: stack.store,
+            backend: stack.backend,
+            blobs: stack.blobs,
+            config: RuntimeConfig::new(support::NODE, h.dir.path().join("workspaces")),
+        },
+        ToolRegistry::builtin(),
+    );
+    let before_run3 = h
+        .store
+        .list_messages(&h.tenant, &session.id, None)
+        .await
+        .unwrap()
+        .len() as u64;
+    assert!(
+        before_run3 > stored.len() as u64,
+        "the second run's messages"
+    );
+    let again = h.script_with_window(
+        "again",
+        json!([turn("Still nothing left.", vec![complete_met(vec![])])]),
+        WINDOW,
+    );
+    let run3 = restarted
+        .start_run(
+            &h.tenant,
+            &session.id,
+            StartRun::new("Check the list once more", again.clone()),
+        )
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(run3.state, RunState::Completed, "{run3:?}");
+    let first = &again.requests()[0];
+    assert!(is_summary(&first.messages[0]));
+    assert_eq!(
+        first.messages[0].joined_text().lines().nth(1),
+        latest.summary.lines().next()
+    );
+    for early in ["Step 0: listing block 0.", "List every block of numbers"] {
+        assert!(
+            first
+                .messages
+                .iter()
+                .all(|m| !m.joined_text().contains(early)),
+            "{early:?} was replaced by the summary"
+        );
+    }
+    assert_eq!(
+        first.messages.len() as u64,
+        1 + (before_run3 - latest.through_seq) + 1,
+        "the summary, what followed it (the second run's messages too), the new goal"
+    );
+    assert!(
+        first
+            .messages
+            .last()
+            .unwrap()
+            .joined_text()
+            .starts_with("Goal: Check the list once more")
+    );
     assert_paired(&first.messages);
 }
 

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use crate::error::{db, to_i64, to_json};
 use crate::fence;
 use crate::open::SqlStore;
+use crate::quarantine::{self, Table};
 use crate::records::{SESSION_EXISTS, require};
 use crate::rows::Reader;
 use crate::runs::RUN_EXISTS;
@@ -179,15 +180,15 @@ pub(crate) async fn get_session_memory(
     .fetch_optional(&store.pool)
     .await
     .map_err(db(OP))?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let r = Reader::new(&row, "session memory", "session_id");
-    Ok(Some(StoredSessionMemory {
-        tenant: r.parsed("tenant_id", TenantId::parse)?,
-        session: r.parsed("session_id", SessionId::parse)?,
-        run: r.parsed("run_id", RunId::parse)?,
-        memory: r.json("memory")?,
-        updated_at: r.time("updated_at")?,
-    }))
+    quarantine::read_optional(store, Table::SessionMemories, row, |row| {
+        let r = Reader::new(row, "session memory", "session_id");
+        Ok(StoredSessionMemory {
+            tenant: r.parsed("tenant_id", TenantId::parse)?,
+            session: r.parsed("session_id", SessionId::parse)?,
+            run: r.parsed("run_id", RunId::parse)?,
+            memory: r.json("memory")?,
+            updated_at: r.time("updated_at")?,
+        })
+    })
+    .await
 }

@@ -12,6 +12,7 @@ use sqlx::any::AnyRow;
 use crate::error::{db, is_foreign_key_violation, to_i64};
 use crate::fence;
 use crate::open::SqlStore;
+use crate::quarantine::{self, Table};
 use crate::rows::Reader;
 use crate::runs;
 use crate::sessions::{self, Counter};
@@ -193,7 +194,7 @@ pub(crate) async fn list(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_events"))?;
-    rows.iter().map(read_event).collect()
+    quarantine::read_rows(store, Table::RunEvents, &rows, read_event).await
 }
 
 pub(crate) async fn list_of_run(
@@ -214,7 +215,7 @@ pub(crate) async fn list_of_run(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_run_events"))?;
-    rows.iter().map(read_event).collect()
+    quarantine::read_rows(store, Table::RunEvents, &rows, read_event).await
 }
 
 fn read_event(row: &AnyRow) -> Result<RunEvent, StoreError> {
@@ -225,7 +226,10 @@ fn read_event(row: &AnyRow) -> Result<RunEvent, StoreError> {
         seq: r.count("seq")?,
         run: r.opt_parsed("run_id", RunId::parse)?,
         kind: r.text("kind")?,
-        payload: r.text("payload")?,
+        // decoded by the reader of each kind; here only checked to be JSON
+        payload: r.parsed("payload", |p| {
+            serde_json::from_str::<serde::de::IgnoredAny>(p).map(|_| p.to_owned())
+        })?,
         created_at: r.time("created_at")?,
     })
 }

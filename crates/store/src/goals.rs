@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use crate::error::{db, insert_error, to_json};
 use crate::fence;
 use crate::open::SqlStore;
+use crate::quarantine::{self, Table};
 use crate::records::{SESSION_EXISTS, require};
 use crate::rows::{Reader, known};
 use crate::runs::RUN_EXISTS;
@@ -113,7 +114,7 @@ pub(crate) async fn list(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_goals"))?;
-    rows.iter().map(read_goal).collect()
+    quarantine::read_rows(store, Table::Goals, &rows, read_goal).await
 }
 
 fn read_goal(row: &AnyRow) -> Result<Goal, StoreError> {

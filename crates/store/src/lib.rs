@@ -20,6 +20,7 @@ mod migrations;
 mod open;
 mod plans;
 mod port;
+mod quarantine;
 mod records;
 mod rows;
 mod runs;

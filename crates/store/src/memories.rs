@@ -12,6 +12,7 @@ use sqlx::any::AnyRow;
 use crate::engine::Engine;
 use crate::error::{db, insert_error};
 use crate::open::SqlStore;
+use crate::quarantine::{self, Table};
 use crate::records::{TENANT_EXISTS, require};
 use crate::rows::{Reader, known};
 
@@ -168,7 +169,7 @@ pub(crate) async fn list(
         .fetch_all(&store.pool)
         .await
         .map_err(db(OP))?;
-    rows.iter().map(read_memory).collect()
+    quarantine::read_rows(store, Table::Memories, &rows, read_memory).await
 }
 
 /// The words of `query` (letters and digits, lowercased), at most
@@ -231,7 +232,7 @@ pub(crate) async fn search(
         .fetch_all(&store.pool)
         .await
         .map_err(db(OP))?;
-    rows.iter().map(read_memory).collect()
+    quarantine::read_rows(store, Table::Memories, &rows, read_memory).await
 }
 
 type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use crate::error::{db, is_foreign_key_violation, to_i64, to_json};
 use crate::fence;
 use crate::open::SqlStore;
+use crate::quarantine::{self, Table};
 use crate::records::require;
 use crate::rows::Reader;
 use crate::runs::{self, RUN_EXISTS};
@@ -136,7 +137,7 @@ pub(crate) async fn list(
         }
     }
     .map_err(db(OP))?;
-    rows.iter().map(read_message).collect()
+    quarantine::read_rows(store, Table::Messages, &rows, read_message).await
 }
 
 /// The messages with `seq > after_seq`, in order.
@@ -158,7 +159,7 @@ pub(crate) async fn list_after(
     .fetch_all(&store.pool)
     .await
     .map_err(db(OP))?;
-    rows.iter().map(read_message).collect()
+    quarantine::read_rows(store, Table::Messages, &rows, read_message).await
 }
 
 fn read_message(row: &AnyRow) -> Result<StoredMessage, StoreError> {

@@ -82,7 +82,16 @@ impl SqlStore {
         let pool = AnyPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
-            .test_before_acquire(test_before_acquire(engine))
+            // the ping is ours (below), not the pool's unconditional one
+            .test_before_acquire(false)
+            .before_acquire(move |conn, meta| {
+                Box::pin(async move {
+                    if needs_ping(engine, meta.idle_for) {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if engine == Engine::Sqlite {
@@ -119,15 +128,23 @@ impl SqlStore {
     }
 }
 
-/// Whether the pool pings an idle connection before handing it out. A ping
-/// is a round trip of its own before every operation (to SQLite's worker
-/// thread: a fenced write is ~5 round trips, so it is a sixth). A SQLite
-/// connection is a handle on a local file that cannot go stale, so it is
-/// skipped there. A Postgres connection can be cut under the pool (server
-/// restart, proxy or idle timeout); the ping finds that and the pool opens a
-/// new connection instead of failing the caller's operation.
-fn test_before_acquire(engine: Engine) -> bool {
-    engine == Engine::Postgres
+/// A Postgres connection idle for longer than this is pinged before it is
+/// handed out.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// Whether the pool pings a connection before handing it out. A ping is a
+/// round trip of its own before the operation: on a loaded host each round
+/// trip waits for the database process to be scheduled, and the bench saw the
+/// ping take as long as the query (paddock-bench-recall, `round trip`). A
+/// SQLite connection is a handle on a local file that cannot go stale, so it
+/// is never pinged. A Postgres connection can be cut under the pool (server
+/// restart, proxy or idle timeout); one that sat idle for more than
+/// [`PING_AFTER_IDLE`] is pinged, so the pool opens a new one instead of
+/// failing the caller's operation. One used within that second is handed out
+/// as is: a cut in that window fails that one operation with `Unavailable`
+/// (as a cut during the operation would), and the broken connection is dropped.
+fn needs_ping(engine: Engine, idle_for: Duration) -> bool {
+    engine == Engine::Postgres && idle_for > PING_AFTER_IDLE
 }
 
 /// Every SQLite connection: WAL (one file, readers beside the writer), foreign
@@ -165,6 +182,14 @@ pub(crate) fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_postgres_connections_idle_past_a_second_are_pinged() {
+        assert!(!needs_ping(Engine::Sqlite, Duration::from_secs(3600)));
+        assert!(!needs_ping(Engine::Postgres, Duration::from_millis(10)));
+        assert!(!needs_ping(Engine::Postgres, PING_AFTER_IDLE));
+        assert!(needs_ping(Engine::Postgres, Duration::from_secs(2)));
+    }
 
     #[test]
     fn passwords_never_reach_logs() {

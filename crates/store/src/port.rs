@@ -8,17 +8,17 @@ use paddock_core::ids::{
 };
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page, Plan, Run,
-    RunEvent, RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch, SnapshotFilter,
-    SnapshotRecord, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
-    ToolInvocation, ToolOutcome, Workspace,
+    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page, Plan,
+    QuarantinedRow, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch,
+    SnapshotFilter, SnapshotRecord, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant,
+    Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
-    compactions, events, goals, leases, memories, messages, plans, records, runs, sessions,
-    snapshots, tools,
+    compactions, events, goals, leases, memories, messages, plans, quarantine, records, runs,
+    sessions, snapshots, tools,
 };
 
 #[async_trait]
@@ -455,5 +455,13 @@ impl Store for SqlStore {
 
     async fn delete_memory(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), StoreError> {
         memories::delete(self, tenant, id).await
+    }
+
+    async fn list_quarantined(
+        &self,
+        tenant: Option<&TenantId>,
+        limit: u32,
+    ) -> Result<Vec<QuarantinedRow>, StoreError> {
+        quarantine::list(self, tenant, limit).await
     }
 }

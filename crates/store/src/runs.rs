@@ -10,6 +10,7 @@ use sqlx::any::AnyRow;
 use crate::error::{db, insert_error, to_json};
 use crate::fence;
 use crate::open::SqlStore;
+use crate::quarantine::{self, Table};
 use crate::records::{SESSION_EXISTS, require};
 use crate::rows::{Reader, known};
 use crate::snapshots::SNAPSHOT_EXISTS;
@@ -217,7 +218,7 @@ pub(crate) async fn list(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_runs"))?;
-    rows.iter().map(read_run).collect()
+    quarantine::read_rows(store, Table::Runs, &rows, read_run).await
 }
 
 pub(crate) async fn list_children(
@@ -235,7 +236,7 @@ pub(crate) async fn list_children(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_child_runs"))?;
-    rows.iter().map(read_run).collect()
+    quarantine::read_rows(store, Table::Runs, &rows, read_run).await
 }
 
 pub(crate) async fn list_unfinished(store: &SqlStore) -> Result<Vec<Run>, StoreError> {
@@ -247,7 +248,7 @@ pub(crate) async fn list_unfinished(store: &SqlStore) -> Result<Vec<Run>, StoreE
         .fetch_all(&store.pool)
         .await
         .map_err(db("list_unfinished_runs"))?;
-    rows.iter().map(read_run).collect()
+    quarantine::read_rows(store, Table::Runs, &rows, read_run).await
 }
 
 fn read_run(row: &AnyRow) -> Result<Run, StoreError> {

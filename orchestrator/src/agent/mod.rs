@@ -2,6 +2,7 @@
 //! embedded defaults (SQLite in the data dir, native sandboxes), or the
 //! sessions of a server.
 
+mod doctor;
 mod exit;
 mod local;
 mod memory;
@@ -13,6 +14,7 @@ mod run;
 mod runs;
 mod session;
 
+pub use doctor::doctor;
 pub use exit::EXIT_USAGE;
 pub use memory::memory;
 pub use run::run;

@@ -6,6 +6,7 @@
 
 mod agent_error;
 mod auth;
+mod doctor;
 mod egress;
 mod error;
 mod events;
@@ -230,6 +231,7 @@ fn routes() -> Routes {
         .get("/v1/memory/{id}", memory::get)
         .delete("/v1/memory/{id}", memory::remove)
         .post("/v1/memory/{id}/approve", memory::approve)
+        .get("/v1/doctor/quarantine", doctor::quarantine)
 }
 
 /// Serves until `shutdown` is cancelled (SIGTERM, SIGINT, or a test), then

@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    egress, events, exec, files, memory, meta, processes, runs, sandboxes, sessions, snapshots,
-    workspace_archive,
+    doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes, sessions,
+    snapshots, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -76,6 +76,7 @@ use super::{
         memory::get,
         memory::remove,
         memory::approve,
+        doctor::quarantine,
     ),
     components(schemas(ErrorBody)),
     security(("bearer" = [])),

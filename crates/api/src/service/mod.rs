@@ -14,6 +14,7 @@ mod backends;
 pub mod commands;
 mod config;
 mod disk_quota;
+pub mod doctor;
 mod error;
 mod expiry;
 mod live;
@@ -44,6 +45,7 @@ pub use backends::{BackendEntry, Backends, BackendsError, KNOWN_BACKENDS};
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
+pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
 pub use memory::{AddMemory, MemoryQuery, MemoryView};

@@ -7,9 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan, Run, RunEvent,
-    RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch, SnapshotRecord, StoreError,
-    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
+    QuarantinedRow, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch,
+    SnapshotRecord, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
+    ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId,
@@ -368,4 +369,14 @@ pub trait Store: Send + Sync + fmt::Debug {
         id: &MemoryId,
     ) -> Result<MemoryRecord, StoreError>;
     async fn delete_memory(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), StoreError>;
+
+    /// The rows taken out of their tables because they failed validation
+    /// when read (see [`QuarantinedRow`]), newest first: `tenant`'s, or with
+    /// None every tenant's (the local operator's view). At most `limit`
+    /// (capped at [`MAX_PAGE`]).
+    async fn list_quarantined(
+        &self,
+        tenant: Option<&TenantId>,
+        limit: u32,
+    ) -> Result<Vec<QuarantinedRow>, StoreError>;
 }

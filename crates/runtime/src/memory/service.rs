@@ -4,7 +4,8 @@
 
 use paddock_core::ids::{MemoryId, SessionId, TenantId};
 use paddock_core::store::{
-    MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus, StoredSessionMemory,
+    MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus, QuarantinedRow,
+    StoredSessionMemory,
 };
 
 use crate::error::RuntimeError;
@@ -23,6 +24,20 @@ pub struct NewMemory {
 }
 
 impl Runtime {
+    /// The rows the store took out because they failed validation when read
+    /// (`paddock doctor`): `tenant`'s, or with None every tenant's.
+    pub async fn quarantined(
+        &self,
+        tenant: Option<&TenantId>,
+        limit: u32,
+    ) -> Result<Vec<QuarantinedRow>, RuntimeError> {
+        self.shared
+            .store
+            .list_quarantined(tenant, limit)
+            .await
+            .map_err(RuntimeError::store("list_quarantined"))
+    }
+
     /// The session's memory, if a run ever left one.
     pub async fn session_memory(
         &self,

@@ -11,6 +11,7 @@ pub mod history;
 pub mod leases;
 pub mod memory;
 pub mod proxy;
+pub mod quarantine;
 pub mod upgrade;
 
 use std::sync::Arc;
@@ -170,6 +171,7 @@ macro_rules! contract_tests {
             upgrade::a_0001_database_upgrades_with_its_rows,
             memory::memory_records_are_found_by_relevance_recency_and_scope,
             memory::compactions_and_session_memory_are_fenced_and_ordered,
+            quarantine::corrupt_rows_are_quarantined_and_skipped,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
