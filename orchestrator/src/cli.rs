@@ -419,13 +419,16 @@ pub struct SessionCli {
 }
 
 /// Where the embedded store and workspaces live (as for `paddock serve`).
+/// Where the local state lives unless --data-dir says otherwise.
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/paddock";
+
 #[derive(Debug, Clone, Args)]
 pub struct DataDirArgs {
     /// State directory: paddock.db, workspaces/, blobs/, tmp/.
     #[arg(
         long,
         env = "PADDOCK_DATA_DIR",
-        default_value = "/var/lib/paddock",
+        default_value = DEFAULT_DATA_DIR,
         value_name = "DIR"
     )]
     pub data_dir: PathBuf,
@@ -583,11 +586,57 @@ pub enum SessionCommand {
         /// The session to fork (ses_...).
         id: String,
         /// Fork from the end of this run (run_...) instead of the latest state.
-        #[arg(long, value_name = "RUN")]
+        #[arg(long, value_name = "RUN", conflicts_with = "at")]
         at_run: Option<String>,
+        /// Fork at this checkpoint (ckpt_..., see `session checkpoints`).
+        #[arg(long, value_name = "CHECKPOINT")]
+        at: Option<String>,
         /// Title of the new session (default: the old one's with " (fork)").
         #[arg(long)]
         title: Option<String>,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a session's checkpoints: the workspace and history before each
+    /// run and after every tool batch that changed the workspace.
+    Checkpoints {
+        /// The session (ses_...).
+        id: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a session's workspace and history back to a checkpoint, as a new
+    /// run (only what differs is written; later runs do not see what came
+    /// after it).
+    Rewind {
+        /// The session (ses_...).
+        id: String,
+        /// The checkpoint to go back to (ckpt_...).
+        #[arg(long, value_name = "CHECKPOINT")]
+        to: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed between two checkpoints: paths added, removed or
+    /// changed, and the unified diff of each text file.
+    Diff {
+        /// The session (ses_...).
+        id: String,
+        /// From this checkpoint (default: the one before --to, or the latest).
+        #[arg(long, value_name = "CHECKPOINT")]
+        from: Option<String>,
+        /// To this checkpoint (default: the workspace as it is now).
+        #[arg(long, value_name = "CHECKPOINT")]
+        to: Option<String>,
         #[command(flatten)]
         data: DataDirArgs,
         /// Print JSON instead of text.

@@ -15,6 +15,7 @@ mod doc_check;
 mod docker_seccomp;
 mod error;
 mod etc;
+mod guest_hardening;
 mod id_pool;
 mod idmap_mount;
 mod ids;

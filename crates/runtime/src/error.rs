@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use paddock_core::blob::BlobError;
-use paddock_core::ids::{RunId, SessionId, SnapshotId, WorkspaceId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, WorkspaceId};
 use paddock_core::sandbox::SandboxError;
 use paddock_core::store::{StoreError, Timestamp};
 use paddock_snapshot::SnapshotError;
@@ -67,6 +67,17 @@ pub enum RuntimeError {
         path: PathBuf,
         #[source]
         source: SnapshotError,
+    },
+    #[error("checkpoint of {path}")]
+    Checkpoint {
+        path: PathBuf,
+        #[source]
+        source: SnapshotError,
+    },
+    #[error("checkpoint {checkpoint} is not one of session {session}")]
+    CheckpointNotInSession {
+        checkpoint: CheckpointId,
+        session: SessionId,
     },
     #[error("restoring snapshot {snapshot} into {path}")]
     SnapshotRestore {

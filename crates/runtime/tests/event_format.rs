@@ -12,19 +12,19 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, ToolInvocationId};
 use paddock_core::model::{ToolCall, Usage};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Budgets, CriterionReview, EndReason, Lease, NewEvent, Review, RunMode, RunState, RunUsage,
-    SubagentProfile, TaskStatus, Verdict,
+    Budgets, CheckpointReason, CriterionReview, EndReason, Lease, NewEvent, Review, RunMode,
+    RunState, RunUsage, SubagentProfile, TaskStatus, Verdict,
 };
 use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
-    CallStatus, ContextCompacted, ContextCompacting, EgressDecisionEvent, Event, EventPayload,
-    ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, RunFinished,
-    RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
-    SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
+    CallStatus, CheckpointCreated, ContextCompacted, ContextCompacting, EgressDecisionEvent, Event,
+    EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress,
+    RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
+    SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
 };
 use serde_json::json;
 use support::Harness;
@@ -147,6 +147,10 @@ const STORED: &[(&str, &str)] = &[
     (
         "parent.message",
         r#"{"message":"Also cover the error path."}"#,
+    ),
+    (
+        "checkpoint.created",
+        r#"{"checkpoint_id":"ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4","reason":"tool_batch","files":120,"bytes":52000,"new_blobs":1,"new_bytes":812,"hashed_files":1,"duration_ms":4}"#,
     ),
     (
         "run.started",
@@ -483,6 +487,17 @@ fn written() -> Vec<Event> {
             message: "Also cover the error path.".into(),
         }
         .into(),
+        CheckpointCreated {
+            checkpoint_id: CheckpointId::parse("ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4").unwrap(),
+            reason: CheckpointReason::ToolBatch,
+            files: 120,
+            bytes: 52_000,
+            new_blobs: 1,
+            new_bytes: 812,
+            hashed_files: 1,
+            duration_ms: 4,
+        }
+        .into(),
         RunStarted {
             goal: "Spend little".into(),
             success_criteria: vec![],
@@ -580,7 +595,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 16);
+    assert_eq!(Event::KINDS.len(), 17);
 }
 
 #[test]
@@ -615,6 +630,7 @@ fn payload_types_name_their_stored_kinds() {
         RunFinished::KIND,
         SubagentStatus::KIND,
         ParentMessage::KIND,
+        CheckpointCreated::KIND,
     ];
     assert_eq!(
         kinds,
@@ -635,6 +651,7 @@ fn payload_types_name_their_stored_kinds() {
             "run.finished",
             "subagent.status",
             "parent.message",
+            "checkpoint.created",
         ]
     );
 }

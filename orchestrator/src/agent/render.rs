@@ -127,6 +127,10 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             &format!("[parent] {}", message.message.trim()),
             "         ",
         )),
+        Event::CheckpointCreated(c) => Some(format!(
+            "[checkpoint] {} ({}): {} files, {} new ({} bytes) in {} ms",
+            c.checkpoint_id, c.reason, c.files, c.new_blobs, c.new_bytes, c.duration_ms
+        )),
         Event::Other(other)
             if other.kind.starts_with("child.") || other.kind.starts_with("subagent.") =>
         {

@@ -48,6 +48,9 @@ struct Args {
     /// Runs of each microvm line (a TCG boot takes seconds); 0 skips them.
     #[arg(long, default_value_t = 3)]
     microvm_runs: usize,
+    /// Only the microvm lines.
+    #[arg(long)]
+    microvm_only: bool,
 }
 
 /// Timings of one line, sorted.
@@ -445,6 +448,9 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if args.runs == 0 {
         bail!("--runs must be at least 1");
+    }
+    if args.microvm_only {
+        return microvm::run(args.microvm_runs.max(1));
     }
     let profile = if cfg!(debug_assertions) {
         "debug"

@@ -51,6 +51,9 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")
         }
+        RuntimeError::CheckpointNotInSession { .. } => {
+            (StatusCode::NOT_FOUND, "checkpoint_not_found")
+        }
         RuntimeError::NoEndSnapshot { .. } => (StatusCode::CONFLICT, "no_end_snapshot"),
         RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
         RuntimeError::Sandbox { .. } => {
@@ -91,6 +94,7 @@ fn not_found_code(entity: &str) -> &'static str {
         "workspace" => "workspace_not_found",
         "snapshot" => "snapshot_not_found",
         "memory" => "memory_not_found",
+        "checkpoint" => "checkpoint_not_found",
         _ => "not_found",
     }
 }

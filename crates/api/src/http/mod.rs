@@ -6,6 +6,7 @@
 
 mod agent_error;
 mod auth;
+mod checkpoints;
 mod doctor;
 mod egress;
 mod error;
@@ -219,6 +220,9 @@ fn routes() -> Routes {
         .patch("/v1/sessions/{id}", sessions::update)
         .delete("/v1/sessions/{id}", sessions::archive)
         .post("/v1/sessions/{id}/fork", sessions::fork)
+        .get("/v1/sessions/{id}/checkpoints", checkpoints::list)
+        .post("/v1/sessions/{id}/rewind", checkpoints::rewind)
+        .get("/v1/sessions/{id}/diff", checkpoints::diff)
         .get("/v1/sessions/{id}/runs", sessions::list_runs)
         .post("/v1/sessions/{id}/runs", sessions::start_run)
         .get("/v1/sessions/{id}/events", events::stream)

@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes, sessions,
-    snapshots, workspace_archive,
+    checkpoints, doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes,
+    sessions, snapshots, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -64,6 +64,9 @@ use super::{
         sessions::update,
         sessions::archive,
         sessions::fork,
+        checkpoints::list,
+        checkpoints::rewind,
+        checkpoints::diff,
         sessions::list_runs,
         sessions::start_run,
         events::stream,

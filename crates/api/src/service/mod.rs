@@ -11,6 +11,7 @@
 
 mod agent_views;
 mod backends;
+pub mod checkpoints;
 pub mod commands;
 mod config;
 mod disk_quota;
@@ -42,6 +43,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use agent_views::{RunView, SessionView};
 pub use backends::{BackendEntry, Backends, BackendsError, KNOWN_BACKENDS};
+pub use checkpoints::{
+    CheckpointDiffView, CheckpointView, FileChangeView, RewindSession, RewindView,
+};
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };

@@ -107,6 +107,9 @@ pub struct ForkSession {
     /// Fork from the end of this run of the session (default: its latest state).
     #[serde(default)]
     pub at_run: Option<RunId>,
+    /// Fork at this checkpoint of the session instead (not with `at_run`).
+    #[serde(default)]
+    pub at_checkpoint: Option<paddock_core::ids::CheckpointId>,
     #[serde(default)]
     pub title: Option<String>,
 }
@@ -317,11 +320,24 @@ impl AgentService {
             Some(title) => title_or(Some(title), "")?,
             None => fork_title(&self.session(tenant, id).await?.title),
         };
-        let session = self
-            .runtime
-            .fork_session(tenant, id, command.at_run.as_ref(), &title)
-            .await
-            .map_err(AgentError::runtime("fork_session"))?;
+        let session = match (&command.at_checkpoint, &command.at_run) {
+            (Some(_), Some(_)) => {
+                return Err(AgentError::invalid(
+                    "at_checkpoint",
+                    "give at_run or at_checkpoint, not both",
+                ));
+            }
+            (Some(checkpoint), None) => self
+                .runtime
+                .fork_at_checkpoint(tenant, id, checkpoint, &title)
+                .await
+                .map_err(AgentError::runtime("fork_at_checkpoint"))?,
+            (None, at_run) => self
+                .runtime
+                .fork_session(tenant, id, at_run.as_ref(), &title)
+                .await
+                .map_err(AgentError::runtime("fork_session"))?,
+        };
         Ok(SessionView::from(&session))
     }
 

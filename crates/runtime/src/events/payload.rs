@@ -10,12 +10,12 @@
 //! `kind` column and the payload JSON); `tests/event_format.rs` pins it
 //! with events as they were stored before the types were read back.
 
-use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, ToolInvocationId};
 use paddock_core::model::{ToolCall, Usage};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Budgets, EndReason, Review, RunEvent, RunMode, RunState, RunUsage, SubagentProfile, TaskStatus,
-    Verdict,
+    Budgets, CheckpointReason, EndReason, Review, RunEvent, RunMode, RunState, RunUsage,
+    SubagentProfile, TaskStatus, Verdict,
 };
 use paddock_proto::{EgressDecision, NetworkPolicy};
 use serde::de::DeserializeOwned;
@@ -332,6 +332,23 @@ pub struct ParentMessage {
     pub message: String,
 }
 
+/// `checkpoint.created`: the workspace and the session's position were
+/// recorded (at run start, after a tool batch that changed the workspace,
+/// or by a rewind); a rewind or fork can go back to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointCreated {
+    pub checkpoint_id: CheckpointId,
+    pub reason: CheckpointReason,
+    pub files: u64,
+    pub bytes: u64,
+    /// Blobs and bytes stored for it (content no earlier checkpoint had).
+    pub new_blobs: u64,
+    pub new_bytes: u64,
+    /// Files read to hash them (the others' stat was unchanged).
+    pub hashed_files: u64,
+    pub duration_ms: u64,
+}
+
 /// The kinds: each payload type's [`EventPayload`] impl and its variant of
 /// [`Event`], from one line per kind.
 macro_rules! event_kinds {
@@ -415,6 +432,8 @@ event_kinds! {
     SubagentStatus(SubagentStatus) = "subagent.status",
     /// In a subagent's session: the parent sent it a message.
     ParentMessage(ParentMessage) = "parent.message",
+    /// The workspace and the session's position were recorded.
+    CheckpointCreated(CheckpointCreated) = "checkpoint.created",
 }
 
 impl Event {

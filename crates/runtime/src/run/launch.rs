@@ -9,8 +9,8 @@ use std::sync::atomic::AtomicBool;
 use paddock_core::ids::{GoalId, SessionId, TenantId};
 use paddock_core::model::Message;
 use paddock_core::store::{
-    EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate, SessionStatus,
-    StoreError, Workspace,
+    CheckpointReason, EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate,
+    SessionStatus, StoreError, Workspace,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -23,6 +23,7 @@ use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
     FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
 };
+use crate::checkpoints::{Checkpointer, Place};
 use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
@@ -49,6 +50,7 @@ struct Launched {
     cancel: CancellationToken,
     /// The workspace's writer lease; None for a read-only run.
     writer: Option<Lease>,
+    checkpoints: Option<Checkpointer>,
 }
 
 impl Runtime {
@@ -168,6 +170,34 @@ impl Runtime {
             release_early(journal).await;
             return Err(err);
         }
+        // a writing root run first records where the user can go back to
+        let checkpoints = match (&writer, &options.parent_run) {
+            (Some(_), None) => {
+                let place = Place {
+                    tenant: tenant.clone(),
+                    session: session.id.clone(),
+                    run: run.id.clone(),
+                    workspace: workspace.id.clone(),
+                    dir: dir.clone(),
+                };
+                Some(Checkpointer::new(store, &shared.blobs, self.capture_options(), place).await)
+            }
+            _ => None,
+        };
+        let mut checkpoints = checkpoints;
+        let start_checkpoint = match checkpoints.as_mut() {
+            Some(checkpointer) => match checkpointer
+                .take(journal.lease(), CheckpointReason::RunStart)
+                .await
+            {
+                Ok(taken) => taken.map(|(_, event)| event),
+                Err(err) => {
+                    tracing::warn!(error = %error_chain(&err), "checkpointing the workspace before the run");
+                    None
+                }
+            },
+            None => None,
+        };
         let (goal, history, context) = match prepare(&journal, &run, &request, &options).await {
             Ok(prepared) => prepared,
             Err(err) => {
@@ -176,6 +206,12 @@ impl Runtime {
                 return Err(err);
             }
         };
+
+        if let Some(event) = &start_checkpoint
+            && let Err(err) = journal.emit(event).await
+        {
+            tracing::warn!(error = %error_chain(&err), "recording the run's start checkpoint");
+        }
 
         let cancel = options
             .parent_cancel
@@ -203,6 +239,7 @@ impl Runtime {
             dir,
             cancel,
             writer,
+            checkpoints,
         };
         let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
         Ok(RunHandle { run, task })
@@ -307,6 +344,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             dir,
             cancel,
             writer,
+            checkpoints,
         } = launched;
         let snapshot_limits = request
             .snapshot_limits
@@ -466,6 +504,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             run: run.clone(),
                             family: Arc::clone(&family_budget),
                             price,
+                            checkpoints,
                         };
                         let (ending, used) = Driver::new(parts).run().await;
                         usage = used;

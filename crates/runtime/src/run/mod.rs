@@ -34,7 +34,9 @@ use crate::tools::WriteScope;
 
 pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
-pub(crate) use writer::release_dead as release_dead_writer;
+pub(crate) use writer::{
+    acquire as acquire_writer, release as release_writer, release_dead as release_dead_writer,
+};
 
 /// Where the model of each subagent comes from (a test gives each child its
 /// own script; a product may pick a cheaper model for `explore`).
