@@ -48,6 +48,9 @@ pub(crate) struct Startup {
     /// The host connection is on fds 0 and 1 (a container's attached
     /// stdio, a microVM's virtio-serial port), not a socket on fd 0.
     pub(crate) stdio: bool,
+    /// Variables every command of a sandbox with egress gets (secrets'
+    /// placeholders, the CA bundle's paths).
+    pub(crate) egress_env: Vec<(String, String)>,
 }
 
 fn main() -> ExitCode {
@@ -93,6 +96,7 @@ fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
         command_filter: None,
         sandbox_id: None,
         stdio: false,
+        egress_env: Vec::new(),
     })
 }
 
@@ -120,6 +124,7 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
         stdio: false,
+        egress_env: spec.egress_env,
     })
 }
 
@@ -161,6 +166,7 @@ fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
         stdio: true,
+        egress_env: Vec::new(),
     })
 }
 
@@ -182,12 +188,14 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
     };
     let workspace = Workspace::open_root(startup.root.clone())
         .with_context(|| format!("opening workspace {}", startup.root.display()))?;
-    let agent = Arc::new(Agent::new(
+    let mut agent = Agent::new(
         workspace,
         startup.enforcement,
         startup.command_filter,
         ring_bytes,
-    ));
+    );
+    agent.egress_env = startup.egress_env;
+    let agent = Arc::new(agent);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // File requests run here; a sandbox's pids limit also counts threads.

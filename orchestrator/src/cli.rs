@@ -85,6 +85,10 @@ pub struct BackendArgs {
     /// allows it (an internal registry). Repeatable.
     #[arg(long = "egress-allow-private", global = true, value_name = "IP")]
     pub egress_allow_private: Vec<std::net::IpAddr>,
+    /// A PEM file of CAs the egress proxy trusts, besides the system's,
+    /// when it forwards a secret's request over TLS (an internal host).
+    #[arg(long = "egress-ca", global = true, value_name = "FILE")]
+    pub egress_ca: Vec<std::path::PathBuf>,
 }
 
 impl BackendArgs {
@@ -96,6 +100,7 @@ impl BackendArgs {
                 paddock_egress::Resolver::Nameserver,
             ),
             allowed_private: self.egress_allow_private.clone(),
+            extra_roots: self.egress_ca.clone(),
             ..paddock_egress::EgressConfig::default()
         }
     }
@@ -494,6 +499,18 @@ pub struct GoalArgs {
     /// Most bytes of file content in those snapshots (100M, 2G) [default: 100M].
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub snapshot_max_bytes: Option<u64>,
+    /// The network of the run's sandbox (its subagents get it or a
+    /// narrower one): none; `allow:HOST[:PORT],...` (exact hosts, `*.suffix`,
+    /// IP literals) through the egress proxy; full: any host through the
+    /// same proxy and address guard. Default: none here, the server's
+    /// default with --server (which may refuse more than it allows).
+    #[arg(long, value_name = "POLICY", value_parser = parse_network)]
+    pub network: Option<NetworkPolicy>,
+    /// A secret injected at egress into the run's sandbox (repeatable), as
+    /// for `sandbox run --secret`: `NAME@HOST[,HOST...][=HEADER]`, the value
+    /// from this environment's NAME. Not sent with --server.
+    #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
+    pub secrets: Vec<paddock_proto::SecretSpec>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,
@@ -1027,6 +1044,14 @@ pub struct RunArgs {
     /// same proxy (never the host's own network or services).
     #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
     pub network: NetworkPolicy,
+    /// A secret injected at egress (repeatable): NAME@HOST[,HOST...] with
+    /// an optional =HEADER template ("Authorization: Bearer {{secret}}").
+    /// Its value is this environment's NAME; the sandbox's NAME holds only
+    /// a placeholder, which the egress proxy swaps for the value in the
+    /// headers of HTTPS requests to those hosts (it terminates their TLS
+    /// with the sandbox's own CA, which the sandbox trusts).
+    #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
+    pub secrets: Vec<paddock_proto::SecretSpec>,
     /// Memory limit: bytes, or with a suffix (512M, 1G); 0 = no limit. Default 1G.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
@@ -1091,6 +1116,16 @@ pub struct InfoArgs {
     /// Without an id: the backends checked for whether this host can run them.
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+/// `NAME@HOSTS[=HEADER]`, the value from this process's environment.
+fn parse_secret(raw: &str) -> Result<paddock_proto::SecretSpec, String> {
+    let request: paddock_proto::SecretRequest = raw.parse().map_err(|e| format!("{e}"))?;
+    let value = std::env::var(&request.name)
+        .map_err(|_| format!("secret {}: ${} is not set here", request.name, request.name))?;
+    request
+        .with_value(paddock_proto::SecretValue::new(value))
+        .map_err(|e| e.to_string())
 }
 
 fn parse_network(raw: &str) -> Result<NetworkPolicy, String> {

@@ -53,7 +53,9 @@ pub use oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError};
+pub use spec::{
+    CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError,
+};
 
 use paddock_proto::Enforcement;
 

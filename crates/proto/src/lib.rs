@@ -17,6 +17,7 @@ mod frame;
 mod messages;
 mod network;
 mod sandbox_spec;
+mod secret;
 
 pub use enforcement::{
     CgroupEnforcement, Enforcement, LayerState, VmEnforcement, WorkspaceQuotaEnforcement,
@@ -33,11 +34,15 @@ pub use messages::{
 };
 pub use network::{
     Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
-    NetworkPolicy, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
+    NetworkBounds, NetworkPolicy, NetworkRefused, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS,
     MissingScopePath, SandboxLimits, check_writable_paths, writable_path_parts,
+};
+pub use secret::{
+    InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretRequest, SecretSpec, SecretValue,
+    parse_header_template,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

@@ -19,11 +19,12 @@ use paddock_core::store::{
     Budgets, CheckpointReason, CriterionReview, EndReason, Lease, NewEvent, Review, RunMode,
     RunState, RunUsage, SubagentProfile, TaskStatus, Verdict,
 };
+use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
-    CallStatus, CheckpointCreated, ContextCompacted, ContextCompacting, Event, EventPayload,
-    ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, RunFinished,
-    RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
-    SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
+    CallStatus, CheckpointCreated, ContextCompacted, ContextCompacting, EgressDecisionEvent, Event,
+    EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress,
+    RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
+    SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
 };
 use serde_json::json;
 use support::Harness;
@@ -159,6 +160,18 @@ const STORED: &[(&str, &str)] = &[
         "run.finished",
         r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":1,"wall_clock_ms":900,"cost_micro_usd":1150},"total_usage":{"turns":7,"input_tokens":2100,"output_tokens":280,"tool_calls":9,"wall_clock_ms":1500,"cost_micro_usd":8050},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
     ),
+    (
+        "run.started",
+        r#"{"goal":"Fetch the package","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null,"network":{"allowlist":["pypi.org","*.pythonhosted.org:443"]}}"#,
+    ),
+    (
+        "egress.decision",
+        r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","allowed":true,"host":"pypi.org","port":443,"via":"connect","bytes_out":2100,"bytes_in":880000,"duration_ms":420,"count":3}"#,
+    ),
+    (
+        "egress.decision",
+        r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","allowed":false,"host":"169.254.169.254","port":80,"via":"transparent","reason":"169.254.169.254 is 169.254.169.254, the cloud metadata address","bytes_out":0,"bytes_in":0,"duration_ms":0,"count":1,"omitted":12}"#,
+    ),
 ];
 
 fn usage(turns: u32, input: u64, output: u64, calls: u32, ms: u64) -> RunUsage {
@@ -212,6 +225,7 @@ fn written() -> Vec<Event> {
             parent_run: None,
             profile: None,
             task_key: None,
+            network: None,
         }
         .into(),
         RunStarted {
@@ -229,6 +243,7 @@ fn written() -> Vec<Event> {
             parent_run: Some(run.clone()),
             profile: Some(SubagentProfile::Explore),
             task_key: Some("api".into()),
+            network: None,
         }
         .into(),
         RunStateChanged {
@@ -248,7 +263,7 @@ fn written() -> Vec<Event> {
         }
         .into(),
         SandboxStopped {
-            sandbox_id: sandbox,
+            sandbox_id: sandbox.clone(),
             error: Some("destroying the sandbox: the guest did not answer".into()),
         }
         .into(),
@@ -498,6 +513,7 @@ fn written() -> Vec<Event> {
             parent_run: None,
             profile: None,
             task_key: None,
+            network: None,
         }
         .into(),
         RunFinished {
@@ -519,6 +535,58 @@ fn written() -> Vec<Event> {
             snapshot_limit: None,
         }
         .into(),
+        RunStarted {
+            goal: "Fetch the package".into(),
+            success_criteria: vec![],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 10,
+                max_tokens: 50_000,
+                max_tool_calls: 20,
+                max_wall_clock_ms: 60_000,
+                max_cost_micro_usd: None,
+            },
+            model: "openai:gpt-4o".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+            network: Some("allow:pypi.org,*.pythonhosted.org:443".parse().unwrap()),
+        }
+        .into(),
+        EgressDecisionEvent {
+            sandbox_id: sandbox.clone(),
+            decision: EgressDecision {
+                allowed: true,
+                host: "pypi.org".into(),
+                port: 443,
+                via: "connect".into(),
+                reason: None,
+                bytes_out: 2100,
+                bytes_in: 880_000,
+                duration_ms: 420,
+            },
+            count: 3,
+            omitted: 0,
+        }
+        .into(),
+        EgressDecisionEvent {
+            sandbox_id: sandbox,
+            decision: EgressDecision {
+                allowed: false,
+                host: "169.254.169.254".into(),
+                port: 80,
+                via: "transparent".into(),
+                reason: Some(
+                    "169.254.169.254 is 169.254.169.254, the cloud metadata address".into(),
+                ),
+                bytes_out: 0,
+                bytes_in: 0,
+                duration_ms: 0,
+            },
+            count: 1,
+            omitted: 12,
+        }
+        .into(),
     ]
 }
 
@@ -527,7 +595,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 16);
+    assert_eq!(Event::KINDS.len(), 17);
 }
 
 #[test]
@@ -550,6 +618,7 @@ fn payload_types_name_their_stored_kinds() {
         RunStateChanged::KIND,
         SandboxReady::KIND,
         SandboxStopped::KIND,
+        EgressDecisionEvent::KIND,
         ModelMessage::KIND,
         ContextCompacting::KIND,
         ContextCompacted::KIND,
@@ -570,6 +639,7 @@ fn payload_types_name_their_stored_kinds() {
             "run.state",
             "sandbox.ready",
             "sandbox.stopped",
+            "egress.decision",
             "model.message",
             "context.compacting",
             "context.compacted",

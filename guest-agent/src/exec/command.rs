@@ -61,6 +61,7 @@ pub fn spawn(
     ws: &Workspace,
     filter: Option<&CommandFilter>,
     proxied: bool,
+    egress_env: &[(String, String)],
 ) -> Result<Spawned, ErrorInfo> {
     let argv = match (&spec.shell, spec.argv.is_empty()) {
         (Some(_), true) | (None, false) => command_line(spec),
@@ -81,6 +82,11 @@ pub fn spawn(
         .env("LANG", "C.UTF-8")
         .env("TERM", "xterm")
         .envs(if proxied { PROXY_ENV } else { &[] }.iter().copied())
+        .envs(
+            if proxied { egress_env } else { &[] }
+                .iter()
+                .map(|(k, v)| (k, v)),
+        )
         .envs(&spec.env)
         .current_dir(&cwd)
         .kill_on_drop(false);

@@ -157,6 +157,7 @@ async fn run(
         &agent.workspace,
         agent.command_filter.as_ref(),
         command::proxied(&agent.enforcement),
+        &agent.egress_env,
     )?;
     let pid = spawned.pid;
     let pgid = i32::try_from(pid).unwrap_or(i32::MAX);

@@ -204,6 +204,7 @@ pub fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Handled {
         &agent.workspace,
         agent.command_filter.as_ref(),
         command::proxied(&agent.enforcement),
+        &agent.egress_env,
     )?;
     let pid = spawned.pid;
     let handle = table.next_handle.fetch_add(1, Ordering::Relaxed);

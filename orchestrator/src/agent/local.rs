@@ -101,6 +101,7 @@ impl Local {
                 native.unconfined = backend_args.unconfined;
                 native.cgroup_parent = CGROUP_PARENT.to_owned();
                 native.temp_root = Some(dir.join("tmp"));
+                native.egress = backend_args.egress();
                 Arc::new(NativeBackend::new(native))
             }
         };

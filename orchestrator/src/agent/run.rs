@@ -95,6 +95,8 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             instructions: None,
             subagent_models: subagent_models(args)?,
             snapshot_limits: snapshot_limits(args)?,
+            network: args.network.clone(),
+            secrets: args.secrets.clone(),
         },
     })
 }

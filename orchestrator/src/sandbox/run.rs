@@ -129,6 +129,7 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
             workspace_inodes: args.workspace_inodes,
         },
         allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
+        secrets: args.secrets.clone(),
     }
 }
 

@@ -25,6 +25,9 @@ impl From<AgentError> for ApiError {
                 "model_unavailable",
                 reason,
             ),
+            AgentError::NetworkNotAllowed { reason } => {
+                ApiError::new(StatusCode::FORBIDDEN, "network_not_allowed", reason)
+            }
             AgentError::ShuttingDown => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",

@@ -295,10 +295,7 @@ impl SandboxService {
     ) -> Result<SandboxView, ServiceError> {
         // A policy no backend could apply is the caller's mistake (400),
         // found before any sandbox starts.
-        command
-            .network
-            .validate()
-            .map_err(|e| ServiceError::invalid("network", e.to_string()))?;
+        ServiceError::check_network(&self.config.network, &command.network)?;
         let entry = self
             .backends
             .choose(command.backend.as_deref(), command.image.as_deref())?;

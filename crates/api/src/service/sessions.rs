@@ -11,6 +11,7 @@ use paddock_core::ids::{RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{
     Budgets, MAX_PAGE, Page, Run, RunEvent, RunMode, Session, SessionStatus,
 };
+use paddock_proto::{NetworkPolicy, NetworkRefused};
 use paddock_runtime::subagents::ModelsByKey;
 use paddock_runtime::{
     ChangesDecision, EventStream, RunHandle, Runtime, RuntimeError, StartRun, SubagentModels,
@@ -58,6 +59,9 @@ pub enum AgentError {
         message: String,
         data: serde_json::Value,
     },
+    /// The network asked for is beyond what the operator allows tenants.
+    #[error("{reason}")]
+    NetworkNotAllowed { reason: String },
 }
 
 impl AgentError {
@@ -143,6 +147,10 @@ pub struct StartRunCommand {
     /// This run's snapshot limits (default: the server's).
     #[serde(default)]
     pub snapshot_limits: Option<super::commands::SnapshotLimitsRequest>,
+    /// The network of the run's sandbox (default: the server's); 403
+    /// beyond the most the server allows tenants.
+    #[serde(default)]
+    pub network: Option<NetworkPolicy>,
 }
 
 /// A run this node drives, started over the API.
@@ -480,6 +488,17 @@ impl AgentService {
             .map(|asked| asked.resolve(settings.limits, settings.request_max))
             .transpose()
             .map_err(|(field, reason)| AgentError::invalid(field, reason))?;
+        let network = match self.runtime.config().network.grant(command.network) {
+            Ok(network) => network,
+            Err(NetworkRefused::Invalid(e)) => {
+                return Err(AgentError::invalid("network", e.to_string()));
+            }
+            Err(above) => {
+                return Err(AgentError::NetworkNotAllowed {
+                    reason: above.to_string(),
+                });
+            }
+        };
         let provider = self.models.resolve(&command.model)?;
         let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
@@ -495,6 +514,8 @@ impl AgentService {
             instructions: command.instructions,
             subagent_models,
             snapshot_limits,
+            network: Some(network),
+            secrets: Vec::new(),
         })
     }
 

@@ -116,6 +116,8 @@ impl Runtime {
                     parent_run: None,
                     profile: None,
                     task_key: None,
+                    // a rewind starts no sandbox
+                    network: None,
                 })
                 .await?;
             let stats = self.restore_manifest(&dir, target.clone(), hint).await?;

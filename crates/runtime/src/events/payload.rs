@@ -17,6 +17,7 @@ use paddock_core::store::{
     Budgets, CheckpointReason, EndReason, Review, RunEvent, RunMode, RunState, RunUsage,
     SubagentProfile, TaskStatus, Verdict,
 };
+use paddock_proto::{EgressDecision, NetworkPolicy};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,6 +44,10 @@ pub struct RunStarted {
     pub parent_run: Option<RunId>,
     pub profile: Option<SubagentProfile>,
     pub task_key: Option<String>,
+    /// The network policy of the run's sandbox (absent in events written
+    /// before runs had one: those ran with none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkPolicy>,
 }
 
 /// `run.state`: the run moved to `state`; `usage` is what it spent so far.
@@ -65,6 +70,30 @@ pub struct SandboxReady {
 pub struct SandboxStopped {
     pub sandbox_id: SandboxId,
     pub error: Option<String>,
+}
+
+/// `egress.decision`: connections of the run's sandbox through its egress
+/// proxy (never a header or a payload byte, so never a secret). Decisions
+/// alike (allowed, host, port, via, reason) within one flush are one event
+/// with their count and summed bytes and durations; a flush writes a
+/// bounded number of events and a run a bounded total, and what is left
+/// out is counted in `omitted` (see `run::egress_events`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EgressDecisionEvent {
+    pub sandbox_id: SandboxId,
+    #[serde(flatten)]
+    pub decision: EgressDecision,
+    /// How many connections this event stands for (0: only a summary of
+    /// what the run's cap left out, naming the latest decision).
+    pub count: u64,
+    /// Decisions of this flush (and, on the run's last, of the run) not
+    /// written as events of their own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `model.message`: one model turn's answer.
@@ -385,6 +414,8 @@ event_kinds! {
     RunState(RunStateChanged) = "run.state",
     SandboxReady(SandboxReady) = "sandbox.ready",
     SandboxStopped(SandboxStopped) = "sandbox.stopped",
+    /// Connections of the run's sandbox through its egress proxy (coalesced, bounded).
+    EgressDecision(EgressDecisionEvent) = "egress.decision",
     ModelMessage(ModelMessage) = "model.message",
     /// The history is being summarised to fit the context window.
     ContextCompacting(ContextCompacting) = "context.compacting",

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::driver::{Driver, DriverParts, Ending};
+use super::egress_events::EgressEvents;
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
     FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
@@ -71,7 +72,7 @@ impl Runtime {
         &self,
         tenant: &TenantId,
         session_id: &SessionId,
-        request: StartRun,
+        mut request: StartRun,
         options: RunOptions,
     ) -> Result<RunHandle, RuntimeError> {
         let shared = &self.shared;
@@ -91,6 +92,15 @@ impl Runtime {
                 ),
             });
         }
+        // the policy in force from here on: in run.started and the sandbox
+        let network = request
+            .network
+            .take()
+            .unwrap_or_else(|| shared.config.network.default.clone());
+        network.validate().map_err(|e| RuntimeError::Invalid {
+            reason: format!("network: {e}"),
+        })?;
+        request.network = Some(network);
         let session = self.get_session(tenant, session_id).await?;
         if session.status == SessionStatus::Archived {
             return Err(RuntimeError::SessionArchived {
@@ -280,6 +290,7 @@ async fn prepare(
         parent_run: options.parent_run.clone(),
         profile: options.profile,
         task_key: options.task_key.clone(),
+        network: request.network.clone(),
     };
     journal.emit(&started).await?;
     Ok((goal, history, context))
@@ -376,15 +387,21 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
         let price = shared.config.prices.of(request.provider.name());
         let mut usage = run.usage;
         let mut sandbox_id = None;
+        let network = request.network.clone().unwrap_or_default();
         let sandbox = if admitted {
             let access =
                 WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref());
+            let template = paddock_core::sandbox::SandboxSpec {
+                network: network.clone(),
+                secrets: request.secrets.clone(),
+                ..shared.config.sandbox.clone()
+            };
             Some(
                 RunSandbox::start(
                     &shared.backend,
                     &shared.store,
                     &shared.config.node,
-                    &shared.config.sandbox,
+                    &template,
                     &run.tenant,
                     &workspace.id,
                     dir.clone(),
@@ -411,6 +428,9 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                     backend: sandbox.backend().to_owned(),
                     read_only: sandbox.read_only(),
                 };
+                let egress_events = sandbox.egress_log().map(|log| {
+                    EgressEvents::start(Arc::clone(&journal), log, sandbox.id().clone())
+                });
                 let ending = match journal.emit(&ready).await {
                     Err(err) => Ending::Failed {
                         reason: EndReason::InfrastructureError,
@@ -430,6 +450,8 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 models: request.subagent_models.clone(),
                                 budget: Arc::clone(&family_budget),
                                 snapshot_limits,
+                                network: network.clone(),
+                                secrets: request.secrets.clone(),
                             })
                         });
                         let place = MemoryPlace {
@@ -503,10 +525,13 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                         ending
                     }
                 };
-                let stopped = SandboxStopped {
-                    sandbox_id: sandbox.id().clone(),
-                    error: sandbox.stop(&shared.store).await,
-                };
+                let sandbox_id = sandbox.id().clone();
+                let error = sandbox.stop(&shared.store).await;
+                // the last decisions (connections the stop closed) before sandbox.stopped
+                if let Some(events) = egress_events {
+                    events.stop().await;
+                }
+                let stopped = SandboxStopped { sandbox_id, error };
                 if let Err(err) = journal.emit(&stopped).await {
                     tracing::warn!(error = %error_chain(&err), "recording the stopped sandbox");
                 }

@@ -3,6 +3,7 @@
 mod budget;
 mod compact;
 mod driver;
+mod egress_events;
 mod family_budget;
 mod finish;
 mod gate;
@@ -61,6 +62,14 @@ pub struct StartRun {
     /// The snapshot limits of this run's end snapshot and of its subagents'
     /// workspace copies; None: the runtime's (`RuntimeConfig::snapshot`).
     pub snapshot_limits: Option<paddock_snapshot::Limits>,
+    /// The network of the run's sandbox (its subagents get it or a
+    /// narrower one); None: the runtime's default
+    /// (`RuntimeConfig::network`). Not bounded by the runtime's max: the
+    /// API checks a tenant's request against it.
+    pub network: Option<paddock_proto::NetworkPolicy>,
+    /// Secrets injected at egress into the run's sandbox and its
+    /// subagents' (never stored: `SandboxSpec::secrets` is not serialized).
+    pub secrets: Vec<paddock_proto::SecretSpec>,
 }
 
 impl StartRun {
@@ -75,6 +84,8 @@ impl StartRun {
             instructions: None,
             subagent_models: None,
             snapshot_limits: None,
+            network: None,
+            secrets: Vec::new(),
         }
     }
 }
