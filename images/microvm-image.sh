@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the microVM image from Debian packages only: the kernel of
-# linux-image-amd64 and an initramfs holding busybox-static, the virtio and
-# 9p modules that kernel needs, a minimal /etc and the /init script below.
+# linux-image-amd64 and an initramfs holding busybox-static, the virtio,
+# 9p and balloon modules that kernel needs, a minimal /etc and the /init script below.
 #   images/microvm-image.sh [DIR]   (default $PADDOCK_MICROVM_DIR or
 #                                    /var/lib/paddock/microvm; as root)
 # Writes DIR/vmlinuz, DIR/initrd.img and DIR/image.txt (package versions and
@@ -61,8 +61,10 @@ for link in bin sbin lib lib64; do ln -s "usr/$link" "$root/$link"; done
 cp "$work/busybox/bin/busybox" "$root/.paddock/busybox"
 
 # The modules the guest needs, dependencies first, from modules.dep:
-# virtio-mmio (microvm's transport), virtio-serial (the host connection)
-# and 9p over virtio (workspace, /usr and the guest binary).
+# virtio-mmio (microvm's transport), virtio-serial (the host connection),
+# 9p over virtio (workspace, /usr and the guest binary) and the balloon,
+# whose free-page reporting hands the pages the guest frees back to the
+# host (the kernel's CONFIG_PAGE_REPORTING).
 declare -A seen=()
 order=()
 add_module() {
@@ -74,7 +76,7 @@ add_module() {
     done
     order+=("$path")
 }
-for name in virtio_mmio virtio_console 9pnet_virtio 9p; do
+for name in virtio_mmio virtio_console 9pnet_virtio 9p virtio_balloon; do
     path=$(grep -m1 "/$name.ko:" "$moddir/modules.dep" | cut -d: -f1 || true)
     [ -n "$path" ] || { echo "$0: module $name not in $kernel_pkg" >&2; exit 1; }
     add_module "$path"

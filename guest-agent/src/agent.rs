@@ -22,6 +22,8 @@ pub struct Agent {
     pub groups: ProcessGroups,
     /// Snapshot imports waiting for more archive chunks.
     pub imports: ImportRegistry,
+    /// Variables of commands in a sandbox with egress, besides the proxy's.
+    pub egress_env: Vec<(String, String)>,
 }
 
 impl Agent {
@@ -39,6 +41,7 @@ impl Agent {
             processes: ProcessTable::new(ring_bytes),
             groups: ProcessGroups::default(),
             imports: ImportRegistry::default(),
+            egress_env: Vec::new(),
         }
     }
 }

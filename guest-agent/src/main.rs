@@ -49,6 +49,9 @@ pub(crate) struct Startup {
     /// The host connection is on fds 0 and 1 (a container's attached
     /// stdio, a microVM's virtio-serial port), not a socket on fd 0.
     pub(crate) stdio: bool,
+    /// Variables every command of a sandbox with egress gets (secrets'
+    /// placeholders, the CA bundle's paths).
+    pub(crate) egress_env: Vec<(String, String)>,
 }
 
 fn main() -> ExitCode {
@@ -94,6 +97,7 @@ fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
         command_filter: None,
         sandbox_id: None,
         stdio: false,
+        egress_env: Vec::new(),
     })
 }
 
@@ -121,6 +125,7 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
         stdio: false,
+        egress_env: spec.egress_env,
     })
 }
 
@@ -162,6 +167,7 @@ fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
         stdio: true,
+        egress_env: Vec::new(),
     })
 }
 
@@ -190,12 +196,9 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
         .build()
         .context("building the async runtime")?;
     let spawner = Spawner::start(runtime.handle().clone(), startup.command_filter)?;
-    let agent = Arc::new(Agent::new(
-        workspace,
-        startup.enforcement,
-        spawner,
-        ring_bytes,
-    ));
+    let mut agent = Agent::new(workspace, startup.enforcement, spawner, ring_bytes);
+    agent.egress_env = startup.egress_env;
+    let agent = Arc::new(agent);
     let span = tracing::info_span!("guest", sandbox_id = startup.sandbox_id.as_deref());
     let served = runtime.block_on(
         async move {

@@ -56,5 +56,6 @@ pub(crate) fn prepare() -> Result<Startup, u8> {
         command_filter: Some(command_filter()?),
         sandbox_id: Some(spec.sandbox_id),
         stdio: true,
+        egress_env: Vec::new(),
     })
 }

@@ -44,6 +44,7 @@ async fn read(
         handle,
         offset,
         max_bytes,
+        wait_ms: None,
     };
     match guest.call(request, &[]).await.unwrap() {
         (
@@ -92,7 +93,8 @@ async fn output_is_kept_and_can_be_read_from_any_offset() {
             .error_code(Request::ProcessRead {
                 handle,
                 offset: 15,
-                max_bytes: 1
+                max_bytes: 1,
+                wait_ms: None,
             })
             .await,
         ErrorCode::BadRequest
@@ -267,6 +269,7 @@ async fn unknown_handles_are_refused() {
             handle: 77,
             offset: 0,
             max_bytes: 1,
+            wait_ms: None,
         },
         Request::ProcessWrite {
             handle: 77,

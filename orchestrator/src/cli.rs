@@ -80,6 +80,10 @@ pub struct BackendArgs {
     /// allows it (an internal registry). Repeatable.
     #[arg(long = "egress-allow-private", global = true, value_name = "IP")]
     pub egress_allow_private: Vec<std::net::IpAddr>,
+    /// A PEM file of CAs the egress proxy trusts, besides the system's,
+    /// when it forwards a secret's request over TLS (an internal host).
+    #[arg(long = "egress-ca", global = true, value_name = "FILE")]
+    pub egress_ca: Vec<std::path::PathBuf>,
 }
 
 impl BackendArgs {
@@ -96,6 +100,7 @@ impl BackendArgs {
                 paddock_egress::Resolver::Nameserver,
             ),
             allowed_private: self.egress_allow_private.clone(),
+            extra_roots: self.egress_ca.clone(),
             ..paddock_egress::EgressConfig::default()
         }
     }
@@ -414,13 +419,16 @@ pub struct SessionCli {
 }
 
 /// Where the embedded store and workspaces live (as for `paddock serve`).
+/// Where the local state lives unless --data-dir says otherwise.
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/paddock";
+
 #[derive(Debug, Clone, Args)]
 pub struct DataDirArgs {
     /// State directory: paddock.db, workspaces/, blobs/, tmp/.
     #[arg(
         long,
         env = "PADDOCK_DATA_DIR",
-        default_value = "/var/lib/paddock",
+        default_value = DEFAULT_DATA_DIR,
         value_name = "DIR"
     )]
     pub data_dir: PathBuf,
@@ -491,6 +499,18 @@ pub struct GoalArgs {
     /// Most bytes of file content in those snapshots (100M, 2G) [default: 100M].
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub snapshot_max_bytes: Option<u64>,
+    /// The network of the run's sandbox (its subagents get it or a
+    /// narrower one): none; `allow:HOST[:PORT],...` (exact hosts, `*.suffix`,
+    /// IP literals) through the egress proxy; full: any host through the
+    /// same proxy and address guard. Default: none here, the server's
+    /// default with --server (which may refuse more than it allows).
+    #[arg(long, value_name = "POLICY", value_parser = parse_network)]
+    pub network: Option<NetworkPolicy>,
+    /// A secret injected at egress into the run's sandbox (repeatable), as
+    /// for `sandbox run --secret`: `NAME@HOST[,HOST...][=HEADER]`, the value
+    /// from this environment's NAME. Not sent with --server.
+    #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
+    pub secrets: Vec<paddock_proto::SecretSpec>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,
@@ -566,11 +586,57 @@ pub enum SessionCommand {
         /// The session to fork (ses_...).
         id: String,
         /// Fork from the end of this run (run_...) instead of the latest state.
-        #[arg(long, value_name = "RUN")]
+        #[arg(long, value_name = "RUN", conflicts_with = "at")]
         at_run: Option<String>,
+        /// Fork at this checkpoint (ckpt_..., see `session checkpoints`).
+        #[arg(long, value_name = "CHECKPOINT")]
+        at: Option<String>,
         /// Title of the new session (default: the old one's with " (fork)").
         #[arg(long)]
         title: Option<String>,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a session's checkpoints: the workspace and history before each
+    /// run and after every tool batch that changed the workspace.
+    Checkpoints {
+        /// The session (ses_...).
+        id: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a session's workspace and history back to a checkpoint, as a new
+    /// run (only what differs is written; later runs do not see what came
+    /// after it).
+    Rewind {
+        /// The session (ses_...).
+        id: String,
+        /// The checkpoint to go back to (ckpt_...).
+        #[arg(long, value_name = "CHECKPOINT")]
+        to: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed between two checkpoints: paths added, removed or
+    /// changed, and the unified diff of each text file.
+    Diff {
+        /// The session (ses_...).
+        id: String,
+        /// From this checkpoint (default: the one before --to, or the latest).
+        #[arg(long, value_name = "CHECKPOINT")]
+        from: Option<String>,
+        /// To this checkpoint (default: the workspace as it is now).
+        #[arg(long, value_name = "CHECKPOINT")]
+        to: Option<String>,
         #[command(flatten)]
         data: DataDirArgs,
         /// Print JSON instead of text.
@@ -824,6 +890,47 @@ pub enum SandboxCommand {
     Exec(ExecArgs),
     /// Destroy sandboxes on the server.
     Rm(SandboxRmArgs),
+    /// An interactive shell (or CMD) on a pseudo-terminal: in a server's
+    /// sandbox with ID, else in a fresh sandbox on this host over
+    /// --workspace, torn down after.
+    ///
+    /// This terminal goes raw while attached (Ctrl-C goes to the shell) and
+    /// is restored on every way out; its size follows the window. Exits
+    /// with the shell's exit code. Leaving the stream (the connection drops,
+    /// or SIGHUP/SIGTERM here) leaves a server's shell running: `--attach
+    /// HANDLE` comes back to it, replaying what it printed meanwhile.
+    Shell(Box<ShellArgs>),
+}
+
+/// `paddock sandbox shell`.
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// A server's sandbox (sb-...); without it, a fresh sandbox here.
+    pub id: Option<String>,
+    /// Attach to this running terminal process of the sandbox (the handle
+    /// `paddock process ls` shows) instead of starting one.
+    #[arg(long, value_name = "HANDLE", requires = "id")]
+    pub attach: Option<u64>,
+    /// Without ID: the directory mounted at /workspace (default: an empty one).
+    #[arg(long, short = 'w', value_name = "DIR", conflicts_with = "id")]
+    pub workspace: Option<PathBuf>,
+    /// Extra environment variable for the shell (repeatable).
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Working directory inside the workspace.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// What to run (after `--`); default bash where the sandbox has it, else sh.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 /// Which of a server's enabled backends makes the sandboxes of a request.
@@ -954,6 +1061,14 @@ pub struct RunArgs {
     /// same proxy (never the host's own network or services).
     #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
     pub network: NetworkPolicy,
+    /// A secret injected at egress (repeatable): NAME@HOST[,HOST...] with
+    /// an optional =HEADER template ("Authorization: Bearer {{secret}}").
+    /// Its value is this environment's NAME; the sandbox's NAME holds only
+    /// a placeholder, which the egress proxy swaps for the value in the
+    /// headers of HTTPS requests to those hosts (it terminates their TLS
+    /// with the sandbox's own CA, which the sandbox trusts).
+    #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
+    pub secrets: Vec<paddock_proto::SecretSpec>,
     /// Memory limit: bytes, or with a suffix (512M, 1G); 0 = no limit. Default 1G.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
@@ -1018,6 +1133,16 @@ pub struct InfoArgs {
     /// Without an id: the backends checked for whether this host can run them.
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+/// `NAME@HOSTS[=HEADER]`, the value from this process's environment.
+fn parse_secret(raw: &str) -> Result<paddock_proto::SecretSpec, String> {
+    let request: paddock_proto::SecretRequest = raw.parse().map_err(|e| format!("{e}"))?;
+    let value = std::env::var(&request.name)
+        .map_err(|_| format!("secret {}: ${} is not set here", request.name, request.name))?;
+    request
+        .with_value(paddock_proto::SecretValue::new(value))
+        .map_err(|e| e.to_string())
 }
 
 fn parse_network(raw: &str) -> Result<NetworkPolicy, String> {

@@ -4,6 +4,7 @@ pub mod exit;
 mod info;
 mod output;
 mod run;
+mod shell;
 pub mod signals;
 mod stdin;
 
@@ -32,5 +33,6 @@ pub async fn dispatch(command: SandboxCommand) -> anyhow::Result<u8> {
         SandboxCommand::Ls(args) => client::ls(&api(&args.server, "sandbox ls")?, args).await,
         SandboxCommand::Exec(args) => client::exec(&api(&args.server, "sandbox exec")?, args).await,
         SandboxCommand::Rm(args) => client::rm(&api(&args.server, "sandbox rm")?, args.rm).await,
+        SandboxCommand::Shell(args) => shell::shell(*args).await,
     }
 }

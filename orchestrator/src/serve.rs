@@ -113,6 +113,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             return Ok(EXIT_USAGE);
         }
     };
+    runtime_config.network = service_config.network.clone();
     runtime_config.sandbox = SandboxSpec {
         limits: service_config.limits.default.clone(),
         allow_downgrade: service_config.allow_downgrade.clone(),

@@ -874,3 +874,65 @@ fn session_commands_work_against_a_server() -> Result<()> {
     assert!(server.terminate()?.success());
     Ok(())
 }
+
+#[test]
+fn a_run_that_empties_the_directory_prints_how_to_undo_it_and_rewind_does() -> Result<()> {
+    let fx = Fixture::new()?;
+    let before = fx.files()?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let script = fx.data.parent().unwrap().join("destroy.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"text": "Cleaning up.", "tool_calls": [{"name": "run_command", "arguments": {"command": "rm -rf ./*"}}]},
+            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "cleaned"}}]}]}"#,
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let out = fx
+        .paddock(&["run", "tidy up", "--workspace", &ws, "--model", &model])
+        .output()?;
+    let stdout = text(&out.stdout);
+    assert!(fx.files()?.is_empty(), "{stdout}");
+    let undo = stdout
+        .lines()
+        .find(|l| l.contains("to undo its changes: paddock session rewind"))
+        .unwrap_or_else(|| panic!("no undo line: {stdout}"));
+    let command = undo.split_once("paddock session rewind ").unwrap().1;
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let (session, checkpoint) = (words[0], words[2]);
+    assert_eq!(words[1], "--to");
+
+    let listed = fx.json(&["session", "checkpoints", session, "--json"])?;
+    let reasons: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["run_start", "tool_batch"]);
+    assert_eq!(listed[0]["id"], checkpoint);
+
+    let diff = fx.json(&["session", "diff", session, "--from", checkpoint, "--json"])?;
+    let removed: Vec<&str> = diff["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(removed, ["README.md", "test.sh"]);
+    let human = text(
+        &fx.paddock(&["session", "diff", session, "--from", checkpoint])
+            .output()?
+            .stdout,
+    );
+    assert!(
+        human.contains("D README.md") && human.contains("-#"),
+        "{human}"
+    );
+
+    let rewound = fx.json(&["session", "rewind", session, "--to", checkpoint, "--json"])?;
+    assert_eq!(rewound["files_written"], 2);
+    assert_eq!(rewound["run"]["state"], "completed");
+    assert_eq!(fx.files()?, before, "the directory is back byte for byte");
+    Ok(())
+}

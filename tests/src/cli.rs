@@ -54,6 +54,7 @@ pub struct SandboxRun {
     command: Vec<OsString>,
     stdin: Vec<u8>,
     deadline: Option<Duration>,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl SandboxRun {
@@ -140,8 +141,15 @@ impl SandboxRun {
     }
 
     /// The full command line, without running it.
+    /// An environment variable of the paddock process (not the sandbox's).
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
     pub fn command(&self, json: bool) -> Command {
         let mut cmd = Command::new(bins::paddock());
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.args(["sandbox", "run"]);
         if json {
             cmd.arg("--json");

@@ -13,3 +13,4 @@ pub mod host;
 pub mod nethost;
 pub mod report;
 pub mod run;
+pub mod tlshost;

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +40,8 @@ pub struct TestHost {
     pub host_side: Ipv4Addr,
     pub port: u16,
     connections: Arc<AtomicUsize>,
+    /// The request heads it was sent, oldest first.
+    heads: Arc<Mutex<Vec<String>>>,
 }
 
 fn ip(args: &[&str]) -> anyhow::Result<()> {
@@ -66,6 +68,31 @@ impl TestHost {
         port: u16,
         body_bytes: Option<usize>,
     ) -> anyhow::Result<Self> {
+        Self::start_with(name, range, port, body_bytes, None)
+    }
+
+    /// [`Self::start`] serving HTTPS with `tls` (see [`crate::tlshost`]).
+    pub fn start_tls(
+        name: &str,
+        range: DocRange,
+        port: u16,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> anyhow::Result<Self> {
+        Self::start_with(name, range, port, None, Some(tls))
+    }
+
+    /// The request heads this host was sent, oldest first.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    fn start_with(
+        name: &str,
+        range: DocRange,
+        port: u16,
+        body_bytes: Option<usize>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> anyhow::Result<Self> {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         anyhow::ensure!(n < 63, "at most 63 test hosts per process");
         let slot = u8::try_from(n * 4).context("slot")?;
@@ -85,6 +112,7 @@ impl TestHost {
             host_side,
             port,
             connections: Arc::new(AtomicUsize::new(0)),
+            heads: Arc::default(),
         };
         ip(&[
             "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &netns,
@@ -108,7 +136,8 @@ impl TestHost {
         };
         let listener = bind_in(&netns, SocketAddr::from((inside, port)))?;
         let counter = host.connections.clone();
-        std::thread::spawn(move || serve_http(listener, counter, body));
+        let heads = host.heads.clone();
+        std::thread::spawn(move || serve_http(listener, counter, heads, body, tls));
         Ok(host)
     }
 
@@ -142,18 +171,39 @@ fn bind_in(netns: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
     .map_err(|_| anyhow::anyhow!("the binding thread panicked"))?
 }
 
-fn serve_http(listener: TcpListener, connections: Arc<AtomicUsize>, body: Vec<u8>) {
+fn serve_http(
+    listener: TcpListener,
+    connections: Arc<AtomicUsize>,
+    heads: Arc<Mutex<Vec<String>>>,
+    body: Vec<u8>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     let body = Arc::new(body);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         connections.fetch_add(1, Ordering::SeqCst);
         let body = body.clone();
-        std::thread::spawn(move || answer(stream, &body));
+        let heads = heads.clone();
+        let tls = tls.clone();
+        std::thread::spawn(move || {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            match tls {
+                Some(config) => {
+                    let Ok(conn) = rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    let mut tls = rustls::StreamOwned::new(conn, stream);
+                    answer(&mut tls, &heads, &body);
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
+                }
+                None => answer(&mut { stream }, &heads, &body),
+            }
+        });
     }
 }
 
-fn answer(mut stream: TcpStream, body: &[u8]) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+fn answer(stream: &mut (impl Read + Write), heads: &Mutex<Vec<String>>, body: &[u8]) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
@@ -162,12 +212,16 @@ fn answer(mut stream: TcpStream, body: &[u8]) {
             _ => return,
         }
     }
+    if let Ok(mut heads) = heads.lock() {
+        heads.push(String::from_utf8_lossy(&head).into_owned());
+    }
     let response = format!(
         "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     let _ = stream.write_all(response.as_bytes());
     let _ = stream.write_all(body);
+    let _ = stream.flush();
 }
 
 /// A DNS server on 127.0.0.1 answering A queries from a table; a name with

@@ -45,6 +45,7 @@ per_backend!(
     exec_and_files,
     traversal_is_refused,
     background_and_reattach,
+    interactive_terminal,
     streaming_exec,
     read_only_workspace,
     write_scope,

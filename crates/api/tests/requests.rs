@@ -89,6 +89,8 @@ fn valid_body(template: &str) -> Value {
         json!({"data": "x"})
     } else if template.ends_with("/signal") {
         json!({"signal": "KILL"})
+    } else if template.ends_with("/resize") {
+        json!({"rows": 24, "cols": 80})
     } else if template.ends_with("/snapshots") {
         json!({})
     } else {
@@ -699,7 +701,7 @@ fn the_openapi_document_lists_exactly_the_routes() -> Result<()> {
         .collect();
     let routed: BTreeSet<(String, String)> =
         paddock_api::http::registered_routes().into_iter().collect();
-    assert_eq!(routed.len(), 50, "{routed:?}");
+    assert_eq!(routed.len(), 56, "{routed:?}");
     assert_eq!(
         documented.difference(&routed).collect::<Vec<_>>(),
         Vec::<&(String, String)>::new(),

@@ -29,6 +29,7 @@ on_both_databases!(
     a_workspace_has_one_writer_among_sandboxes_and_runs,
     a_runs_snapshot_limits_are_asked_bounded_and_reported,
     subagent_scripts_drive_each_child_and_usage_adds_up,
+    a_person_applies_one_childs_changes_and_rejects_anothers,
 );
 
 /// Longest a scripted run may take here.
@@ -1332,6 +1333,123 @@ async fn a_runs_snapshot_limits_are_asked_bounded_and_reported(db: Db) -> Result
     .await?;
     let ended = wait_run(&server, run["id"].as_str().unwrap()).await?;
     assert!(ended["end_snapshot"].is_string(), "{ended}");
+    server.stop().await?;
+    Ok(())
+}
+
+fn build_child(file: &str) -> Value {
+    script(json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": format!("bin/{file}"), "content": format!("echo {file}\n")}}]},
+        complete_turn(),
+    ]))
+}
+
+/// A person decides on two build children's change sets through the API
+/// while their parent runs (the parent waits for the file the applied one
+/// brings): one applied, one rejected, a second decision refused, and
+/// nothing decidable once the parent ended.
+async fn a_person_applies_one_childs_changes_and_rejects_anothers(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let dir = workspace_dir(&server, &ws);
+    let session = create_session(&server, &ws, "decide").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let spawn = |task: &str| {
+        json!({"name": "spawn_subagent", "arguments": {"task_id": task, "profile": "build",
+            "prompt": format!("write bin/{task}.sh"), "write_scope": ["bin"]}})
+    };
+    let parent = script(json!([
+        {"tool_calls": [spawn("keep"), spawn("drop")]},
+        {"tool_calls": [{"name": "wait_subagents", "arguments": {"timeout": 300}}]},
+        {"tool_calls": [{"name": "run_command", "arguments": {"timeout_secs": 120,
+            "command": "for i in $(seq 1200); do [ -f bin/keep.sh ] && break; sleep 0.1; done; ls bin"}}]},
+        complete_turn(),
+    ]));
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "two children", "model": parent, "subagent_models": {
+            "keep": build_child("keep.sh"), "drop": build_child("drop.sh")}}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+
+    // The children, once both ran.
+    let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
+    let children = loop {
+        let (_, children) =
+            send(server.a(Method::GET, &format!("/v1/runs/{run_id}/children"))).await?;
+        let runs = children["runs"].as_array().cloned().unwrap_or_default();
+        if runs.len() == 2 && runs.iter().all(|r| r["state"] == "completed") {
+            break runs;
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "children: {children}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let id_of = |task: &str| {
+        children
+            .iter()
+            .find(|c| c["task_key"] == task)
+            .and_then(|c| c["id"].as_str())
+            .unwrap()
+            .to_owned()
+    };
+    let (keep, drop) = (id_of("keep"), id_of("drop"));
+    let decide = |child: &str, decision: &str| {
+        server
+            .a(
+                Method::POST,
+                &format!("/v1/runs/{run_id}/children/{child}/changes"),
+            )
+            .json(&json!({"decision": decision}))
+    };
+    // A child's change set is known a moment after its run is recorded ended.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let applied = loop {
+        let (status, body) = send(decide(&keep, "apply")).await?;
+        if status == StatusCode::OK {
+            break body;
+        }
+        ensure!(
+            status == StatusCode::CONFLICT
+                && body.to_string().contains("still running")
+                && tokio::time::Instant::now() < deadline,
+            "{status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(applied["applied"], true, "{applied}");
+    assert_eq!(applied["written"], json!(["bin/keep.sh"]), "{applied}");
+    let (status, rejected) = send(decide(&drop, "reject")).await?;
+    assert_eq!(status, StatusCode::OK, "{rejected}");
+    assert_eq!(rejected["rejected"], true, "{rejected}");
+    for (child, decision, why) in [
+        (&drop, "apply", "rejected"),
+        (&keep, "apply", "already applied"),
+    ] {
+        let (status, body) = send(decide(child, decision)).await?;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert_eq!(body["error"]["code"], "change_set_refused", "{body}");
+        assert!(body.to_string().contains(why), "{body}");
+    }
+    let (status, body) = send(decide(&keep, "maybe")).await?;
+    assert!(status.is_client_error(), "{status} {body}");
+
+    // The parent saw the applied file and finished; the rejected one never came.
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("bin/keep.sh"))?,
+        "echo keep.sh\n"
+    );
+    assert!(!dir.join("bin/drop.sh").exists());
+    let (status, body) = send(decide(&drop, "reject")).await?;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "run_not_active", "{body}");
     server.stop().await?;
     Ok(())
 }

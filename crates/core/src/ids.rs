@@ -156,6 +156,12 @@ prefixed_id!(
     "snapshot"
 );
 prefixed_id!(
+    /// Names one checkpoint of a session's workspace and history.
+    CheckpointId,
+    "ckpt",
+    "checkpoint"
+);
+prefixed_id!(
     /// Names one goal of a session: what a run set out to achieve.
     GoalId,
     "goal",

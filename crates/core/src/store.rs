@@ -44,6 +44,7 @@ macro_rules! text_enum {
 }
 
 mod agent;
+mod checkpoint;
 mod clock;
 mod error;
 mod lease;
@@ -57,6 +58,7 @@ pub use agent::{
     Budgets, CriterionReview, EndReason, Goal, GoalStatus, Plan, Review, RunMode, RunUsage,
     SessionPatch, StoredMessage, SubagentProfile, Task, TaskStatus, Verdict,
 };
+pub use checkpoint::{Checkpoint, CheckpointReason, Rewind, visible_messages};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use error::{BoxError, StoreError};
 pub use lease::Lease;

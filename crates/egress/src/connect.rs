@@ -14,6 +14,8 @@ use tokio::sync::mpsc;
 
 use crate::dns::FakeNames;
 use crate::guard::{self, HostAddresses};
+use crate::secrets::Secrets;
+use crate::tls::Interceptor;
 use crate::{EgressConfig, EgressDecision};
 
 /// Why a connection was not made.
@@ -41,6 +43,9 @@ pub(crate) struct Ctx {
     pub(crate) config: EgressConfig,
     pub(crate) host_addresses: HostAddresses,
     pub(crate) names: FakeNames,
+    pub(crate) secrets: Secrets,
+    /// Present when there are secrets: their hosts' connections are intercepted.
+    pub(crate) interceptor: Option<Interceptor>,
     decisions: mpsc::Sender<EgressDecision>,
     dropped: AtomicU64,
 }
@@ -51,6 +56,8 @@ impl Ctx {
         policy: NetworkPolicy,
         config: EgressConfig,
         decisions: mpsc::Sender<EgressDecision>,
+        secrets: Secrets,
+        interceptor: Option<Interceptor>,
     ) -> Self {
         Self {
             sandbox_id,
@@ -58,6 +65,8 @@ impl Ctx {
             config,
             host_addresses: HostAddresses::default(),
             names: FakeNames::default(),
+            secrets,
+            interceptor,
             decisions,
             dropped: AtomicU64::new(0),
         }
@@ -144,6 +153,11 @@ pub(crate) struct Outcome<'a> {
 impl Outcome<'_> {
     pub(crate) fn denied(self, ctx: &Ctx, refusal: &Refusal) {
         ctx.record(self.decision(false, Some(refusal.reason().to_owned()), 0, 0));
+    }
+
+    /// Allowed, but the intercepted exchange failed (TLS, a bad request).
+    pub(crate) fn failed(self, ctx: &Ctx, why: String) {
+        ctx.record(self.decision(true, Some(why), 0, 0));
     }
 
     pub(crate) fn done(self, ctx: &Ctx, bytes_out: u64, bytes_in: u64) {

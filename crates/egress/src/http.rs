@@ -102,7 +102,29 @@ async fn tunnel(
             let established = client
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await;
-            if established.is_err() || upstream.write_all(&extra).await.is_err() {
+            if established.is_err() {
+                outcome.done(&ctx, 0, 0);
+                return;
+            }
+            let secrets = ctx.secrets.for_host(&host, port);
+            if let (Some(interceptor), false) = (&ctx.interceptor, secrets.is_empty()) {
+                // a TLS client waits for the 200 before it says anything
+                if !extra.is_empty() {
+                    outcome.denied(
+                        &ctx,
+                        &Refusal::Denied(
+                            "bytes before the TLS handshake to a secret's host".to_owned(),
+                        ),
+                    );
+                    return;
+                }
+                match interceptor.serve(client, upstream, &host, &secrets).await {
+                    Ok((out, inn)) => outcome.done(&ctx, out, inn),
+                    Err(why) => outcome.failed(&ctx, why),
+                }
+                return;
+            }
+            if upstream.write_all(&extra).await.is_err() {
                 outcome.done(&ctx, 0, 0);
                 return;
             }

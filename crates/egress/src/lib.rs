@@ -17,6 +17,8 @@ pub mod guard;
 mod http;
 pub mod netns;
 mod resolve;
+mod secrets;
+mod tls;
 mod transparent;
 
 use std::net::{IpAddr, SocketAddr};
@@ -34,6 +36,7 @@ pub use decision::{DECISION_QUEUE, EgressDecision};
 pub use netns::Netns;
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
 pub use resolve::Resolver;
+pub use tls::{SYSTEM_BUNDLE, TlsSetupError};
 
 use connect::{Ctx, Shared};
 
@@ -54,6 +57,10 @@ pub struct EgressConfig {
     /// At most this many connections of one sandbox at once; more wait.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// PEM files of CAs trusted for the upstreams of intercepted
+    /// connections (secrets' hosts), besides the system's.
+    #[serde(default)]
+    pub extra_roots: Vec<PathBuf>,
 }
 
 fn default_connect_timeout() -> Duration {
@@ -85,6 +92,7 @@ impl Default for EgressConfig {
             allowed_private: Vec::new(),
             connect_timeout: default_connect_timeout(),
             max_connections: default_max_connections(),
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -95,6 +103,8 @@ pub enum EgressError {
     NoEgress,
     #[error("setting up the sandbox network namespace: `{command}` failed: {detail}")]
     Namespace { command: String, detail: String },
+    #[error("setting up TLS interception for the sandbox's secrets")]
+    Tls(#[source] tls::TlsSetupError),
     #[error("binding the egress proxy's sockets inside {path}")]
     Bind {
         path: PathBuf,
@@ -109,6 +119,8 @@ pub enum EgressError {
 pub struct Egress {
     netns: Option<Netns>,
     tasks: Vec<JoinHandle<()>>,
+    /// The sandbox's CA certificate when it has secrets.
+    ca_pem: Option<String>,
 }
 
 struct Sockets {
@@ -124,11 +136,18 @@ impl Egress {
     pub async fn start(
         sandbox_id: &str,
         policy: NetworkPolicy,
+        secrets: Vec<paddock_proto::SecretSpec>,
         config: EgressConfig,
     ) -> Result<(Self, mpsc::Receiver<EgressDecision>), EgressError> {
         if !policy.has_egress() {
             return Err(EgressError::NoEgress);
         }
+        let interceptor = if secrets.is_empty() {
+            None
+        } else {
+            Some(tls::Interceptor::new(sandbox_id, &config.extra_roots).map_err(EgressError::Tls)?)
+        };
+        let ca_pem = interceptor.as_ref().map(tls::Interceptor::ca_pem);
         let netns = Netns::create(sandbox_id).await?;
         let path = netns.path();
         let sockets = match bind_inside(path.clone()).await {
@@ -140,7 +159,14 @@ impl Egress {
         };
         let (tx, rx) = mpsc::channel(DECISION_QUEUE);
         let limit = Arc::new(Semaphore::new(config.max_connections.max(1)));
-        let ctx: Shared = Arc::new(Ctx::new(sandbox_id.to_owned(), policy, config, tx));
+        let ctx: Shared = Arc::new(Ctx::new(
+            sandbox_id.to_owned(),
+            policy,
+            config,
+            tx,
+            secrets::Secrets::new(secrets),
+            interceptor,
+        ));
         let bind_err = |source| EgressError::Bind {
             path: path.clone(),
             source,
@@ -161,9 +187,16 @@ impl Egress {
             Self {
                 netns: Some(netns),
                 tasks,
+                ca_pem,
             },
             rx,
         ))
+    }
+
+    /// The CA certificate (PEM) the sandbox must trust: present when it has
+    /// secrets, whose hosts' TLS the proxy terminates.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// The namespace the sandbox joins.

@@ -76,6 +76,8 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         writable_paths: Vec::new(),
         network: NetworkPolicy::None,
         netns: None,
+        egress_env: Vec::new(),
+        egress_ca: None,
         limits: SandboxLimits::default(),
         id_mapping: None,
         id_pool: None,

@@ -8,16 +8,12 @@ use std::collections::BTreeSet;
 
 use nix::sys::statfs::{TMPFS_MAGIC, statfs};
 use nix::sys::statvfs::{FsFlags, statvfs};
-use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
-};
+use paddock_proto::{CgroupEnforcement, DowngradeLayer, Enforcement, NetworkPolicy, SandboxLimits};
 use serde::{Deserialize, Serialize};
 
+use crate::guest_hardening::{self, GuestLayers};
 use crate::threads::ensure_single_threaded;
-use crate::{
-    JailError, capabilities, landlock_rules, rlimits, seccomp_bpf, seccomp_rules, sys, validate,
-    workspace_quota,
-};
+use crate::{JailError, capabilities, validate, workspace_quota};
 
 /// What the docker backend asks of the guest it starts as a container's
 /// PID 1. Serialized by the host and written as the first frame on the
@@ -97,70 +93,24 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     // The engine dropped every capability (cap-drop ALL, a non-root user):
     // the same check as the native jail's, none may be left in any set.
     capabilities::verify()?;
-    rlimits::apply(&spec.limits)?;
-    nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
-    if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
-        return Err(JailError::NoNewPrivs(std::io::Error::other(
-            "no_new_privs reads back as unset",
-        )));
-    }
-    let cgroup_state = match (&spec.cgroup, limits_requested(&spec.limits)) {
-        (Some(_), _) => LayerState::Enforced,
-        (None, false) => LayerState::NotRequested,
-        (None, true) if allowed(DowngradeLayer::Cgroups) => LayerState::Downgraded {
-            reason: format!(
+    guest_hardening::harden(
+        &single,
+        GuestLayers {
+            read_only: spec.read_only,
+            writable_paths,
+            network: &spec.network,
+            limits: &spec.limits,
+            cgroup: spec.cgroup.as_ref(),
+            no_cgroup: format!(
                 "the {} engine gave the container no cgroup limits",
                 spec.engine
             ),
+            allow_downgrade: &spec.allow_downgrade,
+            quota,
+            namespaces: spec.namespaces.clone(),
+            vm: None,
         },
-        (None, true) => {
-            return Err(JailError::EngineLayerMissing {
-                layer: "cgroups",
-                detail: format!(
-                    "the {} engine gave the container no cgroup limits",
-                    spec.engine
-                ),
-            });
-        }
-    };
-    let (landlock_abi, landlock) = landlock_rules::enforce(
-        spec.read_only,
-        &writable_paths,
-        sys::landlock_abi(),
-        allowed(DowngradeLayer::Landlock),
-    )?;
-    let program = seccomp_bpf::compile_table()?;
-    let seccomp = seccomp_bpf::install(&program, allowed(DowngradeLayer::Seccomp))?;
-    sys::clear_environment(&single);
-    sys::close_from_or_each(3).map_err(JailError::CloseFds)?;
-    let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
-    Ok(Enforcement {
-        namespaces: spec.namespaces.clone(),
-        uid_map: None,
-        gid_map: None,
-        // The engine's pivot_root into the image; `check_read_only_root` saw it.
-        pivot_root: LayerState::Enforced,
-        read_only_workspace: spec.read_only || !writable_paths.is_empty(),
-        writable_paths,
-        network: spec.network.clone(),
-        cgroup: spec.cgroup.clone(),
-        cgroup_state,
-        rlimits: LayerState::Enforced,
-        capabilities_dropped: LayerState::Enforced,
-        no_new_privs: LayerState::Enforced,
-        landlock_abi,
-        landlock,
-        seccomp,
-        seccomp_allowed,
-        seccomp_denied,
-        workspace_quota: quota.state,
-        workspace_quota_limits: quota.tmpfs,
-        vm: None,
-    })
-}
-
-fn limits_requested(limits: &SandboxLimits) -> bool {
-    limits.memory_bytes.is_some() || limits.pids.is_some() || limits.cpu_millis.is_some()
+    )
 }
 
 fn missing(layer: &'static str, detail: impl Into<String>) -> JailError {

@@ -206,6 +206,9 @@ pub(crate) struct LayoutInput<'a> {
     pub writable_paths: &'a [String],
     /// The sandbox has egress: /etc/resolv.conf names the egress DNS.
     pub egress_dns: bool,
+    /// The CA bundle of a sandbox with secrets, written at
+    /// [`crate::spec::CA_BUNDLE_PATH`].
+    pub ca_bundle: Option<&'a str>,
     pub tmp_bytes: u64,
     pub hostname: &'a str,
     /// Mount a tmpfs of (bytes, inodes) at /workspace instead of the host
@@ -280,6 +283,12 @@ fn etc_dir(input: &LayoutInput<'_>, host: &dyn HostFs, ops: &mut Vec<MountOp>) {
         ops.push(MountOp::WriteFile {
             path: etc.join("resolv.conf"),
             contents: etc::EGRESS_RESOLV_CONF.as_bytes().to_vec(),
+        });
+    }
+    if let Some(bundle) = input.ca_bundle {
+        ops.push(MountOp::WriteFile {
+            path: PathBuf::from(crate::spec::CA_BUNDLE_PATH),
+            contents: bundle.as_bytes().to_vec(),
         });
     }
     for (name, target) in etc::SYMLINKS {
@@ -554,6 +563,7 @@ mod tests {
             read_only,
             writable_paths: &[],
             egress_dns,
+            ca_bundle: None,
             tmp_bytes: 1 << 20,
             workspace_tmpfs: None,
             hostname: "paddock-x",

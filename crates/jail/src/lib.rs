@@ -15,6 +15,7 @@ mod doc_check;
 mod docker_seccomp;
 mod error;
 mod etc;
+mod guest_hardening;
 mod id_pool;
 mod idmap_mount;
 mod ids;
@@ -28,6 +29,7 @@ mod net;
 mod oom;
 mod prepare;
 mod probe;
+pub mod pty;
 mod reaper;
 mod rlimits;
 mod seccomp_bpf;
@@ -51,7 +53,9 @@ pub use oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use reaper::{ReaperError, fork_reaper};
 pub use seccomp_bpf::CommandFilter;
-pub use spec::{IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError};
+pub use spec::{
+    CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError,
+};
 
 use paddock_proto::Enforcement;
 

@@ -11,16 +11,14 @@ use std::path::Path;
 use nix::mount::{MsFlags, mount};
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
 use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, MissingScopePath, NetworkPolicy,
-    SandboxLimits, VmEnforcement, WORKSPACE_MOUNT,
+    CgroupEnforcement, DowngradeLayer, Enforcement, NetworkPolicy, SandboxLimits, VmEnforcement,
+    WORKSPACE_MOUNT,
 };
 use serde::{Deserialize, Serialize};
 
+use crate::guest_hardening::{self, GuestLayers};
 use crate::threads::ensure_single_threaded;
-use crate::{
-    JailError, capabilities, landlock_rules, net, rlimits, seccomp_bpf, seccomp_rules, sys,
-    validate, workspace_quota,
-};
+use crate::{JailError, capabilities, net, validate, workspace_quota, writable};
 
 /// The 9p mount tag of the workspace share (QEMU's `mount_tag`).
 pub const WORKSPACE_TAG: &str = "workspace";
@@ -94,6 +92,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     }
     mount_workspace(spec.read_only, &scope)?;
     mount_tmp(spec.limits.tmp_bytes)?;
+    mount_devpts()?;
     // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
     if let Some(pids) = spec.limits.pids {
         guest_pids_cgroup(pids)?;
@@ -119,91 +118,30 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
         setresuid(Uid::from_raw(uid), Uid::from_raw(uid), Uid::from_raw(uid))
             .map_err(std::io::Error::from)
     })?;
-    rlimits::apply(&spec.limits)?;
-    nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
-    if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
-        return Err(JailError::NoNewPrivs(std::io::Error::other(
-            "no_new_privs reads back as unset",
-        )));
-    }
-    let cgroup_state = match (&spec.cgroup, limits_requested(&spec.limits)) {
-        (Some(_), _) => LayerState::Enforced,
-        (None, false) => LayerState::NotRequested,
-        (None, true) => {
-            return Err(JailError::EngineLayerMissing {
-                layer: "cgroups",
-                detail: "the host put the VM's QEMU process in no cgroup".to_owned(),
-            });
-        }
-    };
-    let (landlock_abi, landlock) = landlock_rules::enforce(
-        spec.read_only,
-        &writable_paths,
-        sys::landlock_abi(),
-        allowed(DowngradeLayer::Landlock),
-    )?;
-    let program = seccomp_bpf::compile_table()?;
-    let seccomp = seccomp_bpf::install(&program, allowed(DowngradeLayer::Seccomp))?;
-    sys::clear_environment(&single);
-    sys::close_from_or_each(3).map_err(JailError::CloseFds)?;
-    let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
-    Ok(Enforcement {
-        // The VM itself is the boundary; inside it the guest needs none.
-        namespaces: Vec::new(),
-        uid_map: None,
-        gid_map: None,
-        pivot_root: LayerState::Enforced,
-        read_only_workspace: spec.read_only || !writable_paths.is_empty(),
-        writable_paths,
-        network: spec.network.clone(),
-        cgroup: spec.cgroup.clone(),
-        cgroup_state,
-        rlimits: LayerState::Enforced,
-        capabilities_dropped: LayerState::Enforced,
-        no_new_privs: LayerState::Enforced,
-        landlock_abi,
-        landlock,
-        seccomp,
-        seccomp_allowed,
-        seccomp_denied,
-        workspace_quota: quota.state,
-        workspace_quota_limits: quota.tmpfs,
-        vm: Some(VmEnforcement {
-            kernel,
-            ..spec.vm.clone()
-        }),
-    })
-}
-
-fn limits_requested(limits: &SandboxLimits) -> bool {
-    limits.memory_bytes.is_some() || limits.pids.is_some() || limits.cpu_millis.is_some()
+    guest_hardening::harden(
+        &single,
+        GuestLayers {
+            read_only: spec.read_only,
+            writable_paths,
+            network: &spec.network,
+            limits: &spec.limits,
+            cgroup: spec.cgroup.as_ref(),
+            no_cgroup: "the host put the VM's QEMU process in no cgroup".to_owned(),
+            allow_downgrade: &spec.allow_downgrade,
+            quota,
+            // The VM itself is the boundary; inside it the guest needs none.
+            namespaces: Vec::new(),
+            vm: Some(VmEnforcement {
+                kernel,
+                ..spec.vm.clone()
+            }),
+        },
+    )
 }
 
 /// The workspace share at /workspace. Read-only sandboxes get a share QEMU
 /// itself opened read-only; a write scope gets a writable share mounted
 /// read-only here, with each scope path bound over itself read-write.
-/// A scope path that does not exist yet, made as the native jail makes it:
-/// an empty file when the scope names a file, else a directory (with its
-/// missing parents either way).
-fn make_missing_scope_path(path: &Path, missing: MissingScopePath) -> std::io::Result<()> {
-    if std::fs::symlink_metadata(path).is_ok() {
-        return Ok(());
-    }
-    match missing {
-        MissingScopePath::File => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map(drop)
-        }
-        MissingScopePath::Directory => std::fs::create_dir_all(path),
-    }
-}
-
 fn mount_workspace(read_only: bool, writable: &[validate::ScopeEntry]) -> Result<(), JailError> {
     let base = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     let ro = if read_only && writable.is_empty() {
@@ -222,23 +160,16 @@ fn mount_workspace(read_only: bool, writable: &[validate::ScopeEntry]) -> Result
     if writable.is_empty() {
         return Ok(());
     }
+    // The share is the guest's own, but it is walked as the native jail
+    // walks a workspace: by descriptor, no symlink, missing paths made.
     let root = Path::new(WORKSPACE_MOUNT);
-    for entry in writable {
-        let path = root.join(&entry.rel);
-        make_missing_scope_path(&path, entry.missing).map_err(|source| {
-            JailError::CreateWritablePath {
-                path: entry.rel.clone(),
-                source,
-            }
-        })?;
-        mount(
-            Some(&path),
-            &path,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(|e| JailError::mount("bind a writable path", &path, e.into()))?;
+    for resolved in writable::resolve_all(root, writable, None)? {
+        let mut bind = writable::WritableMount {
+            rel: resolved.rel,
+            identity: resolved.identity,
+            tree: None,
+        };
+        writable::bind(&mut bind, root, Some(root))?;
     }
     mount(
         None::<&str>,
@@ -273,6 +204,35 @@ fn guest_pids_cgroup(pids: u64) -> Result<(), JailError> {
         .map_err(|e| JailError::mount("create the VM's sandbox cgroup", &group, e))?;
     write(&group.join("pids.max"), &pids.to_string())?;
     write(&group.join("cgroup.procs"), "0")
+}
+
+/// Pseudo-terminals for interactive processes: the initramfs's devtmpfs
+/// has no devpts. As in the other sandboxes /dev/ptmx becomes a link to the
+/// devpts instance's own ptmx, so the landlock rule for /dev/pts covers it
+/// (devtmpfs's own ptmx node is outside every rule).
+fn mount_devpts() -> Result<(), JailError> {
+    let path = "/dev/pts";
+    match std::fs::create_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(JailError::mount("create /dev/pts", path, e)),
+    }
+    mount(
+        Some("devpts"),
+        path,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .map_err(|e| JailError::mount("mount devpts", path, e.into()))?;
+    let ptmx = "/dev/ptmx";
+    match std::fs::remove_file(ptmx) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(JailError::mount("remove devtmpfs's ptmx", ptmx, e)),
+    }
+    std::os::unix::fs::symlink("pts/ptmx", ptmx)
+        .map_err(|e| JailError::mount("link /dev/ptmx to pts/ptmx", ptmx, e))
 }
 
 fn mount_tmp(tmp_bytes: u64) -> Result<(), JailError> {

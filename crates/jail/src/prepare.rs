@@ -2,6 +2,9 @@
 //! names, the id mapping, the idmapped workspace tree, the mount plan, the
 //! compiled seccomp program and the cgroups (created and joined last).
 
+/// The system's CA bundle, relative to the system root (Debian's path).
+const SYSTEM_CA_BUNDLE: &str = "etc/ssl/certs/ca-certificates.crt";
+
 use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
@@ -127,14 +130,22 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         |layer| spec.allow_downgrade.contains(&layer),
     )?;
     let hostname = validate::hostname(&spec.sandbox_id);
+    let system_root = rootfs.as_deref().unwrap_or(Path::new("/"));
+    // the system's roots (of the image, when there is one) and the sandbox's CA
+    let ca_bundle = spec.egress_ca.as_ref().map(|ca| {
+        let system =
+            std::fs::read_to_string(system_root.join(SYSTEM_CA_BUNDLE)).unwrap_or_default();
+        format!("{system}\n{ca}")
+    });
     let layout = layout::plan(
         &LayoutInput {
-            system_root: rootfs.as_deref().unwrap_or(Path::new("/")),
+            system_root,
             workspace: &workspace,
             workspace_idmapped: workspace_tree.is_some(),
             read_only: spec.read_only,
             writable_paths: &writable_paths,
             egress_dns: spec.network.has_egress(),
+            ca_bundle: ca_bundle.as_deref(),
             tmp_bytes: spec.limits.tmp_bytes,
             hostname: &hostname,
             workspace_tmpfs: workspace_quota.tmpfs.as_ref().map(|t| (t.bytes, t.inodes)),

@@ -11,6 +11,19 @@ use std::path::PathBuf;
 use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxLimits};
 use serde::{Deserialize, Serialize};
 
+/// Where a sandbox with secrets finds its CA bundle.
+pub const CA_BUNDLE_PATH: &str = "/etc/paddock-ca.pem";
+
+/// The variables naming the CA bundle, for the usual TLS clients (OpenSSL,
+/// curl, Python requests, Node, git).
+pub const CA_BUNDLE_VARS: &[&str] = &[
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+];
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JailSpec {
     /// Names the sandbox's cgroup, hostname and log fields.
@@ -35,6 +48,15 @@ pub struct JailSpec {
     /// sandbox cannot change its routes or filter rules.
     #[serde(default)]
     pub netns: Option<PathBuf>,
+    /// Variables every command gets besides the proxy's: the placeholders
+    /// of the sandbox's secrets (never a value) and the CA bundle's paths.
+    #[serde(default)]
+    pub egress_env: Vec<(String, String)>,
+    /// The sandbox's own CA (PEM), whose leaves the egress proxy shows for
+    /// its secrets' hosts: the jail writes it with the system's roots as
+    /// the bundle at [`CA_BUNDLE_PATH`].
+    #[serde(default)]
+    pub egress_ca: Option<String>,
     #[serde(default)]
     pub limits: SandboxLimits,
     /// How sandbox uids map to host uids. None: the jail picks (a block of
@@ -190,6 +212,8 @@ mod tests {
             writable_paths: vec!["src".to_owned()],
             network: NetworkPolicy::None,
             netns: None,
+            egress_env: Vec::new(),
+            egress_ca: None,
             limits: SandboxLimits::default(),
             id_mapping: None,
             id_pool: None,

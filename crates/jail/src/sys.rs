@@ -12,7 +12,9 @@ use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -487,6 +489,57 @@ pub(crate) fn set_interface_up(name: &[u8]) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Makes `command`'s child lead a new session whose controlling terminal is
+/// its stdin (a pseudo-terminal's slave side), between fork and exec. The
+/// command must not also ask for a process group: setsid makes the child
+/// its own group leader, and fails for a process that already leads one.
+pub(crate) fn controlling_terminal_before_exec(command: &mut Command) {
+    // SAFETY: the hook runs in the forked child before exec, after std has
+    // moved the slave onto fds 0-2. It only issues the setsid and ioctl
+    // system calls (async-signal-safe); it neither allocates nor takes locks.
+    unsafe {
+        command.pre_exec(|| {
+            nix::unistd::setsid().map_err(io::Error::from)?;
+            stdin_as_controlling_terminal()
+        });
+    }
+}
+
+fn stdin_as_controlling_terminal() -> io::Result<()> {
+    // SAFETY: TIOCSCTTY takes an integer argument (0: do not steal a
+    // terminal that is another session's); on fd 0 that is not a terminal
+    // it fails with ENOTTY and touches nothing.
+    check_int(unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0 as libc::c_int) }).map(drop)
+}
+
+/// Sets a terminal's window size (TIOCSWINSZ); the kernel sends SIGWINCH to
+/// its foreground process group.
+pub(crate) fn set_window_size(fd: BorrowedFd<'_>, rows: u16, cols: u16) -> io::Result<()> {
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one `winsize` through the pointer, which
+    // points at a live local for the whole call; `fd` is a borrowed open fd.
+    check_int(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ, &size) }).map(drop)
+}
+
+/// A terminal's window size (TIOCGWINSZ): (rows, cols).
+pub(crate) fn window_size(fd: BorrowedFd<'_>) -> io::Result<(u16, u16)> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which
+    // points at a live, writable local for the whole call.
+    check_int(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut size) })?;
+    Ok((size.ws_row, size.ws_col))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod frame;
 mod messages;
 mod network;
 mod sandbox_spec;
+mod secret;
 
 pub use enforcement::{
     CgroupEnforcement, Enforcement, LayerState, VmEnforcement, WorkspaceQuotaEnforcement,
@@ -28,20 +29,26 @@ pub use frame::{
 };
 pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
-    GuestMessage, HostFrame, OutputStream, ProcessInfo, Reply, Request, SearchMatch, SearchSpec,
-    SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+    GuestMessage, HostFrame, OutputStream, ProcessInfo, PtySize, Reply, Request, SearchMatch,
+    SearchSpec, SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 pub use network::{
     Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
-    NetworkPolicy, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
+    NetworkBounds, NetworkPolicy, NetworkRefused, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS,
     MissingScopePath, SandboxLimits, check_writable_paths, writable_path_parts,
 };
+pub use secret::{
+    InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretRequest, SecretSpec, SecretValue,
+    parse_header_template,
+};
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: pseudo-terminals (`ExecSpec::pty`, `ProcessResize`) and long-polled
+/// `ProcessRead` (`wait_ms`).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Event payload bytes the guest may send for one request before the host
 /// grants more with [`Request::StreamCredit`]. The guest stops reading a

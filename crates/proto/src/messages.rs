@@ -66,16 +66,24 @@ pub enum Request {
     /// Reply: [`Reply::Processes`].
     ProcessList,
     /// Reads combined output from byte `offset` (absolute since start).
+    /// With `wait_ms`, a read at the end of the output of a running process
+    /// waits up to that long for more output (or the exit) before answering,
+    /// so a follower long-polls instead of spinning.
     /// Reply: [`Reply::ProcessOutput`], payload = bytes.
     ProcessRead {
         handle: u64,
         offset: u64,
         max_bytes: u64,
+        #[serde(default)]
+        wait_ms: Option<u64>,
     },
     /// Payload: bytes for the process's stdin. Reply: [`Reply::Ok`].
     ProcessWrite { handle: u64, eof: bool },
     /// Reply: [`Reply::Ok`].
     ProcessSignal { handle: u64, signal: i32 },
+    /// Sets the window size of a process started with a [`PtySize`]; its
+    /// foreground job gets SIGWINCH. Reply: [`Reply::Ok`].
+    ProcessResize { handle: u64, size: PtySize },
     /// Waits for exit, up to `timeout_ms` when given. Reply: [`Reply::ProcessStatus`].
     ProcessWait {
         handle: u64,
@@ -162,6 +170,7 @@ impl Request {
             Request::ProcessRead { .. } => "process_read",
             Request::ProcessWrite { .. } => "process_write",
             Request::ProcessSignal { .. } => "process_signal",
+            Request::ProcessResize { .. } => "process_resize",
             Request::ProcessWait { .. } => "process_wait",
             Request::FileRead { .. } => "file_read",
             Request::FileWrite { .. } => "file_write",
@@ -201,6 +210,42 @@ pub struct ExecSpec {
     /// Most bytes of stdout+stderr sent back; the rest is read and dropped. None = no cap.
     #[serde(default)]
     pub output_cap: Option<u64>,
+    /// Run on a new pseudo-terminal of this size (background processes
+    /// only): stdin, stdout and stderr are its slave side, the process leads
+    /// a new session with it as controlling terminal, and the output is what
+    /// the terminal shows. Input is streamed (`ProcessWrite`) whatever
+    /// `stdin` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pty: Option<PtySize>,
+}
+
+/// A terminal's size in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PtySize {
+    pub rows: u16,
+    pub cols: u16,
+}
+
+impl PtySize {
+    /// Largest side accepted: beyond any real screen, small enough that a
+    /// program sizing buffers by it cannot be made to allocate much.
+    pub const MAX: u16 = 1000;
+
+    /// A size with both sides in `1..=MAX`, or why not.
+    pub fn check(self) -> Result<Self, String> {
+        let ok = |n: u16| (1..=Self::MAX).contains(&n);
+        if ok(self.rows) && ok(self.cols) {
+            Ok(self)
+        } else {
+            Err(format!(
+                "terminal size {}x{} is out of range: rows and cols must be 1..={}",
+                self.rows,
+                self.cols,
+                Self::MAX
+            ))
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -318,6 +363,9 @@ pub struct ProcessInfo {
     pub exit: Option<ExitInfo>,
     /// Total output bytes produced so far (the next offset a reader would get).
     pub output_bytes: u64,
+    /// Started on a pseudo-terminal (`ExecSpec::pty`).
+    #[serde(default)]
+    pub pty: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -523,6 +571,11 @@ mod tests {
                 handle: 1,
                 offset: 0,
                 max_bytes: 1,
+                wait_ms: None,
+            },
+            Request::ProcessResize {
+                handle: 1,
+                size: PtySize { rows: 24, cols: 80 },
             },
             Request::ProcessWrite {
                 handle: 1,

@@ -346,6 +346,66 @@ impl FromStr for NetworkPolicy {
     }
 }
 
+/// The operator's rule for the network tenants ask for: what a request
+/// naming none gets, and the most one may ask for (`max = none` forbids
+/// egress, an allowlist allows only its destinations, `full` anything).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkBounds {
+    pub default: NetworkPolicy,
+    pub max: NetworkPolicy,
+}
+
+impl Default for NetworkBounds {
+    /// No network unless asked; a tenant may ask for anything.
+    fn default() -> Self {
+        Self {
+            default: NetworkPolicy::None,
+            max: NetworkPolicy::Full,
+        }
+    }
+}
+
+/// Why a tenant's network request is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetworkRefused {
+    /// No backend could apply it (the caller's mistake).
+    #[error("{0}")]
+    Invalid(InvalidNetworkPolicy),
+    /// It is valid but allows more than the operator allows tenants.
+    #[error("network {asked}: beyond what this server allows tenants ({max})")]
+    AboveMax { asked: String, max: String },
+}
+
+impl NetworkBounds {
+    /// Bounds whose default is within their max.
+    pub fn new(default: NetworkPolicy, max: NetworkPolicy) -> Result<Self, NetworkRefused> {
+        let bounds = Self { default, max };
+        bounds.check(&bounds.default)?;
+        Ok(bounds)
+    }
+
+    /// Whether a tenant may have `asked`: valid, and within the max.
+    pub fn check(&self, asked: &NetworkPolicy) -> Result<(), NetworkRefused> {
+        asked.validate().map_err(NetworkRefused::Invalid)?;
+        if asked.within(&self.max) {
+            Ok(())
+        } else {
+            Err(NetworkRefused::AboveMax {
+                asked: asked.label(),
+                max: self.max.label(),
+            })
+        }
+    }
+
+    /// The policy of a request: what it asked for (checked), else the default.
+    pub fn grant(&self, asked: Option<NetworkPolicy>) -> Result<NetworkPolicy, NetworkRefused> {
+        match asked {
+            Some(policy) => self.check(&policy).map(|()| policy),
+            None => Ok(self.default.clone()),
+        }
+    }
+}
+
 /// One egress decision. Carries no payload and no header, so no secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -446,6 +506,29 @@ mod tests {
         assert!(a.within(&NetworkPolicy::Full));
         assert!(!NetworkPolicy::Full.within(&ab));
         assert!(!a.within(&NetworkPolicy::None));
+    }
+
+    #[test]
+    fn bounds_grant_the_default_and_refuse_above_the_max() {
+        let max: NetworkPolicy = "allow:a.com,b.com".parse().unwrap();
+        let bounds = NetworkBounds::new(NetworkPolicy::None, max).unwrap();
+        assert_eq!(bounds.grant(None).unwrap(), NetworkPolicy::None);
+        let a: NetworkPolicy = "allow:a.com".parse().unwrap();
+        assert_eq!(bounds.grant(Some(a.clone())).unwrap(), a);
+        assert_eq!(
+            bounds.grant(Some(NetworkPolicy::Full)).unwrap_err(),
+            NetworkRefused::AboveMax {
+                asked: "full".into(),
+                max: "allow:a.com,b.com".into()
+            }
+        );
+        assert!(matches!(
+            bounds.grant(Some(NetworkPolicy::Allowlist(Vec::new()))),
+            Err(NetworkRefused::Invalid(
+                InvalidNetworkPolicy::EmptyAllowlist
+            ))
+        ));
+        assert!(NetworkBounds::new(NetworkPolicy::Full, NetworkPolicy::None).is_err());
     }
 
     #[test]

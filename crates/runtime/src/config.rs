@@ -18,9 +18,13 @@ pub struct RuntimeConfig {
     /// Where workspaces without their own root live (`<root>/<workspace id>`),
     /// forks included.
     pub workspaces_root: PathBuf,
-    /// Template of every run's sandbox (limits, network, allowed downgrades);
-    /// `workspace` and `read_only` are set per run.
+    /// Template of every run's sandbox (limits, allowed downgrades);
+    /// `workspace`, `read_only` and `network` are set per run.
     pub sandbox: SandboxSpec,
+    /// The network of a run that asks none, and the most a run request
+    /// over the API may ask ([`crate::StartRun::network`] is not bounded by
+    /// it: a local `paddock run` asks what it wants).
+    pub network: paddock_proto::NetworkBounds,
     /// How long a session lease lasts without renewal; a run renews it every third of this.
     pub lease_ttl: Duration,
     /// How end-of-run and fork snapshots are packed.
@@ -49,6 +53,7 @@ impl RuntimeConfig {
             node: node.into(),
             workspaces_root: workspaces_root.into(),
             sandbox: SandboxSpec::default(),
+            network: paddock_proto::NetworkBounds::default(),
             lease_ttl: Duration::from_secs(30),
             snapshot: SnapshotSettings::default(),
             subagents: SubagentSettings::default(),

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use paddock_core::blob::BlobError;
-use paddock_core::ids::{RunId, SessionId, SnapshotId, WorkspaceId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, WorkspaceId};
 use paddock_core::sandbox::SandboxError;
 use paddock_core::store::{StoreError, Timestamp};
 use paddock_snapshot::SnapshotError;
@@ -56,6 +56,13 @@ pub enum RuntimeError {
     /// The run is not finished but no task of this process drives it.
     #[error("run {run} is not driven by this process")]
     RunNotActive { run: RunId },
+    /// Applying or rejecting a subagent's change set failed in the sandbox.
+    #[error("deciding on the changes of subagent {run}")]
+    ChildChanges {
+        run: RunId,
+        #[source]
+        source: Box<crate::tools::ToolError>,
+    },
     #[error("preparing workspace directory {path}")]
     WorkspaceDir {
         path: PathBuf,
@@ -67,6 +74,17 @@ pub enum RuntimeError {
         path: PathBuf,
         #[source]
         source: SnapshotError,
+    },
+    #[error("checkpoint of {path}")]
+    Checkpoint {
+        path: PathBuf,
+        #[source]
+        source: SnapshotError,
+    },
+    #[error("checkpoint {checkpoint} is not one of session {session}")]
+    CheckpointNotInSession {
+        checkpoint: CheckpointId,
+        session: SessionId,
     },
     #[error("restoring snapshot {snapshot} into {path}")]
     SnapshotRestore {

@@ -8,6 +8,7 @@
 //! their payloads are in [`events`]. Root runs can fan work out to
 //! [`subagents`], each in its own session, workspace copy and sandbox.
 
+mod checkpoints;
 mod config;
 mod context;
 mod error;
@@ -24,6 +25,7 @@ mod usage;
 mod util;
 mod workspace;
 
+pub use checkpoints::{CheckpointDiff, FileChange, Rewound};
 pub use config::{
     MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings,
 };
@@ -32,4 +34,4 @@ pub use events::stream::EventStream;
 pub use memory::NewMemory;
 pub use recover::{RecoveryReport, SkippedRun};
 pub use run::{RunBackend, RunHandle, StartRun, SubagentModels};
-pub use runtime::Runtime;
+pub use runtime::{ChangesDecided, ChangesDecision, Runtime};

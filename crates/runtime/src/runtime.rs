@@ -14,7 +14,7 @@ use crate::config::{RuntimeConfig, RuntimeDeps};
 use crate::error::RuntimeError;
 use crate::events::bus::EventBus;
 use crate::events::stream::{self, EventStream};
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolContext, ToolRegistry};
 
 /// A run driven by a task of this process.
 #[derive(Debug, Clone)]
@@ -23,6 +23,35 @@ pub(crate) struct ActiveRun {
     pub(crate) cancel: CancellationToken,
     /// Holds the final run once the task is done.
     pub(crate) done: watch::Receiver<Option<Run>>,
+    /// A root run's subagent tools and its tool context, once its sandbox
+    /// runs: a person's apply or reject goes through the same tools.
+    pub(crate) subagents: Option<Arc<SubagentDesk>>,
+}
+
+/// What deciding on a child's change set from outside the run needs.
+#[derive(Debug)]
+pub(crate) struct SubagentDesk {
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) ctx: ToolContext,
+}
+
+/// A person's decision on a build subagent's change set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangesDecision {
+    /// Write the child's changes into the parent's workspace.
+    Apply,
+    /// Drop them.
+    Reject,
+}
+
+/// How a decision went: `done` false when nothing changed (a conflict,
+/// the set is not pending), with the reason in `message`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangesDecided {
+    pub done: bool,
+    pub message: String,
+    /// The tool's structured result (`written`, `conflicts`, ...).
+    pub data: serde_json::Value,
 }
 
 /// What every run task and API call shares.
@@ -158,6 +187,49 @@ impl Runtime {
             }
             None => Err(RuntimeError::RunNotActive { run: id.clone() }),
         }
+    }
+
+    /// Applies or rejects the change set of `child`, a finished build
+    /// subagent of the running root run `parent`, through the parent's own
+    /// `apply_subagent_changes` / `reject_subagent_changes` (the same checks,
+    /// conflict detection and state as when its model decides).
+    pub async fn decide_child_changes(
+        &self,
+        tenant: &TenantId,
+        parent: &RunId,
+        child: &RunId,
+        decision: ChangesDecision,
+    ) -> Result<ChangesDecided, RuntimeError> {
+        self.get_run(tenant, parent).await?;
+        let desk = self
+            .shared
+            .active()
+            .get(parent)
+            .and_then(|active| active.subagents.clone());
+        let Some(desk) = desk else {
+            return Err(RuntimeError::RunNotActive {
+                run: parent.clone(),
+            });
+        };
+        let tool = match decision {
+            ChangesDecision::Apply => crate::subagents::APPLY,
+            ChangesDecision::Reject => crate::subagents::REJECT,
+        };
+        tracing::info!(run_id = %parent, child = %child, tool, "change set decided from outside the run");
+        let arguments = serde_json::json!({ "run_id": child.to_string() });
+        let out = desk
+            .registry
+            .call(&desk.ctx, tool, arguments)
+            .await
+            .map_err(|source| RuntimeError::ChildChanges {
+                run: child.clone(),
+                source: Box::new(source),
+            })?;
+        Ok(ChangesDecided {
+            done: !out.is_error,
+            message: out.content,
+            data: out.data,
+        })
     }
 
     /// The session's events with a sequence number above `after_seq`, then

@@ -223,7 +223,7 @@ impl Runtime {
             .create_session(&session)
             .await
             .map_err(RuntimeError::store("create_session"))?;
-        self.copy_history(&source, &session, at_run).await?;
+        self.copy_history(&source, &session, at_run, None).await?;
         tracing::info!(
             session_id = %session.id,
             forked_from = %source.id,
@@ -259,14 +259,16 @@ impl Runtime {
         Ok(workspace)
     }
 
-    /// Copies messages, goals and the plan of `source` (through `at_run`) to
-    /// `fork`, keeping their original run ids. Run ids are time-ordered, so
-    /// "through `at_run`" is "run id <= at_run".
-    async fn copy_history(
+    /// Copies messages, goals and the plan of `source` (through `at_run`,
+    /// and messages through `through_seq`) to `fork`, keeping their original
+    /// run ids; messages a rewind took out of the history are not copied.
+    /// Run ids are time-ordered, so "through `at_run`" is "run id <= at_run".
+    pub(crate) async fn copy_history(
         &self,
         source: &Session,
         fork: &Session,
         at_run: Option<&RunId>,
+        through_seq: Option<u64>,
     ) -> Result<(), RuntimeError> {
         let store = &self.shared.store;
         let tenant = &source.tenant;
@@ -275,6 +277,21 @@ impl Runtime {
             .list_messages(tenant, &source.id, at_run)
             .await
             .map_err(RuntimeError::store("list_messages"))?;
+        let rewinds = store
+            .list_rewinds(tenant, &source.id)
+            .await
+            .map_err(RuntimeError::store("list_rewinds"))?;
+        let messages: Vec<StoredMessage> = messages
+            .into_iter()
+            .filter(|m| through_seq.is_none_or(|limit| m.seq <= limit))
+            .filter(|m| {
+                paddock_core::store::visible_messages(
+                    &rewinds,
+                    through_seq.unwrap_or(u64::MAX),
+                    m.seq,
+                )
+            })
+            .collect();
         let goals = store
             .list_goals(tenant, &source.id)
             .await

@@ -12,18 +12,19 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, ToolInvocationId};
 use paddock_core::model::{ToolCall, Usage};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Budgets, CriterionReview, EndReason, Lease, NewEvent, Review, RunMode, RunState, RunUsage,
-    SubagentProfile, TaskStatus, Verdict,
+    Budgets, CheckpointReason, CriterionReview, EndReason, Lease, NewEvent, Review, RunMode,
+    RunState, RunUsage, SubagentProfile, TaskStatus, Verdict,
 };
+use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
-    CallStatus, ContextCompacted, ContextCompacting, Event, EventPayload, ModelMessage, OtherEvent,
-    ParentMessage, PlanTask, PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged,
-    SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase,
-    SubagentStatus, ToolCallEvent, ToolResultEvent,
+    CallStatus, CheckpointCreated, ContextCompacted, ContextCompacting, EgressDecisionEvent, Event,
+    EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress,
+    RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
+    SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
 };
 use serde_json::json;
 use support::Harness;
@@ -148,12 +149,28 @@ const STORED: &[(&str, &str)] = &[
         r#"{"message":"Also cover the error path."}"#,
     ),
     (
+        "checkpoint.created",
+        r#"{"checkpoint_id":"ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4","reason":"tool_batch","files":120,"bytes":52000,"new_blobs":1,"new_bytes":812,"hashed_files":1,"duration_ms":4}"#,
+    ),
+    (
         "run.started",
         r#"{"goal":"Spend little","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000,"max_cost_micro_usd":500000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null}"#,
     ),
     (
         "run.finished",
         r#"{"state":"completed","end_reason":"completed","usage":{"turns":2,"input_tokens":300,"output_tokens":40,"tool_calls":1,"wall_clock_ms":900,"cost_micro_usd":1150},"total_usage":{"turns":7,"input_tokens":2100,"output_tokens":280,"tool_calls":9,"wall_clock_ms":1500,"cost_micro_usd":8050},"error":null,"verdict":"met","question":null,"end_snapshot":null,"snapshot_error":null}"#,
+    ),
+    (
+        "run.started",
+        r#"{"goal":"Fetch the package","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null,"network":{"allowlist":["pypi.org","*.pythonhosted.org:443"]}}"#,
+    ),
+    (
+        "egress.decision",
+        r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","allowed":true,"host":"pypi.org","port":443,"via":"connect","bytes_out":2100,"bytes_in":880000,"duration_ms":420,"count":3}"#,
+    ),
+    (
+        "egress.decision",
+        r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","allowed":false,"host":"169.254.169.254","port":80,"via":"transparent","reason":"169.254.169.254 is 169.254.169.254, the cloud metadata address","bytes_out":0,"bytes_in":0,"duration_ms":0,"count":1,"omitted":12}"#,
     ),
 ];
 
@@ -210,6 +227,7 @@ fn written() -> Vec<Event> {
             task_key: None,
             backend: Some("native".into()),
             image: None,
+            network: None,
         }
         .into(),
         RunStarted {
@@ -229,6 +247,7 @@ fn written() -> Vec<Event> {
             task_key: Some("api".into()),
             backend: Some("docker".into()),
             image: Some("paddock-sandbox:bookworm".into()),
+            network: None,
         }
         .into(),
         RunStateChanged {
@@ -248,7 +267,7 @@ fn written() -> Vec<Event> {
         }
         .into(),
         SandboxStopped {
-            sandbox_id: sandbox,
+            sandbox_id: sandbox.clone(),
             error: Some("destroying the sandbox: the guest did not answer".into()),
         }
         .into(),
@@ -472,6 +491,17 @@ fn written() -> Vec<Event> {
             message: "Also cover the error path.".into(),
         }
         .into(),
+        CheckpointCreated {
+            checkpoint_id: CheckpointId::parse("ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4").unwrap(),
+            reason: CheckpointReason::ToolBatch,
+            files: 120,
+            bytes: 52_000,
+            new_blobs: 1,
+            new_bytes: 812,
+            hashed_files: 1,
+            duration_ms: 4,
+        }
+        .into(),
         RunStarted {
             goal: "Spend little".into(),
             success_criteria: vec![],
@@ -490,6 +520,7 @@ fn written() -> Vec<Event> {
             // written before runs named their backend
             backend: None,
             image: None,
+            network: None,
         }
         .into(),
         RunFinished {
@@ -511,6 +542,60 @@ fn written() -> Vec<Event> {
             snapshot_limit: None,
         }
         .into(),
+        RunStarted {
+            goal: "Fetch the package".into(),
+            success_criteria: vec![],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 10,
+                max_tokens: 50_000,
+                max_tool_calls: 20,
+                max_wall_clock_ms: 60_000,
+                max_cost_micro_usd: None,
+            },
+            model: "openai:gpt-4o".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+            backend: None,
+            image: None,
+            network: Some("allow:pypi.org,*.pythonhosted.org:443".parse().unwrap()),
+        }
+        .into(),
+        EgressDecisionEvent {
+            sandbox_id: sandbox.clone(),
+            decision: EgressDecision {
+                allowed: true,
+                host: "pypi.org".into(),
+                port: 443,
+                via: "connect".into(),
+                reason: None,
+                bytes_out: 2100,
+                bytes_in: 880_000,
+                duration_ms: 420,
+            },
+            count: 3,
+            omitted: 0,
+        }
+        .into(),
+        EgressDecisionEvent {
+            sandbox_id: sandbox,
+            decision: EgressDecision {
+                allowed: false,
+                host: "169.254.169.254".into(),
+                port: 80,
+                via: "transparent".into(),
+                reason: Some(
+                    "169.254.169.254 is 169.254.169.254, the cloud metadata address".into(),
+                ),
+                bytes_out: 0,
+                bytes_in: 0,
+                duration_ms: 0,
+            },
+            count: 1,
+            omitted: 12,
+        }
+        .into(),
     ]
 }
 
@@ -519,7 +604,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 15);
+    assert_eq!(Event::KINDS.len(), 17);
 }
 
 #[test]
@@ -542,6 +627,7 @@ fn payload_types_name_their_stored_kinds() {
         RunStateChanged::KIND,
         SandboxReady::KIND,
         SandboxStopped::KIND,
+        EgressDecisionEvent::KIND,
         ModelMessage::KIND,
         ContextCompacting::KIND,
         ContextCompacted::KIND,
@@ -553,6 +639,7 @@ fn payload_types_name_their_stored_kinds() {
         RunFinished::KIND,
         SubagentStatus::KIND,
         ParentMessage::KIND,
+        CheckpointCreated::KIND,
     ];
     assert_eq!(
         kinds,
@@ -561,6 +648,7 @@ fn payload_types_name_their_stored_kinds() {
             "run.state",
             "sandbox.ready",
             "sandbox.stopped",
+            "egress.decision",
             "model.message",
             "context.compacting",
             "context.compacted",
@@ -572,6 +660,7 @@ fn payload_types_name_their_stored_kinds() {
             "run.finished",
             "subagent.status",
             "parent.message",
+            "checkpoint.created",
         ]
     );
 }

@@ -73,6 +73,12 @@ pub enum Refusal {
     /// A pax or GNU long-name record too large to be a path.
     OversizeExtension,
     MalformedExtension,
+    /// A manifest path not in its canonical form (`./a`, `a//b`, `a/`).
+    NotCanonical,
+    /// A manifest mode with bits beyond the permission bits.
+    BadMode {
+        mode: u32,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -101,6 +107,8 @@ impl fmt::Display for Refusal {
             Self::PaxSizeOverride => f.write_str("pax size record disagrees with the header"),
             Self::OversizeExtension => f.write_str("long-name or pax record is too large"),
             Self::MalformedExtension => f.write_str("malformed pax record"),
+            Self::NotCanonical => f.write_str("path is not in its canonical form"),
+            Self::BadMode { mode } => write!(f, "mode {mode:o} has bits beyond 0o7777"),
         }
     }
 }
@@ -194,6 +202,33 @@ pub enum SnapshotError {
     #[error("restoring {entry:?}")]
     Extract {
         entry: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("reading or writing a checkpoint manifest")]
+    Manifest {
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("checkpoint manifest version {version} is not known here")]
+    ManifestVersion { version: u32 },
+    #[error("blob store: {what}")]
+    Blob {
+        what: String,
+        #[source]
+        source: paddock_core::blob::BlobError,
+    },
+    #[error("blob {key} does not hold the content its name promises (stored for {path:?})")]
+    BlobMismatch { key: String, path: String },
+    #[error("writing {path:?} into the workspace")]
+    WriteFile {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("removing {path:?} from the workspace")]
+    Remove {
+        path: String,
         #[source]
         source: io::Error,
     },

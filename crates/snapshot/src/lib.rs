@@ -13,6 +13,8 @@
 //!   contents of chosen files) through the same checks as [`unpack`].
 //! - [`snapshot_record`] builds a snapshot's row from the statistics of its
 //!   pack (or of the restore that checked it), so its counts mean one thing.
+//! - [`checkpoint`] records a workspace as a manifest of content-addressed
+//!   files, incrementally, and restores one in place, touching only what differs.
 //! - [`LocalBlobStore`] implements [`paddock_core::blob::BlobStore`] over a
 //!   local directory.
 //!
@@ -20,6 +22,7 @@
 //! `spawn_blocking` (host) or on a plain thread (guest agent).
 
 pub mod archive;
+pub mod checkpoint;
 mod error;
 mod exclude;
 mod hashing;

@@ -7,6 +7,7 @@
 //! under `migrations/{sqlite,postgres}` are compiled in and applied by
 //! [`SqlStore::open`].
 
+mod checkpoints;
 mod compactions;
 mod engine;
 mod error;

@@ -35,6 +35,7 @@ const SQLITE: &[Embedded] = embed!(
     "0002_agent_runtime.sql",
     "0003_sandbox_run.sql",
     "0004_memory.sql",
+    "0005_checkpoints.sql",
     "0008_quarantine.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
@@ -43,6 +44,7 @@ const POSTGRES: &[Embedded] = embed!(
     "0002_agent_runtime.sql",
     "0003_sandbox_run.sql",
     "0004_memory.sql",
+    "0005_checkpoints.sql",
     "0008_quarantine.sql"
 );
 

@@ -4,21 +4,22 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::ids::{
-    GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId,
+    CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
+    WorkspaceId,
 };
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page, Plan,
-    QuarantinedRow, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch,
-    SnapshotFilter, SnapshotRecord, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant,
-    Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page,
+    Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
+    SessionPatch, SnapshotFilter, SnapshotRecord, Store, StoreError, StoredMessage,
+    StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
-    compactions, events, goals, leases, memories, messages, plans, quarantine, records, runs,
-    sessions, snapshots, tools,
+    checkpoints, compactions, events, goals, leases, memories, messages, plans, quarantine,
+    records, runs, sessions, snapshots, tools,
 };
 
 #[async_trait]
@@ -356,6 +357,43 @@ impl Store for SqlStore {
 
     async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError> {
         snapshots::blob_referenced(self, blob_hash).await
+    }
+
+    async fn create_checkpoint(
+        &self,
+        lease: &Lease,
+        checkpoint: &Checkpoint,
+        blobs: &[String],
+    ) -> Result<Checkpoint, StoreError> {
+        checkpoints::create(self, lease, checkpoint, blobs).await
+    }
+
+    async fn get_checkpoint(
+        &self,
+        tenant: &TenantId,
+        id: &CheckpointId,
+    ) -> Result<Checkpoint, StoreError> {
+        checkpoints::get(self, tenant, id).await
+    }
+
+    async fn list_checkpoints(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Checkpoint>, StoreError> {
+        checkpoints::list(self, tenant, session).await
+    }
+
+    async fn record_rewind(&self, lease: &Lease, rewind: &Rewind) -> Result<Rewind, StoreError> {
+        checkpoints::record_rewind(self, lease, rewind).await
+    }
+
+    async fn list_rewinds(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Rewind>, StoreError> {
+        checkpoints::list_rewinds(self, tenant, session).await
     }
 
     async fn list_messages_after(

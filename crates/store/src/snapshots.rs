@@ -158,11 +158,16 @@ pub(crate) async fn delete(
 }
 
 pub(crate) async fn blob_referenced(store: &SqlStore, blob_hash: &str) -> Result<bool, StoreError> {
-    let row = sqlx::query("SELECT 1 FROM snapshots WHERE blob_hash = $1 LIMIT 1")
-        .bind(blob_hash)
-        .fetch_optional(&store.pool)
-        .await
-        .map_err(db("snapshot_blob_referenced"))?;
+    // a snapshot's archive, a checkpoint's manifest, or a file a checkpoint stored
+    let row = sqlx::query(
+        "SELECT 1 FROM snapshots WHERE blob_hash = $1 \
+         UNION ALL SELECT 1 FROM checkpoints WHERE manifest_hash = $1 \
+         UNION ALL SELECT 1 FROM checkpoint_blobs WHERE blob_hash = $1 LIMIT 1",
+    )
+    .bind(blob_hash)
+    .fetch_optional(&store.pool)
+    .await
+    .map_err(db("snapshot_blob_referenced"))?;
     Ok(row.is_some())
 }
 

@@ -1,25 +1,44 @@
 //! Turning an [`ExecSpec`] into a running child in its own process group.
 
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 
 use paddock_proto::{Enforcement, ErrorCode, ErrorInfo, ExecSpec, PROXY_ENV, StdinMode};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::Child;
 
-use super::spawner::{Launch, Spawner};
+use super::pty::{self, PtyReader};
+use super::spawner::{Launch, Spawner, Streams};
 use crate::error::bad_request;
 use crate::files::Workspace;
 
+/// Where a child's output is read from: a pipe, or a terminal's master.
+pub type OutputPipe = Box<dyn AsyncRead + Send + Unpin>;
+/// Where a child's input is written to.
+pub type InputPipe = Box<dyn AsyncWrite + Send + Unpin>;
+
 const BASE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-#[derive(Debug)]
 pub struct Spawned {
     pub child: Child,
     /// Also the id of its process group.
     pub pid: u32,
-    pub stdin: Option<ChildStdin>,
-    pub stdout: ChildStdout,
-    pub stderr: ChildStderr,
+    pub stdin: Option<InputPipe>,
+    pub stdout: OutputPipe,
+    /// Empty for a terminal, whose one output is `stdout`.
+    pub stderr: OutputPipe,
+    /// The terminal's master, kept for resizing, when started on one.
+    pub pty: Option<OwnedFd>,
     pub started: tokio::time::Instant,
+}
+
+impl std::fmt::Debug for Spawned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawned")
+            .field("pid", &self.pid)
+            .field("pty", &self.pty)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The command line as the host asked for it (`sh -c` spelled out).
@@ -42,6 +61,7 @@ pub async fn spawn(
     ws: &Workspace,
     spawner: &Spawner,
     proxied: bool,
+    egress_env: &[(String, String)],
 ) -> Result<Spawned, ErrorInfo> {
     let argv = match (&spec.shell, spec.argv.is_empty()) {
         (Some(_), true) | (None, false) => command_line(spec),
@@ -65,15 +85,29 @@ pub async fn spawn(
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
         );
+        env.extend(egress_env.iter().cloned());
     }
     env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let (streams, master) = match spec.pty {
+        None => (
+            Streams::Pipes {
+                piped_stdin: spec.stdin != StdinMode::Null,
+            },
+            None,
+        ),
+        Some(size) => {
+            let size = size.check().map_err(bad_request)?;
+            let pair = paddock_jail::pty::open(size.rows, size.cols).map_err(|e| pty_error(&e))?;
+            (Streams::Terminal { slave: pair.slave }, Some(pair.master))
+        }
+    };
 
     let mut child = spawner
         .spawn(Launch {
             program: program.clone(),
             args: args.to_vec(),
             env,
-            piped_stdin: spec.stdin != StdinMode::Null,
+            streams,
             cwd,
         })
         .await?;
@@ -81,6 +115,20 @@ pub async fn spawn(
     let pid = child.id().ok_or_else(|| {
         ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: exited at once"))
     })?;
+    if let Some(master) = master {
+        let dup = || master.try_clone().map_err(|e| pty_error(&e));
+        let input = pty::writer(dup()?).map_err(|e| pty_error(&e))?;
+        let output = PtyReader::new(dup()?).map_err(|e| pty_error(&e))?;
+        return Ok(Spawned {
+            stdin: Some(Box::new(input)),
+            stdout: Box::new(output),
+            stderr: Box::new(tokio::io::empty()),
+            pty: Some(master),
+            child,
+            pid,
+            started,
+        });
+    }
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(ErrorInfo::new(
             ErrorCode::Io,
@@ -88,11 +136,18 @@ pub async fn spawn(
         ));
     };
     Ok(Spawned {
-        stdin: child.stdin.take(),
+        stdin: child.stdin.take().map(|pipe| Box::new(pipe) as InputPipe),
         child,
         pid,
-        stdout,
-        stderr,
+        stdout: Box::new(stdout),
+        stderr: Box::new(stderr),
+        pty: None,
         started,
     })
+}
+fn pty_error(err: &std::io::Error) -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorCode::SpawnFailed,
+        format!("opening a pseudo-terminal: {err}"),
+    )
 }

@@ -2,6 +2,7 @@
 
 pub mod command;
 pub mod groups;
+pub mod pty;
 pub mod spawner;
 pub mod stdin;
 pub mod supervise;
@@ -147,11 +148,17 @@ async fn run(
     spec: &ExecSpec,
     queue: Option<StdinQueue>,
 ) -> Handled {
+    if spec.pty.is_some() {
+        return Err(bad_request(
+            "a pseudo-terminal is for background processes (process_start), not exec",
+        ));
+    }
     let mut spawned = command::spawn(
         spec,
         &agent.workspace,
         &agent.spawner,
         command::proxied(&agent.enforcement),
+        &agent.egress_env,
     )
     .await?;
     let pid = spawned.pid;

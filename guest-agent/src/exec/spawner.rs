@@ -18,6 +18,14 @@
 //!   beneath the workspace (no path is looked up twice);
 //! - looks the program up on the command's PATH as execvp would, running
 //!   a file the kernel cannot execute (ENOEXEC) with /bin/sh as execvp does.
+//!
+//! A command on a pseudo-terminal is the one exception: it must call setsid
+//! and take the terminal as its controlling one (TIOCSCTTY) between fork
+//! and exec, which posix_spawn cannot do, so it takes std's fork path with
+//! that `pre_exec` hook ([`paddock_jail::pty::attach_before_exec`]). It is
+//! still forked from this thread, so it inherits the filter and the
+//! working directory exactly as a spawned command does; terminals are
+//! interactive and rare, not on the path of tool calls.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -57,9 +65,20 @@ pub struct Launch {
     pub args: Vec<String>,
     /// The whole environment (PATH in it is where `program` is looked up).
     pub env: BTreeMap<String, String>,
-    pub piped_stdin: bool,
+    pub streams: Streams,
     /// The working directory, resolved beneath the workspace.
     pub cwd: OwnedFd,
+}
+
+/// What a command's stdin, stdout and stderr are.
+#[derive(Debug)]
+pub enum Streams {
+    /// Pipes for stdout and stderr (and stdin, or /dev/null), in a process
+    /// group of its own.
+    Pipes { piped_stdin: bool },
+    /// All three on a pseudo-terminal's slave, the command a session leader
+    /// with it as controlling terminal (so also its own process group).
+    Terminal { slave: OwnedFd },
 }
 
 struct Job {
@@ -151,7 +170,7 @@ fn launch_one(runtime: &tokio::runtime::Handle, launch: Launch) -> Result<Child,
         program,
         args,
         env,
-        piped_stdin,
+        streams,
         cwd,
     } = launch;
     nix::unistd::fchdir(&cwd).map_err(|errno| {
@@ -164,7 +183,7 @@ fn launch_one(runtime: &tokio::runtime::Handle, launch: Launch) -> Result<Child,
         )
     })?;
     let path = resolve(&program, env.get("PATH").map(String::as_str))?;
-    let build = |file: &Path, leading: &[&str]| {
+    let build = |file: &Path, leading: &[&str]| -> io::Result<Command> {
         let mut command = Command::new(file);
         command
             .arg0(if leading.is_empty() { &program } else { SHELL })
@@ -172,26 +191,42 @@ fn launch_one(runtime: &tokio::runtime::Handle, launch: Launch) -> Result<Child,
             .args(&args)
             .env_clear()
             .envs(&env)
-            .stdin(if piped_stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(false);
-        command
+        match &streams {
+            Streams::Pipes { piped_stdin } => {
+                command
+                    .stdin(if *piped_stdin {
+                        Stdio::piped()
+                    } else {
+                        Stdio::null()
+                    })
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .process_group(0);
+            }
+            Streams::Terminal { slave } => {
+                let end = || slave.try_clone().map(Stdio::from);
+                command.stdin(end()?).stdout(end()?).stderr(end()?);
+                // setsid makes it its own process group, as `process_group(0)`
+                // does for pipes, so signals and kills reach the same group.
+                paddock_jail::pty::attach_before_exec(command.as_std_mut());
+            }
+        }
+        Ok(command)
     };
     let _runtime = runtime.enter();
-    match build(&path, &[]).spawn() {
+    let spawn = |file: &Path, leading: &[&str]| build(file, leading)?.spawn();
+    let spawned = match spawn(&path, &[]) {
         Err(e) if e.raw_os_error() == Some(Errno::ENOEXEC as i32) => {
             let script = path.to_string_lossy();
-            build(Path::new(SHELL), &[&script]).spawn()
+            spawn(Path::new(SHELL), &[&script])
         }
         other => other,
-    }
-    .map_err(|e| spawn_error(&program, &e))
+    };
+    // Our copies of a terminal's slave close here (the child has its own):
+    // the master sees the terminal's end only when no copy is left.
+    drop(streams);
+    spawned.map_err(|e| spawn_error(&program, &e))
 }
 
 /// Where execvp would find `program`: itself when it has a slash, else the

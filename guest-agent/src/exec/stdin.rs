@@ -7,8 +7,9 @@
 
 use paddock_proto::{ErrorCode, ErrorInfo};
 use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
+
+use super::command::InputPipe;
 
 pub type Ack = oneshot::Receiver<Result<(), ErrorInfo>>;
 
@@ -51,7 +52,7 @@ impl StdinFeed {
 }
 
 /// Writes queued chunks until end of file, a write error, or every feed is gone.
-pub async fn pump(stdin: ChildStdin, mut queue: StdinQueue) {
+pub async fn pump(stdin: InputPipe, mut queue: StdinQueue) {
     let mut stdin = Some(stdin);
     while let Some(chunk) = queue.rx.recv().await {
         let result = match stdin.as_mut() {
@@ -78,7 +79,7 @@ pub async fn pump(stdin: ChildStdin, mut queue: StdinQueue) {
     }
 }
 
-async fn write_chunk(pipe: &mut ChildStdin, data: &[u8]) -> std::io::Result<()> {
+async fn write_chunk(pipe: &mut InputPipe, data: &[u8]) -> std::io::Result<()> {
     pipe.write_all(data).await?;
     pipe.flush().await
 }

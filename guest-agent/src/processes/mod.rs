@@ -4,12 +4,14 @@
 pub mod ring;
 
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use paddock_proto::{
-    ErrorCode, ErrorInfo, ExecSpec, ExitInfo, MAX_PAYLOAD_LEN, OutputStream, ProcessInfo, Reply,
+    ErrorCode, ErrorInfo, ExecSpec, ExitInfo, MAX_PAYLOAD_LEN, OutputStream, ProcessInfo, PtySize,
+    Reply, StdinMode,
 };
 use tokio::sync::watch;
 
@@ -41,7 +43,11 @@ struct Process {
     pid: u32,
     command: Vec<String>,
     output: Mutex<OutputRing>,
+    /// The output's end offset, for readers waiting on more.
+    output_end: watch::Sender<u64>,
     stdin: Option<StdinFeed>,
+    /// The terminal's master, when started on one (for resizing).
+    pty: Option<OwnedFd>,
     /// None while running; the exit once the process ended and its output was drained.
     exit: watch::Sender<Option<ExitInfo>>,
 }
@@ -115,6 +121,46 @@ impl ProcessTable {
         Ok((reply, slice.data))
     }
 
+    /// [`ProcessTable::read`], after waiting up to `wait_ms` for output past
+    /// `offset` (or the exit) when there is none yet.
+    pub async fn read_waiting(
+        &self,
+        handle: u64,
+        offset: u64,
+        max_bytes: u64,
+        wait_ms: u64,
+    ) -> Handled {
+        let process = self.get(handle)?;
+        let mut end = process.output_end.subscribe();
+        let mut exit = process.exit.subscribe();
+        let more = async {
+            tokio::select! {
+                _ = end.wait_for(|end| *end > offset) => {},
+                _ = exit.wait_for(Option::is_some) => {},
+            }
+        };
+        // Past the wait the answer is the same read, just empty.
+        let _ = tokio::time::timeout(Duration::from_millis(wait_ms), more).await;
+        self.read(handle, offset, max_bytes)
+    }
+
+    pub fn resize(&self, handle: u64, size: PtySize) -> Handled {
+        let size = size.check().map_err(bad_request)?;
+        let process = self.get(handle)?;
+        let master = process.pty.as_ref().ok_or_else(|| {
+            bad_request(format!(
+                "process {handle} was not started on a pseudo-terminal"
+            ))
+        })?;
+        paddock_jail::pty::resize(master, size.rows, size.cols).map_err(|e| {
+            ErrorInfo::new(
+                ErrorCode::Io,
+                format!("resizing process {handle}'s terminal: {e}"),
+            )
+        })?;
+        Ok((Reply::Ok, Vec::new()))
+    }
+
     pub fn signal(&self, handle: u64, signal: i32) -> Handled {
         let signal = parse_signal(signal)?;
         let process = self.get(handle)?;
@@ -146,12 +192,19 @@ impl ProcessTable {
 /// Spawns the process and a task that records its output and exit.
 pub async fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Handled {
     let table = &agent.processes;
-    let (feed, queue) = stdin_plumbing(spec.stdin, payload);
+    // A terminal's input is typed as it goes.
+    let stdin_mode = if spec.pty.is_some() {
+        StdinMode::Stream
+    } else {
+        spec.stdin
+    };
+    let (feed, queue) = stdin_plumbing(stdin_mode, payload);
     let mut spawned = command::spawn(
         &spec,
         &agent.workspace,
         &agent.spawner,
         command::proxied(&agent.enforcement),
+        &agent.egress_env,
     )
     .await?;
     let pid = spawned.pid;
@@ -161,7 +214,9 @@ pub async fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Hand
         pid,
         command: command_line(&spec),
         output: Mutex::new(OutputRing::new(table.ring_bytes)),
+        output_end: watch::Sender::new(0),
         stdin: feed,
+        pty: spawned.pty.take(),
         exit: watch::Sender::new(None),
     });
     agent.groups.insert(process.pgid());
@@ -217,6 +272,7 @@ impl Process {
             running: exit.is_none(),
             exit,
             output_bytes: self.output.lock().map(|r| r.end()).unwrap_or(0),
+            pty: self.pty.is_some(),
         }
     }
 }
@@ -229,6 +285,7 @@ impl OutputSink for RingSink {
     async fn output(&mut self, _stream: OutputStream, data: &[u8]) {
         if let Ok(mut ring) = self.process.output.lock() {
             ring.push(data);
+            self.process.output_end.send_replace(ring.end());
         }
     }
 }

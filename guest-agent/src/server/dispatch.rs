@@ -99,7 +99,28 @@ impl Session {
                 handle,
                 offset,
                 max_bytes,
+                wait_ms: None | Some(0),
             } => agent.processes.read(handle, offset, max_bytes),
+            Request::ProcessRead {
+                handle,
+                offset,
+                max_bytes,
+                wait_ms: Some(wait_ms),
+            } => {
+                let agent = agent.clone();
+                let outbox = self.outbox.clone();
+                // Bounded: a follower asks again rather than parking forever.
+                let wait_ms = wait_ms.min(MAX_READ_WAIT_MS);
+                tokio::spawn(async move {
+                    let result = agent
+                        .processes
+                        .read_waiting(handle, offset, max_bytes, wait_ms)
+                        .await;
+                    outbox.finish(id, result).await;
+                });
+                return Flow::Continue;
+            }
+            Request::ProcessResize { handle, size } => agent.processes.resize(handle, size),
             Request::ProcessWrite { handle, eof } => {
                 match agent.processes.write(handle, payload, eof) {
                     Ok(ack) => self.acknowledge(id, ack),
@@ -193,6 +214,9 @@ impl Session {
         });
     }
 }
+
+/// Longest a `ProcessRead` may wait for output.
+const MAX_READ_WAIT_MS: u64 = 60_000;
 
 fn hello(version: u32) -> Handled {
     if version != PROTOCOL_VERSION {

@@ -31,6 +31,8 @@ pub struct Local {
     pub tenant: TenantId,
     /// This host's name, as lease owners of its `paddock run` processes carry it.
     pub host: String,
+    /// The state directory it opened.
+    pub data_dir: std::path::PathBuf,
 }
 
 /// Whether the command will start sandboxes (then the guest binary must exist).
@@ -99,6 +101,7 @@ impl Local {
                 native.unconfined = backend_args.unconfined;
                 native.cgroup_parent = CGROUP_PARENT.to_owned();
                 native.temp_root = Some(dir.join("tmp"));
+                native.egress = backend_args.egress();
                 Arc::new(NativeBackend::new(native))
             }
         };
@@ -118,7 +121,18 @@ impl Local {
             runtime,
             tenant,
             host,
+            data_dir: dir.clone(),
         })
+    }
+
+    /// ` --data-dir DIR` for a command printed for the user to run, empty
+    /// for the default directory.
+    pub fn data_dir_flag(&self) -> String {
+        if self.data_dir == std::path::Path::new(crate::cli::DEFAULT_DATA_DIR) {
+            String::new()
+        } else {
+            format!(" --data-dir {}", self.data_dir.display())
+        }
     }
 
     /// Records runs left unfinished by `paddock run` processes that died

@@ -2,6 +2,7 @@
 //! embedded defaults (SQLite in the data dir, native sandboxes), or the
 //! sessions of a server.
 
+mod checkpoints;
 mod doctor;
 mod exit;
 mod local;

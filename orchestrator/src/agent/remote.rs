@@ -2,11 +2,12 @@
 //! commands as HTTP requests; events come over SSE.
 
 use anyhow::bail;
-use paddock_api::service::{RunView, SessionView};
+use paddock_api::service::{CheckpointView, RunView, SessionView};
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
 use super::exit::EXIT_CANCELLED;
 use super::render::Format;
 use super::session::{
@@ -68,14 +69,46 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
         SessionCommand::Fork {
             id,
             at_run,
+            at,
             title,
             json,
             ..
         } => {
             let request = api
                 .request(Method::POST, &format!("/v1/sessions/{}/fork", segment(&id)))
-                .json(&json!({ "at_run": at_run, "title": title }));
+                .json(&json!({ "at_run": at_run, "at_checkpoint": at, "title": title }));
             print_forked(&serde_json::from_value(api.json(request).await?)?, json)?;
+        }
+        SessionCommand::Checkpoints { id, json, .. } => {
+            let path = format!("/v1/sessions/{}/checkpoints", segment(&id));
+            let list = api.json(api.request(Method::GET, &path)).await?;
+            let checkpoints: Vec<CheckpointView> =
+                serde_json::from_value(list["checkpoints"].clone())?;
+            print_checkpoints(&checkpoints, json)?;
+        }
+        SessionCommand::Rewind { id, to, json, .. } => {
+            let request = api
+                .request(
+                    Method::POST,
+                    &format!("/v1/sessions/{}/rewind", segment(&id)),
+                )
+                .json(&json!({ "checkpoint": to }));
+            print_rewind(&serde_json::from_value(api.json(request).await?)?, json)?;
+        }
+        SessionCommand::Diff {
+            id, from, to, json, ..
+        } => {
+            let mut query = Vec::new();
+            if let Some(from) = from {
+                query.push(("from", from));
+            }
+            if let Some(to) = to {
+                query.push(("to", to));
+            }
+            let request = api
+                .request(Method::GET, &format!("/v1/sessions/{}/diff", segment(&id)))
+                .query(&query);
+            print_diff(&serde_json::from_value(api.json(request).await?)?, json)?;
         }
         SessionCommand::Events {
             id,

@@ -79,6 +79,16 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
                 json!({ "max_files": limits.max_files, "max_bytes": limits.max_bytes }),
             );
         }
+        if !args.secrets.is_empty() {
+            return Err(Failure::Usage(
+                "--secret injects a value from this machine's environment into a local run; \
+                 a server does not take secrets over the API yet"
+                    .to_owned(),
+            ));
+        }
+        if let Some(network) = &args.network {
+            extra.insert("network".to_owned(), json!(network));
+        }
         let session = session_for(&api, &args).await?;
         let run = start(&api, &session, &request, model, extra).await?;
         Ok::<_, Failure>((session, run))

@@ -51,11 +51,16 @@ pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent) {
 pub fn human_event(event: &RunEvent) -> Option<String> {
     match Event::of(event) {
         Event::RunStarted(started) => Some(format!(
-            "[run] {} mode, model {}: {}",
+            "[run] {} mode, model {}{}: {}",
             started.mode,
             started.model,
+            match &started.network {
+                Some(network) if network.has_egress() => format!(", network {}", network.label()),
+                _ => String::new(),
+            },
             first_line(&started.goal)
         )),
+        Event::EgressDecision(egress) => Some(egress_line(&egress)),
         Event::RunState(changed) => match changed.state {
             state @ (RunState::Cancelling | RunState::AwaitingUser) => {
                 Some(format!("[state] {state}"))
@@ -122,6 +127,10 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             &format!("[parent] {}", message.message.trim()),
             "         ",
         )),
+        Event::CheckpointCreated(c) => Some(format!(
+            "[checkpoint] {} ({}): {} files, {} new ({} bytes) in {} ms",
+            c.checkpoint_id, c.reason, c.files, c.new_blobs, c.new_bytes, c.duration_ms
+        )),
         Event::Other(other)
             if other.kind.starts_with("child.") || other.kind.starts_with("subagent.") =>
         {
@@ -133,6 +142,35 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
         }
         Event::Other(_) => None,
     }
+}
+
+/// `[egress] allowed good.test:8080 via http (2 connections, 80 B out, 1200 B in)`
+/// or `[egress] denied ...: the reason`, with what the caps left out.
+fn egress_line(egress: &paddock_runtime::events::EgressDecisionEvent) -> String {
+    let d = &egress.decision;
+    let mut line = format!(
+        "[egress] {} {}:{} via {}",
+        if d.allowed { "allowed" } else { "denied" },
+        d.host,
+        d.port,
+        d.via
+    );
+    if egress.count > 0 {
+        line.push_str(&format!(
+            " ({} connection{}, {} B out, {} B in)",
+            egress.count,
+            if egress.count == 1 { "" } else { "s" },
+            d.bytes_out,
+            d.bytes_in
+        ));
+    }
+    if let Some(reason) = &d.reason {
+        line.push_str(&format!(": {reason}"));
+    }
+    if egress.omitted > 0 {
+        line.push_str(&format!(" (+{} more not shown)", egress.omitted));
+    }
+    line
 }
 
 /// `[subagent] build fix-api (run_...) running`, and on finishing its state,

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use futures_util::StreamExt;
-use paddock_core::ids::SessionId;
+use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::{ModelProvider, Prices};
-use paddock_core::store::{Budgets, RunMode, Session};
+use paddock_core::store::{Budgets, CheckpointReason, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
 use paddock_runtime::subagents::ModelsByKey;
@@ -97,6 +97,8 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             snapshot_limits: snapshot_limits(args)?,
             // The runtime's: the backend of --backend and --image.
             backend: None,
+            network: args.network.clone(),
+            secrets: args.secrets.clone(),
         },
     })
 }
@@ -305,6 +307,39 @@ pub(super) fn title(goal: &str) -> String {
     }
 }
 
+/// How to undo a run that changed the workspace: the rewind to the
+/// checkpoint it took before it started. None when it changed nothing (or
+/// took no checkpoint).
+async fn undo_line(local: &Local, session: &Session, run: &RunId) -> Option<String> {
+    let checkpoints = match local
+        .runtime
+        .list_checkpoints(&local.tenant, &session.id)
+        .await
+    {
+        Ok(checkpoints) => checkpoints,
+        Err(err) => {
+            logging::note(format_args!(
+                "paddock: reading the run's checkpoints: {}",
+                error_chain(&err)
+            ));
+            return None;
+        }
+    };
+    let own = |reason| {
+        checkpoints
+            .iter()
+            .find(|c| c.run == *run && c.reason == reason)
+    };
+    let start = own(CheckpointReason::RunStart)?;
+    own(CheckpointReason::ToolBatch)?;
+    Some(format!(
+        "The workspace was checkpointed before the run; to undo its changes: paddock session rewind {} --to {}{}",
+        session.id,
+        start.id,
+        local.data_dir_flag()
+    ))
+}
+
 /// Starts the run, prints its events until it finishes, then its result.
 async fn drive(
     local: &Local,
@@ -384,7 +419,12 @@ async fn drive(
     let run = paddock_api::service::RunView::new(&run, total);
     let code = exit::for_run(&run);
     match format {
-        Format::Human => render::print_result(&mut stdout, &run, session.id.as_str()),
+        Format::Human => {
+            render::print_result(&mut stdout, &run, session.id.as_str());
+            if let Some(undo) = undo_line(local, session, &run.id).await {
+                let _ = writeln!(stdout, "{undo}");
+            }
+        }
         Format::Json => {
             let _ = writeln!(stdout, "{}", render::result_json(&run, code));
         }

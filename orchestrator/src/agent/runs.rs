@@ -58,6 +58,7 @@ pub async fn runs(cli: RunsCli) -> anyhow::Result<u8> {
         image: None,
         egress_resolver: None,
         egress_allow_private: Vec::new(),
+        egress_ca: Vec::new(),
     };
     let local = Local::open(&data, &backend, Sandboxes::NotNeeded, Prices::default()).await?;
     // A run whose process died is shown interrupted, never active.

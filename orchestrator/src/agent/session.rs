@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use paddock_api::service::sessions::fork_title;
-use paddock_api::service::{RunView, SessionView};
-use paddock_core::ids::{RunId, SessionId};
+use paddock_api::service::{CheckpointDiffView, CheckpointView, RewindView, RunView, SessionView};
+use paddock_core::ids::{CheckpointId, RunId, SessionId};
 use paddock_core::model::Prices;
 use paddock_core::store::{MAX_PAGE, Page, Run, Session};
 use paddock_runtime::Runtime;
 use paddock_runtime::events::Event;
 use serde_json::json;
 
+use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
 use super::exit::EXIT_CANCELLED;
 use super::local::{Local, Sandboxes};
 use super::remote;
@@ -44,6 +45,9 @@ pub async fn session(
         | SessionCommand::Rename { data, .. }
         | SessionCommand::Archive { data, .. }
         | SessionCommand::Fork { data, .. }
+        | SessionCommand::Checkpoints { data, .. }
+        | SessionCommand::Rewind { data, .. }
+        | SessionCommand::Diff { data, .. }
         | SessionCommand::Events { data, .. } => data.clone(),
     };
     let local = Local::open(&data, backend, Sandboxes::NotNeeded, Prices::default()).await?;
@@ -119,11 +123,17 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
         SessionCommand::Fork {
             id,
             at_run,
+            at,
             title,
             json,
             ..
         } => {
             let id = session_id(&id)?;
+            let at = at
+                .as_deref()
+                .map(CheckpointId::parse)
+                .transpose()
+                .context("--at")?;
             let at_run = at_run
                 .as_deref()
                 .map(RunId::parse)
@@ -134,10 +144,48 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
                 Some(_) => bail!("the title is empty"),
                 None => fork_title(&runtime.get_session(tenant, &id).await?.title),
             };
-            let fork = runtime
-                .fork_session(tenant, &id, at_run.as_ref(), &title)
-                .await?;
+            let fork = match &at {
+                Some(checkpoint) => {
+                    runtime
+                        .fork_at_checkpoint(tenant, &id, checkpoint, &title)
+                        .await?
+                }
+                None => {
+                    runtime
+                        .fork_session(tenant, &id, at_run.as_ref(), &title)
+                        .await?
+                }
+            };
             print_forked(&session_view(&fork), json)?;
+        }
+        SessionCommand::Checkpoints { id, json, .. } => {
+            let id = session_id(&id)?;
+            let checkpoints = runtime.list_checkpoints(tenant, &id).await?;
+            let views: Vec<CheckpointView> = checkpoints.iter().map(CheckpointView::from).collect();
+            print_checkpoints(&views, json)?;
+        }
+        SessionCommand::Rewind { id, to, json, .. } => {
+            let id = session_id(&id)?;
+            let to = CheckpointId::parse(&to).context("--to")?;
+            let rewound = runtime.rewind_session(tenant, &id, &to).await?;
+            print_rewind(&RewindView::from(&rewound), json)?;
+        }
+        SessionCommand::Diff {
+            id, from, to, json, ..
+        } => {
+            let id = session_id(&id)?;
+            let parse = |flag: &str, value: Option<String>| {
+                value
+                    .as_deref()
+                    .map(CheckpointId::parse)
+                    .transpose()
+                    .with_context(|| flag.to_owned())
+            };
+            let (from, to) = (parse("--from", from)?, parse("--to", to)?);
+            let diff = runtime
+                .diff_checkpoints(tenant, &id, from.as_ref(), to.as_ref())
+                .await?;
+            print_diff(&CheckpointDiffView::from(&diff), json)?;
         }
         SessionCommand::Events {
             id,

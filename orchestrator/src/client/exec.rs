@@ -140,7 +140,7 @@ fn note_exit(result: &Value) {
 }
 
 /// The exit code, 128 + the signal, or 124 when the timeout killed it.
-pub(super) fn exit_code(result: &Value) -> u8 {
+pub(crate) fn exit_code(result: &Value) -> u8 {
     if result["timed_out"] == true {
         return EXIT_TIMED_OUT;
     }
@@ -155,12 +155,12 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-pub(super) fn base64_encode(bytes: &[u8]) -> String {
+pub(crate) fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-pub(super) fn base64_decode(text: &str) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn base64_decode(text: &str) -> anyhow::Result<Vec<u8>> {
     use base64::Engine as _;
     Ok(base64::engine::general_purpose::STANDARD.decode(text)?)
 }

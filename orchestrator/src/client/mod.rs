@@ -21,6 +21,7 @@ pub use snapshot::snapshot;
 pub use workspace::{PackRefused, upload_dir, workspace};
 
 pub use exec::exec;
+pub(crate) use exec::{base64_decode, base64_encode, exit_code};
 
 use crate::cli::ServerArgs;
 

@@ -129,6 +129,7 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
             workspace_inodes: args.workspace_inodes,
         },
         allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
+        secrets: args.secrets.clone(),
     }
 }
 
@@ -145,6 +146,7 @@ fn exec_spec(args: &RunArgs) -> ExecSpec {
         },
         timeout_ms: args.timeout,
         output_cap: args.output_cap,
+        pty: None,
     }
 }
 

@@ -13,13 +13,29 @@ const CHUNK: usize = 64 << 10;
 /// must not hold a runtime thread) and sends it to exec `target`, closing the
 /// command's stdin at our end of file. Stops quietly when the command is gone.
 pub fn forward(guest: Arc<dyn GuestOps>, target: u64) -> JoinHandle<()> {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(2);
+    let mut rx = read_on_a_thread(CHUNK);
+    tokio::spawn(async move {
+        // A closed channel without an empty chunk (no reader thread) is end of file too.
+        while let Some(chunk) = rx.recv().await {
+            let eof = chunk.is_empty();
+            if guest.exec_stdin(target, &chunk, eof).await.is_err() || eof {
+                return;
+            }
+        }
+        let _ = guest.exec_stdin(target, &[], true).await;
+    })
+}
+
+/// Our stdin, read on a thread in chunks of at most `chunk` bytes, as they
+/// come; an empty chunk is end of file, and so is a closed channel.
+pub fn read_on_a_thread(chunk: usize) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(2);
     let reader = std::thread::Builder::new()
         .name("stdin".to_owned())
         .spawn(move || {
             let mut stdin = std::io::stdin().lock();
             loop {
-                let mut buf = vec![0u8; CHUNK];
+                let mut buf = vec![0u8; chunk];
                 let n = match stdin.read(&mut buf) {
                     Ok(n) => n,
                     Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -35,14 +51,5 @@ pub fn forward(guest: Arc<dyn GuestOps>, target: u64) -> JoinHandle<()> {
     if let Err(err) = reader {
         tracing::warn!(error = %err, "cannot read stdin; the command gets an empty stdin");
     }
-    tokio::spawn(async move {
-        // A closed channel without an empty chunk (no reader thread) is end of file too.
-        while let Some(chunk) = rx.recv().await {
-            let eof = chunk.is_empty();
-            if guest.exec_stdin(target, &chunk, eof).await.is_err() || eof {
-                return;
-            }
-        }
-        let _ = guest.exec_stdin(target, &[], true).await;
-    })
+    rx
 }

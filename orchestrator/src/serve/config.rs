@@ -14,6 +14,7 @@ use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
 use paddock_sandbox::{DEFAULT_IMAGE, SlowReader, StreamLimits};
 
 use crate::backend::BackendKind;
+use paddock_proto::{NetworkBounds, NetworkPolicy};
 use serde::Deserialize;
 
 /// Environment variable with extra tokens: `tenant:token,tenant:token`.
@@ -73,6 +74,13 @@ pub struct ServeConfig {
     /// Snapshot limits of runs (end snapshots, subagent workspace copies).
     #[serde(default)]
     pub snapshot: SnapshotSection,
+    /// `[network]`: what a run naming no network gets (`default`, none
+    /// unless set) and the most a run or sandbox request may ask for
+    /// (`max`, full unless set; `none` forbids egress, `allow:HOST,...`
+    /// allows only those destinations). Each is `none`, `full` or
+    /// `allow:HOST[:PORT],...`.
+    #[serde(default)]
+    pub network: NetworkSection,
     /// The backend a sandbox request naming none gets ("native", "docker",
     /// "gvisor", "microvm"); default: the first of `[[backends]]`, else `--backend`.
     pub backend: Option<BackendKind>,
@@ -263,6 +271,29 @@ pub enum SlowReaderName {
     Drop,
 }
 
+/// `[network]`: `default` and `max`, each `none`, `full` or `allow:HOST,...`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSection {
+    pub default: Option<String>,
+    pub max: Option<String>,
+}
+
+impl NetworkSection {
+    pub fn bounds(&self) -> anyhow::Result<NetworkBounds> {
+        let defaults = NetworkBounds::default();
+        let parse = |field: &str, value: &Option<String>, default: NetworkPolicy| match value {
+            Some(raw) => raw
+                .parse::<NetworkPolicy>()
+                .with_context(|| format!("network.{field}")),
+            None => Ok(default),
+        };
+        let default = parse("default", &self.default, defaults.default)?;
+        let max = parse("max", &self.max, defaults.max)?;
+        NetworkBounds::new(default, max).context("network.default must be within network.max")
+    }
+}
+
 /// `[quotas.tenant]` and `[quotas.node]`: `sandboxes`, `memory_bytes`, `pids`,
 /// `cpu_millis`. A node field left out defaults from the host (pid_max less
 /// a margin, MemTotal, the CPUs times the overcommit); a tenant field left
@@ -367,6 +398,7 @@ impl ServeConfig {
         };
         config.allow_downgrade = self.allow_downgrade.clone();
         config.quotas = self.quotas.quotas(&HostTotals::read());
+        config.network = self.network.bounds()?;
         Ok(config)
     }
 }
@@ -628,6 +660,29 @@ request_max_bytes = 5",
         ] {
             let config: ServeConfig = toml::from_str(bad).unwrap();
             assert!(config.snapshot_settings().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn network_bounds_default_and_are_settable() {
+        let defaults = ServeConfig::default().network.bounds().unwrap();
+        assert_eq!(defaults, NetworkBounds::default());
+        let config: ServeConfig = toml::from_str(
+            "[network]
+default = \"allow:pypi.org\"
+max = \"allow:pypi.org,*.example.com\"",
+        )
+        .unwrap();
+        let bounds = config.network.bounds().unwrap();
+        assert_eq!(bounds.default.label(), "allow:pypi.org");
+        assert_eq!(bounds.max.label(), "allow:pypi.org,*.example.com");
+        for bad in [
+            "[network]\nmax = \"none\"\ndefault = \"full\"",
+            "[network]\nmax = \"allow:\"",
+            "[network]\ndefault = \"host\"",
+        ] {
+            let config: ServeConfig = toml::from_str(bad).unwrap();
+            assert!(config.network.bounds().is_err(), "{bad}");
         }
     }
 

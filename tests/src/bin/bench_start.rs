@@ -52,6 +52,9 @@ struct Args {
     /// unshare and bwrap baselines; docker and gvisor their `docker run`).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Only::Native, Only::Docker, Only::Gvisor])]
     backends: Vec<Only>,
+    /// Only the microvm lines.
+    #[arg(long)]
+    microvm_only: bool,
 }
 
 /// A backend of `--backends`.
@@ -494,6 +497,9 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if args.runs == 0 {
         bail!("--runs must be at least 1");
+    }
+    if args.microvm_only {
+        return microvm::run(args.microvm_runs.max(1));
     }
     let profile = if cfg!(debug_assertions) {
         "debug"

@@ -8,7 +8,7 @@ use paddock_core::sandbox::{
     GuestOps, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec, SnapshotExportOptions,
     SnapshotImportOptions, WriteOptions,
 };
-use paddock_proto::{ErrorCode, ExecSpec, LayerState};
+use paddock_proto::{ErrorCode, ExecSpec, LayerState, PtySize};
 use paddock_tests::backends::{self, Kind};
 use paddock_tests::host::require_root;
 
@@ -272,6 +272,68 @@ pub fn background_and_reattach(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + S
         assert_eq!(String::from_utf8_lossy(&out.data), "first\nsecond\n");
         let listed = guest.process_list().await.unwrap();
         assert!(listed.iter().any(|p| p.handle == started.handle));
+        sb.destroy().await.unwrap();
+    })
+}
+
+/// A shell on a pseudo-terminal (issue #18 item 1): typed input is echoed
+/// and run, `stty size` sees the size asked and then a resize, and the
+/// shell's exit code comes back.
+pub fn interactive_terminal(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let sb = ctx.create(SandboxSpec::default()).await;
+        let guest = sb.guest();
+        let spec = ExecSpec {
+            argv: vec!["/bin/sh".to_owned()],
+            pty: Some(PtySize { rows: 24, cols: 80 }),
+            ..ExecSpec::default()
+        };
+        let handle = guest.process_start(spec).await.unwrap().handle;
+        let mut offset = 0;
+        let mut screen = String::new();
+        let mut until = async |guest: &dyn GuestOps, needle: &str| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while !screen.contains(needle) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "[{}] no {needle:?} in {screen:?}",
+                    ctx.kind.name()
+                );
+                let out = guest
+                    .process_follow(handle, offset, 1 << 20, 2_000)
+                    .await
+                    .unwrap();
+                offset = out.next_offset;
+                screen.push_str(&String::from_utf8_lossy(&out.data));
+            }
+        };
+        guest
+            .process_write(handle, b"stty size; echo MARK-$((40+2))\n", false)
+            .await
+            .unwrap();
+        until(&*guest, "MARK-42").await;
+        until(&*guest, "24 80").await;
+        guest
+            .process_resize(
+                handle,
+                PtySize {
+                    rows: 33,
+                    cols: 101,
+                },
+            )
+            .await
+            .unwrap();
+        guest
+            .process_write(handle, b"stty size\n", false)
+            .await
+            .unwrap();
+        until(&*guest, "33 101").await;
+        guest
+            .process_write(handle, b"exit 3\n", false)
+            .await
+            .unwrap();
+        let status = guest.process_wait(handle, Some(20_000)).await.unwrap();
+        assert_eq!(status.exit.and_then(|e| e.code), Some(3), "{screen:?}");
         sb.destroy().await.unwrap();
     })
 }

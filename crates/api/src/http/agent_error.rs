@@ -25,12 +25,18 @@ impl From<AgentError> for ApiError {
                 "model_unavailable",
                 reason,
             ),
+            AgentError::NetworkNotAllowed { reason } => {
+                ApiError::new(StatusCode::FORBIDDEN, "network_not_allowed", reason)
+            }
             AgentError::ShuttingDown => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",
                 "the server is shutting down",
             ),
             AgentError::Runtime { op, source } => runtime_error(op, *source),
+            AgentError::ChangesRefused { message, .. } => {
+                ApiError::new(StatusCode::CONFLICT, "change_set_refused", message)
+            }
             other => {
                 tracing::error!(error = %error_chain(&other), "agent request failed");
                 ApiError::internal()
@@ -47,6 +53,9 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::SessionArchived { .. } => (StatusCode::CONFLICT, "session_archived"),
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")
+        }
+        RuntimeError::CheckpointNotInSession { .. } => {
+            (StatusCode::NOT_FOUND, "checkpoint_not_found")
         }
         RuntimeError::NoEndSnapshot { .. } => (StatusCode::CONFLICT, "no_end_snapshot"),
         RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
@@ -88,6 +97,7 @@ fn not_found_code(entity: &str) -> &'static str {
         "workspace" => "workspace_not_found",
         "snapshot" => "snapshot_not_found",
         "memory" => "memory_not_found",
+        "checkpoint" => "checkpoint_not_found",
         _ => "not_found",
     }
 }

@@ -131,6 +131,9 @@ impl From<ServiceError> for ApiError {
                 "sandbox_owned_by_run",
                 err.to_string(),
             ),
+            ServiceError::NetworkNotAllowed { reason } => {
+                Self::new(StatusCode::FORBIDDEN, "network_not_allowed", reason)
+            }
             ServiceError::TooManySandboxes { limit } => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_sandboxes",

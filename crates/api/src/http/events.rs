@@ -85,6 +85,16 @@ pub(super) async fn stream(
 
 /// `Last-Event-ID`, else `?after`, else 0.
 fn after_seq(headers: &HeaderMap, after: Option<u64>) -> Result<u64, ApiError> {
+    last_event_id(headers, after, "the sequence number of an event")
+}
+
+/// A number from `Last-Event-ID` (a resuming client's), else `fallback`,
+/// else 0; `what` says in the error what the id should have been.
+pub(super) fn last_event_id(
+    headers: &HeaderMap,
+    fallback: Option<u64>,
+    what: &str,
+) -> Result<u64, ApiError> {
     match headers.get("last-event-id") {
         Some(value) => value
             .to_str()
@@ -94,10 +104,10 @@ fn after_seq(headers: &HeaderMap, after: Option<u64>) -> Result<u64, ApiError> {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "invalid_request",
-                    "Last-Event-ID: expected the sequence number of an event",
+                    format!("Last-Event-ID: expected {what}"),
                 )
             }),
-        None => Ok(after.unwrap_or(0)),
+        None => Ok(fallback.unwrap_or(0)),
     }
 }
 

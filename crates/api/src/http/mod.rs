@@ -6,6 +6,7 @@
 
 mod agent_error;
 mod auth;
+mod checkpoints;
 mod doctor;
 mod egress;
 mod error;
@@ -21,6 +22,7 @@ mod runs;
 mod sandboxes;
 mod sessions;
 mod snapshots;
+mod terminal;
 mod transport;
 mod workspace_archive;
 
@@ -201,6 +203,14 @@ fn routes() -> Routes {
             "/v1/sandboxes/{id}/processes/{handle}/signal",
             processes::signal,
         )
+        .get(
+            "/v1/sandboxes/{id}/processes/{handle}/stream",
+            terminal::stream,
+        )
+        .post(
+            "/v1/sandboxes/{id}/processes/{handle}/resize",
+            terminal::resize,
+        )
         .get("/v1/sandboxes/{id}/files", files::list)
         .get("/v1/sandboxes/{id}/files/{*path}", files::read)
         .put("/v1/sandboxes/{id}/files/{*path}", files::write)
@@ -219,12 +229,19 @@ fn routes() -> Routes {
         .patch("/v1/sessions/{id}", sessions::update)
         .delete("/v1/sessions/{id}", sessions::archive)
         .post("/v1/sessions/{id}/fork", sessions::fork)
+        .get("/v1/sessions/{id}/checkpoints", checkpoints::list)
+        .post("/v1/sessions/{id}/rewind", checkpoints::rewind)
+        .get("/v1/sessions/{id}/diff", checkpoints::diff)
         .get("/v1/sessions/{id}/runs", sessions::list_runs)
         .post("/v1/sessions/{id}/runs", sessions::start_run)
         .get("/v1/sessions/{id}/events", events::stream)
         .get("/v1/runs/{id}", runs::get)
         .post("/v1/runs/{id}/cancel", runs::cancel)
         .get("/v1/runs/{id}/children", runs::children)
+        .post(
+            "/v1/runs/{id}/children/{child}/changes",
+            runs::decide_changes,
+        )
         .get("/v1/runs/{id}/events", events::run_stream)
         .get("/v1/memory", memory::list)
         .post("/v1/memory", memory::add)

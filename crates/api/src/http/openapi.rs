@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes, sessions,
-    snapshots, workspace_archive,
+    checkpoints, doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes,
+    sessions, snapshots, terminal, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -46,6 +46,8 @@ use super::{
         processes::output,
         processes::stdin,
         processes::signal,
+        terminal::stream,
+        terminal::resize,
         files::list,
         files::read,
         files::write,
@@ -64,12 +66,16 @@ use super::{
         sessions::update,
         sessions::archive,
         sessions::fork,
+        checkpoints::list,
+        checkpoints::rewind,
+        checkpoints::diff,
         sessions::list_runs,
         sessions::start_run,
         events::stream,
         runs::get,
         runs::cancel,
         runs::children,
+        runs::decide_changes,
         events::run_stream,
         memory::list,
         memory::add,

@@ -5,9 +5,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use paddock_core::ids::RunId;
+use paddock_runtime::ChangesDecision;
 
 use super::error::Body as ErrorBody;
-use super::extract::ApiPath;
+use super::extract::{ApiJson, ApiPath};
 use super::{ApiError, AppState, Caller};
 use crate::service::RunView;
 
@@ -56,6 +57,51 @@ pub(super) async fn children(
     let id = run_id(&id)?;
     let runs = state.agents()?.child_runs(&tenant, &id).await?;
     Ok(Json(ChildRuns { runs }))
+}
+
+/// What a person decides on a build subagent's change set.
+#[derive(Debug, Clone, Copy, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Decision {
+    Apply,
+    Reject,
+}
+
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DecideChanges {
+    decision: Decision,
+}
+
+/// Applies or rejects a finished build subagent's change set into the
+/// running parent's workspace, as the parent's own
+/// `apply_subagent_changes` / `reject_subagent_changes` would (same
+/// conflict checks; the parent's model sees the new state).
+#[utoipa::path(post, path = "/v1/runs/{id}/children/{child}/changes", tag = "runs",
+    summary = "Apply or reject a build subagent's change set",
+    params(("id" = RunId, Path, description = "The running parent run."), ("child" = RunId, Path, description = "Its build subagent's run.")),
+    request_body = DecideChanges,
+    responses(
+        (status = 200, description = "done: `{run_id, applied, written}` or `{run_id, rejected}`", body = Object),
+        (status = 409, description = "the parent run is not active here (`run_not_active`), or nothing changed: a conflict, the set is not pending, the child is still running (`change_set_refused`)", body = ErrorBody),
+        (status = 404, description = "no such run (`run_not_found`)", body = ErrorBody),
+    ))]
+pub(super) async fn decide_changes(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath((id, child)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<DecideChanges>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (id, child) = (run_id(&id)?, run_id(&child)?);
+    let decision = match body.decision {
+        Decision::Apply => ChangesDecision::Apply,
+        Decision::Reject => ChangesDecision::Reject,
+    };
+    let result = state
+        .agents()?
+        .decide_child_changes(&tenant, &id, &child, decision)
+        .await?;
+    Ok(Json(result))
 }
 
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use paddock_core::ids::WorkspaceId;
 use paddock_core::sandbox::SandboxLimits;
-use paddock_proto::{ExecSpec, NetworkPolicy, SearchSpec, StdinMode};
+use paddock_proto::{ExecSpec, NetworkPolicy, PtySize, SearchSpec, StdinMode};
 use serde::{Deserialize, Serialize};
 
 use super::ServiceError;
@@ -259,6 +259,7 @@ impl ExecCommand {
             },
             timeout_ms: timeout(self.timeout_ms)?,
             output_cap,
+            pty: None,
         };
         Ok((spec, stdin.unwrap_or_default()))
     }
@@ -278,6 +279,31 @@ pub struct StartProcess {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// Run on a pseudo-terminal of this size (a shell for a person): the
+    /// output is the terminal's screen, input goes through `stdin`, and
+    /// `resize` changes the size.
+    #[serde(default)]
+    pub pty: Option<PtySize>,
+}
+
+/// A terminal's new size, in character cells (1 to 1000 each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeTerminal {
+    pub rows: u16,
+    pub cols: u16,
+}
+
+impl ResizeTerminal {
+    pub(crate) fn validate(self) -> Result<PtySize, ServiceError> {
+        super::terminal::check_size(
+            "rows",
+            PtySize {
+                rows: self.rows,
+                cols: self.cols,
+            },
+        )
+    }
 }
 
 impl StartProcess {
@@ -291,6 +317,10 @@ impl StartProcess {
             stdin: StdinMode::Stream,
             timeout_ms: timeout(self.timeout_ms)?,
             output_cap: None,
+            pty: self
+                .pty
+                .map(|size| super::terminal::check_size("pty", size))
+                .transpose()?,
         })
     }
 }

@@ -49,6 +49,10 @@ pub struct ServiceConfig {
     /// a snapshot import or restore that would go over is refused before it
     /// writes (see `service::quota`).
     pub tenant_disk_quota: u64,
+    /// The most network a sandbox request may ask for (its `default` is
+    /// what agent runs get; a sandbox request names its own, none by
+    /// default).
+    pub network: paddock_proto::NetworkBounds,
 }
 
 impl ServiceConfig {
@@ -66,6 +70,7 @@ impl ServiceConfig {
             blobs: None,
             blob_grace: Duration::from_secs(10 * 60),
             tenant_disk_quota: DEFAULT_TENANT_DISK_QUOTA,
+            network: paddock_proto::NetworkBounds::default(),
         }
     }
 
@@ -85,6 +90,7 @@ impl ServiceConfig {
             network,
             limits,
             allow_downgrade: self.allow_downgrade.clone(),
+            secrets: Vec::new(),
         }
     }
 

@@ -30,6 +30,9 @@ pub enum ServiceError {
         id: String,
         reason: String,
     },
+    /// The network asked for is beyond what the operator allows tenants.
+    #[error("{reason}")]
+    NetworkNotAllowed { reason: String },
     #[error("this node already runs its limit of {limit} sandboxes")]
     TooManySandboxes { limit: usize },
     /// Granting the sandbox's limits would go over a quota.
@@ -121,6 +124,22 @@ pub enum ServiceError {
 }
 
 impl ServiceError {
+    /// Whether a tenant may have `network` under `bounds`: 400 when no
+    /// backend could apply it, 403 beyond the operator's max.
+    pub(crate) fn check_network(
+        bounds: &paddock_proto::NetworkBounds,
+        network: &paddock_proto::NetworkPolicy,
+    ) -> Result<(), ServiceError> {
+        bounds.check(network).map_err(|refused| match refused {
+            paddock_proto::NetworkRefused::Invalid(e) => {
+                ServiceError::invalid("network", e.to_string())
+            }
+            above => ServiceError::NetworkNotAllowed {
+                reason: above.to_string(),
+            },
+        })
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         ServiceError::Invalid {
             field: field.into(),

@@ -11,6 +11,7 @@
 
 mod agent_views;
 mod backends;
+pub mod checkpoints;
 pub mod commands;
 mod config;
 mod disk_quota;
@@ -25,6 +26,7 @@ mod quota;
 mod reconcile;
 pub mod sessions;
 mod snapshots;
+mod terminal;
 mod views;
 mod workspace_archive;
 mod writer;
@@ -42,6 +44,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use agent_views::{RunView, SessionView};
 pub use backends::{BackendEntry, BackendRefused, Backends, BackendsError, KNOWN_BACKENDS};
+pub use checkpoints::{
+    CheckpointDiffView, CheckpointView, FileChangeView, RewindSession, RewindView,
+};
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
@@ -58,6 +63,7 @@ pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
     MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,
 };
+pub use terminal::ProcessFollow;
 pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
     ProcessView, SandboxView, SearchView, StoredSpec, WorkspaceView,
@@ -289,10 +295,7 @@ impl SandboxService {
     ) -> Result<SandboxView, ServiceError> {
         // A policy no backend could apply is the caller's mistake (400),
         // found before any sandbox starts.
-        command
-            .network
-            .validate()
-            .map_err(|e| ServiceError::invalid("network", e.to_string()))?;
+        ServiceError::check_network(&self.config.network, &command.network)?;
         let entry = self
             .backends
             .choose(command.backend.as_deref(), command.image.as_deref())?;

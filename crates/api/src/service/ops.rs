@@ -86,6 +86,7 @@ impl SandboxService {
             Ok(started) => started,
             Err(e) => return Err(self.guest_failed(id, "process_start", e).await),
         };
+        let pty = spec.pty.is_some();
         let command = if spec.argv.is_empty() {
             vec![
                 "/bin/sh".into(),
@@ -102,6 +103,7 @@ impl SandboxService {
             running: true,
             exit: None,
             output_bytes: 0,
+            pty,
         })
     }
 

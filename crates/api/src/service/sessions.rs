@@ -11,9 +11,11 @@ use paddock_core::ids::{RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{
     Budgets, MAX_PAGE, Page, Run, RunEvent, RunMode, Session, SessionStatus,
 };
+use paddock_proto::{NetworkPolicy, NetworkRefused};
 use paddock_runtime::subagents::ModelsByKey;
 use paddock_runtime::{
-    EventStream, RunBackend, RunHandle, Runtime, RuntimeError, StartRun, SubagentModels,
+    ChangesDecision, EventStream, RunBackend, RunHandle, Runtime, RuntimeError, StartRun,
+    SubagentModels,
 };
 use serde::Deserialize;
 use tokio::task::JoinHandle;
@@ -52,6 +54,16 @@ pub enum AgentError {
     },
     #[error("the service is shutting down")]
     ShuttingDown,
+    /// A change set could not be applied or rejected now (a conflict, it
+    /// is not pending, the child is still running): the tool's reason.
+    #[error("{message}")]
+    ChangesRefused {
+        message: String,
+        data: serde_json::Value,
+    },
+    /// The network asked for is beyond what the operator allows tenants.
+    #[error("{reason}")]
+    NetworkNotAllowed { reason: String },
 }
 
 impl AgentError {
@@ -115,6 +127,9 @@ pub struct ForkSession {
     /// Fork from the end of this run of the session (default: its latest state).
     #[serde(default)]
     pub at_run: Option<RunId>,
+    /// Fork at this checkpoint of the session instead (not with `at_run`).
+    #[serde(default)]
+    pub at_checkpoint: Option<paddock_core::ids::CheckpointId>,
     #[serde(default)]
     pub title: Option<String>,
 }
@@ -152,6 +167,10 @@ pub struct StartRunCommand {
     /// backend; None: the backend's first.
     #[serde(default)]
     pub image: Option<String>,
+    /// The network of the run's sandbox (default: the server's); 403
+    /// beyond the most the server allows tenants.
+    #[serde(default)]
+    pub network: Option<NetworkPolicy>,
 }
 
 /// A run this node drives, started over the API.
@@ -336,11 +355,24 @@ impl AgentService {
             Some(title) => title_or(Some(title), "")?,
             None => fork_title(&self.session(tenant, id).await?.title),
         };
-        let session = self
-            .runtime
-            .fork_session(tenant, id, command.at_run.as_ref(), &title)
-            .await
-            .map_err(AgentError::runtime("fork_session"))?;
+        let session = match (&command.at_checkpoint, &command.at_run) {
+            (Some(_), Some(_)) => {
+                return Err(AgentError::invalid(
+                    "at_checkpoint",
+                    "give at_run or at_checkpoint, not both",
+                ));
+            }
+            (Some(checkpoint), None) => self
+                .runtime
+                .fork_at_checkpoint(tenant, id, checkpoint, &title)
+                .await
+                .map_err(AgentError::runtime("fork_at_checkpoint"))?,
+            (None, at_run) => self
+                .runtime
+                .fork_session(tenant, id, at_run.as_ref(), &title)
+                .await
+                .map_err(AgentError::runtime("fork_session"))?,
+        };
         Ok(SessionView::from(&session))
     }
 
@@ -489,6 +521,17 @@ impl AgentService {
             backend: Arc::clone(&chosen.backend),
             image: chosen.image.clone(),
         };
+        let network = match self.runtime.config().network.grant(command.network) {
+            Ok(network) => network,
+            Err(NetworkRefused::Invalid(e)) => {
+                return Err(AgentError::invalid("network", e.to_string()));
+            }
+            Err(above) => {
+                return Err(AgentError::NetworkNotAllowed {
+                    reason: above.to_string(),
+                });
+            }
+        };
         let provider = self.models.resolve(&command.model)?;
         let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
@@ -505,6 +548,8 @@ impl AgentService {
             subagent_models,
             snapshot_limits,
             backend: Some(backend),
+            network: Some(network),
+            secrets: Vec::new(),
         })
     }
 
@@ -563,6 +608,30 @@ impl AgentService {
             .await
             .map_err(AgentError::runtime("cancel_run"))?;
         self.view(&run).await
+    }
+
+    /// Applies or rejects a finished build subagent's change set while its
+    /// parent run is active; the written paths (or why nothing changed).
+    pub async fn decide_child_changes(
+        &self,
+        tenant: &TenantId,
+        parent: &RunId,
+        child: &RunId,
+        decision: ChangesDecision,
+    ) -> Result<serde_json::Value, AgentError> {
+        let decided = self
+            .runtime
+            .decide_child_changes(tenant, parent, child, decision)
+            .await
+            .map_err(AgentError::runtime("decide_child_changes"))?;
+        if decided.done {
+            Ok(decided.data)
+        } else {
+            Err(AgentError::ChangesRefused {
+                message: decided.message,
+                data: decided.data,
+            })
+        }
     }
 
     /// The subagent runs `id` spawned, oldest first.

@@ -433,10 +433,7 @@ impl SandboxService {
             ));
         }
         command.limits.resolve(&self.config.limits)?;
-        command
-            .network
-            .validate()
-            .map_err(|e| ServiceError::invalid("network", e.to_string()))?;
+        ServiceError::check_network(&self.config.network, &command.network)?;
         let record = self.snapshot_record(tenant, id).await?;
         let key = blob_key(&record)?;
         // Every sandbox of a fork gets its own copy of the files.

@@ -148,6 +148,9 @@ pub struct ProcessView {
     pub running: bool,
     pub exit: Option<ExitView>,
     pub output_bytes: u64,
+    /// Runs on a pseudo-terminal.
+    #[serde(default)]
+    pub pty: bool,
 }
 
 impl From<&ProcessInfo> for ProcessView {
@@ -159,6 +162,7 @@ impl From<&ProcessInfo> for ProcessView {
             running: p.running,
             exit: p.exit.as_ref().map(ExitView::from),
             output_bytes: p.output_bytes,
+            pty: p.pty,
         }
     }
 }

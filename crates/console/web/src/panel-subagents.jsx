@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { enc, readEventStream } from './api.js';
+import { api, enc, readEventStream } from './api.js';
 
 /** The subagents the session's runs spawned, their state and verdict; each child's events on demand. */
 export function SubagentsPanel({ view, onError }) {
@@ -18,6 +18,7 @@ export function SubagentsPanel({ view, onError }) {
               {child.changed_paths !== undefined && <span> · {child.changed_paths} changed paths</span>}
             </div>
             {child.summary && <p class="summary">{child.summary}</p>}
+            <ChangeSet id={id} child={child} onError={onError} />
             <button type="button" onClick={() => setShown(shown === id ? null : id)} aria-expanded={shown === id}>
               {shown === id ? 'Hide events' : 'Show events'}
             </button>
@@ -63,4 +64,33 @@ function summarise(data) {
   } catch {
     return data.slice(0, 160);
   }
+}
+
+/**
+ * Apply or reject a finished build child's change set into its parent's
+ * workspace, while the parent runs (the parent's own tools do the work; its
+ * model sees the new state).
+ */
+function ChangeSet({ id, child, onError }) {
+  const [decided, setDecided] = useState(null);
+  const [busy, setBusy] = useState(false);
+  if (child.profile !== 'build' || child.status !== 'finished' || !child.changed_paths || !child.parent) return null;
+  if (decided) return <p class="subagent-actions" data-testid="change-set-decided">Change set {decided}.</p>;
+  const decide = async (decision) => {
+    setBusy(true);
+    try {
+      await api('POST', `/v1/runs/${enc(child.parent)}/children/${enc(id)}/changes`, { decision });
+      setDecided(decision === 'apply' ? 'applied' : 'rejected');
+    } catch (err) {
+      onError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="subagent-actions">
+      <button type="button" disabled={busy} onClick={() => decide('apply')}>Apply changes</button>
+      <button type="button" disabled={busy} onClick={() => decide('reject')}>Reject changes</button>
+    </div>
+  );
 }

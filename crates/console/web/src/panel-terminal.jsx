@@ -1,97 +1,134 @@
-import { useRef, useState } from 'preact/hooks';
-import { auth, enc, parseStream } from './api.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, enc, readEventStream } from './api.js';
 
-const SCROLLBACK = 200_000; // characters kept on screen
+// bash where the sandbox has it, else sh.
+const SHELL = 'command -v bash >/dev/null 2>&1 && exec bash -i; exec sh -i';
+
+function bytes(base64) {
+  const raw = atob(base64);
+  const out = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i += 1) out[i] = raw.charCodeAt(i);
+  return out;
+}
 
 /**
- * Commands in the console's sandbox on this workspace, output streamed as
- * it comes (exec over server-sent events). Each line is one `sh -c`
- * command in /workspace.
+ * A shell on a pseudo-terminal in the console's sandbox on this workspace
+ * (xterm.js). The shell outlives the panel: coming back (another tab, a
+ * reload) reattaches to it and replays what it printed meanwhile.
  */
 export function TerminalPanel({ sandbox, onError }) {
-  const [output, setOutput] = useState('');
-  const [command, setCommand] = useState('');
-  const [running, setRunning] = useState(null);
-  const history = useRef([]);
-  const cursor = useRef(0);
-  const screen = useRef(null);
+  const host = useRef(null);
+  const [status, setStatus] = useState('starting');
+  const [generation, setGeneration] = useState(0);
 
-  const append = (text) => {
-    setOutput((all) => {
-      const next = all + text;
-      return next.length > SCROLLBACK ? next.slice(next.length - SCROLLBACK) : next;
-    });
-    requestAnimationFrame(() => {
-      if (screen.current) screen.current.scrollTop = screen.current.scrollHeight;
-    });
-  };
-
-  const run = async (event) => {
-    event.preventDefault();
-    const line = command.trim();
-    if (!line || running) return;
-    history.current.push(line);
-    cursor.current = history.current.length;
-    setCommand('');
-    append(`$ ${line}\n`);
+  useEffect(() => {
     const controller = new AbortController();
-    setRunning(controller);
-    try {
-      await sandbox.withSandbox(async (id) => {
-        const res = await fetch(`/v1/sandboxes/${enc(id)}/exec`, {
-          method: 'POST',
-          headers: { Authorization: `Bearer ${auth.token}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-          body: JSON.stringify({ shell: line }),
-          signal: controller.signal,
-        });
-        if (!res.ok) {
-          const body = await res.json().catch(() => null);
-          const err = new Error(body?.error?.message ?? res.statusText);
-          err.code = body?.error?.code;
-          throw err;
+    let dispose = () => {};
+    const attach = async (id, term) => {
+      const base = `/v1/sandboxes/${enc(id)}/processes`;
+      const key = `paddock.terminal.${id}`;
+      let handle = Number(sessionStorage.getItem(key)) || null;
+      if (handle) {
+        const { processes } = await api('GET', base);
+        const known = processes.find((p) => p.handle === handle);
+        if (!known?.running || !known.pty) handle = null;
+      }
+      if (handle) {
+        await api('POST', `${base}/${handle}/resize`, { rows: term.rows, cols: term.cols });
+      } else {
+        const started = await api('POST', base, { shell: SHELL, pty: { rows: term.rows, cols: term.cols } });
+        handle = started.handle;
+        sessionStorage.setItem(key, String(handle));
+      }
+      // Keys are sent in order, what piles up during a request in one go.
+      let queued = '';
+      let sending = false;
+      const send = async () => {
+        if (sending || !queued) return;
+        sending = true;
+        const data = queued;
+        queued = '';
+        try {
+          await api('POST', `${base}/${handle}/stdin`, { data });
+        } catch (err) {
+          if (!controller.signal.aborted) onError(err);
+        } finally {
+          sending = false;
+          send();
         }
-        await parseStream(res.body, controller.signal, (frame) => {
-          const data = JSON.parse(frame.data || '{}');
-          if (frame.event === 'stdout' || frame.event === 'stderr') append(data.data);
-          else if (frame.event === 'exit') append(data.exit_code === 0 ? '' : `[exit ${data.exit_code ?? `signal ${data.signal}`}]\n`);
-          else if (frame.event === 'error') append(`[error: ${data.error?.message}]\n`);
-        });
+      };
+      const typed = term.onData((data) => {
+        queued += data;
+        send();
       });
-    } catch (err) {
+      const resized = term.onResize(({ rows, cols }) => {
+        api('POST', `${base}/${handle}/resize`, { rows, cols }).catch(() => {});
+      });
+      controller.signal.addEventListener('abort', () => {
+        typed.dispose();
+        resized.dispose();
+      });
+      setStatus('live');
+      term.focus();
+      await readEventStream(`${base}/${handle}/stream`, {
+        signal: controller.signal,
+        onEvent: (frame) => {
+          const data = JSON.parse(frame.data || '{}');
+          if (frame.event === 'output') {
+            term.write(bytes(data.data_base64));
+          } else if (frame.event === 'exit') {
+            sessionStorage.removeItem(key);
+            term.write(`\r\n[exited ${data.exit_code ?? `on signal ${data.signal}`}]\r\n`);
+            setStatus('exited');
+            controller.abort();
+          } else if (frame.event === 'error') {
+            term.write(`\r\n[terminal ended: ${data.error?.message ?? 'the sandbox is gone'}]\r\n`);
+            setStatus('exited');
+            controller.abort();
+          }
+        },
+        onStatus: (state, err) => {
+          if (state === 'error') {
+            setStatus('exited');
+            if (!(err instanceof ApiError && err.code === 'sandbox_not_running')) onError(err);
+          }
+        },
+      });
+    };
+    (async () => {
+      const { createTerminal } = await import('./terminal.js');
+      if (controller.signal.aborted || !host.current) return;
+      const { term, fit } = createTerminal(host.current);
+      const observer = new ResizeObserver(() => fit.fit());
+      observer.observe(host.current);
+      dispose = () => {
+        observer.disconnect();
+        term.dispose();
+      };
+      await sandbox.withSandbox((id) => attach(id, term));
+    })().catch((err) => {
       if (!controller.signal.aborted) {
-        append(`[${err.message}]\n`);
+        setStatus('exited');
         onError(err);
       }
-    } finally {
-      setRunning(null);
-    }
-  };
-
-  const onKeyDown = (event) => {
-    if (event.key === 'ArrowUp' && cursor.current > 0) {
-      cursor.current -= 1;
-      setCommand(history.current[cursor.current]);
-      event.preventDefault();
-    } else if (event.key === 'ArrowDown' && cursor.current < history.current.length) {
-      cursor.current += 1;
-      setCommand(history.current[cursor.current] ?? '');
-      event.preventDefault();
-    } else if (event.key === 'c' && event.ctrlKey && running) {
-      running.abort(); // the server kills the command when its client goes
-      append('^C\n');
-      event.preventDefault();
-    }
-  };
+    });
+    return () => {
+      controller.abort();
+      dispose();
+    };
+  }, [sandbox.workspace, generation]);
 
   return (
     <div class="terminal">
-      <pre class="screen" ref={screen} data-testid="terminal-output" aria-live="polite">{output}</pre>
-      <form onSubmit={run} class="terminal-input">
-        <label for="terminal-command" class="visually-hidden">Command</label>
-        <span aria-hidden="true">$</span>
-        <input id="terminal-command" value={command} onInput={(e) => setCommand(e.currentTarget.value)} onKeyDown={onKeyDown} autocomplete="off" spellcheck={false} />
-        {running && <button type="button" onClick={() => running.abort()}>Stop</button>}
-      </form>
+      <div class="terminal-bar">
+        <span class="badge" data-testid="terminal-status">{status}</span>
+        {status === 'exited' && (
+          <button type="button" onClick={() => setGeneration((g) => g + 1)}>
+            New shell
+          </button>
+        )}
+      </div>
+      <div class="xterm-host" ref={host} data-testid="terminal" aria-label="Terminal" />
     </div>
   );
 }

@@ -176,14 +176,26 @@ try {
     await shot('07-conflict');
   });
 
-  await step('type a command in the terminal and read its output', async () => {
+  await step('type a command in the terminal (a shell on a pty) and read its output; it survives leaving the panel', async () => {
     await page.getByRole('tab', { name: 'Terminal' }).click();
-    await page.fill('#terminal-command', 'cat hello.txt; echo done-$((6*7))');
+    await page.locator('[data-testid=terminal-status]', { hasText: 'live' }).waitFor({ timeout: TIMEOUT });
+    await page.locator('[data-testid=terminal]').click();
+    await page.keyboard.type('cat hello.txt; echo done-$((6*7)); stty size');
     await page.keyboard.press('Enter');
-    await page.locator('[data-testid=terminal-output]', { hasText: 'done-42' }).waitFor({ timeout: TIMEOUT });
-    const output = await page.locator('[data-testid=terminal-output]').textContent();
+    const screen = page.locator('[data-testid=terminal] .xterm-rows');
+    await screen.filter({ hasText: 'done-42' }).waitFor({ timeout: TIMEOUT });
+    const output = await screen.textContent();
     assert.match(output, /changed by someone else/);
+    assert.match(output, /\d+ \d+/, 'stty size printed the terminal size');
     await shot('08-terminal');
+    // Another panel and back: the same shell, its screen replayed.
+    await page.getByRole('tab', { name: 'Files' }).click();
+    await page.getByRole('tab', { name: 'Terminal' }).click();
+    await screen.filter({ hasText: 'done-42' }).waitFor({ timeout: TIMEOUT });
+    await page.locator('[data-testid=terminal]').click();
+    await page.keyboard.type('echo again-$((7*7))');
+    await page.keyboard.press('Enter');
+    await screen.filter({ hasText: 'again-49' }).waitFor({ timeout: TIMEOUT });
   });
 
   await step('snapshots: the run end snapshot is listed', async () => {
@@ -222,6 +234,38 @@ try {
     await shot('10-subagents');
     await page.getByRole('tab', { name: 'Usage' }).click();
     await page.locator('[data-testid=total-usage]').waitFor({ timeout: TIMEOUT });
+  });
+
+  await step('reject a build child\'s change set from the subagents panel', async () => {
+    const done = { name: 'complete_task', arguments: { verdict: 'met', summary: 'done', evidence: ['nothing to show'] } };
+    const parent = { turns: [
+      { text: 'One build child.', tool_calls: [{ name: 'spawn_subagent', arguments: { task_id: 'extra', profile: 'build', prompt: 'Write bin/extra.sh.', write_scope: ['bin'] } }] },
+      { text: 'Waiting for it.', tool_calls: [{ name: 'wait_subagents', arguments: { timeout: 300 } }] },
+      { text: 'A person decides meanwhile.', tool_calls: [{ name: 'run_command', arguments: { command: 'sleep 60' } }] },
+      { tool_calls: [done] },
+    ] };
+    const child = { turns: [
+      { tool_calls: [{ name: 'write_file', arguments: { path: 'bin/extra.sh', content: 'echo extra\n' } }] },
+      { tool_calls: [done] },
+    ] };
+    await page.fill('#goal', 'One child whose changes a person rejects');
+    if ((await page.locator('.run-options').getAttribute('open')) === null) await page.click('.run-options summary');
+    await page.fill('[data-testid=script]', JSON.stringify(parent));
+    await page.fill('[data-testid=subagent-models]', JSON.stringify({ extra: { scripted: child } }));
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.getByRole('tab', { name: 'Subagents' }).click();
+    const row = page.locator('[data-testid=subagent]', { hasText: 'extra' }).filter({ hasText: 'finished' });
+    await row.waitFor({ timeout: 60_000 });
+    await row.getByRole('button', { name: 'Reject changes' }).click();
+    await row.locator('[data-testid=change-set-decided]', { hasText: 'rejected' }).waitFor({ timeout: TIMEOUT });
+    await shot('10b-rejected');
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await page.locator('[data-testid=run-finished]').nth(2).waitFor({ timeout: 60_000 });
+    const workspace = JSON.parse(await page.evaluate(() => sessionStorage.getItem('paddock.selection'))).workspace;
+    const reader = await apiCall('POST', '/v1/sandboxes', { workspace, read_only: true });
+    const res = await fetch(`${url}/v1/sandboxes/${reader.id}/files/bin/extra.sh`, { headers: { Authorization: `Bearer ${token}` } });
+    assert.equal(res.status, 404, 'the rejected bin/extra.sh reached the workspace');
+    await apiCall('DELETE', `/v1/sandboxes/${reader.id}`);
   });
 
   await step('fork the session', async () => {

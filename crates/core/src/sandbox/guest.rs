@@ -4,8 +4,8 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use paddock_proto::{
-    DirEntry, Enforcement, ExecSpec, ExitInfo, FileStat, OutputStream, ProcessInfo, SearchMatch,
-    SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
+    DirEntry, Enforcement, ExecSpec, ExitInfo, FileStat, OutputStream, ProcessInfo, PtySize,
+    SearchMatch, SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -152,6 +152,18 @@ pub trait GuestOps: Send + Sync + Debug {
         offset: u64,
         max_bytes: u64,
     ) -> Result<ProcessOutput, GuestError>;
+    /// [`GuestOps::process_read`] that, at the end of a running process's
+    /// output, waits up to `wait_ms` (the guest caps it at a minute) for more
+    /// output or the exit before answering: a follower's long poll.
+    async fn process_follow(
+        &self,
+        handle: u64,
+        offset: u64,
+        max_bytes: u64,
+        wait_ms: u64,
+    ) -> Result<ProcessOutput, GuestError>;
+    /// Resizes the terminal of a process started with `ExecSpec::pty`.
+    async fn process_resize(&self, handle: u64, size: PtySize) -> Result<(), GuestError>;
     async fn process_write(&self, handle: u64, data: &[u8], eof: bool) -> Result<(), GuestError>;
     async fn process_signal(&self, handle: u64, signal: i32) -> Result<(), GuestError>;
     async fn process_wait(

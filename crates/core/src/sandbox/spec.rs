@@ -40,6 +40,10 @@ pub struct SandboxSpec {
     /// that cannot be applied fails the sandbox.
     #[serde(default)]
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
+    /// Secrets injected at egress (only placeholders inside). Never
+    /// serialized: the spec is stored, the values must not be.
+    #[serde(skip)]
+    pub secrets: Vec<paddock_proto::SecretSpec>,
 }
 
 impl SandboxSpec {

@@ -7,13 +7,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
-    QuarantinedRow, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session, SessionPatch,
-    SnapshotRecord, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
-    ToolInvocation, ToolOutcome, Workspace,
+    Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
+    QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
+    SessionPatch, SnapshotRecord, StoreError, StoredMessage, StoredSessionMemory, Tenant,
+    Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
-    GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId,
+    CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
+    WorkspaceId,
 };
 use crate::sandbox::SandboxId;
 
@@ -288,8 +289,42 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Deletes the row ([`StoreError::Conflict`] while another snapshot names it as parent).
     async fn delete_snapshot(&self, tenant: &TenantId, id: &SnapshotId) -> Result<(), StoreError>;
     /// Whether any snapshot row of any tenant still points at the blob
-    /// `blob_hash`. System-level, for blob garbage collection.
+    /// `blob_hash`, or any checkpoint (as its manifest or a file it stored).
+    /// System-level, for blob garbage collection.
     async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError>;
+
+    /// Records a checkpoint at the session's current position (its last
+    /// message, event and plan version are read from the session in the same
+    /// write; the argument's are ignored) with the file blobs it stored first
+    /// (`blobs`, keys), which the blob collection then keeps. Fenced by the
+    /// lease on `checkpoint.session`; returns the row as stored.
+    async fn create_checkpoint(
+        &self,
+        lease: &Lease,
+        checkpoint: &Checkpoint,
+        blobs: &[String],
+    ) -> Result<Checkpoint, StoreError>;
+    async fn get_checkpoint(
+        &self,
+        tenant: &TenantId,
+        id: &CheckpointId,
+    ) -> Result<Checkpoint, StoreError>;
+    /// The session's checkpoints, oldest first.
+    async fn list_checkpoints(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Checkpoint>, StoreError>;
+    /// Records a rewind of the session's history to `rewind.to_seq`; its
+    /// `through_seq` is the session's last message now (the argument's is
+    /// ignored). Fenced by the lease on `rewind.session`.
+    async fn record_rewind(&self, lease: &Lease, rewind: &Rewind) -> Result<Rewind, StoreError>;
+    /// The session's rewinds, oldest first.
+    async fn list_rewinds(
+        &self,
+        tenant: &TenantId,
+        session: &SessionId,
+    ) -> Result<Vec<Rewind>, StoreError>;
 
     /// The session's messages with `seq > after_seq`, in order (a context
     /// rebuilt from a compaction).

@@ -88,9 +88,7 @@ impl Compactor {
         let Some(cut) = cut_point(history, tail, protected) else {
             return Ok(None);
         };
-        let (Some(through_seq), Some(next_first)) =
-            (self.base.seq_of(cut - 1), self.base.seq_of(cut))
-        else {
+        let Some(through_seq) = self.base.seq_of(cut - 1) else {
             return Ok(None);
         };
         let replaced = u64::try_from(cut).unwrap_or(u64::MAX);
@@ -167,10 +165,7 @@ impl Compactor {
         {
             tracing::warn!(error = %error_chain(&err), "updating the session memory");
         }
-        self.base = ContextBase {
-            first_seq: next_first,
-            summarised: true,
-        };
+        self.base = self.base.after_cut(cut);
         env.pipe
             .emit(&ContextCompacted {
                 seq: stored.seq,

@@ -10,13 +10,14 @@
 //! `kind` column and the payload JSON); `tests/event_format.rs` pins it
 //! with events as they were stored before the types were read back.
 
-use paddock_core::ids::{RunId, SessionId, SnapshotId, ToolInvocationId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, ToolInvocationId};
 use paddock_core::model::{ToolCall, Usage};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Budgets, EndReason, Review, RunEvent, RunMode, RunState, RunUsage, SubagentProfile, TaskStatus,
-    Verdict,
+    Budgets, CheckpointReason, EndReason, Review, RunEvent, RunMode, RunState, RunUsage,
+    SubagentProfile, TaskStatus, Verdict,
 };
+use paddock_proto::{EgressDecision, NetworkPolicy};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -51,6 +52,10 @@ pub struct RunStarted {
     /// The container image of that backend, when the run named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The network policy of the run's sandbox (absent in events written
+    /// before runs had one: those ran with none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkPolicy>,
 }
 
 /// `run.state`: the run moved to `state`; `usage` is what it spent so far.
@@ -73,6 +78,30 @@ pub struct SandboxReady {
 pub struct SandboxStopped {
     pub sandbox_id: SandboxId,
     pub error: Option<String>,
+}
+
+/// `egress.decision`: connections of the run's sandbox through its egress
+/// proxy (never a header or a payload byte, so never a secret). Decisions
+/// alike (allowed, host, port, via, reason) within one flush are one event
+/// with their count and summed bytes and durations; a flush writes a
+/// bounded number of events and a run a bounded total, and what is left
+/// out is counted in `omitted` (see `run::egress_events`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EgressDecisionEvent {
+    pub sandbox_id: SandboxId,
+    #[serde(flatten)]
+    pub decision: EgressDecision,
+    /// How many connections this event stands for (0: only a summary of
+    /// what the run's cap left out, naming the latest decision).
+    pub count: u64,
+    /// Decisions of this flush (and, on the run's last, of the run) not
+    /// written as events of their own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `model.message`: one model turn's answer.
@@ -311,6 +340,23 @@ pub struct ParentMessage {
     pub message: String,
 }
 
+/// `checkpoint.created`: the workspace and the session's position were
+/// recorded (at run start, after a tool batch that changed the workspace,
+/// or by a rewind); a rewind or fork can go back to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointCreated {
+    pub checkpoint_id: CheckpointId,
+    pub reason: CheckpointReason,
+    pub files: u64,
+    pub bytes: u64,
+    /// Blobs and bytes stored for it (content no earlier checkpoint had).
+    pub new_blobs: u64,
+    pub new_bytes: u64,
+    /// Files read to hash them (the others' stat was unchanged).
+    pub hashed_files: u64,
+    pub duration_ms: u64,
+}
+
 /// The kinds: each payload type's [`EventPayload`] impl and its variant of
 /// [`Event`], from one line per kind.
 macro_rules! event_kinds {
@@ -376,6 +422,8 @@ event_kinds! {
     RunState(RunStateChanged) = "run.state",
     SandboxReady(SandboxReady) = "sandbox.ready",
     SandboxStopped(SandboxStopped) = "sandbox.stopped",
+    /// Connections of the run's sandbox through its egress proxy (coalesced, bounded).
+    EgressDecision(EgressDecisionEvent) = "egress.decision",
     ModelMessage(ModelMessage) = "model.message",
     /// The history is being summarised to fit the context window.
     ContextCompacting(ContextCompacting) = "context.compacting",
@@ -392,6 +440,8 @@ event_kinds! {
     SubagentStatus(SubagentStatus) = "subagent.status",
     /// In a subagent's session: the parent sent it a message.
     ParentMessage(ParentMessage) = "parent.message",
+    /// The workspace and the session's position were recorded.
+    CheckpointCreated(CheckpointCreated) = "checkpoint.created",
 }
 
 impl Event {

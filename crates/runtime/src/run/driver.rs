@@ -17,7 +17,8 @@ use paddock_core::model::{
     ToolSchema, Usage, collect, estimate_tokens,
 };
 use paddock_core::store::{
-    EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task, ToolInvocation, ToolOutcome,
+    CheckpointReason, EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task,
+    ToolInvocation, ToolOutcome,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -30,6 +31,7 @@ use super::family_budget::{FamilyBudget, deadline_after};
 use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
+use crate::checkpoints::Checkpointer;
 use crate::config::MemoryReview;
 use crate::context::ContextBase;
 use crate::context::compactor::{self, Compactor};
@@ -130,6 +132,8 @@ pub(crate) struct DriverParts {
     pub(crate) price: Option<Price>,
     /// Where a root run leaves what it learned; None for a subagent.
     pub(crate) memory: Option<(MemoryPlace, MemoryReview)>,
+    /// A writing root run's checkpoints; None: it takes none.
+    pub(crate) checkpoints: Option<Checkpointer>,
 }
 
 /// A call admitted to run, and what its result is recorded against.
@@ -184,6 +188,7 @@ pub(crate) struct Driver {
     family: Arc<FamilyBudget>,
     price: Option<Price>,
     memory: Option<(MemoryPlace, MemoryReview)>,
+    checkpoints: Option<Checkpointer>,
 }
 
 impl Driver {
@@ -215,6 +220,7 @@ impl Driver {
             family: parts.family,
             price: parts.price,
             memory: parts.memory,
+            checkpoints: parts.checkpoints,
         }
     }
 
@@ -352,10 +358,18 @@ impl Driver {
             }
 
             self.set_state(RunState::Acting).await?;
+            let mutating = response.tool_calls.iter().any(|call| {
+                self.registry
+                    .get(&call.name)
+                    .is_some_and(|tool| tool.contract().access == Access::Mutating)
+            });
             let (results, stop) = self.act(&response.tool_calls).await;
             let message = Message::tool_results(results);
             self.history.push(message.clone());
             self.pipe.append_message(message).await?;
+            if mutating {
+                self.checkpoint().await?;
+            }
             if let Some(stop) = stop {
                 return Err(stop);
             }
@@ -369,6 +383,27 @@ impl Driver {
             }
             self.set_state(RunState::Observing).await?;
         }
+    }
+
+    /// After a tool batch that could change the workspace: a checkpoint,
+    /// if it did. A checkpoint that fails is logged; the run goes on.
+    async fn checkpoint(&mut self) -> Result<(), RuntimeError> {
+        let Some(checkpoints) = self.checkpoints.as_mut() else {
+            return Ok(());
+        };
+        // the checkpoint's position includes this batch's results
+        self.pipe.barrier().await?;
+        match checkpoints
+            .take(self.journal.lease(), CheckpointReason::ToolBatch)
+            .await
+        {
+            Ok(Some((_, event))) => self.pipe.emit(&event).await?,
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(error = %error_chain(&err), "taking a checkpoint after a tool batch");
+            }
+        }
+        Ok(())
     }
 
     /// Messages the parent sent since the last turn join the history.

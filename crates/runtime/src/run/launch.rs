@@ -10,8 +10,8 @@ use paddock_core::ids::{GoalId, SessionId, TenantId};
 use paddock_core::model::Message;
 use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{
-    EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate, SessionStatus,
-    StoreError, Workspace,
+    CheckpointReason, EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate,
+    SessionStatus, StoreError, Workspace,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -19,16 +19,18 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::driver::{Driver, DriverParts, Ending};
+use super::egress_events::EgressEvents;
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
     FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
 };
+use crate::checkpoints::{Checkpointer, Place};
 use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
 use crate::memory::{self, MemoryPlace};
-use crate::runtime::{ActiveRun, Runtime, Shared};
+use crate::runtime::{ActiveRun, Runtime, Shared, SubagentDesk};
 use crate::subagents::{self, Family, FamilyParts};
 use crate::tools::{ToolContext, ToolRegistry};
 use crate::util::error_chain;
@@ -49,6 +51,7 @@ struct Launched {
     cancel: CancellationToken,
     /// The workspace's writer lease; None for a read-only run.
     writer: Option<Lease>,
+    checkpoints: Option<Checkpointer>,
 }
 
 impl Runtime {
@@ -70,7 +73,7 @@ impl Runtime {
         &self,
         tenant: &TenantId,
         session_id: &SessionId,
-        request: StartRun,
+        mut request: StartRun,
         options: RunOptions,
     ) -> Result<RunHandle, RuntimeError> {
         let shared = &self.shared;
@@ -90,6 +93,15 @@ impl Runtime {
                 ),
             });
         }
+        // the policy in force from here on: in run.started and the sandbox
+        let network = request
+            .network
+            .take()
+            .unwrap_or_else(|| shared.config.network.default.clone());
+        network.validate().map_err(|e| RuntimeError::Invalid {
+            reason: format!("network: {e}"),
+        })?;
+        request.network = Some(network);
         let session = self.get_session(tenant, session_id).await?;
         if session.status == SessionStatus::Archived {
             return Err(RuntimeError::SessionArchived {
@@ -159,6 +171,34 @@ impl Runtime {
             release_early(journal).await;
             return Err(err);
         }
+        // a writing root run first records where the user can go back to
+        let checkpoints = match (&writer, &options.parent_run) {
+            (Some(_), None) => {
+                let place = Place {
+                    tenant: tenant.clone(),
+                    session: session.id.clone(),
+                    run: run.id.clone(),
+                    workspace: workspace.id.clone(),
+                    dir: dir.clone(),
+                };
+                Some(Checkpointer::new(store, &shared.blobs, self.capture_options(), place).await)
+            }
+            _ => None,
+        };
+        let mut checkpoints = checkpoints;
+        let start_checkpoint = match checkpoints.as_mut() {
+            Some(checkpointer) => match checkpointer
+                .take(journal.lease(), CheckpointReason::RunStart)
+                .await
+            {
+                Ok(taken) => taken.map(|(_, event)| event),
+                Err(err) => {
+                    tracing::warn!(error = %error_chain(&err), "checkpointing the workspace before the run");
+                    None
+                }
+            },
+            None => None,
+        };
         let (goal, history, context) = match prepare(
             &journal,
             &run,
@@ -176,6 +216,12 @@ impl Runtime {
             }
         };
 
+        if let Some(event) = &start_checkpoint
+            && let Err(err) = journal.emit(event).await
+        {
+            tracing::warn!(error = %error_chain(&err), "recording the run's start checkpoint");
+        }
+
         let cancel = options
             .parent_cancel
             .as_ref()
@@ -187,6 +233,7 @@ impl Runtime {
                 session: session.id.clone(),
                 cancel: cancel.clone(),
                 done: done_rx,
+                subagents: None,
             },
         );
         tracing::info!(session_id = %session.id, run_id = %run.id, mode = %run.mode, "run started");
@@ -202,6 +249,7 @@ impl Runtime {
             dir,
             cancel,
             writer,
+            checkpoints,
         };
         let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
         Ok(RunHandle { run, task })
@@ -254,6 +302,7 @@ async fn prepare(
         task_key: options.task_key.clone(),
         backend: Some(backend_name.to_owned()),
         image: request.backend.as_ref().and_then(|b| b.image.clone()),
+        network: request.network.clone(),
     };
     journal.emit(&started).await?;
     Ok((goal, history, context))
@@ -317,6 +366,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             dir,
             cancel,
             writer,
+            checkpoints,
         } = launched;
         let snapshot_limits = request
             .snapshot_limits
@@ -358,15 +408,21 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
         let price = shared.config.prices.of(request.provider.name());
         let mut usage = run.usage;
         let mut sandbox_id = None;
+        let network = request.network.clone().unwrap_or_default();
         let sandbox = if admitted {
             let access =
                 WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref());
+            let template = paddock_core::sandbox::SandboxSpec {
+                network: network.clone(),
+                secrets: request.secrets.clone(),
+                ..shared.config.sandbox.clone()
+            };
             Some(
                 RunSandbox::start(
                     run_backend(&shared, &request),
                     &shared.store,
                     &shared.config.node,
-                    &shared.config.sandbox,
+                    &template,
                     &run.tenant,
                     &workspace.id,
                     dir.clone(),
@@ -393,6 +449,9 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                     backend: sandbox.backend().to_owned(),
                     read_only: sandbox.read_only(),
                 };
+                let egress_events = sandbox.egress_log().map(|log| {
+                    EgressEvents::start(Arc::clone(&journal), log, sandbox.id().clone())
+                });
                 let ending = match journal.emit(&ready).await {
                     Err(err) => Ending::Failed {
                         reason: EndReason::InfrastructureError,
@@ -413,6 +472,8 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 backend: request.backend.clone(),
                                 budget: Arc::clone(&family_budget),
                                 snapshot_limits,
+                                network: network.clone(),
+                                secrets: request.secrets.clone(),
                             })
                         });
                         let place = MemoryPlace {
@@ -442,20 +503,29 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 "retrieving project memory for the system prompt"
                             ),
                         }
+                        let ctx = ToolContext {
+                            guest: sandbox.guest(),
+                            mode: run.mode,
+                            write_scope: options.write_scope.clone(),
+                            session: run.session.clone(),
+                            run: run.id.clone(),
+                            cancel: cancel.clone(),
+                        };
+                        if family.is_some()
+                            && let Some(active) = shared.active().get_mut(&run.id)
+                        {
+                            active.subagents = Some(Arc::new(SubagentDesk {
+                                registry: Arc::clone(&registry),
+                                ctx: ctx.clone(),
+                            }));
+                        }
                         let parts = DriverParts {
                             journal: Arc::clone(&journal),
                             schemas: registry.schemas(run.mode),
                             registry,
                             provider: Arc::clone(&request.provider),
                             criteria: request.success_criteria.clone(),
-                            ctx: ToolContext {
-                                guest: sandbox.guest(),
-                                mode: run.mode,
-                                write_scope: options.write_scope.clone(),
-                                session: run.session.clone(),
-                                run: run.id.clone(),
-                                cancel: cancel.clone(),
-                            },
+                            ctx,
                             system,
                             history,
                             context,
@@ -466,6 +536,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             run: run.clone(),
                             family: Arc::clone(&family_budget),
                             price,
+                            checkpoints,
                         };
                         let (ending, used) = Driver::new(parts).run().await;
                         usage = used;
@@ -476,10 +547,13 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                         ending
                     }
                 };
-                let stopped = SandboxStopped {
-                    sandbox_id: sandbox.id().clone(),
-                    error: sandbox.stop(&shared.store).await,
-                };
+                let sandbox_id = sandbox.id().clone();
+                let error = sandbox.stop(&shared.store).await;
+                // the last decisions (connections the stop closed) before sandbox.stopped
+                if let Some(events) = egress_events {
+                    events.stop().await;
+                }
+                let stopped = SandboxStopped { sandbox_id, error };
                 if let Err(err) = journal.emit(&stopped).await {
                     tracing::warn!(error = %error_chain(&err), "recording the stopped sandbox");
                 }

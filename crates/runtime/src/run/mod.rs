@@ -3,6 +3,7 @@
 mod budget;
 mod compact;
 mod driver;
+mod egress_events;
 mod family_budget;
 mod finish;
 mod gate;
@@ -34,7 +35,9 @@ use crate::tools::WriteScope;
 
 pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
-pub(crate) use writer::release_dead as release_dead_writer;
+pub(crate) use writer::{
+    acquire as acquire_writer, release as release_writer, release_dead as release_dead_writer,
+};
 
 /// Where the model of each subagent comes from (a test gives each child its
 /// own script; a product may pick a cheaper model for `explore`).
@@ -60,6 +63,14 @@ pub struct StartRun {
     /// The snapshot limits of this run's end snapshot and of its subagents'
     /// workspace copies; None: the runtime's (`RuntimeConfig::snapshot`).
     pub snapshot_limits: Option<paddock_snapshot::Limits>,
+    /// The network of the run's sandbox (its subagents get it or a
+    /// narrower one); None: the runtime's default
+    /// (`RuntimeConfig::network`). Not bounded by the runtime's max: the
+    /// API checks a tenant's request against it.
+    pub network: Option<paddock_proto::NetworkPolicy>,
+    /// Secrets injected at egress into the run's sandbox and its
+    /// subagents' (never stored: `SandboxSpec::secrets` is not serialized).
+    pub secrets: Vec<paddock_proto::SecretSpec>,
     /// The sandbox backend of this run and its subagents; None: the
     /// runtime's (`RuntimeDeps::backend`).
     pub backend: Option<RunBackend>,
@@ -88,6 +99,8 @@ impl StartRun {
             subagent_models: None,
             snapshot_limits: None,
             backend: None,
+            network: None,
+            secrets: Vec::new(),
         }
     }
 }

@@ -137,6 +137,11 @@ impl RunSandbox {
         self.sandbox.info().read_only
     }
 
+    /// The sandbox's egress decisions (None: no network).
+    pub(crate) fn egress_log(&self) -> Option<paddock_core::sandbox::EgressLog> {
+        self.sandbox.egress_log()
+    }
+
     pub(crate) fn guest(&self) -> Arc<dyn GuestOps> {
         self.sandbox.guest()
     }

@@ -25,6 +25,7 @@ use crate::runtime::{Runtime, Shared};
 use crate::tools::WriteScope;
 use crate::util::error_chain;
 use crate::workspace;
+use paddock_proto::NetworkPolicy;
 
 /// Most characters of a child's summary in `subagent.status`.
 const STATUS_SUMMARY_CAP: usize = 500;
@@ -48,6 +49,10 @@ pub(crate) struct FamilyParts {
     /// The parent run's snapshot limits: the children's copies, change sets
     /// and end snapshots use them too.
     pub(crate) snapshot_limits: paddock_snapshot::Limits,
+    /// The parent's network: a child gets it or a narrower one.
+    pub(crate) network: NetworkPolicy,
+    /// The parent's secrets: a child's sandbox gets them too.
+    pub(crate) secrets: Vec<paddock_proto::SecretSpec>,
 }
 
 #[derive(Debug, Default)]
@@ -87,6 +92,8 @@ pub(crate) struct SpawnRequest {
     pub(crate) profile: SubagentProfile,
     pub(crate) prompt: String,
     pub(crate) write_scope: Option<WriteScope>,
+    /// The child's network, within the parent's; None: the parent's.
+    pub(crate) network: Option<NetworkPolicy>,
 }
 
 /// Where a build child's changes stand, with the changes while pending.
@@ -218,6 +225,17 @@ impl Family {
                 request.profile
             )));
         }
+        let network = request
+            .network
+            .clone()
+            .unwrap_or_else(|| self.parts.network.clone());
+        if !network.within(&self.parts.network) {
+            return Err(SpawnError::Refused(format!(
+                "network {}: a subagent gets this run's network ({}) or a narrower one",
+                network.label(),
+                self.parts.network.label()
+            )));
+        }
         self.reserve()?;
         self.spawning.send_modify(|n| *n += 1);
         let family = Arc::clone(self);
@@ -345,6 +363,13 @@ impl Family {
             subagent_models: None,
             snapshot_limits: Some(self.parts.snapshot_limits),
             backend: self.parts.backend.clone(),
+            network: Some(
+                request
+                    .network
+                    .clone()
+                    .unwrap_or_else(|| self.parts.network.clone()),
+            ),
+            secrets: self.parts.secrets.clone(),
         };
         let (phases_tx, phases) = mpsc::unbounded_channel();
         let (inbox, inbox_rx) = mpsc::unbounded_channel();

@@ -32,4 +32,4 @@ pub use crate::run::SubagentModels;
 pub(crate) use family::{Family, FamilyParts};
 pub use models::ModelsByKey;
 pub use report::{ChangeKind, ChangeSetState, ChangedPath, ChildReport};
-pub(crate) use tools::{register_tools, withhold_tools};
+pub(crate) use tools::{APPLY, REJECT, register_tools, withhold_tools};

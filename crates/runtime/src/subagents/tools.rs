@@ -149,6 +149,10 @@ struct SpawnArgs {
     /// or ending in '/') as a directory.
     #[serde(default)]
     write_scope: Option<Vec<String>>,
+    /// The subagent's network: none, full or allow:HOST[:PORT],... within
+    /// this run's own (default: this run's).
+    #[serde(default)]
+    network: Option<String>,
 }
 
 /// Wait for subagents.
@@ -331,6 +335,11 @@ impl Tool for SpawnSubagent {
             profile,
             prompt: args.prompt,
             write_scope: write_scope(args.write_scope, profile)?,
+            network: args
+                .network
+                .map(|n| n.parse::<paddock_proto::NetworkPolicy>())
+                .transpose()
+                .map_err(|e| invalid(SPAWN, e.to_string()))?,
         };
         let task_id = request.task_id.clone();
         match family.spawn(request).await {

@@ -55,6 +55,18 @@ impl GuestOps for Offline {
     async fn process_read(&self, _: u64, _: u64, _: u64) -> Result<ProcessOutput, GuestError> {
         gone("process_read")
     }
+    async fn process_follow(
+        &self,
+        _: u64,
+        _: u64,
+        _: u64,
+        _: u64,
+    ) -> Result<ProcessOutput, GuestError> {
+        gone("process_follow")
+    }
+    async fn process_resize(&self, _: u64, _: paddock_proto::PtySize) -> Result<(), GuestError> {
+        gone("process_resize")
+    }
     async fn process_write(&self, _: u64, _: &[u8], _: bool) -> Result<(), GuestError> {
         gone("process_write")
     }

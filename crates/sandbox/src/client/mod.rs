@@ -15,8 +15,9 @@ mod snapshot;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use paddock_core::sandbox::GuestError;
+use paddock_core::sandbox::{BoxError, GuestError, GuestOps, SandboxError, SandboxId};
 use paddock_proto::{
     ErrorCode, ErrorInfo, GuestMessage, HostFrame, PROTOCOL_VERSION, Reply, Request, STREAM_WINDOW,
     encode_frame,
@@ -160,6 +161,30 @@ impl GuestClient {
     /// The connection is gone; every request will fail.
     pub fn is_closed(&self) -> bool {
         self.inner.shared.is_closed()
+    }
+
+    /// Destroys a sandbox this guest serves: asks the guest to stop, for at
+    /// most `timeout` (a guest that is gone, silent or refuses is no error:
+    /// the teardown ends it either way), then runs the backend's `teardown`,
+    /// whose failure is the sandbox's destroy error.
+    pub(crate) async fn shut_down_then(
+        &self,
+        id: &SandboxId,
+        timeout: Duration,
+        teardown: impl Future<Output = Result<(), BoxError>>,
+    ) -> Result<(), SandboxError> {
+        if !self.is_closed() {
+            match tokio::time::timeout(timeout, GuestOps::shutdown(self)).await {
+                Ok(Ok(())) | Ok(Err(GuestError::Disconnected { .. })) | Err(_) => {}
+                Ok(Err(err)) => {
+                    tracing::debug!(sandbox_id = %id, error = %err, "guest refused shutdown");
+                }
+            }
+        }
+        teardown.await.map_err(|source| SandboxError::Destroy {
+            id: id.clone(),
+            source,
+        })
     }
 
     /// Sends a request and returns the channel its answer arrives on. Waits

@@ -6,8 +6,8 @@ use paddock_core::sandbox::{
     ProcessStatus, SearchResults, SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
 };
 use paddock_proto::{
-    DirEntry, ExecSpec, FileStat, MAX_PAYLOAD_LEN, ProcessInfo, Reply, Request, SearchSpec,
-    SnapshotPackStats, SnapshotUnpackStats, StdinMode,
+    DirEntry, ExecSpec, FileStat, MAX_PAYLOAD_LEN, ProcessInfo, PtySize, Reply, Request,
+    SearchSpec, SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -85,6 +85,43 @@ impl GuestClient {
     }
 }
 
+impl GuestClient {
+    async fn read_process(
+        &self,
+        handle: u64,
+        offset: u64,
+        max_bytes: u64,
+        wait_ms: Option<u64>,
+    ) -> Result<ProcessOutput, GuestError> {
+        let request = Request::ProcessRead {
+            handle,
+            offset,
+            max_bytes,
+            wait_ms,
+        };
+        match self.call(request, &[]).await? {
+            (
+                Reply::ProcessOutput {
+                    offset,
+                    next_offset,
+                    dropped,
+                    running,
+                    exit,
+                },
+                data,
+            ) => Ok(ProcessOutput {
+                offset,
+                next_offset,
+                dropped,
+                running,
+                exit,
+                data,
+            }),
+            (other, _) => Err(unexpected("process_read", &other)),
+        }
+    }
+}
+
 #[async_trait]
 impl GuestOps for GuestClient {
     async fn info(&self) -> Result<GuestInfo, GuestError> {
@@ -143,31 +180,23 @@ impl GuestOps for GuestClient {
         offset: u64,
         max_bytes: u64,
     ) -> Result<ProcessOutput, GuestError> {
-        let request = Request::ProcessRead {
-            handle,
-            offset,
-            max_bytes,
-        };
-        match self.call(request, &[]).await? {
-            (
-                Reply::ProcessOutput {
-                    offset,
-                    next_offset,
-                    dropped,
-                    running,
-                    exit,
-                },
-                data,
-            ) => Ok(ProcessOutput {
-                offset,
-                next_offset,
-                dropped,
-                running,
-                exit,
-                data,
-            }),
-            (other, _) => Err(unexpected("process_read", &other)),
-        }
+        self.read_process(handle, offset, max_bytes, None).await
+    }
+
+    async fn process_follow(
+        &self,
+        handle: u64,
+        offset: u64,
+        max_bytes: u64,
+        wait_ms: u64,
+    ) -> Result<ProcessOutput, GuestError> {
+        self.read_process(handle, offset, max_bytes, Some(wait_ms))
+            .await
+    }
+
+    async fn process_resize(&self, handle: u64, size: PtySize) -> Result<(), GuestError> {
+        self.call_ok(Request::ProcessResize { handle, size }, &[])
+            .await
     }
 
     async fn process_write(&self, handle: u64, data: &[u8], eof: bool) -> Result<(), GuestError> {

@@ -5,9 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use paddock_core::sandbox::{
-    BoxError, GuestError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
-};
+use paddock_core::sandbox::{BoxError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
@@ -56,22 +54,17 @@ impl MicroVmSandbox {
 
     /// Asks the guest to stop (bounded), kills QEMU, and removes the
     /// cgroup, the socket directory and the temporary workspace.
-    pub async fn destroy(mut self) -> Result<(), SandboxError> {
-        if !self.client.is_closed() {
-            match tokio::time::timeout(self.teardown.stop_timeout, self.client.shutdown()).await {
-                Ok(Ok(())) | Ok(Err(GuestError::Disconnected { .. })) | Err(_) => {}
-                Ok(Err(err)) => {
-                    tracing::debug!(sandbox_id = %self.info.id, error = %err, "guest refused shutdown");
-                }
-            }
-        }
-        self.teardown
-            .remove()
+    pub async fn destroy(self) -> Result<(), SandboxError> {
+        let Self {
+            info,
+            client,
+            mut teardown,
+            ..
+        } = self;
+        let timeout = teardown.stop_timeout;
+        client
+            .shut_down_then(&info.id, timeout, teardown.remove())
             .await
-            .map_err(|source| SandboxError::Destroy {
-                id: self.info.id.clone(),
-                source,
-            })
     }
 }
 

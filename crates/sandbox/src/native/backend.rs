@@ -118,7 +118,15 @@ impl NativeBackend {
                 }
             };
         let netns = egress.as_ref().and_then(|(e, _)| e.netns_path());
-        let launched = self.launch(&id, &workspace, temp_workspace.is_some(), &spec, netns);
+        let egress_ca = egress.as_ref().and_then(|(e, _)| e.ca_pem());
+        let launched = self.launch(
+            &id,
+            &workspace,
+            temp_workspace.is_some(),
+            &spec,
+            netns,
+            egress_ca,
+        );
         let (mut monitor, stream) = match launched {
             Ok(launched) => launched,
             Err(source) => {
@@ -195,6 +203,7 @@ impl NativeBackend {
         temporary: bool,
         spec: &SandboxSpec,
         netns: Option<PathBuf>,
+        egress_ca: Option<&str>,
     ) -> Result<(Child, tokio::net::UnixStream), BoxError> {
         let (host_end, guest_end) = std::os::unix::net::UnixStream::pair()?;
         if !self.config.unconfined {
@@ -207,6 +216,7 @@ impl NativeBackend {
                 spec,
                 &self.config,
                 netns,
+                egress_ca,
             );
             std::io::Write::write_all(&mut &host_end, &jail.to_frame()?)?;
         }
@@ -244,6 +254,7 @@ impl NativeBackend {
         Egress::start(
             id.as_str(),
             spec.network.clone(),
+            spec.secrets.clone(),
             self.config.egress.clone(),
         )
         .await

@@ -16,7 +16,22 @@ pub(super) fn jail_spec(
     spec: &SandboxSpec,
     config: &NativeConfig,
     netns: Option<PathBuf>,
+    egress_ca: Option<&str>,
 ) -> JailSpec {
+    // placeholders and the bundle's paths only where the proxy intercepts
+    let egress_env = match egress_ca {
+        Some(_) => spec
+            .secrets
+            .iter()
+            .map(|s| (s.name.clone(), s.placeholder()))
+            .chain(
+                paddock_jail::CA_BUNDLE_VARS
+                    .iter()
+                    .map(|var| ((*var).to_owned(), paddock_jail::CA_BUNDLE_PATH.to_owned())),
+            )
+            .collect(),
+        None => Vec::new(),
+    };
     JailSpec {
         sandbox_id: id.to_string(),
         workspace,
@@ -24,6 +39,8 @@ pub(super) fn jail_spec(
         writable_paths: spec.writable_paths.clone(),
         network: spec.network.clone(),
         netns,
+        egress_env,
+        egress_ca: egress_ca.map(str::to_owned),
         limits: spec.limits.clone(),
         id_mapping: config.id_mapping,
         id_pool: config.id_pool,
@@ -61,6 +78,15 @@ mod tests {
                 workspace_inodes: Some(100),
             },
             allow_downgrade: BTreeSet::from([DowngradeLayer::Landlock, DowngradeLayer::Cgroups]),
+            secrets: vec![
+                paddock_proto::SecretSpec::new(
+                    "API_KEY",
+                    paddock_proto::SecretValue::new("sk-never-in-the-spec"),
+                    &["api.test"],
+                    None,
+                )
+                .unwrap(),
+            ],
         };
         let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
         config.cgroup_parent = "paddock-test".to_owned();
@@ -72,6 +98,17 @@ mod tests {
             &spec,
             &config,
             netns.clone(),
+            Some("CA PEM"),
+        );
+        assert!(!format!("{jail:?}").contains("sk-never-in-the-spec"));
+        let mut egress_env = vec![(
+            "API_KEY".to_owned(),
+            "paddock-secret-placeholder-API_KEY".to_owned(),
+        )];
+        egress_env.extend(
+            paddock_jail::CA_BUNDLE_VARS
+                .iter()
+                .map(|v| ((*v).to_owned(), paddock_jail::CA_BUNDLE_PATH.to_owned())),
         );
         assert_eq!(
             jail,
@@ -82,6 +119,8 @@ mod tests {
                 writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
                 network: NetworkPolicy::Full,
                 netns,
+                egress_env,
+                egress_ca: Some("CA PEM".to_owned()),
                 limits: SandboxLimits {
                     memory_bytes: Some(512 << 20),
                     pids: None,

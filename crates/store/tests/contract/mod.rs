@@ -7,6 +7,7 @@
 pub mod agent_rows;
 pub mod batches;
 pub mod cases;
+pub mod checkpoints;
 pub mod history;
 pub mod leases;
 pub mod memory;
@@ -171,6 +172,7 @@ macro_rules! contract_tests {
             upgrade::a_0001_database_upgrades_with_its_rows,
             memory::memory_records_are_found_by_relevance_recency_and_scope,
             memory::compactions_and_session_memory_are_fenced_and_ordered,
+            checkpoints::checkpoints_record_the_session_position_and_keep_their_blobs,
             quarantine::corrupt_rows_are_quarantined_and_skipped,
         );
     };

@@ -1,0 +1,107 @@
+//! The hardening a guest applies to itself where the isolation boundary
+//! was made outside it (a container engine's container, a microVM): the
+//! same rlimits, no_new_privs, landlock and seccomp table as the native
+//! jail, then the report of what is in force. The container and microVM
+//! guests differ only in what they check or set up before it.
+
+use std::collections::BTreeSet;
+
+use paddock_proto::{
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
+    VmEnforcement,
+};
+
+use crate::threads::SingleThreaded;
+use crate::workspace_quota::QuotaPlan;
+use crate::{JailError, landlock_rules, rlimits, seccomp_bpf, seccomp_rules, sys};
+
+/// What one guest's boundary is and asks for, as its spec and the checks
+/// before [`harden`] found it.
+#[derive(Debug)]
+pub(crate) struct GuestLayers<'a> {
+    pub read_only: bool,
+    /// The validated write scope, relative to /workspace.
+    pub writable_paths: Vec<String>,
+    pub network: &'a NetworkPolicy,
+    pub limits: &'a SandboxLimits,
+    /// The cgroup the host put the sandbox in, as the backend read it.
+    pub cgroup: Option<&'a CgroupEnforcement>,
+    /// Why the limits would go unenforced without that cgroup: the error's
+    /// detail (or the downgrade's reason, when cgroups may be downgraded).
+    pub no_cgroup: String,
+    pub allow_downgrade: &'a BTreeSet<DowngradeLayer>,
+    pub quota: QuotaPlan,
+    /// The namespaces the boundary made (none inside a VM).
+    pub namespaces: Vec<String>,
+    pub vm: Option<VmEnforcement>,
+}
+
+/// Applies rlimits, no_new_privs, landlock and seccomp in the calling
+/// (single-threaded) process, empties its environment, closes every fd
+/// above 2 and reports every layer. Called once the process holds no
+/// capability (the guest checked or dropped them).
+pub(crate) fn harden(
+    single: &SingleThreaded,
+    layers: GuestLayers<'_>,
+) -> Result<Enforcement, JailError> {
+    let allowed = |layer| layers.allow_downgrade.contains(&layer);
+    rlimits::apply(layers.limits)?;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
+    if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
+        return Err(JailError::NoNewPrivs(std::io::Error::other(
+            "no_new_privs reads back as unset",
+        )));
+    }
+    let cgroup_state = match (layers.cgroup, limits_requested(layers.limits)) {
+        (Some(_), _) => LayerState::Enforced,
+        (None, false) => LayerState::NotRequested,
+        (None, true) if allowed(DowngradeLayer::Cgroups) => LayerState::Downgraded {
+            reason: layers.no_cgroup,
+        },
+        (None, true) => {
+            return Err(JailError::EngineLayerMissing {
+                layer: "cgroups",
+                detail: layers.no_cgroup,
+            });
+        }
+    };
+    let (landlock_abi, landlock) = landlock_rules::enforce(
+        layers.read_only,
+        &layers.writable_paths,
+        sys::landlock_abi(),
+        allowed(DowngradeLayer::Landlock),
+    )?;
+    let program = seccomp_bpf::compile_table()?;
+    let seccomp = seccomp_bpf::install(&program, allowed(DowngradeLayer::Seccomp))?;
+    sys::clear_environment(single);
+    sys::close_from_or_each(3).map_err(JailError::CloseFds)?;
+    let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
+    Ok(Enforcement {
+        namespaces: layers.namespaces,
+        uid_map: None,
+        gid_map: None,
+        // The boundary's own root (the engine's pivot_root into the image,
+        // the VM's initramfs), checked or made read-only before this.
+        pivot_root: LayerState::Enforced,
+        read_only_workspace: layers.read_only || !layers.writable_paths.is_empty(),
+        writable_paths: layers.writable_paths,
+        network: layers.network.clone(),
+        cgroup: layers.cgroup.cloned(),
+        cgroup_state,
+        rlimits: LayerState::Enforced,
+        capabilities_dropped: LayerState::Enforced,
+        no_new_privs: LayerState::Enforced,
+        landlock_abi,
+        landlock,
+        seccomp,
+        seccomp_allowed,
+        seccomp_denied,
+        workspace_quota: layers.quota.state,
+        workspace_quota_limits: layers.quota.tmpfs,
+        vm: layers.vm,
+    })
+}
+
+fn limits_requested(limits: &SandboxLimits) -> bool {
+    limits.memory_bytes.is_some() || limits.pids.is_some() || limits.cpu_millis.is_some()
+}

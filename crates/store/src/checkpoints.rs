@@ -1,0 +1,231 @@
+//! Checkpoint rows, the file blobs they stored first, and rewinds; all
+//! written by the session's lease holder. The position of a checkpoint (last
+//! message, event and plan version) is read from the session row inside the
+//! insert, so it is where the session stood when the row was written.
+
+use paddock_core::ids::{CheckpointId, SessionId, TenantId};
+use paddock_core::store::{Checkpoint, CheckpointReason, Lease, Rewind, StoreError};
+use sqlx::any::AnyRow;
+
+use crate::error::{db, insert_error, is_foreign_key_violation, to_i64};
+use crate::fence;
+use crate::open::SqlStore;
+use crate::rows::{Reader, known};
+use crate::sessions;
+
+macro_rules! checkpoint_columns {
+    () => {
+        "id, tenant_id, session_id, run_id, workspace_id, reason, message_seq, event_seq, \
+         plan_version, manifest_hash, file_count, bytes, new_blobs, new_bytes, created_at"
+    };
+}
+
+fn not_found(id: &CheckpointId) -> StoreError {
+    StoreError::NotFound {
+        entity: "checkpoint",
+        id: id.to_string(),
+    }
+}
+
+/// A key the database refused: the run or workspace is not the tenant's.
+fn reference_error(
+    op: &'static str,
+    what: &'static str,
+    id: String,
+) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |e| {
+        if is_foreign_key_violation(&e) {
+            StoreError::Invalid {
+                field: what,
+                reason: "names no run or workspace of the session's tenant".to_owned(),
+            }
+        } else {
+            insert_error(op, "checkpoint", id)(e)
+        }
+    }
+}
+
+pub(crate) async fn create(
+    store: &SqlStore,
+    lease: &Lease,
+    c: &Checkpoint,
+    blobs: &[String],
+) -> Result<Checkpoint, StoreError> {
+    const OP: &str = "create_checkpoint";
+    let mut tx = store.begin_write(OP).await?;
+    fence::check(&mut tx, store.engine, OP, lease, &c.session).await?;
+    let done = sqlx::query(concat!(
+        "INSERT INTO checkpoints (",
+        checkpoint_columns!(),
+        ") SELECT $1, $2, $3, $4, $5, $6, last_message_seq, last_event_seq, last_plan_version, \
+           $7, $8, $9, $10, $11, $12 FROM sessions WHERE tenant_id = $2 AND id = $3"
+    ))
+    .bind(c.id.as_str())
+    .bind(c.tenant.as_str())
+    .bind(c.session.as_str())
+    .bind(c.run.as_str())
+    .bind(c.workspace.as_str())
+    .bind(c.reason.as_str())
+    .bind(&c.manifest_hash)
+    .bind(to_i64("file_count", c.file_count)?)
+    .bind(to_i64("bytes", c.bytes)?)
+    .bind(to_i64("new_blobs", c.new_blobs)?)
+    .bind(to_i64("new_bytes", c.new_bytes)?)
+    .bind(c.created_at.as_millis())
+    .execute(&mut *tx)
+    .await
+    .map_err(reference_error(OP, "checkpoint", c.id.to_string()))?;
+    if done.rows_affected() == 0 {
+        return Err(sessions::not_found(&c.session));
+    }
+    for hash in blobs {
+        sqlx::query(
+            "INSERT INTO checkpoint_blobs (blob_hash, checkpoint_id) VALUES ($1, $2) \
+             ON CONFLICT (blob_hash) DO NOTHING",
+        )
+        .bind(hash)
+        .bind(c.id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(db(OP))?;
+    }
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        checkpoint_columns!(),
+        " FROM checkpoints WHERE id = $1"
+    ))
+    .bind(c.id.as_str())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db(OP))?;
+    let stored = read_checkpoint(&row)?;
+    tx.commit().await.map_err(db(OP))?;
+    Ok(stored)
+}
+
+pub(crate) async fn get(
+    store: &SqlStore,
+    tenant: &TenantId,
+    id: &CheckpointId,
+) -> Result<Checkpoint, StoreError> {
+    let row = sqlx::query(concat!(
+        "SELECT ",
+        checkpoint_columns!(),
+        " FROM checkpoints WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(id.as_str())
+    .fetch_optional(&store.pool)
+    .await
+    .map_err(db("get_checkpoint"))?;
+    read_checkpoint(&row.ok_or_else(|| not_found(id))?)
+}
+
+pub(crate) async fn list(
+    store: &SqlStore,
+    tenant: &TenantId,
+    session: &SessionId,
+) -> Result<Vec<Checkpoint>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        checkpoint_columns!(),
+        " FROM checkpoints WHERE tenant_id = $1 AND session_id = $2 ORDER BY id"
+    ))
+    .bind(tenant.as_str())
+    .bind(session.as_str())
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db("list_checkpoints"))?;
+    rows.iter().map(read_checkpoint).collect()
+}
+
+pub(crate) async fn record_rewind(
+    store: &SqlStore,
+    lease: &Lease,
+    r: &Rewind,
+) -> Result<Rewind, StoreError> {
+    const OP: &str = "record_rewind";
+    let mut tx = store.begin_write(OP).await?;
+    fence::check(&mut tx, store.engine, OP, lease, &r.session).await?;
+    let done = sqlx::query(
+        "INSERT INTO rewinds (tenant_id, session_id, run_id, checkpoint_id, to_seq, through_seq, \
+         created_at) SELECT $1, $2, $3, $4, $5, last_message_seq, $6 FROM sessions \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(r.tenant.as_str())
+    .bind(r.session.as_str())
+    .bind(r.run.as_str())
+    .bind(r.checkpoint.as_str())
+    .bind(to_i64("to_seq", r.to_seq)?)
+    .bind(r.created_at.as_millis())
+    .execute(&mut *tx)
+    .await
+    .map_err(reference_error(OP, "rewind", r.checkpoint.to_string()))?;
+    if done.rows_affected() == 0 {
+        return Err(sessions::not_found(&r.session));
+    }
+    let row =
+        sqlx::query("SELECT last_message_seq AS n FROM sessions WHERE tenant_id = $1 AND id = $2")
+            .bind(r.tenant.as_str())
+            .bind(r.session.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db(OP))?;
+    let through_seq = Reader::new(&row, "session", "n").count("n")?;
+    tx.commit().await.map_err(db(OP))?;
+    Ok(Rewind {
+        through_seq,
+        ..r.clone()
+    })
+}
+
+pub(crate) async fn list_rewinds(
+    store: &SqlStore,
+    tenant: &TenantId,
+    session: &SessionId,
+) -> Result<Vec<Rewind>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT tenant_id, session_id, run_id, checkpoint_id, to_seq, through_seq, created_at \
+         FROM rewinds WHERE tenant_id = $1 AND session_id = $2 ORDER BY through_seq",
+    )
+    .bind(tenant.as_str())
+    .bind(session.as_str())
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db("list_rewinds"))?;
+    rows.iter()
+        .map(|row| {
+            let r = Reader::new(row, "rewind", "checkpoint_id");
+            Ok(Rewind {
+                tenant: r.parsed("tenant_id", TenantId::parse)?,
+                session: r.parsed("session_id", SessionId::parse)?,
+                run: r.parsed("run_id", paddock_core::ids::RunId::parse)?,
+                checkpoint: r.parsed("checkpoint_id", CheckpointId::parse)?,
+                to_seq: r.count("to_seq")?,
+                through_seq: r.count("through_seq")?,
+                created_at: r.time("created_at")?,
+            })
+        })
+        .collect()
+}
+
+fn read_checkpoint(row: &AnyRow) -> Result<Checkpoint, StoreError> {
+    let r = Reader::new(row, "checkpoint", "id");
+    Ok(Checkpoint {
+        id: r.parsed("id", CheckpointId::parse)?,
+        tenant: r.parsed("tenant_id", TenantId::parse)?,
+        session: r.parsed("session_id", SessionId::parse)?,
+        run: r.parsed("run_id", paddock_core::ids::RunId::parse)?,
+        workspace: r.parsed("workspace_id", paddock_core::ids::WorkspaceId::parse)?,
+        reason: r.parsed("reason", known(CheckpointReason::parse))?,
+        message_seq: r.count("message_seq")?,
+        event_seq: r.count("event_seq")?,
+        plan_version: r.count("plan_version")?,
+        manifest_hash: r.text("manifest_hash")?,
+        file_count: r.count("file_count")?,
+        bytes: r.count("bytes")?,
+        new_blobs: r.count("new_blobs")?,
+        new_bytes: r.count("new_bytes")?,
+        created_at: r.time("created_at")?,
+    })
+}

@@ -1,0 +1,122 @@
+//! Checkpoints and rewinds: positioned at the session's state when written,
+//! fenced, tenant-scoped, and naming the blobs the collection must keep.
+
+use paddock_core::ids::CheckpointId;
+use paddock_core::model::Message;
+use paddock_core::store::{Checkpoint, CheckpointReason, Rewind, Run, StoredMessage};
+
+use super::{StoreFactory, assert_stale, clock, fixture, lease_session};
+
+pub async fn checkpoints_record_the_session_position_and_keep_their_blobs(
+    factory: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let store = factory.open(clock()).await?;
+    let s = store.as_ref();
+    let fx = fixture(s, "acme").await?;
+    let lease = lease_session(s, &fx.session, "node/a").await?;
+    let run = Run::new(fx.tenant.clone(), fx.session.id.clone(), "goal", s.now());
+    s.create_run(&lease, &run).await?;
+    let append = |n: u32| StoredMessage {
+        tenant: fx.tenant.clone(),
+        session: fx.session.id.clone(),
+        run: run.id.clone(),
+        seq: 0,
+        message: Message::user(format!("m{n}")),
+        created_at: s.now(),
+    };
+    let checkpoint = |reason, manifest: &str| Checkpoint {
+        id: CheckpointId::generate(),
+        tenant: fx.tenant.clone(),
+        session: fx.session.id.clone(),
+        run: run.id.clone(),
+        workspace: fx.workspace.id.clone(),
+        reason,
+        message_seq: 99,
+        event_seq: 99,
+        plan_version: 99,
+        manifest_hash: manifest.to_owned(),
+        file_count: 3,
+        bytes: 30,
+        new_blobs: 1,
+        new_bytes: 10,
+        created_at: s.now(),
+    };
+    let first = s
+        .create_checkpoint(
+            &lease,
+            &checkpoint(CheckpointReason::RunStart, &"a".repeat(64)),
+            &["f".repeat(64)],
+        )
+        .await?;
+    assert_eq!(
+        (first.message_seq, first.event_seq, first.plan_version),
+        (0, 0, 0),
+        "the position comes from the session"
+    );
+    for n in 0..3 {
+        s.append_message(&lease, &append(n)).await?;
+    }
+    // a blob a second checkpoint stores again adds nothing and is no error
+    let second = s
+        .create_checkpoint(
+            &lease,
+            &checkpoint(CheckpointReason::ToolBatch, &"b".repeat(64)),
+            &["f".repeat(64), "e".repeat(64)],
+        )
+        .await?;
+    assert_eq!(second.message_seq, 3);
+    assert_eq!(
+        s.list_checkpoints(&fx.tenant, &fx.session.id).await?,
+        [first.clone(), second.clone()]
+    );
+    assert_eq!(s.get_checkpoint(&fx.tenant, &second.id).await?, second);
+    for key in ["a", "b", "e", "f"] {
+        assert!(s.snapshot_blob_referenced(&key.repeat(64)).await?, "{key}");
+    }
+    assert!(!s.snapshot_blob_referenced(&"c".repeat(64)).await?);
+
+    // another tenant sees none of it
+    let other = fixture(s, "globex").await?;
+    assert!(s.get_checkpoint(&other.tenant, &first.id).await.is_err());
+    assert!(
+        s.list_checkpoints(&other.tenant, &fx.session.id)
+            .await?
+            .is_empty()
+    );
+
+    s.append_message(&lease, &append(3)).await?;
+    let rewind = s
+        .record_rewind(
+            &lease,
+            &Rewind {
+                tenant: fx.tenant.clone(),
+                session: fx.session.id.clone(),
+                run: run.id.clone(),
+                checkpoint: first.id.clone(),
+                to_seq: first.message_seq,
+                through_seq: 0,
+                created_at: s.now(),
+            },
+        )
+        .await?;
+    assert_eq!((rewind.to_seq, rewind.through_seq), (0, 4));
+    assert_eq!(
+        s.list_rewinds(&fx.tenant, &fx.session.id).await?,
+        std::slice::from_ref(&rewind)
+    );
+
+    // a newer lease holder fences the old one out
+    s.release_lease(&lease).await?;
+    let _newer = lease_session(s, &fx.session, "node/b").await?;
+    assert_stale(
+        s.create_checkpoint(
+            &lease,
+            &checkpoint(CheckpointReason::ToolBatch, &"d".repeat(64)),
+            &[],
+        )
+        .await,
+        &lease,
+    );
+    assert_stale(s.record_rewind(&lease, &rewind).await, &lease);
+    Ok(())
+}
