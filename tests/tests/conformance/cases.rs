@@ -328,6 +328,28 @@ pub fn interactive_terminal(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send
             .await
             .unwrap();
         until(&*guest, "33 101").await;
+        // A terminal's process forks where every other command is spawned,
+        // so it must carry the same seccomp filters (the command filter;
+        // gVisor's /proc shows no count, so there it is not compared).
+        let filters = "sed -n 's/^Seccomp_filters:[[:space:]]*/FILTERS-/p' /proc/self/status";
+        let out = guest.exec_output(shell(filters), &[]).await.unwrap();
+        let expected = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        guest
+            .process_write(
+                handle,
+                format!("{filters}; echo DONE-$((3+4))\n").as_bytes(),
+                false,
+            )
+            .await
+            .unwrap();
+        until(&*guest, "DONE-7").await;
+        if !expected.is_empty() {
+            assert!(
+                screen.contains(&format!("{expected}\r\n")),
+                "[{}] a terminal's process lacks a command's filters ({expected}): {screen:?}",
+                ctx.kind.name()
+            );
+        }
         guest
             .process_write(handle, b"exit 3\n", false)
             .await
