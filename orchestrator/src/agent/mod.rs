@@ -3,6 +3,7 @@
 //! sessions of a server.
 
 mod exit;
+mod live;
 mod local;
 mod memory;
 mod owner;
@@ -12,6 +13,7 @@ mod render;
 mod run;
 mod runs;
 mod session;
+mod typed;
 
 pub use exit::EXIT_USAGE;
 pub use memory::memory;

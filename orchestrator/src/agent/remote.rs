@@ -2,7 +2,8 @@
 //! commands as HTTP requests; events come over SSE.
 
 use anyhow::bail;
-use paddock_api::service::{RunView, SessionView};
+use paddock_api::service::{RunView, SessionView, SteeringView};
+use paddock_core::ids::RunId;
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
@@ -10,7 +11,8 @@ use serde_json::json;
 use super::exit::EXIT_CANCELLED;
 use super::render::Format;
 use super::session::{
-    print_forked, print_session, print_session_event, print_sessions, print_show,
+    print_forked, print_said, print_session, print_session_event, print_sessions, print_show,
+    steer_target,
 };
 use crate::cli::SessionCommand;
 use crate::client::ApiClient;
@@ -76,6 +78,30 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
                 .request(Method::POST, &format!("/v1/sessions/{}/fork", segment(&id)))
                 .json(&json!({ "at_run": at_run, "title": title }));
             print_forked(&serde_json::from_value(api.json(request).await?)?, json)?;
+        }
+        SessionCommand::Say { id, text, json, .. } => {
+            let run = match RunId::parse(&id) {
+                Ok(run) => run,
+                Err(_) => {
+                    let runs: RunList =
+                        serde_json::from_value(
+                            api.json(api.request(
+                                Method::GET,
+                                &format!("/v1/sessions/{}/runs", segment(&id)),
+                            ))
+                            .await?,
+                        )?;
+                    steer_target(&id, runs.runs.iter().map(|r| (&r.id, r.state)))?
+                }
+            };
+            let request = api
+                .request(
+                    Method::POST,
+                    &format!("/v1/runs/{}/messages", segment(run.as_str())),
+                )
+                .json(&json!({ "text": text }));
+            let said: SteeringView = serde_json::from_value(api.json(request).await?)?;
+            print_said(&run, said.id, json)?;
         }
         SessionCommand::Events {
             id,

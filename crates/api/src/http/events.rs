@@ -6,6 +6,9 @@
 //! gets every later event exactly once, in order. The stream stays open for
 //! the session's next runs unless `?until=run_finished` asks it to end after
 //! the next `run.finished`, or `?until=caught_up` after the events stored so far.
+//! Transient events (`model.delta`, `tool.output`: published live by the
+//! node driving the run, never stored) come without an `id` and `seq` 0, so
+//! they never move a client's resume point; a reconnect does not replay them.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -210,10 +213,13 @@ fn to_sse(event: &RunEvent) -> Event {
         "created_at": event.created_at.to_string(),
         "payload": payload,
     });
-    Event::default()
-        .id(event.seq.to_string())
-        .event(kind)
-        .data(data.to_string())
+    let sse = Event::default().event(kind).data(data.to_string());
+    if event.is_transient() {
+        // never stored: no id, so a client's Last-Event-ID stays the last
+        // stored event's and resuming stays exact
+        return sse;
+    }
+    sse.id(event.seq.to_string())
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! written between the two reads is seen either way; live events at or below
 //! the last delivered sequence are dropped, and a gap (the subscriber lagged,
 //! or events were published out of order) is filled from the store, which
-//! holds every event before it is published.
+//! holds every event before it is published. Transient events (`seq` 0,
+//! never stored) are passed on as they come; a lagging subscriber loses them.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -60,6 +61,8 @@ impl Cursor {
                 continue;
             }
             match self.live.recv().await {
+                // never stored: delivered as it comes, outside the sequence
+                Ok(event) if event.is_transient() => return Some(Ok(event)),
                 Ok(event) if event.seq <= self.last => {}
                 Ok(event) if event.seq == self.last + 1 => {
                     self.last = event.seq;

@@ -20,7 +20,7 @@ use tracing::Instrument;
 use super::driver::{Driver, DriverParts, Ending};
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
-    FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
+    FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, live, prompt, renew, writer,
 };
 use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
@@ -433,6 +433,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                                 session: run.session.clone(),
                                 run: run.id.clone(),
                                 cancel: cancel.clone(),
+                                live: live::tool_output(&journal),
                             },
                             system,
                             history,
