@@ -23,7 +23,7 @@ use paddock_runtime::events::{
     CallStatus, ContextCompacted, ContextCompacting, Event, EventPayload, ModelMessage, OtherEvent,
     ParentMessage, PlanTask, PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged,
     SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase,
-    SubagentStatus, ToolCallEvent, ToolResultEvent,
+    SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage, ModelDelta,
 };
 use serde_json::json;
 use support::Harness;
@@ -146,6 +146,26 @@ const STORED: &[(&str, &str)] = &[
     (
         "parent.message",
         r#"{"message":"Also cover the error path."}"#,
+    ),
+    (
+        "user.message",
+        r#"{"message":"Use the v2 API instead.","steering_id":7}"#,
+    ),
+    (
+        "model.delta",
+        r#"{"part":"text","turn":2,"text":"Running the "}"#,
+    ),
+    (
+        "model.delta",
+        r#"{"part":"tool_call","turn":2,"call_id":"call_1","tool":"run_command"}"#,
+    ),
+    (
+        "model.delta",
+        r#"{"part":"tool_arguments","turn":2,"call_id":"call_1","json":"{\"command\":\"sh te"}"#,
+    ),
+    (
+        "tool.output",
+        r#"{"call_id":"call_1","tool":"run_command","stream":"stdout","text":"ok 1 - héllo\n","truncated":false}"#,
     ),
     (
         "run.started",
@@ -468,6 +488,36 @@ fn written() -> Vec<Event> {
             message: "Also cover the error path.".into(),
         }
         .into(),
+        UserMessage {
+            message: "Use the v2 API instead.".into(),
+            steering_id: 7,
+        }
+        .into(),
+        ModelDelta::Text {
+            turn: 2,
+            text: "Running the ".into(),
+        }
+        .into(),
+        ModelDelta::ToolCall {
+            turn: 2,
+            call_id: "call_1".into(),
+            tool: "run_command".into(),
+        }
+        .into(),
+        ModelDelta::ToolArguments {
+            turn: 2,
+            call_id: "call_1".into(),
+            json: "{\"command\":\"sh te".into(),
+        }
+        .into(),
+        ToolOutputChunk {
+            call_id: "call_1".into(),
+            tool: "run_command".into(),
+            stream: "stdout".into(),
+            text: "ok 1 - héllo\n".into(),
+            truncated: false,
+        }
+        .into(),
         RunStarted {
             goal: "Spend little".into(),
             success_criteria: vec![],
@@ -512,7 +562,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 15);
+    assert_eq!(Event::KINDS.len(), 18);
 }
 
 #[test]
@@ -546,6 +596,9 @@ fn payload_types_name_their_stored_kinds() {
         RunFinished::KIND,
         SubagentStatus::KIND,
         ParentMessage::KIND,
+        UserMessage::KIND,
+        ModelDelta::KIND,
+        ToolOutputChunk::KIND,
     ];
     assert_eq!(
         kinds,
@@ -565,6 +618,9 @@ fn payload_types_name_their_stored_kinds() {
             "run.finished",
             "subagent.status",
             "parent.message",
+            "user.message",
+            "model.delta",
+            "tool.output",
         ]
     );
 }

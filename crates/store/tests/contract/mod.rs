@@ -11,6 +11,7 @@ pub mod history;
 pub mod leases;
 pub mod memory;
 pub mod proxy;
+pub mod steering;
 pub mod upgrade;
 
 use std::sync::Arc;
@@ -170,6 +171,7 @@ macro_rules! contract_tests {
             upgrade::a_0001_database_upgrades_with_its_rows,
             memory::memory_records_are_found_by_relevance_recency_and_scope,
             memory::compactions_and_session_memory_are_fenced_and_ordered,
+            steering::steering_messages_are_taken_once_by_the_lease_holder,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
