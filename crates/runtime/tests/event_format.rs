@@ -20,10 +20,10 @@ use paddock_core::store::{
     SubagentProfile, TaskStatus, Verdict,
 };
 use paddock_runtime::events::{
-    CallStatus, ContextCompacted, ContextCompacting, Event, EventPayload, ModelMessage, OtherEvent,
-    ParentMessage, PlanTask, PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged,
-    SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase,
-    SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage, ModelDelta,
+    CallStatus, ContextCompacted, ContextCompacting, Event, EventPayload, ModelDelta, ModelMessage,
+    OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, RunFinished, RunStarted,
+    RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
+    SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;

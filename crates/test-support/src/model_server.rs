@@ -207,14 +207,15 @@ async fn answer(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         }
     }
     let pace = turn.pace;
-    let chunks = futures_util::stream::iter(chunks(&turn, index + 1)).then(move |chunk| async move {
-        if pace.is_zero() {
-            tokio::task::yield_now().await;
-        } else {
-            tokio::time::sleep(pace).await;
-        }
-        Ok::<_, std::io::Error>(Bytes::from(chunk))
-    });
+    let chunks =
+        futures_util::stream::iter(chunks(&turn, index + 1)).then(move |chunk| async move {
+            if pace.is_zero() {
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(pace).await;
+            }
+            Ok::<_, std::io::Error>(Bytes::from(chunk))
+        });
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "text/event-stream")
@@ -237,7 +238,10 @@ fn chunk(delta: Value, finish_reason: Value) -> String {
 /// The turn as SSE chunks: its text word by word, each call's name, then
 /// its arguments in pieces, the finish reason, usage and `[DONE]`.
 fn chunks(turn: &Turn, number: usize) -> Vec<String> {
-    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     for word in turn.text.split_inclusive(' ') {
         out.push(chunk(json!({"content": word}), Value::Null));
     }

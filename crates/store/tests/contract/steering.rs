@@ -14,7 +14,12 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
     let other_node = f.open(clock()).await?;
     let fx = fixture(store.as_ref(), "acme").await?;
     let lease = lease_session(store.as_ref(), &fx.session, "driver").await?;
-    let run = Run::new(fx.tenant.clone(), fx.session.id.clone(), "goal", store.now());
+    let run = Run::new(
+        fx.tenant.clone(),
+        fx.session.id.clone(),
+        "goal",
+        store.now(),
+    );
     store.create_run(&lease, &run).await?;
 
     // nothing waits: an empty answer
@@ -66,7 +71,12 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
         matches!(foreign, Err(StoreError::NotFound { entity: "run", .. })),
         "{foreign:?}"
     );
-    assert!(store.list_steering_messages(&other.tenant, &run.id).await?.is_empty());
+    assert!(
+        store
+            .list_steering_messages(&other.tenant, &run.id)
+            .await?
+            .is_empty()
+    );
     let unknown = store
         .post_steering_message(&fx.tenant, &RunId::generate(), "hello")
         .await;
@@ -88,6 +98,12 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
             "{state}: {late:?}"
         );
     }
-    assert_eq!(store.list_steering_messages(&fx.tenant, &run.id).await?.len(), 2);
+    assert_eq!(
+        store
+            .list_steering_messages(&fx.tenant, &run.id)
+            .await?
+            .len(),
+        2
+    );
     Ok(())
 }
