@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Result, bail};
 use axum::Router;
@@ -71,9 +71,21 @@ impl Turn {
 pub struct Request {
     pub body: Value,
     pub at: Instant,
+    /// The same moment on the wall clock (to compare with a sandbox's).
+    pub wall: SystemTime,
 }
 
 impl Request {
+    /// The content of the request's last tool result message.
+    pub fn last_tool_result(&self) -> Option<String> {
+        self.body["messages"]
+            .as_array()?
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str().map(str::to_owned))
+    }
+
     /// The texts of the request's user messages, in order.
     pub fn user_texts(&self) -> Vec<String> {
         self.body["messages"]
@@ -188,6 +200,7 @@ async fn answer(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         requests.push(Request {
             body,
             at: Instant::now(),
+            wall: SystemTime::now(),
         });
         requests.len() - 1
     };
