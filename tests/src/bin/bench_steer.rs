@@ -27,7 +27,9 @@ const FLOOR: Duration = Duration::from_millis(50);
 const COMMAND_SECS: f64 = 0.3;
 
 #[derive(Debug, Parser)]
-#[command(about = "Steering latency: turn end to the next model request, with and without a message")]
+#[command(
+    about = "Steering latency: turn end to the next model request, with and without a message"
+)]
 struct Args {
     /// Turns with a message, and as many without.
     #[arg(long, default_value_t = 15)]
@@ -50,10 +52,7 @@ fn gap(request: &Request) -> anyhow::Result<Duration> {
         .context("no timestamp in the command's output")?
         .parse()?;
     let ended = UNIX_EPOCH + Duration::from_nanos(u64::try_from(nanos)?);
-    Ok(request
-        .wall
-        .duration_since(ended)
-        .unwrap_or(Duration::ZERO))
+    Ok(request.wall.duration_since(ended).unwrap_or(Duration::ZERO))
 }
 
 async fn bench(rounds: usize) -> anyhow::Result<()> {
@@ -122,8 +121,8 @@ async fn bench(rounds: usize) -> anyhow::Result<()> {
     handle.wait().await?;
 
     let (mut steered, mut plain) = (Vec::new(), Vec::new());
-    for k in 1..=turns {
-        let next = &requests[k];
+    // request k+1 follows turn k
+    for (k, next) in requests.iter().enumerate().skip(1).take(turns) {
         let gap = gap(next)?;
         let users = next.user_texts();
         if k % 2 == 1 {
@@ -148,7 +147,10 @@ async fn bench(rounds: usize) -> anyhow::Result<()> {
         gaps[gaps.len() - 1]
     };
     println!("turn end -> next model request (ms; {rounds} rounds of each, one run)");
-    println!("{:<34} {:>8} {:>8} {:>8} {:>6}", "", "median", "p90", "max", "turns");
+    println!(
+        "{:<34} {:>8} {:>8} {:>8} {:>6}",
+        "", "median", "p90", "max", "turns"
+    );
     let baseline = show("baseline: no message waiting", &mut plain);
     let worst = show("with a steering message", &mut steered);
     println!(
