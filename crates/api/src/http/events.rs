@@ -213,13 +213,14 @@ fn to_sse(event: &RunEvent) -> Event {
         "created_at": event.created_at.to_string(),
         "payload": payload,
     });
-    let sse = Event::default().event(kind).data(data.to_string());
-    if event.is_transient() {
+    let sse = if event.is_transient() {
         // never stored: no id, so a client's Last-Event-ID stays the last
         // stored event's and resuming stays exact
-        return sse;
-    }
-    sse.id(event.seq.to_string())
+        Event::default()
+    } else {
+        Event::default().id(event.seq.to_string())
+    };
+    sse.event(kind).data(data.to_string())
 }
 
 #[cfg(test)]
@@ -295,5 +296,15 @@ mod tests {
             text.starts_with("id: 7\nevent: pro gress\ndata: {"),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_transient_event_has_no_id_to_resume_from() {
+        let mut delta = event("model.delta", r#"{"part":"text","turn":1,"text":"Hi"}"#);
+        delta.seq = 0;
+        let text = wire(to_sse(&delta)).await;
+        assert!(text.starts_with("event: model.delta\ndata: {"), "{text}");
+        assert!(!text.contains("id:"), "{text}");
+        assert!(text.contains(r#""seq":0"#), "{text}");
     }
 }
