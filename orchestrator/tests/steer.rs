@@ -221,3 +221,83 @@ fn session_say_reaches_a_run_on_a_server() -> Result<()> {
     server.terminate()?;
     Ok(())
 }
+
+/// On a terminal (`script` gives the run a pty for stdin and stdout): a
+/// line typed into the running `paddock run` steers it, the command's output
+/// shows while it runs, and the streamed answer is printed once.
+#[test]
+fn a_line_typed_into_an_interactive_run_steers_it() -> Result<()> {
+    use std::io::Write;
+
+    let runtime = tokio::runtime::Runtime::new()?;
+    let model = runtime.block_on(ModelServer::start(script()))?;
+    let dir = tempfile::tempdir()?;
+    let (workspace, data) = (dir.path().join("ws"), dir.path().join("data"));
+    std::fs::create_dir(&workspace)?;
+    let line = format!(
+        "{PADDOCK} run 'Call the API' --workspace {} --model openai:scripted --base-url {} --data-dir {}",
+        workspace.display(),
+        model.base_url,
+        data.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &line, "/dev/null"])
+        .env_remove("PADDOCK_SERVER")
+        .env_remove("PADDOCK_MODEL")
+        .env("TERM", "xterm")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running script(1)")?;
+    runtime.block_on(model.wait_requests(1, Duration::from_secs(60)))?;
+    // the run reads its terminal once it started; typing goes through the pty
+    let mut typing = child.stdin.take().context("stdin")?;
+    typing.write_all(format!("{STEER}\n").as_bytes())?;
+    typing.flush()?;
+    let sent = runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let path = data.join("paddock.db");
+            let url = format!("sqlite://{}", path.display());
+            if let Ok(store) = paddock_store::SqlStore::open(&url).await {
+                use paddock_core::store::Store;
+                let tenant = paddock_core::ids::TenantId::parse("local")?;
+                for session in store
+                    .list_sessions(&tenant, None, &paddock_core::store::Page::default())
+                    .await?
+                {
+                    for run in store.list_runs(&tenant, &session.id).await? {
+                        if !store
+                            .list_steering_messages(&tenant, &run.id)
+                            .await?
+                            .is_empty()
+                        {
+                            return anyhow::Ok(true);
+                        }
+                    }
+                }
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })?;
+    assert!(sent, "the typed line never reached the store");
+    model.release(0);
+    let output = child.wait_with_output()?;
+    drop(typing);
+    let out = text(&output.stdout);
+    assert_steered(&model, &runtime)?;
+    assert!(out.contains(&format!("[you] {STEER}")), "{out}");
+    // live output, on the terminal only
+    assert!(out.contains("    | first line"), "{out}");
+    assert!(out.contains("    | second line"), "{out}");
+    assert_eq!(
+        out.matches("[agent] Understood, v2 it is.").count(),
+        1,
+        "{out}"
+    );
+    Ok(())
+}
