@@ -11,8 +11,8 @@ use crate::open::SqlStore;
 use crate::rows::Reader;
 use crate::runs::{self, RUN_EXISTS};
 
-/// The states in which a run's loop no longer asks for messages: the terminal
-/// ones and `awaiting_user` (its loop ended with a question).
+/// The run, if its loop still asks for messages: not in a terminal state nor
+/// `awaiting_user` (its loop ended with a question).
 const OPEN_RUN: &str = "SELECT 1 FROM runs WHERE tenant_id = $1 AND id = $2 \
      AND state NOT IN ('completed', 'cancelled', 'failed', 'interrupted', 'awaiting_user')";
 
