@@ -522,6 +522,9 @@ pub struct GoalArgs {
     /// One JSON object per event, then a result line.
     #[arg(long)]
     pub json: bool,
+    /// Show every tool result whole, not one line of it.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Run on this server instead (the workspace is uploaded first).
@@ -637,6 +640,19 @@ pub enum SessionCommand {
         /// To this checkpoint (default: the workspace as it is now).
         #[arg(long, value_name = "CHECKPOINT")]
         to: Option<String>,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a message to the session's run in progress: it joins the run's
+    /// history before the model's next turn (a `user.message` event).
+    Say {
+        /// The session (ses_...), or one of its runs (run_...).
+        id: String,
+        /// What to tell the agent.
+        text: String,
         #[command(flatten)]
         data: DataDirArgs,
         /// Print JSON instead of text.

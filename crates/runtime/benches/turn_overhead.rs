@@ -150,6 +150,7 @@ async fn main() {
         session: SessionId::generate(),
         run: RunId::generate(),
         cancel: CancellationToken::new(),
+        live: Default::default(),
     };
     for round in 0..runs {
         for n in 1..=turns {

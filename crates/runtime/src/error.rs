@@ -53,6 +53,10 @@ pub enum RuntimeError {
         path: PathBuf,
         hit: crate::events::SnapshotLimitHit,
     },
+    /// The run has ended (a terminal state or `awaiting_user`): it takes no
+    /// more steering messages.
+    #[error("run {run} has finished; start a new run in its session to go on")]
+    RunFinished { run: RunId },
     /// The run is not finished but no task of this process drives it.
     #[error("run {run} is not driven by this process")]
     RunNotActive { run: RunId },

@@ -19,6 +19,7 @@ mod run;
 mod runtime;
 mod sessions;
 mod snapshot_limits;
+mod steering;
 pub mod subagents;
 pub mod tools;
 mod usage;

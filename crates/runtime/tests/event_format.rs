@@ -22,9 +22,10 @@ use paddock_core::store::{
 use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
     CallStatus, CheckpointCreated, ContextCompacted, ContextCompacting, EgressDecisionEvent, Event,
-    EventPayload, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress,
-    RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
-    SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent, ToolResultEvent,
+    EventPayload, ModelDelta, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated,
+    Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
+    SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent,
+    ToolOutputChunk, ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -151,6 +152,26 @@ const STORED: &[(&str, &str)] = &[
     (
         "checkpoint.created",
         r#"{"checkpoint_id":"ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4","reason":"tool_batch","files":120,"bytes":52000,"new_blobs":1,"new_bytes":812,"hashed_files":1,"duration_ms":4}"#,
+    ),
+    (
+        "user.message",
+        r#"{"message":"Use the v2 API instead.","steering_id":7}"#,
+    ),
+    (
+        "model.delta",
+        r#"{"part":"text","turn":2,"text":"Running the "}"#,
+    ),
+    (
+        "model.delta",
+        r#"{"part":"tool_call","turn":2,"call_id":"call_1","tool":"run_command"}"#,
+    ),
+    (
+        "model.delta",
+        r#"{"part":"tool_arguments","turn":2,"call_id":"call_1","json":"{\"command\":\"sh te"}"#,
+    ),
+    (
+        "tool.output",
+        r#"{"call_id":"call_1","tool":"run_command","stream":"stdout","text":"ok 1 - héllo\n","truncated":false}"#,
     ),
     (
         "run.started",
@@ -502,6 +523,36 @@ fn written() -> Vec<Event> {
             duration_ms: 4,
         }
         .into(),
+        UserMessage {
+            message: "Use the v2 API instead.".into(),
+            steering_id: 7,
+        }
+        .into(),
+        ModelDelta::Text {
+            turn: 2,
+            text: "Running the ".into(),
+        }
+        .into(),
+        ModelDelta::ToolCall {
+            turn: 2,
+            call_id: "call_1".into(),
+            tool: "run_command".into(),
+        }
+        .into(),
+        ModelDelta::ToolArguments {
+            turn: 2,
+            call_id: "call_1".into(),
+            json: "{\"command\":\"sh te".into(),
+        }
+        .into(),
+        ToolOutputChunk {
+            call_id: "call_1".into(),
+            tool: "run_command".into(),
+            stream: "stdout".into(),
+            text: "ok 1 - héllo\n".into(),
+            truncated: false,
+        }
+        .into(),
         RunStarted {
             goal: "Spend little".into(),
             success_criteria: vec![],
@@ -604,7 +655,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 17);
+    assert_eq!(Event::KINDS.len(), 20);
 }
 
 #[test]
@@ -640,6 +691,9 @@ fn payload_types_name_their_stored_kinds() {
         SubagentStatus::KIND,
         ParentMessage::KIND,
         CheckpointCreated::KIND,
+        UserMessage::KIND,
+        ModelDelta::KIND,
+        ToolOutputChunk::KIND,
     ];
     assert_eq!(
         kinds,
@@ -661,6 +715,9 @@ fn payload_types_name_their_stored_kinds() {
             "subagent.status",
             "parent.message",
             "checkpoint.created",
+            "user.message",
+            "model.delta",
+            "tool.output",
         ]
     );
 }

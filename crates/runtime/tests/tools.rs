@@ -46,6 +46,7 @@ impl Bench {
             session: SessionId::generate(),
             run: RunId::generate(),
             cancel: CancellationToken::new(),
+            live: Default::default(),
         };
         Self {
             sandbox,

@@ -27,6 +27,7 @@ mod rows;
 mod runs;
 mod sessions;
 mod snapshots;
+mod steering;
 mod tools;
 
 pub use engine::Engine;

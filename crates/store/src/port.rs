@@ -11,15 +11,15 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page,
     Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotFilter, SnapshotRecord, Store, StoreError, StoredMessage,
-    StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringMessage, Store, StoreError,
+    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
     checkpoints, compactions, events, goals, leases, memories, messages, plans, quarantine,
-    records, runs, sessions, snapshots, tools,
+    records, runs, sessions, snapshots, steering, tools,
 };
 
 #[async_trait]
@@ -264,6 +264,33 @@ impl Store for SqlStore {
         through_run: Option<&RunId>,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         messages::list(self, tenant, session, through_run).await
+    }
+
+    async fn post_steering_message(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        text: &str,
+    ) -> Result<SteeringMessage, StoreError> {
+        steering::post(self, tenant, run, text, self.clock.now()).await
+    }
+
+    async fn take_steering_messages(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        session: &SessionId,
+        run: &RunId,
+    ) -> Result<Vec<SteeringMessage>, StoreError> {
+        steering::take(self, lease, tenant, session, run, self.clock.now()).await
+    }
+
+    async fn list_steering_messages(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<SteeringMessage>, StoreError> {
+        steering::list(self, tenant, run).await
     }
 
     async fn append_event(

@@ -4,9 +4,14 @@
 //! and a local blob store. The runtime's tests and benches and the API's
 //! tests build their `Runtime` / services over one [`Stack`].
 //!
+//! [`model_server`] is a local model endpoint that speaks OpenAI's streaming
+//! wire format from a script and records what it was asked.
+//!
 //! Sandboxes need `paddock-guest` built first and root (or
 //! `PADDOCK_UNCONFINED=1` against the unconfined guest, where a caller opts
 //! in with [`StackConfig::unconfined`]).
+
+pub mod model_server;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

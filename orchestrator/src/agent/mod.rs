@@ -5,6 +5,7 @@
 mod checkpoints;
 mod doctor;
 mod exit;
+mod live;
 mod local;
 mod memory;
 mod owner;
@@ -14,6 +15,7 @@ mod render;
 mod run;
 mod runs;
 mod session;
+mod typed;
 
 pub use doctor::doctor;
 pub use exit::EXIT_USAGE;

@@ -2,7 +2,8 @@
 //! commands as HTTP requests; events come over SSE.
 
 use anyhow::bail;
-use paddock_api::service::{CheckpointView, RunView, SessionView};
+use paddock_api::service::{CheckpointView, RunView, SessionView, SteeringView};
+use paddock_core::ids::RunId;
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
@@ -11,7 +12,8 @@ use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
 use super::exit::EXIT_CANCELLED;
 use super::render::Format;
 use super::session::{
-    print_forked, print_session, print_session_event, print_sessions, print_show,
+    print_forked, print_said, print_session, print_session_event, print_sessions, print_show,
+    steer_target,
 };
 use crate::cli::SessionCommand;
 use crate::client::ApiClient;
@@ -109,6 +111,30 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
                 .request(Method::GET, &format!("/v1/sessions/{}/diff", segment(&id)))
                 .query(&query);
             print_diff(&serde_json::from_value(api.json(request).await?)?, json)?;
+        }
+        SessionCommand::Say { id, text, json, .. } => {
+            let run = match RunId::parse(&id) {
+                Ok(run) => run,
+                Err(_) => {
+                    let runs: RunList =
+                        serde_json::from_value(
+                            api.json(api.request(
+                                Method::GET,
+                                &format!("/v1/sessions/{}/runs", segment(&id)),
+                            ))
+                            .await?,
+                        )?;
+                    steer_target(&id, runs.runs.iter().map(|r| (&r.id, r.state)))?
+                }
+            };
+            let request = api
+                .request(
+                    Method::POST,
+                    &format!("/v1/runs/{}/messages", segment(run.as_str())),
+                )
+                .json(&json!({ "text": text }));
+            let said: SteeringView = serde_json::from_value(api.json(request).await?)?;
+            print_said(&run, said.id, json)?;
         }
         SessionCommand::Events {
             id,

@@ -18,11 +18,13 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
+use super::live::Screen;
 use super::remote::segment;
 use super::render::{self, Format};
 use super::run::{
     Request, canonical_dir, format_of, request, snapshot_limits, subagent_entries, title,
 };
+use super::typed::{TypedLines, next_line};
 use crate::cli::{BackendArgs, GoalArgs};
 use crate::client::sse::EventSource;
 use crate::client::{ApiClient, ServerError, backend_fields, upload_dir};
@@ -101,7 +103,7 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
         }
         Err(Failure::Other(err)) => return Err(err),
     };
-    drive(&api, &session, &run, format).await
+    drive(&api, &session, &run, format, args.verbose).await
 }
 
 /// The model of `--model` as the API takes it: a scripted file is sent
@@ -232,12 +234,19 @@ async fn drive(
     session: &SessionView,
     run: &RunView,
     format: Format,
+    verbose: bool,
 ) -> anyhow::Result<u8> {
     let mut stdout = std::io::stdout();
     if format == Format::Human {
         let _ = writeln!(stdout, "paddock: session {} run {}", session.id, run.id);
     }
     let mut signals = TermSignals::install()?;
+    let mut screen = Screen::new(format, verbose);
+    let mut typed = if format == Format::Human {
+        TypedLines::from_terminal()
+    } else {
+        None
+    };
     let mut cancel_deadline: Option<Instant> = None;
     let mut after = 0u64;
     let mut failures = 0u32;
@@ -260,6 +269,14 @@ async fn drive(
                 cancel_deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
             let frame = tokio::select! {
                 frame = source.next() => frame,
+                Some(line) = next_line(&mut typed) => {
+                    let path = format!("/v1/runs/{}/messages", segment(run.id.as_str()));
+                    let request = api.request(Method::POST, &path).json(&serde_json::json!({ "text": line }));
+                    if let Err(err) = api.json(request).await {
+                        logging::note(format_args!("paddock: not sent: {err:#}"));
+                    }
+                    continue;
+                }
                 signal = signals.recv() => {
                     if cancel_deadline.is_some() {
                         logging::note(format_args!("paddock: signal {signal} again: leaving without waiting (the run may still be cancelling on the server)"));
@@ -287,11 +304,15 @@ async fn drive(
             match frame {
                 Ok(Some(frame)) => {
                     failures = 0;
+                    if let Some(event) = frame.transient_event(&session.id) {
+                        screen.show(&mut stdout, &event);
+                        continue;
+                    }
                     let Some(event) = frame.run_event(&session.id) else {
                         continue;
                     };
                     after = event.seq;
-                    render::print_event(&mut stdout, format, &event);
+                    screen.show(&mut stdout, &event);
                     if Event::of(&event).is_run_finished() {
                         break 'stream;
                     }
@@ -323,6 +344,7 @@ async fn drive(
             }
         }
     }
+    screen.finish(&mut stdout);
     let run = settled(api, &run.id.to_string()).await?;
     let code = exit::for_run(&run);
     match format {

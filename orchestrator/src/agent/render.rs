@@ -35,8 +35,12 @@ pub fn event_json(event: &RunEvent) -> Value {
     })
 }
 
-/// Prints one event; write errors (a closed pipe) are ignored.
+/// Prints one stored event; write errors (a closed pipe) are ignored.
+/// Transient events are left out: only a terminal shows them ([`super::live`]).
 pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent) {
+    if event.is_transient() {
+        return;
+    }
     let _ = match format {
         Format::Json => writeln!(out, "{}", event_json(event)),
         Format::Human => match human_event(event) {
@@ -130,6 +134,12 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
         Event::CheckpointCreated(c) => Some(format!(
             "[checkpoint] {} ({}): {} files, {} new ({} bytes) in {} ms",
             c.checkpoint_id, c.reason, c.files, c.new_blobs, c.new_bytes, c.duration_ms
+        )),
+        // shown live on a terminal only (agent::live)
+        Event::ModelDelta(_) | Event::ToolOutput(_) => None,
+        Event::UserMessage(message) => Some(indent_rest(
+            &format!("[you] {}", message.message.trim()),
+            "      ",
         )),
         Event::Other(other)
             if other.kind.starts_with("child.") || other.kind.starts_with("subagent.") =>
@@ -268,7 +278,7 @@ pub fn call_summary(tool: &str, arguments: &Value) -> String {
 
 /// `<- tool label: line (+N lines)`: for a command its exit code and the last
 /// line it printed (where test runners put their totals), else the first line.
-fn result_summary(result: &ToolResultEvent) -> String {
+pub(super) fn result_summary(result: &ToolResultEvent) -> String {
     let mut lines: Vec<&str> = result
         .content
         .lines()

@@ -16,8 +16,10 @@ use paddock_runtime::subagents::ModelsByKey;
 use paddock_runtime::{RuntimeError, StartRun, SubagentModels};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
+use super::live::Screen;
 use super::local::{Local, Sandboxes};
 use super::render::{self, Format};
+use super::typed::{TypedLines, next_line};
 use crate::cli::{BackendArgs, GoalArgs, Mode};
 use crate::logging;
 use crate::sandbox::signals::TermSignals;
@@ -48,7 +50,7 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     .await?;
     local.recover().await;
     let code = match session_for(&local, &args, prepared.workspace.as_deref()).await {
-        Ok(session) => drive(&local, &session, prepared.start, format).await,
+        Ok(session) => drive(&local, &session, prepared.start, format, args.verbose).await,
         Err(Usage(message)) => {
             eprintln!("paddock: {message}");
             Ok(EXIT_USAGE)
@@ -346,6 +348,7 @@ async fn drive(
     session: &Session,
     start: StartRun,
     format: Format,
+    verbose: bool,
 ) -> anyhow::Result<u8> {
     let runtime = &local.runtime;
     let tenant = &local.tenant;
@@ -375,6 +378,18 @@ async fn drive(
     }
     let mut signals = TermSignals::install()?;
     let mut cancelling = None;
+    let mut screen = Screen::new(format, verbose);
+    let mut typed = if format == Format::Human {
+        TypedLines::from_terminal()
+    } else {
+        None
+    };
+    if typed.is_some() {
+        let _ = writeln!(
+            stdout,
+            "paddock: type a line and Enter to tell the agent something"
+        );
+    }
     loop {
         tokio::select! {
             next = events.next() => match next {
@@ -382,7 +397,7 @@ async fn drive(
                     if event.run.as_ref() != Some(&run_id) {
                         continue;
                     }
-                    render::print_event(&mut stdout, format, &event);
+                    screen.show(&mut stdout, &event);
                     if Event::of(&event).is_run_finished() {
                         break;
                     }
@@ -393,6 +408,11 @@ async fn drive(
                 }
                 None => break,
             },
+            Some(line) = next_line(&mut typed) => {
+                if let Err(err) = runtime.steer(tenant, &run_id, &line).await {
+                    logging::note(format_args!("paddock: not sent: {}", error_chain(&err)));
+                }
+            }
             signal = signals.recv() => {
                 if cancelling.is_some() {
                     logging::note(format_args!("paddock: signal {signal} again: leaving without waiting"));
@@ -405,6 +425,7 @@ async fn drive(
             }
         }
     }
+    screen.finish(&mut stdout);
     let run = handle.wait().await.context("waiting for the run")?;
     if let Some(task) = cancelling {
         let _ = task.await;

@@ -10,7 +10,7 @@ use paddock_api::service::sessions::fork_title;
 use paddock_api::service::{CheckpointDiffView, CheckpointView, RewindView, RunView, SessionView};
 use paddock_core::ids::{CheckpointId, RunId, SessionId};
 use paddock_core::model::Prices;
-use paddock_core::store::{MAX_PAGE, Page, Run, Session};
+use paddock_core::store::{MAX_PAGE, Page, Run, RunState, Session};
 use paddock_runtime::Runtime;
 use paddock_runtime::events::Event;
 use serde_json::json;
@@ -48,6 +48,7 @@ pub async fn session(
         | SessionCommand::Checkpoints { data, .. }
         | SessionCommand::Rewind { data, .. }
         | SessionCommand::Diff { data, .. }
+        | SessionCommand::Say { data, .. }
         | SessionCommand::Events { data, .. } => data.clone(),
     };
     let local = Local::open(&data, backend, Sandboxes::NotNeeded, Prices::default()).await?;
@@ -187,6 +188,18 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
                 .await?;
             print_diff(&CheckpointDiffView::from(&diff), json)?;
         }
+        SessionCommand::Say { id, text, json, .. } => {
+            let run = match RunId::parse(&id) {
+                Ok(run) => run,
+                Err(_) => {
+                    let session = session_id(&id)?;
+                    let runs = runtime.list_runs(tenant, &session).await?;
+                    steer_target(&id, runs.iter().map(|r| (&r.id, r.state)))?
+                }
+            };
+            let message = runtime.steer(tenant, &run, &text).await?;
+            print_said(&run, message.id, json)?;
+        }
         SessionCommand::Events {
             id,
             after,
@@ -246,6 +259,9 @@ pub fn print_session_event(
     format: Format,
     event: &paddock_core::store::RunEvent,
 ) {
+    if event.is_transient() {
+        return;
+    }
     match format {
         Format::Json => render::print_event(out, format, event),
         Format::Human => {
@@ -265,6 +281,31 @@ fn state_change(event: &paddock_core::store::RunEvent) -> Option<String> {
         Event::RunState(changed) => Some(format!("[state] {}", changed.state)),
         _ => None,
     }
+}
+
+/// The session's run a message goes to: its latest, if it is still going.
+pub(super) fn steer_target<'a>(
+    session: &str,
+    runs: impl DoubleEndedIterator<Item = (&'a RunId, RunState)>,
+) -> anyhow::Result<RunId> {
+    match runs.last() {
+        Some((run, state)) if !state.is_terminal() && state != RunState::AwaitingUser => {
+            Ok(run.clone())
+        }
+        Some((run, state)) => bail!(
+            "session {session} has no run in progress (its last run {run} is {state}); \
+             start a new run to go on"
+        ),
+        None => bail!("session {session} has no runs"),
+    }
+}
+
+pub(super) fn print_said(run: &RunId, id: u64, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(&json!({ "run": run, "steering_id": id }));
+    }
+    println!("sent to run {run}; it reads it before its next model turn");
+    Ok(())
 }
 
 /// The workspace registered for `dir`, if any run used it.

@@ -31,6 +31,21 @@ impl Frame {
     /// None for a frame without a sequence number.
     pub fn run_event(&self, session: &SessionId) -> Option<RunEvent> {
         let seq = self.id.as_deref()?.parse::<u64>().ok()?;
+        self.event_at(session, seq)
+    }
+
+    /// The transient event (`model.delta`, `tool.output`) this frame
+    /// carries: no `id`, `seq` 0 in its data; None for any other frame.
+    pub fn transient_event(&self, session: &SessionId) -> Option<RunEvent> {
+        if self.id.is_some() || self.event.is_empty() {
+            return None;
+        }
+        let data: Value = serde_json::from_str(&self.data).ok()?;
+        (data["seq"].as_u64() == Some(0)).then_some(())?;
+        self.event_at(session, 0)
+    }
+
+    fn event_at(&self, session: &SessionId, seq: u64) -> Option<RunEvent> {
         let data: Value = serde_json::from_str(&self.data).unwrap_or(Value::Null);
         Some(RunEvent {
             // The caller's own tenant, which the API never names.

@@ -6,6 +6,9 @@
 //! gets every later event exactly once, in order. The stream stays open for
 //! the session's next runs unless `?until=run_finished` asks it to end after
 //! the next `run.finished`, or `?until=caught_up` after the events stored so far.
+//! Transient events (`model.delta`, `tool.output`: published live by the
+//! node driving the run, never stored) come without an `id` and `seq` 0, so
+//! they never move a client's resume point; a reconnect does not replay them.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -220,10 +223,14 @@ fn to_sse(event: &RunEvent) -> Event {
         "created_at": event.created_at.to_string(),
         "payload": payload,
     });
-    Event::default()
-        .id(event.seq.to_string())
-        .event(kind)
-        .data(data.to_string())
+    let sse = if event.is_transient() {
+        // never stored: no id, so a client's Last-Event-ID stays the last
+        // stored event's and resuming stays exact
+        Event::default()
+    } else {
+        Event::default().id(event.seq.to_string())
+    };
+    sse.event(kind).data(data.to_string())
 }
 
 #[cfg(test)]
@@ -299,5 +306,15 @@ mod tests {
             text.starts_with("id: 7\nevent: pro gress\ndata: {"),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_transient_event_has_no_id_to_resume_from() {
+        let mut delta = event("model.delta", r#"{"part":"text","turn":1,"text":"Hi"}"#);
+        delta.seq = 0;
+        let text = wire(to_sse(&delta)).await;
+        assert!(text.starts_with("event: model.delta\ndata: {"), "{text}");
+        assert!(!text.contains("id:"), "{text}");
+        assert!(text.contains(r#""seq":0"#), "{text}");
     }
 }

@@ -237,6 +237,7 @@ fn routes() -> Routes {
         .get("/v1/sessions/{id}/events", events::stream)
         .get("/v1/runs/{id}", runs::get)
         .post("/v1/runs/{id}/cancel", runs::cancel)
+        .post("/v1/runs/{id}/messages", runs::steer)
         .get("/v1/runs/{id}/children", runs::children)
         .post(
             "/v1/runs/{id}/children/{child}/changes",

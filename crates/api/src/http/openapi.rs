@@ -74,6 +74,7 @@ use super::{
         events::stream,
         runs::get,
         runs::cancel,
+        runs::steer,
         runs::children,
         runs::decide_changes,
         events::run_stream,

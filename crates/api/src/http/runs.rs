@@ -1,4 +1,4 @@
-//! One run: get it, cancel it, list the subagent runs it spawned. (Its
+//! One run: get it, cancel it, steer it, list the subagent runs it spawned. (Its
 //! event stream, GET /v1/runs/{id}/events, is with the session's in `events`.)
 
 use axum::Json;
@@ -10,7 +10,7 @@ use paddock_runtime::ChangesDecision;
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath};
 use super::{ApiError, AppState, Caller};
-use crate::service::RunView;
+use crate::service::{RunView, SteerRun, SteeringView};
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
     summary = "Get a run",
@@ -42,6 +42,27 @@ pub(super) async fn cancel(
 ) -> Result<Json<RunView>, ApiError> {
     let id = run_id(&id)?;
     Ok(Json(state.agents()?.cancel_run(&tenant, &id).await?))
+}
+
+/// Steering: puts a user message into the run before its next model turn
+/// (as a `user.message` event), whichever node drives the run.
+#[utoipa::path(post, path = "/v1/runs/{id}/messages", tag = "runs",
+    summary = "Send a message to a run in progress (before its next model turn)",
+    params(("id" = RunId, Path)),
+    request_body = SteerRun,
+    responses(
+        (status = 202, description = "the message, queued for the next turn", body = SteeringView),
+        (status = 409, description = "the run has finished (`run_finished`)", body = ErrorBody),
+    ))]
+pub(super) async fn steer(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(command): ApiJson<SteerRun>,
+) -> Result<(StatusCode, Json<SteeringView>), ApiError> {
+    let id = run_id(&id)?;
+    let view = state.agents()?.steer_run(&tenant, &id, command).await?;
+    Ok((StatusCode::ACCEPTED, Json(view)))
 }
 
 /// The subagent runs the run spawned, oldest first (empty for a run without any).

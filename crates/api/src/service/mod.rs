@@ -58,7 +58,7 @@ pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
 pub use reconcile::ReconcileReport;
-pub use sessions::{AgentError, AgentService};
+pub use sessions::{AgentError, AgentService, SteerRun, SteeringView};
 pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
     MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,

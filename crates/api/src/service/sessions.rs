@@ -134,6 +134,23 @@ pub struct ForkSession {
     pub title: Option<String>,
 }
 
+/// `POST /v1/runs/{id}/messages`: a message for the run's next model turn.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SteerRun {
+    #[schema(example = "use the v2 API instead")]
+    pub text: String,
+}
+
+/// A steering message as stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SteeringView {
+    pub id: u64,
+    pub run: RunId,
+    pub text: String,
+    pub created_at: String,
+}
+
 /// `POST /v1/sessions/{id}/runs`
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -632,6 +649,27 @@ impl AgentService {
                 data: decided.data,
             })
         }
+    }
+
+    /// Queues a message for the run's next model turn (the node driving
+    /// the run takes it from the store).
+    pub async fn steer_run(
+        &self,
+        tenant: &TenantId,
+        id: &RunId,
+        command: SteerRun,
+    ) -> Result<SteeringView, AgentError> {
+        let message = self
+            .runtime
+            .steer(tenant, id, &command.text)
+            .await
+            .map_err(AgentError::runtime("steer"))?;
+        Ok(SteeringView {
+            id: message.id,
+            run: message.run,
+            text: message.text,
+            created_at: message.created_at.to_string(),
+        })
     }
 
     /// The subagent runs `id` spawned, oldest first.

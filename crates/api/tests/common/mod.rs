@@ -4,6 +4,8 @@
 //! `paddock-guest` built (`cargo build -p paddock-guest`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod events;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,6 +134,9 @@ pub struct Setup {
     pub disk_quota: Option<u64>,
     /// The service's quotas; None: the built-in ones (node totals from the host).
     pub quotas: Option<paddock_api::service::Quotas>,
+    /// Model endpoints a run may name besides the providers' own (a local
+    /// scripted model server).
+    pub model_base_urls: Vec<String>,
 }
 
 impl Setup {
@@ -146,6 +151,7 @@ impl Setup {
             max_body_bytes: 1 << 20,
             disk_quota: None,
             quotas: None,
+            model_base_urls: Vec::new(),
         }
     }
 
@@ -227,7 +233,7 @@ impl TestServer {
         let agents = paddock_api::service::AgentService::new(
             runtime,
             paddock_api::service::ModelPolicy {
-                allowed_base_urls: Vec::new(),
+                allowed_base_urls: setup.model_base_urls.clone(),
                 scratch_dir: Some(setup.data_dir.join("tmp")),
                 context_window: None,
             },

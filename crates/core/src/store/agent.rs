@@ -247,6 +247,23 @@ pub struct StoredMessage {
     pub created_at: Timestamp,
 }
 
+/// Most characters of one steering message.
+pub const STEERING_TEXT_MAX: usize = 32_000;
+
+/// A message a user sent to a run in progress ("steering"): the loop driving
+/// the run puts it into the history before its next model request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SteeringMessage {
+    pub tenant: TenantId,
+    pub run: RunId,
+    /// Assigned by the store; later messages have higher ids.
+    pub id: u64,
+    pub text: String,
+    pub created_at: Timestamp,
+    /// When the run's loop took it; None while it waits.
+    pub delivered_at: Option<Timestamp>,
+}
+
 /// A change to a session's title or status.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionPatch {

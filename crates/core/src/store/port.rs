@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
     QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotRecord, StoreError, StoredMessage, StoredSessionMemory, Tenant,
-    Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SessionPatch, SnapshotRecord, SteeringMessage, StoreError, StoredMessage, StoredSessionMemory,
+    Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
@@ -219,6 +219,33 @@ pub trait Store: Send + Sync + fmt::Debug {
         session: &SessionId,
         through_run: Option<&RunId>,
     ) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// Stores a steering message for `run`: [`StoreError::NotFound`] for
+    /// another tenant's or no run, [`StoreError::Conflict`] once the run has
+    /// finished (a terminal state or `awaiting_user`). Not fenced: any node
+    /// may post; the run's driver takes it.
+    async fn post_steering_message(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        text: &str,
+    ) -> Result<SteeringMessage, StoreError>;
+    /// Marks the run's undelivered steering messages delivered and returns
+    /// them, oldest first; answers cheaply when there are none. Fenced by
+    /// the lease on `session`, the run's.
+    async fn take_steering_messages(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        session: &SessionId,
+        run: &RunId,
+    ) -> Result<Vec<SteeringMessage>, StoreError>;
+    /// Every steering message of the run, oldest first.
+    async fn list_steering_messages(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<SteeringMessage>, StoreError>;
 
     /// Appends to the session's event log with the next sequence number.
     /// Fenced by the lease on `event.session`.

@@ -138,11 +138,20 @@ pub struct RunEvent {
     pub tenant: TenantId,
     pub session: SessionId,
     /// 1, 2, 3, ... per session, without gaps; SSE sends it as the event id.
+    /// 0 for a transient event (a `model.delta`, say): published live on
+    /// the bus only, never stored, so it has no place in the sequence.
     pub seq: u64,
     pub run: Option<RunId>,
     pub kind: String,
     pub payload: String,
     pub created_at: Timestamp,
+}
+
+impl RunEvent {
+    /// Whether this event was only published live, never stored.
+    pub fn is_transient(&self) -> bool {
+        self.seq == 0
+    }
 }
 
 text_enum!(

@@ -8,12 +8,12 @@ use paddock_core::ids::{GoalId, RunId, SessionId, TenantId, ToolInvocationId};
 use paddock_core::model::Message;
 use paddock_core::store::{
     Compaction, Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SessionMemory,
-    Store, StoredMessage, StoredSessionMemory, ToolInvocation, ToolOutcome,
+    SteeringMessage, Store, StoredMessage, StoredSessionMemory, ToolInvocation, ToolOutcome,
 };
 
 use crate::error::RuntimeError;
-use crate::events::EventPayload;
 use crate::events::bus::EventBus;
+use crate::events::{EventPayload, Transient};
 
 /// An event payload encoded for the store, under its type's kind.
 #[derive(Debug)]
@@ -91,6 +91,23 @@ impl Journal {
             .map_err(RuntimeError::store("append_event"))?;
         self.bus.publish(&stored);
         Ok(stored)
+    }
+
+    /// Publishes a transient event of this run on the bus, without storing
+    /// it (`seq` 0). It may overtake stored events still queued in the
+    /// run's pipeline; readers order by the stored ones.
+    pub(crate) fn publish_transient<P: Transient>(&self, payload: &P) -> Result<(), RuntimeError> {
+        let encoded = Encoded::of(payload)?;
+        self.bus.publish(&RunEvent {
+            tenant: self.tenant.clone(),
+            session: self.session.clone(),
+            seq: 0,
+            run: Some(self.run.clone()),
+            kind: encoded.kind.to_owned(),
+            payload: encoded.payload,
+            created_at: self.store.now(),
+        });
+        Ok(())
     }
 
     /// Appends events of this run in one store write, then publishes them in
@@ -175,6 +192,15 @@ impl Journal {
             .append_message(&self.lease, &stored)
             .await
             .map_err(RuntimeError::store("append_message"))
+    }
+
+    /// Takes the run's steering messages not yet delivered (fenced: only the
+    /// lease holder driving the run takes them).
+    pub(crate) async fn take_steering(&self) -> Result<Vec<SteeringMessage>, RuntimeError> {
+        self.store
+            .take_steering_messages(&self.lease, &self.tenant, &self.session, &self.run)
+            .await
+            .map_err(RuntimeError::store("take_steering_messages"))
     }
 
     /// Records a compaction of this run's session (stamped with this run).

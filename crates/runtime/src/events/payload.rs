@@ -357,6 +357,62 @@ pub struct CheckpointCreated {
     pub duration_ms: u64,
 }
 
+/// `user.message`: a steering message a user sent to the run in progress,
+/// put into its history just before this model turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserMessage {
+    pub message: String,
+    /// The stored steering message's id.
+    pub steering_id: u64,
+}
+
+/// Payloads published live only, never stored: a [`RunEvent`] carrying one
+/// has `seq` 0 and no place in the session's sequence (SSE sends it without
+/// an `id`, so resuming by `Last-Event-ID` stays exact). The stored events
+/// say the same in full (`model.message`, `tool.result`).
+pub trait Transient: EventPayload {}
+
+/// `model.delta` (transient): a piece of the model's answer as it streams.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "part", rename_all = "snake_case")]
+pub enum ModelDelta {
+    /// More of the answer's text.
+    Text { turn: u32, text: String },
+    /// A tool call begins; its arguments follow.
+    ToolCall {
+        turn: u32,
+        call_id: String,
+        tool: String,
+    },
+    /// A fragment of a call's arguments JSON (not parseable on its own).
+    ToolArguments {
+        turn: u32,
+        call_id: String,
+        json: String,
+    },
+}
+
+/// Most bytes of command output one `tool.output` event carries.
+pub const OUTPUT_CHUNK_CAP: usize = 8 << 10;
+/// Most bytes of one call's output sent live; `tool.result` has the rest.
+pub const OUTPUT_LIVE_CAP: usize = 1 << 20;
+
+/// `tool.output` (transient): output a running call printed, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutputChunk {
+    pub call_id: String,
+    pub tool: String,
+    /// `stdout` or `stderr`.
+    pub stream: String,
+    /// At most [`OUTPUT_CHUNK_CAP`] bytes, as text (invalid UTF-8 replaced).
+    pub text: String,
+    /// The call printed more than [`OUTPUT_LIVE_CAP`]: no more chunks follow.
+    pub truncated: bool,
+}
+
+impl Transient for ModelDelta {}
+impl Transient for ToolOutputChunk {}
+
 /// The kinds: each payload type's [`EventPayload`] impl and its variant of
 /// [`Event`], from one line per kind.
 macro_rules! event_kinds {
@@ -442,6 +498,12 @@ event_kinds! {
     ParentMessage(ParentMessage) = "parent.message",
     /// The workspace and the session's position were recorded.
     CheckpointCreated(CheckpointCreated) = "checkpoint.created",
+    /// A user's steering message joined the history before the next turn.
+    UserMessage(UserMessage) = "user.message",
+    /// Transient: a piece of the model's answer as it streams.
+    ModelDelta(ModelDelta) = "model.delta",
+    /// Transient: output of a running command.
+    ToolOutput(ToolOutputChunk) = "tool.output",
 }
 
 impl Event {

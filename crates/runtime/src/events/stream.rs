@@ -5,7 +5,10 @@
 //! written between the two reads is seen either way; live events at or below
 //! the last delivered sequence are dropped, and a gap (the subscriber lagged,
 //! or events were published out of order) is filled from the store, which
-//! holds every event before it is published.
+//! holds every event before it is published. Transient events (`seq` 0,
+//! never stored) are passed on as they come while the live events are in
+//! step; after a lag or a gap they are dropped until the next stored event
+//! arrives in order (they are older than what the store filled in).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -36,6 +39,10 @@ struct Cursor {
     ready: VecDeque<RunEvent>,
     /// The store may hold events after `last` that are not in `ready`.
     behind: bool,
+    /// The live events come in step with what was delivered: false after a
+    /// lag or a gap, until the next stored event arrives in order; transient
+    /// events are dropped meanwhile (they are older than what the store gave).
+    in_step: bool,
     failed: bool,
 }
 
@@ -60,13 +67,23 @@ impl Cursor {
                 continue;
             }
             match self.live.recv().await {
-                Ok(event) if event.seq <= self.last => {}
+                // never stored: delivered as it comes, outside the sequence
+                Ok(event) if event.is_transient() => {
+                    if self.in_step {
+                        return Some(Ok(event));
+                    }
+                }
+                Ok(event) if event.seq <= self.last => self.in_step = event.seq == self.last,
                 Ok(event) if event.seq == self.last + 1 => {
                     self.last = event.seq;
+                    self.in_step = true;
                     return Some(Ok(event));
                 }
                 // a gap: the store has what is missing, this event included
-                Ok(_) | Err(RecvError::Lagged(_)) => self.behind = true,
+                Ok(_) | Err(RecvError::Lagged(_)) => {
+                    self.behind = true;
+                    self.in_step = false;
+                }
                 Err(RecvError::Closed) => return None,
             }
         }
@@ -124,6 +141,7 @@ pub(crate) fn event_stream(
         last: after_seq,
         ready: VecDeque::new(),
         behind: true,
+        in_step: true,
         failed: false,
     };
     futures_util::stream::unfold(cursor, |mut cursor| async move {

@@ -14,7 +14,7 @@ use futures_util::future::join_all;
 use paddock_core::ids::ToolInvocationId;
 use paddock_core::model::{
     Message, ModelError, ModelProvider, ModelRequest, ModelResponse, Price, ToolCall, ToolResult,
-    ToolSchema, Usage, collect, estimate_tokens,
+    ToolSchema, Usage, estimate_tokens,
 };
 use paddock_core::store::{
     CheckpointReason, EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task,
@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::budget::{Budget, Exceeded, Scope};
 use super::compact;
 use super::family_budget::{FamilyBudget, deadline_after};
+use super::live;
 use super::repeat::{Repeat, RepeatGuard};
 use super::review::{self, Evidence};
 use super::settled::Settled;
@@ -40,7 +41,7 @@ use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
 use crate::events::{
     CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
-    ToolCallEvent, ToolResultEvent, cap_text,
+    ToolCallEvent, ToolResultEvent, UserMessage, cap_text,
 };
 use crate::memory::MemoryPlace;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
@@ -338,6 +339,7 @@ impl Driver {
                 .map_err(|e| Stop::End(Ending::budget(e)))?;
             self.set_state(RunState::Planning).await?;
             self.read_inbox().await?;
+            self.read_steering().await?;
 
             let (response, compacted) = self.model_turn().await?;
             let message = response.to_message();
@@ -352,6 +354,10 @@ impl Driver {
             self.pipe.append_message(message).await?;
             self.pipe.emit(&event).await?;
             if response.tool_calls.is_empty() {
+                if self.read_steering().await? {
+                    // the user spoke while the model answered: it answers them
+                    continue;
+                }
                 return Ok(Ending::Stopped {
                     text: response.text,
                 });
@@ -417,6 +423,24 @@ impl Driver {
         Ok(())
     }
 
+    /// Steering messages the user sent since the last turn join the history;
+    /// whether there were any.
+    async fn read_steering(&mut self) -> Result<bool, RuntimeError> {
+        let taken = self.journal.take_steering().await?;
+        let any = !taken.is_empty();
+        for steering in taken {
+            let message = Message::user(steering.text.clone());
+            self.history.push(message.clone());
+            self.pipe.append_message(message).await?;
+            let event = UserMessage {
+                message: steering.text,
+                steering_id: steering.id,
+            };
+            self.pipe.emit(&event).await?;
+        }
+        Ok(any)
+    }
+
     /// One model call on the history (compacted if it grew too large).
     async fn model_turn(&mut self) -> Result<(ModelResponse, bool), Stop> {
         let summarised = self.summarise_if_needed().await?;
@@ -440,7 +464,9 @@ impl Driver {
         }
         let model_cancel = self.ctx.cancel.child_token();
         let stream = self.provider.stream(&request, model_cancel.clone());
-        let outcome = guarded(&self.ctx.cancel, self.deadline, collect(stream)).await;
+        let turn = self.usage.turns + 1;
+        let collected = live::collect(stream, &self.journal, turn);
+        let outcome = guarded(&self.ctx.cancel, self.deadline, collected).await;
         model_cancel.cancel();
         if !matches!(outcome, Ok(Ok(_))) {
             // no answer, no turn: the family counts what its members count
@@ -656,10 +682,13 @@ impl Driver {
             return Ok(());
         }
         let mut pending = std::mem::take(batch);
-        let ctx = &self.ctx;
-        let calls = pending
-            .iter_mut()
-            .map(|p| crate::tools::execute(p.tool.as_ref(), ctx, std::mem::take(&mut p.arguments)));
+        let contexts: Vec<ToolContext> = pending
+            .iter()
+            .map(|p| self.ctx.for_call(&p.record.call_id, &p.record.tool))
+            .collect();
+        let calls = pending.iter_mut().zip(&contexts).map(|(p, ctx)| {
+            crate::tools::execute(p.tool.as_ref(), ctx, std::mem::take(&mut p.arguments))
+        });
         let outcome = guarded(&self.ctx.cancel, self.deadline, join_all(calls)).await;
         match outcome {
             Ok(outputs) => {

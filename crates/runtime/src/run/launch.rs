@@ -22,7 +22,7 @@ use super::driver::{Driver, DriverParts, Ending};
 use super::egress_events::EgressEvents;
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
-    FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
+    FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, live, prompt, renew, writer,
 };
 use crate::checkpoints::{Checkpointer, Place};
 use crate::context::{self, ContextBase};
@@ -510,6 +510,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             session: run.session.clone(),
                             run: run.id.clone(),
                             cancel: cancel.clone(),
+                            live: live::tool_output(&journal),
                         };
                         if family.is_some()
                             && let Some(active) = shared.active().get_mut(&run.id)

@@ -9,6 +9,7 @@ mod finish;
 mod gate;
 mod history;
 mod launch;
+mod live;
 mod prompt;
 mod remember;
 mod renew;

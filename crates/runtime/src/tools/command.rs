@@ -118,7 +118,10 @@ impl RunCommand {
                 event = execution.next_event() => event.map_err(guest(NAME))?,
             };
             match event {
-                Some(ExecEvent::Output { data, .. }) => output.push(&data),
+                Some(ExecEvent::Output { stream, data }) => {
+                    ctx.live.send(stream, &data);
+                    output.push(&data);
+                }
                 Some(ExecEvent::Started { .. }) => {}
                 Some(ExecEvent::Exited(exit)) => break exit,
                 None => {

@@ -120,6 +120,18 @@ pub struct ToolContext {
     pub run: RunId,
     /// Cancelled when the run is cancelled or the call times out.
     pub cancel: CancellationToken,
+    /// Where the call sends output while it runs (none by default).
+    pub live: super::LiveOutput,
+}
+
+impl ToolContext {
+    /// This context for one call: its live output is counted on its own.
+    pub fn for_call(&self, call_id: &str, tool: &str) -> Self {
+        Self {
+            live: self.live.for_call(call_id, tool),
+            ..self.clone()
+        }
+    }
 }
 
 impl fmt::Debug for ToolContext {

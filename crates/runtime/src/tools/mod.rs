@@ -12,6 +12,7 @@ mod control;
 mod edit;
 mod execute;
 mod lines;
+mod live;
 mod output;
 pub mod paths;
 mod policy;
@@ -32,6 +33,7 @@ pub use contract::{
 pub use control::{AskUser, CompleteTask, ReportProgress, UpdatePlan};
 pub use edit::EditFile;
 pub use execute::execute;
+pub use live::{LiveOutput, OutputSink};
 pub use policy::Policy;
 pub use process::{ProcessOutputTool, ProcessStart, ProcessStop};
 pub use read::ReadFile;

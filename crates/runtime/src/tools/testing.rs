@@ -127,6 +127,7 @@ pub(crate) fn offline_context() -> ToolContext {
         session: SessionId::generate(),
         run: RunId::generate(),
         cancel: CancellationToken::new(),
+        live: Default::default(),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod leases;
 pub mod memory;
 pub mod proxy;
 pub mod quarantine;
+pub mod steering;
 pub mod upgrade;
 
 use std::sync::Arc;
@@ -174,6 +175,7 @@ macro_rules! contract_tests {
             memory::compactions_and_session_memory_are_fenced_and_ordered,
             checkpoints::checkpoints_record_the_session_position_and_keep_their_blobs,
             quarantine::corrupt_rows_are_quarantined_and_skipped,
+            steering::steering_messages_are_taken_once_by_the_lease_holder,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
