@@ -53,6 +53,9 @@ pub enum RuntimeError {
         path: PathBuf,
         hit: crate::events::SnapshotLimitHit,
     },
+    /// A resume of a run that was not interrupted, or whose session moved on.
+    #[error("run {run} cannot be resumed: {reason}")]
+    NotResumable { run: RunId, reason: String },
     /// The run is not finished but no task of this process drives it.
     #[error("run {run} is not driven by this process")]
     RunNotActive { run: RunId },

@@ -34,14 +34,16 @@ const SQLITE: &[Embedded] = embed!(
     "0001_control_plane.sql",
     "0002_agent_runtime.sql",
     "0003_sandbox_run.sql",
-    "0004_memory.sql"
+    "0004_memory.sql",
+    "0006_resumed_from.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
     "0001_control_plane.sql",
     "0002_agent_runtime.sql",
     "0003_sandbox_run.sql",
-    "0004_memory.sql"
+    "0004_memory.sql",
+    "0006_resumed_from.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

@@ -51,9 +51,14 @@ pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent) {
 pub fn human_event(event: &RunEvent) -> Option<String> {
     match Event::of(event) {
         Event::RunStarted(started) => Some(format!(
-            "[run] {} mode, model {}: {}",
+            "[run] {} mode, model {}{}: {}",
             started.mode,
             started.model,
+            started
+                .resumed_from
+                .as_ref()
+                .map(|from| format!(", resuming {from}"))
+                .unwrap_or_default(),
             first_line(&started.goal)
         )),
         Event::RunState(changed) => match changed.state {

@@ -223,6 +223,7 @@ fn routes() -> Routes {
         .get("/v1/sessions/{id}/events", events::stream)
         .get("/v1/runs/{id}", runs::get)
         .post("/v1/runs/{id}/cancel", runs::cancel)
+        .post("/v1/runs/{id}/resume", runs::resume)
         .get("/v1/runs/{id}/children", runs::children)
         .get("/v1/runs/{id}/events", events::run_stream)
         .get("/v1/memory", memory::list)

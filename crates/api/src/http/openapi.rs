@@ -69,6 +69,7 @@ use super::{
         events::stream,
         runs::get,
         runs::cancel,
+        runs::resume,
         runs::children,
         events::run_stream,
         memory::list,

@@ -7,9 +7,10 @@ use axum::http::StatusCode;
 use paddock_core::ids::RunId;
 
 use super::error::Body as ErrorBody;
-use super::extract::ApiPath;
+use super::extract::{ApiJson, ApiPath};
 use super::{ApiError, AppState, Caller};
 use crate::service::RunView;
+use crate::service::sessions::ResumeRunCommand;
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
     summary = "Get a run",
@@ -41,6 +42,31 @@ pub(super) async fn cancel(
 ) -> Result<Json<RunView>, ApiError> {
     let id = run_id(&id)?;
     Ok(Json(state.agents()?.cancel_run(&tenant, &id).await?))
+}
+
+/// Continues an interrupted run as a new run (answered at once, 202): the
+/// same session, goal, criteria and mode, a fresh sandbox, `resumed_from`
+/// naming the old run. Its predecessor's unfinished calls are answered by
+/// their tools' replay policy before the first model turn.
+#[utoipa::path(post, path = "/v1/runs/{id}/resume", tag = "runs",
+    summary = "Resume an interrupted run as a new run",
+    params(("id" = RunId, Path)),
+    request_body = ResumeRunCommand,
+    responses(
+        (status = 202, description = "the new run, started", body = RunView),
+        (status = 400, description = "a bad id or body, or a model the server does not allow (`model_not_allowed`)", body = ErrorBody),
+        (status = 409, description = "the run is not interrupted, is a subagent's, or its session moved on (`run_not_resumable`); the session runs already (`session_busy`) or its workspace has another writer (`workspace_busy`)", body = ErrorBody),
+        (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
+    ))]
+pub(super) async fn resume(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(command): ApiJson<ResumeRunCommand>,
+) -> Result<(StatusCode, Json<RunView>), ApiError> {
+    let id = run_id(&id)?;
+    let view = state.agents()?.resume_run(&tenant, &id, command).await?;
+    Ok((StatusCode::ACCEPTED, Json(view)))
 }
 
 /// The subagent runs the run spawned, oldest first (empty for a run without any).

@@ -43,6 +43,9 @@ pub struct RunStarted {
     pub parent_run: Option<RunId>,
     pub profile: Option<SubagentProfile>,
     pub task_key: Option<String>,
+    /// The interrupted run this one resumes; absent on a run that does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<RunId>,
 }
 
 /// `run.state`: the run moved to `state`; `usage` is what it spent so far.

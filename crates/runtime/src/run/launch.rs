@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use paddock_core::ids::{GoalId, SessionId, TenantId};
-use paddock_core::model::Message;
+use paddock_core::model::{Message, Role};
 use paddock_core::store::{
     EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate, SessionStatus,
     StoreError, Workspace,
@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::driver::{Driver, DriverParts, Ending};
+use super::resume::{self, ResumeTail};
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
     FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, prompt, renew, writer,
@@ -48,6 +49,8 @@ struct Launched {
     cancel: CancellationToken,
     /// The workspace's writer lease; None for a read-only run.
     writer: Option<Lease>,
+    /// A resumed run's calls its predecessor left without results.
+    resume: Option<ResumeTail>,
 }
 
 impl Runtime {
@@ -108,6 +111,7 @@ impl Runtime {
         run.parent_run = options.parent_run.clone();
         run.profile = options.profile;
         run.task_key = options.task_key.clone();
+        run.resumed_from = options.resumed_from.clone();
 
         let owner = format!("{}/{}", shared.config.node, run.id);
         let lease = store
@@ -154,11 +158,18 @@ impl Runtime {
                 journal.release().await;
             }
         };
+        if let Some(from) = &options.resumed_from
+            && let Err(err) =
+                resume::restore_workspace_for_resume(shared, from, &workspace, &dir).await
+        {
+            release_early(journal).await;
+            return Err(err);
+        }
         if let Err(err) = journal.create_run(&run).await {
             release_early(journal).await;
             return Err(err);
         }
-        let (goal, history, context) = match prepare(&journal, &run, &request, &options).await {
+        let (goal, history, context, resume) = match prepare(&journal, &run, &request, &options).await {
             Ok(prepared) => prepared,
             Err(err) => {
                 fail_early(&journal, &err).await;
@@ -193,6 +204,7 @@ impl Runtime {
             dir,
             cancel,
             writer,
+            resume,
         };
         let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
         Ok(RunHandle { run, task })
@@ -200,13 +212,14 @@ impl Runtime {
 }
 
 /// The goal row, the history (from the latest compaction) with the run's
-/// opening message, and `run.started`.
+/// opening message, and `run.started`. A resumed run has no opening message
+/// (the history holds the goal): it gets the calls left without results.
 async fn prepare(
     journal: &Journal,
     run: &Run,
     request: &StartRun,
     options: &RunOptions,
-) -> Result<(Goal, Vec<Message>, ContextBase), RuntimeError> {
+) -> Result<(Goal, Vec<Message>, ContextBase, Option<ResumeTail>), RuntimeError> {
     let now = journal.store().now();
     let goal = Goal {
         id: GoalId::generate(),
@@ -226,13 +239,29 @@ async fn prepare(
         journal.session(),
     )
     .await?;
-    if let Some(repair) = history::unanswered_calls(&history) {
-        journal.append_message(repair.clone()).await?;
-        history.push(repair);
-    }
-    let opening = Message::user(prompt::goal_message(&run.goal, &request.success_criteria));
-    journal.append_message(opening.clone()).await?;
-    history.push(opening);
+    let resume = match &options.resumed_from {
+        Some(from) => {
+            let tail =
+                resume::tail(journal.store().as_ref(), &run.tenant, from, &history).await?;
+            if tail.calls.is_empty() && history.last().is_some_and(|m| m.role == Role::Assistant) {
+                let nudge = Message::user(prompt::RESUMED.to_owned());
+                journal.append_message(nudge.clone()).await?;
+                history.push(nudge);
+            }
+            Some(tail)
+        }
+        None => {
+            if let Some(repair) = history::unanswered_calls(&history) {
+                journal.append_message(repair.clone()).await?;
+                history.push(repair);
+            }
+            let opening =
+                Message::user(prompt::goal_message(&run.goal, &request.success_criteria));
+            journal.append_message(opening.clone()).await?;
+            history.push(opening);
+            None
+        }
+    };
     let started = RunStarted {
         goal: run.goal.clone(),
         success_criteria: request.success_criteria.clone(),
@@ -242,9 +271,10 @@ async fn prepare(
         parent_run: options.parent_run.clone(),
         profile: options.profile,
         task_key: options.task_key.clone(),
+        resumed_from: options.resumed_from.clone(),
     };
     journal.emit(&started).await?;
-    Ok((goal, history, context))
+    Ok((goal, history, context, resume))
 }
 
 /// Records a run that failed before its task started; failures are logged.
@@ -296,6 +326,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             dir,
             cancel,
             writer,
+            resume,
         } = launched;
         let snapshot_limits = request
             .snapshot_limits
@@ -444,6 +475,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             run: run.clone(),
                             family: Arc::clone(&family_budget),
                             price,
+                            resume,
                         };
                         let (ending, used) = Driver::new(parts).run().await;
                         usage = used;
