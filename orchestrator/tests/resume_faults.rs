@@ -222,15 +222,33 @@ fn kill_9_at_random_points_then_resume_loses_and_repeats_nothing() -> Result<()>
     };
     let full = fx.script("full.json", &turns())?;
     let started = Instant::now();
+    let mut last = None;
     for round in 0..ROUNDS {
         let point = Point::pick(round, &mut rng);
-        run_round(&fx, &full, round, point).with_context(|| format!("round {round}: {point:?}"))?;
+        last = Some(
+            run_round(&fx, &full, round, point)
+                .with_context(|| format!("round {round}: {point:?}"))?,
+        );
     }
     println!("{ROUNDS} fault rounds in {:?}", started.elapsed());
+
+    // `runs show` names the run a resume continues; a run is resumed once.
+    let (dead, resumed) = last.unwrap();
+    let out = fx.paddock(&["runs", "show", &resumed]).output()?;
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&format!("resumes    {dead}")), "{shown}");
+    let again = fx
+        .paddock(&["run", "--resume", &dead, "--model", &full])
+        .stderr(Stdio::piped())
+        .output()?;
+    assert_eq!(again.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("already resumed"), "{stderr}");
     Ok(())
 }
 
-fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<()> {
+/// One round; answers the killed run and the run that resumed it.
+fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(String, String)> {
     let ws = fx.dir.path().join(format!("ws{round}"));
     std::fs::create_dir(&ws)?;
     std::fs::write(ws.join("seed.txt"), "seed\n")?;
@@ -386,5 +404,5 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<()>
         !mounts.lines().any(|l| l.contains(&ws_arg) || sandboxes.iter().any(|id| l.contains(id.as_str()))),
         "a mount outlived round {round}"
     );
-    Ok(())
+    Ok((dead_run, new_run))
 }
