@@ -30,7 +30,11 @@ const THINK_MS: u64 = 60;
 const CGROUP_PARENT: &str = "paddock-run";
 
 /// The files the script writes, and the log lines its commands append.
-const FILES: [(&str, &str); 3] = [("a.txt", "alpha\n"), ("b.txt", "bravo\n"), ("c.txt", "charlie\n")];
+const FILES: [(&str, &str); 3] = [
+    ("a.txt", "alpha\n"),
+    ("b.txt", "bravo\n"),
+    ("c.txt", "charlie\n"),
+];
 const LOG_LINES: [&str; 2] = ["two", "four"];
 
 fn write(path: &str, content: &str) -> Value {
@@ -51,7 +55,10 @@ fn turns() -> Vec<Value> {
     vec![
         think(vec![write(FILES[0].0, FILES[0].1)]),
         think(vec![command("echo two >> log.txt && sleep 0.2")]),
-        think(vec![write(FILES[1].0, FILES[1].1), write(FILES[2].0, FILES[2].1)]),
+        think(vec![
+            write(FILES[1].0, FILES[1].1),
+            write(FILES[2].0, FILES[2].1),
+        ]),
         think(vec![command("echo four >> log.txt && sleep 0.2")]),
         think(vec![command("cat a.txt b.txt c.txt")]),
         think(vec![json!({"name": "complete_task", "arguments": {
@@ -113,7 +120,8 @@ impl Point {
                 (planning.then_some("planning"), nth, after_ms)
             }
             Point::Command { nth, after_ms } => {
-                let command = event["kind"] == "tool.call" && event["data"]["tool"] == "run_command";
+                let command =
+                    event["kind"] == "tool.call" && event["data"]["tool"] == "run_command";
                 (command.then_some("command"), nth, after_ms)
             }
             Point::Apply { nth, after_ms } => {
@@ -256,7 +264,15 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
 
     // The run, killed at `point`; what its client was shown is acknowledged.
     let mut child = fx
-        .paddock(&["run", GOAL, "--workspace", &ws_arg, "--model", full, "--json"])
+        .paddock(&[
+            "run",
+            GOAL,
+            "--workspace",
+            &ws_arg,
+            "--model",
+            full,
+            "--json",
+        ])
         .stdout(Stdio::piped())
         .spawn()?;
     let lines = lines_of(&mut child);
@@ -267,7 +283,10 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
         let line = lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .context("the run ended or stalled before its kill point")?;
-        anyhow::ensure!(line["type"] == "event", "the run finished before its kill point: {line}");
+        anyhow::ensure!(
+            line["type"] == "event",
+            "the run finished before its kill point: {line}"
+        );
         let after = point.trigger(&line, &mut counts);
         seen_dead.push(line);
         if let Some(after_ms) = after {
@@ -316,18 +335,32 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
     // it as shown, and the resume's client saw exactly the new run's events.
     let stored = fx.stored(&session)?;
     let seqs: Vec<u64> = stored.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (1..=stored.len() as u64).collect::<Vec<_>>(), "a gap or a repeat");
-    let by_seq: BTreeMap<u64, (u64, String, String)> =
-        stored.iter().map(|e| (e["seq"].as_u64().unwrap(), key(e))).collect();
+    assert_eq!(
+        seqs,
+        (1..=stored.len() as u64).collect::<Vec<_>>(),
+        "a gap or a repeat"
+    );
+    let by_seq: BTreeMap<u64, (u64, String, String)> = stored
+        .iter()
+        .map(|e| (e["seq"].as_u64().unwrap(), key(e)))
+        .collect();
     for client in [&seen_dead, &seen_resumed] {
         let shown: Vec<_> = client.iter().map(key).collect();
         let unique: BTreeSet<u64> = shown.iter().map(|k| k.0).collect();
         assert_eq!(unique.len(), shown.len(), "an event shown twice");
         for event in &shown {
-            assert_eq!(by_seq.get(&event.0), Some(event), "an acknowledged event was lost");
+            assert_eq!(
+                by_seq.get(&event.0),
+                Some(event),
+                "an acknowledged event was lost"
+            );
         }
     }
-    let new_events: Vec<_> = stored.iter().filter(|e| e["run"] == new_run.as_str()).map(key).collect();
+    let new_events: Vec<_> = stored
+        .iter()
+        .filter(|e| e["run"] == new_run.as_str())
+        .map(key)
+        .collect();
     let shown_new: Vec<_> = seen_resumed.iter().map(key).collect();
     assert_eq!(shown_new, new_events);
 
@@ -336,16 +369,26 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
     let files = files_of(&ws)?;
     assert_eq!(files.get("seed.txt").map(String::as_str), Some("seed\n"));
     for (name, content) in FILES {
-        assert_eq!(files.get(name).map(String::as_str), Some(content), "{files:?}");
+        assert_eq!(
+            files.get(name).map(String::as_str),
+            Some(content),
+            "{files:?}"
+        );
     }
     let extra: Vec<_> = files
         .keys()
-        .filter(|k| !["seed.txt", "log.txt"].contains(&k.as_str()) && !FILES.iter().any(|f| f.0 == *k))
+        .filter(|k| {
+            !["seed.txt", "log.txt"].contains(&k.as_str()) && !FILES.iter().any(|f| f.0 == *k)
+        })
         .collect();
     assert!(extra.is_empty(), "{extra:?}");
     let log = files.get("log.txt").cloned().unwrap_or_default();
     let lines: Vec<&str> = log.lines().collect();
-    let expected: Vec<&str> = LOG_LINES.iter().copied().filter(|l| lines.contains(l)).collect();
+    let expected: Vec<&str> = LOG_LINES
+        .iter()
+        .copied()
+        .filter(|l| lines.contains(l))
+        .collect();
     assert_eq!(lines, expected, "a command ran twice or out of order");
     let unresolved: Vec<String> = stored
         .iter()
@@ -359,19 +402,32 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
     let dead_commands: HashMap<String, String> = stored
         .iter()
         .filter(|e| e["run"] == dead_run.as_str() && e["kind"] == "model.message")
-        .flat_map(|e| e["data"]["tool_calls"].as_array().cloned().unwrap_or_default())
+        .flat_map(|e| {
+            e["data"]["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .map(|c| {
             (
                 c["id"].as_str().unwrap_or_default().to_owned(),
-                c["arguments"]["command"].as_str().unwrap_or_default().to_owned(),
+                c["arguments"]["command"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             )
         })
         .collect();
     for line in LOG_LINES.iter().filter(|l| !lines.contains(l)) {
-        let excused = unresolved
-            .iter()
-            .any(|id| dead_commands.get(id).is_some_and(|c| c.contains(&format!("echo {line}"))));
-        assert!(excused, "log line {line} is missing and no result says why: {unresolved:?}");
+        let excused = unresolved.iter().any(|id| {
+            dead_commands
+                .get(id)
+                .is_some_and(|c| c.contains(&format!("echo {line}")))
+        });
+        assert!(
+            excused,
+            "log line {line} is missing and no result says why: {unresolved:?}"
+        );
     }
 
     let rerun = new_events.len(); // for the summary line only
@@ -388,7 +444,8 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
         .map(|e| e["data"]["sandbox_id"].as_str().unwrap().to_owned())
         .collect();
     assert!(
-        wait_until(Duration::from_secs(10), || processes_with(&ws_arg).is_empty()
+        wait_until(Duration::from_secs(10), || processes_with(&ws_arg)
+            .is_empty()
             && sandboxes.iter().all(|id| processes_with(id).is_empty())),
         "a sandbox process outlived round {round}: {:?}",
         processes_with(&ws_arg)
@@ -396,12 +453,16 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
     assert!(
         wait_until(Duration::from_secs(10), || cgroups_under(CGROUP_PARENT)
             .iter()
-            .all(|p| !sandboxes.iter().any(|id| p.to_string_lossy().contains(id.as_str())))),
+            .all(|p| !sandboxes
+                .iter()
+                .any(|id| p.to_string_lossy().contains(id.as_str())))),
         "a sandbox cgroup outlived round {round}"
     );
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
     assert!(
-        !mounts.lines().any(|l| l.contains(&ws_arg) || sandboxes.iter().any(|id| l.contains(id.as_str()))),
+        !mounts
+            .lines()
+            .any(|l| l.contains(&ws_arg) || sandboxes.iter().any(|id| l.contains(id.as_str()))),
         "a mount outlived round {round}"
     );
     Ok((dead_run, new_run))

@@ -1451,7 +1451,10 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
     .await?;
     expect_error(
         server
-            .a(Method::POST, &format!("/v1/runs/{}/resume", RunId::generate()))
+            .a(
+                Method::POST,
+                &format!("/v1/runs/{}/resume", RunId::generate()),
+            )
             .json(&body),
         StatusCode::NOT_FOUND,
         "run_not_found",

@@ -40,7 +40,12 @@ impl Orphan {
             )
             .await
             .unwrap();
-        let mut run = Run::new(h.tenant.clone(), session.id.clone(), "log twice", h.store.now());
+        let mut run = Run::new(
+            h.tenant.clone(),
+            session.id.clone(),
+            "log twice",
+            h.store.now(),
+        );
         run.state = RunState::Acting;
         h.store.create_run(&lease, &run).await.unwrap();
         let goal = Goal {
@@ -139,14 +144,19 @@ async fn a_resumed_run_answers_the_dead_runs_calls_by_their_replay_policy() {
         // finished: its result was recorded, only the results message was lost
         tool_call("c1", "run_command", json!({"command": "echo one >> log"})),
         // safe to repeat, admitted: run again
-        tool_call("c2", "write_file", json!({"path": "note.txt", "content": "hi\n"})),
+        tool_call(
+            "c2",
+            "write_file",
+            json!({"path": "note.txt", "content": "hi\n"}),
+        ),
         // not safe, admitted: it may have run
         tool_call("c3", "run_command", json!({"command": "echo two >> log"})),
         // not safe, never admitted: it did not start
         tool_call("c4", "run_command", json!({"command": "echo three >> log"})),
     ];
     dead.message(&h, Message::user("Goal: log twice")).await;
-    dead.message(&h, Message::assistant("", calls.clone())).await;
+    dead.message(&h, Message::assistant("", calls.clone()))
+        .await;
     let first = dead.admitted(&h, &calls[0]).await;
     dead.event(
         &h,
@@ -209,7 +219,9 @@ async fn a_resumed_run_answers_the_dead_runs_calls_by_their_replay_policy() {
     assert!(results[2].2);
     assert!(
         results[2].1.starts_with("Outcome unknown")
-            && results[2].1.contains(&format!("idempotency key {in_flight}")),
+            && results[2]
+                .1
+                .contains(&format!("idempotency key {in_flight}")),
         "{results:?}"
     );
     assert!(results[3].1.starts_with("Not run"), "{results:?}");
@@ -302,6 +314,10 @@ async fn a_run_killed_between_turns_resumes_with_the_next_model_call() {
         .unwrap();
     assert!(resumed.state.is_terminal(), "{resumed:?}");
     // nothing added before the model's next turn: the history was complete
-    let roles: Vec<Role> = model.requests()[0].messages.iter().map(|m| m.role).collect();
+    let roles: Vec<Role> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.role)
+        .collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
 }

@@ -21,7 +21,8 @@ use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::remote::segment;
 use super::render::{self, Format};
 use super::run::{
-    Request, budget_flags_given, budgets, canonical_dir, format_of, request, snapshot_limits, subagent_entries, title,
+    Request, budget_flags_given, budgets, canonical_dir, format_of, request, snapshot_limits,
+    subagent_entries, title,
 };
 use crate::cli::GoalArgs;
 use crate::client::sse::EventSource;

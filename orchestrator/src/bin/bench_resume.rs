@@ -49,12 +49,13 @@ fn main() -> Result<()> {
     let full = script(
         scratch.path(),
         "full.json",
-        &[
-            command("sleep 30"),
-            json!({"tool_calls": [complete()]}),
-        ],
+        &[command("sleep 30"), json!({"tool_calls": [complete()]})],
     )?;
-    let rest = script(scratch.path(), "rest.json", &[json!({"tool_calls": [complete()]})])?;
+    let rest = script(
+        scratch.path(),
+        "rest.json",
+        &[json!({"tool_calls": [complete()]})],
+    )?;
     let mut fresh = Vec::with_capacity(runs);
     let mut resumed = Vec::with_capacity(runs);
     // one untimed round first: the data dir's migrations, cold caches
@@ -64,7 +65,15 @@ fn main() -> Result<()> {
         let (started, mut run) = spawn(
             &paddock,
             &data,
-            &["run", "bench", "--workspace", path(&ws)?, "--model", &full, "--json"],
+            &[
+                "run",
+                "bench",
+                "--workspace",
+                path(&ws)?,
+                "--model",
+                &full,
+                "--json",
+            ],
         )?;
         let mut run_lines = lines(&mut run)?;
         let first = until(&mut run_lines, |l| l["kind"] == "model.message")?;

@@ -169,14 +169,15 @@ impl Runtime {
             release_early(journal).await;
             return Err(err);
         }
-        let (goal, history, context, resume) = match prepare(&journal, &run, &request, &options).await {
-            Ok(prepared) => prepared,
-            Err(err) => {
-                fail_early(&journal, &err).await;
-                release_early(journal).await;
-                return Err(err);
-            }
-        };
+        let (goal, history, context, resume) =
+            match prepare(&journal, &run, &request, &options).await {
+                Ok(prepared) => prepared,
+                Err(err) => {
+                    fail_early(&journal, &err).await;
+                    release_early(journal).await;
+                    return Err(err);
+                }
+            };
 
         let cancel = options
             .parent_cancel
@@ -241,8 +242,7 @@ async fn prepare(
     .await?;
     let resume = match &options.resumed_from {
         Some(from) => {
-            let tail =
-                resume::tail(journal.store().as_ref(), &run.tenant, from, &history).await?;
+            let tail = resume::tail(journal.store().as_ref(), &run.tenant, from, &history).await?;
             if tail.calls.is_empty() && history.last().is_some_and(|m| m.role == Role::Assistant) {
                 let nudge = Message::user(prompt::RESUMED.to_owned());
                 journal.append_message(nudge.clone()).await?;
@@ -255,8 +255,7 @@ async fn prepare(
                 journal.append_message(repair.clone()).await?;
                 history.push(repair);
             }
-            let opening =
-                Message::user(prompt::goal_message(&run.goal, &request.success_criteria));
+            let opening = Message::user(prompt::goal_message(&run.goal, &request.success_criteria));
             journal.append_message(opening.clone()).await?;
             history.push(opening);
             None

@@ -96,7 +96,10 @@ impl Runtime {
             .list_runs(tenant, &old.session)
             .await
             .map_err(RuntimeError::store("list_runs"))?;
-        if let Some(later) = runs.iter().find(|r| r.id > old.id && r.parent_run.is_none()) {
+        if let Some(later) = runs
+            .iter()
+            .find(|r| r.id > old.id && r.parent_run.is_none())
+        {
             let reason = if later.resumed_from.as_ref() == Some(&old.id) {
                 format!("run {} already resumed it", later.id)
             } else {
@@ -438,7 +441,10 @@ mod tests {
         let answers = plan_of(calls.clone(), &[("b", admitted)]);
         assert_eq!(
             answers,
-            [Answer::Rerun(calls[0].clone()), Answer::Rerun(calls[1].clone())]
+            [
+                Answer::Rerun(calls[0].clone()),
+                Answer::Rerun(calls[1].clone())
+            ]
         );
     }
 
@@ -502,9 +508,15 @@ mod tests {
             &[("a", done("exit 0", false)), ("b", done("long", true))],
         );
         let (first, event) = given(&answers[0]);
-        assert_eq!((first.content.as_str(), first.is_error, event), ("exit 0", false, None));
+        assert_eq!(
+            (first.content.as_str(), first.is_error, event),
+            ("exit 0", false, None)
+        );
         let (second, _) = given(&answers[1]);
-        assert!(second.content.starts_with("long\n[The result was cut"), "{second:?}");
+        assert!(
+            second.content.starts_with("long\n[The result was cut"),
+            "{second:?}"
+        );
     }
 
     #[test]
