@@ -11,7 +11,7 @@ use std::time::Duration;
 use paddock_core::ids::{GoalId, ToolInvocationId};
 use paddock_core::model::{ContentPart, Message, Role, ToolCall};
 use paddock_core::store::{
-    Goal, GoalStatus, Lease, NewEvent, Run, RunState, StoredMessage, ToolInvocation,
+    Goal, GoalStatus, Lease, NewEvent, Run, RunState, StoredMessage, ToolInvocation, ToolStatus,
 };
 use paddock_runtime::events::{
     CallStatus, EventPayload, RunStarted, ToolCallEvent, ToolResultEvent,
@@ -199,6 +199,20 @@ async fn a_resumed_run_answers_the_dead_runs_calls_by_their_replay_policy() {
     // the dead run was recorded interrupted on the way, and stays so
     let old = h.runtime.get_run(&h.tenant, &dead.run.id).await.unwrap();
     assert_eq!(old.state, RunState::Interrupted);
+    // and its calls in flight were closed: none shows as running
+    let statuses: Vec<(String, ToolStatus)> = h
+        .store
+        .list_tool_invocations(&h.tenant, &dead.run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.id.to_string(), i.status))
+        .collect();
+    assert_eq!(statuses.len(), 3, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|(_, s)| *s == ToolStatus::Failed),
+        "{statuses:?}"
+    );
 
     // c2 ran again in the new sandbox; c3 and c4 did not
     assert_eq!(h.read(&h.project, "note.txt").as_deref(), Some("hi\n"));
