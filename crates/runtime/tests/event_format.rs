@@ -22,9 +22,10 @@ use paddock_core::store::{
 use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
     CallStatus, CheckpointCreated, ContextCompacted, ContextCompacting, EgressDecisionEvent, Event,
-    EventPayload, ModelDelta, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress,
-    RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
-    SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
+    EventPayload, ModelDelta, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated,
+    Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
+    SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent,
+    ToolOutputChunk, ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -46,6 +47,10 @@ const STORED: &[(&str, &str)] = &[
     (
         "run.started",
         r#"{"goal":"Task api: Add the route\nand its tests","success_criteria":[],"mode":"plan","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","profile":"explore","task_key":"api"}"#,
+    ),
+    (
+        "run.started",
+        r#"{"goal":"Make the tests pass","success_criteria":[],"mode":"build","budgets":{"max_turns":50,"max_tokens":2000000,"max_tool_calls":200,"max_wall_clock_ms":1800000},"model":"scripted:inline","parent_run":null,"profile":null,"task_key":null,"resumed_from":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b"}"#,
     ),
     (
         "run.state",
@@ -246,6 +251,7 @@ fn written() -> Vec<Event> {
             profile: None,
             task_key: None,
             network: None,
+            resumed_from: None,
         }
         .into(),
         RunStarted {
@@ -264,6 +270,26 @@ fn written() -> Vec<Event> {
             profile: Some(SubagentProfile::Explore),
             task_key: Some("api".into()),
             network: None,
+            resumed_from: None,
+        }
+        .into(),
+        RunStarted {
+            goal: "Make the tests pass".into(),
+            success_criteria: vec![],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 50,
+                max_tokens: 2_000_000,
+                max_tool_calls: 200,
+                max_wall_clock_ms: 1_800_000,
+                max_cost_micro_usd: None,
+            },
+            model: "scripted:inline".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+            network: None,
+            resumed_from: Some(run.clone()),
         }
         .into(),
         RunStateChanged {
@@ -564,6 +590,7 @@ fn written() -> Vec<Event> {
             profile: None,
             task_key: None,
             network: None,
+            resumed_from: None,
         }
         .into(),
         RunFinished {
@@ -601,6 +628,7 @@ fn written() -> Vec<Event> {
             profile: None,
             task_key: None,
             network: Some("allow:pypi.org,*.pythonhosted.org:443".parse().unwrap()),
+            resumed_from: None,
         }
         .into(),
         EgressDecisionEvent {

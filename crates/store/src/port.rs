@@ -11,8 +11,8 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page,
     Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringMessage, Store, StoreError, StoredMessage,
-    StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringMessage, Store, StoreError,
+    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
     QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotRecord, SteeringMessage, StoreError, StoredMessage, StoredSessionMemory, Tenant,
-    Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SessionPatch, SnapshotRecord, SteeringMessage, StoreError, StoredMessage, StoredSessionMemory,
+    Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,

@@ -118,6 +118,7 @@ impl Runtime {
                     task_key: None,
                     // a rewind starts no sandbox
                     network: None,
+                    resumed_from: None,
                 })
                 .await?;
             let stats = self.restore_manifest(&dir, target.clone(), hint).await?;
