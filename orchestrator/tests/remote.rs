@@ -137,7 +137,11 @@ fn stable_lines(stdout: &str) -> Vec<String> {
         .filter(|l| {
             !(l.starts_with("paddock: session")
                 || l.starts_with("[run]")
-                || l.starts_with("Run run_"))
+                || l.starts_with("Run run_")
+                // ids and timings
+                || l.starts_with("[checkpoint]")
+                // only a local run edits the caller's own directory
+                || l.starts_with("The workspace was checkpointed before the run"))
         })
         .map(str::to_owned)
         .collect()
