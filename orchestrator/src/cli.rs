@@ -436,8 +436,20 @@ pub struct DataDirArgs {
 
 #[derive(Debug, Args)]
 pub struct GoalArgs {
-    /// What the agent should achieve.
-    pub goal: String,
+    /// What the agent should achieve (not with --resume, which continues
+    /// the interrupted run's goal).
+    #[arg(required_unless_present = "resume")]
+    pub goal: Option<String>,
+    /// Continue this interrupted run (run_...) as a new run in its session,
+    /// in a fresh sandbox: its goal, criteria and mode; its calls left
+    /// without results are run again when their tool is safe to repeat,
+    /// and reported with an unknown outcome when not.
+    #[arg(
+        long,
+        value_name = "RUN",
+        conflicts_with_all = ["goal", "session", "workspace", "criteria"]
+    )]
+    pub resume: Option<String>,
     /// The directory the agent works in, mounted at /workspace (default: the
     /// current directory; with --session, the session's workspace). With
     /// --server it is uploaded; a server workspace id (ws_...) uses that one.

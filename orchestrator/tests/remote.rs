@@ -137,7 +137,11 @@ fn stable_lines(stdout: &str) -> Vec<String> {
         .filter(|l| {
             !(l.starts_with("paddock: session")
                 || l.starts_with("[run]")
-                || l.starts_with("Run run_"))
+                || l.starts_with("Run run_")
+                // ids and timings
+                || l.starts_with("[checkpoint]")
+                // only a local run edits the caller's own directory
+                || l.starts_with("The workspace was checkpointed before the run"))
         })
         .map(str::to_owned)
         .collect()
@@ -590,6 +594,67 @@ fn a_server_that_dies_mid_run_is_an_error_not_a_hang() -> Result<()> {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let shown: Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(shown["state"], "interrupted", "{shown}");
+
+    // `run --resume` continues it there as a new run: the killed command is
+    // not run again, its outcome is reported unknown, and the rest of the
+    // script (complete_task) finishes it.
+    let rest = root.path().join("rest.json");
+    std::fs::write(
+        &rest,
+        r#"{"turns": [{"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "x", "evidence": ["y"]}}]}]}"#,
+    )?;
+    let out = Command::new(PADDOCK)
+        .args(["run", "--resume", &run, "--json", "--model"])
+        .arg(format!("scripted:{}", rest.display()))
+        .env("PADDOCK_SERVER", &server.url)
+        .env("PADDOCK_TOKEN", &token)
+        .stdin(Stdio::null())
+        .output()?;
+    let stdout = text(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let result = lines.last().expect("a result line");
+    assert_eq!(result["type"], "result", "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(result["run"]["resumed_from"], run.as_str(), "{result}");
+    assert_eq!(result["run"]["state"], "completed", "{result}");
+    let unknown = lines
+        .iter()
+        .find(|l| l["kind"] == "tool.result")
+        .expect("the killed call's result");
+    assert_eq!(unknown["data"]["call_id"], "call_1_1", "{unknown}");
+    assert!(
+        unknown["data"]["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("Outcome unknown")),
+        "{unknown}"
+    );
+    let resumed = result["run"]["id"].as_str().unwrap();
+    let out = Command::new(PADDOCK)
+        .args(["runs", "show", resumed])
+        .env("PADDOCK_SERVER", &server.url)
+        .env("PADDOCK_TOKEN", &token)
+        .output()?;
+    assert!(
+        text(&out.stdout).contains(&format!("resumes    {run}")),
+        "{}",
+        text(&out.stdout)
+    );
+    // a second resume is refused as the caller's mistake
+    let again = Command::new(PADDOCK)
+        .args(["run", "--resume", &run, "--model"])
+        .arg(format!("scripted:{}", rest.display()))
+        .env("PADDOCK_SERVER", &server.url)
+        .env("PADDOCK_TOKEN", &token)
+        .stdin(Stdio::null())
+        .output()?;
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("already resumed"),
+        "{}",
+        text(&again.stderr)
+    );
     Ok(())
 }
 

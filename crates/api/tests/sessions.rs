@@ -30,6 +30,7 @@ on_both_databases!(
     a_runs_snapshot_limits_are_asked_bounded_and_reported,
     subagent_scripts_drive_each_child_and_usage_adds_up,
     a_person_applies_one_childs_changes_and_rejects_anothers,
+    an_interrupted_run_is_resumed_as_a_new_run_once,
 );
 
 /// Longest a scripted run may take here.
@@ -1384,6 +1385,140 @@ async fn a_person_applies_one_childs_changes_and_rejects_anothers(db: Db) -> Res
     let (status, body) = send(decide(&drop, "reject")).await?;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], "run_not_active", "{body}");
+    server.stop().await?;
+    Ok(())
+}
+
+/// A run whose driver died mid-command (another node's lease, expired): the
+/// resume route recovers it and continues it as a new run, whose first step
+/// reports the command's outcome unknown; a second resume, a finished run,
+/// an unknown run and a bad body are refused with their codes.
+async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
+    use paddock_core::model::{Message, ToolCall};
+    use paddock_core::store::{Lease, NewEvent, Run, RunState, StoredMessage, ToolInvocation};
+
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let workspace = demo_workspace(&server).await?;
+    let session = create_session(&server, &workspace, "resume").await?;
+    let session = SessionId::parse(session["id"].as_str().context("session id")?)?;
+    let tenant = server.setup.tenants.a.clone();
+    let store = &server.store;
+    let lease = store
+        .acquire_lease(
+            &Lease::session_resource(&session),
+            "gone-node/run_dead",
+            Duration::from_millis(1),
+        )
+        .await?;
+    let mut dead = Run::new(tenant.clone(), session.clone(), "count to two", store.now());
+    dead.state = RunState::Acting;
+    store.create_run(&lease, &dead).await?;
+    let command = ToolCall {
+        id: "call_1_1".into(),
+        name: "run_command".into(),
+        arguments: json!({"command": "echo 1 >> count"}),
+    };
+    for message in [
+        Message::user("Goal: count to two"),
+        Message::assistant("", vec![command.clone()]),
+    ] {
+        let stored = StoredMessage {
+            tenant: tenant.clone(),
+            session: session.clone(),
+            run: dead.id.clone(),
+            seq: 0,
+            message,
+            created_at: store.now(),
+        };
+        store.append_message(&lease, &stored).await?;
+    }
+    let invocation = ToolInvocation::start(&dead, "run_command", "{}", store.now());
+    store.record_tool_invocation(&lease, &invocation).await?;
+    let call_event = paddock_runtime::events::ToolCallEvent {
+        call_id: command.id.clone(),
+        tool: command.name.clone(),
+        arguments: command.arguments.clone(),
+        invocation_id: invocation.id.clone(),
+    };
+    let event = NewEvent {
+        session: session.clone(),
+        run: Some(dead.id.clone()),
+        kind: "tool.call".into(),
+        payload: serde_json::to_string(&call_event)?,
+    };
+    store.append_event(&lease, &tenant, &event).await?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    let path = format!("/v1/runs/{}/resume", dead.id);
+    expect_error(
+        server.a(Method::POST, &path).json(&json!({"model": 1})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+    )
+    .await?;
+    let body = json!({"model": script(json!([complete_turn()]))});
+    let (status, resumed) = send(server.a(Method::POST, &path).json(&body)).await?;
+    ensure!(status == StatusCode::ACCEPTED, "{status} {resumed}");
+    assert_eq!(resumed["resumed_from"], dead.id.as_str(), "{resumed}");
+    assert_eq!(resumed["session"], session.as_str());
+    let id = resumed["id"].as_str().context("run id")?.to_owned();
+    let ended = wait_run(&server, &id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["resumed_from"], dead.id.as_str());
+    let (_, old) = send(server.a(Method::GET, &format!("/v1/runs/{}", dead.id))).await?;
+    assert_eq!(old["state"], "interrupted", "{old}");
+    let results: Vec<Value> = store
+        .list_run_events(&tenant, &RunId::parse(&id)?, 0, 1000)
+        .await?
+        .into_iter()
+        .filter(|e| e.kind == "tool.result")
+        .map(|e| serde_json::from_str(&e.payload))
+        .collect::<Result<_, _>>()?;
+    let unknown = &results[0];
+    assert_eq!(unknown["call_id"], "call_1_1", "{results:?}");
+    assert_eq!(unknown["invocation_id"], invocation.id.as_str());
+    assert!(
+        unknown["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("Outcome unknown")),
+        "{unknown}"
+    );
+    // the command was not run again
+    assert!(!workspace_dir(&server, &workspace).join("count").exists());
+
+    expect_error(
+        server.a(Method::POST, &path).json(&body),
+        StatusCode::CONFLICT,
+        "run_not_resumable",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(Method::POST, &format!("/v1/runs/{id}/resume"))
+            .json(&body),
+        StatusCode::CONFLICT,
+        "run_not_resumable",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(
+                Method::POST,
+                &format!("/v1/runs/{}/resume", RunId::generate()),
+            )
+            .json(&body),
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    )
+    .await?;
+    // another tenant cannot resume it
+    expect_error(
+        server.b(Method::POST, &path).json(&body),
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    )
+    .await?;
     server.stop().await?;
     Ok(())
 }

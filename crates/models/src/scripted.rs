@@ -15,7 +15,9 @@
 //! ([`RequestPurpose::Summary`]) instead: summary requests consume the
 //! summary turns in order and agent turns the others, so a script reads in
 //! the order things happen. A turn with `"error": "..."` fails its call with
-//! that message (a summary call that fails, say).
+//! that message (a summary call that fails, say). A turn with `"delay_ms": N`
+//! streams its text after N ms (a model that thinks; the fault tests kill a
+//! run in the middle of such a stream).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,6 +53,9 @@ struct Turn {
     /// The call fails with this provider error instead of answering.
     #[serde(default)]
     error: Option<String>,
+    /// How long the stream waits before its first event.
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -226,13 +231,20 @@ impl ModelProvider for ScriptedProvider {
         }
         tracing::debug!(model = %self.name, turn = index + 1, purpose = ?request.purpose, "scripted turn");
         let events = Self::events(turn, index, request).into_iter();
-        futures_util::stream::unfold(Some((events, cancel)), |state| async move {
-            let (mut events, cancel) = state?;
+        let delay = std::time::Duration::from_millis(turn.delay_ms);
+        futures_util::stream::unfold(Some((events, cancel, delay)), |state| async move {
+            let (mut events, cancel, delay) = state?;
+            if !delay.is_zero() {
+                tokio::select! {
+                    () = cancel.cancelled() => return Some((Err(ModelError::Cancelled), None)),
+                    () = tokio::time::sleep(delay) => {}
+                }
+            }
             if cancel.is_cancelled() {
                 return Some((Err(ModelError::Cancelled), None));
             }
             let event = events.next()?;
-            Some((Ok(event), Some((events, cancel))))
+            Some((Ok(event), Some((events, cancel, std::time::Duration::ZERO))))
         })
         .boxed()
     }

@@ -57,6 +57,9 @@ pub enum RuntimeError {
     /// more steering messages.
     #[error("run {run} has finished; start a new run in its session to go on")]
     RunFinished { run: RunId },
+    /// A resume of a run that was not interrupted, or whose session moved on.
+    #[error("run {run} cannot be resumed: {reason}")]
+    NotResumable { run: RunId, reason: String },
     /// The run is not finished but no task of this process drives it.
     #[error("run {run} is not driven by this process")]
     RunNotActive { run: RunId },

@@ -34,5 +34,5 @@ pub use error::RuntimeError;
 pub use events::stream::EventStream;
 pub use memory::NewMemory;
 pub use recover::{RecoveryReport, SkippedRun};
-pub use run::{RunBackend, RunHandle, StartRun, SubagentModels};
+pub use run::{ResumeRun, RunBackend, RunHandle, StartRun, SubagentModels};
 pub use runtime::{ChangesDecided, ChangesDecision, Runtime};

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use paddock_core::ids::RunId;
-use paddock_core::store::{EndReason, Lease, Run, RunState, RunUpdate, StoreError};
+use paddock_core::store::{
+    EndReason, Lease, Run, RunState, RunUpdate, StoreError, ToolOutcome, ToolStatus,
+};
 use serde::Serialize;
 
 use crate::error::RuntimeError;
@@ -157,5 +159,44 @@ async fn interrupt(
     if let Err(err) = journal.emit(&finished).await {
         tracing::warn!(run_id = %run.id, error = %error_chain(&err), "recording the interrupted run's event");
     }
+    close_calls_in_flight(store, journal, run).await;
     Ok(())
+}
+
+/// The run's invocations still `running` are closed `failed`, their outcome
+/// unknown, so the log never shows a dead process's call as under way (a
+/// resume reads what happened from the events, not from these rows).
+/// Failures are logged.
+async fn close_calls_in_flight(
+    store: &dyn paddock_core::store::Store,
+    journal: &Journal,
+    run: &Run,
+) {
+    let invocations = match store.list_tool_invocations(&run.tenant, &run.id).await {
+        Ok(invocations) => invocations,
+        Err(err) => {
+            tracing::warn!(run_id = %run.id, error = %error_chain(&err), "listing the interrupted run's tool calls");
+            return;
+        }
+    };
+    let outcome = ToolOutcome {
+        status: ToolStatus::Failed,
+        output: serde_json::json!({
+            "error": "interrupted",
+            "message": "the process driving the run stopped while this call was in flight; \
+                        its outcome is unknown",
+        })
+        .to_string(),
+    };
+    for invocation in invocations
+        .iter()
+        .filter(|i| i.status == ToolStatus::Running)
+    {
+        if let Err(err) = store
+            .finish_tool_invocation(journal.lease(), &run.tenant, &invocation.id, &outcome)
+            .await
+        {
+            tracing::warn!(run_id = %run.id, invocation_id = %invocation.id, error = %error_chain(&err), "closing a call of the interrupted run");
+        }
+    }
 }

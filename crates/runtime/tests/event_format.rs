@@ -49,6 +49,10 @@ const STORED: &[(&str, &str)] = &[
         r#"{"goal":"Task api: Add the route\nand its tests","success_criteria":[],"mode":"plan","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","profile":"explore","task_key":"api","backend":"docker","image":"paddock-sandbox:bookworm"}"#,
     ),
     (
+        "run.started",
+        r#"{"goal":"Make the tests pass","success_criteria":[],"mode":"build","budgets":{"max_turns":50,"max_tokens":2000000,"max_tool_calls":200,"max_wall_clock_ms":1800000},"model":"scripted:inline","parent_run":null,"profile":null,"task_key":null,"resumed_from":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b"}"#,
+    ),
+    (
         "run.state",
         r#"{"state":"awaiting_user","usage":{"turns":3,"input_tokens":1200,"output_tokens":340,"tool_calls":5,"wall_clock_ms":8123}}"#,
     ),
@@ -249,6 +253,7 @@ fn written() -> Vec<Event> {
             backend: Some("native".into()),
             image: None,
             network: None,
+            resumed_from: None,
         }
         .into(),
         RunStarted {
@@ -269,6 +274,28 @@ fn written() -> Vec<Event> {
             backend: Some("docker".into()),
             image: Some("paddock-sandbox:bookworm".into()),
             network: None,
+            resumed_from: None,
+        }
+        .into(),
+        RunStarted {
+            goal: "Make the tests pass".into(),
+            success_criteria: vec![],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 50,
+                max_tokens: 2_000_000,
+                max_tool_calls: 200,
+                max_wall_clock_ms: 1_800_000,
+                max_cost_micro_usd: None,
+            },
+            model: "scripted:inline".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+            backend: None,
+            image: None,
+            network: None,
+            resumed_from: Some(run.clone()),
         }
         .into(),
         RunStateChanged {
@@ -572,6 +599,7 @@ fn written() -> Vec<Event> {
             backend: None,
             image: None,
             network: None,
+            resumed_from: None,
         }
         .into(),
         RunFinished {
@@ -611,6 +639,7 @@ fn written() -> Vec<Event> {
             backend: None,
             image: None,
             network: Some("allow:pypi.org,*.pythonhosted.org:443".parse().unwrap()),
+            resumed_from: None,
         }
         .into(),
         EgressDecisionEvent {

@@ -36,6 +36,7 @@ const SQLITE: &[Embedded] = embed!(
     "0003_sandbox_run.sql",
     "0004_memory.sql",
     "0005_checkpoints.sql",
+    "0006_resumed_from.sql",
     "0007_steering.sql",
     "0008_quarantine.sql"
 );
@@ -46,6 +47,7 @@ const POSTGRES: &[Embedded] = embed!(
     "0003_sandbox_run.sql",
     "0004_memory.sql",
     "0005_checkpoints.sql",
+    "0006_resumed_from.sql",
     "0007_steering.sql",
     "0008_quarantine.sql"
 );

@@ -18,7 +18,8 @@ use crate::snapshots::SNAPSHOT_EXISTS;
 macro_rules! run_columns {
     () => {
         "id, tenant_id, session_id, parent_run_id, state, goal, error, mode, profile, task_key, \
-         budgets, usage, end_reason, review, end_snapshot_id, created_at, updated_at, finished_at"
+         budgets, usage, end_reason, review, end_snapshot_id, created_at, updated_at, finished_at, \
+         resumed_from"
     };
 }
 
@@ -80,15 +81,15 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
         run.session.as_str(),
     )
     .await?;
-    if let Some(parent) = &run.parent_run {
-        require(&mut tx, OP, "run", RUN_EXISTS, tenant, parent.as_str()).await?;
+    for linked in [&run.parent_run, &run.resumed_from].into_iter().flatten() {
+        require(&mut tx, OP, "run", RUN_EXISTS, tenant, linked.as_str()).await?;
     }
     require_snapshot(&mut tx, OP, tenant, run.end_snapshot.as_ref()).await?;
     sqlx::query(concat!(
         "INSERT INTO runs (",
         run_columns!(),
         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-         $18)"
+         $18, $19)"
     ))
     .bind(run.id.as_str())
     .bind(tenant)
@@ -108,6 +109,7 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
     .bind(run.created_at.as_millis())
     .bind(run.updated_at.as_millis())
     .bind(run.finished_at.map(|t| t.as_millis()))
+    .bind(run.resumed_from.as_ref().map(|r| r.as_str()))
     .execute(&mut *tx)
     .await
     .map_err(insert_error(OP, "run", run.id.to_string()))?;
@@ -258,6 +260,7 @@ fn read_run(row: &AnyRow) -> Result<Run, StoreError> {
         tenant: r.parsed("tenant_id", TenantId::parse)?,
         session: r.parsed("session_id", SessionId::parse)?,
         parent_run: r.opt_parsed("parent_run_id", RunId::parse)?,
+        resumed_from: r.opt_parsed("resumed_from", RunId::parse)?,
         state: r.parsed("state", known(RunState::parse))?,
         goal: r.text("goal")?,
         error: r.opt_text("error")?,

@@ -22,7 +22,8 @@ use super::live::Screen;
 use super::remote::segment;
 use super::render::{self, Format};
 use super::run::{
-    Request, canonical_dir, format_of, request, snapshot_limits, subagent_entries, title,
+    Request, budget_flags_given, budgets, canonical_dir, format_of, request, snapshot_limits,
+    subagent_entries, title,
 };
 use super::typed::{TypedLines, next_line};
 use crate::cli::{BackendArgs, GoalArgs};
@@ -57,7 +58,6 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     let format = format_of(&args);
     let api = ApiClient::from_args(&args.server, "run --server")?;
     let started = async {
-        let request = request(&args).map_err(Failure::Usage)?;
         if !args.prices.is_empty() {
             return Err(Failure::Usage(
                 "--price prices a local run; a server prices its models from its own config \
@@ -65,22 +65,7 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
                     .to_owned(),
             ));
         }
-        let mut model =
-            model_choice(&args.model, args.base_url.as_deref()).map_err(Failure::Usage)?;
-        if let Some(window) = args.context_window {
-            // the server checks it as it checks a request's
-            model["context_window"] = Value::from(window);
-        }
-        let mut extra = backend_fields(backend.backend, backend.image.as_deref());
-        if let Some(models) = subagent_choices(&args).map_err(Failure::Usage)? {
-            extra.insert("subagent_models".to_owned(), models);
-        }
-        if let Some(limits) = snapshot_limits(&args).map_err(Failure::Usage)? {
-            extra.insert(
-                "snapshot_limits".to_owned(),
-                json!({ "max_files": limits.max_files, "max_bytes": limits.max_bytes }),
-            );
-        }
+        let (model, mut extra) = model_and_extra(&args)?;
         if !args.secrets.is_empty() {
             return Err(Failure::Usage(
                 "--secret injects a value from this machine's environment into a local run; \
@@ -88,9 +73,14 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
                     .to_owned(),
             ));
         }
+        if let Some(id) = &args.resume {
+            return resume(&api, &args, id, model, extra).await;
+        }
+        extra.extend(backend_fields(backend.backend, backend.image.as_deref()));
         if let Some(network) = &args.network {
             extra.insert("network".to_owned(), json!(network));
         }
+        let request = request(&args).map_err(Failure::Usage)?;
         let session = session_for(&api, &args).await?;
         let run = start(&api, &session, &request, model, extra).await?;
         Ok::<_, Failure>((session, run))
@@ -104,6 +94,56 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
         Err(Failure::Other(err)) => return Err(err),
     };
     drive(&api, &session, &run, format, args.verbose).await
+}
+
+/// `--model` as the API takes it, and the fields only some runs ask for
+/// (per-child models, snapshot limits).
+fn model_and_extra(args: &GoalArgs) -> Result<(Value, serde_json::Map<String, Value>), Failure> {
+    let mut model = model_choice(&args.model, args.base_url.as_deref()).map_err(Failure::Usage)?;
+    if let Some(window) = args.context_window {
+        // the server checks it as it checks a request's
+        model["context_window"] = Value::from(window);
+    }
+    let mut extra = serde_json::Map::new();
+    if let Some(models) = subagent_choices(args).map_err(Failure::Usage)? {
+        extra.insert("subagent_models".to_owned(), models);
+    }
+    if let Some(limits) = snapshot_limits(args).map_err(Failure::Usage)? {
+        extra.insert(
+            "snapshot_limits".to_owned(),
+            json!({ "max_files": limits.max_files, "max_bytes": limits.max_bytes }),
+        );
+    }
+    Ok((model, extra))
+}
+
+/// `--resume RUN` on the server: the new run, and its session.
+async fn resume(
+    api: &ApiClient,
+    args: &GoalArgs,
+    id: &str,
+    model: Value,
+    extra: serde_json::Map<String, Value>,
+) -> Result<(SessionView, RunView), Failure> {
+    let mut body = json!({ "model": model });
+    if budget_flags_given(args) {
+        body["budgets"] = json!(budgets(args).map_err(Failure::Usage)?);
+    }
+    if let Value::Object(fields) = &mut body {
+        fields.extend(extra);
+    }
+    let path = format!("/v1/runs/{}/resume", segment(id));
+    let run: RunView = match api.json(api.request(Method::POST, &path).json(&body)).await {
+        Ok(run) => serde_json::from_value(run).context("the resumed run")?,
+        Err(err) => return Err(caller_error(err, &format!("--resume {id}"))),
+    };
+    let path = format!("/v1/sessions/{}", segment(run.session.as_str()));
+    let session = api
+        .json(api.request(Method::GET, &path))
+        .await
+        .map_err(|err| caller_error(err, "the resumed run's session"))?;
+    let session = serde_json::from_value(session).context("the resumed run's session")?;
+    Ok((session, run))
 }
 
 /// The model of `--model` as the API takes it: a scripted file is sent
@@ -170,7 +210,7 @@ async fn session_for(api: &ApiClient, args: &GoalArgs) -> Result<SessionView, Fa
     };
     let request = api
         .request(Method::POST, "/v1/sessions")
-        .json(&json!({ "workspace": workspace, "title": title(&args.goal) }));
+        .json(&json!({ "workspace": workspace, "title": title(args.goal.as_deref().unwrap_or_default()) }));
     match api.json(request).await {
         Ok(session) => Ok(serde_json::from_value(session).context("the new session")?),
         Err(err) => Err(caller_error(err, "creating a session")),

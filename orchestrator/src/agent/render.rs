@@ -55,13 +55,18 @@ pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent) {
 pub fn human_event(event: &RunEvent) -> Option<String> {
     match Event::of(event) {
         Event::RunStarted(started) => Some(format!(
-            "[run] {} mode, model {}{}: {}",
+            "[run] {} mode, model {}{}{}: {}",
             started.mode,
             started.model,
             match &started.network {
                 Some(network) if network.has_egress() => format!(", network {}", network.label()),
                 _ => String::new(),
             },
+            started
+                .resumed_from
+                .as_ref()
+                .map(|from| format!(", resuming {from}"))
+                .unwrap_or_default(),
             first_line(&started.goal)
         )),
         Event::EgressDecision(egress) => Some(egress_line(&egress)),

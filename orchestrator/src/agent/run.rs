@@ -13,7 +13,7 @@ use paddock_core::store::{Budgets, CheckpointReason, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
 use paddock_runtime::subagents::ModelsByKey;
-use paddock_runtime::{RuntimeError, StartRun, SubagentModels};
+use paddock_runtime::{ResumeRun, RuntimeError, StartRun, SubagentModels};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::live::Screen;
@@ -33,6 +33,9 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
         return super::remote_run::run(args, backend).await;
     }
     let format = format_of(&args);
+    if let Some(raw) = &args.resume {
+        return resume(&args, raw, backend, format).await;
+    }
     // Mistakes on the command line are found before anything is opened.
     let prepared = match prepare(&args) {
         Ok(prepared) => prepared,
@@ -50,7 +53,16 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     .await?;
     local.recover().await;
     let code = match session_for(&local, &args, prepared.workspace.as_deref()).await {
-        Ok(session) => drive(&local, &session, prepared.start, format, args.verbose).await,
+        Ok(session) => {
+            drive(
+                &local,
+                &session,
+                Begin::Start(prepared.start),
+                format,
+                args.verbose,
+            )
+            .await
+        }
         Err(Usage(message)) => {
             eprintln!("paddock: {message}");
             Ok(EXIT_USAGE)
@@ -58,6 +70,66 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     };
     local.close().await;
     code
+}
+
+/// `paddock run --resume RUN`: the interrupted run continues as a new run
+/// in its session.
+async fn resume(
+    args: &GoalArgs,
+    raw: &str,
+    backend: &BackendArgs,
+    format: Format,
+) -> anyhow::Result<u8> {
+    let prepared = RunId::parse(raw)
+        .map_err(|e| format!("--resume: {e}"))
+        .and_then(|id| Ok((id, resume_request(args)?)));
+    let (id, request, prices) = match prepared {
+        Ok((id, (request, prices))) => (id, request, prices),
+        Err(message) => {
+            eprintln!("paddock: {message}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let local = Local::open(&args.data, backend, Sandboxes::Needed, prices).await?;
+    local.recover().await;
+    let session = match local.runtime.get_run(&local.tenant, &id).await {
+        Ok(run) => local.runtime.get_session(&local.tenant, &run.session).await,
+        Err(err) => Err(err),
+    };
+    let code = match session {
+        Ok(session) => {
+            drive(
+                &local,
+                &session,
+                Begin::Resume(id, request),
+                format,
+                args.verbose,
+            )
+            .await
+        }
+        Err(err) => {
+            eprintln!("paddock: --resume {raw}: {}", error_chain(&err));
+            Ok(EXIT_USAGE)
+        }
+    };
+    local.close().await;
+    code
+}
+
+/// What `--resume` takes from the command line: the model, and budgets only
+/// when a budget flag is given (else the interrupted run's).
+fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
+    let prices = super::parse_prices(&args.prices).map_err(|e| format!("--price: {e}"))?;
+    let request = ResumeRun {
+        provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
+        budgets: budget_flags_given(args)
+            .then(|| budgets(args))
+            .transpose()?,
+        instructions: None,
+        subagent_models: subagent_models(args)?,
+        snapshot_limits: snapshot_limits(args)?,
+    };
+    Ok((request, prices))
 }
 
 pub(super) fn format_of(args: &GoalArgs) -> Format {
@@ -114,22 +186,14 @@ pub(super) struct Request {
 }
 
 pub(super) fn request(args: &GoalArgs) -> Result<Request, String> {
-    let goal = args.goal.trim();
+    let goal = args.goal.as_deref().unwrap_or_default().trim();
     if goal.is_empty() {
         return Err("the goal is empty".to_owned());
     }
     if args.criteria.iter().any(|c| c.trim().is_empty()) {
         return Err("--criteria: a criterion is empty".to_owned());
     }
-    let defaults = Budgets::default();
-    let budgets = Budgets {
-        max_turns: positive(args.max_turns, "--max-turns")?.unwrap_or(defaults.max_turns),
-        max_tool_calls: positive(args.max_tool_calls, "--max-tool-calls")?
-            .unwrap_or(defaults.max_tool_calls),
-        max_tokens: positive(args.max_tokens, "--max-tokens")?.unwrap_or(defaults.max_tokens),
-        max_wall_clock_ms: args.timeout.unwrap_or(defaults.max_wall_clock_ms),
-        max_cost_micro_usd: args.max_cost,
-    };
+    let budgets = budgets(args)?;
     Ok(Request {
         goal: goal.to_owned(),
         success_criteria: args.criteria.iter().map(|c| c.trim().to_owned()).collect(),
@@ -138,6 +202,28 @@ pub(super) fn request(args: &GoalArgs) -> Result<Request, String> {
             Mode::Plan => RunMode::Plan,
         },
         budgets,
+    })
+}
+
+/// Whether any budget flag is on the command line.
+pub(super) fn budget_flags_given(args: &GoalArgs) -> bool {
+    args.max_turns.is_some()
+        || args.max_tool_calls.is_some()
+        || args.max_tokens.is_some()
+        || args.timeout.is_some()
+        || args.max_cost.is_some()
+}
+
+/// The budget flags, the defaults for those not given.
+pub(super) fn budgets(args: &GoalArgs) -> Result<Budgets, String> {
+    let defaults = Budgets::default();
+    Ok(Budgets {
+        max_turns: positive(args.max_turns, "--max-turns")?.unwrap_or(defaults.max_turns),
+        max_tool_calls: positive(args.max_tool_calls, "--max-tool-calls")?
+            .unwrap_or(defaults.max_tool_calls),
+        max_tokens: positive(args.max_tokens, "--max-tokens")?.unwrap_or(defaults.max_tokens),
+        max_wall_clock_ms: args.timeout.unwrap_or(defaults.max_wall_clock_ms),
+        max_cost_micro_usd: args.max_cost,
     })
 }
 
@@ -296,7 +382,11 @@ async fn session_for(
         ))
     })?;
     runtime
-        .create_session(tenant, &registered.id, &title(&args.goal))
+        .create_session(
+            tenant,
+            &registered.id,
+            &title(args.goal.as_deref().unwrap_or_default()),
+        )
         .await
         .map_err(|e| Usage(format!("creating a session: {}", error_chain(&e))))
 }
@@ -342,11 +432,17 @@ async fn undo_line(local: &Local, session: &Session, run: &RunId) -> Option<Stri
     ))
 }
 
+/// How the run comes to be: a new one, or the resume of an interrupted one.
+enum Begin {
+    Start(StartRun),
+    Resume(RunId, ResumeRun),
+}
+
 /// Starts the run, prints its events until it finishes, then its result.
 async fn drive(
     local: &Local,
     session: &Session,
-    start: StartRun,
+    begin: Begin,
     format: Format,
     verbose: bool,
 ) -> anyhow::Result<u8> {
@@ -357,13 +453,18 @@ async fn drive(
         .event_stream(tenant, &session.id, 0)
         .await
         .context("following the session's events")?;
-    let handle = match runtime.start_run(tenant, &session.id, start).await {
+    let started = match begin {
+        Begin::Start(start) => runtime.start_run(tenant, &session.id, start).await,
+        Begin::Resume(id, resume) => runtime.resume_run(tenant, &id, resume).await,
+    };
+    let handle = match started {
         Ok(handle) => handle,
         // The session the caller named cannot take a run now.
         Err(
             err @ (RuntimeError::SessionArchived { .. }
             | RuntimeError::SessionBusy { .. }
             | RuntimeError::WorkspaceBusy { .. }
+            | RuntimeError::NotResumable { .. }
             | RuntimeError::Invalid { .. }),
         ) => {
             logging::note(format_args!("paddock: {err}"));

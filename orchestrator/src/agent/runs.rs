@@ -302,6 +302,9 @@ fn print_run(run: &RunView, json: bool) -> anyhow::Result<()> {
         let profile = run.profile.map(|p| format!(" as {p}")).unwrap_or_default();
         println!("parent     {parent}{profile}");
     }
+    if let Some(from) = &run.resumed_from {
+        println!("resumes    {from}");
+    }
     println!("created    {}", run.created_at);
     if let Some(finished) = &run.finished_at {
         println!("finished   {finished}");

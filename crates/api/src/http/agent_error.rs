@@ -60,6 +60,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::NoEndSnapshot { .. } => (StatusCode::CONFLICT, "no_end_snapshot"),
         RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
         RuntimeError::RunFinished { .. } => (StatusCode::CONFLICT, "run_finished"),
+        RuntimeError::NotResumable { .. } => (StatusCode::CONFLICT, "run_not_resumable"),
         RuntimeError::Sandbox { .. } => {
             tracing::error!(op, error = %error_chain(&err), "starting a run's sandbox");
             return ApiError::new(

@@ -238,6 +238,7 @@ fn routes() -> Routes {
         .get("/v1/runs/{id}", runs::get)
         .post("/v1/runs/{id}/cancel", runs::cancel)
         .post("/v1/runs/{id}/messages", runs::steer)
+        .post("/v1/runs/{id}/resume", runs::resume)
         .get("/v1/runs/{id}/children", runs::children)
         .post(
             "/v1/runs/{id}/children/{child}/changes",

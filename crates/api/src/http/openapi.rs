@@ -75,6 +75,7 @@ use super::{
         runs::get,
         runs::cancel,
         runs::steer,
+        runs::resume,
         runs::children,
         runs::decide_changes,
         events::run_stream,

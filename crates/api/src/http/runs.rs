@@ -10,6 +10,7 @@ use paddock_runtime::ChangesDecision;
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath};
 use super::{ApiError, AppState, Caller};
+use crate::service::sessions::ResumeRunCommand;
 use crate::service::{RunView, SteerRun, SteeringView};
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
@@ -62,6 +63,31 @@ pub(super) async fn steer(
 ) -> Result<(StatusCode, Json<SteeringView>), ApiError> {
     let id = run_id(&id)?;
     let view = state.agents()?.steer_run(&tenant, &id, command).await?;
+    Ok((StatusCode::ACCEPTED, Json(view)))
+}
+
+/// Continues an interrupted run as a new run (answered at once, 202): the
+/// same session, goal, criteria and mode, a fresh sandbox, `resumed_from`
+/// naming the old run. Its predecessor's unfinished calls are answered by
+/// their tools' replay policy before the first model turn.
+#[utoipa::path(post, path = "/v1/runs/{id}/resume", tag = "runs",
+    summary = "Resume an interrupted run as a new run",
+    params(("id" = RunId, Path)),
+    request_body = ResumeRunCommand,
+    responses(
+        (status = 202, description = "the new run, started", body = RunView),
+        (status = 400, description = "a bad id or body, or a model the server does not allow (`model_not_allowed`)", body = ErrorBody),
+        (status = 409, description = "the run is not interrupted, is a subagent's, or its session moved on (`run_not_resumable`); the session runs already (`session_busy`) or its workspace has another writer (`workspace_busy`)", body = ErrorBody),
+        (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
+    ))]
+pub(super) async fn resume(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(command): ApiJson<ResumeRunCommand>,
+) -> Result<(StatusCode, Json<RunView>), ApiError> {
+    let id = run_id(&id)?;
+    let view = state.agents()?.resume_run(&tenant, &id, command).await?;
     Ok((StatusCode::ACCEPTED, Json(view)))
 }
 

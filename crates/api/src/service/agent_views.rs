@@ -48,6 +48,8 @@ pub struct RunView {
     pub id: RunId,
     pub session: SessionId,
     pub parent_run: Option<RunId>,
+    /// The interrupted run this one resumes (`POST /v1/runs/{id}/resume`).
+    pub resumed_from: Option<RunId>,
     pub state: RunState,
     pub goal: String,
     pub mode: RunMode,
@@ -79,6 +81,7 @@ impl RunView {
             id: r.id.clone(),
             session: r.session.clone(),
             parent_run: r.parent_run.clone(),
+            resumed_from: r.resumed_from.clone(),
             state: r.state,
             goal: r.goal.clone(),
             mode: r.mode,

@@ -14,8 +14,8 @@ use paddock_core::store::{
 use paddock_proto::{NetworkPolicy, NetworkRefused};
 use paddock_runtime::subagents::ModelsByKey;
 use paddock_runtime::{
-    ChangesDecision, EventStream, RunBackend, RunHandle, Runtime, RuntimeError, StartRun,
-    SubagentModels,
+    ChangesDecision, EventStream, ResumeRun, RunBackend, RunHandle, Runtime, RuntimeError,
+    StartRun, SubagentModels,
 };
 use serde::Deserialize;
 use tokio::task::JoinHandle;
@@ -188,6 +188,23 @@ pub struct StartRunCommand {
     /// beyond the most the server allows tenants.
     #[serde(default)]
     pub network: Option<NetworkPolicy>,
+}
+
+/// `POST /v1/runs/{id}/resume`: the goal, criteria and mode are the
+/// interrupted run's; the model is chosen again (as for a new run).
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRunCommand {
+    pub model: ModelChoice,
+    /// Default: the interrupted run's budgets.
+    #[serde(default)]
+    pub budgets: Option<Budgets>,
+    #[serde(default)]
+    pub subagent_models: BTreeMap<String, ModelChoice>,
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub snapshot_limits: Option<super::commands::SnapshotLimitsRequest>,
 }
 
 /// A run this node drives, started over the API.
@@ -460,6 +477,52 @@ impl AgentService {
         Ok(RunView::new(&run, run.usage))
     }
 
+    /// Resumes the interrupted run `id` as a new run (in the background);
+    /// answers the new run as it started.
+    pub async fn resume_run(
+        self: &Arc<Self>,
+        tenant: &TenantId,
+        id: &RunId,
+        command: ResumeRunCommand,
+    ) -> Result<RunView, AgentError> {
+        if self.shutdown.is_cancelled() {
+            return Err(AgentError::ShuttingDown);
+        }
+        if let Some(budgets) = &command.budgets {
+            check_budgets(budgets)?;
+        }
+        check_instructions(command.instructions.as_deref())?;
+        let resume = ResumeRun {
+            provider: self.models.resolve(&command.model)?,
+            budgets: command.budgets,
+            instructions: command.instructions,
+            subagent_models: self.subagent_models(&command.subagent_models)?,
+            snapshot_limits: self.snapshot_limits(command.snapshot_limits)?,
+        };
+        let handle = self
+            .runtime
+            .resume_run(tenant, id, resume)
+            .await
+            .map_err(AgentError::runtime("resume_run"))?;
+        let run = handle.run.clone();
+        self.track(tenant, handle);
+        if self.shutdown.is_cancelled() {
+            let _ = self.runtime.cancel_run(tenant, &run.id).await;
+        }
+        Ok(RunView::new(&run, run.usage))
+    }
+
+    fn snapshot_limits(
+        &self,
+        asked: Option<super::commands::SnapshotLimitsRequest>,
+    ) -> Result<Option<paddock_snapshot::Limits>, AgentError> {
+        let settings = &self.runtime.config().snapshot;
+        asked
+            .map(|asked| asked.resolve(settings.limits, settings.request_max))
+            .transpose()
+            .map_err(|(field, reason)| AgentError::invalid(field, reason))
+    }
+
     /// Keeps the run's task until it ends, so a shutdown can cancel it.
     fn track(self: &Arc<Self>, tenant: &TenantId, handle: RunHandle) {
         let id = handle.run.id.clone();
@@ -503,34 +566,10 @@ impl AgentService {
                 format!("at most {MAX_CRITERIA} non-empty criteria"),
             ));
         }
-        if command
-            .instructions
-            .as_ref()
-            .is_some_and(|i| i.chars().count() > MAX_GOAL_CHARS)
-        {
-            return Err(AgentError::invalid(
-                "instructions",
-                format!("at most {MAX_GOAL_CHARS} characters"),
-            ));
-        }
+        check_instructions(command.instructions.as_deref())?;
         let budgets = command.budgets.unwrap_or_default();
-        if budgets.max_turns == 0
-            || budgets.max_tokens == 0
-            || budgets.max_tool_calls == 0
-            || budgets.max_wall_clock_ms == 0
-            || budgets.max_cost_micro_usd == Some(0)
-        {
-            return Err(AgentError::invalid(
-                "budgets",
-                "every budget must be above 0",
-            ));
-        }
-        let settings = &self.runtime.config().snapshot;
-        let snapshot_limits = command
-            .snapshot_limits
-            .map(|asked| asked.resolve(settings.limits, settings.request_max))
-            .transpose()
-            .map_err(|(field, reason)| AgentError::invalid(field, reason))?;
+        check_budgets(&budgets)?;
+        let snapshot_limits = self.snapshot_limits(command.snapshot_limits)?;
         let chosen = self
             .backends
             .choose(command.backend.as_deref(), command.image.as_deref())?;
@@ -771,6 +810,31 @@ impl AgentService {
     fn active_map(&self) -> MutexGuard<'_, HashMap<RunId, Active>> {
         self.active.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+fn check_instructions(instructions: Option<&str>) -> Result<(), AgentError> {
+    if instructions.is_some_and(|i| i.chars().count() > MAX_GOAL_CHARS) {
+        return Err(AgentError::invalid(
+            "instructions",
+            format!("at most {MAX_GOAL_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_budgets(budgets: &Budgets) -> Result<(), AgentError> {
+    if budgets.max_turns == 0
+        || budgets.max_tokens == 0
+        || budgets.max_tool_calls == 0
+        || budgets.max_wall_clock_ms == 0
+        || budgets.max_cost_micro_usd == Some(0)
+    {
+        return Err(AgentError::invalid(
+            "budgets",
+            "every budget must be above 0",
+        ));
+    }
+    Ok(())
 }
 
 /// The default title of a fork of a session titled `title`.

@@ -43,6 +43,8 @@ pub struct Run {
     pub tenant: TenantId,
     pub session: SessionId,
     pub parent_run: Option<RunId>,
+    /// The interrupted run this one resumes (same session, a new run).
+    pub resumed_from: Option<RunId>,
     pub state: RunState,
     pub goal: String,
     /// Why the run failed or was interrupted.
@@ -77,6 +79,7 @@ impl Run {
             tenant,
             session,
             parent_run: None,
+            resumed_from: None,
             state: RunState::Preparing,
             goal: goal.into(),
             error: None,

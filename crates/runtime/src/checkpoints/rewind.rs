@@ -120,6 +120,7 @@ impl Runtime {
                     backend: None,
                     image: None,
                     network: None,
+                    resumed_from: None,
                 })
                 .await?;
             let stats = self.restore_manifest(&dir, target.clone(), hint).await?;

@@ -56,6 +56,9 @@ pub struct RunStarted {
     /// before runs had one: those ran with none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkPolicy>,
+    /// The interrupted run this one resumes; absent on a run that does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<RunId>,
 }
 
 /// `run.state`: the run moved to `state`; `usage` is what it spent so far.

@@ -30,6 +30,7 @@ use super::compact;
 use super::family_budget::{FamilyBudget, deadline_after};
 use super::live;
 use super::repeat::{Repeat, RepeatGuard};
+use super::resume::{self, Answer, ResumeTail};
 use super::review::{self, Evidence};
 use super::settled::Settled;
 use crate::checkpoints::Checkpointer;
@@ -135,6 +136,8 @@ pub(crate) struct DriverParts {
     pub(crate) memory: Option<(MemoryPlace, MemoryReview)>,
     /// A writing root run's checkpoints; None: it takes none.
     pub(crate) checkpoints: Option<Checkpointer>,
+    /// A resumed run's calls its predecessor left without results.
+    pub(crate) resume: Option<ResumeTail>,
 }
 
 /// A call admitted to run, and what its result is recorded against.
@@ -190,6 +193,7 @@ pub(crate) struct Driver {
     price: Option<Price>,
     memory: Option<(MemoryPlace, MemoryReview)>,
     checkpoints: Option<Checkpointer>,
+    resume: Option<ResumeTail>,
 }
 
 impl Driver {
@@ -222,6 +226,7 @@ impl Driver {
             price: parts.price,
             memory: parts.memory,
             checkpoints: parts.checkpoints,
+            resume: parts.resume,
         }
     }
 
@@ -261,7 +266,15 @@ impl Driver {
     }
 
     async fn drive(&mut self) -> Ending {
-        let stop = match self.turns().await {
+        let resumed = match self.resume.take() {
+            Some(tail) => self.answer_unanswered(tail).await,
+            None => Ok(()),
+        };
+        let outcome = match resumed {
+            Ok(()) => self.turns().await,
+            Err(stop) => Err(stop),
+        };
+        let stop = match outcome {
             Ok(ending) => return ending,
             Err(stop) => stop,
         };
@@ -410,6 +423,44 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    /// A resumed run first answers the calls its predecessor left without
+    /// results, by their tools' replay policy (run/resume.rs).
+    async fn answer_unanswered(&mut self, tail: ResumeTail) -> Result<(), Stop> {
+        let registry = Arc::clone(&self.registry);
+        let answers = resume::plan(tail, |name| registry.get(name).map(|t| t.contract()));
+        if answers.is_empty() {
+            return Ok(());
+        }
+        let rerun: Vec<ToolCall> = answers
+            .iter()
+            .filter_map(|a| match a {
+                Answer::Rerun(call) => Some(call.clone()),
+                Answer::Given(..) => None,
+            })
+            .collect();
+        let (ran, stop) = self.act(&rerun).await;
+        let mut ran = ran.into_iter();
+        let mut results = Vec::with_capacity(answers.len());
+        for answer in answers {
+            match answer {
+                Answer::Rerun(_) => results.extend(ran.next()),
+                Answer::Given(result, event) => {
+                    if let Some(event) = event {
+                        self.pipe.emit(&event).await?;
+                    }
+                    results.push(result);
+                }
+            }
+        }
+        let message = Message::tool_results(results);
+        self.history.push(message.clone());
+        self.pipe.append_message(message).await?;
+        match stop {
+            Some(stop) => Err(stop),
+            None => Ok(()),
+        }
     }
 
     /// Messages the parent sent since the last turn join the history.

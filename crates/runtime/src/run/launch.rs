@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use paddock_core::ids::{GoalId, SessionId, TenantId};
-use paddock_core::model::Message;
+use paddock_core::model::{Message, Role};
 use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{
     CheckpointReason, EndReason, Goal, GoalStatus, Lease, Run, RunMode, RunState, RunUpdate,
@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use super::driver::{Driver, DriverParts, Ending};
 use super::egress_events::EgressEvents;
+use super::resume::{self, ResumeTail};
 use super::sandbox::{RunSandbox, WorkspaceAccess};
 use super::{
     FamilyBudget, RunHandle, RunOptions, StartRun, finish, history, live, prompt, renew, writer,
@@ -52,6 +53,8 @@ struct Launched {
     /// The workspace's writer lease; None for a read-only run.
     writer: Option<Lease>,
     checkpoints: Option<Checkpointer>,
+    /// A resumed run's calls its predecessor left without results.
+    resume: Option<ResumeTail>,
 }
 
 impl Runtime {
@@ -121,6 +124,7 @@ impl Runtime {
         run.parent_run = options.parent_run.clone();
         run.profile = options.profile;
         run.task_key = options.task_key.clone();
+        run.resumed_from = options.resumed_from.clone();
 
         let owner = format!("{}/{}", shared.config.node, run.id);
         let lease = store
@@ -167,6 +171,13 @@ impl Runtime {
                 journal.release().await;
             }
         };
+        if let Some(from) = &options.resumed_from
+            && let Err(err) =
+                resume::restore_workspace_for_resume(shared, from, &workspace, &dir).await
+        {
+            release_early(journal).await;
+            return Err(err);
+        }
         if let Err(err) = journal.create_run(&run).await {
             release_early(journal).await;
             return Err(err);
@@ -199,7 +210,7 @@ impl Runtime {
             },
             None => None,
         };
-        let (goal, history, context) = match prepare(
+        let (goal, history, context, resume) = match prepare(
             &journal,
             &run,
             &request,
@@ -250,6 +261,7 @@ impl Runtime {
             cancel,
             writer,
             checkpoints,
+            resume,
         };
         let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
         Ok(RunHandle { run, task })
@@ -257,14 +269,15 @@ impl Runtime {
 }
 
 /// The goal row, the history (from the latest compaction) with the run's
-/// opening message, and `run.started`.
+/// opening message, and `run.started`. A resumed run has no opening message
+/// (the history holds the goal): it gets the calls left without results.
 async fn prepare(
     journal: &Journal,
     run: &Run,
     request: &StartRun,
     options: &RunOptions,
     backend_name: &str,
-) -> Result<(Goal, Vec<Message>, ContextBase), RuntimeError> {
+) -> Result<(Goal, Vec<Message>, ContextBase, Option<ResumeTail>), RuntimeError> {
     let now = journal.store().now();
     let goal = Goal {
         id: GoalId::generate(),
@@ -284,13 +297,27 @@ async fn prepare(
         journal.session(),
     )
     .await?;
-    if let Some(repair) = history::unanswered_calls(&history) {
-        journal.append_message(repair.clone()).await?;
-        history.push(repair);
-    }
-    let opening = Message::user(prompt::goal_message(&run.goal, &request.success_criteria));
-    journal.append_message(opening.clone()).await?;
-    history.push(opening);
+    let resume = match &options.resumed_from {
+        Some(from) => {
+            let tail = resume::tail(journal.store().as_ref(), &run.tenant, from, &history).await?;
+            if tail.calls.is_empty() && history.last().is_some_and(|m| m.role == Role::Assistant) {
+                let nudge = Message::user(prompt::RESUMED.to_owned());
+                journal.append_message(nudge.clone()).await?;
+                history.push(nudge);
+            }
+            Some(tail)
+        }
+        None => {
+            if let Some(repair) = history::unanswered_calls(&history) {
+                journal.append_message(repair.clone()).await?;
+                history.push(repair);
+            }
+            let opening = Message::user(prompt::goal_message(&run.goal, &request.success_criteria));
+            journal.append_message(opening.clone()).await?;
+            history.push(opening);
+            None
+        }
+    };
     let started = RunStarted {
         goal: run.goal.clone(),
         success_criteria: request.success_criteria.clone(),
@@ -303,9 +330,10 @@ async fn prepare(
         backend: Some(backend_name.to_owned()),
         image: request.backend.as_ref().and_then(|b| b.image.clone()),
         network: request.network.clone(),
+        resumed_from: options.resumed_from.clone(),
     };
     journal.emit(&started).await?;
-    Ok((goal, history, context))
+    Ok((goal, history, context, resume))
 }
 
 /// The backend the run's sandbox comes from: the one it asked for, else
@@ -367,6 +395,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             cancel,
             writer,
             checkpoints,
+            resume,
         } = launched;
         let snapshot_limits = request
             .snapshot_limits
@@ -538,6 +567,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             family: Arc::clone(&family_budget),
                             price,
                             checkpoints,
+                            resume,
                         };
                         let (ending, used) = Driver::new(parts).run().await;
                         usage = used;

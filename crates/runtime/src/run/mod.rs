@@ -14,6 +14,7 @@ mod prompt;
 mod remember;
 mod renew;
 mod repeat;
+mod resume;
 mod review;
 mod sandbox;
 mod settled;
@@ -36,6 +37,7 @@ use crate::tools::WriteScope;
 
 pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
+pub use resume::ResumeRun;
 pub(crate) use writer::{
     acquire as acquire_writer, release as release_writer, release_dead as release_dead_writer,
 };
@@ -124,6 +126,8 @@ pub(crate) struct RunOptions {
     /// The family's budget a subagent draws from; None: a root run, which
     /// starts its family's.
     pub(crate) family_budget: Option<Arc<FamilyBudget>>,
+    /// The interrupted run this one resumes (a root run only).
+    pub(crate) resumed_from: Option<RunId>,
 }
 
 /// A started run. Dropping the handle does not stop the run.

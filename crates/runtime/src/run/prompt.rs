@@ -4,6 +4,10 @@ use paddock_core::store::RunMode;
 
 use super::review::criterion_id;
 
+/// What a resumed run tells the model when the history ends with its answer.
+pub(crate) const RESUMED: &str = "The process driving this run stopped and the run was \
+resumed in a fresh sandbox, with the workspace as it was left. Continue working on the goal.";
+
 /// The system prompt of a run.
 pub(crate) fn system_prompt(mode: RunMode, instructions: Option<&str>) -> String {
     let mut prompt = String::from(

@@ -382,6 +382,7 @@ impl Family {
             gate: Some(Gate::new(Arc::clone(&self.slots), phases_tx)),
             inbox: Some(inbox_rx),
             family_budget: Some(Arc::clone(&self.parts.budget)),
+            resumed_from: None,
         };
         let runtime = Runtime {
             shared: Arc::clone(shared),

@@ -429,6 +429,25 @@ pub async fn child_and_unfinished_runs(f: &dyn StoreFactory) -> anyhow::Result<(
     );
     store.create_run(&other_lease, &theirs).await?;
 
+    // a resumed run names the run it continues, a run of the same tenant
+    let resumed = Run {
+        resumed_from: Some(unrelated.id.clone()),
+        ..Run::new(t.clone(), acme.session.id.clone(), "next", store.now())
+    };
+    store.create_run(&lease, &resumed).await?;
+    assert_eq!(store.get_run(t, &resumed.id).await?, resumed);
+    for missing in [RunId::generate(), theirs.id.clone()] {
+        let dangling = Run {
+            resumed_from: Some(missing.clone()),
+            ..Run::new(t.clone(), acme.session.id.clone(), "next", store.now())
+        };
+        assert_not_found(
+            store.create_run(&lease, &dangling).await,
+            "run",
+            missing.as_str(),
+        );
+    }
+
     let listed = store.list_child_runs(t, &root.id).await?;
     assert_eq!(
         listed,
@@ -491,7 +510,12 @@ pub async fn child_and_unfinished_runs(f: &dyn StoreFactory) -> anyhow::Result<(
         .collect();
     assert_eq!(
         unfinished,
-        [root.id.clone(), explore_run.id.clone(), theirs.id.clone()]
+        [
+            root.id.clone(),
+            explore_run.id.clone(),
+            theirs.id.clone(),
+            resumed.id.clone()
+        ]
     );
     Ok(())
 }

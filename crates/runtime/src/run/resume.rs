@@ -1,0 +1,556 @@
+//! Resuming an interrupted run: a NEW run in the same session, linked to the
+//! old one by `resumed_from`, in a fresh sandbox, continuing the session's
+//! history. Old processes are never revived.
+//!
+//! The calls the dead process left without results (the last model message's
+//! calls that no results message answers) are answered before the first
+//! model turn, by this rule ([`plan`]):
+//! - a call whose result was recorded (its `tool.result` event is stored)
+//!   gets that result: it finished, only the results message was lost;
+//! - a call of a tool whose contract says `Replay::Safe` is run again;
+//! - a mutating `Replay::Never` call that never got its `tool.call` event did
+//!   not start (a mutating call runs only once everything queued before it,
+//!   its event included, is written), and is answered "not run";
+//! - any other `Replay::Never` call (and a call of an unknown tool) is
+//!   answered "outcome unknown", with its idempotency key (the tool
+//!   invocation id the log recorded it under) so the model can check what
+//!   happened before it repeats it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use paddock_core::ids::{RunId, TenantId, ToolInvocationId};
+use paddock_core::model::{ContentPart, Message, ModelProvider, Role, ToolCall, ToolResult};
+use paddock_core::store::{Budgets, MAX_PAGE, RunEvent, RunState, Store, Workspace};
+
+use super::{RunHandle, RunOptions, StartRun, SubagentModels};
+use crate::error::RuntimeError;
+use crate::events::{CallStatus, Event, RESULT_EVENT_CAP, ToolResultEvent, cap_text};
+use crate::runtime::{Runtime, Shared};
+use crate::tools::{Access, Replay, ToolContract};
+
+/// Most runs followed back along `resumed_from` to find the calls' records.
+const MAX_CHAIN: usize = 20;
+
+/// A request to resume an interrupted run. The goal, its criteria and the
+/// mode are the old run's; the model is the caller's (the runtime keeps no
+/// provider between runs).
+#[derive(Debug, Clone)]
+pub struct ResumeRun {
+    pub provider: Arc<dyn ModelProvider>,
+    /// None: the interrupted run's budgets.
+    pub budgets: Option<Budgets>,
+    pub instructions: Option<String>,
+    pub subagent_models: Option<Arc<dyn SubagentModels>>,
+    pub snapshot_limits: Option<paddock_snapshot::Limits>,
+}
+
+impl ResumeRun {
+    pub fn new(provider: Arc<dyn ModelProvider>) -> Self {
+        Self {
+            provider,
+            budgets: None,
+            instructions: None,
+            subagent_models: None,
+            snapshot_limits: None,
+        }
+    }
+}
+
+impl Runtime {
+    /// Starts a new run that continues the interrupted run `id` (see the
+    /// module doc). A run whose dead driver was not recorded yet is
+    /// recovered first; a run that is not `interrupted`, a subagent's run,
+    /// or a run the session has moved on from is [`RuntimeError::NotResumable`].
+    pub async fn resume_run(
+        &self,
+        tenant: &TenantId,
+        id: &RunId,
+        request: ResumeRun,
+    ) -> Result<RunHandle, RuntimeError> {
+        let store = &self.shared.store;
+        let mut old = self.get_run(tenant, id).await?;
+        if !old.state.is_terminal() && old.state != RunState::AwaitingUser {
+            self.recover().await?;
+            old = self.get_run(tenant, id).await?;
+        }
+        let refuse = |reason: String| RuntimeError::NotResumable {
+            run: id.clone(),
+            reason,
+        };
+        if old.parent_run.is_some() {
+            return Err(refuse(
+                "it is a subagent's run; resume its parent's run".to_owned(),
+            ));
+        }
+        if old.state != RunState::Interrupted {
+            let reason = if old.state.is_terminal() {
+                format!("it ended {}; only an interrupted run is resumed", old.state)
+            } else {
+                format!("it is still {} (its driver holds the session)", old.state)
+            };
+            return Err(refuse(reason));
+        }
+        let runs = store
+            .list_runs(tenant, &old.session)
+            .await
+            .map_err(RuntimeError::store("list_runs"))?;
+        if let Some(later) = runs
+            .iter()
+            .find(|r| r.id > old.id && r.parent_run.is_none())
+        {
+            let reason = if later.resumed_from.as_ref() == Some(&old.id) {
+                format!("run {} already resumed it", later.id)
+            } else {
+                format!("run {} started in its session after it", later.id)
+            };
+            return Err(refuse(reason));
+        }
+        let goals = store
+            .list_goals(tenant, &old.session)
+            .await
+            .map_err(RuntimeError::store("list_goals"))?;
+        let success_criteria = goals
+            .into_iter()
+            .rev()
+            .find(|g| g.run == old.id)
+            .map(|g| g.success_criteria)
+            .unwrap_or_default();
+        let start = StartRun {
+            goal: old.goal.clone(),
+            success_criteria,
+            mode: old.mode,
+            budgets: request.budgets.unwrap_or(old.budgets),
+            provider: request.provider,
+            instructions: request.instructions,
+            subagent_models: request.subagent_models,
+            snapshot_limits: request.snapshot_limits,
+            // the operator's default: the dead run's policy lives only in its
+            // `run.started`, and its secrets were never stored
+            network: None,
+            secrets: Vec::new(),
+            // the runtime's, likewise: the dead run's is only in its
+            // `run.started`
+            backend: None,
+        };
+        let options = RunOptions {
+            resumed_from: Some(old.id.clone()),
+            ..RunOptions::default()
+        };
+        self.launch(tenant, &old.session, start, options).await
+    }
+}
+
+/// Brings the workspace to the state the resumed run starts from. It is
+/// called once the resumed run holds the workspace's writer lease, before
+/// its sandbox starts. Today that is the workspace as the interrupted run
+/// left it: an interrupted run has no end snapshot, and a snapshot taken
+/// during it (a subagent batch's base) predates calls the history says
+/// finished, so restoring one would contradict the history the run goes on
+/// with. Per-turn checkpoints, which record the history's position beside
+/// the workspace, are what this restores once they exist.
+pub(crate) async fn restore_workspace_for_resume(
+    _shared: &Shared,
+    interrupted: &RunId,
+    workspace: &Workspace,
+    dir: &Path,
+) -> Result<(), RuntimeError> {
+    tracing::info!(
+        resumed_from = %interrupted,
+        workspace_id = %workspace.id,
+        dir = %dir.display(),
+        "resuming on the workspace as the interrupted run left it"
+    );
+    Ok(())
+}
+
+/// What a dead run left of its last calls: the calls no results message
+/// answers, and what the event log recorded of each (by call id).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct ResumeTail {
+    pub(crate) calls: Vec<ToolCall>,
+    pub(crate) recorded: HashMap<String, Recorded>,
+}
+
+/// What the log holds of one call.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Recorded {
+    /// From its `tool.call` event: the call was admitted.
+    pub(crate) invocation: Option<ToolInvocationId>,
+    /// From its `tool.result` event: the call finished.
+    pub(crate) result: Option<ToolResultEvent>,
+}
+
+/// The trailing unanswered calls of `history` and their records among the
+/// events of `from` and the runs it resumed (only the events after the
+/// model message that made the calls count: a resumed run's scripted calls
+/// may reuse an older run's call ids).
+pub(crate) async fn tail(
+    store: &dyn Store,
+    tenant: &TenantId,
+    from: &RunId,
+    history: &[Message],
+) -> Result<ResumeTail, RuntimeError> {
+    let calls = unanswered(history);
+    if calls.is_empty() {
+        return Ok(ResumeTail::default());
+    }
+    let mut events = Vec::new();
+    let mut next = Some(from.clone());
+    for _ in 0..MAX_CHAIN {
+        let Some(run) = next.take() else { break };
+        let mut run_events = run_events(store, tenant, &run).await?;
+        let made_calls = run_events
+            .iter()
+            .any(|e| matches!(Event::of(e), Event::ModelMessage(_)));
+        events.append(&mut run_events);
+        if made_calls {
+            break;
+        }
+        next = store
+            .get_run(tenant, &run)
+            .await
+            .map_err(RuntimeError::store("get_run"))?
+            .resumed_from;
+    }
+    events.sort_by_key(|e| e.seq);
+    let after = events
+        .iter()
+        .rposition(|e| matches!(Event::of(e), Event::ModelMessage(_)))
+        .map_or(0, |i| i + 1);
+    let mut recorded: HashMap<String, Recorded> = HashMap::new();
+    for event in &events[after..] {
+        match Event::of(event) {
+            Event::ToolCall(call) => {
+                recorded.entry(call.call_id).or_default().invocation = Some(call.invocation_id);
+            }
+            Event::ToolResult(result) => {
+                let id = result.call_id.clone();
+                recorded.entry(id).or_default().result = Some(result);
+            }
+            _ => {}
+        }
+    }
+    Ok(ResumeTail { calls, recorded })
+}
+
+async fn run_events(
+    store: &dyn Store,
+    tenant: &TenantId,
+    run: &RunId,
+) -> Result<Vec<RunEvent>, RuntimeError> {
+    let mut events = Vec::new();
+    loop {
+        let after = events.last().map_or(0, |e: &RunEvent| e.seq);
+        let page = store
+            .list_run_events(tenant, run, after, MAX_PAGE)
+            .await
+            .map_err(RuntimeError::store("list_run_events"))?;
+        let full = page.len() == MAX_PAGE as usize;
+        events.extend(page);
+        if !full {
+            return Ok(events);
+        }
+    }
+}
+
+/// The calls of the last assistant message that no later message answers.
+fn unanswered(history: &[Message]) -> Vec<ToolCall> {
+    let Some((index, assistant)) = history
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, m)| m.role == Role::Assistant)
+    else {
+        return Vec::new();
+    };
+    let answered: Vec<&str> = history[index + 1..]
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|part| match part {
+            ContentPart::ToolResult(result) => Some(result.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assistant
+        .tool_calls()
+        .filter(|call| !answered.contains(&call.id.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// How one unanswered call is answered.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    /// Run it again in the new sandbox.
+    Rerun(ToolCall),
+    /// This result, with the event that reports it (None: its `tool.result`
+    /// is already in the log).
+    Given(ToolResult, Option<ToolResultEvent>),
+}
+
+/// The answer to each unanswered call, in call order (the rule is the
+/// module doc's). `contract` looks a tool up by name.
+pub(crate) fn plan<'a>(
+    tail: ResumeTail,
+    contract: impl Fn(&str) -> Option<&'a ToolContract>,
+) -> Vec<Answer> {
+    tail.calls
+        .into_iter()
+        .map(|call| {
+            let record = tail.recorded.get(&call.id).cloned().unwrap_or_default();
+            if let Some(result) = record.result {
+                return Answer::Given(
+                    ToolResult {
+                        call_id: call.id,
+                        content: recorded_content(&result),
+                        is_error: result.is_error,
+                    },
+                    None,
+                );
+            }
+            let contract = contract(&call.name);
+            if contract.is_some_and(|c| c.replay == Replay::Safe) {
+                return Answer::Rerun(call);
+            }
+            let mutating = contract.is_some_and(|c| c.access == Access::Mutating);
+            let (status, content) = match record.invocation.as_ref() {
+                None if mutating => (
+                    CallStatus::Skipped,
+                    format!(
+                        "Not run: the process driving the run stopped before this {} call \
+                         started. Call it again if it is still needed.",
+                        call.name
+                    ),
+                ),
+                key => (CallStatus::Failed, unknown_outcome(&call, key)),
+            };
+            let (event_content, truncated) = cap_text(&content, RESULT_EVENT_CAP);
+            let event = ToolResultEvent {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                invocation_id: record.invocation,
+                status,
+                is_error: true,
+                content: event_content,
+                truncated,
+                duration_ms: 0,
+            };
+            Answer::Given(
+                ToolResult {
+                    call_id: call.id,
+                    content,
+                    is_error: true,
+                },
+                Some(event),
+            )
+        })
+        .collect()
+}
+
+fn recorded_content(result: &ToolResultEvent) -> String {
+    if result.truncated {
+        format!(
+            "{}\n[The result was cut at {RESULT_EVENT_CAP} characters when the run that made \
+             this call stopped; the tool invocation log has the rest.]",
+            result.content
+        )
+    } else {
+        result.content.clone()
+    }
+}
+
+fn unknown_outcome(call: &ToolCall, key: Option<&ToolInvocationId>) -> String {
+    let key = key.map_or_else(
+        || format!("call id {}", call.id),
+        |id| format!("idempotency key {id}"),
+    );
+    format!(
+        "Outcome unknown: the process driving the run stopped while this {tool} call \
+         ({key}) was in flight, so it may or may not have taken effect. It was not run \
+         again because {tool} is not safe to repeat blindly. Check its effect (the files \
+         or state it was to change) before calling it again.",
+        tool = call.name
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::Role;
+
+    fn call(id: &str, name: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: json!({}),
+        }
+    }
+
+    fn contract(name: &'static str, access: Access, replay: Replay) -> ToolContract {
+        ToolContract {
+            name,
+            description: "",
+            parameters: json!({}),
+            role: Role::Workspace,
+            access,
+            replay,
+            timeout: Duration::from_secs(1),
+            path_argument: None,
+        }
+    }
+
+    fn contracts() -> Vec<ToolContract> {
+        vec![
+            contract("read_file", Access::ReadOnly, Replay::Safe),
+            contract("write_file", Access::Mutating, Replay::Safe),
+            contract("run_command", Access::Mutating, Replay::Never),
+            contract("spawn_subagent", Access::ReadOnly, Replay::Never),
+        ]
+    }
+
+    fn plan_of(calls: Vec<ToolCall>, recorded: &[(&str, Recorded)]) -> Vec<Answer> {
+        let contracts = contracts();
+        let tail = ResumeTail {
+            calls,
+            recorded: recorded
+                .iter()
+                .map(|(id, r)| ((*id).to_owned(), r.clone()))
+                .collect(),
+        };
+        plan(tail, |name| contracts.iter().find(|c| c.name == name))
+    }
+
+    fn key() -> ToolInvocationId {
+        ToolInvocationId::generate()
+    }
+
+    fn given(answer: &Answer) -> (&ToolResult, Option<&ToolResultEvent>) {
+        match answer {
+            Answer::Given(result, event) => (result, event.as_ref()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn safe_calls_are_run_again() {
+        let calls = vec![call("a", "read_file"), call("b", "write_file")];
+        let admitted = Recorded {
+            invocation: Some(key()),
+            result: None,
+        };
+        let answers = plan_of(calls.clone(), &[("b", admitted)]);
+        assert_eq!(
+            answers,
+            [
+                Answer::Rerun(calls[0].clone()),
+                Answer::Rerun(calls[1].clone())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_never_call_in_flight_is_unknown_with_its_idempotency_key() {
+        let id = key();
+        let admitted = Recorded {
+            invocation: Some(id.clone()),
+            result: None,
+        };
+        let answers = plan_of(vec![call("a", "run_command")], &[("a", admitted)]);
+        let (result, event) = given(&answers[0]);
+        assert!(result.is_error);
+        assert!(result.content.starts_with("Outcome unknown"), "{result:?}");
+        assert!(result.content.contains(&format!("idempotency key {id}")));
+        let event = event.unwrap();
+        assert_eq!(event.status, CallStatus::Failed);
+        assert_eq!(event.invocation_id.as_ref(), Some(&id));
+    }
+
+    #[test]
+    fn a_mutating_never_call_without_its_call_event_did_not_start() {
+        let answers = plan_of(vec![call("a", "run_command")], &[]);
+        let (result, event) = given(&answers[0]);
+        assert!(result.content.starts_with("Not run"), "{result:?}");
+        assert_eq!(event.unwrap().status, CallStatus::Skipped);
+    }
+
+    #[test]
+    fn a_read_only_never_call_without_a_record_is_still_unknown() {
+        // its record is not waited for before it runs: it may have run
+        let answers = plan_of(
+            vec![call("a", "spawn_subagent"), call("b", "no_such_tool")],
+            &[],
+        );
+        for answer in &answers {
+            let (result, _) = given(answer);
+            assert!(result.content.starts_with("Outcome unknown"), "{result:?}");
+            assert!(result.content.contains("call id"), "{result:?}");
+        }
+    }
+
+    #[test]
+    fn a_finished_call_gets_its_recorded_result_whatever_its_policy() {
+        let result = |content: &str, truncated| ToolResultEvent {
+            call_id: String::new(),
+            tool: String::new(),
+            invocation_id: None,
+            status: CallStatus::Succeeded,
+            is_error: false,
+            content: content.into(),
+            truncated,
+            duration_ms: 3,
+        };
+        let done = |content, truncated| Recorded {
+            invocation: Some(key()),
+            result: Some(result(content, truncated)),
+        };
+        let answers = plan_of(
+            vec![call("a", "run_command"), call("b", "read_file")],
+            &[("a", done("exit 0", false)), ("b", done("long", true))],
+        );
+        let (first, event) = given(&answers[0]);
+        assert_eq!(
+            (first.content.as_str(), first.is_error, event),
+            ("exit 0", false, None)
+        );
+        let (second, _) = given(&answers[1]);
+        assert!(
+            second.content.starts_with("long\n[The result was cut"),
+            "{second:?}"
+        );
+    }
+
+    #[test]
+    fn only_the_last_model_message_s_unanswered_calls_count() {
+        let assistant = |ids: &[&str]| {
+            Message::assistant("", ids.iter().map(|id| call(id, "read_file")).collect())
+        };
+        let results = |ids: &[&str]| {
+            Message::tool_results(
+                ids.iter()
+                    .map(|id| ToolResult {
+                        call_id: (*id).into(),
+                        content: "ok".into(),
+                        is_error: false,
+                    })
+                    .collect(),
+            )
+        };
+        let history = vec![
+            Message::user("goal"),
+            assistant(&["x"]),
+            assistant(&["a", "b"]),
+            results(&["a"]),
+        ];
+        let ids: Vec<_> = unanswered(&history).into_iter().map(|c| c.id).collect();
+        assert_eq!(ids, ["b"]);
+        assert!(unanswered(&[Message::user("goal")]).is_empty());
+        assert!(unanswered(&[assistant(&["a"]), results(&["a"])]).is_empty());
+    }
+}

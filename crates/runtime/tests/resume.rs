@@ -1,0 +1,337 @@
+//! Resuming an interrupted run: a new run linked by `resumed_from`, in a
+//! fresh sandbox, whose first step answers the calls the dead process left
+//! without results by each tool's replay policy; and the runs that cannot be
+//! resumed, refused with why.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use paddock_core::ids::{GoalId, ToolInvocationId};
+use paddock_core::model::{ContentPart, Message, Role, ToolCall};
+use paddock_core::store::{
+    Goal, GoalStatus, Lease, NewEvent, Run, RunState, StoredMessage, ToolInvocation, ToolStatus,
+};
+use paddock_runtime::events::{
+    CallStatus, EventPayload, RunStarted, ToolCallEvent, ToolResultEvent,
+};
+use paddock_runtime::{ResumeRun, RuntimeError};
+use serde::Serialize;
+use serde_json::json;
+use support::{Harness, call, complete_met, turn};
+
+struct Orphan {
+    run: Run,
+    lease: Lease,
+}
+
+impl Orphan {
+    /// A run a process that died while it was acting left behind (its lease
+    /// expires at once), with its goal row.
+    async fn new(h: &Harness) -> Self {
+        let session = h.session("orphan").await;
+        let lease = h
+            .store
+            .acquire_lease(
+                &Lease::session_resource(&session.id),
+                "node-b/run_dead",
+                Duration::from_millis(1),
+            )
+            .await
+            .unwrap();
+        let mut run = Run::new(
+            h.tenant.clone(),
+            session.id.clone(),
+            "log twice",
+            h.store.now(),
+        );
+        run.state = RunState::Acting;
+        h.store.create_run(&lease, &run).await.unwrap();
+        let goal = Goal {
+            id: GoalId::generate(),
+            tenant: h.tenant.clone(),
+            session: session.id.clone(),
+            run: run.id.clone(),
+            description: run.goal.clone(),
+            success_criteria: vec!["log has two lines".into()],
+            status: GoalStatus::Open,
+            created_at: h.store.now(),
+            updated_at: h.store.now(),
+        };
+        h.store.create_goal(&lease, &goal).await.unwrap();
+        Self { run, lease }
+    }
+
+    async fn message(&self, h: &Harness, message: Message) {
+        let stored = StoredMessage {
+            tenant: h.tenant.clone(),
+            session: self.run.session.clone(),
+            run: self.run.id.clone(),
+            seq: 0,
+            message,
+            created_at: h.store.now(),
+        };
+        h.store.append_message(&self.lease, &stored).await.unwrap();
+    }
+
+    async fn event<P: EventPayload + Serialize>(&self, h: &Harness, payload: &P) {
+        let event = NewEvent {
+            session: self.run.session.clone(),
+            run: Some(self.run.id.clone()),
+            kind: P::KIND.to_owned(),
+            payload: serde_json::to_string(payload).unwrap(),
+        };
+        h.store
+            .append_event(&self.lease, &h.tenant, &event)
+            .await
+            .unwrap();
+    }
+
+    /// The call was admitted: its invocation row and `tool.call` event.
+    async fn admitted(&self, h: &Harness, call: &ToolCall) -> ToolInvocationId {
+        let invocation = ToolInvocation::start(
+            &self.run,
+            call.name.as_str(),
+            call.arguments.to_string(),
+            h.store.now(),
+        );
+        h.store
+            .record_tool_invocation(&self.lease, &invocation)
+            .await
+            .unwrap();
+        self.event(
+            h,
+            &ToolCallEvent {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+                invocation_id: invocation.id.clone(),
+            },
+        )
+        .await;
+        invocation.id
+    }
+}
+
+fn tool_call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+fn results_of(message: &Message) -> Vec<(String, String, bool)> {
+    message
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::ToolResult(r) => Some((r.call_id.clone(), r.content.clone(), r.is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_resumed_run_answers_the_dead_runs_calls_by_their_replay_policy() {
+    let h = Harness::new().await;
+    let dead = Orphan::new(&h).await;
+    // the dead process wrote line 1 of the log before it died, and was in
+    // the middle of its second turn's calls
+    std::fs::write(h.project.join("log"), "one\n").unwrap();
+    let calls = vec![
+        // finished: its result was recorded, only the results message was lost
+        tool_call("c1", "run_command", json!({"command": "echo one >> log"})),
+        // safe to repeat, admitted: run again
+        tool_call(
+            "c2",
+            "write_file",
+            json!({"path": "note.txt", "content": "hi\n"}),
+        ),
+        // not safe, admitted: it may have run
+        tool_call("c3", "run_command", json!({"command": "echo two >> log"})),
+        // not safe, never admitted: it did not start
+        tool_call("c4", "run_command", json!({"command": "echo three >> log"})),
+    ];
+    dead.message(&h, Message::user("Goal: log twice")).await;
+    dead.message(&h, Message::assistant("", calls.clone()))
+        .await;
+    let first = dead.admitted(&h, &calls[0]).await;
+    dead.event(
+        &h,
+        &ToolResultEvent {
+            call_id: "c1".into(),
+            tool: "run_command".into(),
+            invocation_id: Some(first),
+            status: CallStatus::Succeeded,
+            is_error: false,
+            content: "exit 0".into(),
+            truncated: false,
+            duration_ms: 4,
+        },
+    )
+    .await;
+    dead.admitted(&h, &calls[1]).await;
+    let in_flight = dead.admitted(&h, &calls[2]).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    let model = h.script(
+        "resumed",
+        json!([turn(
+            "",
+            vec![
+                call("run_command", json!({"command": "cat log note.txt"})),
+                complete_met(vec![("c1", "cat log")]),
+            ]
+        )]),
+    );
+    let handle = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
+        .await
+        .unwrap();
+    assert_eq!(handle.run.resumed_from.as_ref(), Some(&dead.run.id));
+    assert_eq!(handle.run.session, dead.run.session);
+    let resumed = handle.wait().await.unwrap();
+    assert_eq!(resumed.state, RunState::Completed, "{resumed:?}");
+    assert_eq!(resumed.resumed_from.as_ref(), Some(&dead.run.id));
+    // the dead run was recorded interrupted on the way, and stays so
+    let old = h.runtime.get_run(&h.tenant, &dead.run.id).await.unwrap();
+    assert_eq!(old.state, RunState::Interrupted);
+    // and its calls in flight were closed: none shows as running
+    let statuses: Vec<(String, ToolStatus)> = h
+        .store
+        .list_tool_invocations(&h.tenant, &dead.run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.id.to_string(), i.status))
+        .collect();
+    assert_eq!(statuses.len(), 3, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|(_, s)| *s == ToolStatus::Failed),
+        "{statuses:?}"
+    );
+
+    // c2 ran again in the new sandbox; c3 and c4 did not
+    assert_eq!(h.read(&h.project, "note.txt").as_deref(), Some("hi\n"));
+    assert_eq!(h.read(&h.project, "log").as_deref(), Some("one\n"));
+
+    // the first request already carries every answer, in call order
+    let requests = model.requests();
+    let history = &requests[0].messages;
+    let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+    let results = results_of(&history[2]);
+    let ids: Vec<&str> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2", "c3", "c4"]);
+    assert_eq!(results[0].1, "exit 0");
+    assert!(!results[0].2);
+    assert!(!results[1].2, "{results:?}");
+    assert!(results[1].1.contains("note.txt"), "{results:?}");
+    assert!(results[2].2);
+    assert!(
+        results[2].1.starts_with("Outcome unknown")
+            && results[2]
+                .1
+                .contains(&format!("idempotency key {in_flight}")),
+        "{results:?}"
+    );
+    assert!(results[3].1.starts_with("Not run"), "{results:?}");
+
+    // run.started names the run it resumes, and the goal's criteria came along
+    let started: Vec<RunStarted> = h
+        .payloads(&dead.run.session, RunStarted::KIND)
+        .await
+        .into_iter()
+        .map(|p| serde_json::from_value(p).unwrap())
+        .collect();
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0].resumed_from.as_ref(), Some(&dead.run.id));
+    assert_eq!(started[0].success_criteria, ["log has two lines"]);
+    // the not-rerun calls are reported as results of the new run's log
+    let reported: Vec<(String, String)> = h
+        .payloads(&dead.run.session, ToolResultEvent::KIND)
+        .await
+        .into_iter()
+        .filter(|p| p["call_id"] == "c3" || p["call_id"] == "c4")
+        .map(|p| {
+            (
+                p["call_id"].as_str().unwrap().to_owned(),
+                p["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("c3".to_owned(), "failed".to_owned()),
+            ("c4".to_owned(), "skipped".to_owned())
+        ]
+    );
+
+    // a run is resumed once; a finished run is not resumed at all
+    let again = h
+        .runtime
+        .resume_run(
+            &h.tenant,
+            &dead.run.id,
+            ResumeRun::new(h.script("again", json!([]))),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&again, RuntimeError::NotResumable { reason, .. } if reason.contains("already resumed")),
+        "{again}"
+    );
+    let finished = h
+        .runtime
+        .resume_run(
+            &h.tenant,
+            &resumed.id,
+            ResumeRun::new(h.script("finished", json!([]))),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&finished, RuntimeError::NotResumable { reason, .. } if reason.contains("ended completed")),
+        "{finished}"
+    );
+}
+
+#[tokio::test]
+async fn a_run_killed_between_turns_resumes_with_the_next_model_call() {
+    let h = Harness::new().await;
+    let dead = Orphan::new(&h).await;
+    let calls = vec![tool_call("c1", "read_file", json!({"path": "a"}))];
+    dead.message(&h, Message::user("Goal: log twice")).await;
+    dead.message(&h, Message::assistant("", calls)).await;
+    dead.message(
+        &h,
+        Message::tool_results(vec![paddock_core::model::ToolResult {
+            call_id: "c1".into(),
+            content: "no such file".into(),
+            is_error: true,
+        }]),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let model = h.script("next", json!([turn("", vec![complete_met(vec![])])]));
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert!(resumed.state.is_terminal(), "{resumed:?}");
+    // nothing added before the model's next turn: the history was complete
+    let roles: Vec<Role> = model.requests()[0]
+        .messages
+        .iter()
+        .map(|m| m.role)
+        .collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+}
