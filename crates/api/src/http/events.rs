@@ -27,6 +27,7 @@ use paddock_runtime::events::{Event as TypedEvent, payload_json};
 use serde::Deserialize;
 
 use super::extract::{ApiPath, ApiQuery};
+use super::openapi::SseEvent;
 use super::runs::run_id;
 use super::sessions::session_id;
 use super::{ApiError, AppState, Caller};
@@ -60,7 +61,7 @@ const PAGE: u32 = 500;
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "runs",
     summary = "A session's events as server-sent events, from a sequence number on, then live",
     params(("id" = SessionId, Path), EventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
-    responses((status = 200, description = "the event stream", body = String, content_type = "text/event-stream")))]
+    responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream")))]
 pub(super) async fn stream(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -127,7 +128,7 @@ pub(super) struct RunEventsQuery {
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
     summary = "One run's events as server-sent events, ending after its `run.finished`",
     params(("id" = RunId, Path), RunEventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
-    responses((status = 200, description = "the event stream", body = String, content_type = "text/event-stream")))]
+    responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream")))]
 pub(super) async fn run_stream(
     State(state): State<AppState>,
     Caller(tenant): Caller,

@@ -25,6 +25,7 @@ use serde_json::json;
 
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, sandbox_id};
+use super::openapi::SseEvent;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::ExecCommand;
 use crate::service::{ExecResult, ExecStream, ExitView, SandboxService};
@@ -40,7 +41,7 @@ use crate::text::ChunkEncoder;
     responses(
         (status = 200, description = "how it ended, with its output; or its events as they happen", content(
             (ExecResult = "application/json"),
-            (String = "text/event-stream"),
+            (SseEvent = "text/event-stream"),
         )),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the command could not be started (`spawn_failed`)", body = ErrorBody),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),

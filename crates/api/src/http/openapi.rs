@@ -122,6 +122,34 @@ impl utoipa::PartialSchema for Binary {
 
 impl utoipa::ToSchema for Binary {}
 
+/// One server-sent event of a `text/event-stream` answer, as a client's
+/// SSE parser hands it over (OpenAPI 3.2's item schema for event streams):
+/// `event` names it, `data` is its payload's JSON text, `id` is where a
+/// reconnect resumes (`Last-Event-ID`) for the events that have one.
+pub(super) struct SseEvent;
+
+impl utoipa::PartialSchema for SseEvent {
+    fn schema() -> RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let text = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(description))
+        };
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("event", text("The event's name."))
+            .property("data", text("The payload, JSON text."))
+            .required("data")
+            .property("id", text("The position a reconnect resumes after."))
+            .property("retry", ObjectBuilder::new().schema_type(Type::Integer))
+            .description(Some("One server-sent event."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for SseEvent {}
+
 /// Name of the error body schema every error answer refers to.
 const ERROR_BODY: &str = "ErrorBody";
 

@@ -23,6 +23,7 @@ use serde_json::json;
 use super::error::Body as ErrorBody;
 use super::events::last_event_id;
 use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
+use super::openapi::SseEvent;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::ResizeTerminal;
 use crate::service::{ExitView, ProcessFollow, SandboxService};
@@ -42,7 +43,7 @@ pub(super) struct StreamQuery {
     params(("id" = SandboxId, Path), ("handle" = u64, Path, description = "The handle its start answered."), StreamQuery,
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume at this output offset (wins over `offset`).")),
     responses(
-        (status = 200, description = "`output` events, then `exit`", body = String, content_type = "text/event-stream"),
+        (status = 200, description = "`output` events, then `exit`", body = SseEvent, content_type = "text/event-stream"),
         (status = 400, description = "unknown process or bad offset (`bad_request`)", body = ErrorBody),
         (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
