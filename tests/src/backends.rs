@@ -226,6 +226,56 @@ fn containers_labelled(id: &str) -> Vec<String> {
     }
 }
 
+/// Kills sandbox `id` from outside, as a crash or the OOM killer would:
+/// SIGKILL to every process naming it (the native monitor, QEMU) and, for
+/// containers, `docker kill` of its container. Waits (at most 15 s) until
+/// nothing of it runs; says whether that happened.
+pub async fn kill_from_outside(kind: Kind, id: &paddock_core::sandbox::SandboxId) -> bool {
+    let pids = |id: &str| -> Vec<i32> {
+        processes_naming(id)
+            .iter()
+            .filter_map(|p| p.strip_prefix("process ")?.split(':').next()?.parse().ok())
+            .collect()
+    };
+    for pid in pids(id.as_str()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let containers = || -> Vec<String> {
+        containers_labelled(id.as_str())
+            .iter()
+            .filter_map(|c| c.strip_prefix("container ").map(str::to_owned))
+            .collect()
+    };
+    if kind.is_container() {
+        for container in containers() {
+            let _ = docker_cli().args(["kill", &container]).output();
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let running = if kind.is_container() {
+            containers().iter().any(|c| {
+                docker_cli()
+                    .args(["inspect", "-f", "{{.State.Running}}", c])
+                    .output()
+                    .is_ok_and(|out| out.stdout.starts_with(b"true"))
+            })
+        } else {
+            !pids(id.as_str()).is_empty()
+        };
+        if !running {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// What sandbox `id` still holds on the host (processes naming it, and for
 /// containers the engine's containers labelled with it), after waiting
 /// up to 15 s for it to go.

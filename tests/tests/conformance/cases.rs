@@ -836,6 +836,30 @@ pub fn warm_pool(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         let queued = pool.ready_ids();
         assert_eq!(queued.len(), 2);
         assert!(queued.iter().all(|id| !seen.contains(id)));
+        // a pooled sandbox killed while it waits is never handed out
+        let killed = queued[0].clone();
+        assert!(
+            backends::kill_from_outside(ctx.kind, &killed).await,
+            "the pooled sandbox {killed} did not die"
+        );
+        // the guest connection's reader sees the end of the stream
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let sb = pool.create(profile.clone()).await.unwrap();
+        assert_ne!(sb.info().id, killed, "a dead pooled sandbox was handed out");
+        let (code, out, _) = sh(&*sb.guest(), "echo alive").await;
+        assert_eq!((code, out.as_str()), (0, "alive\n"));
+        seen.insert(sb.info().id.clone());
+        seen.insert(killed.clone());
+        sb.destroy().await.unwrap();
+        assert!(
+            pool.wait_full(boot_wait(ctx.kind)).await,
+            "the pool did not refill after a dead sandbox"
+        );
+        let queued: Vec<_> = pool
+            .ready_ids()
+            .into_iter()
+            .filter(|id| !seen.contains(id))
+            .collect();
         drop(pool);
         for id in queued.iter().chain(seen.iter()) {
             let left = backends::leftovers(ctx.kind, id).await;
