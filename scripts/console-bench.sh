@@ -3,10 +3,14 @@
 # throwaway `paddock serve` (release build): first paint of a 5,000-event
 # session beside a plain fetch of its stream, stored-to-shown latency, and
 # the shipped size. Needs root (sandboxes), chromium and the npm packages
-# (scripts/console-setup.sh).
+# (scripts/console-setup.sh). Builds only what it runs: the paddock binary,
+# and paddock-guest unless PADDOCK_GUEST_BIN names one already built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --workspace --bins >/dev/null
+cargo build --release -p paddock --bin paddock >/dev/null
+if [ -z "${PADDOCK_GUEST_BIN:-}" ]; then
+    cargo build --release -p paddock-guest >/dev/null
+fi
 bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 paddock=$(ls -t "$bin"/*/release/paddock "$bin"/release/paddock 2>/dev/null | head -n 1)
 data=$(mktemp -d /tmp/paddock-console-bench.XXXXXX)

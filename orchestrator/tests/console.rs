@@ -1,8 +1,10 @@
 //! The web console end to end in a real browser: `paddock serve` as a real
 //! process with the console embedded, and crates/console/web/tests/e2e.mjs
 //! (playwright-core driving Debian's chromium headless) signing in, running
-//! a scripted agent, editing a file, using the terminal, forking and
-//! reloading mid-run. Screenshots land in target/console-artifacts/.
+//! a scripted agent, editing a file, using the terminal (and ending it with
+//! ^D and End shell), forking and reloading mid-run, watching model text and
+//! command output stream live and an egress decision denied. Screenshots
+//! land in target/console-artifacts/.
 //!
 //! Needs chromium and the console's npm packages (scripts/console-setup.sh
 //! installs both). Without them the test says it skipped and why, unless
@@ -36,6 +38,33 @@ fn missing_prerequisite() -> Option<String> {
         );
     }
     None
+}
+
+/// The session view's handling of live events (web/tests/session.test.mjs),
+/// in Node without a browser: needs node only.
+#[test]
+fn the_session_view_replaces_live_events_with_the_stored_ones() -> Result<()> {
+    if Command::new("node").arg("--version").output().is_err() {
+        if std::env::var("PADDOCK_REQUIRE_BROWSER").as_deref() == Ok("1") {
+            bail!("PADDOCK_REQUIRE_BROWSER=1 but node is not installed");
+        }
+        eprintln!("SKIPPED: the session view test: node is not installed");
+        return Ok(());
+    }
+    let output = Command::new("node")
+        .args(["--test", "tests/session.test.mjs"])
+        .current_dir(web_dir())
+        .output()
+        .context("running node --test tests/session.test.mjs")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "the session view test failed: {stdout}"
+    );
+    assert!(stdout.contains("# fail 0"), "{stdout}");
+    Ok(())
 }
 
 #[test]
@@ -73,6 +102,10 @@ fn the_console_drives_a_session_end_to_end_in_a_real_browser() -> Result<()> {
         "08-terminal",
         "10-subagents",
         "13-narrow",
+        "14-streaming-text",
+        "15-streaming-output",
+        "16-egress-denied",
+        "17-terminal-ended",
     ] {
         let path = artifacts.join(format!("{shot}.png"));
         let size = std::fs::metadata(&path)

@@ -17,11 +17,15 @@
 //! the order things happen. A turn with `"error": "..."` fails its call with
 //! that message (a summary call that fails, say). A turn with `"delay_ms": N`
 //! streams its text after N ms (a model that thinks; the fault tests kill a
-//! run in the middle of such a stream).
+//! run in the middle of such a stream). A turn with `"delta_ms": N` streams
+//! its text a word at a time and each call's arguments in pieces of
+//! [`ARGUMENT_PIECE`] characters, N ms apart (what a person watching the
+//! console sees a real model do).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use paddock_core::model::{
@@ -56,7 +60,15 @@ struct Turn {
     /// How long the stream waits before its first event.
     #[serde(default)]
     delay_ms: u64,
+    /// Stream the text word by word and the arguments in pieces, this many
+    /// ms apart (0: each in one piece, at once).
+    #[serde(default)]
+    delta_ms: u64,
 }
+
+/// Characters of a call's arguments JSON per piece when a turn streams
+/// (`delta_ms`).
+const ARGUMENT_PIECE: usize = 16;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,28 +159,58 @@ impl ScriptedProvider {
             .min(self.summaries.len())
     }
 
-    fn events(turn: &Turn, index: usize, request: &ModelRequest) -> Vec<ModelEvent> {
+    /// The turn's stream: each event with the pause before it.
+    fn events(turn: &Turn, index: usize, request: &ModelRequest) -> Vec<(Duration, ModelEvent)> {
+        let step = Duration::from_millis(turn.delta_ms);
+        let streaming = !step.is_zero();
         let mut events = Vec::new();
         if !turn.text.is_empty() {
-            events.push(ModelEvent::TextDelta {
-                text: turn.text.clone(),
-            });
+            let pieces: Vec<&str> = if streaming {
+                turn.text.split_inclusive(' ').collect()
+            } else {
+                vec![turn.text.as_str()]
+            };
+            for piece in pieces {
+                events.push((
+                    step,
+                    ModelEvent::TextDelta {
+                        text: piece.to_owned(),
+                    },
+                ));
+            }
         }
         for (n, call) in turn.tool_calls.iter().enumerate() {
             let id = format!("call_{}_{}", index + 1, n + 1);
-            events.push(ModelEvent::ToolCallStart {
-                id: id.clone(),
-                name: call.name.clone(),
-            });
-            events.push(ModelEvent::ToolCallDelta {
-                id: id.clone(),
-                json: call.arguments.to_string(),
-            });
-            events.push(ModelEvent::ToolCall(ToolCall {
-                id,
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            }));
+            events.push((
+                step,
+                ModelEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: call.name.clone(),
+                },
+            ));
+            let json = call.arguments.to_string();
+            let pieces = if streaming {
+                pieces_of(&json, ARGUMENT_PIECE)
+            } else {
+                vec![json]
+            };
+            for json in pieces {
+                events.push((
+                    step,
+                    ModelEvent::ToolCallDelta {
+                        id: id.clone(),
+                        json,
+                    },
+                ));
+            }
+            events.push((
+                Duration::ZERO,
+                ModelEvent::ToolCall(ToolCall {
+                    id,
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                }),
+            ));
         }
         let usage = turn.usage.unwrap_or_else(|| Usage {
             input_tokens: request.estimate_tokens(),
@@ -179,15 +221,28 @@ impl ScriptedProvider {
                     .map(|call| estimate_tokens(&call.arguments.to_string()))
                     .sum::<u64>(),
         });
-        events.push(ModelEvent::Usage(usage));
+        events.push((Duration::ZERO, ModelEvent::Usage(usage)));
         let stop = if turn.tool_calls.is_empty() {
             StopReason::EndTurn
         } else {
             StopReason::ToolCalls
         };
-        events.push(ModelEvent::Done { stop });
+        events.push((Duration::ZERO, ModelEvent::Done { stop }));
+        // the first event waits as the turn thinks, not a step
+        if let Some((pause, _)) = events.first_mut() {
+            *pause = Duration::from_millis(turn.delay_ms);
+        }
         events
     }
+}
+
+/// `text` in pieces of at most `size` characters.
+fn pieces_of(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(size.max(1))
+        .map(|piece| piece.iter().collect())
+        .collect()
 }
 
 impl ModelProvider for ScriptedProvider {
@@ -231,20 +286,19 @@ impl ModelProvider for ScriptedProvider {
         }
         tracing::debug!(model = %self.name, turn = index + 1, purpose = ?request.purpose, "scripted turn");
         let events = Self::events(turn, index, request).into_iter();
-        let delay = std::time::Duration::from_millis(turn.delay_ms);
-        futures_util::stream::unfold(Some((events, cancel, delay)), |state| async move {
-            let (mut events, cancel, delay) = state?;
-            if !delay.is_zero() {
+        futures_util::stream::unfold(Some((events, cancel)), |state| async move {
+            let (mut events, cancel) = state?;
+            let (pause, event) = events.next()?;
+            if !pause.is_zero() {
                 tokio::select! {
                     () = cancel.cancelled() => return Some((Err(ModelError::Cancelled), None)),
-                    () = tokio::time::sleep(delay) => {}
+                    () = tokio::time::sleep(pause) => {}
                 }
             }
             if cancel.is_cancelled() {
                 return Some((Err(ModelError::Cancelled), None));
             }
-            let event = events.next()?;
-            Some((Ok(event), Some((events, cancel, std::time::Duration::ZERO))))
+            Some((Ok(event), Some((events, cancel))))
         })
         .boxed()
     }

@@ -174,3 +174,50 @@ fn malformed_scripts_are_refused_with_their_path() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_turn_with_delta_ms_streams_its_text_and_arguments_in_pieces() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let script = r#"{"turns": [{"text": "one two three", "delta_ms": 40, "tool_calls": [
+        {"name": "run_command", "arguments": {"command": "echo a long enough command"}}
+    ]}]}"#;
+    let provider = ScriptedProvider::load(&write(dir.path(), script)?, 32_000)?;
+    let started = std::time::Instant::now();
+    let mut stream = provider.stream(&ModelRequest::default(), CancellationToken::new());
+    let mut texts = Vec::new();
+    let mut arguments = Vec::new();
+    let mut first_text_at = None;
+    let mut last_text_at = None;
+    let mut calls = Vec::new();
+    while let Some(event) = futures_util::StreamExt::next(&mut stream).await {
+        match event? {
+            ModelEvent::TextDelta { text } => {
+                first_text_at.get_or_insert(started.elapsed());
+                last_text_at = Some(started.elapsed());
+                texts.push(text);
+            }
+            ModelEvent::ToolCallDelta { json, .. } => arguments.push(json),
+            ModelEvent::ToolCall(call) => calls.push(call),
+            _ => {}
+        }
+    }
+    assert_eq!(texts, ["one ", "two ", "three"]);
+    let (first, last) = (
+        first_text_at.unwrap_or_default(),
+        last_text_at.unwrap_or_default(),
+    );
+    assert!(
+        last - first >= std::time::Duration::from_millis(70),
+        "the pieces came {:?} apart",
+        last - first
+    );
+    assert!(arguments.len() > 1, "{arguments:?}");
+    assert!(arguments.iter().all(|piece| piece.chars().count() <= 16));
+    let joined: String = arguments.concat();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&joined)?,
+        json!({"command": "echo a long enough command"})
+    );
+    assert_eq!(calls.len(), 1);
+    Ok(())
+}

@@ -4,6 +4,14 @@ function latestRun(view) {
   return view.lastRun ? view.runs.get(view.lastRun) : null;
 }
 
+/** The network policy of `run.started`: none, full, or the allowed destinations. */
+export function networkLabel(network) {
+  if (network === null || network === undefined || network === 'none') return 'none (loopback only)';
+  if (network === 'full') return 'full (any destination, through the egress proxy)';
+  if (Array.isArray(network.allowlist)) return `allow ${network.allowlist.join(', ')}`;
+  return JSON.stringify(network);
+}
+
 export function GoalPanel({ view }) {
   const run = latestRun(view);
   if (!run) return <p class="hint">No run yet in this session.</p>;
@@ -14,6 +22,10 @@ export function GoalPanel({ view }) {
       <p class="text">{run.goal}</p>
       <p>
         State: <strong data-testid="run-state">{run.state}</strong> · mode {run.mode} · model {run.model}
+        {run.backend && <> · backend {run.backend}</>}
+      </p>
+      <p>
+        Network: <span data-testid="run-network">{networkLabel(run.network)}</span>
       </p>
       {run.criteria.length > 0 && (
         <>

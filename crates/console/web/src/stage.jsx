@@ -47,7 +47,11 @@ export function Stage({ session, view, onError, onChanged }) {
         {visible.map((item) => (
           <StageItem key={item.key} item={item} />
         ))}
-        {run && isActive(run.state) && <p class="working" data-testid="working">Working: {run.state}…</p>}
+        {run && isActive(run.state) && (
+          <p class="working" data-testid="working">
+            <Spinner /> Working: {run.state}…
+          </p>
+        )}
       </div>
       <Prompt session={session} run={run} onError={onError} onChanged={onChanged} />
     </main>
@@ -72,8 +76,16 @@ function StageItem({ item }) {
       );
     case 'assistant':
       return (
-        <article class="msg assistant">
-          <header>Agent · turn {item.turn}</header>
+        <article class={`msg assistant${item.streaming ? ' streaming' : ''}`} data-testid="assistant" data-streaming={item.streaming ? 'true' : 'false'} aria-busy={item.streaming ? 'true' : 'false'}>
+          <header>
+            Agent · turn {item.turn}
+            {item.streaming && (
+              <>
+                {' '}
+                <Spinner /> writing…
+              </>
+            )}
+          </header>
           <p class="text">{item.text}</p>
         </article>
       );
@@ -105,17 +117,36 @@ function StageItem({ item }) {
   }
 }
 
+/** A busy mark beside what is under way (hidden from screen readers). */
+function Spinner() {
+  return <span class="spinner" aria-hidden="true" />;
+}
+
+/**
+ * One tool call, collapsed: its arguments (streaming while the model writes
+ * them), its output while it runs (open then), and its result, which
+ * replaces the output that streamed.
+ */
 function ToolItem({ item }) {
   const result = item.result;
-  const status = result ? result.status : 'running';
-  const summary = item.arguments ? JSON.stringify(item.arguments) : '';
+  const status = result ? result.status : item.pending ? 'preparing' : 'running';
+  const summary = item.arguments ? JSON.stringify(item.arguments) : item.argumentsText ?? '';
+  const output = !result && item.output ? item.output : '';
   return (
-    <details class={`tool status-${status}`} data-testid="tool-call">
+    <details class={`tool status-${status}`} data-testid="tool-call" data-call={item.callId} open={output !== ''}>
       <summary>
         <span class="tool-name">{item.tool}</span> <span class="tool-args">{summary.length > 120 ? `${summary.slice(0, 120)}…` : summary}</span>
-        <span class="tool-status">{status}</span>
+        <span class="tool-status">
+          {!result && <Spinner />} {status}
+        </span>
       </summary>
       {item.arguments && <pre class="args">{JSON.stringify(item.arguments, null, 2)}</pre>}
+      {output && (
+        <pre class="output" data-testid="tool-output" aria-live="off">
+          {item.outputCut ? '[earlier output cut]\n' : ''}
+          {output}
+        </pre>
+      )}
       {result && <pre class="result">{result.content}{result.truncated ? '\n[cut]' : ''}</pre>}
     </details>
   );
@@ -138,6 +169,18 @@ async function releaseConsoleSandbox(workspace) {
   }
 }
 
+/**
+ * The network a run asks for, as the API takes it: `none`, `full`, or
+ * `allow:a,b` (`{"allowlist": [...]}`); null for the server's default.
+ */
+function networkPolicy(text) {
+  const value = text.trim();
+  if (value === '') return null;
+  if (value === 'none' || value === 'full') return value;
+  const hosts = value.replace(/^allow:/, '').split(/[\s,]+/).filter(Boolean);
+  return { allowlist: hosts };
+}
+
 function Prompt({ session, run, onError, onChanged }) {
   const active = run && isActive(run.state);
   const [goal, setGoal] = useState('');
@@ -146,6 +189,7 @@ function Prompt({ session, run, onError, onChanged }) {
   const [model, setModel] = useState(() => localStorage.getItem('paddock.model') ?? 'openai:gpt-4o');
   const [script, setScript] = useState('');
   const [childModels, setChildModels] = useState('');
+  const [network, setNetwork] = useState('');
   const [busy, setBusy] = useState(false);
   const archived = session.status === 'archived';
 
@@ -166,6 +210,8 @@ function Prompt({ session, run, onError, onChanged }) {
           model: script.trim() ? { scripted: JSON.parse(script) } : { spec: model },
         };
         if (childModels.trim()) body.subagent_models = JSON.parse(childModels);
+        const policy = networkPolicy(network);
+        if (policy !== null) body.network = policy;
         await api('POST', `/v1/sessions/${enc(session.id)}/runs`, body);
         onChanged();
       }
@@ -218,6 +264,10 @@ function Prompt({ session, run, onError, onChanged }) {
           <label>
             Model
             <input value={model} onInput={(e) => setModel(e.currentTarget.value)} />
+          </label>
+          <label>
+            Network (empty: the server's default; none, full, or allow:HOST,HOST:PORT)
+            <input value={network} onInput={(e) => setNetwork(e.currentTarget.value)} placeholder="server default" data-testid="network" />
           </label>
           <label>
             Scripted turns (JSON, for demos and tests; replaces the model)

@@ -1,12 +1,13 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { enc, readEventStream } from './api.js';
-import { apply, emptyView, eventOfFrame } from './session.js';
+import { apply, applyLive, emptyView, eventOfFrame, isTransient } from './session.js';
 
 /**
  * The live view of one session: every stored event from the start, then
  * live ones, resumed after the last sequence number on a dropped
- * connection. Renders at most once per animation frame however fast events
- * arrive.
+ * connection. Transient events (no id) fill in what is under way and never
+ * move the resume point. Renders at most once per animation frame however
+ * fast events arrive.
  */
 export function useSession(sessionId) {
   const [view, setView] = useState(emptyView);
@@ -31,7 +32,8 @@ export function useSession(sessionId) {
       onStatus: (next) => setStatus(next),
       onEvent: (frame) => {
         if (frame.event === 'error') return;
-        apply(fresh, eventOfFrame(frame));
+        if (isTransient(frame)) applyLive(fresh, eventOfFrame(frame));
+        else apply(fresh, eventOfFrame(frame));
         if (!scheduled) {
           scheduled = true;
           requestAnimationFrame(flush);

@@ -92,10 +92,19 @@ await page.getByRole('tab', { name: 'Activity' }).click();
 const counted = await page.locator('[data-testid=activity-panel] select option').first().textContent();
 
 // Latency: a run whose events arrive while the page watches; each event's
-// arrival in the page against its created_at.
+// arrival in the page against its created_at. What only transient events
+// add (a turn's text while it streams, a command's live output) is not a
+// stored event shown, so those changes are not counted.
 await page.evaluate(() => {
   window.__seen = [];
-  new MutationObserver(() => window.__seen.push(Date.now())).observe(document.querySelector('[data-testid=stage]'), { childList: true, subtree: true });
+  const transient = (node) => {
+    const el = node.nodeType === 1 ? node : node.parentElement;
+    return Boolean(el?.closest('[data-streaming=true], [data-testid=tool-output]'));
+  };
+  const counts = (record) => record.removedNodes.length > 0 || ![...record.addedNodes].every(transient);
+  new MutationObserver((records) => {
+    if (records.some(counts)) window.__seen.push(Date.now());
+  }).observe(document.querySelector('[data-testid=stage]'), { childList: true, subtree: true });
 });
 const slow = [];
 for (let t = 0; t < 10; t += 1) slow.push({ text: `slow ${t}`, tool_calls: [{ name: 'run_command', arguments: { command: `sleep 0.2; echo ${t}` } }] });

@@ -278,6 +278,111 @@ try {
     await shot('11-forked');
   });
 
+  // A model that streams its answer a word at a time, and a command that
+  // prints, sleeps and prints again, in a sandbox allowed only
+  // example.invalid that asks for another name (a denied DNS decision).
+  const answer = 'Streaming this answer one word at a time so that a reader sees it grow.';
+  const streamed = {
+    turns: [
+      {
+        text: answer,
+        delta_ms: 120,
+        tool_calls: [{ name: 'run_command', arguments: { command: 'getent hosts blocked.example.org || echo not-resolved; echo first-out; sleep 4; echo second-out' } }],
+      },
+      { tool_calls: [{ name: 'complete_task', arguments: { verdict: 'met', summary: 'streamed', evidence: ['second-out printed'] } }] },
+    ],
+  };
+
+  await step('model text streams in word by word, then the stored message replaces it (no duplicate)', async () => {
+    dialogAnswers.push('live');
+    // in the workspace of the session open now (the fork's)
+    const current = page.locator('.tree > li', { has: page.locator('li.selected') });
+    await current.getByRole('button', { name: '+ New session' }).click();
+    await page.locator('.session-title', { hasText: 'live' }).waitFor({ timeout: TIMEOUT });
+    await page.fill('#goal', 'Stream an answer and a command');
+    if ((await page.locator('.run-options').getAttribute('open')) === null) await page.click('.run-options summary');
+    await page.fill('[data-testid=script]', JSON.stringify(streamed));
+    await page.fill('[data-testid=subagent-models]', '');
+    await page.fill('[data-testid=network]', 'allow:example.invalid');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    const growing = page.locator('[data-testid=assistant][data-streaming=true] .text');
+    await growing.waitFor({ timeout: TIMEOUT });
+    const first = await growing.textContent();
+    // a later look while it still streams shows more of the same text
+    const later = await page.waitForFunction(
+      (before) => {
+        const el = document.querySelector('[data-testid=assistant][data-streaming=true] .text');
+        return el && el.textContent.length > before.length ? el.textContent : null;
+      },
+      first,
+      { timeout: TIMEOUT, polling: 20 },
+    );
+    const more = await later.jsonValue();
+    assert.ok(answer.startsWith(first) && answer.startsWith(more), `${JSON.stringify(first)} / ${JSON.stringify(more)}`);
+    assert.ok(more.length < answer.length, 'the whole answer came at once');
+    await shot('14-streaming-text');
+    await page.locator('[data-testid=assistant][data-streaming=false]', { hasText: answer }).waitFor({ timeout: TIMEOUT });
+    assert.equal(await page.locator('[data-testid=assistant]').count(), 1, 'the streamed text and the stored message both show');
+  });
+
+  await step('a running command\'s output appears before it ends, then its result replaces it', async () => {
+    const call = page.locator('[data-testid=tool-call]', { hasText: 'run_command' });
+    const output = call.locator('[data-testid=tool-output]');
+    await output.filter({ hasText: 'first-out' }).waitFor({ timeout: TIMEOUT });
+    assert.doesNotMatch(await output.textContent(), /second-out/);
+    assert.match(await call.locator('.tool-status').textContent(), /running/);
+    await shot('15-streaming-output');
+    await call.locator('.tool-status', { hasText: 'succeeded' }).waitFor({ timeout: TIMEOUT });
+    assert.equal(await output.count(), 0, 'the live output stays beside the result');
+    await call.locator('summary').click();
+    assert.match(await call.locator('pre.result').textContent(), /first-out\s+second-out/);
+    await page.locator('[data-testid=run-finished]').waitFor({ timeout: TIMEOUT });
+    assert.equal(await page.locator('[data-testid=tool-call]').count(), 2, 'one stage item per tool call');
+  });
+
+  await step('the run log shows the denied egress decision, and the goal panel the network policy', async () => {
+    await page.getByRole('tab', { name: 'Goal' }).click();
+    assert.equal(await page.locator('[data-testid=run-network]').textContent(), 'allow example.invalid');
+    await page.getByRole('tab', { name: 'Activity' }).click();
+    await page.selectOption('[data-testid=network-filter]', 'denied');
+    const denied = page.locator('[data-testid=egress-row]', { hasText: 'blocked.example.org' });
+    await denied.first().waitFor({ timeout: TIMEOUT });
+    const row = await denied.first().textContent();
+    assert.match(row, /denied blocked\.example\.org:53 via dns/);
+    assert.match(row, /not allowed by the sandbox's network policy/);
+    // the filter keeps only egress decisions
+    const kinds = await page.locator('[data-testid=activity-panel] .event-row .kind').allTextContents();
+    assert.ok(kinds.length > 0 && kinds.every((k) => k === 'egress.decision'), kinds.join(' '));
+    await shot('16-egress-denied');
+    await page.selectOption('[data-testid=network-filter]', '');
+  });
+
+  await step('the terminal: ^D ends the shell, and End shell ends another', async () => {
+    await page.getByRole('tab', { name: 'Terminal' }).click();
+    const status = page.locator('[data-testid=terminal-status]');
+    const screen = page.locator('[data-testid=terminal] .xterm-rows');
+    await status.filter({ hasText: 'live' }).waitFor({ timeout: TIMEOUT });
+    await page.locator('[data-testid=terminal]').click();
+    await page.keyboard.type('echo before-eof-$((3*4))');
+    await page.keyboard.press('Enter');
+    await screen.filter({ hasText: 'before-eof-12' }).waitFor({ timeout: TIMEOUT });
+    await page.keyboard.press('Control+KeyD');
+    await screen.filter({ hasText: '[exited 0]' }).waitFor({ timeout: TIMEOUT });
+    await status.filter({ hasText: 'exited' }).waitFor({ timeout: TIMEOUT });
+    const workspace = JSON.parse(await page.evaluate(() => sessionStorage.getItem('paddock.selection'))).workspace;
+    const sandbox = await page.evaluate((ws) => sessionStorage.getItem(`paddock.sandbox.${ws}`), workspace);
+    const running = async () => (await apiCall('GET', `/v1/sandboxes/${sandbox}/processes`)).processes.filter((p) => p.pty && p.running);
+    assert.deepEqual(await running(), [], 'the shell still runs after ^D');
+    await page.getByRole('button', { name: 'New shell' }).click();
+    await status.filter({ hasText: 'live' }).waitFor({ timeout: TIMEOUT });
+    assert.equal((await running()).length, 1);
+    await page.getByRole('button', { name: 'End shell' }).click();
+    await status.filter({ hasText: 'exited' }).waitFor({ timeout: TIMEOUT });
+    await screen.filter({ hasText: '[exited' }).waitFor({ timeout: TIMEOUT });
+    assert.deepEqual(await running(), [], 'the shell still runs after End shell');
+    await shot('17-terminal-ended');
+  });
+
   await step('keyboard: the panel tabs move with the arrow keys', async () => {
     await page.getByRole('tab', { name: 'Goal' }).click();
     await page.keyboard.press('ArrowRight');
