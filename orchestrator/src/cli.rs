@@ -520,9 +520,11 @@ pub struct GoalArgs {
     pub network: Option<NetworkPolicy>,
     /// A secret injected at egress into the run's sandbox (repeatable), as
     /// for `sandbox run --secret`: `NAME@HOST[,HOST...][=HEADER]`, the value
-    /// from this environment's NAME. Not sent with --server.
-    #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
-    pub secrets: Vec<paddock_proto::SecretSpec>,
+    /// from this environment's NAME (with --server, sent as the run's own
+    /// secret); or, with --server, `NAME` alone: a secret the server's
+    /// config defines (`[secrets.NAME]`) and grants to your tenant.
+    #[arg(long = "secret", value_name = "NAME[@HOSTS]", value_parser = parse_secret_arg)]
+    pub secrets: Vec<SecretArg>,
     /// A success criterion the review judges (repeatable).
     #[arg(long = "criteria", value_name = "TEXT")]
     pub criteria: Vec<String>,
@@ -996,6 +998,12 @@ pub struct CreateArgs {
     /// same proxy (never the host's own network or services).
     #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
     pub network: NetworkPolicy,
+    /// A secret injected at egress (repeatable): `NAME`, a secret the
+    /// server's config defines and grants to your tenant, or
+    /// `NAME@HOST[,HOST...][=HEADER]` with the value from this
+    /// environment's NAME (sent write-only). Needs --network allowing its hosts.
+    #[arg(long = "secret", value_name = "NAME[@HOSTS]", value_parser = parse_secret_arg)]
+    pub secrets: Vec<SecretArg>,
     /// Memory limit: bytes, or with a suffix (512M, 1G). Default: the server's.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub memory: Option<u64>,
@@ -1161,6 +1169,37 @@ pub struct InfoArgs {
     /// Without an id: the backends checked for whether this host can run them.
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+/// `--secret` of `paddock run` and `paddock sandbox create`: a server's
+/// secret by name, or one of this environment's.
+#[derive(Debug, Clone)]
+pub enum SecretArg {
+    /// `NAME`: defined by the server's config.
+    Server(String),
+    /// `NAME@HOSTS[=HEADER]`: the value from this environment's NAME.
+    Local(paddock_proto::SecretSpec),
+}
+
+fn parse_secret_arg(raw: &str) -> Result<SecretArg, String> {
+    if raw.contains('@') {
+        return parse_secret(raw).map(SecretArg::Local);
+    }
+    let name = raw.trim();
+    let valid = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if !valid {
+        return Err(format!(
+            "secret {raw:?}: expected NAME (a server's secret, [A-Z_][A-Z0-9_]*) or \
+             NAME@HOST[,HOST...][=HEADER]"
+        ));
+    }
+    Ok(SecretArg::Server(name.to_owned()))
 }
 
 /// `NAME@HOSTS[=HEADER]`, the value from this process's environment.

@@ -119,8 +119,10 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         allow_downgrade: service_config.allow_downgrade.clone(),
         ..SandboxSpec::default()
     };
-    // A run names its backend among the same ones as a sandbox request.
+    // A run names its backend among the same ones as a sandbox request,
+    // and its secrets among the same operator's secrets.
     let run_backends = backends.clone();
+    let run_secrets = service_config.secrets.clone();
     let service = SandboxService::new(store.clone(), backends, service_config, root.child_token());
     let report = service.reconcile().await?;
     if !report.lost.is_empty() || !report.orphans.is_empty() {
@@ -155,7 +157,13 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         scratch_dir: Some(data.join("tmp")),
         context_window: config.model_context_window,
     };
-    let agents = AgentService::new(runtime, models, run_backends, root.child_token());
+    let agents = AgentService::new(
+        runtime,
+        models,
+        run_backends,
+        run_secrets,
+        root.child_token(),
+    );
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

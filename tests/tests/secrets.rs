@@ -95,6 +95,11 @@ fn a_secret_reaches_its_host_while_the_sandbox_sees_only_a_placeholder() {
         "{decision:?}"
     );
     assert!(!format!("{:?}", json.egress).contains(&value));
+    // The enforcement report names the secret and its hosts, no value.
+    assert_eq!(
+        serde_json::to_value(&json.enforcement().secrets).unwrap(),
+        serde_json::json!([{"name": "API_KEY", "hosts": ["api.test"]}])
+    );
 }
 
 /// Every file under `dir` that holds `needle` (the store, its WAL, blobs, workspaces).
@@ -185,4 +190,373 @@ fn an_agent_run_with_a_secret_never_stores_it() {
     let holding = files_holding(&data, value.as_bytes());
     assert!(holding.is_empty(), "the value is stored in {holding:?}");
     assert!(files_holding(&ws, value.as_bytes()).is_empty());
+}
+
+const TOKEN_A: &str = "secrets-test-token-tenant-a";
+const TOKEN_B: &str = "secrets-test-token-tenant-b";
+const SERVER_VAR: &str = "PADDOCK_TEST_SERVER_API_KEY";
+
+/// `paddock serve` with `config`, its value variable set to `value` (None:
+/// unset), its log in `log`.
+fn serve(
+    dir: &std::path::Path,
+    config: &str,
+    extra: &[String],
+    value: Option<&str>,
+    log: &std::path::Path,
+) -> std::process::Child {
+    let config_file = dir.join("serve.toml");
+    std::fs::write(&config_file, config).unwrap();
+    let mut cmd = std::process::Command::new(paddock_tests::bins::paddock());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--node"])
+        .arg(format!("secrets-{}", std::process::id()))
+        .arg("--data-dir")
+        .arg(dir.join("server"))
+        .arg("--config")
+        .arg(&config_file)
+        .args(extra)
+        .env(
+            "PADDOCK_TOKENS",
+            format!("tenant-a:{TOKEN_A},tenant-b:{TOKEN_B}"),
+        )
+        .env("RUST_LOG", "debug")
+        .env_remove(SERVER_VAR)
+        .env_remove("PADDOCK_DATA_DIR")
+        .env_remove("PADDOCK_DATABASE_URL")
+        .env_remove("PADDOCK_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap());
+    if let Some(value) = value {
+        cmd.env(SERVER_VAR, value);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// A running `paddock serve`, stopped with SIGTERM (its sandboxes go with it).
+struct Server {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Server {
+    fn start(child: std::process::Child) -> Self {
+        use std::io::BufRead;
+        let mut child = child;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Self { child, url }
+    }
+
+    /// `curl` against the API as `token`: the status and the body.
+    fn api(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, String) {
+        let mut cmd = std::process::Command::new("curl");
+        cmd.args(["-sS", "-m", "60", "-X", method, "-w", "\n%{http_code}"])
+            .arg("-H")
+            .arg(format!("Authorization: Bearer {token}"))
+            .arg(format!("{}{path}", self.url));
+        if let Some(body) = body {
+            cmd.args(["-H", "Content-Type: application/json", "-d"])
+                .arg(body.to_string());
+        }
+        let out = String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned();
+        let (body, status) = out.rsplit_once('\n').unwrap();
+        (status.trim().parse().unwrap(), body.to_owned())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        for _ in 0..300 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_never_shown() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new().unwrap();
+    let ca_file = dir.path().join("test-ca.pem");
+    ca.write_pem(&ca_file).unwrap();
+    let api =
+        TestHost::start_tls("api", DocRange::Net2, 443, ca.server("api.test").unwrap()).unwrap();
+    let dns = TestDns::start().unwrap();
+    dns.set("api.test", &[api.ip]);
+    let value = format!("sk-server-{:x}", std::process::id() as u64 * 15_485_863 + 3);
+    let own = format!("sk-own-{:x}", std::process::id() as u64 * 32_452_843 + 5);
+    let config = format!(
+        "[network]\nmax = \"allow:api.test\"\n\n\
+         [secrets.API_KEY]\nhosts = [\"api.test\"]\n\
+         header = \"Authorization: Bearer {{{{secret}}}}\"\n\
+         env = \"{SERVER_VAR}\"\ntenants = [\"tenant-a\"]\n"
+    );
+    let flags = vec![dns.option(), format!("--egress-ca={}", ca_file.display())];
+
+    // The variable unset: the server does not start, naming the secret.
+    let log = dir.path().join("refused.log");
+    let mut refused = serve(dir.path(), &config, &flags, None, &log);
+    let status = refused.wait().unwrap();
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!(
+            "secrets.API_KEY: ${SERVER_VAR} is not set in the server's environment"
+        )),
+        "{said}"
+    );
+
+    let log = dir.path().join("server.log");
+    let server = Server::start(serve(dir.path(), &config, &flags, Some(&value), &log));
+
+    // A run over HTTP (through `paddock run --server`) naming the server's
+    // secret, and one of the caller's own from the CLI's environment.
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("README"), "nothing secret here\n").unwrap();
+    let command = "curl -sS -m 10 -H \"X-Key: $API_KEY\" -H \"X-Own: $OWN_KEY\" \
+                   https://api.test/v1/models; echo; echo \"env=$API_KEY $OWN_KEY\"; \
+                   cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' \
+                   | grep -E '^(API|OWN)_KEY=' | sort -u";
+    let script = serde_json::json!({"turns": [
+        {"text": "calling", "tool_calls": [{"name": "run_command", "arguments": {"command": command}}]},
+        {"text": "done", "tool_calls": [{"name": "complete_task", "arguments": {
+            "verdict": "met", "summary": "called the API", "evidence": ["curl printed hello"]}}]}
+    ]});
+    let model = dir.path().join("model.json");
+    std::fs::write(&model, script.to_string()).unwrap();
+    let out = std::process::Command::new(paddock_tests::bins::paddock())
+        .args([
+            "run",
+            "Call the API",
+            "--json",
+            "--network",
+            "allow:api.test",
+        ])
+        .arg("--workspace")
+        .arg(&ws)
+        .arg(format!("--model=scripted:{}", model.display()))
+        .args(["--secret", "API_KEY", "--secret", "OWN_KEY@api.test"])
+        .env("PADDOCK_SERVER", &server.url)
+        .env("PADDOCK_TOKEN", TOKEN_A)
+        .env("OWN_KEY", &own)
+        .env_remove("PADDOCK_MODEL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("hello from api"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "env={PLACEHOLDER} paddock-secret-placeholder-OWN_KEY"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            // the output is inside a JSON string: its newline is `\n`
+            "API_KEY={PLACEHOLDER}\\nOWN_KEY=paddock-secret-placeholder-OWN_KEY"
+        )),
+        "every process's environ holds only the placeholders: {stdout}"
+    );
+    let heads = api.heads();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    let head = heads[0].to_ascii_lowercase();
+    assert!(head.contains(&format!("x-key: {value}\r\n")), "{head}");
+    assert!(head.contains(&format!("x-own: {own}\r\n")), "{head}");
+    assert!(
+        head.contains(&format!("authorization: bearer {value}\r\n")),
+        "{head}"
+    );
+    assert!(!head.contains("paddock-secret-placeholder"), "{head}");
+
+    // run.started lists names and hosts only.
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "event")
+        .collect();
+    let started = events
+        .iter()
+        .find(|e| e["kind"] == "run.started")
+        .unwrap_or_else(|| panic!("no run.started: {stdout}"));
+    assert_eq!(
+        started["data"]["secrets"],
+        serde_json::json!([
+            {"name": "API_KEY", "hosts": ["api.test"]},
+            {"name": "OWN_KEY", "hosts": ["api.test"]}
+        ])
+    );
+    let run_id = started["run"].as_str().unwrap().to_owned();
+    let session = started["session"].as_str().unwrap().to_owned();
+
+    // Over the API: the run, its events and its sandbox never show a value.
+    let mut shown = Vec::new();
+    for path in [
+        format!("/v1/runs/{run_id}"),
+        format!("/v1/runs/{run_id}/events"),
+        format!("/v1/sessions/{session}/runs"),
+        format!("/v1/sessions/{session}"),
+        "/v1/sandboxes".to_owned(),
+    ] {
+        let (status, body) = server.api(TOKEN_A, "GET", &path, None);
+        assert_eq!(status, 200, "{path}: {body}");
+        shown.push((path, body));
+    }
+
+    // A sandbox with a caller's own secret.
+    let (status, body) = server.api(
+        TOKEN_A,
+        "POST",
+        "/v1/sandboxes",
+        Some(&serde_json::json!({"network": {"allowlist": ["api.test"]},
+            "secrets": [{"name": "OWN_KEY", "value": own, "hosts": ["api.test"],
+                         "header": "X-Sandbox: {{secret}}"}]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let sandbox: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let sandbox = sandbox["id"].as_str().unwrap().to_owned();
+    shown.push(("POST /v1/sandboxes".to_owned(), body));
+    let (status, body) = server.api(
+        TOKEN_A,
+        "POST",
+        &format!("/v1/sandboxes/{sandbox}/exec"),
+        Some(&serde_json::json!({"shell":
+            "curl -sS -m 10 https://api.test/own; echo \"env=$OWN_KEY\""})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let exec: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        exec["stdout"], "hello from api\nenv=paddock-secret-placeholder-OWN_KEY\n",
+        "{body}"
+    );
+    let heads = api.heads();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    assert!(
+        heads[1]
+            .to_ascii_lowercase()
+            .contains(&format!("x-sandbox: {own}\r\n")),
+        "{heads:?}"
+    );
+    let (status, body) = server.api(TOKEN_A, "GET", &format!("/v1/sandboxes/{sandbox}"), None);
+    assert_eq!(status, 200, "{body}");
+    shown.push(("GET the sandbox".to_owned(), body));
+
+    // Refusals: an unknown name (400, naming it), a tenant not granted the
+    // secret (403), secrets with no network (400).
+    let model = serde_json::json!({"scripted": script});
+    let (status, body) = server.api(
+        TOKEN_A,
+        "POST",
+        &format!("/v1/sessions/{session}/runs"),
+        Some(&serde_json::json!({"goal": "again", "model": model,
+            "network": {"allowlist": ["api.test"]}, "secrets": ["NO_SUCH_SECRET"]})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("unknown secret NO_SUCH_SECRET"), "{body}");
+    let (status, body) = server.api(
+        TOKEN_A,
+        "POST",
+        "/v1/sandboxes",
+        Some(&serde_json::json!({"network": {"allowlist": ["api.test"]},
+            "secrets": ["NO_SUCH_SECRET"]})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("NO_SUCH_SECRET"), "{body}");
+    let (status, body) = server.api(
+        TOKEN_B,
+        "POST",
+        "/v1/sandboxes",
+        Some(&serde_json::json!({"network": {"allowlist": ["api.test"]},
+            "secrets": ["API_KEY"]})),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("secret_not_allowed"), "{body}");
+    let (status, body) = server.api(
+        TOKEN_A,
+        "POST",
+        "/v1/sandboxes",
+        Some(&serde_json::json!({"secrets": ["API_KEY"]})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("network none"), "{body}");
+
+    let (status, body) = server.api(TOKEN_A, "DELETE", &format!("/v1/sandboxes/{sandbox}"), None);
+    assert!((200..300).contains(&status), "{status} {body}");
+    drop(server);
+
+    // Nowhere else: no answer, no event, no log line, no stored byte.
+    let server_log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        server_log.contains("serving"),
+        "the log was not kept: {server_log}"
+    );
+    assert!(dir.path().join("server/paddock.db").exists());
+    for secret in [&value, &own] {
+        for (what, text) in &shown {
+            assert!(
+                !text.contains(secret.as_str()),
+                "a value is in {what}: {text}"
+            );
+        }
+        assert!(
+            !stdout.contains(secret.as_str()),
+            "a value is in the run's output"
+        );
+        assert!(
+            !stderr.contains(secret.as_str()),
+            "a value is in the CLI's stderr"
+        );
+        assert!(
+            !server_log.contains(secret.as_str()),
+            "a value is in the server's log"
+        );
+        let holding = files_holding(&dir.path().join("server"), secret.as_bytes());
+        assert!(holding.is_empty(), "a value is stored in {holding:?}");
+    }
+    assert!(files_holding(&ws, value.as_bytes()).is_empty());
+}
+
+#[test]
+fn a_secret_by_name_needs_a_server() {
+    let out = std::process::Command::new(paddock_tests::bins::paddock())
+        .args(["run", "Call the API", "--model", "scripted:/nonexistent"])
+        .args(["--secret", "API_KEY"])
+        .env_remove("PADDOCK_SERVER")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--secret API_KEY: a secret by name is a server's"),
+        "{stderr}"
+    );
 }

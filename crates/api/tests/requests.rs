@@ -779,6 +779,51 @@ fn every_operation_documents_its_error_answers() -> Result<()> {
     Ok(())
 }
 
+/// A request's `secrets` are names or the caller's own secrets, whose value
+/// the document marks write-only; the routes that take them document the
+/// 403 of a secret not granted.
+#[test]
+fn the_secrets_of_a_request_are_names_or_write_only_values() -> Result<()> {
+    let doc = document()?;
+    let schemas = &doc["components"]["schemas"];
+    for request in ["CreateSandbox", "StartRunCommand"] {
+        let items = &schemas[request]["properties"]["secrets"]["items"];
+        let item = resolved(&doc, items);
+        let one_of = item["oneOf"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{request}: {item}"));
+        assert_eq!(one_of.len(), 2, "{request}: {item}");
+        assert_eq!(one_of[0]["type"], "string", "{request}: {item}");
+        let supplied = match one_of[1]["allOf"][0] {
+            Value::Null => resolved(&doc, &one_of[1]),
+            ref first => resolved(&doc, first),
+        };
+        assert_eq!(
+            supplied["properties"]["value"]["writeOnly"], true,
+            "{supplied}"
+        );
+        assert_eq!(
+            supplied["required"],
+            json!(["name", "value", "hosts"]),
+            "{supplied}"
+        );
+        assert_eq!(supplied["additionalProperties"], false, "{supplied}");
+    }
+    for (method, path) in [
+        ("post", "/v1/sandboxes"),
+        ("post", "/v1/sessions/{id}/runs"),
+    ] {
+        let answer = &doc["paths"][path][method]["responses"]["403"]["description"];
+        assert!(
+            answer
+                .as_str()
+                .is_some_and(|d| d.contains("secret_not_allowed")),
+            "{method} {path}: {answer}"
+        );
+    }
+    Ok(())
+}
+
 /// Values the server's id parsers refuse and accept, against the pattern of
 /// every id parameter in the document: the schema refuses exactly what the
 /// server refuses.

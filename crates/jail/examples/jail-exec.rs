@@ -77,6 +77,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
         network: NetworkPolicy::None,
         netns: None,
         egress_env: Vec::new(),
+        secrets: Vec::new(),
         egress_ca: None,
         limits: SandboxLimits::default(),
         id_mapping: None,

@@ -52,6 +52,10 @@ pub struct JailSpec {
     /// of the sandbox's secrets (never a value) and the CA bundle's paths.
     #[serde(default)]
     pub egress_env: Vec<(String, String)>,
+    /// The names and hosts of those secrets, for the enforcement report
+    /// (never a value: the jail never holds one).
+    #[serde(default)]
+    pub secrets: Vec<paddock_proto::SecretNotice>,
     /// The sandbox's own CA (PEM), whose leaves the egress proxy shows for
     /// its secrets' hosts: the jail writes it with the system's roots as
     /// the bundle at [`CA_BUNDLE_PATH`].
@@ -213,6 +217,7 @@ mod tests {
             network: NetworkPolicy::None,
             netns: None,
             egress_env: Vec::new(),
+            secrets: Vec::new(),
             egress_ca: None,
             limits: SandboxLimits::default(),
             id_mapping: None,

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::NetworkPolicy;
+use crate::{NetworkPolicy, SecretNotice};
 
 /// State of one hardening layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +54,10 @@ pub struct Enforcement {
     pub writable_paths: Vec<String>,
     /// The network policy in force.
     pub network: NetworkPolicy,
+    /// The secrets the egress proxy injects for their hosts (names and
+    /// hosts only; inside, each name holds a placeholder).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretNotice>,
     pub cgroup: Option<CgroupEnforcement>,
     pub cgroup_state: LayerState,
     pub rlimits: LayerState,
@@ -123,6 +127,7 @@ impl Enforcement {
             read_only_workspace: false,
             writable_paths: Vec::new(),
             network: NetworkPolicy::Full,
+            secrets: Vec::new(),
             cgroup: None,
             cgroup_state: LayerState::NotRequested,
             rlimits: LayerState::NotRequested,

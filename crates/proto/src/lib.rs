@@ -41,7 +41,7 @@ pub use sandbox_spec::{
     MissingScopePath, SandboxLimits, check_writable_paths, writable_path_parts,
 };
 pub use secret::{
-    InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretRequest, SecretSpec, SecretValue,
+    InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretNotice, SecretRequest, SecretSpec, SecretValue,
     parse_header_template,
 };
 

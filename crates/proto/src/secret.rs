@@ -9,7 +9,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::network::{Destination, InvalidNetworkPolicy};
+use serde::{Deserialize, Serialize};
+
+use crate::network::{Destination, InvalidNetworkPolicy, MAX_DESTINATIONS};
 
 /// Most secrets of one sandbox.
 pub const MAX_SECRETS: usize = 32;
@@ -58,6 +60,8 @@ pub enum InvalidSecret {
     BadName(String),
     #[error("secret {name}: no host it may go to")]
     NoHosts { name: String },
+    #[error("secret {name}: at most {MAX_DESTINATIONS} hosts")]
+    TooManyHosts { name: String },
     #[error("secret {name}: host {source}")]
     BadHost {
         name: String,
@@ -106,6 +110,11 @@ impl SecretSpec {
         if !valid_name(name) {
             return Err(InvalidSecret::BadName(name.to_owned()));
         }
+        if hosts.len() > MAX_DESTINATIONS {
+            return Err(InvalidSecret::TooManyHosts {
+                name: name.to_owned(),
+            });
+        }
         if value.expose().is_empty() || value.expose().contains(['\r', '\n']) {
             return Err(InvalidSecret::EmptyValue {
                 name: name.to_owned(),
@@ -147,6 +156,24 @@ impl SecretSpec {
     pub fn placeholder(&self) -> String {
         format!("paddock-secret-placeholder-{}", self.name)
     }
+
+    /// What may be shown of it: its name and hosts.
+    pub fn notice(&self) -> SecretNotice {
+        SecretNotice {
+            name: self.name.clone(),
+            hosts: self.hosts.clone(),
+        }
+    }
+}
+
+/// What is shown of a secret (in `run.started`, a sandbox's enforcement
+/// report): its name and the hosts it goes to, never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SecretNotice {
+    /// The environment variable holding the placeholder.
+    pub name: String,
+    pub hosts: Vec<Destination>,
 }
 
 /// The command line's form, `NAME@HOST[,HOST...][=HEADER]`, its value
@@ -200,6 +227,8 @@ mod tests {
         .unwrap();
         let shown = format!("{s:?}");
         assert!(!shown.contains("sk-live-123"), "{shown}");
+        let notice = serde_json::to_string(&s.notice()).unwrap();
+        assert_eq!(notice, r#"{"name":"API_KEY","hosts":["api.test"]}"#);
         assert_eq!(s.placeholder(), "paddock-secret-placeholder-API_KEY");
         assert_eq!(
             s.header,
@@ -216,6 +245,14 @@ mod tests {
         assert!(SecretSpec::new("K", v(), &["a.test"], Some("Authorization Bearer")).is_err());
         assert!(SecretSpec::new("K", v(), &["a.test"], Some("X: no slot")).is_err());
         assert!(SecretSpec::new("K", SecretValue::new("a\r\nb"), &["a.test"], None).is_err());
+        let many: Vec<String> = (0..=MAX_DESTINATIONS)
+            .map(|i| format!("h{i}.test"))
+            .collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(
+            SecretSpec::new("K", v(), &many, None),
+            Err(InvalidSecret::TooManyHosts { name: "K".into() })
+        );
     }
 
     #[test]

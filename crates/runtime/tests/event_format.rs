@@ -190,6 +190,10 @@ const STORED: &[(&str, &str)] = &[
         r#"{"goal":"Fetch the package","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null,"network":{"allowlist":["pypi.org","*.pythonhosted.org:443"]}}"#,
     ),
     (
+        "run.started",
+        r#"{"goal":"Call the API","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null,"network":{"allowlist":["api.test"]},"secrets":[{"name":"API_KEY","hosts":["api.test","*.api.test:8443"]}]}"#,
+    ),
+    (
         "egress.decision",
         r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","allowed":true,"host":"pypi.org","port":443,"via":"connect","bytes_out":2100,"bytes_in":880000,"duration_ms":420,"count":3}"#,
     ),
@@ -253,6 +257,7 @@ fn written() -> Vec<Event> {
             backend: Some("native".into()),
             image: None,
             network: None,
+            secrets: vec![],
             resumed_from: None,
         }
         .into(),
@@ -274,6 +279,7 @@ fn written() -> Vec<Event> {
             backend: Some("docker".into()),
             image: Some("paddock-sandbox:bookworm".into()),
             network: None,
+            secrets: vec![],
             resumed_from: None,
         }
         .into(),
@@ -295,6 +301,7 @@ fn written() -> Vec<Event> {
             backend: None,
             image: None,
             network: None,
+            secrets: vec![],
             resumed_from: Some(run.clone()),
         }
         .into(),
@@ -599,6 +606,7 @@ fn written() -> Vec<Event> {
             backend: None,
             image: None,
             network: None,
+            secrets: vec![],
             resumed_from: None,
         }
         .into(),
@@ -639,6 +647,36 @@ fn written() -> Vec<Event> {
             backend: None,
             image: None,
             network: Some("allow:pypi.org,*.pythonhosted.org:443".parse().unwrap()),
+            secrets: vec![],
+            resumed_from: None,
+        }
+        .into(),
+        RunStarted {
+            goal: "Call the API".into(),
+            success_criteria: vec![],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 10,
+                max_tokens: 50_000,
+                max_tool_calls: 20,
+                max_wall_clock_ms: 60_000,
+                max_cost_micro_usd: None,
+            },
+            model: "openai:gpt-4o".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+            backend: None,
+            image: None,
+            network: Some("allow:api.test".parse().unwrap()),
+            // names and hosts only: a value is never in an event
+            secrets: vec![paddock_proto::SecretNotice {
+                name: "API_KEY".into(),
+                hosts: vec![
+                    "api.test".parse().unwrap(),
+                    "*.api.test:8443".parse().unwrap(),
+                ],
+            }],
             resumed_from: None,
         }
         .into(),

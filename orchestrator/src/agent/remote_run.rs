@@ -28,7 +28,7 @@ use super::run::{
 use super::typed::{TypedLines, next_line};
 use crate::cli::{BackendArgs, GoalArgs};
 use crate::client::sse::EventSource;
-use crate::client::{ApiClient, ServerError, backend_fields, upload_dir};
+use crate::client::{ApiClient, ServerError, backend_fields, secrets_field, upload_dir};
 use crate::logging;
 use crate::sandbox::signals::TermSignals;
 
@@ -66,15 +66,18 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
             ));
         }
         let (model, mut extra) = model_and_extra(&args)?;
-        if !args.secrets.is_empty() {
-            return Err(Failure::Usage(
-                "--secret injects a value from this machine's environment into a local run; \
-                 a server does not take secrets over the API yet"
-                    .to_owned(),
-            ));
-        }
         if let Some(id) = &args.resume {
+            if !args.secrets.is_empty() {
+                return Err(Failure::Usage(
+                    "--secret: a resumed run gets no secrets (they are never stored); \
+                     start a new run with them"
+                        .to_owned(),
+                ));
+            }
             return resume(&api, &args, id, model, extra).await;
+        }
+        if !args.secrets.is_empty() {
+            extra.insert("secrets".to_owned(), secrets_field(&args.secrets));
         }
         extra.extend(backend_fields(backend.backend, backend.image.as_deref()));
         if let Some(network) = &args.network {

@@ -20,7 +20,7 @@ use super::live::Screen;
 use super::local::{Local, Sandboxes};
 use super::render::{self, Format};
 use super::typed::{TypedLines, next_line};
-use crate::cli::{BackendArgs, GoalArgs, Mode};
+use crate::cli::{BackendArgs, GoalArgs, Mode, SecretArg};
 use crate::logging;
 use crate::sandbox::signals::TermSignals;
 
@@ -151,6 +151,17 @@ struct Prepared {
 
 fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
     let request = request(args)?;
+    let secrets = args
+        .secrets
+        .iter()
+        .map(|secret| match secret {
+            SecretArg::Local(spec) => Ok(spec.clone()),
+            SecretArg::Server(name) => Err(format!(
+                "--secret {name}: a secret by name is a server's (`[secrets.{name}]` in its \
+                 config): add --server, or give NAME@HOST[,HOST...] with the value in ${name} here"
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let workspace = match (&args.workspace, &args.session) {
         (Some(dir), _) => Some(canonical_dir(dir)?),
         (None, Some(_)) => None,
@@ -172,7 +183,7 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             // The runtime's: the backend of --backend and --image.
             backend: None,
             network: args.network.clone(),
-            secrets: args.secrets.clone(),
+            secrets,
         },
     })
 }

@@ -161,7 +161,6 @@ pub async fn delete_each(
     })
 }
 
-/// Prints JSON, pretty.
 /// The `backend` and `image` fields of a request that makes sandboxes on a
 /// server, for those the caller named (the server picks the rest).
 pub fn backend_fields(
@@ -178,6 +177,21 @@ pub fn backend_fields(
     fields
 }
 
+/// `--secret` as a request's `secrets`: a server's by name, a local one
+/// with its value (taken from this environment).
+pub fn secrets_field(secrets: &[crate::cli::SecretArg]) -> Value {
+    use paddock_api::service::{SecretRef, SuppliedSecret};
+    let asked: Vec<SecretRef> = secrets
+        .iter()
+        .map(|secret| match secret {
+            crate::cli::SecretArg::Server(name) => SecretRef::Named(name.clone()),
+            crate::cli::SecretArg::Local(spec) => SecretRef::Supplied(SuppliedSecret::from(spec)),
+        })
+        .collect();
+    serde_json::json!(asked)
+}
+
+/// Prints JSON, pretty.
 pub fn print_json(value: &Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())

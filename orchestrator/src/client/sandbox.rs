@@ -24,6 +24,9 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
         "network": args.network,
         "limits": limits,
     });
+    if !args.secrets.is_empty() {
+        body["secrets"] = super::secrets_field(&args.secrets);
+    }
     if let Value::Object(fields) = &mut body {
         fields.extend(super::backend_fields(
             args.backend.backend,

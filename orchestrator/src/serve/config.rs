@@ -1,14 +1,17 @@
 //! `paddock serve --config FILE`: the operator's TOML configuration, plus
 //! tokens from PADDOCK_TOKENS.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use paddock_api::Tokens;
 use paddock_api::http::ConnectionLimits;
-use paddock_api::service::{HostTotals, LimitsPolicy, Quota, Quotas, ServiceConfig};
+use paddock_api::service::{
+    HostTotals, LimitsPolicy, OperatorSecret, Quota, Quotas, SecretCatalog, SecretGrant,
+    ServiceConfig,
+};
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
 use paddock_sandbox::{DEFAULT_IMAGE, SlowReader, StreamLimits};
@@ -91,6 +94,93 @@ pub struct ServeConfig {
     /// warm pool; empty: the one of `backend`/`image`.
     #[serde(default)]
     pub backends: Vec<BackendSection>,
+    /// `[secrets.NAME]`: secrets a sandbox or run request of the tenants
+    /// they are granted to may name; injected at egress, the sandbox's
+    /// NAME holding only a placeholder.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, SecretSection>,
+}
+
+/// `[secrets.NAME]`: `hosts` it may go to, an optional `header` template
+/// (`Authorization: Bearer {{secret}}`), the `tenants` that may name it
+/// (tenant ids, or `["*"]` for all), and its value: `env = "VAR"`, read
+/// from the server's environment at start (a missing one stops the
+/// start), or, discouraged since a config file gets copied and committed,
+/// `value = "..."`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSection {
+    pub hosts: Vec<String>,
+    pub header: Option<String>,
+    pub env: Option<String>,
+    pub value: Option<String>,
+    pub tenants: Vec<String>,
+}
+
+impl std::fmt::Debug for SecretSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretSection")
+            .field("hosts", &self.hosts)
+            .field("header", &self.header)
+            .field("env", &self.env)
+            .field("value", &self.value.as_ref().map(|_| "<redacted>"))
+            .field("tenants", &self.tenants)
+            .finish()
+    }
+}
+
+impl SecretSection {
+    /// The secret NAME defines, its value from `env` (through `lookup`:
+    /// the server's environment) or `value`. An error names the secret and
+    /// the variable, never a value.
+    fn operator_secret(
+        &self,
+        name: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<OperatorSecret> {
+        let value = match (&self.env, &self.value) {
+            (Some(var), None) => lookup(var).with_context(|| {
+                format!("secrets.{name}: ${var} is not set in the server's environment")
+            })?,
+            (None, Some(value)) => {
+                tracing::warn!(
+                    secret = name,
+                    "secrets.{name} has its value in the config file; prefer env = \"VAR\""
+                );
+                value.clone()
+            }
+            _ => bail!(
+                "secrets.{name}: give env = \"VAR\" (the value from the server's environment) \
+                 or value = \"...\", one of them"
+            ),
+        };
+        let grant = match self.tenants.as_slice() {
+            [] => bail!(
+                "secrets.{name}: tenants is empty; list the tenants that may name it, \
+                 or [\"*\"] for all"
+            ),
+            [all] if all == "*" => SecretGrant::AllTenants,
+            listed => SecretGrant::Tenants(
+                listed
+                    .iter()
+                    .map(|t| {
+                        TenantId::parse(t).with_context(|| {
+                            format!("secrets.{name}: tenants: {t:?} (\"*\" stands alone)")
+                        })
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+            ),
+        };
+        let hosts: Vec<&str> = self.hosts.iter().map(String::as_str).collect();
+        let spec = paddock_proto::SecretSpec::new(
+            name,
+            paddock_proto::SecretValue::new(value),
+            &hosts,
+            self.header.as_deref(),
+        )
+        .with_context(|| format!("secrets.{name}"))?;
+        Ok(OperatorSecret { spec, grant })
+    }
 }
 
 /// `[[backends]]`: one backend and image requests may name.
@@ -399,7 +489,22 @@ impl ServeConfig {
         config.allow_downgrade = self.allow_downgrade.clone();
         config.quotas = self.quotas.quotas(&HostTotals::read());
         config.network = self.network.bounds()?;
+        config.secrets = self.secret_catalog(&|var| std::env::var(var).ok())?;
         Ok(config)
+    }
+
+    /// `[secrets.NAME]`, each value from `lookup` (the server's
+    /// environment) or the file.
+    pub fn secret_catalog(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<SecretCatalog> {
+        let secrets = self
+            .secrets
+            .iter()
+            .map(|(name, section)| section.operator_secret(name, lookup))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(SecretCatalog::new(secrets)?)
     }
 }
 
@@ -791,6 +896,95 @@ request_max_bytes = 1073741824",
         assert!("kvm=1".parse::<WarmPoolArg>().is_err());
         assert!("docker:=1".parse::<WarmPoolArg>().is_err());
         assert!("docker=-1".parse::<WarmPoolArg>().is_err());
+    }
+
+    #[test]
+    fn secrets_take_their_value_from_the_servers_environment() {
+        let config: ServeConfig = toml::from_str(
+            r#"
+            [secrets.GITHUB_TOKEN]
+            hosts = ["api.github.com"]
+            header = "Authorization: Bearer {{secret}}"
+            env = "PADDOCK_TEST_GH"
+            tenants = ["*"]
+
+            [secrets.PYPI]
+            hosts = ["upload.pypi.org", "*.pypi.org:8443"]
+            value = "pypi-in-the-file"
+            tenants = ["acme", "globex"]
+            "#,
+        )
+        .unwrap();
+        let env = |var: &str| (var == "PADDOCK_TEST_GH").then(|| "gh-value-1".to_owned());
+        let catalog = config.secret_catalog(&env).unwrap();
+        assert_eq!(
+            catalog.names().collect::<Vec<_>>(),
+            ["GITHUB_TOKEN", "PYPI"]
+        );
+        let acme = TenantId::parse("acme").unwrap();
+        let other = TenantId::parse("other").unwrap();
+        let network: NetworkPolicy = "full".parse().unwrap();
+        let named = |n: &str| paddock_api::service::SecretRef::Named(n.to_owned());
+        let got = catalog
+            .resolve(&acme, &[named("GITHUB_TOKEN"), named("PYPI")], &network)
+            .unwrap();
+        assert_eq!(got[0].value.expose(), "gh-value-1");
+        assert_eq!(
+            got[0].header,
+            Some(("Authorization".into(), "Bearer {{secret}}".into()))
+        );
+        assert_eq!(got[1].value.expose(), "pypi-in-the-file");
+        assert_eq!(got[1].hosts.len(), 2);
+        assert!(
+            catalog
+                .resolve(&other, &[named("GITHUB_TOKEN")], &network)
+                .is_ok()
+        );
+        assert!(catalog.resolve(&other, &[named("PYPI")], &network).is_err());
+        assert!(!format!("{config:?}").contains("pypi-in-the-file"));
+    }
+
+    #[test]
+    fn a_bad_secret_stops_the_start_naming_it_never_its_value() {
+        let none = |_: &str| -> Option<String> { None };
+        let refused = |text: &str| {
+            let config: ServeConfig = toml::from_str(text).unwrap();
+            format!("{:#}", config.secret_catalog(&none).unwrap_err())
+        };
+        let missing = refused(
+            "[secrets.API_KEY]\nhosts = [\"a.test\"]\nenv = \"NOT_SET_HERE\"\ntenants = [\"*\"]",
+        );
+        assert_eq!(
+            missing,
+            "secrets.API_KEY: $NOT_SET_HERE is not set in the server's environment"
+        );
+        let both = refused(
+            "[secrets.K]\nhosts = [\"a.test\"]\nenv = \"V\"\nvalue = \"v-secret\"\ntenants = [\"*\"]",
+        );
+        assert!(both.contains("secrets.K: give env"), "{both}");
+        assert!(!both.contains("v-secret"), "{both}");
+        let no_tenants =
+            refused("[secrets.K]\nhosts = [\"a.test\"]\nvalue = \"v-secret\"\ntenants = []");
+        assert!(no_tenants.contains("tenants is empty"), "{no_tenants}");
+        let bad_header = refused(
+            "[secrets.K]\nhosts = [\"a.test\"]\nvalue = \"v-secret\"\nheader = \"X: no slot\"\ntenants = [\"*\"]",
+        );
+        assert!(bad_header.starts_with("secrets.K: "), "{bad_header}");
+        assert!(!bad_header.contains("v-secret"), "{bad_header}");
+        let bad_name =
+            refused("[secrets.api-key]\nhosts = [\"a.test\"]\nvalue = \"v\"\ntenants = [\"*\"]");
+        assert!(bad_name.contains("api-key"), "{bad_name}");
+        assert!(
+            toml::from_str::<ServeConfig>(
+                "[secrets.K]\nhosts = [\"a.test\"]\nvalue = \"v\"\ntenants = [\"*\"]\nport = 1"
+            )
+            .is_err()
+        );
+        assert!(
+            toml::from_str::<ServeConfig>("[secrets.K]\nhosts = [\"a.test\"]\nvalue = \"v\"")
+                .is_err(),
+            "tenants is required"
+        );
     }
 
     #[test]

@@ -28,6 +28,9 @@ impl From<AgentError> for ApiError {
             AgentError::NetworkNotAllowed { reason } => {
                 ApiError::new(StatusCode::FORBIDDEN, "network_not_allowed", reason)
             }
+            AgentError::SecretNotAllowed { reason } => {
+                ApiError::new(StatusCode::FORBIDDEN, "secret_not_allowed", reason)
+            }
             AgentError::ShuttingDown => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",

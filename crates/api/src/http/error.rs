@@ -134,6 +134,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::NetworkNotAllowed { reason } => {
                 Self::new(StatusCode::FORBIDDEN, "network_not_allowed", reason)
             }
+            ServiceError::SecretNotAllowed { reason } => {
+                Self::new(StatusCode::FORBIDDEN, "secret_not_allowed", reason)
+            }
             ServiceError::TooManySandboxes { limit } => Self::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too_many_sandboxes",

@@ -50,6 +50,12 @@ pub struct CreateSandbox {
     #[serde(default)]
     #[schema(example = "paddock-sandbox:bookworm")]
     pub image: Option<String>,
+    /// Secrets injected at egress (the sandbox sees only a placeholder in
+    /// each one's variable): names of secrets this server defines and
+    /// grants to the tenant, or the caller's own (whose value is
+    /// write-only). They need a network that allows their hosts.
+    #[serde(default)]
+    pub secrets: Vec<super::secrets::SecretRef>,
 }
 
 /// Limits asked for; each missing one takes the operator's default. Each has

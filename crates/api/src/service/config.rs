@@ -53,6 +53,9 @@ pub struct ServiceConfig {
     /// what agent runs get; a sandbox request names its own, none by
     /// default).
     pub network: paddock_proto::NetworkBounds,
+    /// The operator's secrets a sandbox or run request may name (each
+    /// granted to some tenants).
+    pub secrets: super::secrets::SecretCatalog,
 }
 
 impl ServiceConfig {
@@ -71,6 +74,7 @@ impl ServiceConfig {
             blob_grace: Duration::from_secs(10 * 60),
             tenant_disk_quota: DEFAULT_TENANT_DISK_QUOTA,
             network: paddock_proto::NetworkBounds::default(),
+            secrets: super::secrets::SecretCatalog::default(),
         }
     }
 

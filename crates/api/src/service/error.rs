@@ -33,6 +33,9 @@ pub enum ServiceError {
     /// The network asked for is beyond what the operator allows tenants.
     #[error("{reason}")]
     NetworkNotAllowed { reason: String },
+    /// An operator's secret the config does not grant to the tenant.
+    #[error("{reason}")]
+    SecretNotAllowed { reason: String },
     #[error("this node already runs its limit of {limit} sandboxes")]
     TooManySandboxes { limit: usize },
     /// Granting the sandbox's limits would go over a quota.
@@ -121,6 +124,19 @@ pub enum ServiceError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+impl From<super::secrets::SecretRefused> for ServiceError {
+    fn from(refused: super::secrets::SecretRefused) -> Self {
+        match refused {
+            refused @ super::secrets::SecretRefused::NotGranted { .. } => {
+                ServiceError::SecretNotAllowed {
+                    reason: refused.to_string(),
+                }
+            }
+            other => ServiceError::invalid("secrets", other.to_string()),
+        }
+    }
 }
 
 impl ServiceError {

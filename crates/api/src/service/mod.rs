@@ -24,6 +24,7 @@ pub mod models;
 mod ops;
 mod quota;
 mod reconcile;
+pub mod secrets;
 pub mod sessions;
 mod snapshots;
 mod terminal;
@@ -58,6 +59,10 @@ pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
 pub use reconcile::ReconcileReport;
+pub use secrets::{
+    DuplicateSecret, OperatorSecret, SecretCatalog, SecretGrant, SecretRef, SecretRefused,
+    SuppliedSecret,
+};
 pub use sessions::{AgentError, AgentService, SteerRun, SteeringView};
 pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
@@ -296,6 +301,11 @@ impl SandboxService {
         // A policy no backend could apply is the caller's mistake (400),
         // found before any sandbox starts.
         ServiceError::check_network(&self.config.network, &command.network)?;
+        let secrets = self
+            .config
+            .secrets
+            .resolve(tenant, &command.secrets, &command.network)
+            .map_err(ServiceError::from)?;
         let entry = self
             .backends
             .choose(command.backend.as_deref(), command.image.as_deref())?;
@@ -324,9 +334,10 @@ impl SandboxService {
         let _slot = self.reserve_slot()?;
         let others = self.other_grants().await?;
         let grant = self.quotas.reserve(tenant, &limits, &others)?;
-        let spec =
+        let mut spec =
             self.config
                 .sandbox_spec(workspace_dir, command.read_only, command.network, limits);
+        spec.secrets = secrets;
         let sandbox = entry
             .backend
             .create(spec)

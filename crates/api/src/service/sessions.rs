@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::agent_views::{RunView, SessionView};
 use super::backends::{BackendRefused, Backends};
 use super::models::{ModelChoice, ModelChoiceError, ModelPolicy};
+use super::secrets::{SecretCatalog, SecretRef, SecretRefused};
 
 /// Longest goal, title and instructions accepted, in characters.
 const MAX_GOAL_CHARS: usize = 20_000;
@@ -64,6 +65,9 @@ pub enum AgentError {
     /// The network asked for is beyond what the operator allows tenants.
     #[error("{reason}")]
     NetworkNotAllowed { reason: String },
+    /// An operator's secret the config does not grant to the tenant.
+    #[error("{reason}")]
+    SecretNotAllowed { reason: String },
 }
 
 impl AgentError {
@@ -87,6 +91,17 @@ impl From<BackendRefused> for AgentError {
         AgentError::Invalid {
             field: refused.field,
             reason: refused.reason,
+        }
+    }
+}
+
+impl From<SecretRefused> for AgentError {
+    fn from(refused: SecretRefused) -> Self {
+        match refused {
+            refused @ SecretRefused::NotGranted { .. } => AgentError::SecretNotAllowed {
+                reason: refused.to_string(),
+            },
+            other => AgentError::invalid("secrets", other.to_string()),
         }
     }
 }
@@ -188,6 +203,13 @@ pub struct StartRunCommand {
     /// beyond the most the server allows tenants.
     #[serde(default)]
     pub network: Option<NetworkPolicy>,
+    /// Secrets injected at egress into the run's sandbox and its
+    /// subagents' (each sees only a placeholder in the secret's variable):
+    /// names of secrets this server defines and grants to the tenant, or
+    /// the caller's own (whose value is write-only). They need a network
+    /// that allows their hosts. A resumed run has none.
+    #[serde(default)]
+    pub secrets: Vec<SecretRef>,
 }
 
 /// `POST /v1/runs/{id}/resume`: the goal, criteria and mode are the
@@ -220,23 +242,28 @@ pub struct AgentService {
     models: ModelPolicy,
     /// What a run may name as its sandbox backend.
     backends: Backends,
+    /// The operator's secrets a run may name.
+    secrets: SecretCatalog,
     active: Mutex<HashMap<RunId, Active>>,
     shutdown: CancellationToken,
 }
 
 impl AgentService {
     /// `backends`: what a run may name (its sandbox comes from the entry's
-    /// backend); a run naming none gets the default entry.
+    /// backend); a run naming none gets the default entry. `secrets`: the
+    /// operator's secrets a run may name.
     pub fn new(
         runtime: Arc<Runtime>,
         models: ModelPolicy,
         backends: Backends,
+        secrets: SecretCatalog,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Self {
             runtime,
             models,
             backends,
+            secrets,
             active: Mutex::new(HashMap::new()),
             shutdown,
         })
@@ -461,7 +488,7 @@ impl AgentService {
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
-        let start = self.validate(command)?;
+        let start = self.validate(tenant, command)?;
         let handle = self
             .runtime
             .start_run(tenant, session, start)
@@ -547,7 +574,11 @@ impl AgentService {
         );
     }
 
-    fn validate(&self, command: StartRunCommand) -> Result<StartRun, AgentError> {
+    fn validate(
+        &self,
+        tenant: &TenantId,
+        command: StartRunCommand,
+    ) -> Result<StartRun, AgentError> {
         let goal = command.goal.trim();
         if goal.is_empty() || goal.chars().count() > MAX_GOAL_CHARS {
             return Err(AgentError::invalid(
@@ -588,6 +619,10 @@ impl AgentService {
                 });
             }
         };
+        let secrets = self
+            .secrets
+            .resolve(tenant, &command.secrets, &network)
+            .map_err(AgentError::from)?;
         let provider = self.models.resolve(&command.model)?;
         let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
@@ -605,7 +640,7 @@ impl AgentService {
             snapshot_limits,
             backend: Some(backend),
             network: Some(network),
-            secrets: Vec::new(),
+            secrets,
         })
     }
 

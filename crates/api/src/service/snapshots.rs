@@ -523,6 +523,8 @@ impl SandboxService {
             read_only: command.read_only,
             backend: command.backend.clone(),
             image: command.image.clone(),
+            // a restore names no secrets (not in its request)
+            secrets: Vec::new(),
         };
         let origin = Some(snapshot.id.clone());
         if command.read_only {

@@ -238,6 +238,7 @@ impl TestServer {
                 context_window: None,
             },
             run_backends,
+            paddock_api::service::SecretCatalog::default(),
             shutdown.child_token(),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

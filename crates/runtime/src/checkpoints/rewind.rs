@@ -120,6 +120,7 @@ impl Runtime {
                     backend: None,
                     image: None,
                     network: None,
+                    secrets: Vec::new(),
                     resumed_from: None,
                 })
                 .await?;

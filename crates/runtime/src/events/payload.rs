@@ -56,6 +56,10 @@ pub struct RunStarted {
     /// before runs had one: those ran with none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkPolicy>,
+    /// The secrets injected at egress into the run's sandbox: names and
+    /// hosts, never a value (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<paddock_proto::SecretNotice>,
     /// The interrupted run this one resumes; absent on a run that does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<RunId>,

@@ -330,6 +330,7 @@ async fn prepare(
         backend: Some(backend_name.to_owned()),
         image: request.backend.as_ref().and_then(|b| b.image.clone()),
         network: request.network.clone(),
+        secrets: request.secrets.iter().map(|s| s.notice()).collect(),
         resumed_from: options.resumed_from.clone(),
     };
     journal.emit(&started).await?;

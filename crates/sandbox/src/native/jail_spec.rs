@@ -19,6 +19,10 @@ pub(super) fn jail_spec(
     egress_ca: Option<&str>,
 ) -> JailSpec {
     // placeholders and the bundle's paths only where the proxy intercepts
+    let secrets = match egress_ca {
+        Some(_) => spec.secrets.iter().map(|s| s.notice()).collect(),
+        None => Vec::new(),
+    };
     let egress_env = match egress_ca {
         Some(_) => spec
             .secrets
@@ -40,6 +44,7 @@ pub(super) fn jail_spec(
         network: spec.network.clone(),
         netns,
         egress_env,
+        secrets,
         egress_ca: egress_ca.map(str::to_owned),
         limits: spec.limits.clone(),
         id_mapping: config.id_mapping,
@@ -120,6 +125,10 @@ mod tests {
                 network: NetworkPolicy::Full,
                 netns,
                 egress_env,
+                secrets: vec![paddock_proto::SecretNotice {
+                    name: "API_KEY".to_owned(),
+                    hosts: vec!["api.test".parse().unwrap()],
+                }],
                 egress_ca: Some("CA PEM".to_owned()),
                 limits: SandboxLimits {
                     memory_bytes: Some(512 << 20),
