@@ -369,11 +369,16 @@ mod tests {
     use super::*;
 
     /// Records what the walk visits, as `kind path`.
+    /// What a racing writer does to a file just before the walk opens it.
+    type Race = Box<dyn FnMut(&Path, &str)>;
+    /// A way to replace a file, named.
+    type Replacement = (&'static str, fn(&Path, &Path));
+
     #[derive(Default)]
     struct Record {
         seen: Vec<String>,
         /// Called on each file before it is opened: what a racing writer does.
-        before_open: Option<Box<dyn FnMut(&Path, &str)>>,
+        before_open: Option<Race>,
         root: std::path::PathBuf,
     }
 
@@ -535,7 +540,7 @@ mod tests {
         fs::create_dir_all(&root).unwrap();
         let outside = dir.path().join("outside");
         fs::write(&outside, "outside").unwrap();
-        let replacements: [(&str, fn(&Path, &Path)); 3] = [
+        let replacements: [Replacement; 3] = [
             // another file renamed over it (another inode)
             ("renamed", |file, _| {
                 let other = file.with_extension("new");

@@ -79,8 +79,8 @@ impl Manifest {
         codec::encode(self)
     }
 
-    /// Reads a stored manifest (of the current version, or JSON of version
-    /// 1) and checks it ([`Manifest::validate`]): a manifest comes back from
+    /// Reads a stored manifest (of the current version, or JSON of
+    /// version 1) and checks it ([`Manifest::validate`]): a manifest comes back from
     /// the blob store, which is not trusted to be what this code wrote.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, SnapshotError> {
         let manifest = codec::decode(bytes)?;
