@@ -6,10 +6,13 @@
 //! ([`Manifest::validate`]). Every operation then goes through directory
 //! descriptors opened `O_NOFOLLOW` from the root, so a symlink in the
 //! workspace (made by an agent, say) can never redirect a write or a
-//! removal outside it. A file is written to a temporary name beside its
-//! place, its content checked against its key while it is copied, and
-//! renamed over the old one, so a failed restore leaves each path either
-//! old or new, never half written. The caller keeps other writers away for
+//! removal outside it. A file that replaces another is written to a
+//! temporary name beside its place, its content checked against its key
+//! while it is copied, and renamed over the old one, so a failed restore
+//! leaves each such path either old or new, never half written; a file at a
+//! path the tree does not have is written in place (checked the same way,
+//! removed if that fails: a crash can leave it short, which the next
+//! restore sees as another content and writes again). The caller keeps other writers away for
 //! the duration (the workspace's writer lease).
 //!
 //! Removals come first, then directories, symlinks and modes in one pass in
@@ -182,6 +185,7 @@ pub fn restore(
                     name,
                     hash,
                     mode,
+                    fresh: !matches!(before.map(|b| &b.node), Some(Node::File { .. })),
                 });
                 stats.files_written += 1;
                 stats.bytes_written += size;
@@ -254,6 +258,8 @@ struct FileWrite<'m> {
     name: &'m OsStr,
     hash: &'m BlobKey,
     mode: Mode,
+    /// Nothing the tree holds is at the path (no file of other content).
+    fresh: bool,
 }
 
 /// Writes every file of `writes` (in path order) with up to one thread per
@@ -424,21 +430,32 @@ fn write_file(
     };
     let flags =
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let (tmp, fd) = loop {
-        let tmp = temps.name();
-        match openat(
-            parent,
-            OsStr::from_bytes(&tmp),
-            flags,
-            Mode::from_bits_truncate(0o600),
-        ) {
-            Ok(fd) => break (tmp, fd),
-            // a name left by an earlier restore with the same prefix: the next one
-            Err(Errno::EEXIST) => continue,
+    let create = |name: &OsStr| openat(parent, name, flags, Mode::from_bits_truncate(0o600));
+    // a path the tree does not have is written in place (and removed if
+    // that fails); one that replaces a file goes through a temporary name
+    let in_place = if write.fresh {
+        match create(name) {
+            Ok(fd) => Some(fd),
+            // something the capture did not record (a special file): replaced
+            Err(Errno::EEXIST) => None,
             Err(errno) => return Err(write_err(io_err(errno))),
         }
+    } else {
+        None
     };
-    let tmp = OsStr::from_bytes(&tmp);
+    let (tmp, fd) = match in_place {
+        Some(fd) => (None, fd),
+        None => loop {
+            let tmp = temps.name();
+            match create(OsStr::from_bytes(&tmp)) {
+                Ok(fd) => break (Some(tmp), fd),
+                // a name left by an earlier restore with the same prefix: the next one
+                Err(Errno::EEXIST) => continue,
+                Err(errno) => return Err(write_err(io_err(errno))),
+            }
+        },
+    };
+    let written_to = tmp.as_deref().map_or(name, OsStr::from_bytes);
     let written = (|| {
         let mut reader = blobs.open(hash).map_err(|source| SnapshotError::Blob {
             what: format!("open {hash} for {path:?}"),
@@ -471,10 +488,13 @@ fn write_file(
             });
         }
         nix::sys::stat::fchmod(&file, mode).map_err(|e| write_err(io_err(e)))?;
-        renameat(parent, tmp, parent, name).map_err(|e| write_err(io_err(e)))
+        if tmp.is_some() {
+            renameat(parent, written_to, parent, name).map_err(|e| write_err(io_err(e)))?;
+        }
+        Ok(())
     })();
     if written.is_err()
-        && let Err(errno) = unlinkat(parent, tmp, UnlinkatFlags::NoRemoveDir)
+        && let Err(errno) = unlinkat(parent, written_to, UnlinkatFlags::NoRemoveDir)
         && errno != Errno::ENOENT
     {
         tracing::warn!(path, %errno, "removing a restore's temporary file");
