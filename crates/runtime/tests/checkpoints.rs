@@ -366,7 +366,7 @@ async fn a_checkpoint_whose_manifest_escapes_the_workspace_is_refused() {
                 stat: None,
             },
         );
-        let manifest_key = put(&serde_json::to_vec(&manifest).unwrap());
+        let manifest_key = put(&manifest.to_bytes());
         let lease = h
             .store
             .acquire_lease(

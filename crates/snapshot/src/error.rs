@@ -210,6 +210,8 @@ pub enum SnapshotError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("reading a checkpoint manifest: {reason} (at byte {at})")]
+    ManifestFormat { at: usize, reason: &'static str },
     #[error("checkpoint manifest version {version} is not known here")]
     ManifestVersion { version: u32 },
     #[error("blob store: {what}")]

@@ -30,6 +30,7 @@ mod local_store;
 mod options;
 mod pack;
 mod record;
+mod tree_walk;
 mod unpack;
 
 pub use error::{Limit, Refusal, SnapshotError};
@@ -39,7 +40,8 @@ pub use options::{
     DEFAULT_EXCLUDES, DEFAULT_LEVEL, DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, Limits,
     MAX_REQUEST_BYTES, MAX_REQUEST_FILES, Owner, PackOptions, UnpackOptions,
 };
-pub use pack::{PackStats, SkippedEntry, SpecialKind, pack};
+pub use pack::{PackStats, SkippedEntry, pack};
 pub use paddock_core::blob::BlobKey;
 pub use record::{ArchiveCounts, snapshot_record};
+pub use tree_walk::SpecialKind;
 pub use unpack::{UnpackStats, unpack, unpack_many};

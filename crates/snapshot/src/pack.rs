@@ -3,24 +3,20 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use nix::dir::{Dir, Type};
-use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag, openat};
-use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
+use nix::dir::Dir;
+use nix::sys::stat::FileStat;
 use paddock_core::blob::BlobKey;
 use tar::{EntryType, Header};
 
-use crate::error::{Limit, SnapshotError, io_err, lossy};
+use crate::error::{SnapshotError, lossy};
 use crate::exclude::Excludes;
 use crate::hashing::HashingWriter;
 use crate::options::PackOptions;
+use crate::tree_walk::{Opened, SpecialKind, Visitor, Walk};
 
-/// Deepest directory nesting packed (each level holds one open directory).
-pub(crate) const MAX_DEPTH: usize = 256;
 /// File reads go through a buffer this large, to keep syscalls few.
 const READ_BUF: usize = 256 * 1024;
 /// Tar output is gathered into chunks this large before zstd sees it.
@@ -67,14 +63,6 @@ pub struct SkippedEntry {
     pub kind: SpecialKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpecialKind {
-    Socket,
-    Fifo,
-    CharDevice,
-    BlockDevice,
-}
-
 /// Streams the tree under `root` into `out` as a zstd-compressed tar archive.
 ///
 /// Entries are sorted by name within each directory, directories before their
@@ -93,27 +81,16 @@ pub enum SpecialKind {
 /// exactly the bytes written to `out`.
 pub fn pack<W: Write>(root: &Path, opts: &PackOptions, out: W) -> Result<PackStats, SnapshotError> {
     let excludes = Excludes::new(&opts.excludes)?;
-    let root_fd =
-        open_dir_at(nix::fcntl::AT_FDCWD, root).map_err(|errno| SnapshotError::OpenRoot {
-            path: root.to_path_buf(),
-            source: io_err(errno),
-        })?;
-    let root_dir = Dir::from_fd(root_fd).map_err(|errno| SnapshotError::OpenRoot {
-        path: root.to_path_buf(),
-        source: io_err(errno),
-    })?;
-
+    let mut walk = Walk::new(&excludes, opts.limits.max_files);
     let encoder = new_encoder(HashingWriter::new(out), opts)?;
     let mut packer = Packer {
         builder: tar::Builder::new(BufWriter::with_capacity(WRITE_BUF, encoder)),
-        excludes,
         opts,
-        path: Vec::new(),
         buf: vec![0; READ_BUF],
-        entries: 0,
         stats: Counts::default(),
     };
-    packer.walk(root_dir, 0)?;
+    walk.run(root, &mut packer)?;
+    packer.stats.excluded = walk.excluded();
 
     let Packer { builder, stats, .. } = packer;
     let encoder = builder
@@ -186,169 +163,52 @@ struct Counts {
 
 struct Packer<'o, W: Write> {
     builder: tar::Builder<BufWriter<Encoder<W>>>,
-    excludes: Excludes,
     opts: &'o PackOptions,
-    /// Path of the current entry from the root, `/`-separated.
-    path: Vec<u8>,
     buf: Vec<u8>,
-    /// Everything counted against `max_files`.
-    entries: u64,
     stats: Counts,
 }
 
-impl<W: Write> Packer<'_, W> {
-    fn walk(&mut self, mut dir: Dir, depth: usize) -> Result<(), SnapshotError> {
-        // Counted and limited while the listing is read: a directory of
-        // millions of names is refused at the first one over the limit,
-        // not after all of them were read.
-        let mut names: Vec<(Vec<u8>, Option<Type>)> = Vec::new();
-        for entry in dir.iter() {
-            let entry = entry.map_err(|errno| self.err_read_dir(errno))?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let parent_len = self.path.len();
-            if !self.path.is_empty() {
-                self.path.push(b'/');
-            }
-            self.path.extend_from_slice(name);
-            let excluded = self.excludes.matches(&self.path, name);
-            self.path.truncate(parent_len);
-            if excluded {
-                self.stats.excluded += 1;
-                continue;
-            }
-            // Every name listed is an entry the walk will count; the
-            // directory is named, since which of its names comes first in
-            // the archive's order is only known once all were read.
-            self.check_room(names.len() as u64)?;
-            names.push((name.to_vec(), entry.file_type()));
-        }
-        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+impl<W: Write> Visitor for Packer<'_, W> {
+    // The type from readdir saves a stat for regular files: the opened
+    // file is checked with fstat anyway.
+    const STAT_FILES: bool = false;
 
-        for (name, file_type) in names {
-            let parent_len = self.path.len();
-            if !self.path.is_empty() {
-                self.path.push(b'/');
-            }
-            self.path.extend_from_slice(&name);
-            let result = self.entry(&dir, &name, file_type, depth);
-            self.path.truncate(parent_len);
-            result?;
-        }
-        Ok(())
-    }
-
-    fn entry(
+    fn file(
         &mut self,
+        walk: &Walk,
         dir: &Dir,
-        name: &[u8],
-        file_type: Option<Type>,
-        depth: usize,
-    ) -> Result<(), SnapshotError> {
-        let name = OsStr::from_bytes(name);
-        // The type from readdir saves a stat for regular files: the opened
-        // file is checked with fstat anyway.
-        if file_type == Some(Type::File) {
-            return self.file(dir, name);
-        }
-        let stat = match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
-            Err(Errno::ENOENT) => return Ok(()),
-            Err(errno) => return Err(self.err_stat(errno)),
-        };
-        match SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT {
-            SFlag::S_IFREG => self.file(dir, name),
-            SFlag::S_IFDIR => self.dir(dir, name, &stat, depth),
-            SFlag::S_IFLNK => self.symlink(dir, name, &stat),
-            kind => self.skip(kind),
-        }
-    }
-
-    fn dir(
-        &mut self,
-        parent: &Dir,
         name: &OsStr,
-        stat: &FileStat,
-        depth: usize,
+        _stat: Option<&FileStat>,
     ) -> Result<(), SnapshotError> {
-        if depth + 1 >= MAX_DEPTH {
-            return Err(SnapshotError::TooDeep {
-                path: lossy(&self.path),
-                max: MAX_DEPTH,
-            });
-        }
-        self.count_entry()?;
-        let fd = match open_dir_at(parent, name) {
-            Ok(fd) => fd,
-            Err(Errno::ENOENT) => return Ok(()),
-            // ELOOP: the directory was replaced by a symlink since the stat.
-            Err(Errno::ELOOP | Errno::ENOTDIR) => return Err(self.changed()),
-            Err(errno) => return Err(self.err_read_dir(errno)),
+        let (file, stat) = match walk.open_file(dir, name, None)? {
+            Opened::File(file, stat) => (file, stat),
+            Opened::Gone => return Ok(()),
+            Opened::Special(kind) => return self.special(walk, kind),
         };
-        let dir = Dir::from_fd(fd).map_err(|errno| self.err_read_dir(errno))?;
-        let mut header = new_header(EntryType::Directory, stat);
-        header.set_size(0);
-        let path = self.archive_path();
-        self.builder
-            .append_data(&mut header, path, io::empty())
-            .map_err(|source| SnapshotError::Write { source })?;
-        self.stats.dirs += 1;
-        self.walk(dir, depth + 1)
-    }
-
-    fn file(&mut self, dir: &Dir, name: &OsStr) -> Result<(), SnapshotError> {
-        let flags = OFlag::O_RDONLY
-            | OFlag::O_NOFOLLOW
-            | OFlag::O_CLOEXEC
-            | OFlag::O_NOCTTY
-            // A fifo swapped in since readdir must not block the open.
-            | OFlag::O_NONBLOCK;
-        let fd = match openat(dir, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::ENOENT) => return Ok(()),
-            Err(Errno::ELOOP) => return Err(self.changed()),
-            Err(errno) => {
-                return Err(SnapshotError::ReadFile {
-                    path: lossy(&self.path),
-                    source: io_err(errno),
-                });
-            }
-        };
-        let stat = fstat(&fd).map_err(|errno| self.err_stat(errno))?;
-        match SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT {
-            SFlag::S_IFREG => {}
-            SFlag::S_IFDIR => return Err(self.changed()),
-            kind => return self.skip(kind),
-        }
         let size = u64::try_from(stat.st_size).unwrap_or(0);
-        self.count_entry()?;
-        let max_bytes = self.opts.limits.max_bytes;
-        if self.stats.bytes_raw.saturating_add(size) > max_bytes {
-            return Err(SnapshotError::OverLimit {
-                limit: Limit::Bytes(max_bytes),
-                path: lossy(&self.path),
-            });
-        }
+        walk.check_bytes(
+            self.stats.bytes_raw.saturating_add(size),
+            self.opts.limits.max_bytes,
+        )?;
 
         let mut header = new_header(EntryType::Regular, &stat);
         header.set_size(size);
-        let path = self.archive_path();
         let mut reader = FileReader {
-            file: File::from(fd),
+            file,
             buf: &mut self.buf,
             start: 0,
             end: 0,
             remaining: size,
             failure: None,
         };
-        let appended = self.builder.append_data(&mut header, path, &mut reader);
+        let appended = self
+            .builder
+            .append_data(&mut header, archive_path(walk), &mut reader);
         if let Some(failure) = reader.failure.take() {
             return Err(match failure {
-                ReadFailure::Shrunk => self.changed(),
+                ReadFailure::Shrunk => walk.changed(),
                 ReadFailure::Io(source) => SnapshotError::ReadFile {
-                    path: lossy(&self.path),
+                    path: lossy(walk.path()),
                     source,
                 },
             });
@@ -359,100 +219,46 @@ impl<W: Write> Packer<'_, W> {
         Ok(())
     }
 
-    fn symlink(&mut self, dir: &Dir, name: &OsStr, stat: &FileStat) -> Result<(), SnapshotError> {
-        let target = match nix::fcntl::readlinkat(dir, name) {
-            Ok(target) => target,
-            Err(Errno::ENOENT) => return Ok(()),
-            Err(Errno::EINVAL) => return Err(self.changed()),
-            Err(errno) => return Err(self.err_stat(errno)),
-        };
-        self.count_entry()?;
+    fn dir(&mut self, walk: &Walk, stat: &FileStat) -> Result<(), SnapshotError> {
+        let mut header = new_header(EntryType::Directory, stat);
+        header.set_size(0);
+        self.builder
+            .append_data(&mut header, archive_path(walk), io::empty())
+            .map_err(|source| SnapshotError::Write { source })?;
+        self.stats.dirs += 1;
+        Ok(())
+    }
+
+    fn symlink(
+        &mut self,
+        walk: &Walk,
+        stat: &FileStat,
+        target: &OsStr,
+    ) -> Result<(), SnapshotError> {
         let mut header = new_header(EntryType::Symlink, stat);
         header.set_size(0);
-        let path = self.archive_path();
         self.builder
-            .append_link(&mut header, path, Path::new(&target))
+            .append_link(&mut header, archive_path(walk), Path::new(target))
             .map_err(|source| SnapshotError::Write { source })?;
         self.stats.symlinks += 1;
         Ok(())
     }
 
-    fn skip(&mut self, kind: SFlag) -> Result<(), SnapshotError> {
-        let kind = match kind {
-            SFlag::S_IFSOCK => SpecialKind::Socket,
-            SFlag::S_IFIFO => SpecialKind::Fifo,
-            SFlag::S_IFCHR => SpecialKind::CharDevice,
-            SFlag::S_IFBLK => SpecialKind::BlockDevice,
-            // A type that no longer matches what was just seen.
-            _ => return Err(self.changed()),
-        };
-        self.count_entry()?;
+    fn special(&mut self, walk: &Walk, kind: SpecialKind) -> Result<(), SnapshotError> {
         self.stats.skipped_total += 1;
         if self.stats.skipped.len() < SKIPPED_LISTED {
             self.stats.skipped.push(SkippedEntry {
-                path: lossy(&self.path),
+                path: lossy(walk.path()),
                 kind,
             });
         }
         Ok(())
     }
-
-    fn count_entry(&mut self) -> Result<(), SnapshotError> {
-        self.check_room(0)?;
-        self.entries += 1;
-        Ok(())
-    }
-
-    /// Refuses the entry at the current path when `pending` entries listed
-    /// before it and the ones counted so far fill `max_files`.
-    fn check_room(&self, pending: u64) -> Result<(), SnapshotError> {
-        let max_files = self.opts.limits.max_files;
-        if self.entries.saturating_add(pending) >= max_files {
-            return Err(SnapshotError::OverLimit {
-                limit: Limit::Files(max_files),
-                path: lossy(&self.path),
-            });
-        }
-        Ok(())
-    }
-
-    /// The current path as the archive's entry name.
-    fn archive_path(&self) -> std::path::PathBuf {
-        std::path::PathBuf::from(OsStr::from_bytes(&self.path))
-    }
-
-    fn changed(&self) -> SnapshotError {
-        SnapshotError::Changed {
-            path: lossy(&self.path),
-        }
-    }
-
-    fn err_stat(&self, errno: Errno) -> SnapshotError {
-        SnapshotError::Stat {
-            path: lossy(&self.path),
-            source: io_err(errno),
-        }
-    }
-
-    fn err_read_dir(&self, errno: Errno) -> SnapshotError {
-        SnapshotError::ReadDir {
-            path: if self.path.is_empty() {
-                ".".to_owned()
-            } else {
-                lossy(&self.path)
-            },
-            source: io_err(errno),
-        }
-    }
 }
 
-fn open_dir_at<Fd: AsFd, P: ?Sized + nix::NixPath>(parent: Fd, path: &P) -> nix::Result<OwnedFd> {
-    openat(
-        parent,
-        path,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
+/// The walk's current path as the archive's entry name.
+fn archive_path(walk: &Walk) -> std::path::PathBuf {
+    std::path::PathBuf::from(OsStr::from_bytes(walk.path()))
 }
 
 fn new_header(kind: EntryType, stat: &FileStat) -> Header {

@@ -58,7 +58,7 @@ fn checkpoint(
 ) -> Result<Manifest> {
     let (manifest, _) = capture(root, previous, options, Some(blobs))?;
     let mut writer = blobs.writer()?;
-    std::io::Write::write_all(&mut writer, &manifest.to_bytes()?)?;
+    std::io::Write::write_all(&mut writer, &manifest.to_bytes())?;
     writer.commit()?;
     Ok(manifest)
 }
@@ -256,6 +256,11 @@ fn main() -> Result<()> {
         empty.as_secs_f64() / full_restore.as_secs_f64(),
         verdict(empty)
     );
-    println!("blobs stored: {}", blobs.list()?.len());
+    println!(
+        "blobs stored: {}, manifest: {} bytes for {} entries",
+        blobs.list()?.len(),
+        first.to_bytes().len(),
+        first.entries.len()
+    );
     Ok(())
 }

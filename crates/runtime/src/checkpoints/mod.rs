@@ -211,15 +211,7 @@ pub(crate) async fn capture_stored(
             path: path.clone(),
             source,
         })?;
-        let manifest_key = put_bytes(
-            blobs.as_ref(),
-            &manifest
-                .to_bytes()
-                .map_err(|source| RuntimeError::Checkpoint {
-                    path: path.clone(),
-                    source,
-                })?,
-        )?;
+        let manifest_key = put_bytes(blobs.as_ref(), &manifest.to_bytes())?;
         Ok(Captured {
             manifest,
             stats,

@@ -6,23 +6,19 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use nix::dir::{Dir, Type};
-use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag, openat};
-use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
+use nix::dir::Dir;
+use nix::sys::stat::FileStat;
 use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
 use sha2::{Digest, Sha256};
 
 use super::manifest::{Entry, Manifest, Node, StatKey};
-use crate::error::{Limit, SnapshotError, io_err, lossy};
+use crate::error::SnapshotError;
 use crate::exclude::Excludes;
 use crate::options::Limits;
-use crate::pack::MAX_DEPTH;
+use crate::tree_walk::{Opened, SpecialKind, Visitor, Walk};
 
 /// A file whose mtime or ctime falls this close to (or after) the start of
 /// the capture that hashed it is hashed again by the next capture: a write
@@ -73,27 +69,17 @@ pub fn capture(
 ) -> Result<(Manifest, CaptureStats), SnapshotError> {
     let started = now_ns();
     let excludes = Excludes::new(&options.excludes)?;
-    let dir = Dir::open(
-        root,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|errno| SnapshotError::OpenRoot {
-        path: root.to_path_buf(),
-        source: io_err(errno),
-    })?;
-    let mut walker = Walker {
-        excludes,
-        limits: options.limits,
+    let mut walk = Walk::new(&excludes, options.limits.max_files);
+    let mut capturer = Capturer {
+        max_bytes: options.limits.max_bytes,
         previous,
         blobs,
         manifest: Manifest::new(started),
         stats: CaptureStats::default(),
-        path: Vec::new(),
         buf: vec![0; READ_BUF],
     };
-    walker.walk(dir, 0)?;
-    Ok((walker.manifest, walker.stats))
+    walk.run(root, &mut capturer)?;
+    Ok((capturer.manifest, capturer.stats))
 }
 
 fn now_ns() -> i64 {
@@ -103,141 +89,39 @@ fn now_ns() -> i64 {
     i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX)
 }
 
-struct Walker<'a> {
-    excludes: Excludes,
-    limits: Limits,
+struct Capturer<'a> {
+    max_bytes: u64,
     previous: Option<&'a Manifest>,
     blobs: Option<&'a dyn BlobStore>,
     manifest: Manifest,
     stats: CaptureStats,
-    path: Vec<u8>,
     buf: Vec<u8>,
 }
 
-impl Walker<'_> {
-    fn walk(&mut self, mut dir: Dir, depth: usize) -> Result<(), SnapshotError> {
-        let mut names: Vec<(Vec<u8>, Option<Type>)> = Vec::new();
-        for entry in dir.iter() {
-            let entry = entry.map_err(|errno| self.err_read_dir(errno))?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            names.push((name.to_vec(), entry.file_type()));
-        }
-        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (name, _) in names {
-            let parent_len = self.path.len();
-            if !self.path.is_empty() {
-                self.path.push(b'/');
-            }
-            self.path.extend_from_slice(&name);
-            let result = if self.excludes.matches(&self.path, &name) {
-                Ok(())
-            } else {
-                self.entry(&dir, &name, depth)
-            };
-            self.path.truncate(parent_len);
-            result?;
-        }
-        Ok(())
-    }
-
-    fn entry(&mut self, dir: &Dir, name: &[u8], depth: usize) -> Result<(), SnapshotError> {
-        let name = OsStr::from_bytes(name);
-        let stat = match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
-            Err(Errno::ENOENT) => return Ok(()),
-            Err(errno) => return Err(self.err_stat(errno)),
-        };
-        let Ok(path) = std::str::from_utf8(&self.path).map(str::to_owned) else {
-            self.stats.skipped += 1;
-            return Ok(());
-        };
-        let mode = stat.st_mode & 0o7777;
-        let node = match SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT {
-            SFlag::S_IFREG => {
-                let (node, key) = self.file(dir, name, &path, &stat)?;
-                self.count(Some(&node))?;
-                self.stats.files += 1;
-                self.manifest.entries.insert(
-                    path,
-                    Entry {
-                        node,
-                        mode,
-                        stat: Some(key),
-                    },
-                );
-                return Ok(());
-            }
-            SFlag::S_IFDIR => {
-                if depth + 1 >= MAX_DEPTH {
-                    return Err(SnapshotError::TooDeep {
-                        path,
-                        max: MAX_DEPTH,
-                    });
-                }
-                self.count(None)?;
-                self.stats.dirs += 1;
-                self.manifest.entries.insert(
-                    path,
-                    Entry {
-                        node: Node::Dir,
-                        mode,
-                        stat: None,
-                    },
-                );
-                let fd = match open_dir_at(dir, name) {
-                    Ok(fd) => fd,
-                    Err(Errno::ENOENT) => return Ok(()),
-                    Err(Errno::ELOOP | Errno::ENOTDIR) => return Err(self.changed()),
-                    Err(errno) => return Err(self.err_read_dir(errno)),
-                };
-                let child = Dir::from_fd(fd).map_err(|errno| self.err_read_dir(errno))?;
-                return self.walk(child, depth + 1);
-            }
-            SFlag::S_IFLNK => {
-                let target = match nix::fcntl::readlinkat(dir, name) {
-                    Ok(target) => target,
-                    Err(Errno::ENOENT) => return Ok(()),
-                    Err(Errno::EINVAL) => return Err(self.changed()),
-                    Err(errno) => return Err(self.err_stat(errno)),
-                };
-                let Some(target) = target.to_str().filter(|t| !t.is_empty()) else {
-                    self.stats.skipped += 1;
-                    return Ok(());
-                };
-                self.stats.symlinks += 1;
-                Node::Symlink {
-                    target: target.to_owned(),
-                }
-            }
-            _ => {
+impl Capturer<'_> {
+    /// The walk's current path, None (and counted as skipped) when it is
+    /// not UTF-8, which a manifest cannot record.
+    fn path(&mut self, walk: &Walk) -> Option<String> {
+        match std::str::from_utf8(walk.path()) {
+            Ok(path) => Some(path.to_owned()),
+            Err(_) => {
                 self.stats.skipped += 1;
-                return Ok(());
+                None
             }
-        };
-        self.count(None)?;
-        self.manifest.entries.insert(
-            path,
-            Entry {
-                node,
-                mode,
-                stat: None,
-            },
-        );
-        Ok(())
+        }
     }
 
     /// The node of a regular file: the previous hash when its stat is
-    /// unchanged, otherwise the hash of its content (stored if new).
-    fn file(
+    /// unchanged, otherwise the hash of its content (stored if new); and
+    /// the stat of what was hashed. None: the file is gone.
+    fn file_node(
         &mut self,
+        walk: &Walk,
         dir: &Dir,
         name: &OsStr,
         path: &str,
         stat: &FileStat,
-    ) -> Result<(Node, StatKey), SnapshotError> {
+    ) -> Result<Option<(Node, StatKey)>, SnapshotError> {
         let key = stat_key(stat);
         if let Some(previous) = self.previous
             && let Some(Entry {
@@ -248,30 +132,13 @@ impl Walker<'_> {
             && *seen == key
             && key.mtime_ns.max(key.ctime_ns) < previous.captured_at_ns - RACY_NS
         {
-            return Ok((node.clone(), key));
+            return Ok(Some((node.clone(), key)));
         }
-        let flags = OFlag::O_RDONLY
-            | OFlag::O_NOFOLLOW
-            | OFlag::O_CLOEXEC
-            | OFlag::O_NOCTTY
-            | OFlag::O_NONBLOCK;
-        let fd = match openat(dir, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::ENOENT | Errno::ELOOP) => return Err(self.changed()),
-            Err(errno) => {
-                return Err(SnapshotError::ReadFile {
-                    path: path.to_owned(),
-                    source: io_err(errno),
-                });
-            }
+        let mut file = match walk.open_file(dir, name, Some(stat))? {
+            Opened::File(file, _) => file,
+            Opened::Gone => return Ok(None),
+            Opened::Special(_) => return Err(walk.changed()),
         };
-        let opened = fstat(&fd).map_err(|errno| self.err_stat(errno))?;
-        if SFlag::from_bits_truncate(opened.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG
-            || opened.st_ino != stat.st_ino
-        {
-            return Err(self.changed());
-        }
-        let mut file = File::from(fd);
         let read_err = |source| SnapshotError::ReadFile {
             path: path.to_owned(),
             source,
@@ -292,16 +159,17 @@ impl Walker<'_> {
         self.stats.hashed_files += 1;
         self.stats.hashed_bytes += size;
         if let Some(blobs) = self.blobs {
-            self.store(blobs, &mut file, &hash, path)?;
+            self.store(walk, blobs, &mut file, &hash, path)?;
         }
         // the stat of the bytes hashed: one read after the stat may have
         // seen a later write, which the next capture then sees as a change
-        Ok((Node::File { hash, size }, StatKey { size, ..key }))
+        Ok(Some((Node::File { hash, size }, StatKey { size, ..key })))
     }
 
     /// Stores the content of `file` as `hash` unless the store has it.
     fn store(
         &mut self,
+        walk: &Walk,
         blobs: &dyn BlobStore,
         file: &mut File,
         hash: &BlobKey,
@@ -326,54 +194,83 @@ impl Walker<'_> {
         if info.key != *hash {
             // written while it was read: the stored blob is still a valid
             // blob (of other content), but this file must be captured again
-            return Err(self.changed());
+            return Err(walk.changed());
         }
         self.stats.new_blobs.push(info);
         Ok(())
     }
 
-    fn count(&mut self, file: Option<&Node>) -> Result<(), SnapshotError> {
-        let entries = self.manifest.entries.len() as u64;
-        if entries >= self.limits.max_files {
-            return Err(SnapshotError::OverLimit {
-                limit: Limit::Files(self.limits.max_files),
-                path: lossy(&self.path),
-            });
-        }
-        if let Some(Node::File { size, .. }) = file {
+    fn insert(&mut self, path: String, node: Node, mode: u32, stat: Option<StatKey>) {
+        self.manifest
+            .entries
+            .insert(path, Entry { node, mode, stat });
+    }
+}
+
+impl Visitor for Capturer<'_> {
+    const STAT_FILES: bool = true;
+
+    fn file(
+        &mut self,
+        walk: &Walk,
+        dir: &Dir,
+        name: &OsStr,
+        stat: Option<&FileStat>,
+    ) -> Result<(), SnapshotError> {
+        let Some(stat) = stat else {
+            // STAT_FILES: the walk stats every file
+            return Err(walk.changed());
+        };
+        let Some(path) = self.path(walk) else {
+            return Ok(());
+        };
+        let Some((node, key)) = self.file_node(walk, dir, name, &path, stat)? else {
+            return Ok(());
+        };
+        if let Node::File { size, .. } = &node {
             self.stats.bytes = self.stats.bytes.saturating_add(*size);
-            if self.stats.bytes > self.limits.max_bytes {
-                return Err(SnapshotError::OverLimit {
-                    limit: Limit::Bytes(self.limits.max_bytes),
-                    path: lossy(&self.path),
-                });
-            }
+            walk.check_bytes(self.stats.bytes, self.max_bytes)?;
         }
+        self.stats.files += 1;
+        self.insert(path, node, stat.st_mode & 0o7777, Some(key));
         Ok(())
     }
 
-    fn changed(&self) -> SnapshotError {
-        SnapshotError::Changed {
-            path: lossy(&self.path),
-        }
+    fn dir(&mut self, walk: &Walk, stat: &FileStat) -> Result<(), SnapshotError> {
+        // a directory not named in UTF-8 is still walked: its contents'
+        // paths are not UTF-8 either, so each is skipped on its own
+        let Some(path) = self.path(walk) else {
+            return Ok(());
+        };
+        self.stats.dirs += 1;
+        self.insert(path, Node::Dir, stat.st_mode & 0o7777, None);
+        Ok(())
     }
 
-    fn err_stat(&self, errno: Errno) -> SnapshotError {
-        SnapshotError::Stat {
-            path: lossy(&self.path),
-            source: io_err(errno),
-        }
+    fn symlink(
+        &mut self,
+        walk: &Walk,
+        stat: &FileStat,
+        target: &OsStr,
+    ) -> Result<(), SnapshotError> {
+        let Some(path) = self.path(walk) else {
+            return Ok(());
+        };
+        let Some(target) = target.to_str().filter(|t| !t.is_empty()) else {
+            self.stats.skipped += 1;
+            return Ok(());
+        };
+        self.stats.symlinks += 1;
+        let node = Node::Symlink {
+            target: target.to_owned(),
+        };
+        self.insert(path, node, stat.st_mode & 0o7777, None);
+        Ok(())
     }
 
-    fn err_read_dir(&self, errno: Errno) -> SnapshotError {
-        SnapshotError::ReadDir {
-            path: if self.path.is_empty() {
-                ".".to_owned()
-            } else {
-                lossy(&self.path)
-            },
-            source: io_err(errno),
-        }
+    fn special(&mut self, _walk: &Walk, _kind: SpecialKind) -> Result<(), SnapshotError> {
+        self.stats.skipped += 1;
+        Ok(())
     }
 }
 
@@ -385,16 +282,4 @@ fn stat_key(stat: &FileStat) -> StatKey {
         ino: stat.st_ino,
         dev: stat.st_dev,
     }
-}
-
-pub(super) fn open_dir_at<Fd: AsFd, P: ?Sized + nix::NixPath>(
-    parent: Fd,
-    path: &P,
-) -> nix::Result<OwnedFd> {
-    openat(
-        parent,
-        path,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
 }

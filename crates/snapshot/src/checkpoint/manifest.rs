@@ -8,11 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use paddock_core::blob::BlobKey;
 use serde::{Deserialize, Serialize};
 
+use super::codec;
 use crate::error::{Refusal, SnapshotError};
 use crate::unpack::paths;
 
-/// The format of [`Manifest`]; a manifest of another version is refused.
-pub const MANIFEST_VERSION: u32 = 1;
+/// The format of [`Manifest`]'s stored form (2: compact binary, see
+/// `codec.rs`); a stored manifest of version 1 (JSON) is read too, one of
+/// any other version is refused.
+pub const MANIFEST_VERSION: u32 = 2;
 
 /// A workspace tree as one checkpoint saw it, keyed by `/`-separated path
 /// from the root (sorted, so a parent comes before its children).
@@ -71,17 +74,16 @@ impl Manifest {
         }
     }
 
-    /// The manifest's stored form (JSON).
-    pub fn to_bytes(&self) -> Result<Vec<u8>, SnapshotError> {
-        serde_json::to_vec(self).map_err(|source| SnapshotError::Manifest { source })
+    /// The manifest's stored form (version [`MANIFEST_VERSION`], binary).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        codec::encode(self)
     }
 
-    /// Reads a stored manifest and checks it ([`Manifest::validate`]): a
-    /// manifest comes back from the blob store, which is not trusted to be
-    /// what this code wrote.
+    /// Reads a stored manifest (of the current version, or JSON of
+    /// version 1) and checks it ([`Manifest::validate`]): a manifest comes back from
+    /// the blob store, which is not trusted to be what this code wrote.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, SnapshotError> {
-        let manifest: Self =
-            serde_json::from_slice(bytes).map_err(|source| SnapshotError::Manifest { source })?;
+        let manifest = codec::decode(bytes)?;
         manifest.validate()?;
         Ok(manifest)
     }
@@ -188,7 +190,7 @@ mod tests {
     #[test]
     fn a_manifest_round_trips_through_its_stored_form() {
         let manifest = with(&[("a", dir()), ("a/b.txt", file(1))]);
-        let back = Manifest::from_bytes(&manifest.to_bytes().unwrap()).unwrap();
+        let back = Manifest::from_bytes(&manifest.to_bytes()).unwrap();
         assert_eq!(back, manifest);
     }
 

@@ -14,6 +14,7 @@
 //!   gives a text file's unified diff.
 
 mod capture;
+mod codec;
 mod diff;
 mod manifest;
 mod restore;

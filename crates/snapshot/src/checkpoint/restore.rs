@@ -6,30 +6,50 @@
 //! ([`Manifest::validate`]). Every operation then goes through directory
 //! descriptors opened `O_NOFOLLOW` from the root, so a symlink in the
 //! workspace (made by an agent, say) can never redirect a write or a
-//! removal outside it. A file is written to a temporary name beside its
-//! place, its content checked against its key while it is copied, and
-//! renamed over the old one, so a failed restore leaves each path either
-//! old or new, never half written. The caller keeps other writers away for
+//! removal outside it. A file that replaces another is written to a
+//! temporary name beside its place, its content checked against its key
+//! while it is copied, and renamed over the old one, so a failed restore
+//! leaves each such path either old or new, never half written; a file at a
+//! path the tree does not have is written in place (checked the same way,
+//! removed if that fails: a crash can leave it short, which the next
+//! restore sees as another content and writes again). The caller keeps other writers away for
 //! the duration (the workspace's writer lease).
+//!
+//! Removals come first, then directories, symlinks and modes in one pass in
+//! path order, then file contents: those are independent once their
+//! directories exist, so up to one thread per core writes them, a
+//! directory's files at a time, through a large buffer.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use nix::dir::Dir;
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{FchmodatFlags, Mode, SFlag, fchmodat, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, symlinkat, unlinkat};
-use paddock_core::blob::{BlobKey, BlobStore};
+use paddock_core::blob::{BlobError, BlobKey, BlobStore};
+use sha2::{Digest, Sha256};
 
-use super::capture::{CaptureOptions, capture, open_dir_at};
+use super::capture::{CaptureOptions, capture};
 use super::manifest::{Manifest, Node};
 use crate::error::{SnapshotError, io_err};
-use crate::hashing::HashingWriter;
+use crate::tree_walk::open_dir_at;
+
+/// File content is copied (and hashed) through a buffer this large.
+const COPY_BUF: usize = 1024 * 1024;
+/// Below this much content to write, one thread writes it all.
+const PARALLEL_BYTES: u64 = 8 * 1024 * 1024;
+/// Most threads writing files at once.
+const MAX_WRITERS: usize = 4;
+/// What a restore's temporary files are named from.
+const TEMP_PREFIX: &str = ".paddock-restore-";
 
 /// What a restore changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,8 +96,8 @@ pub fn restore(
             source: io_err(errno),
         })?;
     let mut tree = Tree {
-        dirs: HashMap::new(),
         root: root_fd,
+        open: Vec::new(),
     };
     let mut stats = RestoreStats::default();
 
@@ -114,8 +134,11 @@ pub fn restore(
             }
         }
     }
-    tree.dirs.clear();
+    tree.open.clear();
 
+    // directories, symlinks and modes in one pass, in path order (a parent
+    // before its children); file contents after, in parallel
+    let mut writes: Vec<FileWrite> = Vec::new();
     for (path, entry) in &target.entries {
         let before = now
             .entries
@@ -156,7 +179,14 @@ pub fn restore(
                     }
                     continue;
                 }
-                write_file(tree.dir(parent)?, name, path, hash, mode, blobs)?;
+                writes.push(FileWrite {
+                    path,
+                    parent,
+                    name,
+                    hash,
+                    mode,
+                    fresh: !matches!(before.map(|b| &b.node), Some(Node::File { .. })),
+                });
                 stats.files_written += 1;
                 stats.bytes_written += size;
             }
@@ -172,14 +202,19 @@ pub fn restore(
             }
         }
     }
+    tree.open.clear();
+    write_files(&tree.root, &writes, stats.bytes_written, blobs)?;
     Ok(stats)
 }
 
-/// Directory descriptors by path from the root, each opened `O_NOFOLLOW`
-/// from its parent's.
+/// Directory descriptors along one path from the root, each opened
+/// `O_NOFOLLOW` from its parent's: the directories of the path asked for
+/// last, so that a walk in path order reopens little and holds no more
+/// descriptors than the tree is deep.
 struct Tree {
     root: OwnedFd,
-    dirs: HashMap<String, OwnedFd>,
+    /// `(path, descriptor)` from the root's child down.
+    open: Vec<(String, OwnedFd)>,
 }
 
 impl Tree {
@@ -187,21 +222,167 @@ impl Tree {
         if path.is_empty() {
             return Ok(&self.root);
         }
-        if !self.dirs.contains_key(path) {
-            let (parent, name) = split(path);
-            let fd = {
-                let parent_fd = self.dir(parent)?;
-                open_dir_at(parent_fd, name).map_err(|errno| SnapshotError::WriteFile {
-                    path: path.to_owned(),
-                    source: io_err(errno),
-                })?
-            };
-            self.dirs.insert(path.to_owned(), fd);
+        while let Some((top, _)) = self.open.last() {
+            let within = path == top
+                || (path.len() > top.len()
+                    && path.starts_with(top.as_str())
+                    && path.as_bytes()[top.len()] == b'/');
+            if within {
+                break;
+            }
+            self.open.pop();
         }
-        self.dirs.get(path).ok_or_else(|| SnapshotError::WriteFile {
-            path: path.to_owned(),
-            source: io::Error::other("directory descriptor missing"),
-        })
+        let done = self.open.last().map_or(0, |(top, _)| top.len() + 1);
+        if done <= path.len() {
+            for component in path[done..].split('/') {
+                let end = self.open.last().map_or(0, |(top, _)| top.len() + 1) + component.len();
+                let sub = &path[..end];
+                let fd = {
+                    let parent = self.open.last().map_or(&self.root, |(_, fd)| fd);
+                    open_dir_at(parent, component).map_err(|errno| SnapshotError::WriteFile {
+                        path: sub.to_owned(),
+                        source: io_err(errno),
+                    })?
+                };
+                self.open.push((sub.to_owned(), fd));
+            }
+        }
+        Ok(self.open.last().map_or(&self.root, |(_, fd)| fd))
+    }
+}
+
+/// A file whose content a restore writes.
+struct FileWrite<'m> {
+    path: &'m str,
+    parent: &'m str,
+    name: &'m OsStr,
+    hash: &'m BlobKey,
+    mode: Mode,
+    /// Nothing the tree holds is at the path (no file of other content).
+    fresh: bool,
+}
+
+/// Writes every file of `writes` (in path order) with up to one thread per
+/// core, each taking the files of one directory at a time; the first
+/// failure stops them all and is returned.
+fn write_files(
+    root: &OwnedFd,
+    writes: &[FileWrite],
+    bytes: u64,
+    blobs: &dyn BlobStore,
+) -> Result<(), SnapshotError> {
+    let mut groups: Vec<&[FileWrite]> = Vec::new();
+    let mut rest = writes;
+    while let Some(first) = rest.first() {
+        let len = rest
+            .iter()
+            .position(|w| w.parent != first.parent)
+            .unwrap_or(rest.len());
+        let (group, tail) = rest.split_at(len);
+        groups.push(group);
+        rest = tail;
+    }
+    let temps = TempNames::new();
+    let workers = if bytes < PARALLEL_BYTES {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_WRITERS)
+            .min(groups.len())
+    };
+    let next = AtomicUsize::new(0);
+    let failure: Mutex<Option<SnapshotError>> = Mutex::new(None);
+    let failed = AtomicBool::new(false);
+    let work = || {
+        let mut buf = vec![0u8; COPY_BUF];
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(group) = groups.get(i) else { break };
+            if failed.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Err(err) = write_group(root, group, blobs, &temps, &mut buf) {
+                failed.store(true, Ordering::Relaxed);
+                let mut first = failure.lock().unwrap_or_else(|p| p.into_inner());
+                first.get_or_insert(err);
+                break;
+            }
+        }
+    };
+    if workers <= 1 {
+        work();
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 1..workers {
+                scope.spawn(work);
+            }
+            work();
+        });
+    }
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}
+
+/// Writes the files of one directory.
+fn write_group(
+    root: &OwnedFd,
+    group: &[FileWrite],
+    blobs: &dyn BlobStore,
+    temps: &TempNames,
+    buf: &mut [u8],
+) -> Result<(), SnapshotError> {
+    let Some(first) = group.first() else {
+        return Ok(());
+    };
+    let opened;
+    let parent = if first.parent.is_empty() {
+        root
+    } else {
+        opened = open_path(root, first.parent).map_err(|errno| SnapshotError::WriteFile {
+            path: first.parent.to_owned(),
+            source: io_err(errno),
+        })?;
+        &opened
+    };
+    for write in group {
+        write_file(parent, write, blobs, temps, buf)?;
+    }
+    Ok(())
+}
+
+/// The directory `path` (relative, canonical) under `root`, each component
+/// opened `O_NOFOLLOW` from the one before.
+fn open_path(root: &OwnedFd, path: &str) -> nix::Result<OwnedFd> {
+    let mut components = path.split('/');
+    let first = components.next().unwrap_or(path);
+    let mut fd = open_dir_at(root, first)?;
+    for component in components {
+        fd = open_dir_at(&fd, component)?;
+    }
+    Ok(fd)
+}
+
+/// Names for a restore's temporary files: one random prefix per restore
+/// and a counter.
+struct TempNames {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl TempNames {
+    fn new() -> Self {
+        Self {
+            prefix: format!("{TEMP_PREFIX}{}-", uuid::Uuid::new_v4().simple()),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    fn name(&self) -> Vec<u8> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{}{n}", self.prefix).into_bytes()
     }
 }
 
@@ -231,46 +412,89 @@ fn set_mode<Fd: AsFd>(parent: Fd, name: &OsStr, mode: Mode) -> io::Result<()> {
 /// checking the content against its key on the way.
 fn write_file(
     parent: &OwnedFd,
-    name: &OsStr,
-    path: &str,
-    hash: &BlobKey,
-    mode: Mode,
+    write: &FileWrite,
     blobs: &dyn BlobStore,
+    temps: &TempNames,
+    buf: &mut [u8],
 ) -> Result<(), SnapshotError> {
+    let FileWrite {
+        path,
+        name,
+        hash,
+        mode,
+        ..
+    } = *write;
     let write_err = |source| SnapshotError::WriteFile {
         path: path.to_owned(),
         source,
     };
-    let mut tmp = b".paddock-restore-".to_vec();
-    tmp.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
-    let tmp = OsStr::from_bytes(&tmp);
-    let fd = openat(
-        parent,
-        tmp,
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(0o600),
-    )
-    .map_err(|e| write_err(io_err(e)))?;
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let create = |name: &OsStr| openat(parent, name, flags, Mode::from_bits_truncate(0o600));
+    // a path the tree does not have is written in place (and removed if
+    // that fails); one that replaces a file goes through a temporary name
+    let in_place = if write.fresh {
+        match create(name) {
+            Ok(fd) => Some(fd),
+            // something the capture did not record (a special file): replaced
+            Err(Errno::EEXIST) => None,
+            Err(errno) => return Err(write_err(io_err(errno))),
+        }
+    } else {
+        None
+    };
+    let (tmp, fd) = match in_place {
+        Some(fd) => (None, fd),
+        None => loop {
+            let tmp = temps.name();
+            match create(OsStr::from_bytes(&tmp)) {
+                Ok(fd) => break (Some(tmp), fd),
+                // a name left by an earlier restore with the same prefix: the next one
+                Err(Errno::EEXIST) => continue,
+                Err(errno) => return Err(write_err(io_err(errno))),
+            }
+        },
+    };
+    let written_to = tmp.as_deref().map_or(name, OsStr::from_bytes);
     let written = (|| {
         let mut reader = blobs.open(hash).map_err(|source| SnapshotError::Blob {
             what: format!("open {hash} for {path:?}"),
             source,
         })?;
-        let mut out = HashingWriter::new(std::fs::File::from(fd));
-        io::copy(&mut reader.reader, &mut out).map_err(write_err)?;
-        out.flush().map_err(write_err)?;
-        let (file, key, _) = out.finish();
-        if key != *hash {
+        let mut file = std::fs::File::from(fd);
+        let mut hasher = Sha256::new();
+        loop {
+            let n = match reader.reader.read(buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(SnapshotError::Blob {
+                        what: format!("read {hash} for {path:?}"),
+                        source: BlobError::Open {
+                            key: hash.clone(),
+                            source,
+                        },
+                    });
+                }
+            };
+            hasher.update(&buf[..n]);
+            file.write_all(&buf[..n]).map_err(write_err)?;
+        }
+        if BlobKey::from_digest(hasher.finalize().into()) != *hash {
             return Err(SnapshotError::BlobMismatch {
                 key: hash.to_string(),
                 path: path.to_owned(),
             });
         }
         nix::sys::stat::fchmod(&file, mode).map_err(|e| write_err(io_err(e)))?;
-        renameat(parent, tmp, parent, name).map_err(|e| write_err(io_err(e)))
+        if tmp.is_some() {
+            renameat(parent, written_to, parent, name).map_err(|e| write_err(io_err(e)))?;
+        }
+        Ok(())
     })();
     if written.is_err()
-        && let Err(errno) = unlinkat(parent, tmp, UnlinkatFlags::NoRemoveDir)
+        && let Err(errno) = unlinkat(parent, written_to, UnlinkatFlags::NoRemoveDir)
         && errno != Errno::ENOENT
     {
         tracing::warn!(path, %errno, "removing a restore's temporary file");

@@ -1,7 +1,7 @@
 //! Path rules of a restore: which entry names and symlink targets are safe.
 
 use crate::error::Refusal;
-use crate::pack::MAX_DEPTH;
+use crate::tree_walk::MAX_DEPTH;
 
 /// Longest path component (Linux NAME_MAX).
 const NAME_MAX: usize = 255;

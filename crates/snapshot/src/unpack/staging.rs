@@ -259,7 +259,7 @@ pub(crate) fn remove_tree(path: &Path) {
 }
 
 fn make_writable(dir: &OwnedFd, depth: usize) {
-    if depth > crate::pack::MAX_DEPTH {
+    if depth > crate::tree_walk::MAX_DEPTH {
         return;
     }
     let Ok(names) = list_names(dir) else {
