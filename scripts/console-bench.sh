@@ -12,7 +12,7 @@ if [ -z "${PADDOCK_GUEST_BIN:-}" ]; then
     cargo build --release -p paddock-guest >/dev/null
 fi
 bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-paddock=$(ls -t "$bin"/*/release/paddock "$bin"/release/paddock 2>/dev/null | head -n 1)
+paddock=$({ ls -t "$bin"/*/release/paddock "$bin"/release/paddock 2>/dev/null || true; } | head -n 1)
 data=$(mktemp -d /tmp/paddock-console-bench.XXXXXX)
 token=console-bench-token-0123456789
 out=$(mktemp)

@@ -32,8 +32,11 @@ async function waitRun(id) {
 function busyScript(turns) {
   const script = [];
   for (let t = 0; t < turns; t += 1) {
+    // a fixed usage: the estimate of a request this long would pass the
+    // run's token budget long before the 400th turn
     script.push({
       text: `turn ${t}`,
+      usage: { input_tokens: 100, output_tokens: 10 },
       tool_calls: [0, 1, 2, 3].map((i) => ({ name: 'report_progress', arguments: { message: `step ${t}.${i}` } })),
     });
   }
@@ -85,7 +88,7 @@ const paints = [];
 for (let i = 0; i < 3; i += 1) {
   const started = performance.now();
   await page.reload();
-  await page.locator('[data-testid=run-finished]').waitFor({ timeout: 60_000 });
+  await page.locator('[data-testid=run-finished]').waitFor({ state: 'attached', timeout: 60_000 });
   paints.push(performance.now() - started);
 }
 await page.getByRole('tab', { name: 'Activity' }).click();
@@ -112,7 +115,7 @@ slow.push({ tool_calls: [{ name: 'complete_task', arguments: { verdict: 'met', s
 const before = (await page.evaluate(() => window.__seen.length));
 const live = await call('POST', `/v1/sessions/${session.id}/runs`, { goal: 'slow events', model: { scripted: { turns: slow } } });
 await waitRun(live.id);
-await page.locator('[data-testid=run-finished]').nth(1).waitFor({ timeout: 60_000 });
+await page.locator('[data-testid=run-finished]').nth(1).waitFor({ state: 'attached', timeout: 60_000 });
 const seen = (await page.evaluate(() => window.__seen)).slice(before);
 const stored = await (await fetch(`${url}/v1/runs/${live.id}/events`, { headers: auth })).text();
 const storedTimes = [...stored.matchAll(/^data: (.*)$/gm)].map((m) => Date.parse(JSON.parse(m[1]).created_at));
