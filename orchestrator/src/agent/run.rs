@@ -128,6 +128,12 @@ fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
         instructions: None,
         subagent_models: subagent_models(args)?,
         snapshot_limits: snapshot_limits(args)?,
+        // the runtime's (--backend): it must be the interrupted run's
+        backend: None,
+        // the interrupted run's network, as its run.started records it
+        network: None,
+        // never stored: the interrupted run's must be given again (--secret)
+        secrets: args.secrets.clone(),
     };
     Ok((request, prices))
 }

@@ -121,6 +121,8 @@ impl Runtime {
                     image: None,
                     network: None,
                     resumed_from: None,
+                    restored_checkpoint: None,
+                    secrets: Vec::new(),
                 })
                 .await?;
             let stats = self.restore_manifest(&dir, target.clone(), hint).await?;
@@ -190,6 +192,7 @@ impl Runtime {
             end_snapshot: None,
             snapshot_error: None,
             snapshot_limit: None,
+            undelivered: crate::steering::close_for_end(&journal).await,
         };
         let ended = match journal.update_run(&update).await {
             Ok(ended) => {
