@@ -441,9 +441,11 @@ pub struct GoalArgs {
     #[arg(required_unless_present = "resume")]
     pub goal: Option<String>,
     /// Continue this interrupted run (run_...) as a new run in its session,
-    /// in a fresh sandbox: its goal, criteria and mode; its calls left
-    /// without results are run again when their tool is safe to repeat,
-    /// and reported with an unknown outcome when not.
+    /// in a fresh sandbox on the workspace restored to its last checkpoint:
+    /// its goal, criteria, mode and network (--backend must be the one it
+    /// ran on; its --secret values, never stored, must be given again); its
+    /// calls left without results are run again when their tool is safe to
+    /// repeat, and reported with an unknown outcome (or undone) when not.
     #[arg(
         long,
         value_name = "RUN",

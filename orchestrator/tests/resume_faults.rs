@@ -3,10 +3,13 @@
 //! write), then `paddock run --resume` finishes the run. After each round: no
 //! event its streaming clients (the two `--json` processes) were shown is
 //! lost or duplicated in the store, the store's sequence has no gap or
-//! repeat, the workspace is the seed plus what the runs did (every file
-//! write done, a command not safe to repeat run at most once and missing
-//! only when its outcome was reported unknown or not run), and no sandbox
-//! process, mount or cgroup is left. Needs root and `paddock-guest`.
+//! repeat, the resumed run started from the dead run's last checkpoint (its
+//! `restored_checkpoint`, and its own start checkpoint equal to it) and the
+//! workspace at the end is its own last checkpoint: the last checkpoint plus
+//! what the resumed run did (the seed, every file write done, a command not
+//! safe to repeat run at most once and missing only when its outcome was
+//! reported unknown, not run or undone), and no sandbox process, mount or
+//! cgroup is left. Needs root and `paddock-guest`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -184,6 +187,33 @@ impl Fixture {
         let path = self.dir.path().join(name);
         std::fs::write(&path, json!({ "turns": turns }).to_string())?;
         Ok(format!("scripted:{}", path.display()))
+    }
+
+    /// The session's checkpoints, oldest first (`session checkpoints --json`).
+    fn checkpoints(&self, session: &str) -> Result<Vec<Value>> {
+        let out = self
+            .paddock(&["session", "checkpoints", session, "--json"])
+            .output()?;
+        anyhow::ensure!(out.status.success(), "session checkpoints failed");
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    /// The paths that differ from checkpoint `from` to `to` (None: the
+    /// workspace now), by `session diff --json`.
+    fn changed(&self, session: &str, from: &str, to: Option<&str>) -> Result<Vec<String>> {
+        let mut args = vec!["session", "diff", session, "--from", from, "--json"];
+        if let Some(to) = to {
+            args.extend(["--to", to]);
+        }
+        let out = self.paddock(&args).output()?;
+        anyhow::ensure!(out.status.success(), "session diff failed");
+        let diff: Value = serde_json::from_slice(&out.stdout)?;
+        Ok(diff["changes"]
+            .as_array()
+            .context("no changes in the diff")?
+            .iter()
+            .map(|c| c["path"].as_str().unwrap_or_default().to_owned())
+            .collect())
     }
 
     /// Every stored event of the session, as `session events --json` prints them.
@@ -364,8 +394,45 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
     let shown_new: Vec<_> = seen_resumed.iter().map(key).collect();
     assert_eq!(shown_new, new_events);
 
-    // The workspace: the seed, every file write, each log line at most once
-    // and in order, a missing one only where its call was not rerun.
+    // The workspace: the resumed run started from the dead run's last
+    // checkpoint (restored), and its end is its own last checkpoint.
+    let checkpoints = fx.checkpoints(&session)?;
+    let last_of = |run: &str| {
+        checkpoints
+            .iter()
+            .rfind(|c| c["run"] == run)
+            .and_then(|c| c["id"].as_str())
+            .map(str::to_owned)
+    };
+    let dead_last = last_of(&dead_run).context("the dead run took no checkpoint")?;
+    let resumed_start = checkpoints
+        .iter()
+        .find(|c| c["run"] == new_run.as_str() && c["reason"] == "run_start")
+        .and_then(|c| c["id"].as_str())
+        .context("the resumed run took no start checkpoint")?;
+    let started = stored
+        .iter()
+        .find(|e| e["run"] == new_run.as_str() && e["kind"] == "run.started")
+        .context("no run.started of the resumed run")?;
+    assert_eq!(
+        started["data"]["restored_checkpoint"],
+        dead_last.as_str(),
+        "{started}"
+    );
+    let moved = fx.changed(&session, &dead_last, Some(resumed_start))?;
+    assert!(
+        moved.is_empty(),
+        "the resumed run did not start from the last checkpoint: {moved:?}"
+    );
+    let resumed_last = last_of(&new_run).context("the resumed run took no checkpoint")?;
+    let after = fx.changed(&session, &resumed_last, None)?;
+    assert!(
+        after.is_empty(),
+        "the workspace is not the resumed run's last checkpoint: {after:?}"
+    );
+
+    // What that holds: the seed, every file write, each log line at most
+    // once and in order, a missing one only where its call was not rerun.
     let files = files_of(&ws)?;
     assert_eq!(files.get("seed.txt").map(String::as_str), Some("seed\n"));
     for (name, content) in FILES {
@@ -395,7 +462,9 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
         .filter(|e| e["run"] == new_run.as_str() && e["kind"] == "tool.result")
         .filter(|e| {
             let content = e["data"]["content"].as_str().unwrap_or_default();
-            content.starts_with("Outcome unknown") || content.starts_with("Not run")
+            content.starts_with("Outcome unknown")
+                || content.starts_with("Not run")
+                || content.starts_with("Undone")
         })
         .map(|e| e["data"]["call_id"].as_str().unwrap().to_owned())
         .collect();

@@ -1519,6 +1519,45 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
         "run_not_found",
     )
     .await?;
+
+    // a run on a backend this server does not enable is not resumed on another
+    let other = create_session(&server, &workspace, "resume elsewhere").await?;
+    let other = SessionId::parse(other["id"].as_str().context("session id")?)?;
+    let lease = store
+        .acquire_lease(
+            &Lease::session_resource(&other),
+            "gone-node/run_dead2",
+            Duration::from_millis(1),
+        )
+        .await?;
+    let mut gvisor = Run::new(tenant.clone(), other.clone(), "count to three", store.now());
+    gvisor.state = RunState::Acting;
+    store.create_run(&lease, &gvisor).await?;
+    let started = json!({
+        "goal": "count to three", "success_criteria": [], "mode": "build",
+        "budgets": {"max_turns": 5, "max_tokens": 1000, "max_tool_calls": 5,
+                    "max_wall_clock_ms": 60000},
+        "model": "scripted:inline", "parent_run": null, "profile": null,
+        "task_key": null, "backend": "gvisor", "image": "paddock-sandbox"
+    });
+    let event = NewEvent {
+        session: other.clone(),
+        run: Some(gvisor.id.clone()),
+        kind: "run.started".into(),
+        payload: started.to_string(),
+    };
+    store.append_event(&lease, &tenant, &event).await?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (status, refused) = send(
+        server
+            .a(Method::POST, &format!("/v1/runs/{}/resume", gvisor.id))
+            .json(&body),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["error"]["code"], "run_not_resumable", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("gvisor"), "{refused}");
     server.stop().await?;
     Ok(())
 }

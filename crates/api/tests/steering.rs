@@ -18,7 +18,11 @@ use paddock_test_support::model_server::{ModelServer, Turn};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-on_both_databases!(a_message_to_a_run_reaches_its_next_model_request_and_output_streams_live);
+on_both_databases!(
+    a_message_to_a_run_reaches_its_next_model_request_and_output_streams_live,
+    a_message_posted_as_the_run_completes_is_answered_and_a_later_one_refused,
+    a_message_a_cancelled_run_could_not_answer_is_reported_undelivered,
+);
 
 const STEER: &str = "Use the v2 API instead, and say so.";
 /// Between the two lines the command prints.
@@ -248,5 +252,154 @@ async fn a_message_to_a_run_reaches_its_next_model_request_and_output_streams_li
     );
     b.stop().await?;
     a.stop().await?;
+    Ok(())
+}
+
+/// A workspace, a session in it and a run of `model` on it, through `server`;
+/// answers the run id and an open reader of its events.
+async fn start_run(server: &TestServer, model: &ModelServer, goal: &str) -> Result<String> {
+    let (status, ws) = send(
+        server
+            .a(Method::POST, "/v1/workspaces")
+            .json(&json!({"name": unique("steer")})),
+    )
+    .await?;
+    ensure!(status == StatusCode::CREATED, "{status} {ws}");
+    let (status, session) = send(server.a(Method::POST, "/v1/sessions").json(&json!({
+        "workspace": ws["id"], "title": goal
+    })))
+    .await?;
+    ensure!(status == StatusCode::CREATED, "{status} {session}");
+    let session_id = session["id"].as_str().context("session id")?.to_owned();
+    let (status, run) = send(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{session_id}/runs"))
+            .json(&json!({
+                "goal": goal,
+                "model": {"spec": "openai:scripted", "base_url": model.base_url},
+            })),
+    )
+    .await?;
+    ensure!(status == StatusCode::ACCEPTED, "{status} {run}");
+    Ok(run["id"].as_str().context("run id")?.to_owned())
+}
+
+const LATE: &str = "Before you finish: mention the README too.";
+
+/// The message arrives while the model gives its final answer
+/// (`complete_task`): after the loop's last look at the queue, before the
+/// run ends. The run answers it instead of dropping it; a message after the
+/// run finished is refused.
+async fn a_message_posted_as_the_run_completes_is_answered_and_a_later_one_refused(
+    db: Db,
+) -> Result<()> {
+    let model = ModelServer::start(vec![
+        Turn::call(
+            "complete_task",
+            json!({"verdict": "met", "summary": "Nothing to change.", "evidence": []}),
+        )
+        .held(),
+        Turn::text("Noted: the README needs no change either."),
+    ])
+    .await?;
+    let data = tempfile::tempdir()?;
+    let mut setup = Setup::new(db, data.path());
+    setup.model_base_urls = vec![model.base_url.clone()];
+    let server = TestServer::start(setup).await?;
+    let run_id = start_run(&server, &model, "Check the docs").await?;
+    let reader =
+        EventReader::open(server.a(Method::GET, &format!("/v1/runs/{run_id}/events"))).await?;
+    let events = tokio::spawn(read_until_finished(reader));
+
+    // the final answer is being given: the message comes now
+    model.wait_requests(1, Duration::from_secs(60)).await?;
+    let messages = format!("/v1/runs/{run_id}/messages");
+    let (status, queued) = send(
+        server
+            .a(Method::POST, &messages)
+            .json(&json!({"text": LATE})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    model.release(0);
+
+    let seen = tokio::time::timeout(Duration::from_secs(120), events).await???;
+    // the model was asked again, with the message last, and answered it
+    let requests = model.wait_requests(2, Duration::from_secs(5)).await?;
+    let second = requests[1].user_texts();
+    assert_eq!(second.last().map(String::as_str), Some(LATE), "{second:?}");
+    let user = position(&seen, |f| f.event == "user.message").context("no user.message")?;
+    assert_eq!(seen[user].frame.data["payload"]["message"], LATE);
+    // it was taken as the run completed (after complete_task's review began)
+    let verifying = position(&seen, |f| {
+        f.event == "run.state" && f.data["payload"]["state"] == "verifying"
+    })
+    .context("complete_task did not complete")?;
+    assert!(verifying < user);
+    let answer = position(&seen, |f| {
+        f.event == "model.message" && f.data["payload"]["turn"] == 2
+    })
+    .context("the message was not answered")?;
+    assert!(user < answer);
+    let finished = &seen.last().context("no events")?.frame.data["payload"];
+    assert_eq!(finished["state"], "completed", "{finished}");
+    assert!(finished.get("undelivered").is_none(), "{finished}");
+
+    // after the run finished: refused, and nothing more asked of the model
+    let (status, late) = send(
+        server
+            .a(Method::POST, &messages)
+            .json(&json!({"text": "and one more thing"})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CONFLICT, "{late}");
+    assert_eq!(late["error"]["code"], "run_finished", "{late}");
+    assert_eq!(model.requests().len(), 2);
+    server.stop().await?;
+    Ok(())
+}
+
+/// A run cancelled while a message waits cannot answer it: `run.finished`
+/// lists it as undelivered, so an accepted message is never silently lost.
+async fn a_message_a_cancelled_run_could_not_answer_is_reported_undelivered(db: Db) -> Result<()> {
+    let model = ModelServer::start(vec![Turn::text("Thinking...").held()]).await?;
+    let data = tempfile::tempdir()?;
+    let mut setup = Setup::new(db, data.path());
+    setup.model_base_urls = vec![model.base_url.clone()];
+    let server = TestServer::start(setup).await?;
+    let run_id = start_run(&server, &model, "Think long").await?;
+    let reader =
+        EventReader::open(server.a(Method::GET, &format!("/v1/runs/{run_id}/events"))).await?;
+    let events = tokio::spawn(read_until_finished(reader));
+    model.wait_requests(1, Duration::from_secs(60)).await?;
+    let messages = format!("/v1/runs/{run_id}/messages");
+    let (status, queued) = send(
+        server
+            .a(Method::POST, &messages)
+            .json(&json!({"text": LATE})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    let (status, cancelled) =
+        send(server.a(Method::POST, &format!("/v1/runs/{run_id}/cancel"))).await?;
+    ensure!(status.is_success(), "{status} {cancelled}");
+
+    let seen = tokio::time::timeout(Duration::from_secs(120), events).await???;
+    let finished = &seen.last().context("no events")?.frame.data["payload"];
+    assert_eq!(finished["state"], "cancelled", "{finished}");
+    assert_eq!(
+        finished["undelivered"],
+        json!([{"message": LATE, "steering_id": queued["id"]}]),
+        "{finished}"
+    );
+    assert!(position(&seen, |f| f.event == "user.message").is_none());
+    let (status, late) = send(
+        server
+            .a(Method::POST, &messages)
+            .json(&json!({"text": "hello?"})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CONFLICT, "{late}");
+    server.stop().await?;
     Ok(())
 }

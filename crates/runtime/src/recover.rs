@@ -155,6 +155,7 @@ async fn interrupt(
         end_snapshot: None,
         snapshot_error: None,
         snapshot_limit: None,
+        undelivered: crate::steering::close_for_end(journal).await,
     };
     if let Err(err) = journal.emit(&finished).await {
         tracing::warn!(run_id = %run.id, error = %error_chain(&err), "recording the interrupted run's event");

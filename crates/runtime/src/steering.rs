@@ -2,12 +2,55 @@
 //! store (not this process's memory), so it reaches the run whichever node
 //! drives it; that loop takes it before its next model request
 //! (`run::driver`) and records it as a `user.message` event.
+//!
+//! No accepted message is left behind: as the run is about to end, its loop
+//! closes the run's queue in the store, taking what still waits in the same
+//! step. If the run could go on (it completed, stopped or asked the user),
+//! what waited is delivered and the loop goes on to answer it; if it cannot
+//! (cancelled, failed, out of budget, interrupted), the queue closes and
+//! what waited is listed in `run.finished` as `undelivered`
+//! ([`close_for_end`]). A post after the close is refused
+//! ([`RuntimeError::RunFinished`]).
 
 use paddock_core::ids::{RunId, TenantId};
-use paddock_core::store::{STEERING_TEXT_MAX, SteeringMessage, StoreError};
+use paddock_core::store::{STEERING_TEXT_MAX, SteeringClose, SteeringMessage, StoreError};
 
 use crate::Runtime;
 use crate::error::RuntimeError;
+use crate::events::UserMessage;
+use crate::events::journal::Journal;
+use crate::util::error_chain;
+
+/// Closes the run's steering queue for good as the run ends, whatever
+/// waits; answers the messages that waited (accepted, never delivered) for
+/// `run.finished`. A failure is logged: the run is over either way, and
+/// the messages stay on record (`delivered_at` unset).
+pub(crate) async fn close_for_end(journal: &Journal) -> Vec<UserMessage> {
+    match journal.close_steering(SteeringClose::Always).await {
+        Ok(closed) => {
+            if !closed.messages.is_empty() {
+                tracing::info!(
+                    count = closed.messages.len(),
+                    "steering messages left undelivered: the run cannot go on"
+                );
+            }
+            closed.messages.into_iter().map(UserMessage::from).collect()
+        }
+        Err(err) => {
+            tracing::warn!(error = %error_chain(&err), "closing the run's steering queue");
+            Vec::new()
+        }
+    }
+}
+
+impl From<SteeringMessage> for UserMessage {
+    fn from(steering: SteeringMessage) -> Self {
+        UserMessage {
+            message: steering.text,
+            steering_id: steering.id,
+        }
+    }
+}
 
 impl Runtime {
     /// Queues `text` for `run`'s next model turn. Refused with

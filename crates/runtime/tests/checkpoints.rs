@@ -118,6 +118,25 @@ async fn rm_rf_then_rewind_restores_the_workspace_and_the_history() {
     assert_eq!(start.message_seq, 0, "before the run's first message");
     assert!(written.message_seq < emptied.message_seq);
     assert_eq!(emptied.file_count, 0);
+    // a batch's checkpoint is written with its results: its position is them
+    let history = h
+        .store
+        .list_messages(&h.tenant, &session.id, None)
+        .await
+        .unwrap();
+    for batch in [written, emptied] {
+        let at = history.iter().find(|m| m.seq == batch.message_seq).unwrap();
+        assert_eq!(
+            at.message.role,
+            paddock_core::model::Role::Tool,
+            "{batch:?}"
+        );
+        let next = history.iter().find(|m| m.seq == batch.message_seq + 1);
+        assert!(
+            next.is_none_or(|m| m.message.role == paddock_core::model::Role::Assistant),
+            "{next:?}"
+        );
+    }
     let created = h.payloads(&session.id, "checkpoint.created").await;
     assert_eq!(created.len(), 3);
     assert_eq!(created[1]["checkpoint_id"], written.id.to_string());

@@ -21,11 +21,11 @@ use paddock_core::store::{
 };
 use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
-    CallStatus, CheckpointCreated, ContextCompacted, ContextCompacting, EgressDecisionEvent, Event,
-    EventPayload, ModelDelta, ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated,
-    Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
-    SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus, ToolCallEvent,
-    ToolOutputChunk, ToolResultEvent, UserMessage,
+    CallStatus, CheckpointCreated, CheckpointFailed, ContextCompacted, ContextCompacting,
+    EgressDecisionEvent, Event, EventPayload, ModelDelta, ModelMessage, OtherEvent, ParentMessage,
+    PlanTask, PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady,
+    SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus,
+    ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -201,6 +201,18 @@ const STORED: &[(&str, &str)] = &[
         "egress.decision",
         r#"{"sandbox_id":"sb-0193a1b2c3d47e5f8a9b0c1d2e3f4aa3","allowed":false,"host":"169.254.169.254","port":80,"via":"transparent","reason":"169.254.169.254 is 169.254.169.254, the cloud metadata address","bytes_out":0,"bytes_in":0,"duration_ms":0,"count":1,"omitted":12}"#,
     ),
+    (
+        "checkpoint.failed",
+        r#"{"reason":"tool_batch","error":"checkpoint of /ws: over max_files"}"#,
+    ),
+    (
+        "run.started",
+        r#"{"goal":"Call the API","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null,"backend":"docker","image":"paddock-sandbox:bookworm","network":"full","secrets":[{"name":"API_TOKEN","hosts":["api.test"]}],"resumed_from":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","restored_checkpoint":"ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4"}"#,
+    ),
+    (
+        "run.finished",
+        r#"{"state":"cancelled","end_reason":"cancelled","usage":{"turns":1,"input_tokens":10,"output_tokens":2,"tool_calls":0,"wall_clock_ms":40},"error":null,"verdict":null,"question":null,"end_snapshot":null,"snapshot_error":null,"undelivered":[{"message":"Stop after the tests.","steering_id":9}]}"#,
+    ),
 ];
 
 fn usage(turns: u32, input: u64, output: u64, calls: u32, ms: u64) -> RunUsage {
@@ -259,6 +271,7 @@ fn written() -> Vec<Event> {
             network: None,
             secrets: vec![],
             resumed_from: None,
+            restored_checkpoint: None,
         }
         .into(),
         RunStarted {
@@ -281,6 +294,7 @@ fn written() -> Vec<Event> {
             network: None,
             secrets: vec![],
             resumed_from: None,
+            restored_checkpoint: None,
         }
         .into(),
         RunStarted {
@@ -303,6 +317,7 @@ fn written() -> Vec<Event> {
             network: None,
             secrets: vec![],
             resumed_from: Some(run.clone()),
+            restored_checkpoint: None,
         }
         .into(),
         RunStateChanged {
@@ -475,6 +490,7 @@ fn written() -> Vec<Event> {
             end_snapshot: Some(SnapshotId::parse(SNAPSHOT).unwrap()),
             snapshot_error: None,
             snapshot_limit: None,
+            undelivered: vec![],
         }
         .into(),
         RunFinished {
@@ -488,6 +504,7 @@ fn written() -> Vec<Event> {
             end_snapshot: None,
             snapshot_error: Some("packing the workspace: disk full".into()),
             snapshot_limit: None,
+            undelivered: vec![],
         }
         .into(),
         RunFinished {
@@ -501,6 +518,7 @@ fn written() -> Vec<Event> {
             end_snapshot: None,
             snapshot_error: None,
             snapshot_limit: None,
+            undelivered: vec![],
         }
         .into(),
         RunFinished {
@@ -514,6 +532,7 @@ fn written() -> Vec<Event> {
             end_snapshot: None,
             snapshot_error: None,
             snapshot_limit: None,
+            undelivered: vec![],
         }
         .into(),
         RunFinished {
@@ -531,6 +550,7 @@ fn written() -> Vec<Event> {
                 value: 10_000,
                 message: "over max_files".into(),
             }),
+            undelivered: vec![],
         }
         .into(),
         subagent(SubagentPhase::Spawned, None, None, None, None).into(),
@@ -608,6 +628,7 @@ fn written() -> Vec<Event> {
             network: None,
             secrets: vec![],
             resumed_from: None,
+            restored_checkpoint: None,
         }
         .into(),
         RunFinished {
@@ -627,6 +648,7 @@ fn written() -> Vec<Event> {
             end_snapshot: None,
             snapshot_error: None,
             snapshot_limit: None,
+            undelivered: vec![],
         }
         .into(),
         RunStarted {
@@ -649,6 +671,7 @@ fn written() -> Vec<Event> {
             network: Some("allow:pypi.org,*.pythonhosted.org:443".parse().unwrap()),
             secrets: vec![],
             resumed_from: None,
+            restored_checkpoint: None,
         }
         .into(),
         RunStarted {
@@ -678,6 +701,7 @@ fn written() -> Vec<Event> {
                 ],
             }],
             resumed_from: None,
+            restored_checkpoint: None,
         }
         .into(),
         EgressDecisionEvent {
@@ -714,6 +738,56 @@ fn written() -> Vec<Event> {
             omitted: 12,
         }
         .into(),
+        CheckpointFailed {
+            reason: CheckpointReason::ToolBatch,
+            error: "checkpoint of /ws: over max_files".into(),
+        }
+        .into(),
+        RunStarted {
+            goal: "Call the API".into(),
+            success_criteria: vec![],
+            mode: RunMode::Build,
+            budgets: Budgets {
+                max_turns: 10,
+                max_tokens: 50_000,
+                max_tool_calls: 20,
+                max_wall_clock_ms: 60_000,
+                max_cost_micro_usd: None,
+            },
+            model: "openai:gpt-4o".into(),
+            parent_run: None,
+            profile: None,
+            task_key: None,
+            backend: Some("docker".into()),
+            image: Some("paddock-sandbox:bookworm".into()),
+            network: Some(paddock_proto::NetworkPolicy::Full),
+            secrets: vec![paddock_proto::SecretNotice {
+                name: "API_TOKEN".into(),
+                hosts: vec!["api.test".parse().unwrap()],
+            }],
+            resumed_from: Some(run.clone()),
+            restored_checkpoint: Some(
+                CheckpointId::parse("ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4").unwrap(),
+            ),
+        }
+        .into(),
+        RunFinished {
+            state: RunState::Cancelled,
+            end_reason: EndReason::Cancelled,
+            usage: usage(1, 10, 2, 0, 40),
+            total_usage: None,
+            error: None,
+            verdict: None,
+            question: None,
+            end_snapshot: None,
+            snapshot_error: None,
+            snapshot_limit: None,
+            undelivered: vec![UserMessage {
+                message: "Stop after the tests.".into(),
+                steering_id: 9,
+            }],
+        }
+        .into(),
     ]
 }
 
@@ -722,7 +796,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 20);
+    assert_eq!(Event::KINDS.len(), 21);
 }
 
 #[test]
@@ -758,6 +832,7 @@ fn payload_types_name_their_stored_kinds() {
         SubagentStatus::KIND,
         ParentMessage::KIND,
         CheckpointCreated::KIND,
+        CheckpointFailed::KIND,
         UserMessage::KIND,
         ModelDelta::KIND,
         ToolOutputChunk::KIND,
@@ -782,6 +857,7 @@ fn payload_types_name_their_stored_kinds() {
             "subagent.status",
             "parent.message",
             "checkpoint.created",
+            "checkpoint.failed",
             "user.message",
             "model.delta",
             "tool.output",

@@ -11,12 +11,14 @@ use std::time::Duration;
 use paddock_core::ids::{GoalId, ToolInvocationId};
 use paddock_core::model::{ContentPart, Message, Role, ToolCall};
 use paddock_core::store::{
-    Goal, GoalStatus, Lease, NewEvent, Run, RunState, StoredMessage, ToolInvocation, ToolStatus,
+    Budgets, Checkpoint, CheckpointReason, Goal, GoalStatus, Lease, NewEvent, Run, RunMode,
+    RunState, Session, StoredMessage, ToolInvocation, ToolStatus,
 };
+use paddock_proto::{NetworkPolicy, SecretSpec, SecretValue};
 use paddock_runtime::events::{
-    CallStatus, EventPayload, RunStarted, ToolCallEvent, ToolResultEvent,
+    CallStatus, CheckpointFailed, EventPayload, RunStarted, ToolCallEvent, ToolResultEvent,
 };
-use paddock_runtime::{ResumeRun, RuntimeError};
+use paddock_runtime::{ResumeRun, RuntimeError, StartRun};
 use serde::Serialize;
 use serde_json::json;
 use support::{Harness, call, complete_met, turn};
@@ -31,6 +33,11 @@ impl Orphan {
     /// expires at once), with its goal row.
     async fn new(h: &Harness) -> Self {
         let session = h.session("orphan").await;
+        Self::in_session(h, &session).await
+    }
+
+    /// The same, in `session` (whose lease is free).
+    async fn in_session(h: &Harness, session: &Session) -> Self {
         let lease = h
             .store
             .acquire_lease(
@@ -334,4 +341,320 @@ async fn a_run_killed_between_turns_resumes_with_the_next_model_call() {
         .map(|m| m.role)
         .collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+}
+
+/// A run that wrote a.txt and finished (its checkpoints record it), then a
+/// run that died in the middle of a batch: it wrote b.txt and appended two
+/// lines to the log; only the first command's result was recorded, the
+/// second was in flight. Answers the last checkpoint and the dead run.
+async fn checkpointed_then_dead(h: &Harness) -> (Session, Checkpoint, Orphan, Vec<ToolCall>) {
+    let session = h.session("checkpointed").await;
+    let model = h.script(
+        "first",
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "write_file",
+                    json!({"path": "a.txt", "content": "alpha\n"})
+                )]
+            ),
+            turn("", vec![complete_met(vec![])]),
+        ]),
+    );
+    let first = h
+        .runtime
+        .start_run(&h.tenant, &session.id, StartRun::new("write a", model))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(first.state, RunState::Completed, "{first:?}");
+    let last = h
+        .store
+        .list_checkpoints(&h.tenant, &session.id)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(last.reason, CheckpointReason::ToolBatch);
+
+    let dead = Orphan::in_session(h, &session).await;
+    let calls = vec![
+        tool_call(
+            "d1",
+            "write_file",
+            json!({"path": "b.txt", "content": "bravo\n"}),
+        ),
+        tool_call("d2", "run_command", json!({"command": "echo x >> log"})),
+        tool_call("d3", "run_command", json!({"command": "echo y >> log"})),
+    ];
+    dead.message(h, Message::user("Goal: write b")).await;
+    dead.message(h, Message::assistant("", calls.clone())).await;
+    for (call, content) in [(&calls[0], "Wrote b.txt"), (&calls[1], "exit 0")] {
+        let key = dead.admitted(h, call).await;
+        dead.event(
+            h,
+            &ToolResultEvent {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                invocation_id: Some(key),
+                status: CallStatus::Succeeded,
+                is_error: false,
+                content: content.into(),
+                truncated: false,
+                duration_ms: 2,
+            },
+        )
+        .await;
+    }
+    dead.admitted(h, &calls[2]).await;
+    // what the dead process did to the workspace before it died
+    std::fs::write(h.project.join("b.txt"), "bravo\n").unwrap();
+    std::fs::write(h.project.join("log"), "x\ny\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    (session, last, dead, calls)
+}
+
+fn resumed_started(started: &[RunStarted], dead: &Orphan) -> RunStarted {
+    started
+        .iter()
+        .find(|s| s.resumed_from.as_ref() == Some(&dead.run.id))
+        .cloned()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_resumed_run_starts_from_the_last_checkpoint_and_answers_what_the_restore_undid() {
+    let h = Harness::new().await;
+    let (session, last, dead, _) = checkpointed_then_dead(&h).await;
+    let model = h.script("resumed", json!([turn("", vec![complete_met(vec![])])]));
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(resumed.state, RunState::Completed, "{resumed:?}");
+
+    // the workspace: the checkpoint (a.txt, no log) plus the safe call redone
+    assert_eq!(h.read(&h.project, "a.txt").as_deref(), Some("alpha\n"));
+    assert_eq!(h.read(&h.project, "b.txt").as_deref(), Some("bravo\n"));
+    assert_eq!(
+        h.read(&h.project, "log"),
+        None,
+        "the restore undid the commands"
+    );
+
+    // run.started names the checkpoint; the resumed run's start checkpoint is it
+    let started: Vec<RunStarted> = h
+        .payloads(&session.id, RunStarted::KIND)
+        .await
+        .into_iter()
+        .map(|p| serde_json::from_value(p).unwrap())
+        .collect();
+    assert_eq!(
+        resumed_started(&started, &dead)
+            .restored_checkpoint
+            .as_ref(),
+        Some(&last.id)
+    );
+    let start = h
+        .store
+        .list_checkpoints(&h.tenant, &session.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.run == resumed.id && c.reason == CheckpointReason::RunStart)
+        .unwrap();
+    let diff = h
+        .runtime
+        .diff_checkpoints(&h.tenant, &session.id, Some(&last.id), Some(&start.id))
+        .await
+        .unwrap();
+    assert!(diff.changes.is_empty(), "{:?}", diff.changes);
+
+    // the answers: d1 redone; d2 finished but undone, with its old result;
+    // d3 unknown, and the model is told the workspace was restored
+    let requests = model.requests();
+    let history = &requests[0].messages;
+    let results = results_of(history.last().unwrap());
+    let ids: Vec<&str> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["d1", "d2", "d3"]);
+    assert!(!results[0].2, "{results:?}");
+    assert!(results[0].1.contains("b.txt"), "{results:?}");
+    assert!(
+        results[1].2 && results[1].1.starts_with("Undone") && results[1].1.contains("exit 0"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].2
+            && results[2].1.starts_with("Outcome unknown")
+            && results[2].1.contains("restored"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn after_a_failed_checkpoint_a_resume_keeps_the_workspace_as_it_is() {
+    let h = Harness::new().await;
+    let (session, _, dead, _) = checkpointed_then_dead(&h).await;
+    // the dead run's checkpoint after an earlier batch failed: the last
+    // checkpoint is behind the history, so restoring it would undo work
+    dead.event(
+        &h,
+        &CheckpointFailed {
+            reason: CheckpointReason::ToolBatch,
+            error: "checkpoint of /ws: over max_files".into(),
+        },
+    )
+    .await;
+    let model = h.script("resumed", json!([turn("", vec![complete_met(vec![])])]));
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(resumed.state, RunState::Completed, "{resumed:?}");
+    assert_eq!(h.read(&h.project, "log").as_deref(), Some("x\ny\n"));
+    let started: Vec<RunStarted> = h
+        .payloads(&session.id, RunStarted::KIND)
+        .await
+        .into_iter()
+        .map(|p| serde_json::from_value(p).unwrap())
+        .collect();
+    assert_eq!(resumed_started(&started, &dead).restored_checkpoint, None);
+    // the recorded results hold: nothing was undone
+    let requests = model.requests();
+    let results = results_of(requests[0].messages.last().unwrap());
+    assert_eq!(results[1].1, "exit 0", "{results:?}");
+    assert!(results[2].1.starts_with("Outcome unknown"), "{results:?}");
+    assert!(!results[2].1.contains("restored"), "{results:?}");
+}
+
+/// The `run.started` a dead run's process wrote.
+fn started_with(
+    dead: &Orphan,
+    backend: &str,
+    image: Option<&str>,
+    network: NetworkPolicy,
+    secrets: &[&str],
+) -> RunStarted {
+    RunStarted {
+        goal: dead.run.goal.clone(),
+        success_criteria: vec![],
+        mode: RunMode::Build,
+        budgets: Budgets::default(),
+        model: "scripted:dead".into(),
+        parent_run: None,
+        profile: None,
+        task_key: None,
+        backend: Some(backend.into()),
+        image: image.map(str::to_owned),
+        network: Some(network),
+        resumed_from: None,
+        restored_checkpoint: None,
+        secrets: secrets
+            .iter()
+            .map(|s| paddock_proto::SecretNotice {
+                name: (*s).to_owned(),
+                hosts: vec!["api.test".parse().unwrap()],
+            })
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn a_resume_keeps_the_interrupted_run_s_sandbox_or_says_why_it_cannot() {
+    let h = Harness::new().await;
+    let native = "native";
+
+    // a run on another backend is not resumed on this runtime's
+    let docker = Orphan::new(&h).await;
+    docker
+        .event(
+            &h,
+            &started_with(
+                &docker,
+                "docker",
+                Some("paddock-sandbox:bookworm"),
+                NetworkPolicy::None,
+                &[],
+            ),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let refused = h
+        .runtime
+        .resume_run(
+            &h.tenant,
+            &docker.run.id,
+            ResumeRun::new(h.script("docker", json!([]))),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, RuntimeError::NotResumable { reason, .. }
+            if reason.contains("docker backend (image paddock-sandbox:bookworm)")
+                && reason.contains(native)),
+        "{refused}"
+    );
+
+    // secrets were never stored: refused unless they are given again
+    let dead = Orphan::new(&h).await;
+    let network: NetworkPolicy = "allow:pypi.org".parse().unwrap();
+    dead.event(
+        &h,
+        &started_with(&dead, native, None, network.clone(), &["API_TOKEN"]),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let refused = h
+        .runtime
+        .resume_run(
+            &h.tenant,
+            &dead.run.id,
+            ResumeRun::new(h.script("no-secret", json!([]))),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, RuntimeError::NotResumable { reason, .. }
+            if reason.contains("API_TOKEN") && reason.contains("never stored")),
+        "{refused}"
+    );
+    let mut request = ResumeRun::new(h.script("with-secret", json!([turn("", vec![])])));
+    request.secrets = vec![
+        SecretSpec::new(
+            "API_TOKEN",
+            SecretValue::new("s3cret"),
+            &["api.example.com"],
+            None,
+        )
+        .unwrap(),
+    ];
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, request)
+        .await
+        .unwrap();
+    let resumed = resumed.wait().await.unwrap();
+    // its run.started: the same backend and network, the secret's name only
+    let started: Vec<RunStarted> = h
+        .payloads(&dead.run.session, RunStarted::KIND)
+        .await
+        .into_iter()
+        .map(|p| serde_json::from_value(p).unwrap())
+        .collect();
+    let again = resumed_started(&started, &dead);
+    assert_eq!(again.backend.as_deref(), Some(native), "{resumed:?}");
+    assert_eq!(again.network, Some(network));
+    let names: Vec<&str> = again.secrets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["API_TOKEN"]);
 }

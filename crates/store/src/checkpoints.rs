@@ -4,14 +4,15 @@
 //! insert, so it is where the session stood when the row was written.
 
 use paddock_core::ids::{CheckpointId, SessionId, TenantId};
-use paddock_core::store::{Checkpoint, CheckpointReason, Lease, Rewind, StoreError};
+use paddock_core::store::{Checkpoint, CheckpointReason, Lease, Rewind, StoreError, StoredMessage};
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use crate::error::{db, insert_error, is_foreign_key_violation, to_i64};
 use crate::fence;
 use crate::open::SqlStore;
 use crate::rows::{Reader, known};
-use crate::sessions;
+use crate::{messages, sessions};
 
 macro_rules! checkpoint_columns {
     () => {
@@ -54,6 +55,44 @@ pub(crate) async fn create(
     const OP: &str = "create_checkpoint";
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &c.session).await?;
+    let stored = insert(&mut tx, OP, c, blobs).await?;
+    tx.commit().await.map_err(db(OP))?;
+    Ok(stored)
+}
+
+/// Appends `message` and records `c` at the position that includes it, in
+/// one transaction: the history never runs ahead of the checkpoint that
+/// describes the workspace after it.
+pub(crate) async fn create_with_message(
+    store: &SqlStore,
+    lease: &Lease,
+    message: &StoredMessage,
+    c: &Checkpoint,
+    blobs: &[String],
+) -> Result<(StoredMessage, Checkpoint), StoreError> {
+    const OP: &str = "append_message_with_checkpoint";
+    if message.session != c.session || message.tenant != c.tenant {
+        return Err(StoreError::Invalid {
+            field: "checkpoint.session",
+            reason: "the message and the checkpoint are of different sessions".to_owned(),
+        });
+    }
+    let mut tx = store.begin_write(OP).await?;
+    fence::check(&mut tx, store.engine, OP, lease, &c.session).await?;
+    let appended = messages::insert(&mut tx, OP, message).await?;
+    let stored = insert(&mut tx, OP, c, blobs).await?;
+    tx.commit().await.map_err(db(OP))?;
+    Ok((appended, stored))
+}
+
+/// The checkpoint row (at the session's position as of now) and its new
+/// blobs, inside the caller's fenced write transaction.
+async fn insert(
+    conn: &mut AnyConnection,
+    op: &'static str,
+    c: &Checkpoint,
+    blobs: &[String],
+) -> Result<Checkpoint, StoreError> {
     let done = sqlx::query(concat!(
         "INSERT INTO checkpoints (",
         checkpoint_columns!(),
@@ -72,9 +111,9 @@ pub(crate) async fn create(
     .bind(to_i64("new_blobs", c.new_blobs)?)
     .bind(to_i64("new_bytes", c.new_bytes)?)
     .bind(c.created_at.as_millis())
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await
-    .map_err(reference_error(OP, "checkpoint", c.id.to_string()))?;
+    .map_err(reference_error(op, "checkpoint", c.id.to_string()))?;
     if done.rows_affected() == 0 {
         return Err(sessions::not_found(&c.session));
     }
@@ -85,9 +124,9 @@ pub(crate) async fn create(
         )
         .bind(hash)
         .bind(c.id.as_str())
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await
-        .map_err(db(OP))?;
+        .map_err(db(op))?;
     }
     let row = sqlx::query(concat!(
         "SELECT ",
@@ -95,12 +134,10 @@ pub(crate) async fn create(
         " FROM checkpoints WHERE id = $1"
     ))
     .bind(c.id.as_str())
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut *conn)
     .await
-    .map_err(db(OP))?;
-    let stored = read_checkpoint(&row)?;
-    tx.commit().await.map_err(db(OP))?;
-    Ok(stored)
+    .map_err(db(op))?;
+    read_checkpoint(&row)
 }
 
 pub(crate) async fn get(

@@ -46,6 +46,36 @@ impl Engine {
             Engine::Postgres => "SELECT owner, token FROM leases WHERE resource = $1 FOR SHARE",
         }
     }
+
+    /// Reads a run's row for a steering post and keeps its queue from
+    /// closing until the post commits. On Postgres `FOR SHARE` makes a
+    /// concurrent close wait for the post (and the post wait for a close,
+    /// then see the closed row); SQLite already holds the write lock.
+    pub(crate) fn steering_post_sql(self) -> &'static str {
+        match self {
+            Engine::Sqlite => {
+                "SELECT id, state, steering_closed_at FROM runs WHERE tenant_id = $1 AND id = $2"
+            }
+            Engine::Postgres => {
+                "SELECT id, state, steering_closed_at FROM runs WHERE tenant_id = $1 AND id = $2 \
+                 FOR SHARE"
+            }
+        }
+    }
+
+    /// Reads a run's row to close its steering queue, keeping posts out
+    /// until the close commits (`FOR UPDATE` on Postgres: a post in progress
+    /// commits first and its message is seen).
+    pub(crate) fn steering_close_sql(self) -> &'static str {
+        match self {
+            Engine::Sqlite => {
+                "SELECT id, steering_closed_at FROM runs WHERE tenant_id = $1 AND id = $2"
+            }
+            Engine::Postgres => {
+                "SELECT id, steering_closed_at FROM runs WHERE tenant_id = $1 AND id = $2 FOR UPDATE"
+            }
+        }
+    }
 }
 
 #[cfg(test)]

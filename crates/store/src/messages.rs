@@ -3,6 +3,7 @@
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::model::{Message, Role};
 use paddock_core::store::{Lease, StoreError, StoredMessage};
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use crate::error::{db, is_foreign_key_violation, to_i64, to_json};
@@ -47,12 +48,23 @@ pub(crate) async fn append(
     message: &StoredMessage,
 ) -> Result<StoredMessage, StoreError> {
     const OP: &str = "append_message";
-    let content = to_json("message.content", &message.message.content)?;
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &message.session).await?;
+    let stored = insert(&mut tx, OP, message).await?;
+    tx.commit().await.map_err(db(OP))?;
+    Ok(stored)
+}
+
+/// [`append`] inside the caller's fenced write transaction.
+pub(crate) async fn insert(
+    conn: &mut AnyConnection,
+    op: &'static str,
+    message: &StoredMessage,
+) -> Result<StoredMessage, StoreError> {
+    let content = to_json("message.content", &message.message.content)?;
     let seq = sessions::next(
-        &mut tx,
-        OP,
+        &mut *conn,
+        op,
         Counter::Messages,
         &message.tenant,
         &message.session,
@@ -70,7 +82,7 @@ pub(crate) async fn append(
     .bind(role_text(message.message.role))
     .bind(content)
     .bind(message.created_at.as_millis())
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await
     .map_err(|e| {
         // the session was found above, so the run is what the key refused:
@@ -79,10 +91,9 @@ pub(crate) async fn append(
         if is_foreign_key_violation(&e) {
             runs::not_found(&message.run)
         } else {
-            db(OP)(e)
+            db(op)(e)
         }
     })?;
-    tx.commit().await.map_err(db(OP))?;
     Ok(StoredMessage {
         seq,
         ..message.clone()

@@ -38,7 +38,8 @@ const SQLITE: &[Embedded] = embed!(
     "0005_checkpoints.sql",
     "0006_resumed_from.sql",
     "0007_steering.sql",
-    "0008_quarantine.sql"
+    "0008_quarantine.sql",
+    "0009_steering_closed.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -49,7 +50,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0005_checkpoints.sql",
     "0006_resumed_from.sql",
     "0007_steering.sql",
-    "0008_quarantine.sql"
+    "0008_quarantine.sql",
+    "0009_steering_closed.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

@@ -11,8 +11,9 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page,
     Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringMessage, Store, StoreError,
-    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringClose, SteeringClosed, SteeringMessage,
+    Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation,
+    ToolOutcome, Workspace,
 };
 
 use crate::error::db;
@@ -293,6 +294,17 @@ impl Store for SqlStore {
         steering::list(self, tenant, run).await
     }
 
+    async fn close_steering(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        session: &SessionId,
+        run: &RunId,
+        how: SteeringClose,
+    ) -> Result<SteeringClosed, StoreError> {
+        steering::close(self, lease, tenant, session, run, how, self.clock.now()).await
+    }
+
     async fn append_event(
         &self,
         lease: &Lease,
@@ -393,6 +405,16 @@ impl Store for SqlStore {
         blobs: &[String],
     ) -> Result<Checkpoint, StoreError> {
         checkpoints::create(self, lease, checkpoint, blobs).await
+    }
+
+    async fn append_message_with_checkpoint(
+        &self,
+        lease: &Lease,
+        message: &StoredMessage,
+        checkpoint: &Checkpoint,
+        blobs: &[String],
+    ) -> Result<(StoredMessage, Checkpoint), StoreError> {
+        checkpoints::create_with_message(self, lease, message, checkpoint, blobs).await
     }
 
     async fn get_checkpoint(

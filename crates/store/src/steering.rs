@@ -1,20 +1,27 @@
 //! Steering messages: posted by anyone who may see the run, taken by the
-//! session's lease holder (the loop driving the run) before a model request.
+//! session's lease holder (the loop driving the run) before a model request,
+//! and the queue closed by it as the run is about to end (migration 0009's
+//! `runs.steering_closed_at`), so that every accepted message is either
+//! delivered or reported undelivered.
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
-use paddock_core::store::{Lease, SteeringMessage, StoreError, Timestamp};
+use paddock_core::store::{
+    Lease, RunState, SteeringClose, SteeringClosed, SteeringMessage, StoreError, Timestamp,
+};
 use sqlx::any::AnyRow;
 
 use crate::error::db;
 use crate::fence;
 use crate::open::SqlStore;
-use crate::rows::Reader;
-use crate::runs::{self, RUN_EXISTS};
+use crate::rows::{Reader, known};
+use crate::runs;
 
-/// The run, if its loop still asks for messages: not in a terminal state nor
-/// `awaiting_user` (its loop ended with a question).
-const OPEN_RUN: &str = "SELECT 1 FROM runs WHERE tenant_id = $1 AND id = $2 \
-     AND state NOT IN ('completed', 'cancelled', 'failed', 'interrupted', 'awaiting_user')";
+/// Whether a run in `state` still asks for messages: not terminal nor
+/// `awaiting_user` (its loop ended with a question). A run whose loop
+/// closed its queue (`steering_closed_at`) takes none either.
+fn open_state(state: RunState) -> bool {
+    !state.is_terminal() && state != RunState::AwaitingUser
+}
 
 fn read(row: &AnyRow) -> Result<SteeringMessage, StoreError> {
     let r = Reader::new(row, "steering message", "id");
@@ -28,9 +35,12 @@ fn read(row: &AnyRow) -> Result<SteeringMessage, StoreError> {
     })
 }
 
-/// Stores `text` for `run` if the run is still going, in one statement (the
-/// check and the insert cannot be split by the run ending on SQLite; on
-/// Postgres a run that ends concurrently may leave it undelivered).
+/// Stores `text` for `run` if the run is still going and its queue is
+/// open. The run's row is read locked ([`Engine::steering_post_sql`]), so a
+/// close ([`close`]) either sees this message or refuses it: none is
+/// accepted and then left behind.
+///
+/// [`Engine::steering_post_sql`]: crate::engine::Engine::steering_post_sql
 pub(crate) async fn post(
     store: &SqlStore,
     tenant: &TenantId,
@@ -39,36 +49,40 @@ pub(crate) async fn post(
     now: Timestamp,
 ) -> Result<SteeringMessage, StoreError> {
     const OP: &str = "post_steering_message";
-    let row = sqlx::query(&format!(
+    let mut tx = store.begin_write(OP).await?;
+    let row = sqlx::query(store.engine.steering_post_sql())
+        .bind(tenant.as_str())
+        .bind(run.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db(OP))?;
+    let Some(row) = row else {
+        return Err(runs::not_found(run));
+    };
+    let r = Reader::new(&row, "run", "id");
+    let state = r.parsed("state", known(RunState::parse))?;
+    if !open_state(state) || r.opt_time("steering_closed_at")?.is_some() {
+        return Err(StoreError::Conflict {
+            entity: "run",
+            id: run.to_string(),
+            reason: "the run has finished; it takes no more messages".to_owned(),
+        });
+    }
+    let row = sqlx::query(
         "INSERT INTO steering_messages (tenant_id, run_id, text, created_at) \
-         SELECT $1, $2, $3, $4 WHERE EXISTS ({}) \
+         VALUES ($1, $2, $3, $4) \
          RETURNING id, tenant_id, run_id, text, created_at, delivered_at",
-        OPEN_RUN
-    ))
+    )
     .bind(tenant.as_str())
     .bind(run.as_str())
     .bind(text)
     .bind(now.as_millis())
-    .fetch_optional(&store.pool)
+    .fetch_one(&mut *tx)
     .await
     .map_err(db(OP))?;
-    if let Some(row) = row {
-        return read(&row);
-    }
-    let exists = sqlx::query(RUN_EXISTS)
-        .bind(tenant.as_str())
-        .bind(run.as_str())
-        .fetch_optional(&store.pool)
-        .await
-        .map_err(db(OP))?;
-    match exists {
-        None => Err(runs::not_found(run)),
-        Some(_) => Err(StoreError::Conflict {
-            entity: "run",
-            id: run.to_string(),
-            reason: "the run has finished; it takes no more messages".to_owned(),
-        }),
-    }
+    let message = read(&row)?;
+    tx.commit().await.map_err(db(OP))?;
+    Ok(message)
 }
 
 /// Whether `run` has messages not yet delivered (one indexed read, no lock).
@@ -115,6 +129,84 @@ pub(crate) async fn take(
     let mut taken = rows.iter().map(read).collect::<Result<Vec<_>, _>>()?;
     taken.sort_by_key(|m| m.id);
     Ok(taken)
+}
+
+/// Closes `run`'s steering queue as its loop is about to end and takes
+/// what waits, in one transaction under the run's row lock
+/// ([`Engine::steering_close_sql`]): with [`SteeringClose::UnlessWaiting`]
+/// waiting messages are marked delivered and the queue stays open (it
+/// closes only when none waits); with [`SteeringClose::Always`] it closes
+/// and the waiting messages come back undelivered. Fenced by the lease on
+/// `session` (the run's).
+///
+/// [`Engine::steering_close_sql`]: crate::engine::Engine::steering_close_sql
+pub(crate) async fn close(
+    store: &SqlStore,
+    lease: &Lease,
+    tenant: &TenantId,
+    session: &SessionId,
+    run: &RunId,
+    how: SteeringClose,
+    now: Timestamp,
+) -> Result<SteeringClosed, StoreError> {
+    const OP: &str = "close_steering";
+    let mut tx = store.begin_write(OP).await?;
+    fence::check(&mut tx, store.engine, OP, lease, session).await?;
+    let row = sqlx::query(store.engine.steering_close_sql())
+        .bind(tenant.as_str())
+        .bind(run.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db(OP))?;
+    let Some(row) = row else {
+        return Err(runs::not_found(run));
+    };
+    let already = Reader::new(&row, "run", "id")
+        .opt_time("steering_closed_at")?
+        .is_some();
+    let rows = match how {
+        SteeringClose::UnlessWaiting => {
+            sqlx::query(
+                "UPDATE steering_messages SET delivered_at = $1 \
+                 WHERE tenant_id = $2 AND run_id = $3 AND delivered_at IS NULL \
+                 RETURNING id, tenant_id, run_id, text, created_at, delivered_at",
+            )
+            .bind(now.as_millis())
+            .bind(tenant.as_str())
+            .bind(run.as_str())
+            .fetch_all(&mut *tx)
+            .await
+        }
+        SteeringClose::Always => {
+            sqlx::query(
+                "SELECT id, tenant_id, run_id, text, created_at, delivered_at \
+                 FROM steering_messages \
+                 WHERE tenant_id = $1 AND run_id = $2 AND delivered_at IS NULL",
+            )
+            .bind(tenant.as_str())
+            .bind(run.as_str())
+            .fetch_all(&mut *tx)
+            .await
+        }
+    }
+    .map_err(db(OP))?;
+    let mut messages = rows.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+    messages.sort_by_key(|m| m.id);
+    let closed = how == SteeringClose::Always || messages.is_empty();
+    if closed && !already {
+        sqlx::query("UPDATE runs SET steering_closed_at = $1 WHERE tenant_id = $2 AND id = $3")
+            .bind(now.as_millis())
+            .bind(tenant.as_str())
+            .bind(run.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db(OP))?;
+    }
+    tx.commit().await.map_err(db(OP))?;
+    Ok(SteeringClosed {
+        closed: closed || already,
+        messages,
+    })
 }
 
 /// Every message of `run`, oldest first (delivered or not).

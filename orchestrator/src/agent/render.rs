@@ -118,8 +118,8 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             "           ",
         )),
         Event::RunReview(_) => None, // printed whole at the end
-        Event::RunFinished(finished) => {
-            Some(match (&finished.snapshot_limit, &finished.snapshot_error) {
+        Event::RunFinished(finished) => Some(
+            match (&finished.snapshot_limit, &finished.snapshot_error) {
                 (Some(hit), _) => format!(
                     "[finished] {} ({})\n[snapshot] no end snapshot was kept (no fork from this run): {}",
                     finished.state, finished.end_reason, hit.message
@@ -129,8 +129,8 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
                     finished.state, finished.end_reason
                 ),
                 (None, None) => format!("[finished] {} ({})", finished.state, finished.end_reason),
-            })
-        }
+            } + &undelivered(&finished.undelivered),
+        ),
         Event::SubagentStatus(status) => Some(subagent_status(&status)),
         Event::ParentMessage(message) => Some(indent_rest(
             &format!("[parent] {}", message.message.trim()),
@@ -139,6 +139,10 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
         Event::CheckpointCreated(c) => Some(format!(
             "[checkpoint] {} ({}): {} files, {} new ({} bytes) in {} ms",
             c.checkpoint_id, c.reason, c.files, c.new_blobs, c.new_bytes, c.duration_ms
+        )),
+        Event::CheckpointFailed(failed) => Some(format!(
+            "[checkpoint] none taken ({}): {}",
+            failed.reason, failed.error
         )),
         // shown live on a terminal only (agent::live)
         Event::ModelDelta(_) | Event::ToolOutput(_) => None,
@@ -418,6 +422,19 @@ pub fn result_json(run: &RunView, exit_code: u8) -> Value {
 
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or_default().trim().to_owned()
+}
+
+/// The steering messages a run accepted but could not answer, one line each.
+fn undelivered(messages: &[paddock_runtime::events::UserMessage]) -> String {
+    messages
+        .iter()
+        .map(|m| {
+            format!(
+                "\n[you] not delivered (the run could not go on): {}",
+                truncate(m.message.trim())
+            )
+        })
+        .collect()
 }
 
 fn indent_rest(text: &str, indent: &str) -> String {

@@ -128,8 +128,29 @@ fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
         instructions: None,
         subagent_models: subagent_models(args)?,
         snapshot_limits: snapshot_limits(args)?,
+        // the runtime's (--backend): it must be the interrupted run's
+        backend: None,
+        // the interrupted run's network, as its run.started records it
+        network: None,
+        // never stored: the interrupted run's must be given again (--secret)
+        secrets: local_secrets(args)?,
     };
     Ok((request, prices))
+}
+
+/// The `--secret`s of a local run: each with its value from this
+/// environment (a secret by name alone is a server's).
+fn local_secrets(args: &GoalArgs) -> Result<Vec<paddock_proto::SecretSpec>, String> {
+    args.secrets
+        .iter()
+        .map(|secret| match secret {
+            SecretArg::Local(spec) => Ok(spec.clone()),
+            SecretArg::Server(name) => Err(format!(
+                "--secret {name}: a secret by name is a server's (`[secrets.{name}]` in its \
+                 config): add --server, or give NAME@HOST[,HOST...] with the value in ${name} here"
+            )),
+        })
+        .collect()
 }
 
 pub(super) fn format_of(args: &GoalArgs) -> Format {
@@ -151,17 +172,7 @@ struct Prepared {
 
 fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
     let request = request(args)?;
-    let secrets = args
-        .secrets
-        .iter()
-        .map(|secret| match secret {
-            SecretArg::Local(spec) => Ok(spec.clone()),
-            SecretArg::Server(name) => Err(format!(
-                "--secret {name}: a secret by name is a server's (`[secrets.{name}]` in its \
-                 config): add --server, or give NAME@HOST[,HOST...] with the value in ${name} here"
-            )),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let secrets = local_secrets(args)?;
     let workspace = match (&args.workspace, &args.session) {
         (Some(dir), _) => Some(canonical_dir(dir)?),
         (None, Some(_)) => None,

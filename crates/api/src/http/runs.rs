@@ -53,7 +53,7 @@ pub(super) async fn cancel(
     request_body = SteerRun,
     responses(
         (status = 202, description = "the message, queued for the next turn", body = SteeringView),
-        (status = 409, description = "the run has finished (`run_finished`)", body = ErrorBody),
+        (status = 409, description = "the run has finished, or is finishing and closed its queue (`run_finished`); a message accepted before that is answered, or listed in `run.finished` as `undelivered`", body = ErrorBody),
     ))]
 pub(super) async fn steer(
     State(state): State<AppState>,
@@ -67,9 +67,11 @@ pub(super) async fn steer(
 }
 
 /// Continues an interrupted run as a new run (answered at once, 202): the
-/// same session, goal, criteria and mode, a fresh sandbox, `resumed_from`
-/// naming the old run. Its predecessor's unfinished calls are answered by
-/// their tools' replay policy before the first model turn.
+/// same session, goal, criteria and mode, a fresh sandbox of the same
+/// backend, image and network (re-checked against this server's), the
+/// workspace restored to the last checkpoint, `resumed_from` naming the old
+/// run. Its predecessor's unfinished calls are answered by their tools'
+/// replay policy before the first model turn.
 #[utoipa::path(post, path = "/v1/runs/{id}/resume", tag = "runs",
     summary = "Resume an interrupted run as a new run",
     params(("id" = RunId, Path)),
@@ -77,7 +79,8 @@ pub(super) async fn steer(
     responses(
         (status = 202, description = "the new run, started", body = RunView),
         (status = 400, description = "a bad id or body, or a model the server does not allow (`model_not_allowed`)", body = ErrorBody),
-        (status = 409, description = "the run is not interrupted, is a subagent's, or its session moved on (`run_not_resumable`); the session runs already (`session_busy`) or its workspace has another writer (`workspace_busy`)", body = ErrorBody),
+        (status = 403, description = "the interrupted run's network is beyond what this server allows tenants now (`network_not_allowed`)", body = ErrorBody),
+        (status = 409, description = "the run is not interrupted, is a subagent's, its session moved on, its backend or image is not enabled here, or it ran with secrets, which are never stored (`run_not_resumable`); the session runs already (`session_busy`) or its workspace has another writer (`workspace_busy`)", body = ErrorBody),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
     ))]
 pub(super) async fn resume(

@@ -213,7 +213,11 @@ pub struct StartRunCommand {
 }
 
 /// `POST /v1/runs/{id}/resume`: the goal, criteria and mode are the
-/// interrupted run's; the model is chosen again (as for a new run).
+/// interrupted run's, and so are its sandbox's backend, image and network
+/// (from its `run.started`, re-checked against what this server enables and
+/// allows); the model is chosen again (as for a new run). A run that had
+/// secrets is not resumed here: they were never stored, and the API takes
+/// none.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResumeRunCommand {
@@ -519,12 +523,38 @@ impl AgentService {
             check_budgets(budgets)?;
         }
         check_instructions(command.instructions.as_deref())?;
+        // the interrupted run's sandbox, as its run.started names it, if this
+        // server still enables that backend and allows that network
+        let started = self
+            .runtime
+            .run_started(tenant, id)
+            .await
+            .map_err(AgentError::runtime("run_started"))?;
+        let (backend, image, network) = started
+            .map(|s| (s.backend, s.image, s.network))
+            .unwrap_or_default();
+        let chosen = self
+            .backends
+            .choose(backend.as_deref(), image.as_deref())
+            .map_err(|refused| {
+                AgentError::runtime("resume_run")(RuntimeError::NotResumable {
+                    run: id.clone(),
+                    reason: format!("its sandbox cannot start here: {}", refused.reason),
+                })
+            })?;
         let resume = ResumeRun {
             provider: self.models.resolve(&command.model)?,
             budgets: command.budgets,
             instructions: command.instructions,
             subagent_models: self.subagent_models(&command.subagent_models)?,
             snapshot_limits: self.snapshot_limits(command.snapshot_limits)?,
+            backend: Some(RunBackend {
+                backend: Arc::clone(&chosen.backend),
+                image: chosen.image.clone(),
+            }),
+            network: Some(self.grant_network(network)?),
+            // never taken over the API (a run that had some is refused)
+            secrets: Vec::new(),
         };
         let handle = self
             .runtime
@@ -608,17 +638,7 @@ impl AgentService {
             backend: Arc::clone(&chosen.backend),
             image: chosen.image.clone(),
         };
-        let network = match self.runtime.config().network.grant(command.network) {
-            Ok(network) => network,
-            Err(NetworkRefused::Invalid(e)) => {
-                return Err(AgentError::invalid("network", e.to_string()));
-            }
-            Err(above) => {
-                return Err(AgentError::NetworkNotAllowed {
-                    reason: above.to_string(),
-                });
-            }
-        };
+        let network = self.grant_network(command.network)?;
         let secrets = self
             .secrets
             .resolve(tenant, &command.secrets, &network)
@@ -642,6 +662,18 @@ impl AgentService {
             network: Some(network),
             secrets,
         })
+    }
+
+    /// The network a run asks for (None: the server's default), if the
+    /// server allows tenants that much.
+    fn grant_network(&self, asked: Option<NetworkPolicy>) -> Result<NetworkPolicy, AgentError> {
+        match self.runtime.config().network.grant(asked) {
+            Ok(network) => Ok(network),
+            Err(NetworkRefused::Invalid(e)) => Err(AgentError::invalid("network", e.to_string())),
+            Err(above) => Err(AgentError::NetworkNotAllowed {
+                reason: above.to_string(),
+            }),
+        }
     }
 
     /// The request's `subagent_models`, each choice under the same policy as

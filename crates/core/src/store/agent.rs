@@ -264,6 +264,29 @@ pub struct SteeringMessage {
     pub delivered_at: Option<Timestamp>,
 }
 
+/// How a run's loop closes its steering queue as the run is about to end
+/// ([`Store::close_steering`](super::Store::close_steering)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SteeringClose {
+    /// The run could go on: messages waiting are taken (marked delivered)
+    /// and the queue stays open, for the loop answers them; with none
+    /// waiting the queue closes.
+    UnlessWaiting,
+    /// The run ends whatever waits: the queue closes and the messages
+    /// waiting are returned as they are, undelivered.
+    Always,
+}
+
+/// What closing a run's steering queue did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SteeringClosed {
+    /// Whether the queue is closed now (a post is refused from here on).
+    pub closed: bool,
+    /// The messages that were waiting, oldest first: delivered now when the
+    /// queue stayed open, undelivered when it closed.
+    pub messages: Vec<SteeringMessage>,
+}
+
 /// A change to a session's title or status.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionPatch {

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
     QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotRecord, SteeringMessage, StoreError, StoredMessage, StoredSessionMemory,
-    Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SessionPatch, SnapshotRecord, SteeringClose, SteeringClosed, SteeringMessage, StoreError,
+    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
@@ -222,7 +222,8 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Stores a steering message for `run`: [`StoreError::NotFound`] for
     /// another tenant's or no run, [`StoreError::Conflict`] once the run has
-    /// finished (a terminal state or `awaiting_user`). Not fenced: any node
+    /// finished (a terminal state or `awaiting_user`) or its loop closed the
+    /// queue ([`Store::close_steering`]). Not fenced: any node
     /// may post; the run's driver takes it.
     async fn post_steering_message(
         &self,
@@ -240,6 +241,18 @@ pub trait Store: Send + Sync + fmt::Debug {
         session: &SessionId,
         run: &RunId,
     ) -> Result<Vec<SteeringMessage>, StoreError>;
+    /// Closes the run's steering queue as its loop is about to end, and
+    /// takes what waits in the same transaction (see [`SteeringClose`]):
+    /// a post that this answer does not include is refused. Fenced by the
+    /// lease on `session`, the run's.
+    async fn close_steering(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        session: &SessionId,
+        run: &RunId,
+        how: SteeringClose,
+    ) -> Result<SteeringClosed, StoreError>;
     /// Every steering message of the run, oldest first.
     async fn list_steering_messages(
         &self,
@@ -331,6 +344,17 @@ pub trait Store: Send + Sync + fmt::Debug {
         checkpoint: &Checkpoint,
         blobs: &[String],
     ) -> Result<Checkpoint, StoreError>;
+    /// Appends `message` to its session's history and records `checkpoint`
+    /// at the position that includes it, in one transaction (a tool batch's
+    /// results and the workspace after them: a crash leaves both or
+    /// neither). Fenced by the lease on the session; returns both as stored.
+    async fn append_message_with_checkpoint(
+        &self,
+        lease: &Lease,
+        message: &StoredMessage,
+        checkpoint: &Checkpoint,
+        blobs: &[String],
+    ) -> Result<(StoredMessage, Checkpoint), StoreError>;
     async fn get_checkpoint(
         &self,
         tenant: &TenantId,

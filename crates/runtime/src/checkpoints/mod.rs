@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use paddock_core::blob::{BlobKey, BlobStore};
 use paddock_core::ids::{CheckpointId, RunId, SessionId, TenantId, WorkspaceId};
-use paddock_core::store::{Checkpoint, CheckpointReason, Lease, Store};
+use paddock_core::store::{Checkpoint, CheckpointReason, Lease, Store, StoredMessage};
 use paddock_snapshot::checkpoint::{CaptureOptions, Manifest};
 
 use crate::error::RuntimeError;
@@ -106,6 +106,41 @@ impl Checkpointer {
         lease: &Lease,
         reason: CheckpointReason,
     ) -> Result<Option<(Checkpoint, CheckpointCreated)>, RuntimeError> {
+        let Some(capture) = self.capture(reason).await? else {
+            return Ok(None);
+        };
+        let stored = self
+            .store
+            .create_checkpoint(lease, &capture.row, &capture.blobs)
+            .await
+            .map_err(RuntimeError::store("create_checkpoint"))?;
+        Ok(Some(self.recorded(capture, stored)))
+    }
+
+    /// Appends `message` (a tool batch's results) and records the
+    /// checkpoint of `capture` at the position that includes it, in one
+    /// write (see run/resume.rs for why).
+    pub(crate) async fn record_with_message(
+        &mut self,
+        lease: &Lease,
+        message: &StoredMessage,
+        capture: Capture,
+    ) -> Result<CheckpointCreated, RuntimeError> {
+        let (_, stored) = self
+            .store
+            .append_message_with_checkpoint(lease, message, &capture.row, &capture.blobs)
+            .await
+            .map_err(RuntimeError::store("append_message_with_checkpoint"))?;
+        Ok(self.recorded(capture, stored).1)
+    }
+
+    /// Captures the workspace for a checkpoint, its new files stored in the
+    /// blob store; None for a tool batch after which the tree is what the
+    /// last one recorded. Nothing is recorded yet.
+    pub(crate) async fn capture(
+        &mut self,
+        reason: CheckpointReason,
+    ) -> Result<Option<Capture>, RuntimeError> {
         let started = Instant::now();
         let captured = capture_stored(
             &self.blobs,
@@ -147,31 +182,51 @@ impl Checkpointer {
             new_bytes: stats.new_bytes(),
             created_at: self.store.now(),
         };
-        let stored = self
-            .store
-            .create_checkpoint(lease, &row, &blobs)
-            .await
-            .map_err(RuntimeError::store("create_checkpoint"))?;
-        self.last = Some(Arc::new(manifest));
+        Ok(Some(Capture {
+            row,
+            blobs,
+            manifest,
+            hashed_files: stats.hashed_files,
+            started,
+        }))
+    }
+
+    /// The capture is on record as `stored`: the next one compares with it.
+    fn recorded(
+        &mut self,
+        capture: Capture,
+        stored: Checkpoint,
+    ) -> (Checkpoint, CheckpointCreated) {
+        self.last = Some(Arc::new(capture.manifest));
         let event = CheckpointCreated {
             checkpoint_id: stored.id.clone(),
-            reason,
+            reason: stored.reason,
             files: stored.file_count,
             bytes: stored.bytes,
             new_blobs: stored.new_blobs,
             new_bytes: stored.new_bytes,
-            hashed_files: stats.hashed_files,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            hashed_files: capture.hashed_files,
+            duration_ms: u64::try_from(capture.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
         tracing::debug!(
             checkpoint_id = %stored.id,
-            reason = %reason,
+            reason = %stored.reason,
             new_blobs = stored.new_blobs,
-            hashed_files = stats.hashed_files,
+            hashed_files = capture.hashed_files,
             "checkpoint taken"
         );
-        Ok(Some((stored, event)))
+        (stored, event)
     }
+}
+
+/// A captured workspace not recorded yet ([`Checkpointer::capture`]).
+#[derive(Debug)]
+pub(crate) struct Capture {
+    row: Checkpoint,
+    blobs: Vec<String>,
+    manifest: Manifest,
+    hashed_files: u64,
+    started: Instant,
 }
 
 /// Whether two manifests record the same tree (stat aside).

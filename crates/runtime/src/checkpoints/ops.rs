@@ -247,34 +247,56 @@ impl Runtime {
     /// of that workspace from before it), in place, touching only what
     /// differs; returns the checkpoint, or None when there is none. The
     /// caller holds the workspace's writer lease (or knows nothing writes).
-    /// A resumed run starts its fresh sandbox from here.
     pub async fn restore_workspace_to_last_checkpoint(
         &self,
         tenant: &TenantId,
         run: &RunId,
     ) -> Result<Option<(Checkpoint, RestoreStats)>, RuntimeError> {
+        let Some(checkpoint) = self.last_checkpoint_of(tenant, run).await? else {
+            return Ok(None);
+        };
+        let stats = self.restore_checkpoint(&checkpoint).await?;
+        Ok(Some((checkpoint, stats)))
+    }
+
+    /// The last checkpoint `run` took of its session's workspace, else the
+    /// session's latest one of it from before `run`.
+    pub(crate) async fn last_checkpoint_of(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<Checkpoint>, RuntimeError> {
         let run = self.get_run(tenant, run).await?;
         let session = self.get_session(tenant, &run.session).await?;
-        let workspace = self.workspace_of(&session).await?;
         let all = self.list_checkpoints(tenant, &session.id).await?;
         let own = all
             .iter()
             .rev()
-            .find(|c| c.run == run.id && c.workspace == workspace.id);
+            .find(|c| c.run == run.id && c.workspace == session.workspace);
         let earlier = || {
             all.iter()
                 .rev()
-                .find(|c| c.workspace == workspace.id && c.run.as_str() < run.id.as_str())
+                .find(|c| c.workspace == session.workspace && c.run.as_str() < run.id.as_str())
         };
-        let Some(checkpoint) = own.or_else(earlier).cloned() else {
-            return Ok(None);
-        };
+        Ok(own.or_else(earlier).cloned())
+    }
+
+    /// Makes the workspace of `checkpoint` what it recorded, in place
+    /// (only what differs is written).
+    pub(crate) async fn restore_checkpoint(
+        &self,
+        checkpoint: &Checkpoint,
+    ) -> Result<RestoreStats, RuntimeError> {
+        let workspace = self
+            .shared
+            .store
+            .get_workspace(&checkpoint.tenant, &checkpoint.workspace)
+            .await
+            .map_err(RuntimeError::store("get_workspace"))?;
         let manifest = load_manifest(&self.shared.blobs, &checkpoint.manifest_hash).await?;
         let dir = workspace::workspace_dir(&self.shared.config, &workspace);
-        let stats = self
-            .restore_manifest(&dir, manifest.clone(), Some(manifest))
-            .await?;
-        Ok(Some((checkpoint, stats)))
+        self.restore_manifest(&dir, manifest.clone(), Some(manifest))
+            .await
     }
 
     /// Makes `dir` what `manifest` records; `hint` saves re-hashing files

@@ -122,6 +122,7 @@ impl Runtime {
                     network: None,
                     secrets: Vec::new(),
                     resumed_from: None,
+                    restored_checkpoint: None,
                 })
                 .await?;
             let stats = self.restore_manifest(&dir, target.clone(), hint).await?;
@@ -191,6 +192,7 @@ impl Runtime {
             end_snapshot: None,
             snapshot_error: None,
             snapshot_limit: None,
+            undelivered: crate::steering::close_for_end(&journal).await,
         };
         let ended = match journal.update_run(&update).await {
             Ok(ended) => {

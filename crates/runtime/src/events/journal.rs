@@ -8,7 +8,8 @@ use paddock_core::ids::{GoalId, RunId, SessionId, TenantId, ToolInvocationId};
 use paddock_core::model::Message;
 use paddock_core::store::{
     Compaction, Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SessionMemory,
-    SteeringMessage, Store, StoredMessage, StoredSessionMemory, ToolInvocation, ToolOutcome,
+    SteeringClose, SteeringClosed, SteeringMessage, Store, StoredMessage, StoredSessionMemory,
+    ToolInvocation, ToolOutcome,
 };
 
 use crate::error::RuntimeError;
@@ -180,18 +181,23 @@ impl Journal {
         &self,
         message: Message,
     ) -> Result<StoredMessage, RuntimeError> {
-        let stored = StoredMessage {
+        let stored = self.stored_message(message);
+        self.store
+            .append_message(&self.lease, &stored)
+            .await
+            .map_err(RuntimeError::store("append_message"))
+    }
+
+    /// `message` as this run appends it (the store assigns its `seq`).
+    pub(crate) fn stored_message(&self, message: Message) -> StoredMessage {
+        StoredMessage {
             tenant: self.tenant.clone(),
             session: self.session.clone(),
             run: self.run.clone(),
             seq: 0,
             message,
             created_at: self.store.now(),
-        };
-        self.store
-            .append_message(&self.lease, &stored)
-            .await
-            .map_err(RuntimeError::store("append_message"))
+        }
     }
 
     /// Takes the run's steering messages not yet delivered (fenced: only the
@@ -201,6 +207,19 @@ impl Journal {
             .take_steering_messages(&self.lease, &self.tenant, &self.session, &self.run)
             .await
             .map_err(RuntimeError::store("take_steering_messages"))
+    }
+
+    /// Closes the run's steering queue as the run is about to end and takes
+    /// what waits, in one step (see [`SteeringClose`]; fenced like
+    /// [`Journal::take_steering`]).
+    pub(crate) async fn close_steering(
+        &self,
+        how: SteeringClose,
+    ) -> Result<SteeringClosed, RuntimeError> {
+        self.store
+            .close_steering(&self.lease, &self.tenant, &self.session, &self.run, how)
+            .await
+            .map_err(RuntimeError::store("close_steering"))
     }
 
     /// Records a compaction of this run's session (stamped with this run).

@@ -57,12 +57,19 @@ pub struct RunStarted {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkPolicy>,
     /// The secrets injected at egress into the run's sandbox: names and
-    /// hosts, never a value (absent when there are none).
+    /// hosts, never a value, which is not stored anywhere (a resume must be
+    /// given them again); absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<paddock_proto::SecretNotice>,
     /// The interrupted run this one resumes; absent on a run that does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<RunId>,
+    /// A resumed run: the checkpoint its workspace was restored to before
+    /// its sandbox started; absent when it went on with the workspace as
+    /// the interrupted run left it (a read-only run, no checkpoint, or one
+    /// that failed after the last: see `checkpoint.failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_checkpoint: Option<CheckpointId>,
 }
 
 /// `run.state`: the run moved to `state`; `usage` is what it spent so far.
@@ -259,6 +266,11 @@ pub struct RunFinished {
     /// failed: which, its value and how to raise it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_limit: Option<SnapshotLimitHit>,
+    /// Steering messages accepted while the run went on that never reached
+    /// the model, oldest first: the run could not go on to answer them
+    /// (cancelled, failed, out of budget, interrupted). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undelivered: Vec<UserMessage>,
 }
 
 /// A snapshot limit of the workspace that was reached.
@@ -362,6 +374,16 @@ pub struct CheckpointCreated {
     /// Files read to hash them (the others' stat was unchanged).
     pub hashed_files: u64,
     pub duration_ms: u64,
+}
+
+/// `checkpoint.failed`: a checkpoint the run was to take (at its start, or
+/// after a tool batch) could not be captured or recorded; the run went on.
+/// Until its next checkpoint, the last one is behind the history, so a
+/// resume keeps the workspace as it is instead of restoring that one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointFailed {
+    pub reason: CheckpointReason,
+    pub error: String,
 }
 
 /// `user.message`: a steering message a user sent to the run in progress,
@@ -505,6 +527,8 @@ event_kinds! {
     ParentMessage(ParentMessage) = "parent.message",
     /// The workspace and the session's position were recorded.
     CheckpointCreated(CheckpointCreated) = "checkpoint.created",
+    /// A checkpoint could not be taken; the run went on without it.
+    CheckpointFailed(CheckpointFailed) = "checkpoint.failed",
     /// A user's steering message joined the history before the next turn.
     UserMessage(UserMessage) = "user.message",
     /// Transient: a piece of the model's answer as it streams.

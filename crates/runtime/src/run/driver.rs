@@ -17,8 +17,8 @@ use paddock_core::model::{
     ToolSchema, Usage, estimate_tokens,
 };
 use paddock_core::store::{
-    CheckpointReason, EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, Task,
-    ToolInvocation, ToolOutcome,
+    CheckpointReason, EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, SteeringClose,
+    SteeringMessage, Task, ToolInvocation, ToolOutcome,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -41,8 +41,8 @@ use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
 use crate::events::{
-    CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
-    ToolCallEvent, ToolResultEvent, UserMessage, cap_text,
+    CallStatus, CheckpointFailed, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP,
+    RunStateChanged, ToolCallEvent, ToolResultEvent, UserMessage, cap_text,
 };
 use crate::memory::MemoryPlace;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
@@ -367,62 +367,95 @@ impl Driver {
             self.pipe.append_message(message).await?;
             self.pipe.emit(&event).await?;
             if response.tool_calls.is_empty() {
-                if self.read_steering().await? {
-                    // the user spoke while the model answered: it answers them
-                    continue;
-                }
-                return Ok(Ending::Stopped {
+                let stopped = Ending::Stopped {
                     text: response.text,
-                });
+                };
+                match self.end_unless_spoken_to(stopped).await? {
+                    Some(ending) => return Ok(ending),
+                    None => continue,
+                }
             }
 
             self.set_state(RunState::Acting).await?;
-            let mutating = response.tool_calls.iter().any(|call| {
-                self.registry
-                    .get(&call.name)
-                    .is_some_and(|tool| tool.contract().access == Access::Mutating)
-            });
+            let mutating = self.any_mutating(&response.tool_calls);
             let (results, stop) = self.act(&response.tool_calls).await;
             let message = Message::tool_results(results);
             self.history.push(message.clone());
-            self.pipe.append_message(message).await?;
             if mutating {
-                self.checkpoint().await?;
+                self.append_with_checkpoint(message).await?;
+            } else {
+                self.pipe.append_message(message).await?;
             }
             if let Some(stop) = stop {
                 return Err(stop);
             }
-            if let Some(completion) = self.completion.take() {
+            let ending = if let Some(completion) = self.completion.take() {
                 self.set_state(RunState::Verifying).await?;
                 let review = review::review(&completion, &self.criteria, &self.evidence);
-                return Ok(Ending::Completed(review));
-            }
-            if let Some(question) = self.question.take() {
-                return Ok(Ending::AwaitingUser { question });
+                Some(Ending::Completed(review))
+            } else {
+                self.question
+                    .take()
+                    .map(|question| Ending::AwaitingUser { question })
+            };
+            if let Some(ending) = ending {
+                match self.end_unless_spoken_to(ending).await? {
+                    Some(ending) => return Ok(ending),
+                    None => continue,
+                }
             }
             self.set_state(RunState::Observing).await?;
         }
     }
 
-    /// After a tool batch that could change the workspace: a checkpoint,
-    /// if it did. A checkpoint that fails is logged; the run goes on.
-    async fn checkpoint(&mut self) -> Result<(), RuntimeError> {
+    /// Whether any of `calls` is of a tool that may change the workspace.
+    fn any_mutating(&self, calls: &[ToolCall]) -> bool {
+        calls.iter().any(|call| {
+            self.registry
+                .get(&call.name)
+                .is_some_and(|tool| tool.contract().access == Access::Mutating)
+        })
+    }
+
+    /// After a tool batch that could change the workspace: its results
+    /// message and, if the workspace changed, a checkpoint of it, written
+    /// together in one transaction, so the history never runs ahead of the
+    /// last checkpoint (what a resume restores, run/resume.rs). A
+    /// checkpoint that fails is logged and the results are appended alone;
+    /// the run goes on.
+    async fn append_with_checkpoint(&mut self, message: Message) -> Result<(), RuntimeError> {
         let Some(checkpoints) = self.checkpoints.as_mut() else {
-            return Ok(());
+            return self.pipe.append_message(message).await;
         };
-        // the checkpoint's position includes this batch's results
+        // the batch's invocations and results are on record first
         self.pipe.barrier().await?;
+        let failed = |err: &RuntimeError| {
+            tracing::warn!(error = %error_chain(err), "checkpointing the workspace after a tool batch");
+            CheckpointFailed {
+                reason: CheckpointReason::ToolBatch,
+                error: error_chain(err),
+            }
+        };
+        let capture = match checkpoints.capture(CheckpointReason::ToolBatch).await {
+            Ok(None) => return self.pipe.append_message(message).await,
+            Ok(Some(capture)) => capture,
+            Err(err) => {
+                // on record before the results that run ahead of the last checkpoint
+                self.pipe.emit(&failed(&err)).await?;
+                return self.pipe.append_message(message).await;
+            }
+        };
+        let stored = self.journal.stored_message(message.clone());
         match checkpoints
-            .take(self.journal.lease(), CheckpointReason::ToolBatch)
+            .record_with_message(self.journal.lease(), &stored, capture)
             .await
         {
-            Ok(Some((_, event))) => self.pipe.emit(&event).await?,
-            Ok(None) => {}
+            Ok(event) => self.pipe.emit(&event).await,
             Err(err) => {
-                tracing::warn!(error = %error_chain(&err), "taking a checkpoint after a tool batch");
+                self.pipe.emit(&failed(&err)).await?;
+                self.pipe.append_message(message).await
             }
         }
-        Ok(())
     }
 
     /// A resumed run first answers the calls its predecessor left without
@@ -454,9 +487,15 @@ impl Driver {
                 }
             }
         }
+        let mutating = self.any_mutating(&rerun);
         let message = Message::tool_results(results);
         self.history.push(message.clone());
-        self.pipe.append_message(message).await?;
+        if mutating {
+            // what was done again is checkpointed with its results, as any batch
+            self.append_with_checkpoint(message).await?;
+        } else {
+            self.pipe.append_message(message).await?;
+        }
         match stop {
             Some(stop) => Err(stop),
             None => Ok(()),
@@ -474,22 +513,51 @@ impl Driver {
         Ok(())
     }
 
-    /// Steering messages the user sent since the last turn join the history;
-    /// whether there were any.
-    async fn read_steering(&mut self) -> Result<bool, RuntimeError> {
+    /// Steering messages the user sent since the last turn join the history.
+    async fn read_steering(&mut self) -> Result<(), RuntimeError> {
         let taken = self.journal.take_steering().await?;
-        let any = !taken.is_empty();
+        self.deliver(taken).await
+    }
+
+    /// Steering messages join the history, each with its `user.message`.
+    async fn deliver(&mut self, taken: Vec<SteeringMessage>) -> Result<(), RuntimeError> {
         for steering in taken {
             let message = Message::user(steering.text.clone());
             self.history.push(message.clone());
             self.pipe.append_message(message).await?;
-            let event = UserMessage {
-                message: steering.text,
-                steering_id: steering.id,
-            };
-            self.pipe.emit(&event).await?;
+            self.pipe.emit(&UserMessage::from(steering)).await?;
         }
-        Ok(any)
+        Ok(())
+    }
+
+    /// The loop is about to end with `ending`, an ending after which the run
+    /// could go on (it completed, stopped or asked the user). Its steering
+    /// queue closes in the store unless a message waits; what waits is
+    /// delivered instead and the loop goes on so the model answers it
+    /// (None). A run without a turn left (cancelled, out of time, turns or
+    /// another budget) ends as it is: its finish closes the queue and
+    /// reports what waits undelivered (steering.rs).
+    async fn end_unless_spoken_to(&mut self, ending: Ending) -> Result<Option<Ending>, Stop> {
+        self.tick();
+        let can_go_on = !self.ctx.cancel.is_cancelled()
+            && Instant::now() < self.deadline
+            && self.family.has_turn((&self.run.budgets, &self.usage));
+        if !can_go_on {
+            return Ok(Some(ending));
+        }
+        let closed = self
+            .journal
+            .close_steering(SteeringClose::UnlessWaiting)
+            .await?;
+        if closed.closed {
+            return Ok(Some(ending));
+        }
+        tracing::info!(
+            count = closed.messages.len(),
+            "steering messages came as the run was ending: it goes on to answer them"
+        );
+        self.deliver(closed.messages).await?;
+        Ok(None)
     }
 
     /// One model call on the history (compacted if it grew too large).

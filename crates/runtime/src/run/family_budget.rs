@@ -99,6 +99,13 @@ impl FamilyBudget {
         Ok(())
     }
 
+    /// Whether [`Self::reserve_turn`] would pass now; reserves nothing.
+    pub(crate) fn has_turn(&self, own: (&Budgets, &RunUsage)) -> bool {
+        let spent = self.lock();
+        budget::before_model_turn_in(&self.limits, &self.clocked(&spent), self.scope()).is_ok()
+            && budget::before_model_turn(own.0, own.1).is_ok()
+    }
+
     /// Reserves one tool call, as [`Self::reserve_turn`] a turn.
     pub(crate) fn reserve_tool_call(&self, own: (&Budgets, &RunUsage)) -> Result<(), Exceeded> {
         let mut spent = self.lock();

@@ -1,5 +1,6 @@
 //! The end of a run, however it ended: the workspace is snapshotted (so a
-//! fork can start from here), the review and final state are written, the
+//! fork can start from here), the steering queue closes (what still waits
+//! is reported undelivered), the review and final state are written, the
 //! goal follows the verdict, and `run.review` and `run.finished` close the
 //! run's events. Failures here are logged, never raised: the run is over.
 
@@ -145,6 +146,8 @@ pub(crate) async fn finish(
         }
     };
 
+    // posts end here; what waits was accepted and is reported, not lost
+    let undelivered = crate::steering::close_for_end(journal).await;
     let outcome = Outcome::of(ending, &goal.description);
     if let Some(status) = outcome.goal_status
         && let Err(err) = journal.set_goal_status(&goal.id, status).await
@@ -196,6 +199,7 @@ pub(crate) async fn finish(
         end_snapshot,
         snapshot_error,
         snapshot_limit,
+        undelivered,
     };
     if let Err(err) = journal.emit(&event).await {
         tracing::warn!(error = %error_chain(&err), "recording the run.finished event");

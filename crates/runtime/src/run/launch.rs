@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use paddock_core::ids::{GoalId, SessionId, TenantId};
+use paddock_core::ids::{CheckpointId, GoalId, SessionId, TenantId};
 use paddock_core::model::{Message, Role};
 use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{
@@ -29,7 +29,7 @@ use crate::checkpoints::{Checkpointer, Place};
 use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
-use crate::events::{RunFinished, RunStarted, SandboxReady, SandboxStopped};
+use crate::events::{CheckpointFailed, RunFinished, RunStarted, SandboxReady, SandboxStopped};
 use crate::memory::{self, MemoryPlace};
 use crate::runtime::{ActiveRun, Runtime, Shared, SubagentDesk};
 use crate::subagents::{self, Family, FamilyParts};
@@ -171,13 +171,19 @@ impl Runtime {
                 journal.release().await;
             }
         };
-        if let Some(from) = &options.resumed_from
-            && let Err(err) =
-                resume::restore_workspace_for_resume(shared, from, &workspace, &dir).await
-        {
-            release_early(journal).await;
-            return Err(err);
-        }
+        // a resumed run that writes starts from the last checkpoint (resume.rs)
+        let restored = match (&options.resumed_from, &writer) {
+            (Some(from), Some(_)) => {
+                match resume::restore_workspace_for_resume(self, tenant, from).await {
+                    Ok(restored) => restored,
+                    Err(err) => {
+                        release_early(journal).await;
+                        return Err(err);
+                    }
+                }
+            }
+            _ => None,
+        };
         if let Err(err) = journal.create_run(&run).await {
             release_early(journal).await;
             return Err(err);
@@ -202,10 +208,13 @@ impl Runtime {
                 .take(journal.lease(), CheckpointReason::RunStart)
                 .await
             {
-                Ok(taken) => taken.map(|(_, event)| event),
+                Ok(taken) => taken.map(|(_, event)| Ok(event)),
                 Err(err) => {
                     tracing::warn!(error = %error_chain(&err), "checkpointing the workspace before the run");
-                    None
+                    Some(Err(CheckpointFailed {
+                        reason: CheckpointReason::RunStart,
+                        error: error_chain(&err),
+                    }))
                 }
             },
             None => None,
@@ -216,6 +225,7 @@ impl Runtime {
             &request,
             &options,
             run_backend(shared, &request).name(),
+            restored.map(|c| c.id),
         )
         .await
         {
@@ -227,9 +237,12 @@ impl Runtime {
             }
         };
 
-        if let Some(event) = &start_checkpoint
-            && let Err(err) = journal.emit(event).await
-        {
+        let recorded = match &start_checkpoint {
+            Some(Ok(created)) => journal.emit(created).await.map(|_| ()),
+            Some(Err(failed)) => journal.emit(failed).await.map(|_| ()),
+            None => Ok(()),
+        };
+        if let Err(err) = recorded {
             tracing::warn!(error = %error_chain(&err), "recording the run's start checkpoint");
         }
 
@@ -277,6 +290,7 @@ async fn prepare(
     request: &StartRun,
     options: &RunOptions,
     backend_name: &str,
+    restored: Option<CheckpointId>,
 ) -> Result<(Goal, Vec<Message>, ContextBase, Option<ResumeTail>), RuntimeError> {
     let now = journal.store().now();
     let goal = Goal {
@@ -299,7 +313,14 @@ async fn prepare(
     .await?;
     let resume = match &options.resumed_from {
         Some(from) => {
-            let tail = resume::tail(journal.store().as_ref(), &run.tenant, from, &history).await?;
+            let tail = resume::tail(
+                journal.store().as_ref(),
+                &run.tenant,
+                from,
+                &history,
+                restored.is_some(),
+            )
+            .await?;
             if tail.calls.is_empty() && history.last().is_some_and(|m| m.role == Role::Assistant) {
                 let nudge = Message::user(prompt::RESUMED.to_owned());
                 journal.append_message(nudge.clone()).await?;
@@ -332,6 +353,7 @@ async fn prepare(
         network: request.network.clone(),
         secrets: request.secrets.iter().map(|s| s.notice()).collect(),
         resumed_from: options.resumed_from.clone(),
+        restored_checkpoint: restored,
     };
     journal.emit(&started).await?;
     Ok((goal, history, context, resume))
@@ -365,6 +387,7 @@ async fn fail_early(journal: &Journal, err: &RuntimeError) {
         end_snapshot: None,
         snapshot_error: None,
         snapshot_limit: None,
+        undelivered: crate::steering::close_for_end(journal).await,
     };
     if let Err(e) = journal.update_run(&update).await {
         tracing::warn!(error = %error_chain(&e), "recording a run that failed to start");

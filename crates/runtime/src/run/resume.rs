@@ -2,40 +2,63 @@
 //! old one by `resumed_from`, in a fresh sandbox, continuing the session's
 //! history. Old processes are never revived.
 //!
+//! The workspace starts from the last checkpoint ([`restore_workspace_for_resume`]).
+//! History and checkpoint agree there because a tool batch's results message
+//! and the checkpoint after it are written in one transaction (driver.rs
+//! `append_with_checkpoint`): a crash leaves both or neither. So the last
+//! checkpoint describes the workspace after every answered batch, and only
+//! the trailing unanswered calls may have changed it since; the restore
+//! undoes what they did. When a checkpoint failed after the last one
+//! (`checkpoint.failed`), the history is ahead of it and nothing is restored.
+//!
 //! The calls the dead process left without results (the last model message's
 //! calls that no results message answers) are answered before the first
 //! model turn, by this rule ([`plan`]):
 //! - a call whose result was recorded (its `tool.result` event is stored)
 //!   gets that result: it finished, only the results message was lost;
+//!   but after a restore only a read-only call keeps it (what a mutating
+//!   one changed is gone), and a mutating call is answered as below;
 //! - a call of a tool whose contract says `Replay::Safe` is run again;
 //! - a mutating `Replay::Never` call that never got its `tool.call` event did
 //!   not start (a mutating call runs only once everything queued before it,
 //!   its event included, is written), and is answered "not run";
+//! - after a restore, a mutating `Replay::Never` call that finished is
+//!   answered "undone", with its old result: the workspace it changed was
+//!   restored to before it;
 //! - any other `Replay::Never` call (and a call of an unknown tool) is
 //!   answered "outcome unknown", with its idempotency key (the tool
 //!   invocation id the log recorded it under) so the model can check what
 //!   happened before it repeats it.
+//!
+//! The resumed run keeps the interrupted run's sandbox: its backend, image
+//! and network policy are read back from its `run.started`
+//! ([`Runtime::run_started`]); a front end resolves the backend by name
+//! among those it enabled and re-checks the network against its bounds. The
+//! interrupted run's secrets were never stored (only their names are, in
+//! `run.started`): a resume of a run that had secrets is refused unless the
+//! caller passes secrets of the same names again.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use paddock_core::ids::{RunId, TenantId, ToolInvocationId};
 use paddock_core::model::{ContentPart, Message, ModelProvider, Role, ToolCall, ToolResult};
-use paddock_core::store::{Budgets, MAX_PAGE, RunEvent, RunState, Store, Workspace};
+use paddock_core::store::{Budgets, Checkpoint, MAX_PAGE, RunEvent, RunState, Store};
 
-use super::{RunHandle, RunOptions, StartRun, SubagentModels};
+use super::{RunBackend, RunHandle, RunOptions, StartRun, SubagentModels};
 use crate::error::RuntimeError;
-use crate::events::{CallStatus, Event, RESULT_EVENT_CAP, ToolResultEvent, cap_text};
-use crate::runtime::{Runtime, Shared};
+use crate::events::{
+    CallStatus, CheckpointFailed, Event, RESULT_EVENT_CAP, RunStarted, ToolResultEvent, cap_text,
+};
+use crate::runtime::Runtime;
 use crate::tools::{Access, Replay, ToolContract};
 
 /// Most runs followed back along `resumed_from` to find the calls' records.
 const MAX_CHAIN: usize = 20;
 
-/// A request to resume an interrupted run. The goal, its criteria and the
-/// mode are the old run's; the model is the caller's (the runtime keeps no
-/// provider between runs).
+/// A request to resume an interrupted run. The goal, its criteria, the mode
+/// and the sandbox (backend, image, network) are the old run's; the model
+/// is the caller's (the runtime keeps no provider between runs).
 #[derive(Debug, Clone)]
 pub struct ResumeRun {
     pub provider: Arc<dyn ModelProvider>,
@@ -44,6 +67,17 @@ pub struct ResumeRun {
     pub instructions: Option<String>,
     pub subagent_models: Option<Arc<dyn SubagentModels>>,
     pub snapshot_limits: Option<paddock_snapshot::Limits>,
+    /// The interrupted run's backend and image, which a front end resolves
+    /// by the names in its `run.started` ([`Runtime::run_started`]) among
+    /// those it enabled. None: the runtime's own backend, which must be the
+    /// one the interrupted run named (else [`RuntimeError::NotResumable`]).
+    pub backend: Option<RunBackend>,
+    /// None: the interrupted run's policy, from its `run.started`, as it
+    /// is (a front end that bounds tenants re-checks it and passes it here).
+    pub network: Option<paddock_proto::NetworkPolicy>,
+    /// The interrupted run's secrets, given again (they were never stored):
+    /// every name its `run.started` lists, or the resume is refused.
+    pub secrets: Vec<paddock_proto::SecretSpec>,
 }
 
 impl ResumeRun {
@@ -54,6 +88,9 @@ impl ResumeRun {
             instructions: None,
             subagent_models: None,
             snapshot_limits: None,
+            backend: None,
+            network: None,
+            secrets: Vec::new(),
         }
     }
 }
@@ -117,6 +154,41 @@ impl Runtime {
             .find(|g| g.run == old.id)
             .map(|g| g.success_criteria)
             .unwrap_or_default();
+        // the sandbox it ran in, as its run.started says
+        let (backend, image, network, secrets) = match self.run_started(tenant, &old.id).await? {
+            Some(s) => (s.backend, s.image, s.network, s.secrets),
+            None => {
+                tracing::warn!(run_id = %old.id, "the interrupted run has no run.started: its sandbox is the default");
+                Default::default()
+            }
+        };
+        let missing: Vec<&str> = secrets
+            .iter()
+            .filter(|notice| !request.secrets.iter().any(|s| s.name == notice.name))
+            .map(|notice| notice.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(refuse(format!(
+                "it ran with the secrets {}, which are never stored: give them again",
+                missing.join(", ")
+            )));
+        }
+        let chosen = request
+            .backend
+            .as_ref()
+            .map_or(self.shared.backend.name(), |b| b.backend.name());
+        let chosen_image = request.backend.as_ref().and_then(|b| b.image.as_deref());
+        if let Some(backend) = backend.as_deref()
+            && (backend != chosen || image.as_deref() != chosen_image)
+        {
+            let named = |i: Option<&str>| i.map(|i| format!(" (image {i})")).unwrap_or_default();
+            return Err(refuse(format!(
+                "it ran on the {backend} backend{}; this resume would start it on \
+                 {chosen}{}: resume it where that backend is enabled, naming it",
+                named(image.as_deref()),
+                named(chosen_image),
+            )));
+        }
         let start = StartRun {
             goal: old.goal.clone(),
             success_criteria,
@@ -126,13 +198,10 @@ impl Runtime {
             instructions: request.instructions,
             subagent_models: request.subagent_models,
             snapshot_limits: request.snapshot_limits,
-            // the operator's default: the dead run's policy lives only in its
-            // `run.started`, and its secrets were never stored
-            network: None,
-            secrets: Vec::new(),
-            // the runtime's, likewise: the dead run's is only in its
-            // `run.started`
-            backend: None,
+            // None (not recorded): the runtime's default, as for a new run
+            network: request.network.or(network),
+            secrets: request.secrets,
+            backend: request.backend,
         };
         let options = RunOptions {
             resumed_from: Some(old.id.clone()),
@@ -142,27 +211,90 @@ impl Runtime {
     }
 }
 
-/// Brings the workspace to the state the resumed run starts from. It is
-/// called once the resumed run holds the workspace's writer lease, before
-/// its sandbox starts. Today that is the workspace as the interrupted run
-/// left it: an interrupted run has no end snapshot, and a snapshot taken
-/// during it (a subagent batch's base) predates calls the history says
-/// finished, so restoring one would contradict the history the run goes on
-/// with. Per-turn checkpoints, which record the history's position beside
-/// the workspace, are what this restores once they exist.
+impl Runtime {
+    /// The `run.started` of `run`: how it started (its sandbox's backend,
+    /// image and network, the names of its secrets); None if the run has
+    /// none (a row written without the runtime). A front end reads the
+    /// interrupted run's before it resumes it.
+    pub async fn run_started(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<RunStarted>, RuntimeError> {
+        self.get_run(tenant, run).await?;
+        // among its first events (launch writes none of the run's before it)
+        let first = self
+            .shared
+            .store
+            .list_run_events(tenant, run, 0, 8)
+            .await
+            .map_err(RuntimeError::store("list_run_events"))?;
+        Ok(first.iter().find_map(|e| match Event::of(e) {
+            Event::RunStarted(started) => Some(started),
+            _ => None,
+        }))
+    }
+}
+
+/// Brings the workspace to the state the resumed run starts from: the
+/// interrupted run's last checkpoint (see the module doc), unless a
+/// checkpoint failed after it. Called once the resumed run holds the
+/// workspace's writer lease, before its sandbox starts; a read-only run
+/// changed nothing and is not restored. Answers the checkpoint restored.
 pub(crate) async fn restore_workspace_for_resume(
-    _shared: &Shared,
+    runtime: &Runtime,
+    tenant: &TenantId,
     interrupted: &RunId,
-    workspace: &Workspace,
-    dir: &Path,
-) -> Result<(), RuntimeError> {
+) -> Result<Option<Checkpoint>, RuntimeError> {
+    let Some(checkpoint) = runtime.last_checkpoint_of(tenant, interrupted).await? else {
+        tracing::info!(
+            resumed_from = %interrupted,
+            "no checkpoint to restore: resuming on the workspace as the interrupted run left it"
+        );
+        return Ok(None);
+    };
+    if let Some(failed) = failed_after(runtime.store().as_ref(), &checkpoint).await? {
+        tracing::warn!(
+            resumed_from = %interrupted,
+            checkpoint_id = %checkpoint.id,
+            error = %failed.error,
+            "a checkpoint failed after the last one: resuming on the workspace as it is"
+        );
+        return Ok(None);
+    }
+    let stats = runtime.restore_checkpoint(&checkpoint).await?;
     tracing::info!(
         resumed_from = %interrupted,
-        workspace_id = %workspace.id,
-        dir = %dir.display(),
-        "resuming on the workspace as the interrupted run left it"
+        checkpoint_id = %checkpoint.id,
+        files_written = stats.files_written,
+        removed = stats.removed,
+        "workspace restored to the interrupted run's last checkpoint"
     );
-    Ok(())
+    Ok(Some(checkpoint))
+}
+
+/// The first `checkpoint.failed` of the session after `checkpoint` was
+/// recorded, if any.
+async fn failed_after(
+    store: &dyn Store,
+    checkpoint: &Checkpoint,
+) -> Result<Option<CheckpointFailed>, RuntimeError> {
+    let mut after = checkpoint.event_seq;
+    loop {
+        let page = store
+            .list_events(&checkpoint.tenant, &checkpoint.session, after, MAX_PAGE)
+            .await
+            .map_err(RuntimeError::store("list_events"))?;
+        for event in &page {
+            if let Event::CheckpointFailed(failed) = Event::of(event) {
+                return Ok(Some(failed));
+            }
+        }
+        match page.last() {
+            Some(last) if page.len() == MAX_PAGE as usize => after = last.seq,
+            _ => return Ok(None),
+        }
+    }
 }
 
 /// What a dead run left of its last calls: the calls no results message
@@ -171,6 +303,9 @@ pub(crate) async fn restore_workspace_for_resume(
 pub(crate) struct ResumeTail {
     pub(crate) calls: Vec<ToolCall>,
     pub(crate) recorded: HashMap<String, Recorded>,
+    /// Whether the workspace was restored to the last checkpoint, undoing
+    /// what these calls changed.
+    pub(crate) restored: bool,
 }
 
 /// What the log holds of one call.
@@ -191,10 +326,14 @@ pub(crate) async fn tail(
     tenant: &TenantId,
     from: &RunId,
     history: &[Message],
+    restored: bool,
 ) -> Result<ResumeTail, RuntimeError> {
     let calls = unanswered(history);
     if calls.is_empty() {
-        return Ok(ResumeTail::default());
+        return Ok(ResumeTail {
+            restored,
+            ..ResumeTail::default()
+        });
     }
     let mut events = Vec::new();
     let mut next = Some(from.clone());
@@ -232,7 +371,11 @@ pub(crate) async fn tail(
             _ => {}
         }
     }
-    Ok(ResumeTail { calls, recorded })
+    Ok(ResumeTail {
+        calls,
+        recorded,
+        restored,
+    })
 }
 
 async fn run_events(
@@ -296,27 +439,31 @@ pub(crate) fn plan<'a>(
     tail: ResumeTail,
     contract: impl Fn(&str) -> Option<&'a ToolContract>,
 ) -> Vec<Answer> {
+    let restored = tail.restored;
     tail.calls
         .into_iter()
         .map(|call| {
             let record = tail.recorded.get(&call.id).cloned().unwrap_or_default();
-            if let Some(result) = record.result {
+            let contract = contract(&call.name);
+            let mutating = contract.is_some_and(|c| c.access == Access::Mutating);
+            // a restore undid what a mutating call changed: its result no longer holds
+            let undone = restored && mutating;
+            if let Some(result) = record.result.as_ref().filter(|_| !undone) {
                 return Answer::Given(
                     ToolResult {
                         call_id: call.id,
-                        content: recorded_content(&result),
+                        content: recorded_content(result),
                         is_error: result.is_error,
                     },
                     None,
                 );
             }
-            let contract = contract(&call.name);
             if contract.is_some_and(|c| c.replay == Replay::Safe) {
                 return Answer::Rerun(call);
             }
-            let mutating = contract.is_some_and(|c| c.access == Access::Mutating);
-            let (status, content) = match record.invocation.as_ref() {
-                None if mutating => (
+            let (status, content) = match (record.invocation.as_ref(), record.result.as_ref()) {
+                (key, Some(result)) => (CallStatus::Failed, undone_content(&call, key, result)),
+                (None, None) if mutating => (
                     CallStatus::Skipped,
                     format!(
                         "Not run: the process driving the run stopped before this {} call \
@@ -324,7 +471,7 @@ pub(crate) fn plan<'a>(
                         call.name
                     ),
                 ),
-                key => (CallStatus::Failed, unknown_outcome(&call, key)),
+                (key, None) => (CallStatus::Failed, unknown_outcome(&call, key, undone)),
             };
             let (event_content, truncated) = cap_text(&content, RESULT_EVENT_CAP);
             let event = ToolResultEvent {
@@ -361,17 +508,45 @@ fn recorded_content(result: &ToolResultEvent) -> String {
     }
 }
 
-fn unknown_outcome(call: &ToolCall, key: Option<&ToolInvocationId>) -> String {
-    let key = key.map_or_else(
+fn key_text(call: &ToolCall, key: Option<&ToolInvocationId>) -> String {
+    key.map_or_else(
         || format!("call id {}", call.id),
         |id| format!("idempotency key {id}"),
-    );
+    )
+}
+
+fn unknown_outcome(call: &ToolCall, key: Option<&ToolInvocationId>, restored: bool) -> String {
+    let restored = if restored {
+        " The workspace was restored to the last checkpoint, taken before this call, so \
+         whatever it changed in the workspace is gone; what it did outside (the network) \
+         may remain."
+    } else {
+        ""
+    };
     format!(
         "Outcome unknown: the process driving the run stopped while this {tool} call \
          ({key}) was in flight, so it may or may not have taken effect. It was not run \
-         again because {tool} is not safe to repeat blindly. Check its effect (the files \
-         or state it was to change) before calling it again.",
-        tool = call.name
+         again because {tool} is not safe to repeat blindly.{restored} Check its effect \
+         (the files or state it was to change) before calling it again.",
+        tool = call.name,
+        key = key_text(call, key),
+    )
+}
+
+fn undone_content(
+    call: &ToolCall,
+    key: Option<&ToolInvocationId>,
+    result: &ToolResultEvent,
+) -> String {
+    format!(
+        "Undone: this {tool} call ({key}) finished before the process driving the run \
+         stopped, but the workspace was restored to the last checkpoint, taken before it, \
+         so what it changed in the workspace is gone (what it did outside, such as the \
+         network, may remain). It was not run again because {tool} is not safe to repeat \
+         blindly. Its result then was:\n{content}\nCall it again if it is still needed.",
+        tool = call.name,
+        key = key_text(call, key),
+        content = recorded_content(result),
     )
 }
 
@@ -416,6 +591,14 @@ mod tests {
     }
 
     fn plan_of(calls: Vec<ToolCall>, recorded: &[(&str, Recorded)]) -> Vec<Answer> {
+        plan_after(false, calls, recorded)
+    }
+
+    fn plan_after(
+        restored: bool,
+        calls: Vec<ToolCall>,
+        recorded: &[(&str, Recorded)],
+    ) -> Vec<Answer> {
         let contracts = contracts();
         let tail = ResumeTail {
             calls,
@@ -423,6 +606,7 @@ mod tests {
                 .iter()
                 .map(|(id, r)| ((*id).to_owned(), r.clone()))
                 .collect(),
+            restored,
         };
         plan(tail, |name| contracts.iter().find(|c| c.name == name))
     }
@@ -524,6 +708,61 @@ mod tests {
             second.content.starts_with("long\n[The result was cut"),
             "{second:?}"
         );
+    }
+
+    #[test]
+    fn after_a_restore_a_mutating_call_s_recorded_result_no_longer_holds() {
+        let finished = |content: &str| Recorded {
+            invocation: Some(key()),
+            result: Some(ToolResultEvent {
+                call_id: String::new(),
+                tool: String::new(),
+                invocation_id: None,
+                status: CallStatus::Succeeded,
+                is_error: false,
+                content: content.into(),
+                truncated: false,
+                duration_ms: 3,
+            }),
+        };
+        let calls = vec![
+            call("a", "write_file"),
+            call("b", "run_command"),
+            call("c", "read_file"),
+            call("d", "run_command"),
+        ];
+        let in_flight = Recorded {
+            invocation: Some(key()),
+            result: None,
+        };
+        let answers = plan_after(
+            true,
+            calls.clone(),
+            &[
+                ("a", finished("wrote a")),
+                ("b", finished("exit 0")),
+                ("c", finished("alpha")),
+                ("d", in_flight),
+            ],
+        );
+        // safe: done again on the restored workspace
+        assert_eq!(answers[0], Answer::Rerun(calls[0].clone()));
+        // never: undone, with what it answered then
+        let (undone, event) = given(&answers[1]);
+        assert!(undone.is_error);
+        assert!(undone.content.starts_with("Undone"), "{undone:?}");
+        assert!(undone.content.contains("exit 0"), "{undone:?}");
+        assert_eq!(event.unwrap().status, CallStatus::Failed);
+        // read-only: its result holds
+        let (read, event) = given(&answers[2]);
+        assert_eq!((read.content.as_str(), event), ("alpha", None));
+        // in flight: unknown, and the restore is said
+        let (unknown, _) = given(&answers[3]);
+        assert!(
+            unknown.content.starts_with("Outcome unknown"),
+            "{unknown:?}"
+        );
+        assert!(unknown.content.contains("restored"), "{unknown:?}");
     }
 
     #[test]

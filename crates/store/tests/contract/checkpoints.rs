@@ -73,7 +73,7 @@ pub async fn checkpoints_record_the_session_position_and_keep_their_blobs(
     for key in ["a", "b", "e", "f"] {
         assert!(s.snapshot_blob_referenced(&key.repeat(64)).await?, "{key}");
     }
-    assert!(!s.snapshot_blob_referenced(&"c".repeat(64)).await?);
+    assert!(!s.snapshot_blob_referenced(&"9".repeat(64)).await?);
 
     // another tenant sees none of it
     let other = fixture(s, "globex").await?;
@@ -84,7 +84,36 @@ pub async fn checkpoints_record_the_session_position_and_keep_their_blobs(
             .is_empty()
     );
 
-    s.append_message(&lease, &append(3)).await?;
+    // a batch's results and the checkpoint after them: one write
+    let (results, third) = s
+        .append_message_with_checkpoint(
+            &lease,
+            &append(3),
+            &checkpoint(CheckpointReason::ToolBatch, &"c".repeat(64)),
+            &[],
+        )
+        .await?;
+    assert_eq!(results.seq, 4);
+    assert_eq!(third.message_seq, 4, "the checkpoint includes the message");
+    let history = s.list_messages(&fx.tenant, &fx.session.id, None).await?;
+    assert_eq!(history.last().map(|m| m.seq), Some(4));
+    // a message of another session is refused, and nothing is written
+    let mut elsewhere = append(9);
+    elsewhere.session = other.session.id.clone();
+    assert!(
+        s.append_message_with_checkpoint(
+            &lease,
+            &elsewhere,
+            &checkpoint(CheckpointReason::ToolBatch, &"c".repeat(64)),
+            &[],
+        )
+        .await
+        .is_err()
+    );
+    assert_eq!(
+        s.list_checkpoints(&fx.tenant, &fx.session.id).await?.len(),
+        3
+    );
     let rewind = s
         .record_rewind(
             &lease,
@@ -118,5 +147,22 @@ pub async fn checkpoints_record_the_session_position_and_keep_their_blobs(
         &lease,
     );
     assert_stale(s.record_rewind(&lease, &rewind).await, &lease);
+    assert_stale(
+        s.append_message_with_checkpoint(
+            &lease,
+            &append(5),
+            &checkpoint(CheckpointReason::ToolBatch, &"d".repeat(64)),
+            &[],
+        )
+        .await,
+        &lease,
+    );
+    assert_eq!(
+        s.list_messages(&fx.tenant, &fx.session.id, None)
+            .await?
+            .len(),
+        4,
+        "a stale batch wrote no message"
+    );
     Ok(())
 }

@@ -176,6 +176,8 @@ macro_rules! contract_tests {
             checkpoints::checkpoints_record_the_session_position_and_keep_their_blobs,
             quarantine::corrupt_rows_are_quarantined_and_skipped,
             steering::steering_messages_are_taken_once_by_the_lease_holder,
+            steering::closing_the_queue_takes_what_waits_and_refuses_later_posts,
+            steering::a_post_racing_the_close_is_taken_or_refused,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {

@@ -2,7 +2,7 @@
 //! the session's lease holder, refused for a finished run or another tenant.
 
 use paddock_core::ids::RunId;
-use paddock_core::store::{Run, RunState, RunUpdate, StoreError};
+use paddock_core::store::{Run, RunState, RunUpdate, SteeringClose, StoreError};
 
 use super::{StoreFactory, clock, fixture, lease_session};
 
@@ -105,5 +105,187 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
             .len(),
         2
     );
+    Ok(())
+}
+
+pub async fn closing_the_queue_takes_what_waits_and_refuses_later_posts(
+    f: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let store = f.open(clock()).await?;
+    let other_node = f.open(clock()).await?;
+    let fx = fixture(store.as_ref(), "acme").await?;
+    let lease = lease_session(store.as_ref(), &fx.session, "driver").await?;
+    let run = Run::new(
+        fx.tenant.clone(),
+        fx.session.id.clone(),
+        "goal",
+        store.now(),
+    );
+    store.create_run(&lease, &run).await?;
+    let close = |how| store.close_steering(&lease, &fx.tenant, &fx.session.id, &run.id, how);
+
+    // a run that could go on: what waits is delivered and the queue stays open
+    let early = other_node
+        .post_steering_message(&fx.tenant, &run.id, "one more thing")
+        .await?;
+    let kept_open = close(SteeringClose::UnlessWaiting).await?;
+    assert!(!kept_open.closed);
+    assert_eq!(kept_open.messages.len(), 1);
+    assert_eq!(kept_open.messages[0].id, early.id);
+    assert!(kept_open.messages[0].delivered_at.is_some());
+    let later = other_node
+        .post_steering_message(&fx.tenant, &run.id, "and another")
+        .await?;
+
+    // a run that ends whatever waits: closed, the waiting one undelivered
+    let ended = close(SteeringClose::Always).await?;
+    assert!(ended.closed);
+    let ids: Vec<u64> = ended.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [later.id]);
+    assert_eq!(ended.messages[0].delivered_at, None);
+    let late = other_node
+        .post_steering_message(&fx.tenant, &run.id, "too late")
+        .await;
+    assert!(
+        matches!(late, Err(StoreError::Conflict { entity: "run", .. })),
+        "{late:?}"
+    );
+    // closing again changes nothing; the undelivered one stays on record
+    let again = close(SteeringClose::Always).await?;
+    assert!(again.closed);
+    assert_eq!(again.messages, ended.messages);
+    let listed = store.list_steering_messages(&fx.tenant, &run.id).await?;
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[1].delivered_at, None);
+
+    // with nothing waiting, a run that could go on closes too
+    let second = Run::new(
+        fx.tenant.clone(),
+        fx.session.id.clone(),
+        "goal 2",
+        store.now(),
+    );
+    store.create_run(&lease, &second).await?;
+    let quiet = store
+        .close_steering(
+            &lease,
+            &fx.tenant,
+            &fx.session.id,
+            &second.id,
+            SteeringClose::UnlessWaiting,
+        )
+        .await?;
+    assert!(quiet.closed && quiet.messages.is_empty(), "{quiet:?}");
+    let refused = other_node
+        .post_steering_message(&fx.tenant, &second.id, "hello?")
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Conflict { .. })),
+        "{refused:?}"
+    );
+
+    // only the lease holder closes; an unknown run is not found
+    let newer = store
+        .acquire_lease(&lease.resource, "driver", super::TTL)
+        .await?;
+    let stale = close(SteeringClose::Always).await;
+    assert!(
+        matches!(stale, Err(StoreError::StaleLease { .. })),
+        "{stale:?}"
+    );
+    let unknown = store
+        .close_steering(
+            &newer,
+            &fx.tenant,
+            &fx.session.id,
+            &RunId::generate(),
+            SteeringClose::Always,
+        )
+        .await;
+    assert!(
+        matches!(unknown, Err(StoreError::NotFound { entity: "run", .. })),
+        "{unknown:?}"
+    );
+    Ok(())
+}
+
+/// Posts from another node race the close: every post that was accepted is
+/// in the close's answer (delivered) or in the one after it (undelivered),
+/// and every post after the close is refused.
+pub async fn a_post_racing_the_close_is_taken_or_refused(
+    f: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let store = f.open(clock()).await?;
+    let other_node = f.open(clock()).await?;
+    let fx = fixture(store.as_ref(), "acme").await?;
+    let lease = lease_session(store.as_ref(), &fx.session, "driver").await?;
+    for round in 0..8 {
+        let run = Run::new(
+            fx.tenant.clone(),
+            fx.session.id.clone(),
+            format!("goal {round}"),
+            store.now(),
+        );
+        store.create_run(&lease, &run).await?;
+        let posters: Vec<_> = (0..4)
+            .map(|i| {
+                let node = std::sync::Arc::clone(&other_node);
+                let tenant = fx.tenant.clone();
+                let run = run.id.clone();
+                tokio::spawn(async move {
+                    let mut accepted = Vec::new();
+                    for j in 0..6 {
+                        match node
+                            .post_steering_message(&tenant, &run, &format!("m{i}.{j}"))
+                            .await
+                        {
+                            Ok(message) => accepted.push(message.id),
+                            Err(StoreError::Conflict { .. }) => break,
+                            Err(err) => return Err(anyhow::Error::new(err)),
+                        }
+                    }
+                    Ok(accepted)
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(round)).await;
+        let mut taken = Vec::new();
+        loop {
+            let closed = store
+                .close_steering(
+                    &lease,
+                    &fx.tenant,
+                    &fx.session.id,
+                    &run.id,
+                    SteeringClose::UnlessWaiting,
+                )
+                .await?;
+            taken.extend(closed.messages.iter().map(|m| m.id));
+            if closed.closed {
+                break;
+            }
+        }
+        let mut accepted = Vec::new();
+        for poster in posters {
+            accepted.extend(poster.await??);
+        }
+        let undelivered = store
+            .close_steering(
+                &lease,
+                &fx.tenant,
+                &fx.session.id,
+                &run.id,
+                SteeringClose::Always,
+            )
+            .await?;
+        assert!(
+            undelivered.messages.is_empty(),
+            "round {round}: accepted after the queue closed: {:?}",
+            undelivered.messages
+        );
+        accepted.sort_unstable();
+        taken.sort_unstable();
+        assert_eq!(accepted, taken, "round {round}");
+    }
     Ok(())
 }
