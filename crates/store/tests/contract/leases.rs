@@ -351,10 +351,19 @@ pub async fn takeover_during_writes(f: &dyn StoreFactory) -> anyhow::Result<()> 
         "node-a's write {a_last} landed after node-b's first write {}",
         b_first.seq
     );
-    let all = b_store
-        .list_events(&fx.tenant, &fx.session.id, 0, 1000)
-        .await?;
-    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    // paged: on a loaded machine node-a can land more than a page before
+    // it is fenced off
+    let mut seqs: Vec<u64> = Vec::new();
+    loop {
+        let after = seqs.last().copied().unwrap_or(0);
+        let page = b_store
+            .list_events(&fx.tenant, &fx.session.id, after, 1000)
+            .await?;
+        if page.is_empty() {
+            break;
+        }
+        seqs.extend(page.iter().map(|e| e.seq));
+    }
     assert_eq!(seqs, (1..=b_first.seq).collect::<Vec<_>>(), "no gaps");
     Ok(())
 }
