@@ -8,6 +8,7 @@ use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{
     Lease, RunState, SteeringClose, SteeringClosed, SteeringMessage, StoreError, Timestamp,
 };
+use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use crate::error::db;
@@ -114,17 +115,9 @@ pub(crate) async fn take(
     }
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, session).await?;
-    let rows = sqlx::query(
-        "UPDATE steering_messages SET delivered_at = $1 \
-         WHERE tenant_id = $2 AND run_id = $3 AND delivered_at IS NULL \
-         RETURNING id, tenant_id, run_id, text, created_at, delivered_at",
-    )
-    .bind(now.as_millis())
-    .bind(tenant.as_str())
-    .bind(run.as_str())
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db(OP))?;
+    let rows = mark_delivered(&mut tx, tenant, run, now)
+        .await
+        .map_err(db(OP))?;
     tx.commit().await.map_err(db(OP))?;
     let mut taken = rows.iter().map(read).collect::<Result<Vec<_>, _>>()?;
     taken.sort_by_key(|m| m.id);
@@ -165,18 +158,7 @@ pub(crate) async fn close(
         .opt_time("steering_closed_at")?
         .is_some();
     let rows = match how {
-        SteeringClose::UnlessWaiting => {
-            sqlx::query(
-                "UPDATE steering_messages SET delivered_at = $1 \
-                 WHERE tenant_id = $2 AND run_id = $3 AND delivered_at IS NULL \
-                 RETURNING id, tenant_id, run_id, text, created_at, delivered_at",
-            )
-            .bind(now.as_millis())
-            .bind(tenant.as_str())
-            .bind(run.as_str())
-            .fetch_all(&mut *tx)
-            .await
-        }
+        SteeringClose::UnlessWaiting => mark_delivered(&mut tx, tenant, run, now).await,
         SteeringClose::Always => {
             sqlx::query(
                 "SELECT id, tenant_id, run_id, text, created_at, delivered_at \
@@ -207,6 +189,27 @@ pub(crate) async fn close(
         closed: closed || already,
         messages,
     })
+}
+
+/// Marks `run`'s undelivered messages delivered at `now` (inside the
+/// caller's transaction);
+/// answers their rows (in no particular order).
+async fn mark_delivered(
+    conn: &mut AnyConnection,
+    tenant: &TenantId,
+    run: &RunId,
+    now: Timestamp,
+) -> Result<Vec<AnyRow>, sqlx::Error> {
+    sqlx::query(
+        "UPDATE steering_messages SET delivered_at = $1 \
+         WHERE tenant_id = $2 AND run_id = $3 AND delivered_at IS NULL \
+         RETURNING id, tenant_id, run_id, text, created_at, delivered_at",
+    )
+    .bind(now.as_millis())
+    .bind(tenant.as_str())
+    .bind(run.as_str())
+    .fetch_all(conn)
+    .await
 }
 
 /// Every message of `run`, oldest first (delivered or not).

@@ -242,23 +242,6 @@ impl Runtime {
         Ok(session)
     }
 
-    /// Restores the workspace of `run`'s session to the last checkpoint
-    /// `run` took (or, if it took none, to the session's latest checkpoint
-    /// of that workspace from before it), in place, touching only what
-    /// differs; returns the checkpoint, or None when there is none. The
-    /// caller holds the workspace's writer lease (or knows nothing writes).
-    pub async fn restore_workspace_to_last_checkpoint(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Option<(Checkpoint, RestoreStats)>, RuntimeError> {
-        let Some(checkpoint) = self.last_checkpoint_of(tenant, run).await? else {
-            return Ok(None);
-        };
-        let stats = self.restore_checkpoint(&checkpoint).await?;
-        Ok(Some((checkpoint, stats)))
-    }
-
     /// The last checkpoint `run` took of its session's workspace, else the
     /// session's latest one of it from before `run`.
     pub(crate) async fn last_checkpoint_of(
