@@ -220,7 +220,7 @@ impl<'e> Walk<'e> {
             let result = match self.place() {
                 Place::Inside => self.entry(visitor, &dir, name, file_type, depth),
                 Place::Before => Ok(()),
-                Place::Above => self.walk_through(visitor, &dir, name, depth),
+                Place::Above => self.walk_through(visitor, &dir, name, file_type, depth),
                 Place::After => {
                     self.done = true;
                     Ok(())
@@ -255,22 +255,32 @@ impl<'e> Walk<'e> {
         Place::Inside
     }
 
-    /// Walks the directory `name`, above the range, without visiting it:
-    /// the walk before the range does (and reports whatever it is, if it
-    /// is not a directory any more).
+    /// Walks the directory `name`, above the range, without visiting it
+    /// (the walk before the range does). Listed as something else, it has
+    /// no range to walk; listed as a directory but no longer one, the tree
+    /// changed under the walk.
     fn walk_through<V: Visitor>(
         &mut self,
         visitor: &mut V,
         dir: &Dir,
         name: &OsStr,
+        file_type: Option<Type>,
         depth: usize,
     ) -> Result<(), SnapshotError> {
+        let listed_dir = match file_type {
+            Some(Type::Directory) => true,
+            None => false,
+            Some(_) => return Ok(()),
+        };
         if depth + 1 >= MAX_DEPTH {
+            // the walk before the range refuses it
             return Ok(());
         }
         let fd = match open_dir_at(dir, name) {
             Ok(fd) => fd,
-            Err(Errno::ENOENT | Errno::ELOOP | Errno::ENOTDIR) => return Ok(()),
+            Err(Errno::ENOENT) => return Ok(()),
+            Err(Errno::ELOOP | Errno::ENOTDIR) if listed_dir => return Err(self.changed()),
+            Err(Errno::ELOOP | Errno::ENOTDIR) => return Ok(()),
             Err(errno) => return Err(self.err_read_dir(errno)),
         };
         let child = Dir::from_fd(fd).map_err(|errno| self.err_read_dir(errno))?;

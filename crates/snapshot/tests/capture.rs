@@ -159,6 +159,15 @@ fn a_capture_split_over_two_threads_records_what_one_thread_does() {
     assert_eq!(stats.dirs, alone.1.dirs);
     assert_eq!(stats.symlinks, alone.1.symlinks);
     assert_eq!(stats.bytes, alone.1.bytes);
+
+    // the directory the split point was in is a file now
+    let split = second.entries.keys().nth(second.entries.len() / 2).unwrap();
+    let top = split.split('/').next().unwrap().to_owned();
+    fs::remove_dir_all(root.join(&top)).unwrap();
+    write(root, &top, "a file now");
+    let (third, _) = capture(root, Some(&second), &options(), None).unwrap();
+    assert_eq!(third.entries, fresh(root).entries);
+    assert!(matches!(third.entries[&top].node, Node::File { .. }));
 }
 
 #[test]
