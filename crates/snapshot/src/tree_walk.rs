@@ -100,6 +100,32 @@ pub(crate) struct Walk<'e> {
     entries: u64,
     /// Names left out by the excludes (a directory counts once).
     excluded: u64,
+    /// The walk visits only the entries from this path on (in walk order,
+    /// see [`walk_order`]); it goes through the directories above it
+    /// without visiting them. None once reached.
+    from: Option<Vec<u8>>,
+    /// The walk stops at the first entry at or after this path.
+    until: Option<Vec<u8>>,
+    /// An entry at or after `until` was reached.
+    done: bool,
+}
+
+/// Where the current entry falls against a walk's range.
+enum Place {
+    /// Before the range, not above it: another walk's.
+    Before,
+    /// A directory above the first entry of the range: walked through.
+    Above,
+    Inside,
+    /// At or after the range's end: this walk and every later entry.
+    After,
+}
+
+/// The order a walk visits paths in: component by component, each name by
+/// its bytes, a directory before its contents (`a`, `a/x`, `a.txt`: not
+/// the paths' byte order, in which `a.txt` comes before `a/x`).
+pub(crate) fn walk_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a.split(|c| *c == b'/').cmp(b.split(|c| *c == b'/'))
 }
 
 impl<'e> Walk<'e> {
@@ -110,7 +136,24 @@ impl<'e> Walk<'e> {
             path: Vec::new(),
             entries: 0,
             excluded: 0,
+            from: None,
+            until: None,
+            done: false,
         }
+    }
+
+    /// Limits the walk to the entries from `from` (inclusive) until
+    /// `until` (exclusive), in walk order ([`walk_order`]): walks over
+    /// disjoint ranges visit each entry of the tree once between them.
+    pub(crate) fn within(mut self, from: Option<&[u8]>, until: Option<&[u8]>) -> Self {
+        self.from = from.map(<[u8]>::to_vec);
+        self.until = until.map(<[u8]>::to_vec);
+        self
+    }
+
+    /// Entries counted against the limit so far.
+    pub(crate) fn entries(&self) -> u64 {
+        self.entries
     }
 
     /// Walks the tree at `root` (never following a symlink, the root's own
@@ -144,7 +187,9 @@ impl<'e> Walk<'e> {
         mut dir: Dir,
         depth: usize,
     ) -> Result<(), SnapshotError> {
-        let mut names: Vec<(Vec<u8>, Option<Type>)> = Vec::new();
+        // every name in one buffer: (start, end, type) of each
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut names: Vec<(usize, usize, Option<Type>)> = Vec::new();
         for entry in dir.iter() {
             let entry = entry.map_err(|errno| self.err_read_dir(errno))?;
             let name = entry.file_name().to_bytes();
@@ -162,17 +207,84 @@ impl<'e> Walk<'e> {
             // directory is named, since which of its names comes first is
             // only known once all were read.
             self.check_room(names.len() as u64)?;
-            names.push((name.to_vec(), entry.file_type()));
+            let start = bytes.len();
+            bytes.extend_from_slice(name);
+            names.push((start, bytes.len(), entry.file_type()));
         }
-        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        names.sort_unstable_by(|a, b| bytes[a.0..a.1].cmp(&bytes[b.0..b.1]));
 
-        for (name, file_type) in names {
-            let parent_len = self.push(&name);
-            let result = self.entry(visitor, &dir, OsStr::from_bytes(&name), file_type, depth);
+        for (start, end, file_type) in names {
+            let name = &bytes[start..end];
+            let parent_len = self.push(name);
+            let name = OsStr::from_bytes(name);
+            let result = match self.place() {
+                Place::Inside => self.entry(visitor, &dir, name, file_type, depth),
+                Place::Before => Ok(()),
+                Place::Above => self.walk_through(visitor, &dir, name, file_type, depth),
+                Place::After => {
+                    self.done = true;
+                    Ok(())
+                }
+            };
             self.path.truncate(parent_len);
             result?;
+            if self.done {
+                break;
+            }
         }
         Ok(())
+    }
+
+    /// Where the current path falls against the walk's range.
+    fn place(&mut self) -> Place {
+        if let Some(until) = &self.until
+            && walk_order(&self.path, until).is_ge()
+        {
+            return Place::After;
+        }
+        if let Some(from) = &self.from {
+            if walk_order(&self.path, from).is_ge() {
+                // every later entry is past it too
+                self.from = None;
+            } else if from.starts_with(&self.path) && from.get(self.path.len()) == Some(&b'/') {
+                return Place::Above;
+            } else {
+                return Place::Before;
+            }
+        }
+        Place::Inside
+    }
+
+    /// Walks the directory `name`, above the range, without visiting it
+    /// (the walk before the range does). Listed as something else, it has
+    /// no range to walk; listed as a directory but no longer one, the tree
+    /// changed under the walk.
+    fn walk_through<V: Visitor>(
+        &mut self,
+        visitor: &mut V,
+        dir: &Dir,
+        name: &OsStr,
+        file_type: Option<Type>,
+        depth: usize,
+    ) -> Result<(), SnapshotError> {
+        let listed_dir = match file_type {
+            Some(Type::Directory) => true,
+            None => false,
+            Some(_) => return Ok(()),
+        };
+        if depth + 1 >= MAX_DEPTH {
+            // the walk before the range refuses it
+            return Ok(());
+        }
+        let fd = match open_dir_at(dir, name) {
+            Ok(fd) => fd,
+            Err(Errno::ENOENT) => return Ok(()),
+            Err(Errno::ELOOP | Errno::ENOTDIR) if listed_dir => return Err(self.changed()),
+            Err(Errno::ELOOP | Errno::ENOTDIR) => return Ok(()),
+            Err(errno) => return Err(self.err_read_dir(errno)),
+        };
+        let child = Dir::from_fd(fd).map_err(|errno| self.err_read_dir(errno))?;
+        self.walk(visitor, child, depth + 1)
     }
 
     /// Appends `name` to the path; answers the length to truncate back to.
@@ -440,6 +552,53 @@ mod tests {
         };
         Walk::new(&excludes, max_files).run(root, &mut record)?;
         Ok(record.seen)
+    }
+
+    fn walk_range(root: &Path, from: Option<&str>, until: Option<&str>) -> Vec<String> {
+        let excludes = Excludes::new(&[]).unwrap();
+        let mut record = Record::default();
+        Walk::new(&excludes, u64::MAX)
+            .within(from.map(str::as_bytes), until.map(str::as_bytes))
+            .run(root, &mut record)
+            .unwrap();
+        record.seen
+    }
+
+    #[test]
+    fn walks_over_two_ranges_visit_every_entry_once_between_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for path in [
+            "a/x", "a/y/z", "a.txt", "a-b/c", "b", "c/d/e/f", "c/d/g", "c.d",
+        ] {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+        symlink("a", root.join("c/link")).unwrap();
+        let whole = walk_range(root, None, None);
+        let paths: Vec<String> = whole
+            .iter()
+            .map(|seen| seen.split(' ').nth(1).unwrap().to_owned())
+            .collect();
+        // split at every entry, at paths that are not there, and past the end
+        let mut splits = paths.clone();
+        splits.extend(["a/w", "a/y/zz", "a.", "c/d/e/f/g", "zzz", "0"].map(str::to_owned));
+        for split in &splits {
+            let mut both = walk_range(root, None, Some(split));
+            let second = walk_range(root, Some(split), None);
+            assert!(
+                both.iter().chain(&second).all(|seen| whole.contains(seen)),
+                "{split}"
+            );
+            both.extend(second);
+            assert_eq!(both, whole, "split at {split}");
+        }
+        // three ranges: the middle one alone
+        let middle = walk_range(root, Some("a/y"), Some("c/d/g"));
+        let start = paths.iter().position(|p| p == "a/y").unwrap();
+        let end = paths.iter().position(|p| p == "c/d/g").unwrap();
+        assert_eq!(middle, whole[start..end]);
     }
 
     #[test]

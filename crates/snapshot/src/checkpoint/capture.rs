@@ -15,7 +15,8 @@ use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
 use sha2::{Digest, Sha256};
 
 use super::manifest::{Entry, Manifest, Node, StatKey};
-use crate::error::SnapshotError;
+use super::previous::Previous;
+use crate::error::{Limit, SnapshotError};
 use crate::exclude::Excludes;
 use crate::options::Limits;
 use crate::tree_walk::{Opened, SpecialKind, Visitor, Walk};
@@ -55,6 +56,23 @@ impl CaptureStats {
     pub fn new_bytes(&self) -> u64 {
         self.new_blobs.iter().map(|b| b.size).sum()
     }
+
+    /// Adds what another part of the same capture found; a blob both
+    /// stored (the same new content on both sides) is listed once.
+    fn absorb(&mut self, other: CaptureStats) {
+        self.files += other.files;
+        self.dirs += other.dirs;
+        self.symlinks += other.symlinks;
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.hashed_files += other.hashed_files;
+        self.hashed_bytes = self.hashed_bytes.saturating_add(other.hashed_bytes);
+        self.skipped += other.skipped;
+        for blob in other.new_blobs {
+            if !self.new_blobs.iter().any(|b| b.key == blob.key) {
+                self.new_blobs.push(blob);
+            }
+        }
+    }
 }
 
 /// Records the tree at `root`. With `blobs`, every file's content is in the
@@ -69,17 +87,128 @@ pub fn capture(
 ) -> Result<(Manifest, CaptureStats), SnapshotError> {
     let started = now_ns();
     let excludes = Excludes::new(&options.excludes)?;
-    let mut walk = Walk::new(&excludes, options.limits.max_files);
-    let mut capturer = Capturer {
-        max_bytes: options.limits.max_bytes,
+    let whole = Part {
+        root,
         previous,
+        options,
+        excludes: &excludes,
         blobs,
-        manifest: Manifest::new(started),
-        stats: CaptureStats::default(),
-        buf: vec![0; READ_BUF],
+        from: None,
+        until: None,
     };
-    walk.run(root, &mut capturer)?;
-    Ok((capturer.manifest, capturer.stats))
+    let (entries, stats) = match split_point(previous) {
+        Some(split) => in_two(
+            Part {
+                until: Some(split),
+                ..whole
+            },
+            Part {
+                from: Some(split),
+                ..whole
+            },
+        )?,
+        None => whole.run()?,
+    };
+    let mut manifest = Manifest::new(started);
+    // the walk's order is path order but for names sorting before `/`
+    // (`a`, `a/x`, `a.txt`): collecting sorts runs already in order (a
+    // stable sort), then builds the map in one pass
+    manifest.entries = entries.into_iter().collect();
+    Ok((manifest, stats))
+}
+
+/// Below this many entries in the previous manifest, a capture walks on
+/// one thread (a second one would cost more than it saves).
+const SPLIT_MIN_ENTRIES: usize = 2048;
+
+/// Where a capture splits the tree between two threads: the previous
+/// manifest's middle path, so each thread stats about half of the entries
+/// (the kernel's half of a capture's time is one stat per entry).
+fn split_point(previous: Option<&Manifest>) -> Option<&str> {
+    let previous = previous.filter(|p| p.entries.len() >= SPLIT_MIN_ENTRIES)?;
+    previous
+        .entries
+        .keys()
+        .nth(previous.entries.len() / 2)
+        .map(String::as_str)
+}
+
+/// One walk of a capture: the whole tree, or the entries of a range of
+/// it in walk order ([`Walk::within`]).
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    root: &'a Path,
+    previous: Option<&'a Manifest>,
+    options: &'a CaptureOptions,
+    excludes: &'a Excludes,
+    blobs: Option<&'a dyn BlobStore>,
+    from: Option<&'a str>,
+    until: Option<&'a str>,
+}
+
+type Found = (Vec<(String, Entry)>, CaptureStats);
+
+impl Part<'_> {
+    fn run(self) -> Result<Found, SnapshotError> {
+        self.run_counted().map(|(found, _)| found)
+    }
+
+    /// What the part found, and the entries its walk counted.
+    fn run_counted(self) -> Result<(Found, u64), SnapshotError> {
+        let mut walk = Walk::new(self.excludes, self.options.limits.max_files)
+            .within(self.from.map(str::as_bytes), self.until.map(str::as_bytes));
+        let mut capturer = Capturer {
+            max_bytes: self.options.limits.max_bytes,
+            previous: self.previous.map(Previous::new),
+            blobs: self.blobs,
+            entries: Vec::with_capacity(self.previous.map_or(0, |p| p.entries.len())),
+            stats: CaptureStats::default(),
+            buf: Vec::new(),
+        };
+        walk.run(self.root, &mut capturer)?;
+        Ok(((capturer.entries, capturer.stats), walk.entries()))
+    }
+}
+
+/// Runs `first` here and `second` on a thread of its own (or after
+/// `first` when no thread can be had), then holds what both found
+/// together to the limits each held alone.
+fn in_two(first: Part<'_>, second: Part<'_>) -> Result<Found, SnapshotError> {
+    let max_files = first.options.limits.max_files;
+    let max_bytes = first.options.limits.max_bytes;
+    let (first, second) = std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("checkpoint-walk".to_owned())
+            .spawn_scoped(scope, || second.run_counted());
+        match spawned {
+            Ok(handle) => {
+                let first = first.run_counted();
+                let second = handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (first, second)
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "no second thread for a capture: one walks after the other");
+                (first.run_counted(), second.run_counted())
+            }
+        }
+    });
+    let ((mut entries, mut stats), first_counted) = first?;
+    let ((more, more_stats), second_counted) = second?;
+    let over = |limit| SnapshotError::OverLimit {
+        limit,
+        path: String::new(),
+    };
+    if first_counted.saturating_add(second_counted) > max_files {
+        return Err(over(Limit::Files(max_files)));
+    }
+    entries.extend(more);
+    stats.absorb(more_stats);
+    if stats.bytes > max_bytes {
+        return Err(over(Limit::Bytes(max_bytes)));
+    }
+    Ok((entries, stats))
 }
 
 fn now_ns() -> i64 {
@@ -91,10 +220,12 @@ fn now_ns() -> i64 {
 
 struct Capturer<'a> {
     max_bytes: u64,
-    previous: Option<&'a Manifest>,
+    previous: Option<Previous<'a>>,
     blobs: Option<&'a dyn BlobStore>,
-    manifest: Manifest,
+    /// What was found, in walk order.
+    entries: Vec<(String, Entry)>,
     stats: CaptureStats,
+    /// For reading files to hash, allocated at the first.
     buf: Vec<u8>,
 }
 
@@ -123,12 +254,12 @@ impl Capturer<'_> {
         stat: &FileStat,
     ) -> Result<Option<(Node, StatKey)>, SnapshotError> {
         let key = stat_key(stat);
-        if let Some(previous) = self.previous
+        if let Some(previous) = self.previous.as_mut()
             && let Some(Entry {
                 node: node @ Node::File { .. },
                 stat: Some(seen),
                 ..
-            }) = previous.entries.get(path)
+            }) = previous.find(path)
             && *seen == key
             && key.mtime_ns.max(key.ctime_ns) < previous.captured_at_ns - RACY_NS
         {
@@ -143,6 +274,9 @@ impl Capturer<'_> {
             path: path.to_owned(),
             source,
         };
+        if self.buf.is_empty() {
+            self.buf = vec![0; READ_BUF];
+        }
         let mut hasher = Sha256::new();
         let mut size = 0u64;
         loop {
@@ -201,9 +335,15 @@ impl Capturer<'_> {
     }
 
     fn insert(&mut self, path: String, node: Node, mode: u32, stat: Option<StatKey>) {
-        self.manifest
-            .entries
-            .insert(path, Entry { node, mode, stat });
+        self.entries.push((path, Entry { node, mode, stat }));
+    }
+
+    /// Keeps the cursor on the previous manifest in step with the walk
+    /// at an entry that is not a regular file (a file's lookup does it).
+    fn pass(&mut self, path: &str) {
+        if let Some(previous) = self.previous.as_mut() {
+            previous.find(path);
+        }
     }
 }
 
@@ -243,6 +383,7 @@ impl Visitor for Capturer<'_> {
             return Ok(());
         };
         self.stats.dirs += 1;
+        self.pass(&path);
         self.insert(path, Node::Dir, stat.st_mode & 0o7777, None);
         Ok(())
     }
@@ -261,6 +402,7 @@ impl Visitor for Capturer<'_> {
             return Ok(());
         };
         self.stats.symlinks += 1;
+        self.pass(&path);
         let node = Node::Symlink {
             target: target.to_owned(),
         };

@@ -17,6 +17,7 @@ mod capture;
 mod codec;
 mod diff;
 mod manifest;
+mod previous;
 mod restore;
 
 pub use capture::{CaptureOptions, CaptureStats, capture};
