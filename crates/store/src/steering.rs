@@ -2,7 +2,8 @@
 //! session's lease holder (the loop driving the run) before a model request,
 //! and the queue closed by it as the run is about to end (migration 0009's
 //! `runs.steering_closed_at`), so that every accepted message is either
-//! delivered or reported undelivered.
+//! delivered or reported undelivered. A run that resumes an interrupted one
+//! takes over the messages it left waiting ([`carry`]).
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{
@@ -11,6 +12,7 @@ use paddock_core::store::{
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
+use crate::engine::Engine;
 use crate::error::db;
 use crate::fence;
 use crate::open::SqlStore;
@@ -210,6 +212,50 @@ async fn mark_delivered(
     .bind(run.as_str())
     .fetch_all(conn)
     .await
+}
+
+/// Hands the queue of the interrupted run `from` to `to`, the run resuming
+/// it, inside the transaction that creates `to` ([`crate::runs::create`]):
+/// `from`'s queue closes (a later post to it is refused) and its messages
+/// not yet delivered become `to`'s, keeping their ids and so their order,
+/// for `to`'s loop to take before its first model request. Under `from`'s
+/// row lock ([`Engine::steering_close_sql`]) a post racing the resume is
+/// either carried or refused; a message moves once, so two resumes cannot
+/// both carry it (and the session lease lets only one create its run).
+///
+/// [`Engine::steering_close_sql`]: crate::engine::Engine::steering_close_sql
+pub(crate) async fn carry(
+    conn: &mut AnyConnection,
+    engine: Engine,
+    tenant: &TenantId,
+    from: &RunId,
+    to: &RunId,
+    now: Timestamp,
+) -> Result<u64, sqlx::Error> {
+    sqlx::query(engine.steering_close_sql())
+        .bind(tenant.as_str())
+        .bind(from.as_str())
+        .fetch_optional(&mut *conn)
+        .await?;
+    sqlx::query(
+        "UPDATE runs SET steering_closed_at = $1 \
+         WHERE tenant_id = $2 AND id = $3 AND steering_closed_at IS NULL",
+    )
+    .bind(now.as_millis())
+    .bind(tenant.as_str())
+    .bind(from.as_str())
+    .execute(&mut *conn)
+    .await?;
+    let moved = sqlx::query(
+        "UPDATE steering_messages SET run_id = $1 \
+         WHERE tenant_id = $2 AND run_id = $3 AND delivered_at IS NULL",
+    )
+    .bind(to.as_str())
+    .bind(tenant.as_str())
+    .bind(from.as_str())
+    .execute(&mut *conn)
+    .await?;
+    Ok(moved.rows_affected())
 }
 
 /// Every message of `run`, oldest first (delivered or not).

@@ -150,7 +150,11 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The current holder of `resource`, if it is held (expired or not).
     async fn get_lease(&self, resource: &str) -> Result<Option<Lease>, StoreError>;
 
-    /// Fenced by the lease on `run.session`.
+    /// Fenced by the lease on `run.session`. A run that resumes another
+    /// (`resumed_from`) takes over, in the same transaction, the steering
+    /// messages its predecessor accepted and never delivered (they become
+    /// its own, in their order) and closes the predecessor's queue, so each
+    /// is delivered once, by the resumed run.
     async fn create_run(&self, lease: &Lease, run: &Run) -> Result<(), StoreError>;
     /// Fenced by the lease on the run's session.
     async fn update_run(

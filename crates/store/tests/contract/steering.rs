@@ -289,3 +289,133 @@ pub async fn a_post_racing_the_close_is_taken_or_refused(
     }
     Ok(())
 }
+
+/// A resumed run takes over what its interrupted predecessor accepted and
+/// never delivered, in the transaction that creates it: in order, once (a
+/// second resume carries nothing), and a post racing the resume is either
+/// carried or refused.
+pub async fn a_resumed_run_takes_over_the_waiting_messages_once(
+    f: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let store = f.open(clock()).await?;
+    let other_node = f.open(clock()).await?;
+    let fx = fixture(store.as_ref(), "acme").await?;
+    let lease = lease_session(store.as_ref(), &fx.session, "driver").await?;
+    let new_run = |goal: &str, from: Option<&RunId>| {
+        let mut run = Run::new(fx.tenant.clone(), fx.session.id.clone(), goal, store.now());
+        run.resumed_from = from.cloned();
+        run
+    };
+    let dead = new_run("goal", None);
+    store.create_run(&lease, &dead).await?;
+    let first = other_node
+        .post_steering_message(&fx.tenant, &dead.id, "use v2")
+        .await?;
+    let delivered = store
+        .take_steering_messages(&lease, &fx.tenant, &fx.session.id, &dead.id)
+        .await?;
+    assert_eq!(delivered.len(), 1);
+    let second = other_node
+        .post_steering_message(&fx.tenant, &dead.id, "and add a test")
+        .await?;
+    let third = other_node
+        .post_steering_message(&fx.tenant, &dead.id, "then stop")
+        .await?;
+    // the recovery closes its queue, the two waiting ones undelivered
+    let closed = store
+        .close_steering(
+            &lease,
+            &fx.tenant,
+            &fx.session.id,
+            &dead.id,
+            SteeringClose::Always,
+        )
+        .await?;
+    assert_eq!(closed.messages.len(), 2);
+
+    let resumed = new_run("goal", Some(&dead.id));
+    store.create_run(&lease, &resumed).await?;
+    let taken = store
+        .take_steering_messages(&lease, &fx.tenant, &fx.session.id, &resumed.id)
+        .await?;
+    let ids: Vec<u64> = taken.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [second.id, third.id]);
+    assert!(taken.iter().all(|m| m.run == resumed.id));
+    let left: Vec<u64> = store
+        .list_steering_messages(&fx.tenant, &dead.id)
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(
+        left,
+        [first.id],
+        "only the delivered one stays the dead run's"
+    );
+
+    // a second resume of the same run carries nothing
+    let again = new_run("goal", Some(&dead.id));
+    store.create_run(&lease, &again).await?;
+    assert!(
+        store
+            .list_steering_messages(&fx.tenant, &again.id)
+            .await?
+            .is_empty()
+    );
+
+    // a run killed with its queue open: posts racing the resume are carried or refused
+    for round in 0..6 {
+        let dead = new_run(&format!("goal {round}"), None);
+        store.create_run(&lease, &dead).await?;
+        let posters: Vec<_> = (0..3)
+            .map(|i| {
+                let node = std::sync::Arc::clone(&other_node);
+                let tenant = fx.tenant.clone();
+                let run = dead.id.clone();
+                tokio::spawn(async move {
+                    let mut accepted = Vec::new();
+                    for j in 0..6 {
+                        match node
+                            .post_steering_message(&tenant, &run, &format!("m{i}.{j}"))
+                            .await
+                        {
+                            Ok(message) => accepted.push(message.id),
+                            Err(StoreError::Conflict { .. }) => break,
+                            Err(err) => return Err(anyhow::Error::new(err)),
+                        }
+                    }
+                    Ok(accepted)
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(round)).await;
+        let resumed = new_run(&format!("goal {round}"), Some(&dead.id));
+        store.create_run(&lease, &resumed).await?;
+        let mut accepted = Vec::new();
+        for poster in posters {
+            accepted.extend(poster.await??);
+        }
+        let late = other_node
+            .post_steering_message(&fx.tenant, &dead.id, "too late")
+            .await;
+        assert!(
+            matches!(late, Err(StoreError::Conflict { entity: "run", .. })),
+            "round {round}: {late:?}"
+        );
+        let taken = store
+            .take_steering_messages(&lease, &fx.tenant, &fx.session.id, &resumed.id)
+            .await?;
+        let mut taken: Vec<u64> = taken.iter().map(|m| m.id).collect();
+        taken.sort_unstable();
+        accepted.sort_unstable();
+        assert_eq!(accepted, taken, "round {round}");
+        assert!(
+            store
+                .list_steering_messages(&fx.tenant, &dead.id)
+                .await?
+                .is_empty(),
+            "round {round}"
+        );
+    }
+    Ok(())
+}
