@@ -6,6 +6,7 @@
 //! loop goes on, and a call that changes the workspace waits until its
 //! invocation record is written (see pipeline.rs).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -147,6 +148,9 @@ struct CallRecord {
     call_id: String,
     tool: String,
     invocation: ToolInvocationId,
+    /// The idempotency key its command sees: `invocation`, or the key of the
+    /// call a resume runs again.
+    key: ToolInvocationId,
     started: Instant,
     /// 1-based position among the run's calls (for the review's evidence).
     step: u64,
@@ -194,6 +198,9 @@ pub(crate) struct Driver {
     memory: Option<(MemoryPlace, MemoryReview)>,
     checkpoints: Option<Checkpointer>,
     resume: Option<ResumeTail>,
+    /// The keys of the calls a resume runs again, by call id, taken as
+    /// each is admitted.
+    replay_keys: HashMap<String, ToolInvocationId>,
 }
 
 impl Driver {
@@ -227,6 +234,7 @@ impl Driver {
             memory: parts.memory,
             checkpoints: parts.checkpoints,
             resume: parts.resume,
+            replay_keys: HashMap::new(),
         }
     }
 
@@ -469,7 +477,12 @@ impl Driver {
         let rerun: Vec<ToolCall> = answers
             .iter()
             .filter_map(|a| match a {
-                Answer::Rerun(call) => Some(call.clone()),
+                Answer::Rerun(call, key) => {
+                    if let Some(key) = key {
+                        self.replay_keys.insert(call.id.clone(), key.clone());
+                    }
+                    Some(call.clone())
+                }
                 Answer::Given(..) => None,
             })
             .collect();
@@ -478,7 +491,7 @@ impl Driver {
         let mut results = Vec::with_capacity(answers.len());
         for answer in answers {
             match answer {
-                Answer::Rerun(_) => results.extend(ran.next()),
+                Answer::Rerun(..) => results.extend(ran.next()),
                 Answer::Given(result, event) => {
                     if let Some(event) = event {
                         self.pipe.emit(&event).await?;
@@ -732,13 +745,17 @@ impl Driver {
             call.arguments.to_string(),
             store_now,
         );
+        // a call run again keeps the key of the call it repeats
+        let replayed = self.replay_keys.remove(&call.id);
         let event = ToolCallEvent {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
             invocation_id: invocation.id.clone(),
+            idempotency_key: replayed.clone(),
         };
         let invocation_id = invocation.id.clone();
+        let key = replayed.unwrap_or_else(|| invocation_id.clone());
         self.pipe.record_invocation(invocation).await?;
         self.pipe.emit(&event).await?;
         let record = CallRecord {
@@ -746,6 +763,7 @@ impl Driver {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             invocation: invocation_id,
+            key,
             started: Instant::now(),
             step: self.calls,
         };
@@ -803,7 +821,10 @@ impl Driver {
         let mut pending = std::mem::take(batch);
         let contexts: Vec<ToolContext> = pending
             .iter()
-            .map(|p| self.ctx.for_call(&p.record.call_id, &p.record.tool))
+            .map(|p| {
+                self.ctx
+                    .for_call(&p.record.call_id, &p.record.tool, Some(&p.record.key))
+            })
             .collect();
         let calls = pending.iter_mut().zip(&contexts).map(|(p, ctx)| {
             crate::tools::execute(p.tool.as_ref(), ctx, std::mem::take(&mut p.arguments))
