@@ -43,7 +43,7 @@ use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
 use crate::events::{
     CallStatus, CheckpointFailed, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP,
-    RunStateChanged, ToolCallEvent, ToolResultEvent, UserMessage, cap_text,
+    RunStateChanged, ToolCallEvent, ToolResultEvent, cap_text,
 };
 use crate::memory::MemoryPlace;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
@@ -528,19 +528,23 @@ impl Driver {
 
     /// Steering messages the user sent since the last turn join the history.
     async fn read_steering(&mut self) -> Result<(), RuntimeError> {
-        let taken = self.journal.take_steering().await?;
-        self.deliver(taken).await
+        let waiting = self.journal.waiting_steering().await?;
+        self.deliver(waiting).await.map(drop)
     }
 
-    /// Steering messages join the history, each with its `user.message`.
-    async fn deliver(&mut self, taken: Vec<SteeringMessage>) -> Result<(), RuntimeError> {
-        for steering in taken {
-            let message = Message::user(steering.text.clone());
-            self.history.push(message.clone());
-            self.pipe.append_message(message).await?;
-            self.pipe.emit(&UserMessage::from(steering)).await?;
+    /// Steering messages join the history, each with its `user.message`,
+    /// marked delivered in the same store write after what the pipeline
+    /// holds is written (`Journal::deliver_steering`); answers whether any
+    /// was delivered.
+    async fn deliver(&mut self, waiting: Vec<SteeringMessage>) -> Result<bool, RuntimeError> {
+        if waiting.is_empty() {
+            return Ok(false);
         }
-        Ok(())
+        self.pipe.barrier().await?;
+        let delivered = self.journal.deliver_steering(waiting).await?;
+        let any = !delivered.is_empty();
+        self.history.extend(delivered);
+        Ok(any)
     }
 
     /// The loop is about to end with `ending`, an ending after which the run
@@ -565,11 +569,15 @@ impl Driver {
         if closed.closed {
             return Ok(Some(ending));
         }
+        let count = closed.messages.len();
+        if !self.deliver(closed.messages).await? {
+            // taken by another close meanwhile: its finish reports them
+            return Ok(Some(ending));
+        }
         tracing::info!(
-            count = closed.messages.len(),
+            count,
             "steering messages came as the run was ending: it goes on to answer them"
         );
-        self.deliver(closed.messages).await?;
         Ok(None)
     }
 
