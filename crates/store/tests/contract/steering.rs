@@ -588,7 +588,14 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
     let third = other_node
         .post_steering_message(&fx.tenant, &run.id, "then stop")
         .await?;
-    let delivered = deliver(store.as_ref(), &newer, &fx, &run.id, &[third.clone()]).await?;
+    let delivered = deliver(
+        store.as_ref(),
+        &newer,
+        &fx,
+        &run.id,
+        std::slice::from_ref(&third),
+    )
+    .await?;
     assert_eq!(delivered.len(), 1);
     assert_eq!(delivered[0].message.seq, 3);
     assert_eq!(delivered[0].message.message, Message::user("then stop"));
@@ -605,8 +612,8 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
             SteeringClose::Always,
         )
         .await?;
-    assert_eq!(closed.messages, [fourth.clone()]);
-    let after = deliver(store.as_ref(), &newer, &fx, &run.id, &[fourth]).await?;
+    assert_eq!(closed.messages, std::slice::from_ref(&fourth));
+    let after = deliver(store.as_ref(), &newer, &fx, &run.id, &closed.messages).await?;
     assert!(after.is_empty(), "{after:?}");
     assert_eq!(history().await?.len(), 3);
     assert_eq!(user_events().await?.len(), 3);
@@ -630,7 +637,14 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
     );
     resumed.resumed_from = Some(dead.id.clone());
     store.create_run(&newer, &resumed).await?;
-    let stale_run = deliver(store.as_ref(), &newer, &fx, &dead.id, &[carried.clone()]).await?;
+    let stale_run = deliver(
+        store.as_ref(),
+        &newer,
+        &fx,
+        &dead.id,
+        std::slice::from_ref(&carried),
+    )
+    .await?;
     assert!(stale_run.is_empty(), "{stale_run:?}");
     let taken = take(store.as_ref(), &newer, &fx, &resumed.id).await?;
     assert_eq!(taken.iter().map(|m| m.id).collect::<Vec<_>>(), [carried.id]);
