@@ -285,6 +285,11 @@ fn kill_9_at_random_points_then_resume_loses_and_repeats_nothing() -> Result<()>
     Ok(())
 }
 
+/// The steering message of round `round`, posted before its kill.
+fn steering_note(round: usize) -> String {
+    format!("Round {round}: keep the files short.")
+}
+
 /// One round; answers the killed run and the run that resumed it.
 fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(String, String)> {
     let ws = fx.dir.path().join(format!("ws{round}"));
@@ -317,6 +322,15 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
             line["type"] == "event",
             "the run finished before its kill point: {line}"
         );
+        if seen_dead.is_empty() {
+            // a steering message accepted before the kill: the dead run
+            // delivers it, or the resume carries it; either way, once
+            let run = line["run"].as_str().context("no run id")?;
+            let said = fx
+                .paddock(&["session", "say", run, &steering_note(round)])
+                .output()?;
+            anyhow::ensure!(said.status.success(), "session say failed");
+        }
         let after = point.trigger(&line, &mut counts);
         seen_dead.push(line);
         if let Some(after_ms) = after {
@@ -393,6 +407,14 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
         .collect();
     let shown_new: Vec<_> = seen_resumed.iter().map(key).collect();
     assert_eq!(shown_new, new_events);
+    let delivered = stored
+        .iter()
+        .filter(|e| e["kind"] == "user.message" && e["data"]["message"] == steering_note(round))
+        .count();
+    assert_eq!(
+        delivered, 1,
+        "the steering message accepted before the kill"
+    );
 
     // The workspace: the resumed run started from the dead run's last
     // checkpoint (restored), and its end is its own last checkpoint.

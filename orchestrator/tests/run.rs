@@ -936,3 +936,43 @@ fn a_run_that_empties_the_directory_prints_how_to_undo_it_and_rewind_does() -> R
     assert_eq!(fx.files()?, before, "the directory is back byte for byte");
     Ok(())
 }
+
+/// A command finds its call's idempotency key in its environment: the
+/// invocation id its `tool.call` names (the key a resume's "outcome
+/// unknown" answer would give), so a script can record it or pass it on.
+#[test]
+fn a_command_sees_its_call_s_idempotency_key() -> Result<()> {
+    let fx = Fixture::new()?;
+    let script = fx.data.parent().unwrap().join("key.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "printf %s \"$PADDOCK_IDEMPOTENCY_KEY\" > key.txt"}}]},
+            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "recorded the key", "evidence": ["key.txt"]}}]}]}"#,
+    )?;
+    let model = format!("scripted:{}", script.display());
+    let workspace = fx.workspace.to_string_lossy().into_owned();
+    let out = fx
+        .paddock(&[
+            "run",
+            "record the key",
+            "--workspace",
+            &workspace,
+            "--model",
+            &model,
+            "--json",
+        ])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let call = text(&out.stdout)
+        .lines()
+        .map(serde_json::from_str::<Value>)
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .find(|e| e["kind"] == "tool.call" && e["data"]["tool"] == "run_command")
+        .context("no tool.call of run_command")?;
+    let key = call["data"]["invocation_id"].as_str().context("no key")?;
+    assert!(key.starts_with("tool_"), "{call}");
+    assert_eq!(std::fs::read_to_string(fx.workspace.join("key.txt"))?, key);
+    Ok(())
+}

@@ -301,3 +301,105 @@ fn a_line_typed_into_an_interactive_run_steers_it() -> Result<()> {
     );
     Ok(())
 }
+
+/// Steering accepted while the model thinks, then `kill -9` of the process
+/// driving the run before it delivered them: `paddock run --resume` carries
+/// both to the resumed run, whose first model request has them, in order,
+/// and the session's history holds each once.
+#[test]
+fn messages_accepted_before_a_kill_9_reach_the_resumed_run() -> Result<()> {
+    const FIRST: &str = "Use the v2 API instead.";
+    const SECOND: &str = "And add a test for it.";
+    let runtime = tokio::runtime::Runtime::new()?;
+    let model = runtime.block_on(ModelServer::start(vec![
+        Turn::text("never sent").held(),
+        Turn::text("Understood, v2 with a test."),
+    ]))?;
+    let dir = tempfile::tempdir()?;
+    let (workspace, data) = (dir.path().join("ws"), dir.path().join("data"));
+    std::fs::create_dir(&workspace)?;
+    let ws = workspace.to_string_lossy().into_owned();
+    let mut child = paddock(
+        &data,
+        &[
+            "run",
+            "Call the API",
+            "--workspace",
+            &ws,
+            "--model",
+            "openai:scripted",
+            "--base-url",
+            &model.base_url,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()?;
+    let (session, run, _stdout) = first_line(&mut child)?;
+    runtime.block_on(model.wait_requests(1, Duration::from_secs(60)))?;
+    for message in [FIRST, SECOND] {
+        let said = paddock(&data, &["session", "say", &run, message]).output()?;
+        assert!(said.status.success(), "{}", text(&said.stderr));
+    }
+    // the model still thinks: neither was delivered when the process dies
+    child.kill()?;
+    child.wait()?;
+
+    let resumed = paddock(
+        &data,
+        &[
+            "run",
+            "--resume",
+            &run,
+            "--model",
+            "openai:scripted",
+            "--base-url",
+            &model.base_url,
+        ],
+    )
+    .output()?;
+    let out = text(&resumed.stdout);
+    assert!(
+        out.contains("[agent] Understood, v2 with a test."),
+        "{out}{}",
+        text(&resumed.stderr)
+    );
+    let requests = runtime.block_on(model.wait_requests(2, Duration::from_secs(30)))?;
+    assert!(!requests[0].user_texts().iter().any(|t| t == FIRST));
+    let texts = requests[1].user_texts();
+    assert_eq!(texts[texts.len() - 2..], [FIRST, SECOND], "{texts:?}");
+    assert!(out.contains(&format!("[you] {FIRST}")), "{out}");
+
+    // each is in the session's history once, and the dead run takes no more
+    let (copies, dead_queue) = runtime.block_on(async {
+        use paddock_core::store::Store;
+        let url = format!("sqlite://{}", data.join("paddock.db").display());
+        let store = paddock_store::SqlStore::open(&url).await?;
+        let tenant = paddock_core::ids::TenantId::parse("local")?;
+        let session = paddock_core::ids::SessionId::parse(&session)?;
+        let run = paddock_core::ids::RunId::parse(&run)?;
+        let messages = store.list_messages(&tenant, &session, None).await?;
+        let count = |needle: &str| {
+            messages
+                .iter()
+                .filter(|m| {
+                    m.message.content.iter().any(|part| {
+                        matches!(part, paddock_core::model::ContentPart::Text { text } if text == needle)
+                    })
+                })
+                .count()
+        };
+        let queue = store.list_steering_messages(&tenant, &run).await?;
+        anyhow::Ok(((count(FIRST), count(SECOND)), queue.len()))
+    })?;
+    assert_eq!(copies, (1, 1));
+    assert_eq!(dead_queue, 0);
+    let late = paddock(&data, &["session", "say", &run, "more"]).output()?;
+    assert!(!late.status.success());
+    assert!(
+        text(&late.stderr).contains("has finished"),
+        "{}",
+        text(&late.stderr)
+    );
+    Ok(())
+}

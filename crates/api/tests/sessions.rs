@@ -1440,6 +1440,7 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
         tool: command.name.clone(),
         arguments: command.arguments.clone(),
         invocation_id: invocation.id.clone(),
+        idempotency_key: None,
     };
     let event = NewEvent {
         session: session.clone(),

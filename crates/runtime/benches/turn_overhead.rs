@@ -151,6 +151,7 @@ async fn main() {
         run: RunId::generate(),
         cancel: CancellationToken::new(),
         live: Default::default(),
+        idempotency_key: None,
     };
     for round in 0..runs {
         for n in 1..=turns {

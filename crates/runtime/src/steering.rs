@@ -1,11 +1,14 @@
 //! Steering: a user's message to a run in progress. It goes through the
 //! store (not this process's memory), so it reaches the run whichever node
-//! drives it; that loop takes it before its next model request
-//! (`run::driver`) and records it as a `user.message` event.
+//! drives it; that loop delivers it before its next model request
+//! (`run::driver`): marked delivered in the store write that appends it to
+//! the history and records its `user.message` event
+//! (`Journal::deliver_steering`), so a kill leaves it waiting (a resume
+//! carries it) or delivered with both, once.
 //!
 //! No accepted message is left behind: as the run is about to end, its loop
-//! closes the run's queue in the store, taking what still waits in the same
-//! step. If the run could go on (it completed, stopped or asked the user),
+//! closes the run's queue in the store, reading what still waits in the
+//! same step. If the run could go on (it completed, stopped or asked the user),
 //! what waited is delivered and the loop goes on to answer it; if it cannot
 //! (cancelled, failed, out of budget, interrupted), the queue closes and
 //! what waited is listed in `run.finished` as `undelivered`

@@ -21,11 +21,11 @@ use paddock_core::store::{
 };
 use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
-    CallStatus, CheckpointCreated, CheckpointFailed, ContextCompacted, ContextCompacting,
-    EgressDecisionEvent, Event, EventPayload, ModelDelta, ModelMessage, OtherEvent, ParentMessage,
-    PlanTask, PlanUpdated, Progress, RunFinished, RunStarted, RunStateChanged, SandboxReady,
-    SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus,
-    ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
+    BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, ContextCompacted,
+    ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta, ModelMessage,
+    OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, ResumeBudget, RunFinished,
+    RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
+    SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -207,7 +207,7 @@ const STORED: &[(&str, &str)] = &[
     ),
     (
         "run.started",
-        r#"{"goal":"Call the API","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null,"backend":"docker","image":"paddock-sandbox:bookworm","network":"full","secrets":[{"name":"API_TOKEN","hosts":["api.test"]}],"resumed_from":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","restored_checkpoint":"ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4"}"#,
+        r#"{"goal":"Call the API","success_criteria":[],"mode":"build","budgets":{"max_turns":10,"max_tokens":50000,"max_tool_calls":20,"max_wall_clock_ms":60000},"model":"openai:gpt-4o","parent_run":null,"profile":null,"task_key":null,"backend":"docker","image":"paddock-sandbox:bookworm","network":"full","secrets":[{"name":"API_TOKEN","hosts":["api.test"]}],"resumed_from":"run_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b","restored_checkpoint":"ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4","resume_budget":{"source":"left","spent":{"turns":3,"input_tokens":900,"output_tokens":120,"tool_calls":4,"wall_clock_ms":5000}}}"#,
     ),
     (
         "run.finished",
@@ -272,6 +272,7 @@ fn written() -> Vec<Event> {
             secrets: vec![],
             resumed_from: None,
             restored_checkpoint: None,
+            resume_budget: None,
         }
         .into(),
         RunStarted {
@@ -295,6 +296,7 @@ fn written() -> Vec<Event> {
             secrets: vec![],
             resumed_from: None,
             restored_checkpoint: None,
+            resume_budget: None,
         }
         .into(),
         RunStarted {
@@ -318,6 +320,7 @@ fn written() -> Vec<Event> {
             secrets: vec![],
             resumed_from: Some(run.clone()),
             restored_checkpoint: None,
+            resume_budget: None,
         }
         .into(),
         RunStateChanged {
@@ -398,6 +401,7 @@ fn written() -> Vec<Event> {
             tool: "run_command".into(),
             arguments,
             invocation_id: invocation.clone(),
+            idempotency_key: None,
         }
         .into(),
         ToolResultEvent {
@@ -629,6 +633,7 @@ fn written() -> Vec<Event> {
             secrets: vec![],
             resumed_from: None,
             restored_checkpoint: None,
+            resume_budget: None,
         }
         .into(),
         RunFinished {
@@ -672,6 +677,7 @@ fn written() -> Vec<Event> {
             secrets: vec![],
             resumed_from: None,
             restored_checkpoint: None,
+            resume_budget: None,
         }
         .into(),
         RunStarted {
@@ -702,6 +708,7 @@ fn written() -> Vec<Event> {
             }],
             resumed_from: None,
             restored_checkpoint: None,
+            resume_budget: None,
         }
         .into(),
         EgressDecisionEvent {
@@ -769,6 +776,10 @@ fn written() -> Vec<Event> {
             restored_checkpoint: Some(
                 CheckpointId::parse("ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4").unwrap(),
             ),
+            resume_budget: Some(ResumeBudget {
+                source: BudgetSource::Left,
+                spent: usage(3, 900, 120, 4, 5_000),
+            }),
         }
         .into(),
         RunFinished {

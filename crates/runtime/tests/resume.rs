@@ -38,6 +38,11 @@ impl Orphan {
 
     /// The same, in `session` (whose lease is free).
     async fn in_session(h: &Harness, session: &Session) -> Self {
+        Self::shaped(h, session, |_| {}).await
+    }
+
+    /// The same, with the run as `shape` leaves it (its budgets, its usage).
+    async fn shaped(h: &Harness, session: &Session, shape: impl FnOnce(&mut Run)) -> Self {
         let lease = h
             .store
             .acquire_lease(
@@ -54,6 +59,7 @@ impl Orphan {
             h.store.now(),
         );
         run.state = RunState::Acting;
+        shape(&mut run);
         h.store.create_run(&lease, &run).await.unwrap();
         let goal = Goal {
             id: GoalId::generate(),
@@ -114,6 +120,7 @@ impl Orphan {
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
                 invocation_id: invocation.id.clone(),
+                idempotency_key: None,
             },
         )
         .await;
@@ -560,6 +567,7 @@ fn started_with(
         network: Some(network),
         resumed_from: None,
         restored_checkpoint: None,
+        resume_budget: None,
         secrets: secrets
             .iter()
             .map(|s| paddock_proto::SecretNotice {
@@ -657,4 +665,308 @@ async fn a_resume_keeps_the_interrupted_run_s_sandbox_or_says_why_it_cannot() {
     assert_eq!(again.network, Some(network));
     let names: Vec<&str> = again.secrets.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["API_TOKEN"]);
+}
+
+/// The dead run's history ends with a batch answered: the resumed run's
+/// next step is a model call.
+async fn between_turns(h: &Harness, dead: &Orphan) {
+    let calls = vec![tool_call("c1", "read_file", json!({"path": "a"}))];
+    dead.message(h, Message::user("Goal: log twice")).await;
+    dead.message(h, Message::assistant("", calls)).await;
+    dead.message(
+        h,
+        Message::tool_results(vec![paddock_core::model::ToolResult {
+            call_id: "c1".into(),
+            content: "no such file".into(),
+            is_error: true,
+        }]),
+    )
+    .await;
+}
+
+fn user_texts(message: &Message) -> Vec<String> {
+    message
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn steering_accepted_before_the_crash_reaches_the_resumed_run_s_first_request() {
+    let h = Harness::new().await;
+    let dead = Orphan::new(&h).await;
+    between_turns(&h, &dead).await;
+    // accepted while the run was going, never delivered: its process died
+    let first = h
+        .runtime
+        .steer(&h.tenant, &dead.run.id, "use v2")
+        .await
+        .unwrap();
+    let second = h
+        .runtime
+        .steer(&h.tenant, &dead.run.id, "and add a test")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    let model = h.script("resumed", json!([turn("", vec![complete_met(vec![])])]));
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert!(resumed.state.is_terminal(), "{resumed:?}");
+
+    // the first request has both, after the history, in their order
+    let requests = model.requests();
+    let history = &requests[0].messages;
+    let roles: Vec<Role> = history.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::User,
+            Role::User
+        ]
+    );
+    assert_eq!(user_texts(&history[3]), ["use v2"]);
+    assert_eq!(user_texts(&history[4]), ["and add a test"]);
+    // delivered once, by the resumed run; the dead run's queue is closed
+    let events: Vec<(String, u64)> = h
+        .payloads(&dead.run.session, "user.message")
+        .await
+        .into_iter()
+        .map(|p| {
+            (
+                p["message"].as_str().unwrap().to_owned(),
+                p["steering_id"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("use v2".to_owned(), first.id),
+            ("and add a test".to_owned(), second.id)
+        ]
+    );
+    let stored = h
+        .store
+        .list_messages(&h.tenant, &dead.run.session, None)
+        .await
+        .unwrap();
+    let copies = stored
+        .iter()
+        .filter(|m| user_texts(&m.message) == ["use v2"])
+        .count();
+    assert_eq!(copies, 1, "{stored:?}");
+    assert!(
+        h.store
+            .list_steering_messages(&h.tenant, &dead.run.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let carried = h
+        .store
+        .list_steering_messages(&h.tenant, &resumed.id)
+        .await
+        .unwrap();
+    assert_eq!(carried.len(), 2);
+    assert!(carried.iter().all(|m| m.delivered_at.is_some()));
+    let late = h.runtime.steer(&h.tenant, &dead.run.id, "too late").await;
+    assert!(
+        matches!(late, Err(RuntimeError::RunFinished { .. })),
+        "{late:?}"
+    );
+}
+
+fn resumed_run_started(h_started: Vec<serde_json::Value>) -> RunStarted {
+    let started: Vec<RunStarted> = h_started
+        .into_iter()
+        .map(|p| serde_json::from_value(p).unwrap())
+        .collect();
+    assert_eq!(started.len(), 1, "{started:?}");
+    started.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn a_resume_draws_from_what_the_dead_family_left_unless_given_new_budgets() {
+    let h = Harness::new().await;
+    let limits = Budgets {
+        max_turns: 3,
+        max_tokens: 1_000_000,
+        max_tool_calls: 50,
+        max_wall_clock_ms: 600_000,
+        max_cost_micro_usd: None,
+    };
+    let spent = paddock_core::store::RunUsage {
+        turns: 1,
+        tool_calls: 1,
+        input_tokens: 100,
+        output_tokens: 10,
+        ..Default::default()
+    };
+    let session = h.session("budgets").await;
+    let dead = Orphan::shaped(&h, &session, |run| {
+        run.budgets = limits;
+        run.usage = spent;
+    })
+    .await;
+    // a subagent of the dead run spent a turn of the family's too
+    let mut child = Run::new(
+        h.tenant.clone(),
+        session.id.clone(),
+        "look around",
+        h.store.now(),
+    );
+    child.parent_run = Some(dead.run.id.clone());
+    child.state = RunState::Completed;
+    child.budgets = limits;
+    child.usage = paddock_core::store::RunUsage {
+        turns: 1,
+        input_tokens: 50,
+        ..Default::default()
+    };
+    h.store.create_run(&dead.lease, &child).await.unwrap();
+    between_turns(&h, &dead).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    // one turn is left of three: the second model turn is refused
+    let model = h.script(
+        "left",
+        json!([
+            turn("", vec![call("read_file", json!({"path": "a"}))]),
+            turn("", vec![complete_met(vec![])]),
+        ]),
+    );
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(resumed.state, RunState::Failed, "{resumed:?}");
+    assert_eq!(
+        resumed.end_reason,
+        Some(paddock_core::store::EndReason::BudgetExceeded)
+    );
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(resumed.budgets.max_turns, 1);
+    assert_eq!(resumed.budgets.max_tool_calls, 49);
+    assert_eq!(resumed.budgets.max_tokens, 1_000_000 - 160);
+    // the deadline kept: no more than what was left of it
+    assert!(resumed.budgets.max_wall_clock_ms <= 600_000, "{resumed:?}");
+    // usage stays the run's own
+    assert_eq!(resumed.usage.turns, 1);
+    let started = resumed_run_started(h.payloads(&session.id, RunStarted::KIND).await);
+    let budget = started.resume_budget.unwrap();
+    assert_eq!(budget.source, paddock_runtime::events::BudgetSource::Left);
+    assert_eq!((budget.spent.turns, budget.spent.tokens()), (2, 160));
+
+    // a caller that passes budgets raises the limit, and run.started says so
+    let session = h.session("raised").await;
+    let dead = Orphan::shaped(&h, &session, |run| {
+        run.budgets = limits;
+        run.usage = paddock_core::store::RunUsage {
+            turns: 3,
+            ..Default::default()
+        };
+    })
+    .await;
+    between_turns(&h, &dead).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let model = h.script("raised", json!([turn("", vec![complete_met(vec![])])]));
+    let mut request = ResumeRun::new(model.clone());
+    request.budgets = Some(limits);
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, request)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert_eq!(resumed.budgets, limits);
+    assert_eq!(model.requests().len(), 1, "{resumed:?}");
+    let started = resumed_run_started(h.payloads(&session.id, RunStarted::KIND).await);
+    assert_eq!(
+        started.resume_budget.map(|b| b.source),
+        Some(paddock_runtime::events::BudgetSource::Given)
+    );
+}
+
+#[tokio::test]
+async fn a_command_sees_its_idempotency_key_and_a_re_run_keeps_the_one_it_had() {
+    let h = Harness::new().await;
+    let dead = Orphan::new(&h).await;
+    let calls = vec![tool_call(
+        "c1",
+        "write_file",
+        json!({"path": "note.txt", "content": "hi\n"}),
+    )];
+    dead.message(&h, Message::user("Goal: log twice")).await;
+    dead.message(&h, Message::assistant("", calls.clone()))
+        .await;
+    let admitted = dead.admitted(&h, &calls[0]).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    let model = h.script(
+        "keys",
+        json!([
+            turn(
+                "",
+                vec![call(
+                    "run_command",
+                    json!({"command": "echo \"key=$PADDOCK_IDEMPOTENCY_KEY\""})
+                )]
+            ),
+            turn("", vec![complete_met(vec![])]),
+        ]),
+    );
+    let resumed = h
+        .runtime
+        .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert!(resumed.state.is_terminal(), "{resumed:?}");
+    let call_events: Vec<ToolCallEvent> = h
+        .payloads(&dead.run.session, ToolCallEvent::KIND)
+        .await
+        .into_iter()
+        .map(|p| serde_json::from_value(p).unwrap())
+        .collect();
+    // the dead run's c1, its re-run, the command, complete_task
+    let rerun = &call_events[1];
+    assert_eq!(rerun.call_id, "c1");
+    assert_ne!(rerun.invocation_id, admitted);
+    assert_eq!(rerun.idempotency_key.as_ref(), Some(&admitted));
+    // the command's environment held its own invocation's key
+    let command = call_events
+        .iter()
+        .find(|c| c.tool == "run_command")
+        .unwrap();
+    assert_eq!(command.idempotency_key, None);
+    let requests = model.requests();
+    let results = results_of(requests[1].messages.last().unwrap());
+    assert!(
+        results[0]
+            .1
+            .contains(&format!("key={}", command.invocation_id)),
+        "{results:?}"
+    );
 }

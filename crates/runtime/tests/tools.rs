@@ -47,6 +47,7 @@ impl Bench {
             run: RunId::generate(),
             cancel: CancellationToken::new(),
             live: Default::default(),
+            idempotency_key: None,
         };
         Self {
             sandbox,

@@ -5,7 +5,7 @@
 //! (see [`sessions::advance`]). The (session_id, seq) primary key backs this up.
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
-use paddock_core::store::{Lease, NewEvent, RunEvent, StoreError};
+use paddock_core::store::{Lease, NewEvent, RunEvent, StoreError, Timestamp};
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
@@ -69,16 +69,44 @@ pub(crate) async fn append_all(
             ),
         });
     }
+    let mut tx = store.begin_write(operation).await?;
+    fence::check(&mut tx, store.engine, operation, lease, session).await?;
+    let stored = sequence(&mut tx, operation, tenant, events, store.clock.now()).await?;
+    if let Err(e) = insert_all(&mut tx, &stored).await {
+        drop(tx);
+        return Err(if is_foreign_key_violation(&e) {
+            // an event may only name a run of its own session
+            missing_run(store, session, events)
+                .await
+                .unwrap_or_else(|| db(operation)(e))
+        } else {
+            db(operation)(e)
+        });
+    }
+    tx.commit().await.map_err(db(operation))?;
+    Ok(stored)
+}
+
+/// `events` (one session's, at least one) numbered with the session's next
+/// sequence numbers, taken in the caller's fenced write transaction; the
+/// rows are not inserted yet ([`insert_all`]).
+pub(crate) async fn sequence(
+    conn: &mut AnyConnection,
+    operation: &'static str,
+    tenant: &TenantId,
+    events: &[NewEvent],
+    created_at: Timestamp,
+) -> Result<Vec<RunEvent>, StoreError> {
+    let Some(first) = events.first() else {
+        return Ok(Vec::new());
+    };
+    let session = &first.session;
     let count = u64::try_from(events.len()).map_err(|_| StoreError::Invalid {
         field: "events",
         reason: format!("{} events in one append", events.len()),
     })?;
-    let mut tx = store.begin_write(operation).await?;
-    fence::check(&mut tx, store.engine, operation, lease, session).await?;
-    let last =
-        sessions::advance(&mut tx, operation, Counter::Events, tenant, session, count).await?;
-    let created_at = store.clock.now();
-    let stored: Vec<RunEvent> = events
+    let last = sessions::advance(conn, operation, Counter::Events, tenant, session, count).await?;
+    Ok(events
         .iter()
         .zip(last + 1 - count..)
         .map(|(event, seq)| RunEvent {
@@ -90,26 +118,25 @@ pub(crate) async fn append_all(
             payload: event.payload.clone(),
             created_at,
         })
-        .collect();
-    let first_seq = to_i64("seq", last + 1 - count)?;
+        .collect())
+}
+
+/// Inserts the rows [`sequence`] numbered, in multi-row statements.
+pub(crate) async fn insert_all(
+    conn: &mut AnyConnection,
+    stored: &[RunEvent],
+) -> Result<(), sqlx::Error> {
+    let Some(first) = stored.first() else {
+        return Ok(());
+    };
+    let first_seq = i64::try_from(first.seq).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     for (chunk, at) in stored
         .chunks(ROWS_PER_INSERT)
         .zip((first_seq..).step_by(ROWS_PER_INSERT))
     {
-        if let Err(e) = insert(&mut tx, at, chunk).await {
-            drop(tx);
-            return Err(if is_foreign_key_violation(&e) {
-                // an event may only name a run of its own session
-                missing_run(store, session, events)
-                    .await
-                    .unwrap_or_else(|| db(operation)(e))
-            } else {
-                db(operation)(e)
-            });
-        }
+        insert(&mut *conn, at, chunk).await?;
     }
-    tx.commit().await.map_err(db(operation))?;
-    Ok(stored)
+    Ok(())
 }
 
 /// Inserts `rows`, numbered from `first_seq` on.

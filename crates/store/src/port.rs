@@ -11,9 +11,9 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page,
     Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringClose, SteeringClosed, SteeringMessage,
-    Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation,
-    ToolOutcome, Workspace,
+    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringClose, SteeringClosed, SteeringDelivered,
+    SteeringDelivery, SteeringMessage, Store, StoreError, StoredMessage, StoredSessionMemory,
+    Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
@@ -276,14 +276,32 @@ impl Store for SqlStore {
         steering::post(self, tenant, run, text, self.clock.now()).await
     }
 
-    async fn take_steering_messages(
+    async fn waiting_steering_messages(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<SteeringMessage>, StoreError> {
+        steering::waiting(self, tenant, run).await
+    }
+
+    async fn deliver_steering_messages(
         &self,
         lease: &Lease,
         tenant: &TenantId,
         session: &SessionId,
         run: &RunId,
-    ) -> Result<Vec<SteeringMessage>, StoreError> {
-        steering::take(self, lease, tenant, session, run, self.clock.now()).await
+        deliveries: &[SteeringDelivery],
+    ) -> Result<Vec<SteeringDelivered>, StoreError> {
+        steering::deliver(
+            self,
+            lease,
+            tenant,
+            session,
+            run,
+            deliveries,
+            self.clock.now(),
+        )
+        .await
     }
 
     async fn list_steering_messages(

@@ -14,6 +14,7 @@ use crate::quarantine::{self, Table};
 use crate::records::{SESSION_EXISTS, require};
 use crate::rows::{Reader, known};
 use crate::snapshots::SNAPSHOT_EXISTS;
+use crate::steering;
 
 macro_rules! run_columns {
     () => {
@@ -113,6 +114,21 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
     .execute(&mut *tx)
     .await
     .map_err(insert_error(OP, "run", run.id.to_string()))?;
+    if let Some(from) = &run.resumed_from {
+        let carried = steering::carry(
+            &mut tx,
+            store.engine,
+            &run.tenant,
+            from,
+            &run.id,
+            run.created_at,
+        )
+        .await
+        .map_err(db(OP))?;
+        if carried > 0 {
+            tracing::info!(run_id = %run.id, resumed_from = %from, carried, "steering messages carried to the resumed run");
+        }
+    }
     tx.commit().await.map_err(db(OP))
 }
 

@@ -1,21 +1,25 @@
-//! Steering messages: posted by anyone who may see the run, taken by the
-//! session's lease holder (the loop driving the run) before a model request,
+//! Steering messages: posted by anyone who may see the run, delivered by the
+//! session's lease holder (the loop driving the run) before a model request
+//! in the transaction that puts them into the history ([`deliver`]),
 //! and the queue closed by it as the run is about to end (migration 0009's
 //! `runs.steering_closed_at`), so that every accepted message is either
-//! delivered or reported undelivered.
+//! delivered or reported undelivered. A run that resumes an interrupted one
+//! takes over the messages it left waiting ([`carry`]).
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{
-    Lease, RunState, SteeringClose, SteeringClosed, SteeringMessage, StoreError, Timestamp,
+    Lease, RunState, SteeringClose, SteeringClosed, SteeringDelivered, SteeringDelivery,
+    SteeringMessage, StoreError, Timestamp,
 };
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use crate::error::db;
+use crate::engine::Engine;
+use crate::error::{db, to_i64};
 use crate::fence;
 use crate::open::SqlStore;
 use crate::rows::{Reader, known};
-use crate::runs;
+use crate::{events, messages, runs};
 
 /// Whether a run in `state` still asks for messages: not terminal nor
 /// `awaiting_user` (its loop ended with a question). A run whose loop
@@ -86,50 +90,120 @@ pub(crate) async fn post(
     Ok(message)
 }
 
-/// Whether `run` has messages not yet delivered (one indexed read, no lock).
-async fn any_pending(store: &SqlStore, run: &RunId) -> Result<bool, StoreError> {
-    let row = sqlx::query(
-        "SELECT 1 FROM steering_messages WHERE run_id = $1 AND delivered_at IS NULL LIMIT 1",
-    )
-    .bind(run.as_str())
-    .fetch_optional(&store.pool)
-    .await
-    .map_err(db("take_steering_messages"))?;
-    Ok(row.is_some())
+/// `run`'s messages not yet delivered, oldest first (one indexed read, no
+/// lock).
+pub(crate) async fn waiting(
+    store: &SqlStore,
+    tenant: &TenantId,
+    run: &RunId,
+) -> Result<Vec<SteeringMessage>, StoreError> {
+    let rows = sqlx::query(WAITING_SQL)
+        .bind(tenant.as_str())
+        .bind(run.as_str())
+        .fetch_all(&store.pool)
+        .await
+        .map_err(db("waiting_steering_messages"))?;
+    rows.iter().map(read).collect()
 }
 
-/// Marks `run`'s undelivered messages delivered and returns them, oldest
-/// first. Fenced by the lease on `session` (the run's).
-pub(crate) async fn take(
+const WAITING_SQL: &str = "SELECT id, tenant_id, run_id, text, created_at, delivered_at \
+     FROM steering_messages \
+     WHERE tenant_id = $1 AND run_id = $2 AND delivered_at IS NULL ORDER BY id";
+
+/// Delivers `deliveries` (messages of `run`) in one transaction, fenced by
+/// the lease on `session` and under the run's row lock
+/// ([`Engine::steering_close_sql`]): each message still waiting is marked
+/// delivered, its history entry appended ([`messages::insert`]) and its
+/// event written ([`events::sequence`]), the events after the entries as
+/// the run's writer orders them. A message no longer waiting (delivered, or
+/// carried to the run resuming this one) is skipped, and so is every one
+/// once the queue closed: [`close`] with [`SteeringClose::Always`] reported
+/// them undelivered.
+///
+/// [`Engine::steering_close_sql`]: crate::engine::Engine::steering_close_sql
+pub(crate) async fn deliver(
     store: &SqlStore,
     lease: &Lease,
     tenant: &TenantId,
     session: &SessionId,
     run: &RunId,
+    deliveries: &[SteeringDelivery],
     now: Timestamp,
-) -> Result<Vec<SteeringMessage>, StoreError> {
-    const OP: &str = "take_steering_messages";
-    // the common case, asked before every model request: nothing waits
-    if !any_pending(store, run).await? {
+) -> Result<Vec<SteeringDelivered>, StoreError> {
+    const OP: &str = "deliver_steering_messages";
+    if deliveries.is_empty() {
         return Ok(Vec::new());
+    }
+    let foreign = deliveries.iter().any(|d| {
+        d.message.tenant != *tenant
+            || d.message.session != *session
+            || d.message.run != *run
+            || d.event.session != *session
+            || d.event.run.as_ref() != Some(run)
+    });
+    if foreign {
+        return Err(StoreError::Invalid {
+            field: "deliveries",
+            reason: "a delivery's message or event is not of the run".to_owned(),
+        });
     }
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, session).await?;
-    let rows = mark_delivered(&mut tx, tenant, run, now)
+    let row = sqlx::query(store.engine.steering_close_sql())
+        .bind(tenant.as_str())
+        .bind(run.as_str())
+        .fetch_optional(&mut *tx)
         .await
         .map_err(db(OP))?;
+    let Some(row) = row else {
+        return Err(runs::not_found(run));
+    };
+    if Reader::new(&row, "run", "id")
+        .opt_time("steering_closed_at")?
+        .is_some()
+    {
+        return Ok(Vec::new());
+    }
+    let mut appended = Vec::with_capacity(deliveries.len());
+    let mut events = Vec::with_capacity(deliveries.len());
+    for delivery in deliveries {
+        let marked = sqlx::query(
+            "UPDATE steering_messages SET delivered_at = $1 \
+             WHERE tenant_id = $2 AND run_id = $3 AND id = $4 AND delivered_at IS NULL",
+        )
+        .bind(now.as_millis())
+        .bind(tenant.as_str())
+        .bind(run.as_str())
+        .bind(to_i64("steering id", delivery.id)?)
+        .execute(&mut *tx)
+        .await
+        .map_err(db(OP))?;
+        if marked.rows_affected() == 0 {
+            continue;
+        }
+        appended.push((
+            delivery.id,
+            messages::insert(&mut tx, OP, &delivery.message).await?,
+        ));
+        events.push(delivery.event.clone());
+    }
+    let stored = events::sequence(&mut tx, OP, tenant, &events, now).await?;
+    events::insert_all(&mut tx, &stored).await.map_err(db(OP))?;
     tx.commit().await.map_err(db(OP))?;
-    let mut taken = rows.iter().map(read).collect::<Result<Vec<_>, _>>()?;
-    taken.sort_by_key(|m| m.id);
-    Ok(taken)
+    Ok(appended
+        .into_iter()
+        .zip(stored)
+        .map(|((id, message), event)| SteeringDelivered { id, message, event })
+        .collect())
 }
 
-/// Closes `run`'s steering queue as its loop is about to end and takes
+/// Closes `run`'s steering queue as its loop is about to end and reads
 /// what waits, in one transaction under the run's row lock
 /// ([`Engine::steering_close_sql`]): with [`SteeringClose::UnlessWaiting`]
-/// waiting messages are marked delivered and the queue stays open (it
-/// closes only when none waits); with [`SteeringClose::Always`] it closes
-/// and the waiting messages come back undelivered. Fenced by the lease on
+/// the queue stays open while a message waits (the loop delivers it,
+/// [`deliver`]) and closes only when none does; with
+/// [`SteeringClose::Always`] it closes. The waiting messages come back
+/// undelivered either way. Fenced by the lease on
 /// `session` (the run's).
 ///
 /// [`Engine::steering_close_sql`]: crate::engine::Engine::steering_close_sql
@@ -157,23 +231,13 @@ pub(crate) async fn close(
     let already = Reader::new(&row, "run", "id")
         .opt_time("steering_closed_at")?
         .is_some();
-    let rows = match how {
-        SteeringClose::UnlessWaiting => mark_delivered(&mut tx, tenant, run, now).await,
-        SteeringClose::Always => {
-            sqlx::query(
-                "SELECT id, tenant_id, run_id, text, created_at, delivered_at \
-                 FROM steering_messages \
-                 WHERE tenant_id = $1 AND run_id = $2 AND delivered_at IS NULL",
-            )
-            .bind(tenant.as_str())
-            .bind(run.as_str())
-            .fetch_all(&mut *tx)
-            .await
-        }
-    }
-    .map_err(db(OP))?;
-    let mut messages = rows.iter().map(read).collect::<Result<Vec<_>, _>>()?;
-    messages.sort_by_key(|m| m.id);
+    let rows = sqlx::query(WAITING_SQL)
+        .bind(tenant.as_str())
+        .bind(run.as_str())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db(OP))?;
+    let messages = rows.iter().map(read).collect::<Result<Vec<_>, _>>()?;
     let closed = how == SteeringClose::Always || messages.is_empty();
     if closed && !already {
         sqlx::query("UPDATE runs SET steering_closed_at = $1 WHERE tenant_id = $2 AND id = $3")
@@ -191,25 +255,48 @@ pub(crate) async fn close(
     })
 }
 
-/// Marks `run`'s undelivered messages delivered at `now` (inside the
-/// caller's transaction);
-/// answers their rows (in no particular order).
-async fn mark_delivered(
+/// Hands the queue of the interrupted run `from` to `to`, the run resuming
+/// it, inside the transaction that creates `to` ([`crate::runs::create`]):
+/// `from`'s queue closes (a later post to it is refused) and its messages
+/// not yet delivered become `to`'s, keeping their ids and so their order,
+/// for `to`'s loop to take before its first model request. Under `from`'s
+/// row lock ([`Engine::steering_close_sql`]) a post racing the resume is
+/// either carried or refused; a message moves once, so two resumes cannot
+/// both carry it (and the session lease lets only one create its run).
+///
+/// [`Engine::steering_close_sql`]: crate::engine::Engine::steering_close_sql
+pub(crate) async fn carry(
     conn: &mut AnyConnection,
+    engine: Engine,
     tenant: &TenantId,
-    run: &RunId,
+    from: &RunId,
+    to: &RunId,
     now: Timestamp,
-) -> Result<Vec<AnyRow>, sqlx::Error> {
+) -> Result<u64, sqlx::Error> {
+    sqlx::query(engine.steering_close_sql())
+        .bind(tenant.as_str())
+        .bind(from.as_str())
+        .fetch_optional(&mut *conn)
+        .await?;
     sqlx::query(
-        "UPDATE steering_messages SET delivered_at = $1 \
-         WHERE tenant_id = $2 AND run_id = $3 AND delivered_at IS NULL \
-         RETURNING id, tenant_id, run_id, text, created_at, delivered_at",
+        "UPDATE runs SET steering_closed_at = $1 \
+         WHERE tenant_id = $2 AND id = $3 AND steering_closed_at IS NULL",
     )
     .bind(now.as_millis())
     .bind(tenant.as_str())
-    .bind(run.as_str())
-    .fetch_all(conn)
-    .await
+    .bind(from.as_str())
+    .execute(&mut *conn)
+    .await?;
+    let moved = sqlx::query(
+        "UPDATE steering_messages SET run_id = $1 \
+         WHERE tenant_id = $2 AND run_id = $3 AND delivered_at IS NULL",
+    )
+    .bind(to.as_str())
+    .bind(tenant.as_str())
+    .bind(from.as_str())
+    .execute(&mut *conn)
+    .await?;
+    Ok(moved.rows_affected())
 }
 
 /// Every message of `run`, oldest first (delivered or not).

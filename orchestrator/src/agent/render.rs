@@ -481,6 +481,7 @@ mod tests {
             tool: tool.into(),
             arguments,
             invocation_id: ToolInvocationId::generate(),
+            idempotency_key: None,
         })
     }
 

@@ -117,7 +117,8 @@ async fn resume(
 }
 
 /// What `--resume` takes from the command line: the model, and budgets only
-/// when a budget flag is given (else the interrupted run's).
+/// when a budget flag is given, raising the limit (else what the interrupted
+/// run and its subagents left of its budgets, run/resume_budget.rs).
 fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
     let prices = super::parse_prices(&args.prices).map_err(|e| format!("--price: {e}"))?;
     let request = ResumeRun {

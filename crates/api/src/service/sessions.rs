@@ -222,7 +222,9 @@ pub struct StartRunCommand {
 #[serde(deny_unknown_fields)]
 pub struct ResumeRunCommand {
     pub model: ModelChoice,
-    /// Default: the interrupted run's budgets.
+    /// Default: what the interrupted run and its subagents left of its
+    /// budgets, its wall-clock deadline kept; given: these, raising the
+    /// limit (`run.started` `resume_budget` says which).
     #[serde(default)]
     pub budgets: Option<Budgets>,
     #[serde(default)]

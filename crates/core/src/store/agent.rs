@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Timestamp;
+use super::{NewEvent, RunEvent, Timestamp};
 use crate::ids::{GoalId, RunId, SessionId, TenantId};
 use crate::model::Message;
 
@@ -264,13 +264,35 @@ pub struct SteeringMessage {
     pub delivered_at: Option<Timestamp>,
 }
 
+/// A waiting steering message as its run's loop delivers it
+/// ([`Store::deliver_steering_messages`](super::Store::deliver_steering_messages)):
+/// the history entry and the `user.message` event that carry it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteeringDelivery {
+    /// The steering message's id.
+    pub id: u64,
+    /// Its entry in the session's history (`seq` is assigned by the store).
+    pub message: StoredMessage,
+    /// Its `user.message` event.
+    pub event: NewEvent,
+}
+
+/// A steering message delivered: its history entry and its event as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteeringDelivered {
+    pub id: u64,
+    pub message: StoredMessage,
+    pub event: RunEvent,
+}
+
 /// How a run's loop closes its steering queue as the run is about to end
 /// ([`Store::close_steering`](super::Store::close_steering)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SteeringClose {
-    /// The run could go on: messages waiting are taken (marked delivered)
-    /// and the queue stays open, for the loop answers them; with none
-    /// waiting the queue closes.
+    /// The run could go on: with messages waiting the queue stays open and
+    /// they are returned undelivered, for the loop to deliver
+    /// ([`Store::deliver_steering_messages`](super::Store::deliver_steering_messages))
+    /// and answer; with none waiting the queue closes.
     UnlessWaiting,
     /// The run ends whatever waits: the queue closes and the messages
     /// waiting are returned as they are, undelivered.
@@ -282,8 +304,8 @@ pub enum SteeringClose {
 pub struct SteeringClosed {
     /// Whether the queue is closed now (a post is refused from here on).
     pub closed: bool,
-    /// The messages that were waiting, oldest first: delivered now when the
-    /// queue stayed open, undelivered when it closed.
+    /// The messages that were waiting, oldest first, undelivered (when the
+    /// queue stayed open, for the loop to deliver).
     pub messages: Vec<SteeringMessage>,
 }
 

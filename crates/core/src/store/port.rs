@@ -9,8 +9,9 @@ use async_trait::async_trait;
 use super::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
     QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotRecord, SteeringClose, SteeringClosed, SteeringMessage, StoreError,
-    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SessionPatch, SnapshotRecord, SteeringClose, SteeringClosed, SteeringDelivered,
+    SteeringDelivery, SteeringMessage, StoreError, StoredMessage, StoredSessionMemory, Tenant,
+    Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
@@ -150,7 +151,11 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The current holder of `resource`, if it is held (expired or not).
     async fn get_lease(&self, resource: &str) -> Result<Option<Lease>, StoreError>;
 
-    /// Fenced by the lease on `run.session`.
+    /// Fenced by the lease on `run.session`. A run that resumes another
+    /// (`resumed_from`) takes over, in the same transaction, the steering
+    /// messages its predecessor accepted and never delivered (they become
+    /// its own, in their order) and closes the predecessor's queue, so each
+    /// is delivered once, by the resumed run.
     async fn create_run(&self, lease: &Lease, run: &Run) -> Result<(), StoreError>;
     /// Fenced by the lease on the run's session.
     async fn update_run(
@@ -231,18 +236,32 @@ pub trait Store: Send + Sync + fmt::Debug {
         run: &RunId,
         text: &str,
     ) -> Result<SteeringMessage, StoreError>;
-    /// Marks the run's undelivered steering messages delivered and returns
-    /// them, oldest first; answers cheaply when there are none. Fenced by
-    /// the lease on `session`, the run's.
-    async fn take_steering_messages(
+    /// The run's steering messages not yet delivered, oldest first (one
+    /// indexed read, no lock: the loop asks before every model request).
+    async fn waiting_steering_messages(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<SteeringMessage>, StoreError>;
+    /// Delivers steering messages of `run` in one transaction: each of
+    /// `deliveries` still waiting is marked delivered, its history entry
+    /// appended and its event written, so a crash leaves a message either
+    /// waiting (a resume carries it) or in the history with its event, once.
+    /// One that no longer waits (delivered already, carried to a resumed
+    /// run) or any once the run's queue closed ([`Store::close_steering`]
+    /// with [`SteeringClose::Always`] reports them undelivered) is skipped.
+    /// Returns what was delivered, in the order given. Fenced by the lease
+    /// on `session`, the run's.
+    async fn deliver_steering_messages(
         &self,
         lease: &Lease,
         tenant: &TenantId,
         session: &SessionId,
         run: &RunId,
-    ) -> Result<Vec<SteeringMessage>, StoreError>;
+        deliveries: &[SteeringDelivery],
+    ) -> Result<Vec<SteeringDelivered>, StoreError>;
     /// Closes the run's steering queue as its loop is about to end, and
-    /// takes what waits in the same transaction (see [`SteeringClose`]):
+    /// reads what waits in the same transaction (see [`SteeringClose`]):
     /// a post that this answer does not include is refused. Fenced by the
     /// lease on `session`, the run's.
     async fn close_steering(

@@ -123,6 +123,7 @@ impl Runtime {
                     secrets: Vec::new(),
                     resumed_from: None,
                     restored_checkpoint: None,
+                    resume_budget: None,
                 })
                 .await?;
             let stats = self.restore_manifest(&dir, target.clone(), hint).await?;

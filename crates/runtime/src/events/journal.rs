@@ -8,13 +8,13 @@ use paddock_core::ids::{GoalId, RunId, SessionId, TenantId, ToolInvocationId};
 use paddock_core::model::Message;
 use paddock_core::store::{
     Compaction, Goal, GoalStatus, Lease, NewEvent, Plan, Run, RunEvent, RunUpdate, SessionMemory,
-    SteeringClose, SteeringClosed, SteeringMessage, Store, StoredMessage, StoredSessionMemory,
-    ToolInvocation, ToolOutcome,
+    SteeringClose, SteeringClosed, SteeringDelivery, SteeringMessage, Store, StoredMessage,
+    StoredSessionMemory, ToolInvocation, ToolOutcome,
 };
 
 use crate::error::RuntimeError;
 use crate::events::bus::EventBus;
-use crate::events::{EventPayload, Transient};
+use crate::events::{EventPayload, Transient, UserMessage};
 
 /// An event payload encoded for the store, under its type's kind.
 #[derive(Debug)]
@@ -200,18 +200,58 @@ impl Journal {
         }
     }
 
-    /// Takes the run's steering messages not yet delivered (fenced: only the
-    /// lease holder driving the run takes them).
-    pub(crate) async fn take_steering(&self) -> Result<Vec<SteeringMessage>, RuntimeError> {
+    /// The run's steering messages not yet delivered, oldest first.
+    pub(crate) async fn waiting_steering(&self) -> Result<Vec<SteeringMessage>, RuntimeError> {
         self.store
-            .take_steering_messages(&self.lease, &self.tenant, &self.session, &self.run)
+            .waiting_steering_messages(&self.tenant, &self.run)
             .await
-            .map_err(RuntimeError::store("take_steering_messages"))
+            .map_err(RuntimeError::store("waiting_steering_messages"))
     }
 
-    /// Closes the run's steering queue as the run is about to end and takes
-    /// what waits, in one step (see [`SteeringClose`]; fenced like
-    /// [`Journal::take_steering`]).
+    /// Delivers `waiting` steering messages: each still waiting is marked
+    /// delivered, put into the history as a user message and recorded as a
+    /// `user.message` event, in one store write (a crash leaves it waiting,
+    /// for a resume to carry, or delivered with both), then its event is
+    /// published. Answers the history entries delivered, in order. The
+    /// caller waits for the run's queued writes first (the pipeline's
+    /// barrier), so these come after them.
+    pub(crate) async fn deliver_steering(
+        &self,
+        waiting: Vec<SteeringMessage>,
+    ) -> Result<Vec<Message>, RuntimeError> {
+        let deliveries = waiting
+            .into_iter()
+            .map(|steering| {
+                Ok(SteeringDelivery {
+                    id: steering.id,
+                    message: self.stored_message(Message::user(steering.text.clone())),
+                    event: self.new_event(Encoded::of(&UserMessage::from(steering))?),
+                })
+            })
+            .collect::<Result<Vec<_>, RuntimeError>>()?;
+        let _order = self.order.lock().await;
+        let delivered = self
+            .store
+            .deliver_steering_messages(
+                &self.lease,
+                &self.tenant,
+                &self.session,
+                &self.run,
+                &deliveries,
+            )
+            .await
+            .map_err(RuntimeError::store("deliver_steering_messages"))?;
+        Ok(delivered
+            .into_iter()
+            .map(|delivered| {
+                self.bus.publish(&delivered.event);
+                delivered.message.message
+            })
+            .collect())
+    }
+
+    /// Closes the run's steering queue as the run is about to end and reads
+    /// what waits, in one step (see [`SteeringClose`]; fenced by the lease).
     pub(crate) async fn close_steering(
         &self,
         how: SteeringClose,

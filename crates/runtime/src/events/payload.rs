@@ -70,6 +70,30 @@ pub struct RunStarted {
     /// that failed after the last: see `checkpoint.failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_checkpoint: Option<CheckpointId>,
+    /// A resumed run: where its `budgets` came from; absent on a run that
+    /// does not resume another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_budget: Option<ResumeBudget>,
+}
+
+/// Where a resumed run's budgets came from (`run.started`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeBudget {
+    pub source: BudgetSource,
+    /// What the interrupted run and its subagents had spent, as recorded.
+    pub spent: RunUsage,
+}
+
+/// Whose budgets a resumed run runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetSource {
+    /// What the interrupted run's family left of its budgets: its limits
+    /// less `spent`, and the time left to its wall-clock deadline (which a
+    /// resume does not restart).
+    Left,
+    /// The caller passed new budgets: the operator or user raised the limit.
+    Given,
 }
 
 /// `run.state`: the run moved to `state`; `usage` is what it spent so far.
@@ -166,6 +190,20 @@ pub struct ToolCallEvent {
     pub tool: String,
     pub arguments: Value,
     pub invocation_id: ToolInvocationId,
+    /// The key the call's command saw ([`IDEMPOTENCY_KEY_ENV`]) when it is
+    /// not `invocation_id`: a call a resume runs again keeps the key of the
+    /// call it repeats. Absent otherwise.
+    ///
+    /// [`IDEMPOTENCY_KEY_ENV`]: crate::tools::IDEMPOTENCY_KEY_ENV
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<ToolInvocationId>,
+}
+
+impl ToolCallEvent {
+    /// The call's idempotency key: what its command saw.
+    pub fn key(&self) -> &ToolInvocationId {
+        self.idempotency_key.as_ref().unwrap_or(&self.invocation_id)
+    }
 }
 
 /// How a call ended, as `tool.result` reports it.

@@ -512,6 +512,7 @@ mod tests {
             tool: "read_file".into(),
             arguments: serde_json::json!({}),
             invocation_id: invocation.id.clone(),
+            idempotency_key: None,
         })
         .await
         .unwrap();

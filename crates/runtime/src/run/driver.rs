@@ -6,6 +6,7 @@
 //! loop goes on, and a call that changes the workspace waits until its
 //! invocation record is written (see pipeline.rs).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,7 +43,7 @@ use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
 use crate::events::{
     CallStatus, CheckpointFailed, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP,
-    RunStateChanged, ToolCallEvent, ToolResultEvent, UserMessage, cap_text,
+    RunStateChanged, ToolCallEvent, ToolResultEvent, cap_text,
 };
 use crate::memory::MemoryPlace;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
@@ -147,6 +148,9 @@ struct CallRecord {
     call_id: String,
     tool: String,
     invocation: ToolInvocationId,
+    /// The idempotency key its command sees: `invocation`, or the key of the
+    /// call a resume runs again.
+    key: ToolInvocationId,
     started: Instant,
     /// 1-based position among the run's calls (for the review's evidence).
     step: u64,
@@ -194,6 +198,9 @@ pub(crate) struct Driver {
     memory: Option<(MemoryPlace, MemoryReview)>,
     checkpoints: Option<Checkpointer>,
     resume: Option<ResumeTail>,
+    /// The keys of the calls a resume runs again, by call id, taken as
+    /// each is admitted.
+    replay_keys: HashMap<String, ToolInvocationId>,
 }
 
 impl Driver {
@@ -227,6 +234,7 @@ impl Driver {
             memory: parts.memory,
             checkpoints: parts.checkpoints,
             resume: parts.resume,
+            replay_keys: HashMap::new(),
         }
     }
 
@@ -469,7 +477,12 @@ impl Driver {
         let rerun: Vec<ToolCall> = answers
             .iter()
             .filter_map(|a| match a {
-                Answer::Rerun(call) => Some(call.clone()),
+                Answer::Rerun(call, key) => {
+                    if let Some(key) = key {
+                        self.replay_keys.insert(call.id.clone(), key.clone());
+                    }
+                    Some(call.clone())
+                }
                 Answer::Given(..) => None,
             })
             .collect();
@@ -478,7 +491,7 @@ impl Driver {
         let mut results = Vec::with_capacity(answers.len());
         for answer in answers {
             match answer {
-                Answer::Rerun(_) => results.extend(ran.next()),
+                Answer::Rerun(..) => results.extend(ran.next()),
                 Answer::Given(result, event) => {
                     if let Some(event) = event {
                         self.pipe.emit(&event).await?;
@@ -515,19 +528,23 @@ impl Driver {
 
     /// Steering messages the user sent since the last turn join the history.
     async fn read_steering(&mut self) -> Result<(), RuntimeError> {
-        let taken = self.journal.take_steering().await?;
-        self.deliver(taken).await
+        let waiting = self.journal.waiting_steering().await?;
+        self.deliver(waiting).await.map(drop)
     }
 
-    /// Steering messages join the history, each with its `user.message`.
-    async fn deliver(&mut self, taken: Vec<SteeringMessage>) -> Result<(), RuntimeError> {
-        for steering in taken {
-            let message = Message::user(steering.text.clone());
-            self.history.push(message.clone());
-            self.pipe.append_message(message).await?;
-            self.pipe.emit(&UserMessage::from(steering)).await?;
+    /// Steering messages join the history, each with its `user.message`,
+    /// marked delivered in the same store write after what the pipeline
+    /// holds is written (`Journal::deliver_steering`); answers whether any
+    /// was delivered.
+    async fn deliver(&mut self, waiting: Vec<SteeringMessage>) -> Result<bool, RuntimeError> {
+        if waiting.is_empty() {
+            return Ok(false);
         }
-        Ok(())
+        self.pipe.barrier().await?;
+        let delivered = self.journal.deliver_steering(waiting).await?;
+        let any = !delivered.is_empty();
+        self.history.extend(delivered);
+        Ok(any)
     }
 
     /// The loop is about to end with `ending`, an ending after which the run
@@ -552,11 +569,15 @@ impl Driver {
         if closed.closed {
             return Ok(Some(ending));
         }
+        let count = closed.messages.len();
+        if !self.deliver(closed.messages).await? {
+            // taken by another close meanwhile: its finish reports them
+            return Ok(Some(ending));
+        }
         tracing::info!(
-            count = closed.messages.len(),
+            count,
             "steering messages came as the run was ending: it goes on to answer them"
         );
-        self.deliver(closed.messages).await?;
         Ok(None)
     }
 
@@ -732,13 +753,17 @@ impl Driver {
             call.arguments.to_string(),
             store_now,
         );
+        // a call run again keeps the key of the call it repeats
+        let replayed = self.replay_keys.remove(&call.id);
         let event = ToolCallEvent {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
             invocation_id: invocation.id.clone(),
+            idempotency_key: replayed.clone(),
         };
         let invocation_id = invocation.id.clone();
+        let key = replayed.unwrap_or_else(|| invocation_id.clone());
         self.pipe.record_invocation(invocation).await?;
         self.pipe.emit(&event).await?;
         let record = CallRecord {
@@ -746,6 +771,7 @@ impl Driver {
             call_id: call.id.clone(),
             tool: call.name.clone(),
             invocation: invocation_id,
+            key,
             started: Instant::now(),
             step: self.calls,
         };
@@ -803,7 +829,10 @@ impl Driver {
         let mut pending = std::mem::take(batch);
         let contexts: Vec<ToolContext> = pending
             .iter()
-            .map(|p| self.ctx.for_call(&p.record.call_id, &p.record.tool))
+            .map(|p| {
+                self.ctx
+                    .for_call(&p.record.call_id, &p.record.tool, Some(&p.record.key))
+            })
             .collect();
         let calls = pending.iter_mut().zip(&contexts).map(|(p, ctx)| {
             crate::tools::execute(p.tool.as_ref(), ctx, std::mem::take(&mut p.arguments))

@@ -354,6 +354,7 @@ async fn prepare(
         secrets: request.secrets.iter().map(|s| s.notice()).collect(),
         resumed_from: options.resumed_from.clone(),
         restored_checkpoint: restored,
+        resume_budget: options.resume_budget,
     };
     journal.emit(&started).await?;
     Ok((goal, history, context, resume))
@@ -564,6 +565,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                             run: run.id.clone(),
                             cancel: cancel.clone(),
                             live: live::tool_output(&journal),
+                            idempotency_key: None,
                         };
                         if family.is_some()
                             && let Some(active) = shared.active().get_mut(&run.id)

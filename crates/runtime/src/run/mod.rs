@@ -15,6 +15,7 @@ mod remember;
 mod renew;
 mod repeat;
 mod resume;
+mod resume_budget;
 mod review;
 mod sandbox;
 mod settled;
@@ -128,6 +129,8 @@ pub(crate) struct RunOptions {
     pub(crate) family_budget: Option<Arc<FamilyBudget>>,
     /// The interrupted run this one resumes (a root run only).
     pub(crate) resumed_from: Option<RunId>,
+    /// A resumed run: where its budgets came from, for `run.started`.
+    pub(crate) resume_budget: Option<crate::events::ResumeBudget>,
 }
 
 /// A started run. Dropping the handle does not stop the run.

@@ -28,7 +28,16 @@
 //! - any other `Replay::Never` call (and a call of an unknown tool) is
 //!   answered "outcome unknown", with its idempotency key (the tool
 //!   invocation id the log recorded it under) so the model can check what
-//!   happened before it repeats it.
+//!   happened before it repeats it. Every command a call runs has its key
+//!   in its environment (`PADDOCK_IDEMPOTENCY_KEY`, [`ToolContext`](crate::tools::ToolContext)'s
+//!   `command_env`), and a call run again keeps the key of the call it
+//!   repeats ([`Answer::Rerun`]), so the key named is one the command saw.
+//!
+//! The resumed run's budgets are what the interrupted run's family left
+//! (resume_budget.rs). The steering messages the interrupted run accepted
+//! and never delivered become the resumed run's as the store creates it
+//! (`Store::create_run` with `resumed_from`), and its loop takes them
+//! before its first model request.
 //!
 //! The resumed run keeps the interrupted run's sandbox: its backend, image
 //! and network policy are read back from its `run.started`
@@ -45,7 +54,7 @@ use paddock_core::ids::{RunId, TenantId, ToolInvocationId};
 use paddock_core::model::{ContentPart, Message, ModelProvider, Role, ToolCall, ToolResult};
 use paddock_core::store::{Budgets, Checkpoint, MAX_PAGE, RunEvent, RunState, Store};
 
-use super::{RunBackend, RunHandle, RunOptions, StartRun, SubagentModels};
+use super::{RunBackend, RunHandle, RunOptions, StartRun, SubagentModels, resume_budget};
 use crate::error::RuntimeError;
 use crate::events::{
     CallStatus, CheckpointFailed, Event, RESULT_EVENT_CAP, RunStarted, ToolResultEvent, cap_text,
@@ -62,7 +71,8 @@ const MAX_CHAIN: usize = 20;
 #[derive(Debug, Clone)]
 pub struct ResumeRun {
     pub provider: Arc<dyn ModelProvider>,
-    /// None: the interrupted run's budgets.
+    /// None: what the interrupted run's family left of its budgets
+    /// (resume_budget.rs); Some: these, the caller raising the limit.
     pub budgets: Option<Budgets>,
     pub instructions: Option<String>,
     pub subagent_models: Option<Arc<dyn SubagentModels>>,
@@ -189,11 +199,24 @@ impl Runtime {
                 named(chosen_image),
             )));
         }
+        // what the interrupted family left, unless the caller raises it (resume_budget.rs)
+        let spent = crate::usage::total(store.as_ref(), &old)
+            .await
+            .map_err(RuntimeError::store("list_child_runs"))?;
+        let (budgets, resume_budget) =
+            resume_budget::resumed_budgets(&old, spent, request.budgets, store.now());
+        tracing::info!(
+            resumed_from = %old.id,
+            source = ?resume_budget.source,
+            max_turns = budgets.max_turns,
+            max_wall_clock_ms = budgets.max_wall_clock_ms,
+            "the resumed run's budgets"
+        );
         let start = StartRun {
             goal: old.goal.clone(),
             success_criteria,
             mode: old.mode,
-            budgets: request.budgets.unwrap_or(old.budgets),
+            budgets,
             provider: request.provider,
             instructions: request.instructions,
             subagent_models: request.subagent_models,
@@ -205,6 +228,7 @@ impl Runtime {
         };
         let options = RunOptions {
             resumed_from: Some(old.id.clone()),
+            resume_budget: Some(resume_budget),
             ..RunOptions::default()
         };
         self.launch(tenant, &old.session, start, options).await
@@ -313,6 +337,9 @@ pub(crate) struct ResumeTail {
 pub(crate) struct Recorded {
     /// From its `tool.call` event: the call was admitted.
     pub(crate) invocation: Option<ToolInvocationId>,
+    /// From its `tool.call` event: the idempotency key its command saw (its
+    /// invocation's, or the key of the call it repeated).
+    pub(crate) key: Option<ToolInvocationId>,
     /// From its `tool.result` event: the call finished.
     pub(crate) result: Option<ToolResultEvent>,
 }
@@ -362,7 +389,9 @@ pub(crate) async fn tail(
     for event in &events[after..] {
         match Event::of(event) {
             Event::ToolCall(call) => {
-                recorded.entry(call.call_id).or_default().invocation = Some(call.invocation_id);
+                let record = recorded.entry(call.call_id.clone()).or_default();
+                record.key = Some(call.key().clone());
+                record.invocation = Some(call.invocation_id);
             }
             Event::ToolResult(result) => {
                 let id = result.call_id.clone();
@@ -426,8 +455,9 @@ fn unanswered(history: &[Message]) -> Vec<ToolCall> {
 /// How one unanswered call is answered.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Answer {
-    /// Run it again in the new sandbox.
-    Rerun(ToolCall),
+    /// Run it again in the new sandbox, under the idempotency key the call
+    /// had (None: it was never admitted, its new invocation's is used).
+    Rerun(ToolCall, Option<ToolInvocationId>),
     /// This result, with the event that reports it (None: its `tool.result`
     /// is already in the log).
     Given(ToolResult, Option<ToolResultEvent>),
@@ -459,9 +489,9 @@ pub(crate) fn plan<'a>(
                 );
             }
             if contract.is_some_and(|c| c.replay == Replay::Safe) {
-                return Answer::Rerun(call);
+                return Answer::Rerun(call, record.key);
             }
-            let (status, content) = match (record.invocation.as_ref(), record.result.as_ref()) {
+            let (status, content) = match (record.key.as_ref(), record.result.as_ref()) {
                 (key, Some(result)) => (CallStatus::Failed, undone_content(&call, key, result)),
                 (None, None) if mutating => (
                     CallStatus::Skipped,
@@ -625,16 +655,19 @@ mod tests {
     #[test]
     fn safe_calls_are_run_again() {
         let calls = vec![call("a", "read_file"), call("b", "write_file")];
+        let id = key();
         let admitted = Recorded {
             invocation: Some(key()),
+            key: Some(id.clone()),
             result: None,
         };
         let answers = plan_of(calls.clone(), &[("b", admitted)]);
+        // an admitted call is run again under the key it had
         assert_eq!(
             answers,
             [
-                Answer::Rerun(calls[0].clone()),
-                Answer::Rerun(calls[1].clone())
+                Answer::Rerun(calls[0].clone(), None),
+                Answer::Rerun(calls[1].clone(), Some(id))
             ]
         );
     }
@@ -644,6 +677,7 @@ mod tests {
         let id = key();
         let admitted = Recorded {
             invocation: Some(id.clone()),
+            key: Some(id.clone()),
             result: None,
         };
         let answers = plan_of(vec![call("a", "run_command")], &[("a", admitted)]);
@@ -692,6 +726,7 @@ mod tests {
         };
         let done = |content, truncated| Recorded {
             invocation: Some(key()),
+            key: None,
             result: Some(result(content, truncated)),
         };
         let answers = plan_of(
@@ -714,6 +749,7 @@ mod tests {
     fn after_a_restore_a_mutating_call_s_recorded_result_no_longer_holds() {
         let finished = |content: &str| Recorded {
             invocation: Some(key()),
+            key: None,
             result: Some(ToolResultEvent {
                 call_id: String::new(),
                 tool: String::new(),
@@ -733,6 +769,7 @@ mod tests {
         ];
         let in_flight = Recorded {
             invocation: Some(key()),
+            key: Some(key()),
             result: None,
         };
         let answers = plan_after(
@@ -746,7 +783,7 @@ mod tests {
             ],
         );
         // safe: done again on the restored workspace
-        assert_eq!(answers[0], Answer::Rerun(calls[0].clone()));
+        assert_eq!(answers[0], Answer::Rerun(calls[0].clone(), None));
         // never: undone, with what it answered then
         let (undone, event) = given(&answers[1]);
         assert!(undone.is_error);

@@ -383,6 +383,7 @@ impl Family {
             inbox: Some(inbox_rx),
             family_budget: Some(Arc::clone(&self.parts.budget)),
             resumed_from: None,
+            resume_budget: None,
         };
         let runtime = Runtime {
             shared: Arc::clone(shared),

@@ -105,6 +105,7 @@ impl RunCommand {
             // No cap in the guest: the end of the output matters most, so the
             // host keeps head and tail in bounded memory and drops the middle.
             output_cap: None,
+            env: ctx.command_env(),
             ..ExecSpec::default()
         };
         let mut execution = ctx.guest.exec(spec, &[]).await.map_err(guest(NAME))?;

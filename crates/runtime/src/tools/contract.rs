@@ -1,12 +1,13 @@
 //! What every tool declares about itself and what calling one looks like. The
 //! run loop only ever sees tools through these types.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use paddock_core::ids::{RunId, SessionId};
+use paddock_core::ids::{RunId, SessionId, ToolInvocationId};
 use paddock_core::model::ToolSchema;
 use paddock_core::sandbox::GuestOps;
 use paddock_core::store::{RunMode, TaskStatus, Verdict};
@@ -122,15 +123,37 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Where the call sends output while it runs (none by default).
     pub live: super::LiveOutput,
+    /// The call's idempotency key: its tool invocation id, or for a call a
+    /// resume runs again, the key of the call it repeats (so a repeated
+    /// command is recognisable). A command sees it as
+    /// [`IDEMPOTENCY_KEY_ENV`]. None outside a run's loop.
+    pub idempotency_key: Option<ToolInvocationId>,
 }
 
+/// The environment variable a command (`run_command`, `process_start`)
+/// finds its call's idempotency key in, to record it or pass it on (an
+/// API's `Idempotency-Key`); the key a resume's "outcome unknown" answer
+/// names.
+pub const IDEMPOTENCY_KEY_ENV: &str = "PADDOCK_IDEMPOTENCY_KEY";
+
 impl ToolContext {
-    /// This context for one call: its live output is counted on its own.
-    pub fn for_call(&self, call_id: &str, tool: &str) -> Self {
+    /// This context for one call: its live output is counted on its own,
+    /// and `key` is its idempotency key.
+    pub fn for_call(&self, call_id: &str, tool: &str, key: Option<&ToolInvocationId>) -> Self {
         Self {
             live: self.live.for_call(call_id, tool),
+            idempotency_key: key.cloned(),
             ..self.clone()
         }
+    }
+
+    /// What a command the call runs adds to the sandbox's environment: the
+    /// call's idempotency key ([`IDEMPOTENCY_KEY_ENV`]).
+    pub fn command_env(&self) -> BTreeMap<String, String> {
+        self.idempotency_key
+            .iter()
+            .map(|key| (IDEMPOTENCY_KEY_ENV.to_owned(), key.to_string()))
+            .collect()
     }
 }
 
@@ -141,6 +164,7 @@ impl fmt::Debug for ToolContext {
             .field("write_scope", &self.write_scope)
             .field("session", &self.session)
             .field("run", &self.run)
+            .field("idempotency_key", &self.idempotency_key)
             .finish_non_exhaustive()
     }
 }

@@ -27,8 +27,9 @@ mod write;
 
 pub use command::RunCommand;
 pub use contract::{
-    Access, Completion, CriterionClaim, Effect, PathArgument, PlanStep, Replay, Role,
-    TaskStatusArg, Tool, ToolContext, ToolContract, ToolError, ToolOutput, VerdictArg, WriteScope,
+    Access, Completion, CriterionClaim, Effect, IDEMPOTENCY_KEY_ENV, PathArgument, PlanStep,
+    Replay, Role, TaskStatusArg, Tool, ToolContext, ToolContract, ToolError, ToolOutput,
+    VerdictArg, WriteScope,
 };
 pub use control::{AskUser, CompleteTask, ReportProgress, UpdatePlan};
 pub use edit::EditFile;

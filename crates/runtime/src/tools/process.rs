@@ -124,6 +124,7 @@ async fn start(ctx: &ToolContext, arguments: Value) -> Result<ToolOutput, ToolEr
     let spec = ExecSpec {
         shell: Some(args.command),
         cwd: args.cwd,
+        env: ctx.command_env(),
         ..ExecSpec::default()
     };
     let started = ctx.guest.process_start(spec).await.map_err(guest(START))?;

@@ -128,6 +128,7 @@ pub(crate) fn offline_context() -> ToolContext {
         run: RunId::generate(),
         cancel: CancellationToken::new(),
         live: Default::default(),
+        idempotency_key: None,
     }
 }
 

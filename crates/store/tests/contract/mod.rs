@@ -178,6 +178,8 @@ macro_rules! contract_tests {
             steering::steering_messages_are_taken_once_by_the_lease_holder,
             steering::closing_the_queue_takes_what_waits_and_refuses_later_posts,
             steering::a_post_racing_the_close_is_taken_or_refused,
+            steering::a_resumed_run_takes_over_the_waiting_messages_once,
+            steering::a_steering_message_is_delivered_with_its_history_entry_once,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
