@@ -866,7 +866,7 @@ async fn a_resume_draws_from_what_the_dead_family_left_unless_given_new_budgets(
     assert_eq!(resumed.budgets.max_turns, 1);
     assert_eq!(resumed.budgets.max_tool_calls, 49);
     assert_eq!(resumed.budgets.max_tokens, 1_000_000 - 160);
-    // the deadline kept: no more than what was left of it
+    // no more wall clock than the run had left
     assert!(resumed.budgets.max_wall_clock_ms <= 600_000, "{resumed:?}");
     // usage stays the run's own
     assert_eq!(resumed.usage.turns, 1);

@@ -223,7 +223,7 @@ pub struct StartRunCommand {
 pub struct ResumeRunCommand {
     pub model: ModelChoice,
     /// Default: what the interrupted run and its subagents left of its
-    /// budgets, its wall-clock deadline kept; given: these, raising the
+    /// budgets, the wall clock less the time it ran; given: these, raising the
     /// limit (`run.started` `resume_budget` says which).
     #[serde(default)]
     pub budgets: Option<Budgets>,

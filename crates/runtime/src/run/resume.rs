@@ -203,8 +203,7 @@ impl Runtime {
         let spent = crate::usage::total(store.as_ref(), &old)
             .await
             .map_err(RuntimeError::store("list_child_runs"))?;
-        let (budgets, resume_budget) =
-            resume_budget::resumed_budgets(&old, spent, request.budgets, store.now());
+        let (budgets, resume_budget) = resume_budget::resumed_budgets(&old, spent, request.budgets);
         tracing::info!(
             resumed_from = %old.id,
             source = ?resume_budget.source,

@@ -5,48 +5,51 @@
 //! - turns, tokens, tool calls and cost: the interrupted run's limits less
 //!   what it and its subagents spent (as recorded; a run that resumed
 //!   another already ran on what that one left, so the chain adds up);
-//! - the wall clock: the time left to the family's deadline, the
-//!   interrupted run's start plus its wall-clock budget. A deadline is
-//!   absolute: the time the run lay dead counts, and a resume after it has
-//!   none left.
+//! - the wall clock: the budget less the time the interrupted run spent
+//!   running (its own recorded wall clock, which covers its subagents, as
+//!   they run inside it; their own clocks overlap it and are not added).
+//!   The time it lay dead is not charged: a budget limits what a run
+//!   spends, and a dead run spends nothing, so a run resumed the next
+//!   morning still has the running time it had left. What it ran between
+//!   its last recorded update and the kill (at most one turn) is not
+//!   charged either.
 //!
 //! A caller may pass budgets of its own: the operator or user raising the
 //! limit, said in `run.started` ([`BudgetSource::Given`]).
 
-use paddock_core::store::{Budgets, Run, RunUsage, Timestamp};
+use paddock_core::store::{Budgets, Run, RunUsage};
 
 use crate::events::{BudgetSource, ResumeBudget};
 
 /// The budgets of the run resuming `interrupted`, whose family spent
-/// `spent`, at `now`; `given`: the caller's own, used as they are.
+/// `spent`; `given`: the caller's own, used as they are.
 pub(crate) fn resumed_budgets(
     interrupted: &Run,
     spent: RunUsage,
     given: Option<Budgets>,
-    now: Timestamp,
 ) -> (Budgets, ResumeBudget) {
     let (budgets, source) = match given {
         Some(given) => (given, BudgetSource::Given),
         None => (
-            left(&interrupted.budgets, &spent, interrupted.created_at, now),
+            left(
+                &interrupted.budgets,
+                &spent,
+                interrupted.usage.wall_clock_ms,
+            ),
             BudgetSource::Left,
         ),
     };
     (budgets, ResumeBudget { source, spent })
 }
 
-/// What `limits` leave after `spent`, with the time left to the deadline
-/// `limits.max_wall_clock_ms` after `started`.
-fn left(limits: &Budgets, spent: &RunUsage, started: Timestamp, now: Timestamp) -> Budgets {
-    let deadline = started
-        .as_millis()
-        .saturating_add(i64::try_from(limits.max_wall_clock_ms).unwrap_or(i64::MAX));
-    let wall_clock_left = u64::try_from(deadline.saturating_sub(now.as_millis())).unwrap_or(0);
+/// What `limits` leave after the family spent `spent` and the
+/// interrupted run itself ran for `ran_ms`.
+fn left(limits: &Budgets, spent: &RunUsage, ran_ms: u64) -> Budgets {
     Budgets {
         max_turns: limits.max_turns.saturating_sub(spent.turns),
         max_tokens: limits.max_tokens.saturating_sub(spent.tokens()),
         max_tool_calls: limits.max_tool_calls.saturating_sub(spent.tool_calls),
-        max_wall_clock_ms: wall_clock_left.min(limits.max_wall_clock_ms),
+        max_wall_clock_ms: limits.max_wall_clock_ms.saturating_sub(ran_ms),
         max_cost_micro_usd: limits
             .max_cost_micro_usd
             .map(|max| max.saturating_sub(spent.cost_micro_usd)),
@@ -56,6 +59,7 @@ fn left(limits: &Budgets, spent: &RunUsage, started: Timestamp, now: Timestamp) 
 #[cfg(test)]
 mod tests {
     use paddock_core::ids::{SessionId, TenantId};
+    use paddock_core::store::Timestamp;
 
     use super::*;
 
@@ -69,41 +73,44 @@ mod tests {
         }
     }
 
+    /// The family's spend: its subagents' clocks overlap the run's and add
+    /// up to more than the run itself ran.
     fn spent() -> RunUsage {
         RunUsage {
             turns: 4,
             input_tokens: 300,
             output_tokens: 100,
             tool_calls: 7,
-            wall_clock_ms: 9_000,
+            wall_clock_ms: 25_000,
             cost_micro_usd: 1_200,
         }
     }
 
-    fn interrupted(started: Timestamp) -> Run {
+    /// A run that ran for `ran_ms` before it was killed.
+    fn interrupted(ran_ms: u64) -> Run {
         let mut run = Run::new(
             TenantId::parse("acme").unwrap(),
             SessionId::generate(),
             "goal",
-            started,
+            Timestamp::from_millis(1_000_000),
         );
         run.budgets = limits();
+        run.usage.wall_clock_ms = ran_ms;
         run
     }
 
     #[test]
-    fn a_resume_draws_from_what_the_family_left_and_keeps_the_deadline() {
-        let started = Timestamp::from_millis(1_000_000);
-        // it lay dead 20 s after it spent 9 s: 31 s of the 60 s are left
-        let now = Timestamp::from_millis(1_029_000);
-        let (budgets, budget) = resumed_budgets(&interrupted(started), spent(), None, now);
+    fn a_resume_draws_from_what_the_family_left_and_the_run_s_own_running_time() {
+        let (budgets, budget) = resumed_budgets(&interrupted(9_000), spent(), None);
         assert_eq!(
             budgets,
             Budgets {
                 max_turns: 6,
                 max_tokens: 600,
                 max_tool_calls: 13,
-                max_wall_clock_ms: 31_000,
+                // 60 s less the 9 s it ran, however long it lay dead, and
+                // not less the subagents' overlapping 25 s
+                max_wall_clock_ms: 51_000,
                 max_cost_micro_usd: Some(3_800),
             }
         );
@@ -117,8 +124,7 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_left_past_the_deadline_or_after_everything_was_spent() {
-        let started = Timestamp::from_millis(1_000_000);
+    fn nothing_is_left_after_everything_was_spent() {
         let over = RunUsage {
             turns: 12,
             input_tokens: 2_000,
@@ -126,8 +132,7 @@ mod tests {
             cost_micro_usd: 9_000,
             ..RunUsage::default()
         };
-        let late = Timestamp::from_millis(1_000_000 + 61_000);
-        let (budgets, _) = resumed_budgets(&interrupted(started), over, None, late);
+        let (budgets, _) = resumed_budgets(&interrupted(61_000), over, None);
         assert_eq!(
             budgets,
             Budgets {
@@ -138,10 +143,6 @@ mod tests {
                 max_cost_micro_usd: Some(0),
             }
         );
-        // a clock that went back never gives more than the budget
-        let early = Timestamp::from_millis(900_000);
-        let (budgets, _) = resumed_budgets(&interrupted(started), spent(), None, early);
-        assert_eq!(budgets.max_wall_clock_ms, 60_000);
     }
 
     #[test]
@@ -150,13 +151,7 @@ mod tests {
             max_turns: 100,
             ..limits()
         };
-        let now = Timestamp::from_millis(5_000_000);
-        let (budgets, budget) = resumed_budgets(
-            &interrupted(Timestamp::from_millis(0)),
-            spent(),
-            Some(raised),
-            now,
-        );
+        let (budgets, budget) = resumed_budgets(&interrupted(9_000), spent(), Some(raised));
         assert_eq!(budgets, raised);
         assert_eq!(budget.source, BudgetSource::Given);
         assert_eq!(budget.spent, spent());
