@@ -117,4 +117,15 @@ mod tests {
         credits.grant(7, 10);
         assert!(locked(&credits.streams).get(&7).is_none());
     }
+
+    /// With credit left no timer is armed: a runtime without a time driver
+    /// would panic on one.
+    #[test]
+    fn credit_left_answers_without_a_timer() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let credit = Credits::default().stream(1);
+        assert!(runtime.block_on(credit.available_within(Duration::from_secs(60))));
+    }
 }
