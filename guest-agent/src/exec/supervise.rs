@@ -26,6 +26,8 @@ const READ_CHUNK: usize = 64 * 1024;
 /// stopped) before the pipes are abandoned and the output marked truncated.
 /// Before the exit, a sink without room just holds the command back.
 const STARVED_MAX: Duration = Duration::from_secs(60);
+/// How far off a timer that is off is.
+const NEVER: Duration = Duration::from_secs(86_400 * 365);
 
 /// Where output goes.
 pub trait OutputSink {
@@ -68,6 +70,11 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
     let mut err_buf = vec![0u8; READ_CHUNK];
     let (mut out_open, mut err_open) = (true, true);
     let deadline = limits.timeout.map(|t| started + t);
+    // The instant of a timer that is off: computed once, not read from the
+    // clock for each disabled branch at each turn of the loop (select!
+    // evaluates every branch's future; under gVisor's ptrace platform each
+    // clock read is a trapped system call).
+    let never = started + NEVER;
     let mut timed_out = false;
     let mut status: Option<Option<std::process::ExitStatus>> = None;
     // After the child exits: when the pipes stay quiet (or the drain runs too
@@ -90,7 +97,7 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
             // Timers and the exit before output, so endless output can starve
             // none of them.
             biased;
-            () = sleep_until(far(deadline)), if deadline.is_some() && !timed_out && status.is_none() => {
+            () = sleep_until(far(deadline, never)), if deadline.is_some() && !timed_out && status.is_none() => {
                 kill_group(pgid, Signal::SIGKILL);
                 timed_out = true;
             },
@@ -106,14 +113,14 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
             () = capped.sink.more_room(), if !can_read => {
                 if let Some(drain) = drain.as_mut() { drain.activity(); }
             },
-            () = sleep_until(far(starved_since.map(|at| at + STARVED_MAX))), if !can_read && status.is_some() => {
+            () = sleep_until(far(starved_since.map(|at| at + STARVED_MAX), never)), if !can_read && status.is_some() => {
                 tracing::debug!(pid, "output reader stalled after exit; abandoning the pipes");
                 kill_group(pgid, Signal::SIGKILL);
                 capped.truncated = true;
                 break;
             },
             // A starved sink is not quiet pipes: the drain waits for it.
-            () = sleep_until(far(drain.as_ref().map(Drain::due))), if drain.is_some() && can_read => {
+            () = sleep_until(far(drain.as_ref().map(Drain::due), never)), if drain.is_some() && can_read => {
                 if drain.as_ref().is_some_and(|d| d.final_phase) {
                     tracing::debug!(pid, "pipes held open outside the group; abandoning them");
                     break;
@@ -182,8 +189,8 @@ impl Drain {
     }
 }
 
-fn far(at: Option<Instant>) -> Instant {
-    at.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
+fn far(at: Option<Instant>, never: Instant) -> Instant {
+    at.unwrap_or(never)
 }
 
 /// Passes output through until the cap, then only notes that some was dropped.

@@ -9,12 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_proto::{FrameReader, HostFrame, error_chain};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
 use self::dispatch::{Flow, Session};
 use self::outbox::Outbox;
 use crate::agent::Agent;
 use crate::error::bad_request;
+
+/// Bytes read from the connection at once. A frame's prefix, header and a
+/// small payload arrive in one read instead of one read each (reads larger
+/// than this, a big payload's, bypass the buffer).
+const READ_BUFFER: usize = 64 << 10;
 
 /// How long queued frames get to reach the host when the guest shuts down.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -28,7 +33,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (outbox, mut writer_stopped) = Outbox::start(writer);
-    let mut frames = FrameReader::new(reader);
+    let mut frames = FrameReader::new(BufReader::with_capacity(READ_BUFFER, reader));
     let mut session = Session::new(agent.clone(), outbox.clone());
     loop {
         let read = tokio::select! {
