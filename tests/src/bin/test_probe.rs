@@ -26,6 +26,9 @@ enum Cmd {
     Loopback,
     /// Connects to ADDR (ip:port); exit 0 when connected, 1 when not.
     Connect { addr: SocketAddr },
+    /// Sends one UDP datagram to ADDR and waits 2 s for the echo; exit 0
+    /// ("udp echo ADDR") when it came back, 1 when not.
+    Udp { addr: SocketAddr },
     /// Prints the network interfaces, one per line.
     Interfaces,
     /// Creates inotify instances until that fails (at most MAX), prints
@@ -44,6 +47,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::SpawnUntilFail { max } => spawn_until_fail(max),
         Cmd::Loopback => loopback(),
         Cmd::Connect { addr } => connect(addr),
+        Cmd::Udp { addr } => udp(addr),
         Cmd::Interfaces => interfaces(),
         Cmd::Inotify { max, hold_secs } => inotify(max, hold_secs),
     }
@@ -119,6 +123,27 @@ fn connect(addr: SocketAddr) -> anyhow::Result<()> {
         }
         Err(e) => {
             println!("failed {addr}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn udp(addr: SocketAddr) -> anyhow::Result<()> {
+    let socket = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("bind")?;
+    socket.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let sent = b"paddock udp probe";
+    let mut buf = [0u8; 64];
+    let echoed = socket
+        .send_to(sent, addr)
+        .and_then(|_| socket.recv_from(&mut buf));
+    match echoed {
+        Ok((n, _)) if &buf[..n] == sent => {
+            println!("udp echo {addr}");
+            Ok(())
+        }
+        Ok(_) => bail!("udp: a different answer from {addr}"),
+        Err(e) => {
+            println!("udp failed {addr}: {e}");
             std::process::exit(1);
         }
     }
