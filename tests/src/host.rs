@@ -227,6 +227,7 @@ mod tests {
             guest_pids: pids.iter().copied().collect(),
             mounts: mounts.iter().map(|m| (*m).to_owned()).collect(),
             cgroup_dirs: cgroups.iter().map(PathBuf::from).collect(),
+            network: BTreeSet::new(),
         }
     }
 
