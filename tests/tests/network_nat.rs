@@ -104,6 +104,22 @@ fn udp_from(source: Ipv4Addr, to: SocketAddr) -> bool {
     socket.recv_from(&mut buf).is_ok()
 }
 
+/// Packets the first rule of the sandbox's chain (`! -s ADDRESS -j DROP`) dropped.
+fn spoof_drops(sandbox_id: &str) -> u64 {
+    let chain = paddock_egress::nat::host_chain_name(sandbox_id);
+    let out = Command::new("iptables")
+        .args(["-w", "5", "-L", &chain, "-v", "-x", "-n"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rule = text.lines().nth(2).unwrap_or_default();
+    assert!(rule.contains("DROP") && rule.contains('!'), "{text}");
+    rule.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().unwrap();
     assert!(

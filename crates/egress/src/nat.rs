@@ -239,6 +239,11 @@ fn veth_of(sandbox_id: &str) -> String {
     format!("{VETH_PREFIX}{}", tag(sandbox_id))
 }
 
+/// The filter chain of a `full` sandbox's packets.
+pub fn host_chain_name(sandbox_id: &str) -> String {
+    chain_of(sandbox_id)
+}
+
 fn chain_of(sandbox_id: &str) -> String {
     format!("PDK-{}", tag(sandbox_id))
 }
