@@ -343,6 +343,7 @@ fn full_is_nat_carrying_tcp_and_udp_with_the_guard_on_its_packets() {
         "env | grep -ci '^http_proxy=' ; true".to_owned(),
         curl(&format!("http://{}/", world.good.addr()), true),
         format!("{probe} udp {}:7007", world.good.ip),
+        format!("{probe} ping {}", world.good.ip),
         format!("{probe} connect {}", loopback.addr()),
         format!("{probe} connect {}", host_own.addr()),
         format!("{probe} connect {}", private.addr()),
@@ -385,6 +386,10 @@ fn full_is_nat_carrying_tcp_and_udp_with_the_guard_on_its_packets() {
         "UDP goes out: {out}\n{err}"
     );
     assert_eq!(echo.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        out.contains(&format!("ping {}\n", world.good.ip)),
+        "ICMP echo goes out: {out}"
+    );
     // 127.0.0.1 inside is the sandbox's own loopback; the others are
     // refused by the host's rules with a reset, not left to time out.
     for refused in [loopback.addr(), host_own.addr(), private.addr()] {

@@ -444,6 +444,22 @@ impl Nat {
             None,
         )
         .await?;
+        // ICMP echo sockets (unprivileged ping) for every group, in this
+        // namespace only: the sandbox has no raw sockets.
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                n,
+                "sysctl",
+                "-q",
+                "-w",
+                "net.ipv4.ping_group_range=0 2147483647",
+            ],
+            None,
+        )
+        .await?;
         run(
             "ip",
             &["-n", n, "addr", "add", &inside, "dev", SANDBOX_VETH],
