@@ -173,6 +173,10 @@ async fn icmp_goes_out_a_spoofed_source_does_not_and_sandboxes_cannot_reach_each
         1,
         "the spoofed datagram reached the host"
     );
+    assert!(
+        spoof_drops(&a_id) >= 1,
+        "dropped by the anti-spoofing rule, not by chance"
+    );
 
     // B listens on its own address; A is refused at once (a reset), and B
     // never sees the connection.
