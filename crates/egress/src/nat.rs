@@ -762,6 +762,34 @@ mod tests {
     }
 
     #[test]
+    fn the_packet_guard_covers_what_the_proxys_guard_refuses() {
+        let guarded = |ip: Ipv4Addr| {
+            GUARDED.iter().any(|(range, _)| {
+                let (net, prefix) = parse_net(range).unwrap();
+                u32::from(ip) & mask(prefix) == u32::from(net)
+            })
+        };
+        for (range, _) in GUARDED {
+            let (net, prefix) = parse_net(range).unwrap();
+            let last = Ipv4Addr::from(u32::from(net) | !mask(prefix));
+            for ip in [net, last] {
+                assert!(
+                    crate::guard::refusal(IpAddr::V4(ip), &[], &[]).is_some(),
+                    "{ip} of {range} passes the proxy's guard"
+                );
+            }
+        }
+        for octet in 0..=255u8 {
+            let ip = Ipv4Addr::new(octet, 1, 2, 3);
+            assert_eq!(
+                guarded(ip),
+                crate::guard::refusal(IpAddr::V4(ip), &[], &[]).is_some(),
+                "{ip}"
+            );
+        }
+    }
+
+    #[test]
     fn names_fit_ifnamsiz_and_differ_per_sandbox() {
         let a = veth_of("sb-0192a3b4c5d6e7f8a9b0c1d2e3f4a5b6");
         let b = veth_of("sb-0192a3b4c5d6e7f8a9b0c1d2e3f4a5b7");
