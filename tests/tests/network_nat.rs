@@ -229,3 +229,21 @@ async fn a_crashed_owners_full_sandbox_is_reaped_veth_rules_and_namespace() {
     let left = backends::leftovers(Kind::Native, &sandbox).await;
     assert!(left.is_empty(), "left behind after reaping: {left:?}");
 }
+
+#[test]
+fn a_pool_overlapping_a_host_route_is_refused_clearly() {
+    require_root();
+    // The private test host's /30 is a route of this host inside 10.250/16.
+    let private = TestHost::start("private", DocRange::Private, 8080, None).unwrap();
+    let run = paddock_tests::cli::SandboxRun::new(["true"])
+        .option("--egress-nat-pool=10.250.0.0/16")
+        .network("full")
+        .run();
+    assert_ne!(run.code(), 0);
+    let err = run.stderr_str();
+    assert!(
+        err.contains("the NAT pool 10.250.0.0/16 of network full overlaps the host's route")
+            && err.contains(&private.host_side.to_string()),
+        "{err}"
+    );
+}
