@@ -8,7 +8,7 @@
 //! chain `PDK-<tag>` for what comes in from that veth (only the sandbox's
 //! own source address, the guard's ranges refused with a TCP reset or an
 //! ICMP error, the rest accepted) and a masquerade rule for its address.
-//! Shared by all (made once, kept): `PADDOCK-FWD` (jumped to from FORWARD
+//! Shared by all (made with the first, removed with the last): `PADDOCK-FWD` (jumped to from FORWARD
 //! for `pdk+` only: Docker's FORWARD policy and its rules for other
 //! interfaces stay as they are), `PADDOCK-IN` (from INPUT: nothing from a
 //! sandbox reaches a host service or a host address), `PADDOCK-REJECT`
@@ -356,54 +356,23 @@ impl Nat {
     }
 
     async fn install(&self, netns: &Netns, allowed_private: &[IpAddr]) -> Result<(), EgressError> {
-        ensure_shared_chains().await?;
         let id = self.sandbox_id.as_str();
-        let (veth, chain) = (veth_of(id), chain_of(id));
-        let comment = comment_of(&self.owner, id);
-        let me = format!("{}/32", self.sandbox_address);
-        // The tagged rules first, so that a crash at any later step leaves
-        // something reap() finds by its comment.
-        iptables(&["-N", &chain]).await?;
-        iptables(&[
-            "-I",
-            FWD_CHAIN,
-            "1",
-            "-i",
-            &veth,
-            "-m",
-            "comment",
-            "--comment",
-            &comment,
-            "-j",
-            &chain,
-        ])
-        .await?;
-        iptables(&[
-            "-t",
-            "nat",
-            "-A",
-            NAT_CHAIN,
-            "-s",
-            &me,
-            "-m",
-            "comment",
-            "--comment",
-            &comment,
-            "-j",
-            "MASQUERADE",
-        ])
-        .await?;
-        iptables(&["-A", &chain, "!", "-s", &me, "-j", "DROP"]).await?;
-        for ip in allowed_private {
-            if let IpAddr::V4(v4) = ip {
-                let dest = format!("{v4}/32");
-                iptables(&["-A", &chain, "-d", &dest, "-j", "ACCEPT"]).await?;
-            }
-        }
-        for (range, _) in GUARDED {
-            iptables(&["-A", &chain, "-d", range, "-j", REJECT_CHAIN]).await?;
-        }
-        iptables(&["-A", &chain, "-j", "ACCEPT"]).await?;
+        let veth = veth_of(id);
+        // One transaction: the shared chains when missing, then this
+        // sandbox's chain and its tagged jump and masquerade (a crash after
+        // it leaves rules that reap() finds by their comment).
+        let mut filter = String::new();
+        let mut nat = String::new();
+        shared_chains_missing(&mut filter, &mut nat).await?;
+        sandbox_rules(
+            &mut filter,
+            &mut nat,
+            &self.owner,
+            id,
+            self.sandbox_address,
+            allowed_private,
+        );
+        restore(&filter, &nat).await?;
 
         let n = netns.name();
         let gateway = format!("{}/30", self.gateway);
@@ -502,7 +471,25 @@ impl Nat {
     }
 
     async fn remove_locked(&self) {
-        remove_sandbox(&self.owner, &self.sandbox_id).await;
+        // One transaction for what install made; when it fails (a step of
+        // install never ran) each rule found by its tag goes on its own.
+        let id = self.sandbox_id.as_str();
+        let (veth, chain) = (veth_of(id), chain_of(id));
+        let comment = comment_of(&self.owner, id);
+        let address = self.sandbox_address;
+        let filter = format!(
+            "-D {FWD_CHAIN} -i {veth} -m comment --comment \"{comment}\" -j {chain}\n\
+             -F {chain}\n-X {chain}\n"
+        );
+        let nat = format!(
+            "-D {NAT_CHAIN} -s {address}/32 -m comment --comment \"{comment}\" -j MASQUERADE\n"
+        );
+        if restore(&filter, &nat).await.is_err() {
+            remove_sandbox(&self.owner, id).await;
+        } else {
+            remove_veth(id).await;
+        }
+        remove_shared_if_unused().await;
     }
 }
 
@@ -536,77 +523,114 @@ fn enable_forwarding() -> Result<(), EgressError> {
     Ok(())
 }
 
-/// The shared chains and the jumps to them, made once (idempotent).
-async fn ensure_shared_chains() -> Result<(), EgressError> {
-    let pdk = format!("{VETH_PREFIX}+");
-    if iptables(&["-n", "-L", REJECT_CHAIN]).await.is_err() {
-        iptables(&["-N", REJECT_CHAIN]).await?;
-        iptables(&[
-            "-A",
-            REJECT_CHAIN,
-            "-p",
-            "tcp",
-            "-j",
-            "REJECT",
-            "--reject-with",
-            "tcp-reset",
-        ])
-        .await?;
-        iptables(&[
-            "-A",
-            REJECT_CHAIN,
-            "-j",
-            "REJECT",
-            "--reject-with",
-            "icmp-admin-prohibited",
-        ])
-        .await?;
-    }
-    if iptables(&["-n", "-L", IN_CHAIN]).await.is_err() {
-        iptables(&["-N", IN_CHAIN]).await?;
-        iptables(&["-A", IN_CHAIN, "-j", REJECT_CHAIN]).await?;
-    }
-    if iptables(&["-n", "-L", FWD_CHAIN]).await.is_err() {
-        iptables(&["-N", FWD_CHAIN]).await?;
-        // Per-sandbox jumps go in front of these.
-        iptables(&[
-            "-A",
-            FWD_CHAIN,
-            "-o",
-            &pdk,
-            "-m",
-            "conntrack",
-            "--ctstate",
-            "RELATED,ESTABLISHED",
-            "-j",
-            "ACCEPT",
-        ])
-        .await?;
-        iptables(&["-A", FWD_CHAIN, "-i", &pdk, "-j", "DROP"]).await?;
-        iptables(&["-A", FWD_CHAIN, "-o", &pdk, "-j", "DROP"]).await?;
-    }
-    if iptables(&["-t", "nat", "-n", "-L", NAT_CHAIN])
+/// Applies `filter` and `nat` rule lines in one `iptables-restore
+/// --noflush` transaction (all or nothing).
+async fn restore(filter: &str, nat: &str) -> Result<(), EgressError> {
+    let input = format!("*filter\n{filter}COMMIT\n*nat\n{nat}COMMIT\n");
+    run("iptables-restore", &["-w", "5", "--noflush"], Some(&input))
         .await
-        .is_err()
-    {
-        iptables(&["-t", "nat", "-N", NAT_CHAIN]).await?;
+        .map(drop)
+}
+
+/// Adds to `filter` and `nat` the lines that make the shared chains and
+/// the jumps to them, for those missing (made with the first sandbox,
+/// removed with the last: [`remove_shared_if_unused`]).
+async fn shared_chains_missing(filter: &mut String, nat: &mut String) -> Result<(), EgressError> {
+    let pdk = format!("{VETH_PREFIX}+");
+    let have_filter = iptables(&["-t", "filter", "-S"]).await?;
+    let have_nat = iptables(&["-t", "nat", "-S"]).await?;
+    let has = |listing: &str, line: &str| listing.lines().any(|l| l.trim() == line);
+    if !has(&have_filter, &format!("-N {REJECT_CHAIN}")) {
+        filter.push_str(&format!(
+            ":{REJECT_CHAIN} - [0:0]\n\
+             -A {REJECT_CHAIN} -p tcp -j REJECT --reject-with tcp-reset\n\
+             -A {REJECT_CHAIN} -j REJECT --reject-with icmp-admin-prohibited\n"
+        ));
     }
-    let jumps: [(&str, &str, &[&str]); 4] = [
-        ("filter", "FORWARD", &["-i", &pdk, "-j", FWD_CHAIN]),
-        ("filter", "FORWARD", &["-o", &pdk, "-j", FWD_CHAIN]),
-        ("filter", "INPUT", &["-i", &pdk, "-j", IN_CHAIN]),
-        ("nat", "POSTROUTING", &["-j", NAT_CHAIN]),
-    ];
-    for (table, chain, rule) in jumps {
-        let mut check = vec!["-t", table, "-C", chain];
-        check.extend_from_slice(rule);
-        if iptables(&check).await.is_err() {
-            let mut insert = vec!["-t", table, "-I", chain, "1"];
-            insert.extend_from_slice(rule);
-            iptables(&insert).await?;
+    if !has(&have_filter, &format!("-N {IN_CHAIN}")) {
+        filter.push_str(&format!(
+            ":{IN_CHAIN} - [0:0]\n-A {IN_CHAIN} -j {REJECT_CHAIN}\n"
+        ));
+    }
+    if !has(&have_filter, &format!("-N {FWD_CHAIN}")) {
+        // Per-sandbox jumps go in front of these.
+        filter.push_str(&format!(
+            ":{FWD_CHAIN} - [0:0]\n\
+             -A {FWD_CHAIN} -o {pdk} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n\
+             -A {FWD_CHAIN} -i {pdk} -j DROP\n\
+             -A {FWD_CHAIN} -o {pdk} -j DROP\n"
+        ));
+    }
+    for (chain, rule) in [
+        ("FORWARD", format!("-o {pdk} -j {FWD_CHAIN}")),
+        ("FORWARD", format!("-i {pdk} -j {FWD_CHAIN}")),
+        ("INPUT", format!("-i {pdk} -j {IN_CHAIN}")),
+    ] {
+        if !has(&have_filter, &format!("-A {chain} {rule}")) {
+            filter.push_str(&format!("-I {chain} 1 {rule}\n"));
         }
     }
+    if !has(&have_nat, &format!("-N {NAT_CHAIN}")) {
+        nat.push_str(&format!(":{NAT_CHAIN} - [0:0]\n"));
+    }
+    if !has(&have_nat, &format!("-A POSTROUTING -j {NAT_CHAIN}")) {
+        nat.push_str(&format!("-I POSTROUTING 1 -j {NAT_CHAIN}\n"));
+    }
     Ok(())
+}
+
+/// The lines of one sandbox: its chain (anti-spoofing, the operator's
+/// private destinations, the guard, the rest accepted), its tagged jump
+/// and its tagged masquerade.
+fn sandbox_rules(
+    filter: &mut String,
+    nat: &mut String,
+    owner: &str,
+    sandbox_id: &str,
+    address: Ipv4Addr,
+    allowed_private: &[IpAddr],
+) {
+    let (veth, chain) = (veth_of(sandbox_id), chain_of(sandbox_id));
+    let comment = comment_of(owner, sandbox_id);
+    filter.push_str(&format!(
+        ":{chain} - [0:0]\n\
+         -I {FWD_CHAIN} 1 -i {veth} -m comment --comment \"{comment}\" -j {chain}\n\
+         -A {chain} ! -s {address}/32 -j DROP\n"
+    ));
+    for ip in allowed_private {
+        if let IpAddr::V4(v4) = ip {
+            filter.push_str(&format!("-A {chain} -d {v4}/32 -j ACCEPT\n"));
+        }
+    }
+    for (range, _) in GUARDED {
+        filter.push_str(&format!("-A {chain} -d {range} -j {REJECT_CHAIN}\n"));
+    }
+    filter.push_str(&format!("-A {chain} -j ACCEPT\n"));
+    nat.push_str(&format!(
+        "-A {NAT_CHAIN} -s {address}/32 -m comment --comment \"{comment}\" -j MASQUERADE\n"
+    ));
+}
+
+/// Removes the shared chains and the jumps to them once no sandbox's rules
+/// are left (the host's rules are then as before the first `full` sandbox).
+async fn remove_shared_if_unused() {
+    for (table, chain) in [("filter", FWD_CHAIN), ("nat", NAT_CHAIN)] {
+        match iptables(&["-t", table, "-S", chain]).await {
+            Ok(listing) if !listing.contains(COMMENT) => {}
+            _ => return,
+        }
+    }
+    let pdk = format!("{VETH_PREFIX}+");
+    let filter = format!(
+        "-D FORWARD -i {pdk} -j {FWD_CHAIN}\n-D FORWARD -o {pdk} -j {FWD_CHAIN}\n\
+         -D INPUT -i {pdk} -j {IN_CHAIN}\n\
+         -F {FWD_CHAIN}\n-X {FWD_CHAIN}\n-F {IN_CHAIN}\n-X {IN_CHAIN}\n\
+         -F {REJECT_CHAIN}\n-X {REJECT_CHAIN}\n"
+    );
+    let nat = format!("-D POSTROUTING -j {NAT_CHAIN}\n-F {NAT_CHAIN}\n-X {NAT_CHAIN}\n");
+    if let Err(e) = restore(&filter, &nat).await {
+        tracing::warn!(error = %paddock_proto::error_chain(&e), "removing the shared NAT chains");
+    }
 }
 
 /// Splits one `iptables -S` line into words (double quotes group).
@@ -672,6 +696,10 @@ async fn remove_sandbox(owner: &str, sandbox_id: &str) {
             }
         }
     }
+    remove_veth(sandbox_id).await;
+}
+
+async fn remove_veth(sandbox_id: &str) {
     let veth = veth_of(sandbox_id);
     if Path::new("/sys/class/net").join(&veth).exists()
         && let Err(e) = run("ip", &["link", "del", &veth], None).await
@@ -702,6 +730,9 @@ pub async fn reap(owner: &str, keep: &[&str]) -> Result<Vec<String>, EgressError
         if Path::new("/run/netns").join(&name).exists() {
             let _ = run("ip", &["netns", "del", &name], None).await;
         }
+    }
+    if !ids.is_empty() {
+        remove_shared_if_unused().await;
     }
     drop(lock);
     Ok(ids)
