@@ -84,6 +84,16 @@ pub struct BackendArgs {
     /// when it forwards a secret's request over TLS (an internal host).
     #[arg(long = "egress-ca", global = true, value_name = "FILE")]
     pub egress_ca: Vec<std::path::PathBuf>,
+    /// The private IPv4 range (default 10.217.0.0/16) whose /30s sandboxes
+    /// with network full are routed (NAT) through; it must not overlap a
+    /// route of this host.
+    #[arg(
+        long = "egress-nat-pool",
+        global = true,
+        env = "PADDOCK_EGRESS_NAT_POOL",
+        value_name = "CIDR"
+    )]
+    pub egress_nat_pool: Option<paddock_egress::NatPool>,
 }
 
 impl BackendArgs {
@@ -101,6 +111,7 @@ impl BackendArgs {
             ),
             allowed_private: self.egress_allow_private.clone(),
             extra_roots: self.egress_ca.clone(),
+            nat_pool: self.egress_nat_pool.unwrap_or_default(),
             ..paddock_egress::EgressConfig::default()
         }
     }

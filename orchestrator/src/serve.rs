@@ -84,6 +84,21 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             return Ok(EXIT_USAGE);
         }
     };
+    // A tenant may be given network full: its NAT pool must not shadow a
+    // route of this host (fail at start, not at the first sandbox).
+    if service_config.network.max == paddock_proto::NetworkPolicy::Full
+        && backend_args.kind() == crate::backend::BackendKind::Native
+        && !backend_args.unconfined
+    {
+        let pool = backend_args.egress().nat_pool;
+        if let Err(err) = pool.check_against_host().await {
+            logging::note(format_args!(
+                "paddock: {} (or forbid it with [network] max)",
+                paddock_proto::error_chain(&err)
+            ));
+            return Ok(EXIT_USAGE);
+        }
+    }
     let (backends, backend, pools) = enable_backends(
         backend_args,
         &sections,

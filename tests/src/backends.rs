@@ -286,6 +286,7 @@ pub async fn leftovers(kind: Kind, id: &paddock_core::sandbox::SandboxId) -> Vec
         if kind.is_container() {
             left.extend(containers_labelled(id.as_str()));
         }
+        left.extend(crate::host::network_state(Some(id.as_str())));
         if left.is_empty() || std::time::Instant::now() >= deadline {
             return left;
         }

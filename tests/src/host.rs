@@ -28,6 +28,8 @@ pub struct HostSnapshot {
     pub guest_pids: BTreeSet<u32>,
     pub mounts: BTreeSet<String>,
     pub cgroup_dirs: BTreeSet<PathBuf>,
+    /// Sandbox network namespaces, host-side veths and NAT rules (`full`).
+    pub network: BTreeSet<String>,
 }
 
 impl HostSnapshot {
@@ -36,6 +38,7 @@ impl HostSnapshot {
             guest_pids: processes_named(GUEST_COMM),
             mounts: mountinfo(),
             cgroup_dirs: sandbox_cgroup_dirs(),
+            network: network_state(None),
         }
     }
 
@@ -51,8 +54,66 @@ impl HostSnapshot {
         for d in self.cgroup_dirs.difference(&before.cgroup_dirs) {
             leaks.push(format!("cgroup {}", d.display()));
         }
+        for n in self.network.difference(&before.network) {
+            leaks.push(n.clone());
+        }
         leaks
     }
+}
+
+/// Sandbox network namespaces (/run/netns/paddock-*), host-side veths of
+/// `full` sandboxes (pdk*) and the NAT's per-sandbox rules, one line each;
+/// only those of `sandbox_id` when given.
+pub fn network_state(sandbox_id: Option<&str>) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let names = |dir: &str| -> Vec<String> {
+        fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let veth = sandbox_id.map(paddock_egress::nat::host_veth_name);
+    for n in names("/run/netns") {
+        let ours = match sandbox_id {
+            Some(id) => n == format!("paddock-{id}"),
+            None => n.starts_with("paddock-"),
+        };
+        if ours {
+            found.insert(format!("netns {n}"));
+        }
+    }
+    for n in names("/sys/class/net") {
+        let ours = match &veth {
+            Some(v) => &n == v,
+            None => n.starts_with(paddock_egress::nat::VETH_PREFIX),
+        };
+        if ours {
+            found.insert(format!("veth {n}"));
+        }
+    }
+    for table in ["filter", "nat"] {
+        let Ok(out) = std::process::Command::new("iptables")
+            .args(["-w", "5", "-t", table, "-S"])
+            .output()
+        else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let ours = match sandbox_id {
+                Some(id) => {
+                    line.contains(id) || veth.as_ref().is_some_and(|v| line.contains(v.as_str()))
+                }
+                None => line.contains("paddock-nat") || line.starts_with("-N PDK-"),
+            };
+            if ours {
+                found.insert(format!("rule {table}: {line}"));
+            }
+        }
+    }
+    found
 }
 
 /// Waits (bounded) until nothing new is left since `before`; returns what is
@@ -166,6 +227,7 @@ mod tests {
             guest_pids: pids.iter().copied().collect(),
             mounts: mounts.iter().map(|m| (*m).to_owned()).collect(),
             cgroup_dirs: cgroups.iter().map(PathBuf::from).collect(),
+            network: BTreeSet::new(),
         }
     }
 

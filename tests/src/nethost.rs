@@ -28,6 +28,8 @@ pub enum DocRange {
     Net2,
     /// 203.0.113.0/24 (TEST-NET-3)
     Net3,
+    /// 10.250.0.0/24: a private address, which the guard refuses.
+    Private,
 }
 
 /// One test host: a namespace, a veth pair and an HTTP server on `port`.
@@ -99,6 +101,7 @@ impl TestHost {
         let base = match range {
             DocRange::Net2 => [198, 51, 100],
             DocRange::Net3 => [203, 0, 113],
+            DocRange::Private => [10, 250, 0],
         };
         let host_side = Ipv4Addr::new(base[0], base[1], base[2], slot + 1);
         let inside = Ipv4Addr::new(base[0], base[1], base[2], slot + 2);
@@ -139,6 +142,30 @@ impl TestHost {
         let heads = host.heads.clone();
         std::thread::spawn(move || serve_http(listener, counter, heads, body, tls));
         Ok(host)
+    }
+
+    /// A UDP echo on `port` of this host; returns the count of datagrams
+    /// it received (each is sent back unchanged).
+    pub fn udp_echo(&self, port: u16) -> anyhow::Result<Arc<AtomicUsize>> {
+        let path = format!("/run/netns/{}", self.netns);
+        let addr = SocketAddr::from((self.ip, port));
+        let socket = std::thread::spawn(move || -> anyhow::Result<UdpSocket> {
+            let ns = std::fs::File::open(&path).context("opening the test namespace")?;
+            nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).context("setns")?;
+            UdpSocket::bind(addr).with_context(|| format!("binding {addr}"))
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("the binding thread panicked"))??;
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = count.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while let Ok((n, from)) = socket.recv_from(&mut buf) {
+                seen.fetch_add(1, Ordering::SeqCst);
+                let _ = socket.send_to(&buf[..n], from);
+            }
+        });
+        Ok(count)
     }
 
     /// How many connections reached this host.

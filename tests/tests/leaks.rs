@@ -1,5 +1,6 @@
-//! No process, mount or cgroup outlives a sandbox: 100 create/destroy cycles,
-//! plus sandboxes whose `paddock` is SIGKILLed at various points.
+//! No process, mount, cgroup, network namespace, veth or NAT rule outlives a
+//! sandbox: 100 create/destroy cycles (and some with network full), plus
+//! sandboxes whose `paddock` is SIGKILLed at various points.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -47,6 +48,12 @@ fn nothing_outlives_a_hundred_sandboxes_and_killed_ones() {
     for i in 0..CYCLES {
         let run = SandboxRun::new(["true"]).run();
         assert_eq!(run.code(), 0, "cycle {i}: {}", run.stderr_str());
+    }
+    // network full: a namespace, a host-side veth, NAT rules per sandbox;
+    // none of them outlives it (the snapshot compares them too).
+    for i in 0..5 {
+        let run = SandboxRun::new(["true"]).network("full").run();
+        assert_eq!(run.code(), 0, "full cycle {i}: {}", run.stderr_str());
     }
     let temp_after: BTreeSet<String> = paddock_temp_dirs();
     let new_temp: Vec<&String> = temp_after.difference(&temp_before).collect();

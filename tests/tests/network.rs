@@ -4,8 +4,9 @@
 //! --network allow:...: only listed destinations, through the host-side
 //! egress proxy, which resolves names itself and refuses loopback, private,
 //! metadata and the host's own addresses after resolution.
-//! --network full: any destination through the same proxy and guard, never
-//! the host's namespace or loopback.
+//! --network full: NAT through the host (TCP, UDP), the address guard as host
+//! packet filter rules: never the host's loopback, services or addresses,
+//! private ranges or the metadata address.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -324,49 +325,98 @@ fn a_program_ignoring_the_proxy_variables_is_proxied_or_refused() {
 }
 
 #[test]
-fn full_reaches_test_hosts_but_never_the_host_loopback() {
+fn full_is_nat_carrying_tcp_and_udp_with_the_guard_on_its_packets() {
     require_root();
     let world = World::new();
+    let private = TestHost::start("private", DocRange::Private, 8080, None).unwrap();
+    let echo = world.good.udp_echo(7007).unwrap();
+    let private_echo = private.udp_echo(7007).unwrap();
     let ws = tempfile::tempdir().unwrap();
     let probe = stage_in_workspace(ws.path(), PROBE);
     let loopback = HostListener::new();
+    let host_own = HostListener::on(&world.good.host_side.to_string());
     let script = [
         format!("{probe} interfaces"),
+        // A name through the sandbox's resolver (the real address), then
+        // straight out: no proxy variables with full.
         curl("http://other.test:8080/", false),
+        "env | grep -ci '^http_proxy=' ; true".to_owned(),
         curl(&format!("http://{}/", world.good.addr()), true),
+        format!("{probe} udp {}:7007", world.good.ip),
+        format!("{probe} ping {}", world.good.ip),
         format!("{probe} connect {}", loopback.addr()),
-        curl(&format!("http://127.0.0.1:{}/", loopback.port()), true),
+        format!("{probe} connect {}", host_own.addr()),
+        format!("{probe} connect {}", private.addr()),
+        format!("{probe} udp {}:7007", private.ip),
+        format!("{probe} connect 169.254.169.254:80"),
     ]
     .join("; ");
     let (json, _) = SandboxRun::shell(&script)
         .workspace(ws.path())
         .option(&world.dns.option())
         .network("full")
-        .timeout_secs(30)
+        .timeout_secs(60)
         .run_json();
     let out = &json.stdout;
+    let err = &json.stderr;
     assert_eq!(json.enforcement().network, NetworkPolicy::Full);
     assert!(json.enforcement().namespaces.contains(&"net".to_owned()));
     assert!(
-        out.contains("hello from other\n status=200"),
-        "{out}\n{}",
-        json.stderr
+        json.enforcement()
+            .egress_path
+            .as_deref()
+            .is_some_and(|p| p.starts_with("NAT through the host")),
+        "{:?}",
+        json.enforcement().egress_path
     );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        interfaces(&lines[..2].join("\n")),
+        BTreeSet::from(["lo".to_owned(), "egress0".to_owned()]),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains("hello from other\n status=200"),
+        "{out}\n{err}"
+    );
+    assert_eq!(lines[5], "0", "no proxy variables with full: {out}");
     assert!(out.contains("hello from good\n status=200"), "{out}");
     assert!(
-        !loopback.accepted(),
-        "full reached the host loopback: {out}"
+        out.contains(&format!("udp echo {}:7007", world.good.ip)),
+        "UDP goes out: {out}\n{err}"
     );
-    let host_ifaces: BTreeSet<String> = std::fs::read_to_string("/proc/net/dev")
-        .unwrap()
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next())
-        .map(|n| n.trim().to_owned())
+    assert_eq!(echo.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        out.contains(&format!("ping {}\n", world.good.ip)),
+        "ICMP echo goes out: {out}"
+    );
+    // 127.0.0.1 inside is the sandbox's own loopback; the others are
+    // refused by the host's rules with a reset, not left to time out.
+    for refused in [loopback.addr(), host_own.addr(), private.addr()] {
+        assert!(
+            out.contains(&format!("failed {refused}: Connection refused")),
+            "{refused} not refused: {out}"
+        );
+    }
+    assert!(
+        out.contains("failed 169.254.169.254:80: Connection refused"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("udp failed {}:7007", private.ip)),
+        "{out}"
+    );
+    assert!(!loopback.accepted(), "full reached the host loopback");
+    assert!(!host_own.accepted(), "full reached a host address");
+    assert_eq!(private.connections(), 0, "full reached the private host");
+    assert_eq!(private_echo.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Nothing of the sandbox is left on the host once it is gone.
+    let left: Vec<String> = paddock_tests::host::network_state(None)
+        .into_iter()
+        .filter(|l| !l.starts_with("netns pdk-th-"))
         .collect();
     assert!(
-        !out.lines()
-            .any(|l| host_ifaces.contains(l.trim()) && l.trim() != "lo"),
-        "{out}"
+        left.iter().all(|l| !l.contains("paddock-nat")),
+        "left on the host: {left:?}"
     );
 }

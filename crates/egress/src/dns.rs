@@ -4,6 +4,13 @@
 //! proxy, not the sandbox, resolves the real one at connect time (so a DNS
 //! answer cannot steer a connection past the address guard). Other names get
 //! NXDOMAIN; AAAA and other types an empty answer.
+//!
+//! `full` ([`crate::nat`]): the sandbox's packets leave through NAT and the
+//! guard is on the packets, so the answer can be the real one: A queries
+//! are looked up with the operator's resolver (at most [`IN_FLIGHT`] at
+//! once, more are dropped and retried by the client); AAAA and other types
+//! get an empty answer (the sandbox has no IPv6). A name that rebinds to a
+//! private address only gets the sandbox a refused packet.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -12,7 +19,10 @@ use std::sync::Mutex;
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::A;
 use hickory_proto::rr::{RData, Record, RecordType};
+use std::sync::Arc;
+
 use tokio::net::UdpSocket;
+use tokio::task::JoinSet;
 
 use crate::EgressDecision;
 use crate::connect::Shared;
@@ -51,7 +61,13 @@ impl FakeNames {
     }
 }
 
+/// `full`: at most this many look-ups at once.
+const IN_FLIGHT: usize = 64;
+
 pub(crate) async fn serve(ctx: Shared, socket: UdpSocket) {
+    if ctx.policy == paddock_proto::NetworkPolicy::Full {
+        return serve_real(ctx, Arc::new(socket)).await;
+    }
     let mut buf = vec![0u8; 4096];
     loop {
         let Ok((n, from)) = socket.recv_from(&mut buf).await else {
@@ -61,6 +77,73 @@ pub(crate) async fn serve(ctx: Shared, socket: UdpSocket) {
             let _ = socket.send_to(&reply, from).await;
         }
     }
+}
+
+async fn serve_real(ctx: Shared, socket: Arc<UdpSocket>) {
+    let mut buf = vec![0u8; 4096];
+    let mut lookups = JoinSet::new();
+    loop {
+        tokio::select! {
+            received = socket.recv_from(&mut buf) => {
+                let Ok((n, from)) = received else { continue };
+                if lookups.len() >= IN_FLIGHT {
+                    continue;
+                }
+                let (ctx, socket, bytes) = (ctx.clone(), socket.clone(), buf[..n].to_vec());
+                lookups.spawn(async move {
+                    if let Some(reply) = answer_real(&ctx, &bytes).await {
+                        let _ = socket.send_to(&reply, from).await;
+                    }
+                });
+            }
+            Some(_) = lookups.join_next(), if !lookups.is_empty() => {}
+        }
+    }
+}
+
+async fn answer_real(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
+    let request = Message::from_vec(bytes).ok()?;
+    if request.metadata.message_type != MessageType::Query {
+        return None;
+    }
+    let mut reply = Message::response(request.metadata.id, request.metadata.op_code);
+    reply.metadata.recursion_desired = request.metadata.recursion_desired;
+    reply.metadata.recursion_available = true;
+    let [query] = request.queries.as_slice() else {
+        reply.metadata.response_code = ResponseCode::FormErr;
+        return reply.to_vec().ok();
+    };
+    reply.add_query(query.clone());
+    if request.metadata.op_code != OpCode::Query {
+        reply.metadata.response_code = ResponseCode::NotImp;
+        return reply.to_vec().ok();
+    }
+    if query.query_type() != RecordType::A {
+        return reply.to_vec().ok();
+    }
+    let name = query
+        .name()
+        .to_ascii()
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    match ctx.config.resolver.lookup(&name).await {
+        Ok(found) => {
+            for ip in found {
+                if let std::net::IpAddr::V4(v4) = ip {
+                    reply.add_answer(Record::from_rdata(
+                        query.name().clone(),
+                        TTL,
+                        RData::A(A(v4)),
+                    ));
+                }
+            }
+        }
+        Err(why) if why.starts_with("no answer within") => {
+            reply.metadata.response_code = ResponseCode::ServFail;
+        }
+        Err(_) => reply.metadata.response_code = ResponseCode::NXDomain,
+    }
+    reply.to_vec().ok()
 }
 
 fn answer(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {

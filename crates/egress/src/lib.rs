@@ -1,8 +1,12 @@
-//! The host-side egress proxy of a sandbox with network (`allowlist` or
-//! `full`). Each sandbox gets its own network namespace, made and owned by
-//! the host ([`netns`]), whose only way out is this proxy: its sockets are
-//! bound inside that namespace while the proxy itself runs in the host's, so
-//! every connection the sandbox makes arrives here and leaves from here.
+//! The host-side egress of a sandbox with network (`allowlist` or `full`).
+//! Each sandbox gets its own network namespace, made and owned by the host
+//! ([`netns`]). With `allowlist` its only way out is this proxy: its sockets
+//! are bound inside that namespace while the proxy itself runs in the
+//! host's, so every connection the sandbox makes arrives here and leaves
+//! from here. With `full` the namespace is routed out through the host with
+//! NAT ([`nat`]: TCP, UDP, ICMP), the address guard applied to its packets
+//! by host filter rules; the DNS at 127.0.0.1 inside relays to the
+//! operator's resolver, and the explicit proxy stays for secrets.
 //!
 //! Per connection: the policy is checked against the name or IP literal the
 //! sandbox asked for, the proxy resolves the name itself, the address guard
@@ -15,13 +19,14 @@ mod decision;
 mod dns;
 pub mod guard;
 mod http;
+pub mod nat;
 pub mod netns;
 mod resolve;
 mod secrets;
 mod tls;
 mod transparent;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +38,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 
 pub use decision::{DECISION_QUEUE, EgressDecision};
+pub use nat::{Nat, NatPool};
 pub use netns::Netns;
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
 pub use resolve::Resolver;
@@ -61,6 +67,10 @@ pub struct EgressConfig {
     /// connections (secrets' hosts), besides the system's.
     #[serde(default)]
     pub extra_roots: Vec<PathBuf>,
+    /// The IPv4 range `full` sandboxes take their /30 from; it must not
+    /// overlap a route of the host (checked at start).
+    #[serde(default)]
+    pub nat_pool: NatPool,
 }
 
 fn default_connect_timeout() -> Duration {
@@ -93,6 +103,7 @@ impl Default for EgressConfig {
             connect_timeout: default_connect_timeout(),
             max_connections: default_max_connections(),
             extra_roots: Vec::new(),
+            nat_pool: NatPool::default(),
         }
     }
 }
@@ -105,6 +116,23 @@ pub enum EgressError {
     Namespace { command: String, detail: String },
     #[error("setting up TLS interception for the sandbox's secrets")]
     Tls(#[source] tls::TlsSetupError),
+    #[error(
+        "the NAT pool {pool} of network full overlaps the host's route `{route}`: name another with --egress-nat-pool"
+    )]
+    NatPoolCollides { pool: String, route: String },
+    #[error("the NAT pool {pool} of network full has no free /30 left")]
+    NatPoolFull { pool: String },
+    #[error("taking the host's NAT lock {path}")]
+    NatLock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("turning on IPv4 forwarding for network full")]
+    Forwarding {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("binding the egress proxy's sockets inside {path}")]
     Bind {
         path: PathBuf,
@@ -118,6 +146,8 @@ pub enum EgressError {
 #[derive(Debug)]
 pub struct Egress {
     netns: Option<Netns>,
+    /// `full`: the host side of its routed way out.
+    nat: Option<Nat>,
     tasks: Vec<JoinHandle<()>>,
     /// The sandbox's CA certificate when it has secrets.
     ca_pem: Option<String>,
@@ -133,8 +163,12 @@ impl Egress {
     /// Makes the namespace and starts the proxy in it. Decisions go to the
     /// returned receiver (bounded: [`DECISION_QUEUE`]; when it is full new
     /// ones are dropped and counted, connections never wait for it).
+    ///
+    /// `owner` tags the host's NAT rules of a `full` sandbox so that only
+    /// this owner's reconciliation ([`nat::reap`]) removes them.
     pub async fn start(
         sandbox_id: &str,
+        owner: &str,
         policy: NetworkPolicy,
         secrets: Vec<paddock_proto::SecretSpec>,
         config: EgressConfig,
@@ -148,11 +182,34 @@ impl Egress {
             Some(tls::Interceptor::new(sandbox_id, &config.extra_roots).map_err(EgressError::Tls)?)
         };
         let ca_pem = interceptor.as_ref().map(tls::Interceptor::ca_pem);
-        let netns = Netns::create(sandbox_id).await?;
+        let routed = policy == NetworkPolicy::Full;
+        let (netns, nat) = if routed {
+            let netns = Netns::create_routed(sandbox_id).await?;
+            match Nat::attach(
+                &netns,
+                sandbox_id,
+                owner,
+                &config.nat_pool,
+                &config.allowed_private,
+            )
+            .await
+            {
+                Ok(nat) => (netns, Some(nat)),
+                Err(e) => {
+                    netns.remove().await;
+                    return Err(e);
+                }
+            }
+        } else {
+            (Netns::create(sandbox_id).await?, None)
+        };
         let path = netns.path();
         let sockets = match bind_inside(path.clone()).await {
             Ok(sockets) => sockets,
             Err(e) => {
+                if let Some(nat) = nat {
+                    nat.detach().await;
+                }
                 netns.remove().await;
                 return Err(e);
             }
@@ -186,6 +243,7 @@ impl Egress {
         Ok((
             Self {
                 netns: Some(netns),
+                nat,
                 tasks,
                 ca_pem,
             },
@@ -199,6 +257,11 @@ impl Egress {
         self.ca_pem.as_deref()
     }
 
+    /// `full`: the sandbox's own address on its routed veth.
+    pub fn nat_address(&self) -> Option<Ipv4Addr> {
+        self.nat.as_ref().map(|n| n.sandbox_address)
+    }
+
     /// The namespace the sandbox joins.
     pub fn netns_path(&self) -> Option<PathBuf> {
         self.netns.as_ref().map(Netns::path)
@@ -208,6 +271,9 @@ impl Egress {
     pub async fn stop(mut self) {
         for task in self.tasks.drain(..) {
             task.abort();
+        }
+        if let Some(nat) = self.nat.take() {
+            nat.detach().await;
         }
         if let Some(netns) = self.netns.take() {
             netns.remove().await;

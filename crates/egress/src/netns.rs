@@ -1,9 +1,15 @@
 //! The sandbox's network namespace, made and owned by the host (so the
 //! sandbox, root only in its own user namespace, cannot change its routes or
-//! filter rules): loopback, one veth pair (both ends inside) carrying the default route,
-//! and filter rules by which every TCP connection leaving loopback is
-//! redirected to the proxy's transparent port, DNS to its resolver, and
-//! anything else dropped.
+//! filter rules).
+//!
+//! `allowlist`: loopback, one veth pair (both ends inside) carrying the
+//! default route, and filter rules by which every TCP connection leaving
+//! loopback is redirected to the proxy's transparent port, DNS to its
+//! resolver, and anything else dropped.
+//!
+//! `full`: loopback only here; [`crate::nat`] then moves one end of a veth
+//! pair in from the host and routes it (NAT, the guard as host packet
+//! filter rules).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,6 +46,16 @@ COMMIT
 COMMIT
 ";
 
+/// `full`: the guard is on the host, on the sandbox's veth, where the
+/// sandbox cannot reach it; inside nothing is redirected.
+pub const FULL_IPTABLES_RULES: &str = "\
+*filter
+:INPUT ACCEPT [0:0]
+:FORWARD DROP [0:0]
+:OUTPUT ACCEPT [0:0]
+COMMIT
+";
+
 /// IPv6: loopback only (the namespace has no IPv6 route out).
 pub const IP6TABLES_RULES: &str = "\
 *filter
@@ -58,14 +74,52 @@ pub struct Netns {
 }
 
 impl Netns {
+    /// The name of a sandbox's namespace under /run/netns.
+    pub fn name_of(sandbox_id: &str) -> String {
+        format!("paddock-{sandbox_id}")
+    }
+
+    /// The namespace of an `allowlist` sandbox: every way out leads to the proxy.
     pub async fn create(sandbox_id: &str) -> Result<Self, EgressError> {
-        let name = format!("paddock-{sandbox_id}");
+        Self::create_with(sandbox_id, false).await
+    }
+
+    /// The namespace of a `full` sandbox: loopback and the in-namespace
+    /// rules only; [`crate::nat::Nat::attach`] adds its way out.
+    pub async fn create_routed(sandbox_id: &str) -> Result<Self, EgressError> {
+        Self::create_with(sandbox_id, true).await
+    }
+
+    async fn create_with(sandbox_id: &str, routed: bool) -> Result<Self, EgressError> {
+        let name = Self::name_of(sandbox_id);
         run("ip", &["netns", "add", &name], None).await?;
         let netns = Netns {
             name: name.clone(),
             removed: false,
         };
         let n = name.as_str();
+        if routed {
+            let steps: [(&str, Vec<&str>, Option<&str>); 3] = [
+                ("ip", vec!["-n", n, "link", "set", "lo", "up"], None),
+                (
+                    "ip",
+                    vec!["netns", "exec", n, "iptables-restore"],
+                    Some(FULL_IPTABLES_RULES),
+                ),
+                (
+                    "ip",
+                    vec!["netns", "exec", n, "ip6tables-restore"],
+                    Some(IP6TABLES_RULES),
+                ),
+            ];
+            for (program, args, stdin) in steps {
+                if let Err(e) = run(program, &args, stdin).await {
+                    netns.remove().await;
+                    return Err(e);
+                }
+            }
+            return Ok(netns);
+        }
         // A veth pair with both ends inside (the dummy driver is not on
         // every kernel): the route out needs a device, and what leaves by it
         // arrives at its peer, with no address and no forwarding, and ends.
@@ -110,6 +164,17 @@ impl Netns {
         Ok(netns)
     }
 
+    /// Removes the namespace of a sandbox that is gone (crash
+    /// reconciliation), when it is still there.
+    pub async fn remove_stale(sandbox_id: &str) {
+        let name = Self::name_of(sandbox_id);
+        if PathBuf::from("/run/netns").join(&name).exists()
+            && let Err(e) = run("ip", &["netns", "del", &name], None).await
+        {
+            tracing::warn!(netns = %name, error = %paddock_proto::error_chain(&e), "removing a stale sandbox network namespace");
+        }
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -142,7 +207,13 @@ impl Drop for Netns {
     }
 }
 
-async fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), EgressError> {
+/// Runs one command (at most [`COMMAND_TIMEOUT`]) and returns its standard
+/// output; a failure names the command line and its standard error.
+pub(crate) async fn run(
+    program: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Result<String, EgressError> {
     let command_line = format!("{program} {}", args.join(" "));
     let fail = |detail: String| EgressError::Namespace {
         command: command_line.clone(),
@@ -156,7 +227,7 @@ async fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), Eg
         } else {
             std::process::Stdio::null()
         })
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(|e| fail(e.to_string()))?;
@@ -170,7 +241,7 @@ async fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), Eg
         .map_err(|_| fail(format!("no exit within {COMMAND_TIMEOUT:?}")))?
         .map_err(|e| fail(e.to_string()))?;
     if output.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
         Err(fail(format!(
             "{}: {}",

@@ -86,6 +86,8 @@ pub(crate) fn harden(
         read_only_workspace: layers.read_only || !layers.writable_paths.is_empty(),
         writable_paths: layers.writable_paths,
         network: layers.network.clone(),
+        // a container or a VM is refused any egress
+        egress_path: None,
         // no egress proxy reaches a container or a VM, so no secret either
         secrets: Vec::new(),
         cgroup: layers.cgroup.cloned(),

@@ -73,6 +73,7 @@ pub(crate) fn run(
         read_only_workspace: spec.read_only || !prepared.writable_paths.is_empty(),
         writable_paths: prepared.writable_paths,
         network: spec.network.clone(),
+        egress_path: spec.network.egress_path().map(str::to_owned),
         secrets: spec.secrets.clone(),
         cgroup: prepared.cgroup_report,
         cgroup_state: prepared.cgroup_state,

@@ -54,6 +54,10 @@ pub struct Enforcement {
     pub writable_paths: Vec<String>,
     /// The network policy in force.
     pub network: NetworkPolicy,
+    /// How the sandbox's egress is carried and guarded
+    /// ([`NetworkPolicy::egress_path`]); absent with no network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_path: Option<String>,
     /// The secrets the egress proxy injects for their hosts (names and
     /// hosts only; inside, each name holds a placeholder).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -127,6 +131,9 @@ impl Enforcement {
             read_only_workspace: false,
             writable_paths: Vec::new(),
             network: NetworkPolicy::Full,
+            egress_path: Some(
+                "the host's own network (unconfined: nothing is isolated)".to_owned(),
+            ),
             secrets: Vec::new(),
             cgroup: None,
             cgroup_state: LayerState::NotRequested,

@@ -277,6 +277,20 @@ impl NetworkPolicy {
         }
     }
 
+    /// How a native sandbox's egress is carried, for its Enforcement (the
+    /// other backends refuse any egress).
+    pub fn egress_path(&self) -> Option<&'static str> {
+        match self {
+            NetworkPolicy::None => None,
+            NetworkPolicy::Allowlist(_) => Some(
+                "egress proxy (HTTP, CONNECT, transparent TCP; DNS for listed names), address guard at connect",
+            ),
+            NetworkPolicy::Full => Some(
+                "NAT through the host (TCP, UDP, ICMP; IPv4 only), address guard as host packet filter rules",
+            ),
+        }
+    }
+
     /// Whether the sandbox has any egress (and so needs the proxy).
     pub fn has_egress(&self) -> bool {
         !matches!(self, NetworkPolicy::None)

@@ -50,10 +50,17 @@ pub fn command_line(spec: &ExecSpec) -> Vec<String> {
 }
 
 /// Whether commands get the proxy variables: the sandbox has egress through
-/// the proxy in its own network namespace. A guest run unconfined (tests,
-/// development) shares the host's network and has no proxy to point at.
+/// the proxy in its own network namespace (`allowlist`, or `full` with
+/// secrets, which only the proxy injects; `full` otherwise goes out through
+/// NAT). A guest run unconfined (tests, development) shares the host's
+/// network and has no proxy to point at.
 pub fn proxied(enforcement: &Enforcement) -> bool {
-    enforcement.network.has_egress() && !enforcement.namespaces.is_empty()
+    let through_proxy = match enforcement.network {
+        paddock_proto::NetworkPolicy::None => false,
+        paddock_proto::NetworkPolicy::Full => !enforcement.secrets.is_empty(),
+        paddock_proto::NetworkPolicy::Allowlist(_) => true,
+    };
+    through_proxy && !enforcement.namespaces.is_empty()
 }
 
 pub async fn spawn(

@@ -59,6 +59,7 @@ pub async fn runs(cli: RunsCli) -> anyhow::Result<u8> {
         egress_resolver: None,
         egress_allow_private: Vec::new(),
         egress_ca: Vec::new(),
+        egress_nat_pool: None,
     };
     let local = Local::open(&data, &backend, Sandboxes::NotNeeded, Prices::default()).await?;
     // A run whose process died is shown interrupted, never active.

@@ -6,8 +6,9 @@
 //!   target/x86_64-unknown-linux-gnu/release/paddock-bench-network [--mib 100] [--connects 200]
 //!
 //! - download: `--mib` MiB from a test host through the allowlist proxy,
-//!   beside the same download with `full` and straight from the host
-//!   (no sandbox, no proxy); the floor is allowlist >= 0.8x full.
+//!   beside the same download with `full` (NAT through the host, no proxy)
+//!   and straight from the host (no sandbox, no proxy); the floor is
+//!   allowlist >= 0.8x full.
 //! - set-up: curl's time to first byte of a tiny response from an allowed
 //!   IP literal (no DNS), through the proxy (HTTP_PROXY, CONNECT, and a
 //!   program ignoring the variables, redirected), beside the same request
@@ -113,7 +114,11 @@ fn main() -> anyhow::Result<()> {
         args.mib, args.downloads
     );
     println!("  {:<34} {:>10.1} MiB/s", "allowlist proxy", rate(&allow));
-    println!("  {:<34} {:>10.1} MiB/s", "full", rate(&full));
+    println!(
+        "  {:<34} {:>10.1} MiB/s",
+        "full (NAT, guarded)",
+        rate(&full)
+    );
     println!(
         "  {:<34} {:>10.1} MiB/s",
         "direct from the host (baseline)",

@@ -26,6 +26,12 @@ enum Cmd {
     Loopback,
     /// Connects to ADDR (ip:port); exit 0 when connected, 1 when not.
     Connect { addr: SocketAddr },
+    /// Sends one UDP datagram to ADDR and waits 2 s for the echo; exit 0
+    /// ("udp echo ADDR") when it came back, 1 when not.
+    Udp { addr: SocketAddr },
+    /// One ICMP echo to IP over an unprivileged ICMP socket; exit 0 ("ping
+    /// IP") when the reply came within 2 s, 1 when not.
+    Ping { ip: Ipv4Addr },
     /// Prints the network interfaces, one per line.
     Interfaces,
     /// Creates inotify instances until that fails (at most MAX), prints
@@ -44,6 +50,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::SpawnUntilFail { max } => spawn_until_fail(max),
         Cmd::Loopback => loopback(),
         Cmd::Connect { addr } => connect(addr),
+        Cmd::Udp { addr } => udp(addr),
+        Cmd::Ping { ip } => ping(ip),
         Cmd::Interfaces => interfaces(),
         Cmd::Inotify { max, hold_secs } => inotify(max, hold_secs),
     }
@@ -119,6 +127,66 @@ fn connect(addr: SocketAddr) -> anyhow::Result<()> {
         }
         Err(e) => {
             println!("failed {addr}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn udp(addr: SocketAddr) -> anyhow::Result<()> {
+    let socket = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("bind")?;
+    socket.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let sent = b"paddock udp probe";
+    let mut buf = [0u8; 64];
+    let echoed = socket
+        .send_to(sent, addr)
+        .and_then(|_| socket.recv_from(&mut buf));
+    match echoed {
+        Ok((n, _)) if &buf[..n] == sent => {
+            println!("udp echo {addr}");
+            Ok(())
+        }
+        Ok(_) => bail!("udp: a different answer from {addr}"),
+        Err(e) => {
+            println!("udp failed {addr}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn ping(ip: Ipv4Addr) -> anyhow::Result<()> {
+    use nix::sys::socket::{
+        AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn, recv, sendto,
+        setsockopt, socket, sockopt,
+    };
+    use std::os::fd::AsRawFd;
+    let attempt = || -> nix::Result<bool> {
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Datagram,
+            SockFlag::empty(),
+            SockProtocol::Icmp,
+        )?;
+        setsockopt(
+            &fd,
+            sockopt::ReceiveTimeout,
+            &nix::sys::time::TimeVal::new(2, 0),
+        )?;
+        // Echo request; the kernel fills the id and the checksum.
+        let packet = [8u8, 0, 0, 0, 0, 0, 0, 1, b'p', b'd', b'k'];
+        let to = SockaddrIn::from(std::net::SocketAddrV4::new(ip, 0));
+        sendto(fd.as_raw_fd(), &packet, &to, MsgFlags::empty())?;
+        let mut buf = [0u8; 64];
+        let n = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty())?;
+        Ok(n >= 8 && buf[0] == 0)
+    };
+    match attempt() {
+        Ok(true) => {
+            println!("ping {ip}");
+            Ok(())
+        }
+        Ok(false) => bail!("ping: not an echo reply from {ip}"),
+        Err(e) => {
+            println!("ping failed {ip}: {e}");
             std::process::exit(1);
         }
     }

@@ -253,6 +253,7 @@ impl NativeBackend {
         }
         Egress::start(
             id.as_str(),
+            &super::orphans::owner_tag(&self.config.cgroup_parent),
             spec.network.clone(),
             spec.secrets.clone(),
             self.config.egress.clone(),
@@ -395,13 +396,39 @@ impl SandboxBackend for NativeBackend {
     async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
         let config = self.config.clone();
         let keep = keep.to_vec();
+        let keep_ids: Vec<String> = keep.iter().map(|id| id.as_str().to_owned()).collect();
         let reaped = tokio::task::spawn_blocking(move || super::orphans::reap(&config, &keep))
             .await
             .map_err(|e| -> BoxError { e.into() })
             .and_then(|r| r);
-        reaped.map_err(|source| SandboxError::ReapOrphans {
+        let mut report = reaped.map_err(|source| SandboxError::ReapOrphans {
             backend: "native",
             source,
-        })
+        })?;
+        if !self.config.unconfined {
+            // A `full` sandbox's host-side NAT (veth, rules) and namespace,
+            // found by the owner tag in its rules' comments.
+            let keep_refs: Vec<&str> = keep_ids.iter().map(String::as_str).collect();
+            let owner = super::orphans::owner_tag(&self.config.cgroup_parent);
+            let nat_ids = paddock_egress::nat::reap(&owner, &keep_refs)
+                .await
+                .map_err(|e| SandboxError::ReapOrphans {
+                    backend: "native",
+                    source: Box::new(e),
+                })?;
+            // Namespaces of the sandboxes reaped above (allowlist or full).
+            for id in report.sandboxes_removed.iter().map(SandboxId::as_str) {
+                paddock_egress::Netns::remove_stale(id).await;
+            }
+            for id in nat_ids {
+                if let Ok(id) = SandboxId::parse(&id)
+                    && !report.sandboxes_removed.contains(&id)
+                {
+                    report.sandboxes_removed.push(id);
+                }
+            }
+            report.sandboxes_removed.sort();
+        }
+        Ok(report)
     }
 }
