@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use paddock_proto::{NetworkPolicy, Target};
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -176,17 +175,6 @@ impl Outcome<'_> {
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }
     }
-}
-
-/// Splices both ways until either side closes; returns (out, in) byte counts.
-pub(crate) async fn splice<A, B>(client: &mut A, upstream: &mut B) -> (u64, u64)
-where
-    A: AsyncRead + AsyncWrite + Unpin + ?Sized,
-    B: AsyncRead + AsyncWrite + Unpin + ?Sized,
-{
-    tokio::io::copy_bidirectional_with_sizes(client, upstream, 64 * 1024, 64 * 1024)
-        .await
-        .unwrap_or((0, 0))
 }
 
 pub(crate) type Shared = Arc<Ctx>;

@@ -9,7 +9,8 @@ use paddock_proto::Target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::connect::{Outcome, Refusal, Shared, splice};
+use crate::connect::{Outcome, Refusal, Shared};
+use crate::relay::splice;
 
 /// The most a request head may take, and how long it may take to arrive.
 const MAX_HEAD: usize = 16 * 1024;

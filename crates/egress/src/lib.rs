@@ -21,6 +21,7 @@ pub mod guard;
 mod http;
 pub mod nat;
 pub mod netns;
+mod relay;
 mod resolve;
 mod secrets;
 mod tls;

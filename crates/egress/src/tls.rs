@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::connect::splice;
+use crate::relay::copy;
 use crate::secrets::{Header, rewrite};
 
 /// The system's CA bundle (Debian's), trusted for upstreams and copied
@@ -181,7 +181,7 @@ impl Interceptor {
             .await
             .and(upstream.write_all(&extra).await)
             .map_err(|e| format!("writing to {name}: {e}"))?;
-        let (out, inn) = splice(&mut client, &mut upstream).await;
+        let (out, inn) = copy(&mut client, &mut upstream).await;
         Ok((out + sent, inn))
     }
 }

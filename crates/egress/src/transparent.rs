@@ -11,7 +11,8 @@ use nix::sys::socket::{getsockopt, sockopt};
 use paddock_proto::Target;
 use tokio::net::TcpStream;
 
-use crate::connect::{Outcome, Shared, splice};
+use crate::connect::{Outcome, Shared};
+use crate::relay::splice;
 
 pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
     let started = Instant::now();
