@@ -200,12 +200,15 @@ impl Runtime {
         child: &RunId,
         decision: ChangesDecision,
     ) -> Result<ChangesDecided, RuntimeError> {
-        self.get_run(tenant, parent).await?;
+        let run = self.get_run(tenant, parent).await?;
+        // a run recorded finished may still be in the active map for a moment
+        // while its driver winds down: it takes no decisions any more
         let desk = self
             .shared
             .active()
             .get(parent)
-            .and_then(|active| active.subagents.clone());
+            .and_then(|active| active.subagents.clone())
+            .filter(|_| !run.state.is_terminal());
         let Some(desk) = desk else {
             return Err(RuntimeError::RunNotActive {
                 run: parent.clone(),

@@ -180,7 +180,8 @@ try {
     await page.getByRole('tab', { name: 'Terminal' }).click();
     await page.locator('[data-testid=terminal-status]', { hasText: 'live' }).waitFor({ timeout: TIMEOUT });
     await page.locator('[data-testid=terminal]').click();
-    await page.keyboard.type('cat hello.txt; echo done-$((6*7)); stty size');
+    // done-42 last: the screen is read once it shows, so all before it is there
+    await page.keyboard.type('cat hello.txt; stty size; echo done-$((6*7))');
     await page.keyboard.press('Enter');
     const screen = page.locator('[data-testid=terminal] .xterm-rows');
     await screen.filter({ hasText: 'done-42' }).waitFor({ timeout: TIMEOUT });
