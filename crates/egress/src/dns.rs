@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
-use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::rdata::A;
 use hickory_proto::rr::{RData, Record, RecordType};
 use std::sync::Arc;
@@ -101,31 +101,58 @@ async fn serve_real(ctx: Shared, socket: Arc<UdpSocket>) {
     }
 }
 
-async fn answer_real(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
-    let request = Message::from_vec(bytes).ok()?;
+/// One question to answer: the reply so far (header and question copied)
+/// and the name asked, lower case without its trailing dot.
+struct Asked {
+    reply: Message,
+    query: Query,
+    name: String,
+}
+
+/// Reads one request. `Err(None)`: not a query, no reply at all;
+/// `Err(Some(reply))`: answered already (not one question, not a plain
+/// query).
+fn asked(bytes: &[u8]) -> Result<Asked, Option<Vec<u8>>> {
+    let request = Message::from_vec(bytes).map_err(|_| None)?;
     if request.metadata.message_type != MessageType::Query {
-        return None;
+        return Err(None);
     }
     let mut reply = Message::response(request.metadata.id, request.metadata.op_code);
     reply.metadata.recursion_desired = request.metadata.recursion_desired;
     reply.metadata.recursion_available = true;
     let [query] = request.queries.as_slice() else {
         reply.metadata.response_code = ResponseCode::FormErr;
-        return reply.to_vec().ok();
+        return Err(reply.to_vec().ok());
     };
     reply.add_query(query.clone());
     if request.metadata.op_code != OpCode::Query {
         reply.metadata.response_code = ResponseCode::NotImp;
-        return reply.to_vec().ok();
-    }
-    if query.query_type() != RecordType::A {
-        return reply.to_vec().ok();
+        return Err(reply.to_vec().ok());
     }
     let name = query
         .name()
         .to_ascii()
         .trim_end_matches('.')
         .to_ascii_lowercase();
+    Ok(Asked {
+        reply,
+        query: query.clone(),
+        name,
+    })
+}
+
+async fn answer_real(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
+    let Asked {
+        mut reply,
+        query,
+        name,
+    } = match asked(bytes) {
+        Ok(asked) => asked,
+        Err(done) => return done,
+    };
+    if query.query_type() != RecordType::A {
+        return reply.to_vec().ok();
+    }
     match ctx.config.resolver.lookup(&name).await {
         Ok(found) => {
             for ip in found {
@@ -147,27 +174,14 @@ async fn answer_real(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn answer(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
-    let request = Message::from_vec(bytes).ok()?;
-    if request.metadata.message_type != MessageType::Query {
-        return None;
-    }
-    let mut reply = Message::response(request.metadata.id, request.metadata.op_code);
-    reply.metadata.recursion_desired = request.metadata.recursion_desired;
-    reply.metadata.recursion_available = true;
-    let [query] = request.queries.as_slice() else {
-        reply.metadata.response_code = ResponseCode::FormErr;
-        return reply.to_vec().ok();
+    let Asked {
+        mut reply,
+        query,
+        name,
+    } = match asked(bytes) {
+        Ok(asked) => asked,
+        Err(done) => return done,
     };
-    reply.add_query(query.clone());
-    if request.metadata.op_code != OpCode::Query {
-        reply.metadata.response_code = ResponseCode::NotImp;
-        return reply.to_vec().ok();
-    }
-    let name = query
-        .name()
-        .to_ascii()
-        .trim_end_matches('.')
-        .to_ascii_lowercase();
     if !ctx.policy.allows_name(&name) {
         reply.metadata.response_code = ResponseCode::NXDomain;
         ctx.record(EgressDecision {
