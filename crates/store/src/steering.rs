@@ -149,19 +149,7 @@ pub(crate) async fn deliver(
     }
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, session).await?;
-    let row = sqlx::query(store.engine.steering_close_sql())
-        .bind(tenant.as_str())
-        .bind(run.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db(OP))?;
-    let Some(row) = row else {
-        return Err(runs::not_found(run));
-    };
-    if Reader::new(&row, "run", "id")
-        .opt_time("steering_closed_at")?
-        .is_some()
-    {
+    if lock_run(&mut tx, store.engine, OP, tenant, run).await? {
         return Ok(Vec::new());
     }
     let mut appended = Vec::with_capacity(deliveries.len());
@@ -219,18 +207,7 @@ pub(crate) async fn close(
     const OP: &str = "close_steering";
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, session).await?;
-    let row = sqlx::query(store.engine.steering_close_sql())
-        .bind(tenant.as_str())
-        .bind(run.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db(OP))?;
-    let Some(row) = row else {
-        return Err(runs::not_found(run));
-    };
-    let already = Reader::new(&row, "run", "id")
-        .opt_time("steering_closed_at")?
-        .is_some();
+    let already = lock_run(&mut tx, store.engine, OP, tenant, run).await?;
     let rows = sqlx::query(WAITING_SQL)
         .bind(tenant.as_str())
         .bind(run.as_str())
@@ -253,6 +230,29 @@ pub(crate) async fn close(
         closed: closed || already,
         messages,
     })
+}
+
+/// Locks `run`'s row for the rest of the transaction
+/// ([`Engine::steering_close_sql`]) and says whether its steering is closed.
+async fn lock_run(
+    conn: &mut AnyConnection,
+    engine: Engine,
+    op: &'static str,
+    tenant: &TenantId,
+    run: &RunId,
+) -> Result<bool, StoreError> {
+    let row = sqlx::query(engine.steering_close_sql())
+        .bind(tenant.as_str())
+        .bind(run.as_str())
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db(op))?;
+    let Some(row) = row else {
+        return Err(runs::not_found(run));
+    };
+    Ok(Reader::new(&row, "run", "id")
+        .opt_time("steering_closed_at")?
+        .is_some())
 }
 
 /// Hands the queue of the interrupted run `from` to `to`, the run resuming
