@@ -57,6 +57,14 @@ echo "==> web console (scripts/console-setup.sh)"
 bash scripts/console-setup.sh
 export PADDOCK_REQUIRE_BROWSER=1
 
+# A fresh CI machine may have little disk, and every test binary here is
+# statically linked: build without incremental caches (a one-off build gains
+# nothing from them) and without debug info (panics still name file and line),
+# which together take the target directory from about 2x to 1x its code.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=0
+echo "==> disk before the build: $(df -h --output=avail . | tail -1 | tr -d ' ') free"
+
 # Formatting, clippy, the API docs and the unit tests: the root-free checks.
 bash scripts/check.sh
 
@@ -80,5 +88,6 @@ bash scripts/postgres-test.sh cargo test --workspace --no-fail-fast 2>&1 | tee "
 
 # cargo prints one "test result:" line per test binary, the last one usually a
 # doc-test run with nothing in it: close with the totals over all of them.
+echo "==> disk after the tests: $(df -h --output=avail . | tail -1 | tr -d ' ') free, target $(du -sh target | cut -f1)"
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
