@@ -84,10 +84,12 @@ bash scripts/fuzz-api.sh
 echo "==> cargo test --workspace (with a throwaway PostgreSQL)"
 log=$(mktemp /tmp/paddock-test.XXXXXX.log)
 trap 'rm -f "$log"' EXIT
-bash scripts/postgres-test.sh cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
+status=0
+bash scripts/postgres-test.sh cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
 
 # cargo prints one "test result:" line per test binary, the last one usually a
 # doc-test run with nothing in it: close with the totals over all of them.
 echo "==> disk after the tests: $(df -h --output=avail . | tail -1 | tr -d ' ') free, target $(du -sh target | cut -f1)"
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
+exit "$status"

@@ -9,7 +9,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use paddock_tests::cli::SandboxRun;
 use paddock_tests::host::{processes_with_cmdline, require_root};
-use paddock_tests::run::wait_until;
+use paddock_tests::run::{run_with_deadline, wait_until};
 
 #[test]
 fn a_command_killed_by_a_signal_exits_128_plus_the_signal() {
@@ -19,6 +19,29 @@ fn a_command_killed_by_a_signal_exits_128_plus_the_signal() {
         let run = SandboxRun::shell(&script).run();
         assert_eq!(run.code(), code, "`{script}`: stderr {}", run.stderr_str());
     }
+}
+
+#[test]
+fn signals_ignored_by_whoever_started_paddock_are_default_in_the_sandbox() {
+    require_root();
+    // As a non-interactive shell starts a background job (INT, QUIT) or
+    // nohup does (HUP): "ignore" survives execve, all the way into the guest.
+    let sandbox = SandboxRun::shell("grep SigIgn /proc/self/status; kill -INT $$").command(false);
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", "trap '' INT QUIT HUP; exec \"$@\"", "sh"])
+        .arg(sandbox.get_program())
+        .args(sandbox.get_args());
+    let run = run_with_deadline(&mut cmd, b"", Duration::from_secs(60));
+    let ignored = run
+        .stdout_str()
+        .trim()
+        .strip_prefix("SigIgn:\t")
+        .and_then(|mask| u64::from_str_radix(mask, 16).ok())
+        .unwrap_or_else(|| panic!("no SigIgn line: {} {}", run.stdout_str(), run.stderr_str()));
+    // Signals 1-31 (bits 0-30); glibc's spawn leaves its own two real-time
+    // signals (32, 33) ignored in the child, which its libc takes back.
+    assert_eq!(ignored & 0x7fff_ffff, 0, "SigIgn {ignored:#x}");
+    assert_eq!(run.code(), 130, "stderr {}", run.stderr_str());
 }
 
 #[test]

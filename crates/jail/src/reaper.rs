@@ -25,6 +25,8 @@ pub enum ReaperError {
     Fork(#[source] Errno),
     #[error("setting the agent's parent-death signal")]
     ParentDeathSignal(#[source] Errno),
+    #[error("putting the signals the guest inherited as ignored back to their default")]
+    DefaultSignals(#[source] std::io::Error),
 }
 
 /// Forks the agent off the calling process.
@@ -38,7 +40,8 @@ pub enum ReaperError {
 ///
 /// Before forking, every descriptor above stderr is marked close-on-exec, so
 /// nothing the agent runs inherits one by accident (the host connection, a
-/// build tool's jobserver pipe, ...).
+/// build tool's jobserver pipe, ...). In the agent, every signal the process
+/// inherited as ignored but SIGPIPE is back to its default action.
 ///
 /// Must be called while the process has a single thread; that is checked.
 pub fn fork_reaper() -> Result<(), ReaperError> {
@@ -56,6 +59,11 @@ pub fn fork_reaper() -> Result<(), ReaperError> {
                 // The init died before the death signal was armed.
                 std::process::exit(1);
             }
+            // SIGPIPE stays ignored in the agent (std's choice: a write to a
+            // closed pipe is an error, not death); commands get it back as
+            // default from the spawn, as every other signal from here.
+            sys::default_inherited_ignores(&[libc::SIGPIPE])
+                .map_err(ReaperError::DefaultSignals)?;
             Ok(())
         }
         ForkResult::Parent { child } => reap_until(child),

@@ -450,6 +450,39 @@ pub(crate) fn kill_on_signal(signal: Signal, pid: Pid) -> nix::Result<()> {
     unsafe { nix::sys::signal::sigaction(signal, &action) }.map(drop)
 }
 
+/// Puts every signal this process inherited as ignored back to its default
+/// action, except those in `keep`. "Ignore" is the one disposition that
+/// survives execve, so without this whoever started the guest would decide
+/// what the sandbox's commands do with a signal: a non-interactive shell
+/// starts its background jobs with SIGINT and SIGQUIT ignored, nohup
+/// ignores SIGHUP.
+pub(crate) fn default_inherited_ignores(keep: &[libc::c_int]) -> io::Result<()> {
+    for signal in 1..=libc::SIGRTMAX() {
+        if keep.contains(&signal) || signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: a zeroed sigaction is a valid out-parameter; with a null
+        // new action, sigaction(2) only reads the current disposition.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; `current` outlives the call.
+        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
+            // glibc reserves two real-time signals for itself (EINVAL).
+            continue;
+        }
+        if current.sa_sigaction != libc::SIG_IGN {
+            continue;
+        }
+        // SAFETY: as above, now with SIG_DFL, which installs no handler.
+        let mut default: libc::sigaction = unsafe { std::mem::zeroed() };
+        default.sa_sigaction = libc::SIG_DFL;
+        // SAFETY: `default` is a valid action naming no handler.
+        if unsafe { libc::sigaction(signal, &default, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// `struct ifreq` with the flags member of its union.
 #[repr(C)]
 struct IfReqFlags {
