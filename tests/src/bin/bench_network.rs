@@ -3,12 +3,16 @@
 //! table. Needs root (test hosts in their own network namespaces).
 //!
 //!   cargo build --release -p paddock -p paddock-guest -p paddock-tests
-//!   target/x86_64-unknown-linux-gnu/release/paddock-bench-network [--mib 100] [--connects 200]
+//!   target/x86_64-unknown-linux-gnu/release/paddock-bench-network [--mib 100] [--rounds 5] [--connects 200]
 //!
 //! - download: `--mib` MiB from a test host through the allowlist proxy,
 //!   beside the same download with `full` (NAT through the host, no proxy)
 //!   and straight from the host (no sandbox, no proxy); the floor is
-//!   allowlist >= 0.8x full.
+//!   allowlist >= 0.8x full. A transfer takes about 0.1 s here, so one
+//!   busy moment on a shared machine moves a block of them: the lines run
+//!   in `--rounds` interleaved rounds (the order turning each round), the
+//!   medians are over every download of a line, and the ratio of each
+//!   round is shown beside them.
 //! - set-up: curl's time to first byte of a tiny response from an allowed
 //!   IP literal (no DNS), through the proxy (HTTP_PROXY, CONNECT, and a
 //!   program ignoring the variables, redirected), beside the same request
@@ -29,9 +33,13 @@ struct Args {
     /// Size of the download in MiB.
     #[arg(long, default_value_t = 100)]
     mib: usize,
-    /// Downloads per line (the median is shown).
+    /// Downloads per line in each round.
     #[arg(long, default_value_t = 3)]
     downloads: usize,
+    /// Interleaved rounds of the three download lines (the medians are
+    /// over all of a line's downloads).
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
     /// Timed connections per set-up line.
     #[arg(long, default_value_t = 200)]
     connects: usize,
@@ -71,6 +79,14 @@ fn on_host(script: &str) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// One download line of a round.
+#[derive(Debug, Clone, Copy)]
+enum Line {
+    Allow,
+    Full,
+    Direct,
+}
+
 fn sorted(mut times: Vec<Duration>) -> Vec<Duration> {
     times.sort();
     times
@@ -91,7 +107,7 @@ fn main() -> anyhow::Result<()> {
     let dns = TestDns::start()?;
     dns.set("big.test", &[big.ip]);
 
-    // Download: the time curl takes for the body, median of --downloads.
+    // Download: the time curl takes for the body, in interleaved rounds.
     let download = format!(
         "for i in $(seq {n}); do curl -sS -o /dev/null -w '%{{time_total}}\\n' http://big.test:8080/; done",
         n = args.downloads
@@ -101,17 +117,38 @@ fn main() -> anyhow::Result<()> {
         n = args.downloads,
         addr = big.addr()
     );
-    let allow = sorted(seconds(&in_sandbox(
-        &dns,
-        "allow:big.test:8080",
-        &download,
-    )?)?);
-    let full = sorted(seconds(&in_sandbox(&dns, "full", &download)?)?);
-    let direct = sorted(seconds(&on_host(&direct_download)?)?);
+    let (mut allow, mut full, mut direct) = (Vec::new(), Vec::new(), Vec::new());
+    let mut round_ratios = Vec::new();
+    for round in 0..args.rounds.max(1) {
+        let mut lines = [Line::Allow, Line::Full, Line::Direct];
+        lines.rotate_left(round % 3);
+        let (mut round_allow, mut round_full) = (Vec::new(), Vec::new());
+        for line in lines {
+            match line {
+                Line::Allow => {
+                    round_allow = seconds(&in_sandbox(&dns, "allow:big.test:8080", &download)?)?;
+                    allow.extend_from_slice(&round_allow);
+                }
+                Line::Full => {
+                    round_full = seconds(&in_sandbox(&dns, "full", &download)?)?;
+                    full.extend_from_slice(&round_full);
+                }
+                Line::Direct => direct.extend(seconds(&on_host(&direct_download)?)?),
+            }
+        }
+        let (round_allow, round_full) = (sorted(round_allow), sorted(round_full));
+        round_ratios.push(
+            percentile(&round_full, 0.5).as_secs_f64()
+                / percentile(&round_allow, 0.5).as_secs_f64(),
+        );
+    }
+    let (allow, full, direct) = (sorted(allow), sorted(full), sorted(direct));
     let rate = |times: &[Duration]| mib(bytes as u64) / percentile(times, 0.5).as_secs_f64();
     println!(
-        "download of {} MiB (median of {})",
-        args.mib, args.downloads
+        "download of {} MiB (median of {} rounds x {} downloads, interleaved)",
+        args.mib,
+        args.rounds.max(1),
+        args.downloads
     );
     println!("  {:<34} {:>10.1} MiB/s", "allowlist proxy", rate(&allow));
     println!(
@@ -129,6 +166,8 @@ fn main() -> anyhow::Result<()> {
         rate(&allow) / rate(&full),
         rate(&allow) / rate(&direct)
     );
+    let each: Vec<String> = round_ratios.iter().map(|r| format!("{r:.2}")).collect();
+    println!("  allowlist / full per round: {}", each.join(" "));
 
     // Set-up: time to the first byte of a tiny response, no DNS (an IP literal).
     let addr = small.addr();
