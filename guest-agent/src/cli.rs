@@ -68,4 +68,9 @@ pub struct ContainerArgs {
     /// The sandbox id; must match the spec's.
     #[arg(long)]
     pub sandbox: String,
+    /// Serve on this unix socket, which the host listens on (its directory
+    /// bound in), instead of the attached stdio; connected before the
+    /// guest confines itself.
+    #[arg(long)]
+    pub connect: Option<PathBuf>,
 }

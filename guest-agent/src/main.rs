@@ -46,12 +46,22 @@ pub(crate) struct Startup {
     pub(crate) enforcement: Enforcement,
     pub(crate) command_filter: Option<paddock_jail::CommandFilter>,
     pub(crate) sandbox_id: Option<String>,
-    /// The host connection is on fds 0 and 1 (a container's attached
-    /// stdio, a microVM's virtio-serial port), not a socket on fd 0.
-    pub(crate) stdio: bool,
+    pub(crate) transport: Transport,
     /// Variables every command of a sandbox with egress gets (secrets'
     /// placeholders, the CA bundle's paths).
     pub(crate) egress_env: Vec<(String, String)>,
+}
+
+/// Where the host connection is.
+#[derive(Debug)]
+pub(crate) enum Transport {
+    /// A unix socket on fd 0 (native sandboxes, `serve`).
+    SocketOnFd0,
+    /// Fds 0 and 1: a container's attached stdio, a microVM's
+    /// virtio-serial port.
+    Stdio,
+    /// Already connected (a runc container's bound-in socket).
+    Connected(conn::Connection),
 }
 
 fn main() -> ExitCode {
@@ -96,7 +106,7 @@ fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
         enforcement: Enforcement::unconfined(),
         command_filter: None,
         sandbox_id: None,
-        stdio: false,
+        transport: Transport::SocketOnFd0,
         egress_env: Vec::new(),
     })
 }
@@ -124,7 +134,7 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
         enforcement,
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
-        stdio: false,
+        transport: Transport::SocketOnFd0,
         egress_env: spec.egress_env,
     })
 }
@@ -160,13 +170,29 @@ fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
         eprintln!("paddock-guest: container setup failed: {}", error_chain(&e));
         EXIT_SOFTWARE
     })?;
+    // Connected once confined (hardening closes every inherited fd above
+    // stderr; landlock does not govern connecting to a socket, the seccomp
+    // table allows AF_UNIX): the host listens already.
+    let transport = match &args.connect {
+        Some(path) => std::os::unix::net::UnixStream::connect(path)
+            .and_then(|stream| stream.set_nonblocking(true).map(|()| stream))
+            .map(|stream| Transport::Connected(conn::Connection::Socket(stream)))
+            .map_err(|e| {
+                eprintln!(
+                    "paddock-guest: connecting to the host at {}: {e}",
+                    path.display()
+                );
+                EXIT_SOFTWARE
+            })?,
+        None => Transport::Stdio,
+    };
     let command_filter = command_filter()?;
     Ok(Startup {
         root: PathBuf::from(WORKSPACE_MOUNT),
         enforcement,
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
-        stdio: true,
+        transport,
         egress_env: Vec::new(),
     })
 }
@@ -182,10 +208,10 @@ fn init_logging(filter: &str) {
 }
 
 fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
-    let conn = if startup.stdio {
-        conn::take_stdio().context("taking the host connection")?
-    } else {
-        conn::take_connection().context("taking the host connection")?
+    let conn = match startup.transport {
+        Transport::Stdio => conn::take_stdio().context("taking the host connection")?,
+        Transport::SocketOnFd0 => conn::take_connection().context("taking the host connection")?,
+        Transport::Connected(conn) => conn,
     };
     let workspace = Workspace::open_root(startup.root.clone())
         .with_context(|| format!("opening workspace {}", startup.root.display()))?;

@@ -55,7 +55,7 @@ pub(crate) fn prepare() -> Result<Startup, u8> {
         enforcement,
         command_filter: Some(command_filter()?),
         sandbox_id: Some(spec.sandbox_id),
-        stdio: true,
+        transport: crate::Transport::Stdio,
         egress_env: Vec::new(),
     })
 }

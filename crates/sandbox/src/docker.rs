@@ -6,6 +6,7 @@
 mod backend;
 mod config;
 mod container;
+mod guest_socket;
 mod host_checks;
 mod orphans;
 mod sandbox;

@@ -15,6 +15,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::config::{DockerConfig, Engine};
 use super::container::{self, Request};
+use super::guest_socket::GuestSocket;
 use super::host_checks;
 use super::sandbox::{DockerSandbox, Teardown};
 use super::{stdio, workspace};
@@ -120,12 +121,23 @@ impl DockerBackend {
         let spec_frame = guest_spec
             .to_frame()
             .map_err(|e| launch_error(Box::new(e)))?;
+        let guest_socket = match self.config.engine {
+            Engine::Docker => GuestSocket::bind(
+                &id,
+                self.config.temp_root.as_deref(),
+                workspace.uid,
+                workspace.gid,
+            )
+            .map_err(launch_error)?,
+            Engine::Gvisor => None,
+        };
         let body = container::body(&Request {
             id: &id,
             config: &self.config,
             spec: &spec,
             workspace: &workspace,
             writable: &writable,
+            guest_socket: guest_socket.as_ref().map(GuestSocket::bind_spec),
         });
         let options = CreateContainerOptions {
             name: Some(format!("paddock-{id}")),
@@ -147,7 +159,13 @@ impl DockerBackend {
             stop_timeout: self.config.stop_timeout,
         };
         match self
-            .start(&created.id, &guest_spec, &spec_frame, &mut teardown)
+            .start(
+                &created.id,
+                &guest_spec,
+                &spec_frame,
+                guest_socket,
+                &mut teardown,
+            )
             .await
         {
             Ok((client, host_pid)) => {
@@ -183,12 +201,14 @@ impl DockerBackend {
     }
 
     /// Attaches to the created container, starts it, checks its namespaces
-    /// and cgroup on the host, and completes the guest's handshake.
+    /// and cgroup on the host, and completes the guest's handshake: over
+    /// `guest_socket` when given, else over the attached stdio.
     async fn start(
         &self,
         container: &str,
         guest_spec: &paddock_jail::ContainerSpec,
         spec_frame: &[u8],
+        guest_socket: Option<GuestSocket>,
         teardown: &mut Teardown,
     ) -> Result<(GuestClient, Option<u32>), BoxError> {
         let attach = AttachContainerOptions {
@@ -232,7 +252,19 @@ impl DockerBackend {
         })
         .await
         .map_err(|_| format!("the guest did not take its spec within {timeout:?}"))??;
-        let client = tokio::time::timeout(timeout, GuestClient::connect(reader, input))
+        let handshake = async {
+            match guest_socket {
+                // The guest's stdout is then silent and its stdin unread; the
+                // stream task goes on with its stderr.
+                Some(socket) => {
+                    drop(reader);
+                    let stream = socket.accept(pid, timeout).await?;
+                    Ok::<_, BoxError>(GuestClient::connect_unix(stream).await?)
+                }
+                None => Ok(GuestClient::connect(reader, input).await?),
+            }
+        };
+        let client = tokio::time::timeout(timeout, handshake)
             .await
             .map_err(|_| format!("the guest did not answer the handshake within {timeout:?}"))??;
         if guest_spec

@@ -10,6 +10,7 @@ use paddock_jail::ContainerSpec;
 use paddock_proto::{CgroupEnforcement, WORKSPACE_MOUNT};
 
 use super::config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
+use super::guest_socket::GuestSocket;
 use super::workspace::Workspace;
 
 /// Where the host's guest binary appears inside (the image has the directory).
@@ -79,6 +80,9 @@ pub(super) struct Request<'a> {
     pub spec: &'a SandboxSpec,
     pub workspace: &'a Workspace,
     pub writable: &'a [(PathBuf, String)],
+    /// The bind of the guest socket's directory, when the guest connects
+    /// through one (else it speaks on the attached stdio).
+    pub guest_socket: Option<String>,
 }
 
 pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
@@ -88,6 +92,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         spec,
         workspace,
         writable,
+        guest_socket,
     } = request;
     let workspace_mode = if spec.read_only || !writable.is_empty() {
         "ro"
@@ -102,6 +107,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
             workspace.path.display()
         ),
     ];
+    binds.extend(guest_socket.iter().cloned());
     // The write scope: each path its own read-write bind over the read-only workspace.
     binds.extend(
         writable
@@ -157,14 +163,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         image: Some(config.image.clone()),
         user: Some(format!("{}:{}", workspace.uid, workspace.gid)),
         hostname: Some(format!("sandbox-{}", short(id.as_str()))),
-        entrypoint: Some(vec![
-            GUEST_PATH.to_owned(),
-            "--log".to_owned(),
-            "warn".to_owned(),
-            "container".to_owned(),
-            "--sandbox".to_owned(),
-            id.to_string(),
-        ]),
+        entrypoint: Some(entrypoint(id, guest_socket.is_some())),
         cmd: Some(Vec::new()),
         env: Some(Vec::new()),
         working_dir: Some(WORKSPACE_MOUNT.to_owned()),
@@ -180,6 +179,22 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         host_config: Some(host_config),
         ..ContainerCreateBody::default()
     }
+}
+
+fn entrypoint(id: &SandboxId, through_socket: bool) -> Vec<String> {
+    let mut argv = vec![
+        GUEST_PATH.to_owned(),
+        "--log".to_owned(),
+        "warn".to_owned(),
+        "container".to_owned(),
+        "--sandbox".to_owned(),
+        id.to_string(),
+    ];
+    if through_socket {
+        argv.push("--connect".to_owned());
+        argv.push(GuestSocket::inside_path().display().to_string());
+    }
+    argv
 }
 
 fn short(id: &str) -> &str {
@@ -209,6 +224,7 @@ mod tests {
             spec,
             workspace: &workspace,
             writable,
+            guest_socket: None,
         })
     }
 
