@@ -410,6 +410,38 @@ fn full_is_nat_carrying_tcp_and_udp_with_the_guard_on_its_packets() {
     assert!(!host_own.accepted(), "full reached a host address");
     assert_eq!(private.connections(), 0, "full reached the private host");
     assert_eq!(private_echo.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Routed, not proxied, and still every connection and refusal is a
+    // decision: the HTTP one with its bytes, one denied per refused attempt.
+    let good_ip = world.good.ip.to_string();
+    let web = json
+        .egress
+        .iter()
+        .find(|d| d.via == "nat" && d.allowed && d.host == good_ip && d.port == 8080)
+        .unwrap_or_else(|| panic!("no decision for the good host: {:#?}", json.egress));
+    assert!(web.bytes_in > 0 && web.bytes_out > 0, "{web:?}");
+    let mut denied: Vec<(String, u16)> = json
+        .egress
+        .iter()
+        .filter(|d| !d.allowed)
+        .map(|d| (d.host.clone(), d.port))
+        .collect();
+    denied.sort();
+    let mut expected = vec![
+        (world.good.host_side.to_string(), host_own.port()),
+        (private.ip.to_string(), 8080),
+        (private.ip.to_string(), 7007),
+        ("169.254.169.254".to_owned(), 80),
+    ];
+    expected.sort();
+    assert_eq!(denied, expected, "{:#?}", json.egress);
+    assert!(
+        json.egress
+            .iter()
+            .filter(|d| !d.allowed)
+            .all(|d| d.via == "nat" && d.reason.is_some()),
+        "{:#?}",
+        json.egress
+    );
     // Nothing of the sandbox is left on the host once it is gone.
     let left: Vec<String> = paddock_tests::host::network_state(None)
         .into_iter()

@@ -2,10 +2,12 @@
 //! directly (no guest), with traffic sent from inside its namespace by the
 //! test (which, unlike the sandbox, may add an address or open a raw
 //! socket there): ICMP goes out, a spoofed source does not, one sandbox
-//! cannot reach another, and nothing is left once it stops or, after a
-//! crash, once the restarted owner reconciles.
+//! cannot reach another, every connection and every refusal of the guard
+//! is a decision, and nothing is left once it stops or, after a crash,
+//! once the restarted owner reconciles.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::Command;
@@ -13,11 +15,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use paddock_core::sandbox::SandboxSpec;
-use paddock_egress::{Egress, EgressConfig};
+use paddock_egress::{Egress, EgressConfig, EgressDecision};
 use paddock_proto::NetworkPolicy;
 use paddock_tests::backends::{self, Kind};
 use paddock_tests::host::{network_state, require_root};
 use paddock_tests::nethost::{DocRange, TestHost};
+use tokio::sync::mpsc::Receiver;
 
 const OWNER: &str = "paddock-nat-test";
 
@@ -25,8 +28,8 @@ fn id(name: &str) -> String {
     format!("sb-nattest-{}-{name}", std::process::id())
 }
 
-async fn full(sandbox_id: &str) -> Egress {
-    let (egress, _decisions) = Egress::start(
+async fn full(sandbox_id: &str) -> (Egress, Receiver<EgressDecision>) {
+    Egress::start(
         sandbox_id,
         OWNER,
         NetworkPolicy::Full,
@@ -34,8 +37,36 @@ async fn full(sandbox_id: &str) -> Egress {
         EgressConfig::default(),
     )
     .await
-    .unwrap();
-    egress
+    .unwrap()
+}
+
+/// Stops `egress` and returns every decision it reported.
+async fn stop(egress: Egress, mut decisions: Receiver<EgressDecision>) -> Vec<EgressDecision> {
+    egress.stop().await;
+    let mut all = Vec::new();
+    while let Ok(Some(d)) = tokio::time::timeout(Duration::from_secs(2), decisions.recv()).await {
+        all.push(d);
+    }
+    all
+}
+
+/// One HTTP/1.0 GET; the bytes of the answer.
+fn http_get(to: SocketAddr) -> usize {
+    let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\nHost: good\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    answer.len()
+}
+
+/// Whether a TCP connect to `to` is refused (a reset, not a timeout).
+fn refused(to: SocketAddr) -> bool {
+    let started = Instant::now();
+    let got = TcpStream::connect_timeout(&to, Duration::from_secs(5)).map_err(|e| e.kind());
+    got.err() == Some(std::io::ErrorKind::ConnectionRefused)
+        && started.elapsed() < Duration::from_secs(2)
 }
 
 /// Runs `f` on a thread of its own inside the namespace of `egress`.
@@ -135,8 +166,8 @@ async fn icmp_goes_out_a_spoofed_source_does_not_and_sandboxes_cannot_reach_each
     let good = TestHost::start("good", DocRange::Net2, 8080, None).unwrap();
     let echo = good.udp_echo(7008).unwrap();
     let (a_id, b_id) = (id("a"), id("b"));
-    let a = full(&a_id).await;
-    let b = full(&b_id).await;
+    let (a, a_decisions) = full(&a_id).await;
+    let (b, b_decisions) = full(&b_id).await;
     let a_address = a.nat_address().unwrap();
     let b_address = b.nat_address().unwrap();
     assert_ne!(a_address, b_address, "each sandbox its own /30");
@@ -197,8 +228,46 @@ async fn icmp_goes_out_a_spoofed_source_does_not_and_sandboxes_cannot_reach_each
     );
     assert!(listener.accept().is_err(), "one sandbox reached another");
 
-    a.stop().await;
-    b.stop().await;
+    let a_log = stop(a, a_decisions).await;
+    let b_log = stop(b, b_decisions).await;
+    // The refused connection to B is A's denied decision, naming the
+    // guard's range; B saw nothing, so it decided nothing.
+    let denied: Vec<&EgressDecision> = a_log.iter().filter(|d| !d.allowed).collect();
+    assert_eq!(denied.len(), 1, "{a_log:#?}");
+    assert_eq!(
+        (
+            denied[0].host.as_str(),
+            denied[0].port,
+            denied[0].via.as_str()
+        ),
+        (b_address.to_string().as_str(), 8099, "nat")
+    );
+    assert!(
+        denied[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("10.0.0.0/8")),
+        "{denied:?}"
+    );
+    // The ICMP echo and the datagram went out: allowed, with their bytes.
+    let good_ip = good.ip.to_string();
+    let allowed: Vec<(&str, u16)> = a_log
+        .iter()
+        .filter(|d| d.allowed && d.host == good_ip)
+        .map(|d| (d.host.as_str(), d.port))
+        .collect();
+    assert!(
+        allowed.contains(&(good_ip.as_str(), 0)) && allowed.contains(&(good_ip.as_str(), 7008)),
+        "{a_log:#?}"
+    );
+    assert!(
+        a_log
+            .iter()
+            .filter(|d| d.allowed)
+            .all(|d| d.bytes_out > 0 && d.bytes_in > 0),
+        "{a_log:#?}"
+    );
+    assert!(b_log.is_empty(), "{b_log:#?}");
     for sandbox in [&a_id, &b_id] {
         let left = network_state(Some(sandbox));
         assert!(left.is_empty(), "left after stop: {left:?}");
@@ -246,4 +315,65 @@ fn a_pool_overlapping_a_host_route_is_refused_clearly() {
             && err.contains(&private.host_side.to_string()),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connection_and_every_refusal_of_full_is_a_decision() {
+    require_root();
+    let good = TestHost::start("decide", DocRange::Net2, 8080, None).unwrap();
+    let sandbox_id = id("decide");
+    let (egress, decisions) = full(&sandbox_id).await;
+    let address = egress.nat_address().unwrap();
+    let web = SocketAddr::from((good.ip, 8080));
+    let host_own = SocketAddr::from((good.host_side, 8081));
+    let metadata = SocketAddr::from((Ipv4Addr::new(169, 254, 169, 254), 80));
+    let got = inside(&egress, move || {
+        let bytes = http_get(web);
+        (bytes, refused(host_own), refused(metadata))
+    });
+    assert!(got.0 > 0, "the test host answered");
+    assert!(got.1 && got.2, "host address and metadata refused: {got:?}");
+    let log = stop(egress, decisions).await;
+
+    let web_decision = log
+        .iter()
+        .find(|d| d.allowed && d.host == good.ip.to_string() && d.port == 8080)
+        .unwrap_or_else(|| panic!("no allowed decision for the test host: {log:#?}"));
+    assert_eq!(web_decision.via, "nat");
+    assert_eq!(web_decision.reason, None);
+    // IP bytes, headers included: more than the HTTP answer the test read.
+    assert!(
+        web_decision.bytes_in > u64::try_from(got.0).unwrap() && web_decision.bytes_out > 0,
+        "{web_decision:?}"
+    );
+    let denied: Vec<(String, u16, String)> = log
+        .iter()
+        .filter(|d| !d.allowed)
+        .map(|d| (d.host.clone(), d.port, d.reason.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        denied.len(),
+        2,
+        "one decision per refused attempt: {log:#?}"
+    );
+    assert_eq!(
+        (denied[0].0.as_str(), denied[0].1),
+        (good.host_side.to_string().as_str(), 8081)
+    );
+    assert!(
+        denied[0].2.contains("an address of the host itself"),
+        "{denied:?}"
+    );
+    assert_eq!((denied[1].0.as_str(), denied[1].1), ("169.254.169.254", 80));
+    assert!(
+        denied[1].2.contains("the cloud metadata address"),
+        "{denied:?}"
+    );
+
+    let left = network_state(Some(&sandbox_id));
+    assert!(left.is_empty(), "left after stop: {left:?}");
+    // its connections (the HTTP one in TIME_WAIT) went from conntrack with it
+    let table = std::fs::read_to_string("/proc/net/nf_conntrack").unwrap();
+    let source = format!("src={address} ");
+    assert!(!table.lines().any(|l| l.contains(&source)), "{table}");
 }

@@ -6,7 +6,9 @@
 //! from here. With `full` the namespace is routed out through the host with
 //! NAT ([`nat`]: TCP, UDP, ICMP), the address guard applied to its packets
 //! by host filter rules; the DNS at 127.0.0.1 inside relays to the
-//! operator's resolver, and the explicit proxy stays for secrets.
+//! operator's resolver, and the explicit proxy stays for secrets. Its
+//! connections and the guard's refusals are decisions too, read from
+//! netlink (`nat_log.rs`: NFLOG and conntrack events).
 //!
 //! Per connection: the policy is checked against the name or IP literal the
 //! sandbox asked for, the proxy resolves the name itself, the address guard
@@ -20,6 +22,7 @@ mod dns;
 pub mod guard;
 mod http;
 pub mod nat;
+mod nat_log;
 pub mod netns;
 mod relay;
 mod resolve;
@@ -134,6 +137,12 @@ pub enum EgressError {
         #[source]
         source: std::io::Error,
     },
+    #[error("reading the decisions of network full: {step}")]
+    NatLog {
+        step: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("binding the egress proxy's sockets inside {path}")]
     Bind {
         path: PathBuf,
@@ -149,6 +158,8 @@ pub struct Egress {
     netns: Option<Netns>,
     /// `full`: the host side of its routed way out.
     nat: Option<Nat>,
+    /// `full`: what reads its connections and refusals as decisions.
+    nat_log: Option<nat_log::Watcher>,
     tasks: Vec<JoinHandle<()>>,
     /// The sandbox's CA certificate when it has secrets.
     ca_pem: Option<String>,
@@ -184,7 +195,9 @@ impl Egress {
         };
         let ca_pem = interceptor.as_ref().map(tls::Interceptor::ca_pem);
         let routed = policy == NetworkPolicy::Full;
-        let (netns, nat) = if routed {
+        let (netns, nat, log) = if routed {
+            // The socket first: the rules name the NFLOG group it bound.
+            let log = nat_log::NatLog::open(nat::seed(sandbox_id)).await?;
             let netns = Netns::create_routed(sandbox_id).await?;
             match Nat::attach(
                 &netns,
@@ -192,17 +205,18 @@ impl Egress {
                 owner,
                 &config.nat_pool,
                 &config.allowed_private,
+                log.group(),
             )
             .await
             {
-                Ok(nat) => (netns, Some(nat)),
+                Ok(nat) => (netns, Some(nat), Some(log)),
                 Err(e) => {
                     netns.remove().await;
                     return Err(e);
                 }
             }
         } else {
-            (Netns::create(sandbox_id).await?, None)
+            (Netns::create(sandbox_id).await?, None, None)
         };
         let path = netns.path();
         let sockets = match bind_inside(path.clone()).await {
@@ -232,6 +246,10 @@ impl Egress {
         let proxy = TcpListener::from_std(sockets.proxy).map_err(bind_err)?;
         let transparent = TcpListener::from_std(sockets.transparent).map_err(bind_err)?;
         let dns_socket = UdpSocket::from_std(sockets.dns).map_err(bind_err)?;
+        let nat_log = match (log, nat.as_ref()) {
+            (Some(log), Some(nat)) => Some(log.watch(ctx.clone(), nat.sandbox_address)),
+            _ => None,
+        };
         let tasks = vec![
             tokio::spawn(accept(proxy, ctx.clone(), limit.clone(), |c, s| {
                 Box::pin(http::serve(c, s))
@@ -245,6 +263,7 @@ impl Egress {
             Self {
                 netns: Some(netns),
                 nat,
+                nat_log,
                 tasks,
                 ca_pem,
             },
@@ -272,6 +291,10 @@ impl Egress {
     pub async fn stop(mut self) {
         for task in self.tasks.drain(..) {
             task.abort();
+        }
+        // Before the rules go: the last refusals and connections.
+        if let Some(log) = self.nat_log.take() {
+            log.finish().await;
         }
         if let Some(nat) = self.nat.take() {
             nat.detach().await;

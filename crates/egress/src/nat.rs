@@ -14,6 +14,10 @@
 //! sandbox reaches a host service or a host address), `PADDOCK-REJECT`
 //! and the nat chain `PADDOCK-NAT` (from POSTROUTING).
 //!
+//! Each refusal of the guard is logged to the sandbox's NFLOG group first
+//! (its chain, and a rule of its own in `PADDOCK-IN`), which
+//! `nat_log.rs` reads as a denied decision.
+//!
 //! The per-sandbox rules carry the comment `paddock-nat OWNER SANDBOX`, so
 //! that [`reap`] finds what a killed server left behind, and only its own.
 //! Every change to the host's rules and addresses is made under one file
@@ -102,12 +106,12 @@ pub struct InvalidNatPool {
     why: &'static str,
 }
 
-fn parse_net(text: &str) -> Option<(Ipv4Addr, u8)> {
+pub(crate) fn parse_net(text: &str) -> Option<(Ipv4Addr, u8)> {
     let (ip, prefix) = text.split_once('/').unwrap_or((text, "32"));
     Some((ip.parse().ok()?, prefix.parse().ok().filter(|p| *p <= 32)?))
 }
 
-fn mask(prefix: u8) -> u32 {
+pub(crate) fn mask(prefix: u8) -> u32 {
     if prefix == 0 {
         0
     } else {
@@ -230,6 +234,11 @@ fn tag(sandbox_id: &str) -> String {
     format!("{:012x}", hash & 0xffff_ffff_ffff)
 }
 
+/// A number of the sandbox id (where its search for a free NFLOG group starts).
+pub(crate) fn seed(sandbox_id: &str) -> u32 {
+    u32::from_str_radix(&tag(sandbox_id)[..8], 16).unwrap_or(0)
+}
+
 /// The host end's name of a `full` sandbox's veth.
 pub fn host_veth_name(sandbox_id: &str) -> String {
     veth_of(sandbox_id)
@@ -306,6 +315,8 @@ pub struct Nat {
     pub sandbox_address: Ipv4Addr,
     /// The host end's address (the sandbox's gateway).
     pub gateway: Ipv4Addr,
+    /// The NFLOG group its refused packets are logged to.
+    nflog_group: u16,
     detached: bool,
 }
 
@@ -318,6 +329,7 @@ impl Nat {
         owner: &str,
         pool: &NatPool,
         allowed_private: &[IpAddr],
+        nflog_group: u16,
     ) -> Result<Self, EgressError> {
         pool.check_against_host().await?;
         let lock = HostLock::take().await?;
@@ -343,9 +355,10 @@ impl Nat {
             owner: owner.to_owned(),
             sandbox_address,
             gateway,
+            nflog_group,
             detached: false,
         };
-        if let Err(e) = nat.install(netns, allowed_private).await {
+        if let Err(e) = nat.install(netns, allowed_private, nflog_group).await {
             nat.remove_locked().await;
             drop(lock);
             return Err(e);
@@ -355,7 +368,12 @@ impl Nat {
         Ok(nat)
     }
 
-    async fn install(&self, netns: &Netns, allowed_private: &[IpAddr]) -> Result<(), EgressError> {
+    async fn install(
+        &self,
+        netns: &Netns,
+        allowed_private: &[IpAddr],
+        nflog_group: u16,
+    ) -> Result<(), EgressError> {
         let id = self.sandbox_id.as_str();
         let veth = veth_of(id);
         // One transaction: the shared chains when missing, then this
@@ -371,6 +389,7 @@ impl Nat {
             id,
             self.sandbox_address,
             allowed_private,
+            nflog_group,
         );
         restore(&filter, &nat).await?;
 
@@ -479,7 +498,9 @@ impl Nat {
         let address = self.sandbox_address;
         let filter = format!(
             "-D {FWD_CHAIN} -i {veth} -m comment --comment \"{comment}\" -j {chain}\n\
-             -F {chain}\n-X {chain}\n"
+             -D {IN_CHAIN} {}\n\
+             -F {chain}\n-X {chain}\n",
+            host_log_rule(&veth, &comment, self.nflog_group)
         );
         let nat = format!(
             "-D {NAT_CHAIN} -s {address}/32 -m comment --comment \"{comment}\" -j MASQUERADE\n"
@@ -579,9 +600,19 @@ async fn shared_chains_missing(filter: &mut String, nat: &mut String) -> Result<
     Ok(())
 }
 
+/// The rule of `PADDOCK-IN` that logs what the sandbox sends to a host
+/// address (refused after it by the chain's reject) to its NFLOG group.
+fn host_log_rule(veth: &str, comment: &str, group: u16) -> String {
+    format!(
+        "-i {veth} -m comment --comment \"{comment}\" -j NFLOG --nflog-group {group} --nflog-prefix {}",
+        crate::nat_log::PREFIX_HOST
+    )
+}
+
 /// The lines of one sandbox: its chain (anti-spoofing, the operator's
-/// private destinations, the guard, the rest accepted), its tagged jump
-/// and its tagged masquerade.
+/// private destinations, the guard, each refusal logged to `nflog_group`
+/// first, the rest accepted), its tagged jump, its tagged log rule in
+/// `PADDOCK-IN` and its tagged masquerade.
 fn sandbox_rules(
     filter: &mut String,
     nat: &mut String,
@@ -589,21 +620,28 @@ fn sandbox_rules(
     sandbox_id: &str,
     address: Ipv4Addr,
     allowed_private: &[IpAddr],
+    nflog_group: u16,
 ) {
     let (veth, chain) = (veth_of(sandbox_id), chain_of(sandbox_id));
     let comment = comment_of(owner, sandbox_id);
     filter.push_str(&format!(
         ":{chain} - [0:0]\n\
          -I {FWD_CHAIN} 1 -i {veth} -m comment --comment \"{comment}\" -j {chain}\n\
-         -A {chain} ! -s {address}/32 -j DROP\n"
+         -I {IN_CHAIN} 1 {}\n\
+         -A {chain} ! -s {address}/32 -j DROP\n",
+        host_log_rule(&veth, &comment, nflog_group)
     ));
     for ip in allowed_private {
         if let IpAddr::V4(v4) = ip {
             filter.push_str(&format!("-A {chain} -d {v4}/32 -j ACCEPT\n"));
         }
     }
+    let prefix = crate::nat_log::PREFIX_GUARD;
     for (range, _) in GUARDED {
-        filter.push_str(&format!("-A {chain} -d {range} -j {REJECT_CHAIN}\n"));
+        filter.push_str(&format!(
+            "-A {chain} -d {range} -j NFLOG --nflog-group {nflog_group} --nflog-prefix {prefix}\n\
+             -A {chain} -d {range} -j {REJECT_CHAIN}\n"
+        ));
     }
     filter.push_str(&format!("-A {chain} -j ACCEPT\n"));
     nat.push_str(&format!(
@@ -614,7 +652,11 @@ fn sandbox_rules(
 /// Removes the shared chains and the jumps to them once no sandbox's rules
 /// are left (the host's rules are then as before the first `full` sandbox).
 async fn remove_shared_if_unused() {
-    for (table, chain) in [("filter", FWD_CHAIN), ("nat", NAT_CHAIN)] {
+    for (table, chain) in [
+        ("filter", FWD_CHAIN),
+        ("filter", IN_CHAIN),
+        ("nat", NAT_CHAIN),
+    ] {
         match iptables(&["-t", table, "-S", chain]).await {
             Ok(listing) if !listing.contains(COMMENT) => {}
             _ => return,
@@ -658,7 +700,11 @@ fn words(line: &str) -> Vec<String> {
 /// `(table, rule words)` of the rules tagged with `comment` prefix `prefix`.
 async fn tagged_rules(prefix: &str) -> Vec<(&'static str, Vec<String>)> {
     let mut found = Vec::new();
-    for (table, chain) in [("filter", FWD_CHAIN), ("nat", NAT_CHAIN)] {
+    for (table, chain) in [
+        ("filter", FWD_CHAIN),
+        ("filter", IN_CHAIN),
+        ("nat", NAT_CHAIN),
+    ] {
         let Ok(listing) = iptables(&["-t", table, "-S", chain]).await else {
             continue;
         };

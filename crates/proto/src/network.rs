@@ -429,7 +429,8 @@ pub struct EgressDecision {
     pub host: String,
     pub port: u16,
     /// How the sandbox reached the proxy: `connect`, `http`, `transparent`
-    /// or `dns`.
+    /// or `dns`; `nat` for a `full` sandbox's routed connection or a
+    /// packet the NAT's guard refused (`host` is then the address).
     pub via: String,
     /// Why it was denied (None when allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -138,17 +138,19 @@ impl NativeBackend {
             }
         };
         let (egress, decisions) = egress.unzip();
-        let egress_log = decisions.map(|mut decisions| {
-            let log = EgressLog::default();
-            let filled = log.clone();
-            // Ends when the proxy stops (its sender goes with it).
-            tokio::spawn(async move {
-                while let Some(decision) = decisions.recv().await {
-                    filled.push(decision);
-                }
-            });
-            log
-        });
+        let (egress_log, egress_log_task) = decisions
+            .map(|mut decisions| {
+                let log = EgressLog::default();
+                let filled = log.clone();
+                // Ends when the proxy stops (its sender goes with it).
+                let task = tokio::spawn(async move {
+                    while let Some(decision) = decisions.recv().await {
+                        filled.push(decision);
+                    }
+                });
+                (log, task)
+            })
+            .unzip();
         tracing::debug!(sandbox_id = %id, pid = monitor.id(), "guest launched");
 
         let tail = StderrTail::default();
@@ -164,6 +166,7 @@ impl NativeBackend {
             cgroup_parent: (!self.config.unconfined).then(|| self.config.cgroup_parent.clone()),
             stop_timeout: self.config.stop_timeout,
             egress,
+            egress_log_task,
         };
         let client = match self.handshake(stream).await {
             Ok(client) => client,

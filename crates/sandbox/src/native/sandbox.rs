@@ -15,6 +15,10 @@ use crate::GuestClient;
 
 /// How long a failed start waits for the guest's stderr to end.
 const STDERR_GRACE: Duration = Duration::from_millis(500);
+/// How long destroy waits for the last egress decisions (those the stop
+/// itself reports, such as a `full` sandbox's last connections) to reach
+/// the log.
+const EGRESS_LOG_GRACE: Duration = Duration::from_secs(1);
 
 /// A native sandbox: the jail monitor process and the connection to its guest.
 /// Dropping it without [`NativeSandbox::destroy`] kills the monitor (and so
@@ -128,6 +132,8 @@ pub(super) struct Teardown {
     pub(super) stop_timeout: Duration,
     /// The egress proxy and network namespace of a sandbox with network.
     pub(super) egress: Option<paddock_egress::Egress>,
+    /// Fills the sandbox's `EgressLog`; ends once the proxy is stopped.
+    pub(super) egress_log_task: Option<JoinHandle<()>>,
 }
 
 impl Teardown {
@@ -167,6 +173,10 @@ impl Teardown {
     pub(super) async fn clean(&mut self) -> Result<(), BoxError> {
         if let Some(egress) = self.egress.take() {
             egress.stop().await;
+        }
+        // Every decision in the log before destroy returns (a caller reads it then).
+        if let Some(task) = self.egress_log_task.take() {
+            let _ = tokio::time::timeout(EGRESS_LOG_GRACE, task).await;
         }
         let id = self.id.clone();
         let cgroup_parent = self.cgroup_parent.take();
