@@ -108,6 +108,17 @@ pub(crate) struct Walk<'e> {
     until: Option<Vec<u8>>,
     /// An entry at or after `until` was reached.
     done: bool,
+    /// Listing buffers of directories whose walk ended, for the next one
+    /// (a directory's are held while its subdirectories are walked): a
+    /// walk allocates them once per depth, not once per directory.
+    spare: Vec<Listing>,
+}
+
+/// One directory's names in one buffer: (start, end, type) of each.
+#[derive(Default)]
+struct Listing {
+    bytes: Vec<u8>,
+    names: Vec<(usize, usize, Option<Type>)>,
 }
 
 /// Where the current entry falls against a walk's range.
@@ -139,6 +150,7 @@ impl<'e> Walk<'e> {
             from: None,
             until: None,
             done: false,
+            spare: Vec::new(),
         }
     }
 
@@ -184,12 +196,25 @@ impl<'e> Walk<'e> {
     fn walk<V: Visitor>(
         &mut self,
         visitor: &mut V,
-        mut dir: Dir,
+        dir: Dir,
         depth: usize,
     ) -> Result<(), SnapshotError> {
-        // every name in one buffer: (start, end, type) of each
-        let mut bytes: Vec<u8> = Vec::new();
-        let mut names: Vec<(usize, usize, Option<Type>)> = Vec::new();
+        let mut listing = self.spare.pop().unwrap_or_default();
+        listing.bytes.clear();
+        listing.names.clear();
+        let result = self.walk_listed(visitor, dir, depth, &mut listing);
+        self.spare.push(listing);
+        result
+    }
+
+    fn walk_listed<V: Visitor>(
+        &mut self,
+        visitor: &mut V,
+        mut dir: Dir,
+        depth: usize,
+        listing: &mut Listing,
+    ) -> Result<(), SnapshotError> {
+        let Listing { bytes, names } = listing;
         for entry in dir.iter() {
             let entry = entry.map_err(|errno| self.err_read_dir(errno))?;
             let name = entry.file_name().to_bytes();
@@ -213,7 +238,7 @@ impl<'e> Walk<'e> {
         }
         names.sort_unstable_by(|a, b| bytes[a.0..a.1].cmp(&bytes[b.0..b.1]));
 
-        for (start, end, file_type) in names {
+        for &(start, end, file_type) in names.iter() {
             let name = &bytes[start..end];
             let parent_len = self.push(name);
             let name = OsStr::from_bytes(name);

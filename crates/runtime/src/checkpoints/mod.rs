@@ -276,24 +276,24 @@ pub(crate) async fn capture_stored(
     .await
 }
 
-/// Stores `bytes` as a blob unless the store has them; returns their key.
+/// Stores `bytes` (a manifest) as a blob; returns their key. The writer
+/// hashes what passes through it, so the bytes are hashed once: a manifest
+/// records when it was captured, so the store never has it already (and a
+/// put of content the store has is harmless anyway).
 fn put_bytes(blobs: &dyn BlobStore, bytes: &[u8]) -> Result<BlobKey, RuntimeError> {
-    use sha2::Digest;
-    let key = BlobKey::from_digest(sha2::Sha256::digest(bytes).into());
-    let blob_err = |what: &str| {
-        let what = format!("{what} manifest {key}");
-        move |source| RuntimeError::Blob { what, source }
+    let blob_err = |what: &'static str| {
+        move |source| RuntimeError::Blob {
+            what: format!("{what} manifest"),
+            source,
+        }
     };
-    if blobs.size(&key).map_err(blob_err("stat"))?.is_some() {
-        return Ok(key);
-    }
     let mut writer = blobs.writer().map_err(blob_err("write"))?;
     std::io::Write::write_all(&mut writer, bytes).map_err(|e| RuntimeError::Blob {
-        what: format!("write manifest {key}"),
+        what: "write manifest".to_owned(),
         source: paddock_core::blob::BlobError::Put { source: e },
     })?;
-    writer.commit().map_err(blob_err("commit"))?;
-    Ok(key)
+    let info = writer.commit().map_err(blob_err("commit"))?;
+    Ok(info.key)
 }
 
 /// The manifest stored as `hash`, checked.

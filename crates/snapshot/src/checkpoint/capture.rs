@@ -26,6 +26,7 @@ use crate::tree_walk::{Opened, SpecialKind, Visitor, Walk};
 /// in the same clock tick as the capture leaves the stat unchanged.
 const RACY_NS: i64 = 100_000_000;
 const READ_BUF: usize = 1024 * 1024;
+const READ_MIN: usize = 16 * 1024;
 
 /// What a capture leaves out and how much it takes.
 #[derive(Debug, Clone, Default)]
@@ -153,6 +154,19 @@ impl Part<'_> {
         self.run_counted().map(|(found, _)| found)
     }
 
+    /// About how many entries the part will find: the previous manifest's
+    /// (half of them for each part of a split capture), plus a little for
+    /// what was added since.
+    fn expected_entries(&self) -> usize {
+        let previous = self.previous.map_or(0, |p| p.entries.len());
+        let share = if self.from.is_some() || self.until.is_some() {
+            previous / 2
+        } else {
+            previous
+        };
+        share + share / 16
+    }
+
     /// What the part found, and the entries its walk counted.
     fn run_counted(self) -> Result<(Found, u64), SnapshotError> {
         let mut walk = Walk::new(self.excludes, self.options.limits.max_files)
@@ -161,7 +175,7 @@ impl Part<'_> {
             max_bytes: self.options.limits.max_bytes,
             previous: self.previous.map(Previous::new),
             blobs: self.blobs,
-            entries: Vec::with_capacity(self.previous.map_or(0, |p| p.entries.len())),
+            entries: Vec::with_capacity(self.expected_entries()),
             stats: CaptureStats::default(),
             buf: Vec::new(),
         };
@@ -274,8 +288,14 @@ impl Capturer<'_> {
             path: path.to_owned(),
             source,
         };
-        if self.buf.is_empty() {
-            self.buf = vec![0; READ_BUF];
+        // as much as the file holds (one read to its end and one to see
+        // the end), up to READ_BUF: a small file changed costs no megabyte
+        let want = usize::try_from(stat.st_size)
+            .unwrap_or(READ_BUF)
+            .saturating_add(1)
+            .clamp(READ_MIN, READ_BUF);
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
         }
         let mut hasher = Sha256::new();
         let mut size = 0u64;
