@@ -742,11 +742,8 @@ pub(crate) fn vfork_exec(
     let errno = failed.load(Ordering::SeqCst);
     if errno != 0 {
         // The child exited with 127 without running anything: reap it here.
-        loop {
-            match nix::sys::wait::waitpid(Pid::from_raw(pid), None) {
-                Err(nix::errno::Errno::EINTR) => {}
-                _ => break,
-            }
+        while let Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(Pid::from_raw(pid), None)
+        {
         }
         return Err(io::Error::from_raw_os_error(errno));
     }
