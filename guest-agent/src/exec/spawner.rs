@@ -1,41 +1,43 @@
 //! Starting commands without fork: one thread, the spawner, starts every
-//! command with posix_spawn (glibc's `clone(CLONE_VM|CLONE_VFORK)`), so the
-//! agent's address space is never copied. gVisor's sentry pays for each new
-//! address space: a fork then exec costs it two, a spawn one.
-//!
-//! std spawns with posix_spawn only when there is no `pre_exec` hook, no
-//! working directory (a static glibc binary has no
-//! `posix_spawn_file_actions_addchdir_np` std can find) and, with PATH set,
-//! a program given as a path. So the spawner, the only code that uses or
-//! changes the agent's working directory (everything else resolves from
-//! absolute paths or fds):
+//! command on pipes with a vfork of our own ([`VforkSpawner`]:
+//! `clone(CLONE_VM|CLONE_VFORK)` onto a small stack, as glibc's
+//! posix_spawn does), so the agent's address space is never copied.
+//! gVisor's sentry pays for each new address space: a fork then exec costs
+//! it two, a spawn one. The spawner, the only code that uses or changes the
+//! agent's working directory (everything else resolves from absolute paths
+//! or fds):
 //! - holds the commands' seccomp filter ([`CommandFilter`]) on its own
 //!   thread, installed once when it starts: filters survive clone and
 //!   execve, so every command gets exactly the filter it used to install
 //!   between fork and exec, and no other thread of the agent has it (the
 //!   agent needs openat2). Failing to install it fails the start;
 //! - moves to the command's directory with fchdir on the fd resolved
-//!   beneath the workspace (no path is looked up twice);
+//!   beneath the workspace (no path is looked up twice), which the vfork
+//!   child shares;
 //! - looks the program up on the command's PATH as execvp would, running
 //!   a file the kernel cannot execute (ENOEXEC) with /bin/sh as execvp does.
 //!
-//! What a spawn still costs under gVisor (ptrace platform, counted with
-//! `runsc --strace`, 20 execs of `true`): the vfork child makes 128 system
-//! calls before its execve, 121 of them `rt_sigaction`. glibc's posix_spawn
-//! (2.36) resets every signal's disposition in the child, a get and a set
-//! per signal whatever the handler is, because the child shares the
-//! agent's memory until execve; each is a trapped call there. The spawner
-//! thread makes about 33 calls per spawn and the agent's thread about 35,
-//! and `true` itself 29. A fork instead (std's path with a `pre_exec`
-//! hook) makes 8 calls in the child but costs a copy of the address space:
-//! 46 ms per exec against 16-19 ms for the spawn, both traced. Cutting those
-//! 121 needs a spawn of our own (clone with CLONE_VM|CLONE_VFORK, resetting
-//! only the dispositions the agent installs: SIGCHLD, SIGSEGV, SIGBUS and
-//! SIGPIPE) and a child handle that is not tokio's.
+//! Why not glibc's posix_spawn (through std): under gVisor (ptrace platform,
+//! counted with `runsc --strace`, 20 execs of `true`) its vfork child made
+//! 128 system calls before its execve, 121 of them `rt_sigaction`: glibc
+//! (2.36) gets and sets every signal's disposition in the child, whatever
+//! the handler is, because the child shares the agent's memory until
+//! execve, and each is a trapped call there (warm create -> first exec
+//! measured 14.8-17.2 ms against a floor of 15 ms). Our child resets to
+//! SIG_DFL only the signals whose disposition is not SIG_DFL, read once
+//! when the spawner starts (inside the runtime, after tokio's SIGCHLD
+//! handler is installed): std's SIGSEGV and SIGBUS handlers, SIGPIPE
+//! (ignored by std), SIGCHLD. Then setpgid(0, 0), dup3 of stdin (a pipe or
+//! /dev/null), stdout and stderr, an empty signal mask and execve: about a
+//! dozen calls. A handler the agent installed after the spawner started
+//! would not be reset in a child (the window is the few calls between the
+//! child's unmasking and its execve, which resets handlers anyway); the
+//! agent installs none later: keep it so (`VforkSpawner::dispositions_changed`
+//! tells). The child's exit is read by pid, not by tokio (`super::child`).
 //!
 //! A command on a pseudo-terminal is the one exception: it must call setsid
 //! and take the terminal as its controlling one (TIOCSCTTY) between fork
-//! and exec, which posix_spawn cannot do, so it takes std's fork path with
+//! and exec, which the vfork path does not do, so it takes std's fork path with
 //! that `pre_exec` hook ([`paddock_jail::pty::attach_before_exec`]). It is
 //! still forked from this thread, so it inherits the filter and the
 //! working directory exactly as a spawned command does; terminals are
