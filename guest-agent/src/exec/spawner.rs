@@ -29,7 +29,13 @@
 //! handler is installed): std's SIGSEGV and SIGBUS handlers, SIGPIPE
 //! (ignored by std), SIGCHLD. Then setpgid(0, 0), dup3 of stdin (a pipe or
 //! /dev/null), stdout and stderr, an empty signal mask and execve: about a
-//! dozen calls. A handler the agent installed after the spawner started
+//! dozen calls. Measured on a shared 2-core machine under load (load
+//! average 3-6, `paddock-bench-start --runs 20 --warmup 3 --execs 200
+//! --microvm-runs 0 --backends gvisor`, release): warm pool create -> first
+//! exec median 16.4, 21.1 and 22.6 ms (min 10.3-16.8), exec round trip p50
+//! 15.5-23.1 ms; main's guest back to back at the same load 30.5 ms and
+//! 25.0 ms. The 15 ms floor is not shown met: it needs a quiet machine to
+//! judge. A handler the agent installed after the spawner started
 //! would not be reset in a child (the window is the few calls between the
 //! child's unmasking and its execve, which resets handlers anyway); the
 //! agent installs none later: keep it so (`VforkSpawner::dispositions_changed`
