@@ -34,6 +34,7 @@ mod reaper;
 mod rlimits;
 mod seccomp_bpf;
 pub mod seccomp_rules;
+pub mod spawn;
 mod spec;
 mod sync;
 // The system calls nix does not wrap safely: the only module allowed `unsafe`.

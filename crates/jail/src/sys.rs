@@ -575,6 +575,214 @@ pub(crate) fn window_size(fd: BorrowedFd<'_>) -> io::Result<(u16, u16)> {
     Ok((size.ws_row, size.ws_col))
 }
 
+/// The kernel's `struct sigaction` as rt_sigaction(2) reads and writes it,
+/// with room to spare (handler first on every architecture; glibc's struct
+/// differs, so the raw call gets this one).
+type KernelSigaction = [u64; 4];
+/// The size of the kernel's signal set, as rt_sigaction/rt_sigprocmask take it.
+const KERNEL_SIGSET: usize = 8;
+/// The highest signal number (SIGRTMAX on Linux).
+const LAST_SIGNAL: libc::c_int = 64;
+
+/// Every signal whose disposition in this process is not SIG_DFL (a handler
+/// or SIG_IGN), SIGKILL and SIGSTOP aside (theirs cannot change). Read with
+/// the raw call so that glibc's internal signals (32, 33) are seen too.
+pub(crate) fn signals_not_default() -> io::Result<Vec<libc::c_int>> {
+    let mut set = Vec::new();
+    for signal in 1..=LAST_SIGNAL {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        let mut old: KernelSigaction = [0; 4];
+        // SAFETY: rt_sigaction with a null new action only writes the old
+        // one into `old`, which is larger than the kernel's struct sigaction.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                std::ptr::null::<KernelSigaction>(),
+                old.as_mut_ptr(),
+                KERNEL_SIGSET,
+            )
+        })?;
+        if old[0] != libc::SIG_DFL as u64 {
+            set.push(signal);
+        }
+    }
+    Ok(set)
+}
+
+/// What the vfork child reads; everything it points to outlives the child's
+/// execve (the parent is suspended until then) and was built before clone.
+#[repr(C)]
+struct VforkArgs {
+    path: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    resets: *const libc::c_int,
+    resets_len: usize,
+    stdio: [RawFd; 3],
+    /// Where the child stores execve's (or an earlier step's) errno.
+    failed: *const AtomicI32,
+}
+
+/// The vfork child: raw system calls only, no allocation, no lock, no
+/// panic (it runs on the parent's memory, on its own small stack).
+extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `VforkArgs` the parent passed to clone, alive
+    // until this child execs or exits (CLONE_VFORK suspends the parent).
+    let args = unsafe { &*arg.cast::<VforkArgs>() };
+    let fail = |args: &VforkArgs| -> ! {
+        // SAFETY: errno is this (shared) thread's; the failed slot lives in
+        // the suspended parent's frame; _exit runs no atexit handler.
+        unsafe {
+            let errno = *libc::__errno_location();
+            (*args.failed).store(
+                if errno == 0 { libc::EINVAL } else { errno },
+                Ordering::SeqCst,
+            );
+            libc::_exit(127)
+        }
+    };
+    let default: KernelSigaction = [0; 4];
+    for i in 0..args.resets_len {
+        // SAFETY: `resets` holds `resets_len` signal numbers; setting SIG_DFL
+        // (a zeroed struct) touches only this child's own handler table
+        // (no CLONE_SIGHAND), so no handler of the agent can run here.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                *args.resets.add(i),
+                default.as_ptr(),
+                std::ptr::null_mut::<KernelSigaction>(),
+                KERNEL_SIGSET,
+            )
+        };
+        if ret < 0 {
+            fail(args);
+        }
+    }
+    // SAFETY: setpgid(0, 0) makes this child its own process group leader.
+    if unsafe { libc::syscall(libc::SYS_setpgid, 0, 0) } < 0 {
+        fail(args);
+    }
+    for (target, &source) in (0..).zip(args.stdio.iter()) {
+        // SAFETY: plain descriptor calls on numbers the parent holds open;
+        // a source already at its target only loses close-on-exec.
+        let ret = unsafe {
+            if source == target {
+                libc::syscall(libc::SYS_fcntl, source, libc::F_SETFD, 0)
+            } else {
+                libc::syscall(libc::SYS_dup3, source, target, 0)
+            }
+        };
+        if ret < 0 {
+            fail(args);
+        }
+    }
+    let empty: u64 = 0;
+    // SAFETY: sets this child's signal mask to empty, from a local set.
+    if unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &raw const empty,
+            std::ptr::null_mut::<u64>(),
+            KERNEL_SIGSET,
+        )
+    } < 0
+    {
+        fail(args);
+    }
+    // SAFETY: path, argv and envp are NUL-terminated strings and
+    // null-terminated pointer arrays the parent keeps alive.
+    unsafe { libc::syscall(libc::SYS_execve, args.path, args.argv, args.envp) };
+    fail(args)
+}
+
+/// Starts `path` as posix_spawn does, with `clone(CLONE_VM | CLONE_VFORK)`
+/// onto `stack`, but resetting only the signals in `resets` to SIG_DFL (the
+/// rest are SIG_DFL already), in a process group of its own, with `stdio`
+/// as its descriptors 0, 1 and 2 and an empty signal mask. All signals are
+/// blocked on this thread around the clone so no handler of the agent runs
+/// in the child before its resets. `argv` and `envp` are null-terminated.
+/// An error is the child's (execve's) errno, the child already reaped.
+pub(crate) fn vfork_exec(
+    stack: &mut [u8],
+    path: &std::ffi::CStr,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    resets: &[libc::c_int],
+    stdio: [BorrowedFd<'_>; 3],
+) -> io::Result<libc::pid_t> {
+    if argv.last().is_none_or(|p| !p.is_null()) || envp.last().is_none_or(|p| !p.is_null()) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    let failed = AtomicI32::new(0);
+    let args = VforkArgs {
+        path: path.as_ptr(),
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        resets: resets.as_ptr(),
+        resets_len: resets.len(),
+        stdio: stdio.map(|fd| fd.as_raw_fd()),
+        failed: &raw const failed,
+    };
+    // The stack grows down on every Linux architecture Rust supports; clone
+    // wants its top, 16-byte aligned.
+    let top = stack.as_mut_ptr_range().end;
+    let top = top.wrapping_sub(top as usize % 16);
+    let all: u64 = !0;
+    let mut old: u64 = 0;
+    // SAFETY: blocks every signal on this thread, saving the old mask.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &raw const all,
+            &raw mut old,
+            KERNEL_SIGSET,
+        )
+    })?;
+    // SAFETY: the child runs `vfork_child` on `stack` (exclusively borrowed,
+    // unused by anyone else) sharing our memory while this thread is
+    // suspended (CLONE_VFORK) until it execs or exits; it only reads `args`
+    // and what it points to, all alive in this frame, and makes raw system
+    // calls. Signals are blocked, so no handler runs on the shared memory.
+    let pid = unsafe {
+        libc::clone(
+            vfork_child,
+            top.cast::<libc::c_void>(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw const args).cast_mut().cast::<libc::c_void>(),
+        )
+    };
+    let clone_error = io::Error::last_os_error();
+    // SAFETY: restores the mask saved above.
+    let restored = check(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &raw const old,
+            std::ptr::null_mut::<u64>(),
+            KERNEL_SIGSET,
+        )
+    });
+    if pid < 0 {
+        return Err(clone_error);
+    }
+    restored?;
+    let errno = failed.load(Ordering::SeqCst);
+    if errno != 0 {
+        // The child exited with 127 without running anything: reap it here.
+        while let Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(Pid::from_raw(pid), None)
+        {
+        }
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    Ok(pid)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -5,8 +5,8 @@ use std::os::fd::OwnedFd;
 
 use paddock_proto::{Enforcement, ErrorCode, ErrorInfo, ExecSpec, PROXY_ENV, StdinMode};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::process::Child;
 
+use super::child::Child;
 use super::pty::{self, PtyReader};
 use super::spawner::{Launch, Spawner, Streams};
 use crate::error::bad_request;
@@ -119,9 +119,7 @@ pub async fn spawn(
         })
         .await?;
     let started = tokio::time::Instant::now();
-    let pid = child.id().ok_or_else(|| {
-        ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: exited at once"))
-    })?;
+    let pid = child.id();
     if let Some(master) = master {
         let dup = || master.try_clone().map_err(|e| pty_error(&e));
         let input = pty::writer(dup()?).map_err(|e| pty_error(&e))?;

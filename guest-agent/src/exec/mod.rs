@@ -1,5 +1,6 @@
 //! `Exec`: run a command to completion, streaming its output as events.
 
+pub mod child;
 pub mod command;
 pub mod groups;
 pub mod pty;

@@ -1,62 +1,75 @@
 //! Starting commands without fork: one thread, the spawner, starts every
-//! command with posix_spawn (glibc's `clone(CLONE_VM|CLONE_VFORK)`), so the
-//! agent's address space is never copied. gVisor's sentry pays for each new
-//! address space: a fork then exec costs it two, a spawn one.
-//!
-//! std spawns with posix_spawn only when there is no `pre_exec` hook, no
-//! working directory (a static glibc binary has no
-//! `posix_spawn_file_actions_addchdir_np` std can find) and, with PATH set,
-//! a program given as a path. So the spawner, the only code that uses or
-//! changes the agent's working directory (everything else resolves from
-//! absolute paths or fds):
+//! command on pipes with a vfork of our own ([`VforkSpawner`]:
+//! `clone(CLONE_VM|CLONE_VFORK)` onto a small stack, as glibc's
+//! posix_spawn does), so the agent's address space is never copied.
+//! gVisor's sentry pays for each new address space: a fork then exec costs
+//! it two, a spawn one. The spawner, the only code that uses or changes the
+//! agent's working directory (everything else resolves from absolute paths
+//! or fds):
 //! - holds the commands' seccomp filter ([`CommandFilter`]) on its own
 //!   thread, installed once when it starts: filters survive clone and
 //!   execve, so every command gets exactly the filter it used to install
 //!   between fork and exec, and no other thread of the agent has it (the
 //!   agent needs openat2). Failing to install it fails the start;
 //! - moves to the command's directory with fchdir on the fd resolved
-//!   beneath the workspace (no path is looked up twice);
+//!   beneath the workspace (no path is looked up twice), which the vfork
+//!   child shares;
 //! - looks the program up on the command's PATH as execvp would, running
 //!   a file the kernel cannot execute (ENOEXEC) with /bin/sh as execvp does.
 //!
-//! What a spawn still costs under gVisor (ptrace platform, counted with
-//! `runsc --strace`, 20 execs of `true`): the vfork child makes 128 system
-//! calls before its execve, 121 of them `rt_sigaction`. glibc's posix_spawn
-//! (2.36) resets every signal's disposition in the child, a get and a set
-//! per signal whatever the handler is, because the child shares the
-//! agent's memory until execve; each is a trapped call there. The spawner
-//! thread makes about 33 calls per spawn and the agent's thread about 35,
-//! and `true` itself 29. A fork instead (std's path with a `pre_exec`
-//! hook) makes 8 calls in the child but costs a copy of the address space:
-//! 46 ms per exec against 16-19 ms for the spawn, both traced. Cutting those
-//! 121 needs a spawn of our own (clone with CLONE_VM|CLONE_VFORK, resetting
-//! only the dispositions the agent installs: SIGCHLD, SIGSEGV, SIGBUS and
-//! SIGPIPE) and a child handle that is not tokio's.
+//! Why not glibc's posix_spawn (through std): under gVisor (ptrace platform,
+//! counted with `runsc --strace`, 20 execs of `true`) its vfork child made
+//! 128 system calls before its execve, 121 of them `rt_sigaction`: glibc
+//! (2.36) gets and sets every signal's disposition in the child, whatever
+//! the handler is, because the child shares the agent's memory until
+//! execve, and each is a trapped call there (warm create -> first exec
+//! measured 14.8-17.2 ms against a floor of 15 ms). Our child resets to
+//! SIG_DFL only the signals whose disposition is not SIG_DFL, read once
+//! when the spawner starts (inside the runtime, after tokio's SIGCHLD
+//! handler is installed): std's SIGSEGV and SIGBUS handlers, SIGPIPE
+//! (ignored by std), SIGCHLD. Then setpgid(0, 0), dup3 of stdin (a pipe or
+//! /dev/null), stdout and stderr, an empty signal mask and execve: about a
+//! dozen calls. Measured on a shared 2-core machine under load (load
+//! average 3-6, `paddock-bench-start --runs 20 --warmup 3 --execs 200
+//! --microvm-runs 0 --backends gvisor`, release): warm pool create -> first
+//! exec median 16.4, 21.1 and 22.6 ms (min 10.3-16.8), exec round trip p50
+//! 15.5-23.1 ms; main's guest back to back at the same load 30.5 ms and
+//! 25.0 ms. The 15 ms floor is not shown met: it needs a quiet machine to
+//! judge. A handler the agent installed after the spawner started
+//! would not be reset in a child (the window is the few calls between the
+//! child's unmasking and its execve, which resets handlers anyway); the
+//! agent installs none later: keep it so (`VforkSpawner::dispositions_changed`
+//! tells). The child's exit is read by pid, not by tokio (`super::child`).
 //!
 //! A command on a pseudo-terminal is the one exception: it must call setsid
 //! and take the terminal as its controlling one (TIOCSCTTY) between fork
-//! and exec, which posix_spawn cannot do, so it takes std's fork path with
+//! and exec, which the vfork path does not do, so it takes std's fork path with
 //! that `pre_exec` hook ([`paddock_jail::pty::attach_before_exec`]). It is
 //! still forked from this thread, so it inherits the filter and the
 //! working directory exactly as a spawned command does; terminals are
 //! interactive and rare, not on the path of tool calls.
 
 use std::collections::BTreeMap;
+use std::ffi::CString;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
 use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag};
 use nix::sys::signal::Signal;
 use nix::unistd::AccessFlags;
 use paddock_jail::CommandFilter;
+use paddock_jail::spawn::VforkSpawner;
 use paddock_proto::{ErrorCode, ErrorInfo};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 
+use super::child::{Child, Reap};
 use super::groups::kill_group;
 use crate::error::bad_request;
 
@@ -126,19 +139,29 @@ impl Spawner {
         std::thread::Builder::new()
             .name("spawner".to_owned())
             .spawn(move || {
-                let installed = filter.as_ref().map_or(Ok(()), CommandFilter::apply);
-                let ok = installed.is_ok();
+                let own = {
+                    let _runtime = runtime.enter();
+                    Own::new()
+                };
+                let installed = filter
+                    .as_ref()
+                    .map_or(Ok(()), CommandFilter::apply)
+                    .context("installing the command filter on the spawner thread");
+                let ready = own.and_then(|own| installed.map(|()| own));
+                let (answer, own) = match ready {
+                    Ok(own) => (Ok(()), Some(own)),
+                    Err(e) => (Err(e), None),
+                };
                 // The starter waits for this answer (or gave up: then it fails).
-                let _ = started.send(installed);
-                if ok {
-                    serve(&runtime, queue);
+                let _ = started.send(answer);
+                if let Some(own) = own {
+                    serve(&runtime, queue, own);
                 }
             })
             .context("starting the spawner thread")?;
         ready
             .recv_timeout(START_TIMEOUT)
-            .context("the spawner thread did not start")?
-            .context("installing the command filter on the spawner thread")?;
+            .context("the spawner thread did not start")??;
         Ok(Self { jobs })
     }
 
@@ -167,19 +190,46 @@ impl Spawner {
     }
 }
 
-fn serve(runtime: &tokio::runtime::Handle, mut queue: mpsc::Receiver<Job>) {
+fn serve(runtime: &tokio::runtime::Handle, mut queue: mpsc::Receiver<Job>, mut own: Own) {
     while let Some(Job { launch, reply }) = queue.blocking_recv() {
-        let result = launch_one(runtime, launch);
+        let result = launch_one(runtime, &mut own, launch);
         // The requester gave up (timed out): nothing will watch the child.
         if let Err(Ok(child)) = reply.send(result)
-            && let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok())
+            && let Ok(pid) = i32::try_from(child.id())
         {
             kill_group(pid, Signal::SIGKILL);
         }
     }
 }
 
-fn launch_one(runtime: &tokio::runtime::Handle, launch: Launch) -> Result<Child, ErrorInfo> {
+/// What the spawner's own vfork path keeps from one command to the next.
+struct Own {
+    vfork: VforkSpawner,
+    /// The stdin of a command whose stdin is not piped.
+    null: OwnedFd,
+}
+
+impl Own {
+    /// Made on the spawner thread inside the runtime, after tokio's SIGCHLD
+    /// handler is installed, so the signals a child resets are all the
+    /// agent's: std's SIGSEGV and SIGBUS handlers, SIGPIPE ignored, tokio's
+    /// SIGCHLD.
+    fn new() -> anyhow::Result<Self> {
+        drop(Reap::listen().context("listening for SIGCHLD")?);
+        let vfork = VforkSpawner::new().context("reading the signal dispositions")?;
+        tracing::debug!(resets = ?vfork.resets(), "signals a command resets");
+        let null = std::fs::File::open("/dev/null")
+            .context("opening /dev/null")?
+            .into();
+        Ok(Self { vfork, null })
+    }
+}
+
+fn launch_one(
+    runtime: &tokio::runtime::Handle,
+    own: &mut Own,
+    launch: Launch,
+) -> Result<Child, ErrorInfo> {
     let Launch {
         program,
         args,
@@ -197,50 +247,125 @@ fn launch_one(runtime: &tokio::runtime::Handle, launch: Launch) -> Result<Child,
         )
     })?;
     let path = resolve(&program, env.get("PATH").map(String::as_str))?;
-    let build = |file: &Path, leading: &[&str]| -> io::Result<Command> {
-        let mut command = Command::new(file);
-        command
-            .arg0(if leading.is_empty() { &program } else { SHELL })
-            .args(leading)
-            .args(&args)
-            .env_clear()
-            .envs(&env)
-            .kill_on_drop(false);
-        match &streams {
-            Streams::Pipes { piped_stdin } => {
-                command
-                    .stdin(if *piped_stdin {
-                        Stdio::piped()
-                    } else {
-                        Stdio::null()
-                    })
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .process_group(0);
-            }
-            Streams::Terminal { slave } => {
-                let end = || slave.try_clone().map(Stdio::from);
-                command.stdin(end()?).stdout(end()?).stderr(end()?);
-                // setsid makes it its own process group, as `process_group(0)`
-                // does for pipes, so signals and kills reach the same group.
-                paddock_jail::pty::attach_before_exec(command.as_std_mut());
-            }
-        }
-        Ok(command)
-    };
     let _runtime = runtime.enter();
-    let spawn = |file: &Path, leading: &[&str]| build(file, leading)?.spawn();
-    let spawned = match spawn(&path, &[]) {
+    match streams {
+        Streams::Pipes { piped_stdin } => {
+            spawn_piped(own, &program, &path, &args, &env, piped_stdin)
+                .map_err(|e| spawn_error(&program, &e))
+        }
+        Streams::Terminal { slave } => {
+            let spawned = spawn_forked(&program, &path, &args, &env, &slave);
+            // Our copy of the slave closes here (the child has its own): the
+            // master sees the terminal's end only when no copy is left.
+            drop(slave);
+            let child = spawned.map_err(|e| spawn_error(&program, &e))?;
+            Child::forked(child).ok_or_else(|| {
+                ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: exited at once"))
+            })
+        }
+    }
+}
+
+/// Runs `spawn` with `path`, and a file the kernel cannot execute again
+/// with /bin/sh as execvp does: `spawn(file, leading arguments)`.
+fn with_shell_fallback<T>(
+    path: &Path,
+    mut spawn: impl FnMut(&Path, &[&str]) -> io::Result<T>,
+) -> io::Result<T> {
+    match spawn(path, &[]) {
         Err(e) if e.raw_os_error() == Some(Errno::ENOEXEC as i32) => {
             let script = path.to_string_lossy();
             spawn(Path::new(SHELL), &[&script])
         }
         other => other,
+    }
+}
+
+/// A command on pipes, started with our own vfork (see the module doc).
+fn spawn_piped(
+    own: &mut Own,
+    program: &str,
+    path: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    piped_stdin: bool,
+) -> io::Result<Child> {
+    let c = |s: &[u8]| {
+        CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
     };
-    // Our copies of a terminal's slave close here (the child has its own):
-    // the master sees the terminal's end only when no copy is left.
-    drop(streams);
-    spawned.map_err(|e| spawn_error(&program, &e))
+    let envp = env
+        .iter()
+        .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
+        .collect::<io::Result<Vec<_>>>()?;
+    let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from);
+    let (out_read, out_write) = pipe()?;
+    let (err_read, err_write) = pipe()?;
+    let stdin = if piped_stdin { Some(pipe()?) } else { None };
+    let sigchld = Reap::listen()?;
+    let pid = with_shell_fallback(path, |file, leading| {
+        let argv0 = if leading.is_empty() { program } else { SHELL };
+        let argv = std::iter::once(argv0)
+            .chain(leading.iter().copied())
+            .chain(args.iter().map(String::as_str))
+            .map(|a| c(a.as_bytes()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let input = stdin
+            .as_ref()
+            .map_or(own.null.as_fd(), |(read, _)| read.as_fd());
+        own.vfork.spawn(
+            &c(file.as_os_str().as_bytes())?,
+            &argv,
+            &envp,
+            [input, out_write.as_fd(), err_write.as_fd()],
+        )
+    })?;
+    // The child's ends close here: the parent's see its end of output.
+    drop((out_write, err_write));
+    let reap = Reap::new(pid, sigchld);
+    let nonblocking = |fd: &OwnedFd| {
+        nix::fcntl::fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(io::Error::from)
+    };
+    let input = match stdin {
+        Some((_read, write)) => {
+            nonblocking(&write)?;
+            Some(tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(
+                write,
+            )?)
+        }
+        None => None,
+    };
+    let receiver = |fd: OwnedFd| {
+        nonblocking(&fd)?;
+        tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(fd)
+    };
+    let (stdout, stderr) = (receiver(out_read)?, receiver(err_read)?);
+    Ok(Child::spawned(reap, input, stdout, stderr))
+}
+
+/// A command on a terminal, forked by std with the `pre_exec` hook.
+fn spawn_forked(
+    program: &str,
+    path: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    slave: &OwnedFd,
+) -> io::Result<tokio::process::Child> {
+    with_shell_fallback(path, |file, leading| {
+        let mut command = Command::new(file);
+        command
+            .arg0(if leading.is_empty() { program } else { SHELL })
+            .args(leading)
+            .args(args)
+            .env_clear()
+            .envs(env)
+            .kill_on_drop(false);
+        let end = || slave.try_clone().map(Stdio::from);
+        command.stdin(end()?).stdout(end()?).stderr(end()?);
+        // setsid makes it its own process group, as the pipe path's setpgid
+        // does, so signals and kills reach the same group.
+        paddock_jail::pty::attach_before_exec(command.as_std_mut());
+        command.spawn()
+    })
 }
 
 /// Where execvp would find `program`: itself when it has a slash, else the
