@@ -44,7 +44,7 @@ impl VforkSpawner {
         Ok(crate::sys::signals_not_default()? != self.resets)
     }
 
-    /// Starts `path` with `argv` (argv[0] included) and the environment
+    /// Starts `path` with `argv` (`argv[0]` included) and the environment
     /// `envp` ("NAME=value"), its stdin, stdout and stderr `stdio`, in a
     /// process group of its own, an empty signal mask, the working
     /// directory and seccomp filter of this thread. The child exits with
