@@ -16,6 +16,7 @@ mod docker_seccomp;
 mod error;
 mod etc;
 mod guest_hardening;
+pub mod heap;
 mod id_pool;
 mod idmap_mount;
 mod ids;

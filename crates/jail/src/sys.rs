@@ -455,32 +455,30 @@ pub(crate) fn kill_on_signal(signal: Signal, pid: Pid) -> nix::Result<()> {
 /// survives execve, so without this whoever started the guest would decide
 /// what the sandbox's commands do with a signal: a non-interactive shell
 /// starts its background jobs with SIGINT and SIGQUIT ignored, nohup
-/// ignores SIGHUP.
+/// ignores SIGHUP. glibc's own real-time signals (32 and 33, below
+/// SIGRTMIN) are left as glibc set them.
 pub(crate) fn default_inherited_ignores(keep: &[libc::c_int]) -> io::Result<()> {
-    for signal in 1..=libc::SIGRTMAX() {
-        if keep.contains(&signal) || signal == libc::SIGKILL || signal == libc::SIGSTOP {
+    for signal in changeable_signals() {
+        if keep.contains(&signal) || (GLIBC_SIGNALS_FROM..libc::SIGRTMIN()).contains(&signal) {
             continue;
         }
-        // SAFETY: a zeroed sigaction is a valid out-parameter; with a null
-        // new action, sigaction(2) only reads the current disposition.
-        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; `current` outlives the call.
-        if unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) } != 0 {
-            // glibc reserves two real-time signals for itself (EINVAL).
-            continue;
-        }
-        if current.sa_sigaction != libc::SIG_IGN {
-            continue;
-        }
-        // SAFETY: as above, now with SIG_DFL, which installs no handler.
-        let mut default: libc::sigaction = unsafe { std::mem::zeroed() };
-        default.sa_sigaction = libc::SIG_DFL;
-        // SAFETY: `default` is a valid action naming no handler.
-        if unsafe { libc::sigaction(signal, &default, std::ptr::null_mut()) } != 0 {
-            return Err(io::Error::last_os_error());
+        if disposition(signal)? == libc::SIG_IGN as u64 {
+            set_default(signal)?;
         }
     }
     Ok(())
+}
+
+/// Sets one of glibc's allocator tunables (`M_*`).
+pub(crate) fn mallopt(option: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: mallopt only changes the allocator's tunables.
+    if unsafe { libc::mallopt(option, value) } == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "mallopt({option}, {value}) was refused"
+        )))
+    }
 }
 
 /// `struct ifreq` with the flags member of its union.
@@ -584,28 +582,56 @@ const KERNEL_SIGSET: usize = 8;
 /// The highest signal number (SIGRTMAX on Linux).
 const LAST_SIGNAL: libc::c_int = 64;
 
+/// The first real-time signal glibc keeps for itself (thread cancellation
+/// and set*id across threads); `libc::SIGRTMIN()` is past them.
+const GLIBC_SIGNALS_FROM: libc::c_int = 32;
+
+/// Every signal whose disposition can change: all but SIGKILL and SIGSTOP.
+fn changeable_signals() -> impl Iterator<Item = libc::c_int> {
+    (1..=LAST_SIGNAL).filter(|&s| s != libc::SIGKILL && s != libc::SIGSTOP)
+}
+
+/// The handler word of `signal`'s disposition in this process (SIG_DFL,
+/// SIG_IGN or a handler's address), read with the raw call so that glibc's
+/// internal signals (32, 33) are seen too.
+fn disposition(signal: libc::c_int) -> io::Result<u64> {
+    let mut old: KernelSigaction = [0; 4];
+    // SAFETY: rt_sigaction with a null new action only writes the old one
+    // into `old`, which is larger than the kernel's struct sigaction.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            signal,
+            std::ptr::null::<KernelSigaction>(),
+            old.as_mut_ptr(),
+            KERNEL_SIGSET,
+        )
+    })?;
+    Ok(old[0])
+}
+
+/// Sets `signal`'s disposition to SIG_DFL (a zeroed kernel sigaction).
+fn set_default(signal: libc::c_int) -> io::Result<()> {
+    let default: KernelSigaction = [0; 4];
+    // SAFETY: SIG_DFL installs no handler; the kernel reads only `default`.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            signal,
+            default.as_ptr(),
+            std::ptr::null_mut::<KernelSigaction>(),
+            KERNEL_SIGSET,
+        )
+    })
+    .map(drop)
+}
+
 /// Every signal whose disposition in this process is not SIG_DFL (a handler
-/// or SIG_IGN), SIGKILL and SIGSTOP aside (theirs cannot change). Read with
-/// the raw call so that glibc's internal signals (32, 33) are seen too.
+/// or SIG_IGN), SIGKILL and SIGSTOP aside (theirs cannot change).
 pub(crate) fn signals_not_default() -> io::Result<Vec<libc::c_int>> {
     let mut set = Vec::new();
-    for signal in 1..=LAST_SIGNAL {
-        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
-            continue;
-        }
-        let mut old: KernelSigaction = [0; 4];
-        // SAFETY: rt_sigaction with a null new action only writes the old
-        // one into `old`, which is larger than the kernel's struct sigaction.
-        check(unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                signal,
-                std::ptr::null::<KernelSigaction>(),
-                old.as_mut_ptr(),
-                KERNEL_SIGSET,
-            )
-        })?;
-        if old[0] != libc::SIG_DFL as u64 {
+    for signal in changeable_signals() {
+        if disposition(signal)? != libc::SIG_DFL as u64 {
             set.push(signal);
         }
     }
