@@ -28,6 +28,7 @@ use tracing::Instrument;
 
 use crate::agent::Agent;
 use crate::cli::{Cli, ContainerArgs, JailArgs, Mode, ServeArgs};
+use crate::exec::child::ChildExits;
 use crate::exec::spawner::Spawner;
 use crate::files::Workspace;
 
@@ -207,7 +208,18 @@ fn init_logging(filter: &str) {
         .init();
 }
 
+/// The most freed memory the agent's heap keeps for reuse (see
+/// `paddock_jail::heap`), and where allocations get their own mapping.
+const KEPT_FREE_HEAP: usize = 8 << 20;
+const OWN_MAPPING_FROM: usize = 1 << 20;
+
 fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
+    // Before any other thread exists, so that every thread inherits it.
+    ChildExits::block().context("blocking SIGCHLD (it is read from a signalfd)")?;
+    if let Err(e) = paddock_jail::heap::keep_freed_heap(KEPT_FREE_HEAP, OWN_MAPPING_FROM) {
+        // Only slower: every command then grows and trims the heap again.
+        tracing::warn!(error = %e, "keeping freed heap memory");
+    }
     let conn = match startup.transport {
         Transport::Stdio => conn::take_stdio().context("taking the host connection")?,
         Transport::SocketOnFd0 => conn::take_connection().context("taking the host connection")?,
@@ -221,7 +233,11 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
         .max_blocking_threads(MAX_FILE_THREADS)
         .build()
         .context("building the async runtime")?;
-    let spawner = Spawner::start(runtime.handle().clone(), startup.command_filter)?;
+    let root = workspace
+        .root_fd()
+        .try_clone()
+        .context("duplicating the workspace root for the spawner")?;
+    let spawner = Spawner::start(runtime.handle().clone(), startup.command_filter, root)?;
     let mut agent = Agent::new(workspace, startup.enforcement, spawner, ring_bytes);
     agent.egress_env = startup.egress_env;
     let agent = Arc::new(agent);

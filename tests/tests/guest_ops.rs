@@ -98,6 +98,27 @@ async fn exec_collects_output_exit_code_cwd_and_env() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), "oops\n");
         assert_eq!((out.exit.code, out.exit.signal), (Some(3), None));
 
+        // The guest enters the root only when the last command ran
+        // elsewhere: the root after a subdirectory, the root again, then
+        // the subdirectory again.
+        for (cwd, expected) in [
+            (None, "/workspace\n"),
+            (Some("."), "/workspace\n"),
+            (Some("sub"), "/workspace/sub\n"),
+            (None, "/workspace\n"),
+        ] {
+            let spec = ExecSpec {
+                cwd: cwd.map(Into::into),
+                ..shell("pwd")
+            };
+            let out = sb.client().exec_output(spec, &[]).await.unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                expected,
+                "cwd {cwd:?}"
+            );
+        }
+
         let argv = ExecSpec {
             argv: vec!["printf".into(), "%s|".into(), "a b".into(), "c".into()],
             ..ExecSpec::default()

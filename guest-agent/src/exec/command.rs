@@ -8,7 +8,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::child::Child;
 use super::pty::{self, PtyReader};
-use super::spawner::{Launch, Spawner, Streams};
+use super::spawner::{Launch, Spawner, Streams, WorkDir};
 use crate::error::bad_request;
 use crate::files::Workspace;
 
@@ -75,7 +75,10 @@ pub async fn spawn(
         (Some(_), false) => return Err(bad_request("set either argv or shell, not both")),
         (None, true) => return Err(bad_request("set argv or shell")),
     };
-    let cwd = ws.open_dir(&ws.normalize(spec.cwd.as_deref().unwrap_or(""))?)?;
+    let cwd = match ws.normalize(spec.cwd.as_deref().unwrap_or(""))? {
+        dir if dir.is_root() => WorkDir::Root,
+        dir => WorkDir::Beneath(ws.open_dir(&dir)?),
+    };
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| bad_request("empty command"))?;

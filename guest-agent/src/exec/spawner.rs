@@ -13,7 +13,8 @@
 //!   agent needs openat2). Failing to install it fails the start;
 //! - moves to the command's directory with fchdir on the fd resolved
 //!   beneath the workspace (no path is looked up twice), which the vfork
-//!   child shares;
+//!   child shares; a command in the workspace root (most are) resolves
+//!   nothing, and needs no fchdir when the last one ran there too;
 //! - looks the program up on the command's PATH as execvp would, running
 //!   a file the kernel cannot execute (ENOEXEC) with /bin/sh as execvp does.
 //!
@@ -25,21 +26,16 @@
 //! execve, and each is a trapped call there (warm create -> first exec
 //! measured 14.8-17.2 ms against a floor of 15 ms). Our child resets to
 //! SIG_DFL only the signals whose disposition is not SIG_DFL, read once
-//! when the spawner starts (inside the runtime, after tokio's SIGCHLD
-//! handler is installed): std's SIGSEGV and SIGBUS handlers, SIGPIPE
-//! (ignored by std), SIGCHLD. Then setpgid(0, 0), dup3 of stdin (a pipe or
-//! /dev/null), stdout and stderr, an empty signal mask and execve: about a
-//! dozen calls. Measured on a shared 2-core machine under load (load
-//! average 3-6, `paddock-bench-start --runs 20 --warmup 3 --execs 200
-//! --microvm-runs 0 --backends gvisor`, release): warm pool create -> first
-//! exec median 16.4, 21.1 and 22.6 ms (min 10.3-16.8), exec round trip p50
-//! 15.5-23.1 ms; main's guest back to back at the same load 30.5 ms and
-//! 25.0 ms. The 15 ms floor is not shown met: it needs a quiet machine to
-//! judge. A handler the agent installed after the spawner started
-//! would not be reset in a child (the window is the few calls between the
-//! child's unmasking and its execve, which resets handlers anyway); the
-//! agent installs none later: keep it so (`VforkSpawner::dispositions_changed`
-//! tells). The child's exit is read by pid, not by tokio (`super::child`).
+//! when the spawner starts: std's SIGSEGV and SIGBUS handlers, SIGPIPE
+//! (ignored by std), glibc's signal 33 (SIGCHLD has no handler: it is
+//! blocked and read from a signalfd, `super::child`). Then setpgid(0, 0),
+//! dup3 of stdin (a pipe or /dev/null), stdout and stderr, an empty signal
+//! mask and execve: about a dozen calls. A handler the agent installed
+//! after the spawner started would not be reset in a child (the window is
+//! the few calls between the child's unmasking and its execve, which
+//! resets handlers anyway); the agent installs none later: keep it so.
+//! The child's exit is read by pid, not by tokio (`super::child`). The
+//! figures are in docs/architecture.md.
 //!
 //! A command on a pseudo-terminal is the one exception: it must call setsid
 //! and take the terminal as its controlling one (TIOCSCTTY) between fork
@@ -54,8 +50,9 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -66,10 +63,9 @@ use nix::unistd::AccessFlags;
 use paddock_jail::CommandFilter;
 use paddock_jail::spawn::VforkSpawner;
 use paddock_proto::{ErrorCode, ErrorInfo};
-use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 
-use super::child::{Child, Reap};
+use super::child::{Child, ChildExits};
 use super::groups::kill_group;
 use crate::error::bad_request;
 
@@ -93,8 +89,16 @@ pub struct Launch {
     /// The whole environment (PATH in it is where `program` is looked up).
     pub env: BTreeMap<String, String>,
     pub streams: Streams,
-    /// The working directory, resolved beneath the workspace.
-    pub cwd: OwnedFd,
+    pub cwd: WorkDir,
+}
+
+/// A command's working directory.
+#[derive(Debug)]
+pub enum WorkDir {
+    /// The workspace root (the spawner holds its own descriptor of it).
+    Root,
+    /// A directory resolved beneath the workspace.
+    Beneath(OwnedFd),
 }
 
 /// What a command's stdin, stdout and stderr are.
@@ -127,13 +131,19 @@ impl std::fmt::Debug for Job {
 
 impl Spawner {
     /// Starts the spawner thread; its children belong to `runtime` (their
-    /// pipes and exits are watched there). With `filter`, the thread
-    /// installs it on itself first, and an error installing it is this
-    /// function's error.
+    /// pipes and exits are watched there; SIGCHLD must be blocked already,
+    /// see [`ChildExits::block`]) and start in `root` unless told
+    /// otherwise. With `filter`, the thread installs it on itself first,
+    /// and an error installing it is this function's error.
     pub fn start(
         runtime: tokio::runtime::Handle,
         filter: Option<CommandFilter>,
+        root: OwnedFd,
     ) -> anyhow::Result<Self> {
+        let exits = {
+            let _runtime = runtime.enter();
+            ChildExits::watch().context("watching SIGCHLD through a signalfd")?
+        };
         let (jobs, queue) = mpsc::channel(QUEUE);
         let (started, ready) = std::sync::mpsc::sync_channel(1);
         std::thread::Builder::new()
@@ -141,7 +151,7 @@ impl Spawner {
             .spawn(move || {
                 let own = {
                     let _runtime = runtime.enter();
-                    Own::new()
+                    Own::new(root, exits)
                 };
                 let installed = filter
                     .as_ref()
@@ -207,21 +217,53 @@ struct Own {
     vfork: VforkSpawner,
     /// The stdin of a command whose stdin is not piped.
     null: OwnedFd,
+    /// The workspace root, where most commands run.
+    root: OwnedFd,
+    /// Whether the process's working directory is `root` now: a command
+    /// there then needs no fchdir (each is a trapped call under gVisor,
+    /// and only this thread changes the working directory).
+    at_root: bool,
+    /// Where children's exits are seen.
+    exits: ChildExits,
 }
 
 impl Own {
-    /// Made on the spawner thread inside the runtime, after tokio's SIGCHLD
-    /// handler is installed, so the signals a child resets are all the
-    /// agent's: std's SIGSEGV and SIGBUS handlers, SIGPIPE ignored, tokio's
-    /// SIGCHLD.
-    fn new() -> anyhow::Result<Self> {
-        drop(Reap::listen().context("listening for SIGCHLD")?);
+    /// Made on the spawner thread once the agent installed what it installs
+    /// (std's SIGSEGV and SIGBUS handlers, SIGPIPE ignored; SIGCHLD is
+    /// blocked and read from a signalfd, it has no handler), so the signals
+    /// a child resets are all the agent's.
+    fn new(root: OwnedFd, exits: ChildExits) -> anyhow::Result<Self> {
         let vfork = VforkSpawner::new().context("reading the signal dispositions")?;
         tracing::debug!(resets = ?vfork.resets(), "signals a command resets");
         let null = std::fs::File::open("/dev/null")
             .context("opening /dev/null")?
             .into();
-        Ok(Self { vfork, null })
+        Ok(Self {
+            vfork,
+            null,
+            root,
+            at_root: false,
+            exits,
+        })
+    }
+}
+
+impl Own {
+    /// Makes `cwd` the process's working directory.
+    fn enter(&mut self, cwd: &WorkDir) -> nix::Result<()> {
+        match cwd {
+            WorkDir::Root if self.at_root => Ok(()),
+            WorkDir::Root => {
+                nix::unistd::fchdir(&self.root)?;
+                self.at_root = true;
+                Ok(())
+            }
+            WorkDir::Beneath(dir) => {
+                // Not at the root any more, even if this fchdir fails halfway.
+                self.at_root = false;
+                nix::unistd::fchdir(dir)
+            }
+        }
     }
 }
 
@@ -237,7 +279,7 @@ fn launch_one(
         streams,
         cwd,
     } = launch;
-    nix::unistd::fchdir(&cwd).map_err(|errno| {
+    own.enter(&cwd).map_err(|errno| {
         ErrorInfo::new(
             ErrorCode::SpawnFailed,
             format!(
@@ -246,6 +288,7 @@ fn launch_one(
             ),
         )
     })?;
+    drop(cwd);
     let path = resolve(&program, env.get("PATH").map(String::as_str))?;
     let _runtime = runtime.enter();
     match streams {
@@ -254,14 +297,20 @@ fn launch_one(
                 .map_err(|e| spawn_error(&program, &e))
         }
         Streams::Terminal { slave } => {
+            let starting = own.exits.before_start();
             let spawned = spawn_forked(&program, &path, &args, &env, &slave);
             // Our copy of the slave closes here (the child has its own): the
             // master sees the terminal's end only when no copy is left.
             drop(slave);
             let child = spawned.map_err(|e| spawn_error(&program, &e))?;
-            Child::forked(child).ok_or_else(|| {
-                ErrorInfo::new(ErrorCode::SpawnFailed, format!("{program}: exited at once"))
-            })
+            let pid = i32::try_from(child.id()).map_err(|_| {
+                ErrorInfo::new(
+                    ErrorCode::SpawnFailed,
+                    format!("{program}: pid out of range"),
+                )
+            })?;
+            // Dropping std's handle neither waits nor kills: the reap does.
+            Ok(Child::on_terminal(starting.started(pid)))
         }
     }
 }
@@ -301,7 +350,7 @@ fn spawn_piped(
     let (out_read, out_write) = pipe()?;
     let (err_read, err_write) = pipe()?;
     let stdin = if piped_stdin { Some(pipe()?) } else { None };
-    let sigchld = Reap::listen()?;
+    let starting = own.exits.before_start();
     let pid = with_shell_fallback(path, |file, leading| {
         let argv0 = if leading.is_empty() { program } else { SHELL };
         let argv = std::iter::once(argv0)
@@ -321,7 +370,7 @@ fn spawn_piped(
     })?;
     // The child's ends close here: the parent's see its end of output.
     drop((out_write, err_write));
-    let reap = Reap::new(pid, sigchld);
+    let reap = starting.started(pid);
     let nonblocking = |fd: &OwnedFd| {
         nix::fcntl::fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(io::Error::from)
     };
@@ -349,7 +398,7 @@ fn spawn_forked(
     args: &[String],
     env: &BTreeMap<String, String>,
     slave: &OwnedFd,
-) -> io::Result<tokio::process::Child> {
+) -> io::Result<std::process::Child> {
     with_shell_fallback(path, |file, leading| {
         let mut command = Command::new(file);
         command
@@ -357,13 +406,12 @@ fn spawn_forked(
             .args(leading)
             .args(args)
             .env_clear()
-            .envs(env)
-            .kill_on_drop(false);
+            .envs(env);
         let end = || slave.try_clone().map(Stdio::from);
         command.stdin(end()?).stdout(end()?).stderr(end()?);
         // setsid makes it its own process group, as the pipe path's setpgid
         // does, so signals and kills reach the same group.
-        paddock_jail::pty::attach_before_exec(command.as_std_mut());
+        paddock_jail::pty::attach_before_exec(&mut command);
         command.spawn()
     })
 }

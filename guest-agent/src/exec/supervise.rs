@@ -2,14 +2,16 @@
 //! enforce its timeout, and stop waiting for its pipes shortly after it exits.
 
 use std::os::unix::process::ExitStatusExt;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use paddock_proto::{ExitInfo, OutputStream};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 use tokio::time::{Instant, sleep_until};
 
-use super::command::Spawned;
+use super::command::{OutputPipe, Spawned};
 use super::groups::kill_group;
 
 /// After the child exits, how long its pipes may stay quiet but open (held by
@@ -106,7 +108,18 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
                     tracing::warn!(pid, error = %e, "waiting for child failed");
                 }
                 status = Some(waited.ok());
-                drain = Some(Drain::start(DRAIN_QUIET, DRAIN_MAX));
+                // Output usually ends with the command: what its pipes hold
+                // now, their ends included, is read at once, and the drain
+                // (a timer, and registering one wakes the runtime once more:
+                // a trapped call or three under gVisor) starts only for a
+                // pipe still open after that.
+                if out_open {
+                    out_open = read_ready(&mut stdout, &mut out_buf, OutputStream::Stdout, &mut capped).await;
+                }
+                if err_open {
+                    err_open = read_ready(&mut stderr, &mut err_buf, OutputStream::Stderr, &mut capped).await;
+                }
+                drain = (out_open || err_open).then(|| Drain::start(DRAIN_QUIET, DRAIN_MAX));
             },
             // Flow control: the sink's reader is behind, so the pipes are not
             // read (the command blocks writing) until it catches up.
@@ -131,17 +144,25 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
             },
             read = stdout.read(&mut out_buf[..limit]), if out_open && can_read => {
                 match read {
-                    Ok(n) if n > 0 => capped.output(OutputStream::Stdout, &out_buf[..n]).await,
+                    // Only output counts as activity (each clock read is a
+                    // trapped call under gVisor): an end of file closes the pipe.
+                    Ok(n) if n > 0 => {
+                        capped.output(OutputStream::Stdout, &out_buf[..n]).await;
+                        if let Some(drain) = drain.as_mut() { drain.activity(); }
+                    }
                     _ => out_open = false,
                 }
-                if let Some(drain) = drain.as_mut() { drain.activity(); }
             },
             read = stderr.read(&mut err_buf[..limit]), if err_open && can_read => {
                 match read {
-                    Ok(n) if n > 0 => capped.output(OutputStream::Stderr, &err_buf[..n]).await,
+                    // Only output counts as activity (each clock read is a
+                    // trapped call under gVisor): an end of file closes the pipe.
+                    Ok(n) if n > 0 => {
+                        capped.output(OutputStream::Stderr, &err_buf[..n]).await;
+                        if let Some(drain) = drain.as_mut() { drain.activity(); }
+                    }
                     _ => err_open = false,
                 }
-                if let Some(drain) = drain.as_mut() { drain.activity(); }
             },
         }
     }
@@ -155,6 +176,39 @@ pub async fn supervise<S: OutputSink>(spawned: Spawned, limits: Limits, sink: &m
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         // The host tells, from the sandbox's memory cgroup.
         oom_killed: false,
+    }
+}
+
+/// Reads `pipe` for as long as it has bytes ready and the sink has room,
+/// without waiting; false once it reached its end (or failed).
+async fn read_ready<S: OutputSink>(
+    pipe: &mut OutputPipe,
+    buf: &mut [u8],
+    stream: OutputStream,
+    capped: &mut Capped<'_, S>,
+) -> bool {
+    loop {
+        let limit = match capped.sink.room() {
+            Some(0) => return true,
+            Some(room) => room.min(buf.len()),
+            None => buf.len(),
+        };
+        let polled = {
+            let mut read = ReadBuf::new(&mut buf[..limit]);
+            // Polled once with a waker that wakes nothing: the loop's own
+            // read registers the real one if the pipe is not ready now.
+            let mut cx = Context::from_waker(Waker::noop());
+            match Pin::new(&mut *pipe).poll_read(&mut cx, &mut read) {
+                Poll::Ready(Ok(())) => Poll::Ready(Ok(read.filled().len())),
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            }
+        };
+        match polled {
+            Poll::Pending => return true,
+            Poll::Ready(Ok(0) | Err(_)) => return false,
+            Poll::Ready(Ok(n)) => capped.output(stream, &buf[..n]).await,
+        }
     }
 }
 

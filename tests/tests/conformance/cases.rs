@@ -189,6 +189,20 @@ pub fn exec_and_files(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>
         let (code, out, err) = sh(&*guest, "echo hello; echo oops >&2; pwd; exit 3").await;
         assert_eq!((code, out.as_str()), (3, "hello\n/workspace\n"), "{err}");
         assert_eq!(err, "oops\n");
+        // Commands ending together (their SIGCHLDs coalesce into one): each
+        // gets its own exit and output.
+        let mut running = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let guest = guest.clone();
+            running.spawn(async move {
+                let script = format!("sleep 0.{}; echo {i}; exit {i}", i % 2);
+                (i, sh(&*guest, &script).await)
+            });
+        }
+        while let Some(done) = running.join_next().await {
+            let (i, (code, out, err)) = done.unwrap();
+            assert_eq!((code, out), (i, format!("{i}\n")), "command {i}: {err}");
+        }
         guest
             .file_write(
                 "notes/a.txt",
