@@ -14,8 +14,12 @@
 //! reaping removes it with them.
 //!
 //! gVisor keeps the attached stdio: its sentry connects to a host socket
-//! only when runsc runs with host-UDS access, a hole this would open for
-//! one round trip's worth of relay.
+//! only when runsc runs with `--host-uds=open`, and then every command in
+//! every gVisor sandbox could connect to any host socket bound inside its
+//! workspace (git's fsmonitor daemon keeps one in `.git`), which gVisor
+//! otherwise refuses. Measured here (a 1-byte echo, p50 of 40): 0.56 ms
+//! over the attached stream against 0.10 ms over a host socket back to
+//! back, 2.34 ms against 0.79 ms after 200 ms idle. Not worth that hole.
 
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
