@@ -1393,6 +1393,12 @@ async fn a_person_applies_one_childs_changes_and_rejects_anothers(db: Db) -> Res
 /// resume route recovers it and continues it as a new run, whose first step
 /// reports the command's outcome unknown; a second resume, a finished run,
 /// an unknown run and a bad body are refused with their codes.
+/// The lease of a driver that dies after writing a run's first steps: long
+/// enough for those writes (a shorter one can expire in between on a busy
+/// machine, and then a recovery elsewhere in the server takes the session
+/// over and the writes are refused as stale), waited out before the resume.
+const DEAD_DRIVER_LEASE: Duration = Duration::from_secs(1);
+
 async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
     use paddock_core::model::{Message, ToolCall};
     use paddock_core::store::{Lease, NewEvent, Run, RunState, StoredMessage, ToolInvocation};
@@ -1408,7 +1414,7 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
         .acquire_lease(
             &Lease::session_resource(&session),
             "gone-node/run_dead",
-            Duration::from_millis(1),
+            DEAD_DRIVER_LEASE,
         )
         .await?;
     let mut dead = Run::new(tenant.clone(), session.clone(), "count to two", store.now());
@@ -1449,7 +1455,7 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
         payload: serde_json::to_string(&call_event)?,
     };
     store.append_event(&lease, &tenant, &event).await?;
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::sleep(DEAD_DRIVER_LEASE + Duration::from_millis(100)).await;
 
     let path = format!("/v1/runs/{}/resume", dead.id);
     expect_error(
@@ -1528,7 +1534,7 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
         .acquire_lease(
             &Lease::session_resource(&other),
             "gone-node/run_dead2",
-            Duration::from_millis(1),
+            DEAD_DRIVER_LEASE,
         )
         .await?;
     let mut gvisor = Run::new(tenant.clone(), other.clone(), "count to three", store.now());
@@ -1548,7 +1554,7 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
         payload: started.to_string(),
     };
     store.append_event(&lease, &tenant, &event).await?;
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::sleep(DEAD_DRIVER_LEASE + Duration::from_millis(100)).await;
     let (status, refused) = send(
         server
             .a(Method::POST, &format!("/v1/runs/{}/resume", gvisor.id))
