@@ -218,9 +218,23 @@ fn colliding_route(pool: &NatPool, routes: &str) -> Option<String> {
             .skip_while(|w| *w != "dev")
             .nth(1)
             .unwrap_or("");
-        (pool.overlaps(net, prefix) && !dev.starts_with(VETH_PREFIX))
+        (pool.overlaps(net, prefix) && !dev.starts_with(VETH_PREFIX) && !vanishing(line, dev))
             .then(|| line.trim().to_owned())
     })
+}
+
+/// A kernel link route on a device `ip` could no longer name (it prints
+/// `if<index>`): an interface being moved into another namespace or
+/// deleted, as a sandbox veth is while another `full` sandbox starts or
+/// stops beside this one. Not a route of the host's to collide with.
+fn vanishing(line: &str, dev: &str) -> bool {
+    dev.strip_prefix("if")
+        .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
+        && line
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| w == ["proto", "kernel"])
 }
 
 /// 12 hex digits of FNV-1a of the sandbox id: the veth's and the chain's
@@ -836,6 +850,12 @@ mod tests {
         );
         let inner = "10.217.3.0/24 via 192.0.2.9 dev eth0\n";
         assert!(colliding_route(&pool, inner).is_some());
+        // Another sandbox's veth caught mid-move (CI saw this one), but an
+        // operator's route on an interface named so still collides.
+        let moving = "10.217.17.184/30 dev if1210 proto kernel scope link src 10.217.17.185\n";
+        assert_eq!(colliding_route(&pool, moving), None);
+        let named = "10.217.9.0/24 dev if1210 proto static\n";
+        assert!(colliding_route(&pool, named).is_some());
     }
 
     #[test]
