@@ -230,11 +230,7 @@ fn colliding_route(pool: &NatPool, routes: &str) -> Option<String> {
 fn vanishing(line: &str, dev: &str) -> bool {
     dev.strip_prefix("if")
         .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
-        && line
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .windows(2)
-            .any(|w| w == ["proto", "kernel"])
+        && line.contains(" proto kernel ")
 }
 
 /// 12 hex digits of FNV-1a of the sandbox id: the veth's and the chain's

@@ -224,6 +224,8 @@ impl Reap {
 
 #[cfg(test)]
 mod tests {
+    use nix::sys::wait::{Id, waitid};
+
     use super::*;
 
     /// A watch bumped by hand stands for the signalfd: a unit test's
@@ -250,7 +252,8 @@ mod tests {
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let mut reap = starting.started(i32::try_from(ours.id()).unwrap());
+        let pid = i32::try_from(ours.id()).unwrap();
+        let mut reap = starting.started(pid);
         let waiting = tokio::spawn(async move { reap.wait().await });
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(
@@ -258,8 +261,17 @@ mod tests {
             "no exit yet, and no SIGCHLD counted"
         );
         drop(ours.stdin);
-        // Its exit, as the signalfd would count it.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // Its exit (seen without reaping it), then its SIGCHLD as the
+        // signalfd would count it.
+        tokio::task::spawn_blocking(move || {
+            waitid(
+                Id::Pid(Pid::from_raw(pid)),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+            )
+        })
+        .await
+        .unwrap()
+        .unwrap();
         count.send_modify(|n| *n += 1);
         let status = tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
             .await

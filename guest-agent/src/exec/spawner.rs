@@ -149,10 +149,7 @@ impl Spawner {
         std::thread::Builder::new()
             .name("spawner".to_owned())
             .spawn(move || {
-                let own = {
-                    let _runtime = runtime.enter();
-                    Own::new(root, exits)
-                };
+                let own = Own::new(root, exits);
                 let installed = filter
                     .as_ref()
                     .map_or(Ok(()), CommandFilter::apply)

@@ -198,11 +198,9 @@ async fn read_ready<S: OutputSink>(
             // Polled once with a waker that wakes nothing: the loop's own
             // read registers the real one if the pipe is not ready now.
             let mut cx = Context::from_waker(Waker::noop());
-            match Pin::new(&mut *pipe).poll_read(&mut cx, &mut read) {
-                Poll::Ready(Ok(())) => Poll::Ready(Ok(read.filled().len())),
-                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-                Poll::Pending => Poll::Pending,
-            }
+            Pin::new(&mut *pipe)
+                .poll_read(&mut cx, &mut read)
+                .map_ok(|()| read.filled().len())
         };
         match polled {
             Poll::Pending => return true,
