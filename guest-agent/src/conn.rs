@@ -8,7 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::pin::Pin;
 
 use anyhow::{Context, bail};
-use nix::sys::stat::{SFlag, fstat};
+use nix::sys::stat::{Mode, SFlag, fchmod, fstat};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// The host connection before the runtime exists.
@@ -87,7 +87,15 @@ pub fn take_connection() -> anyhow::Result<Connection> {
 /// Moves the container's stdin and stdout (the engine's attached streams) to
 /// close-on-exec fds and puts /dev/null on fds 0 and 1; stderr stays the
 /// engine's log stream.
-pub fn take_stdio() -> anyhow::Result<Connection> {
+///
+/// With [`Seal::ModeZero`] the two streams and stderr get mode 0 (fchmod):
+/// the agent keeps using what it holds, but no process without
+/// CAP_DAC_OVERRIDE (no command) can reopen them through
+/// /proc/PID/fd/N. That is the one guard under gVisor, whose sentry
+/// ignores the dumpable flag there (measured with runsc 2022-12); the Linux
+/// kernel refuses a command those links already, the agent being not
+/// dumpable.
+pub fn take_stdio(seal: Seal) -> anyhow::Result<Connection> {
     let read = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
@@ -96,6 +104,16 @@ pub fn take_stdio() -> anyhow::Result<Connection> {
         .as_fd()
         .try_clone_to_owned()
         .context("duplicating fd 1")?;
+    if seal == Seal::ModeZero {
+        for (fd, name) in [
+            (read.as_fd(), "stdin"),
+            (write.as_fd(), "stdout"),
+            (std::io::stderr().as_fd(), "stderr"),
+        ] {
+            fchmod(fd, Mode::empty())
+                .with_context(|| format!("fchmod 0 of the attached {name}"))?;
+        }
+    }
     let devnull = File::options()
         .read(true)
         .write(true)
@@ -104,4 +122,15 @@ pub fn take_stdio() -> anyhow::Result<Connection> {
     nix::unistd::dup2_stdin(&devnull).context("putting /dev/null on fd 0")?;
     nix::unistd::dup2_stdout(&devnull).context("putting /dev/null on fd 1")?;
     Ok(Connection::Stdio(read, write))
+}
+
+/// Whether [`take_stdio`] makes the streams unopenable by mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seal {
+    /// A container's attached streams, the container user's own pipes.
+    ModeZero,
+    /// A microVM's port, a device node of root's that the guest (the
+    /// workspace owner by then) cannot change; its kernel honours the
+    /// dumpable flag.
+    None,
 }

@@ -1,8 +1,10 @@
 //! `paddock-guest`: the agent inside every sandbox.
 //!
 //! Start-up order matters: the jail (when asked) is entered first, while the
-//! process has one thread; then the init forks the agent off and stays behind
-//! as the reaper; only the agent builds the async runtime and serves.
+//! process has one thread; then the host connection is moved off fds 0 and
+//! 1 to close-on-exec fds; then the init makes itself not dumpable, forks
+//! the agent off and stays behind as the reaper, keeping none of the fds it
+//! had; only the agent builds the async runtime and serves.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -12,6 +14,7 @@ mod conn;
 mod error;
 mod exec;
 mod files;
+mod isolation;
 mod microvm;
 mod processes;
 mod server;
@@ -47,22 +50,17 @@ pub(crate) struct Startup {
     pub(crate) enforcement: Enforcement,
     pub(crate) command_filter: Option<paddock_jail::CommandFilter>,
     pub(crate) sandbox_id: Option<String>,
-    pub(crate) transport: Transport,
+    /// The host connection, already off fds 0, 1 and 2 (see [`conn`]),
+    /// taken before the init forks the agent so that the init (PID 1)
+    /// keeps none of it.
+    pub(crate) connection: conn::Connection,
     /// Variables every command of a sandbox with egress gets (secrets'
     /// placeholders, the CA bundle's paths).
     pub(crate) egress_env: Vec<(String, String)>,
-}
-
-/// Where the host connection is.
-#[derive(Debug)]
-pub(crate) enum Transport {
-    /// A unix socket on fd 0 (native sandboxes, `serve`).
-    SocketOnFd0,
-    /// Fds 0 and 1: a container's attached stdio, a microVM's
-    /// virtio-serial port.
-    Stdio,
-    /// Already connected (a runc container's bound-in socket).
-    Connected(conn::Connection),
+    /// What the guest reports of its isolation from its commands.
+    pub(crate) tier: isolation::Tier,
+    /// The connection's fds have mode 0 (`conn::Seal::ModeZero`).
+    pub(crate) connection_sealed: bool,
 }
 
 fn main() -> ExitCode {
@@ -73,7 +71,7 @@ fn main() -> ExitCode {
         Mode::Container(args) => prepare_container(args),
         Mode::Microvm => microvm::prepare(),
     };
-    let startup = match startup {
+    let mut startup = match startup {
         Ok(startup) => startup,
         Err(code) => return ExitCode::from(code),
     };
@@ -82,6 +80,7 @@ fn main() -> ExitCode {
         eprintln!("paddock-guest: starting the agent: {}", error_chain(&e));
         return ExitCode::from(EXIT_SOFTWARE);
     }
+    startup.enforcement.guest = Some(isolation::report(startup.tier, startup.connection_sealed));
     init_logging(&cli.log);
     match run_agent(startup, cli.process_buffer_bytes) {
         Ok(()) => ExitCode::SUCCESS,
@@ -107,8 +106,10 @@ fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
         enforcement: Enforcement::unconfined(),
         command_filter: None,
         sandbox_id: None,
-        transport: Transport::SocketOnFd0,
+        connection: host_connection(conn::take_connection())?,
         egress_env: Vec::new(),
+        tier: isolation::Tier::Unconfined,
+        connection_sealed: false,
     })
 }
 
@@ -135,8 +136,10 @@ fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
         enforcement,
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
-        transport: Transport::SocketOnFd0,
+        connection: host_connection(conn::take_connection())?,
         egress_env: spec.egress_env,
+        tier: isolation::Tier::Jail,
+        connection_sealed: false,
     })
 }
 
@@ -174,10 +177,10 @@ fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
     // Connected once confined (hardening closes every inherited fd above
     // stderr; landlock does not govern connecting to a socket, the seccomp
     // table allows AF_UNIX): the host listens already.
-    let transport = match &args.connect {
+    let connection = match &args.connect {
         Some(path) => std::os::unix::net::UnixStream::connect(path)
             .and_then(|stream| stream.set_nonblocking(true).map(|()| stream))
-            .map(|stream| Transport::Connected(conn::Connection::Socket(stream)))
+            .map(conn::Connection::Socket)
             .map_err(|e| {
                 eprintln!(
                     "paddock-guest: connecting to the host at {}: {e}",
@@ -185,7 +188,7 @@ fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
                 );
                 EXIT_SOFTWARE
             })?,
-        None => Transport::Stdio,
+        None => host_connection(conn::take_stdio(conn::Seal::ModeZero))?,
     };
     let command_filter = command_filter()?;
     Ok(Startup {
@@ -193,8 +196,24 @@ fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
         enforcement,
         command_filter: Some(command_filter),
         sandbox_id: Some(spec.sandbox_id),
-        transport,
+        connection,
         egress_env: Vec::new(),
+        tier: if spec.engine == "gvisor" {
+            isolation::Tier::Gvisor
+        } else {
+            isolation::Tier::Docker
+        },
+        connection_sealed: args.connect.is_none(),
+    })
+}
+
+/// The connection taken, or its error printed (logging starts later).
+pub(crate) fn host_connection(
+    taken: anyhow::Result<conn::Connection>,
+) -> Result<conn::Connection, u8> {
+    taken.map_err(|e| {
+        eprintln!("paddock-guest: taking the host connection: {e:#}");
+        EXIT_SOFTWARE
     })
 }
 
@@ -220,11 +239,6 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
         // Only slower: every command then grows and trims the heap again.
         tracing::warn!(error = %e, "keeping freed heap memory");
     }
-    let conn = match startup.transport {
-        Transport::Stdio => conn::take_stdio().context("taking the host connection")?,
-        Transport::SocketOnFd0 => conn::take_connection().context("taking the host connection")?,
-        Transport::Connected(conn) => conn,
-    };
     let workspace = Workspace::open_root(startup.root.clone())
         .with_context(|| format!("opening workspace {}", startup.root.display()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -237,6 +251,7 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
         .root_fd()
         .try_clone()
         .context("duplicating the workspace root for the spawner")?;
+    let conn = startup.connection;
     let spawner = Spawner::start(runtime.handle().clone(), startup.command_filter, root)?;
     let mut agent = Agent::new(workspace, startup.enforcement, spawner, ring_bytes);
     agent.egress_env = startup.egress_env;

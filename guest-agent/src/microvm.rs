@@ -55,7 +55,9 @@ pub(crate) fn prepare() -> Result<Startup, u8> {
         enforcement,
         command_filter: Some(command_filter()?),
         sandbox_id: Some(spec.sandbox_id),
-        transport: crate::Transport::Stdio,
+        connection: crate::host_connection(crate::conn::take_stdio(crate::conn::Seal::None))?,
         egress_env: Vec::new(),
+        tier: crate::isolation::Tier::MicroVm,
+        connection_sealed: false,
     })
 }

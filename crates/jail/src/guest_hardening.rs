@@ -103,6 +103,8 @@ pub(crate) fn harden(
         workspace_quota: layers.quota.state,
         workspace_quota_limits: layers.quota.tmpfs,
         vm: layers.vm,
+        // the guest fills it in once its agent is forked
+        guest: None,
     })
 }
 

@@ -88,6 +88,8 @@ pub(crate) fn run(
         workspace_quota: prepared.workspace_quota.state,
         workspace_quota_limits: prepared.workspace_quota.tmpfs,
         vm: None,
+        // the guest fills it in once its agent is forked
+        guest: None,
     })
 }
 

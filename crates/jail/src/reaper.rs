@@ -27,6 +27,12 @@ pub enum ReaperError {
     ParentDeathSignal(#[source] Errno),
     #[error("putting the signals the guest inherited as ignored back to their default")]
     DefaultSignals(#[source] std::io::Error),
+    #[error("making the guest not dumpable (PR_SET_DUMPABLE 0)")]
+    NotDumpable(#[source] Errno),
+    #[error("the guest still reads back as dumpable after PR_SET_DUMPABLE 0")]
+    StillDumpable,
+    #[error("opening /dev/null for the reaper's stdio")]
+    OpenDevNull(#[source] std::io::Error),
 }
 
 /// Forks the agent off the calling process.
@@ -43,16 +49,38 @@ pub enum ReaperError {
 /// build tool's jobserver pipe, ...). In the agent, every signal the process
 /// inherited as ignored but SIGPIPE is back to its default action.
 ///
+/// Both processes are made not dumpable (`PR_SET_DUMPABLE` 0, checked in
+/// each): the kernel then refuses a command (which holds no
+/// `CAP_SYS_PTRACE`) their `/proc/PID/fd/*`, `mem` and `environ` even
+/// where it runs as the same uid. A command gets its own dumpable flag back
+/// from its execve. The reaper keeps nothing of what the process held: it
+/// puts /dev/null on its fds 0, 1 and 2 and closes every other, so the host
+/// connection (which the caller moved above fd 2 before this) and the
+/// engine's streams live in the agent alone.
+///
 /// Must be called while the process has a single thread; that is checked.
+/// Must be called after the last change of credentials: a change of uid
+/// makes the process dumpable again.
 pub fn fork_reaper() -> Result<(), ReaperError> {
     let single = match count_threads().map_err(ReaperError::CountThreads)? {
         Threads::One(single) => single,
         Threads::Many(threads) => return Err(ReaperError::NotSingleThreaded { threads }),
     };
     sys::set_cloexec_from(3).map_err(ReaperError::CloseOnExec)?;
+    not_dumpable()?;
+    // Opened before the fork: the reaper has no error to report to anyone.
+    let devnull = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(ReaperError::OpenDevNull)?;
     let init = getpid();
     match sys::fork(&single).map_err(ReaperError::Fork)? {
         ForkResult::Child => {
+            drop(devnull);
+            // Inherited through fork on Linux; checked again, as the agent
+            // is the process that serves.
+            not_dumpable()?;
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .map_err(ReaperError::ParentDeathSignal)?;
             if getppid() != init {
@@ -66,8 +94,33 @@ pub fn fork_reaper() -> Result<(), ReaperError> {
                 .map_err(ReaperError::DefaultSignals)?;
             Ok(())
         }
-        ForkResult::Parent { child } => reap_until(child),
+        ForkResult::Parent { child } => {
+            if keep_nothing(devnull).is_err() {
+                // The agent dies with us (its parent-death signal).
+                std::process::exit(1);
+            }
+            reap_until(child)
+        }
     }
+}
+
+/// `PR_SET_DUMPABLE` 0, read back.
+fn not_dumpable() -> Result<(), ReaperError> {
+    nix::sys::prctl::set_dumpable(false).map_err(ReaperError::NotDumpable)?;
+    match nix::sys::prctl::get_dumpable() {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(ReaperError::StillDumpable),
+        Err(e) => Err(ReaperError::NotDumpable(e)),
+    }
+}
+
+/// /dev/null on fds 0, 1 and 2 and every other descriptor closed.
+fn keep_nothing(devnull: std::fs::File) -> std::io::Result<()> {
+    nix::unistd::dup2_stdin(&devnull)?;
+    nix::unistd::dup2_stdout(&devnull)?;
+    nix::unistd::dup2_stderr(&devnull)?;
+    drop(devnull);
+    sys::close_from_or_each(3)
 }
 
 fn reap_until(agent: Pid) -> ! {

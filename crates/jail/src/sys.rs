@@ -411,12 +411,26 @@ pub(crate) fn set_cloexec_from(first: libc::c_uint) -> nix::Result<()> {
     }
 }
 
-/// Empties the process environment (clearenv(3)).
+/// Empties the process environment (clearenv(3)), first overwriting each
+/// variable's bytes with zeros: /proc/PID/environ shows the memory the
+/// environment started in, not the list clearenv empties, and gVisor serves
+/// it to any process of the sandbox (it ignores the dumpable flag).
 pub(crate) fn clear_environment(_single: &SingleThreaded) {
     // SAFETY: the process has one thread (the token), so no other thread
-    // reads the environment meanwhile, and no Rust code holds a pointer into
-    // it (std copies what it reads).
-    unsafe { libc::clearenv() };
+    // reads or changes the environment meanwhile, and no Rust code holds a
+    // pointer into it (std copies what it reads). `environ` is a
+    // NULL-terminated array of pointers to NUL-terminated strings in
+    // writable memory (the initial stack, or setenv's heap copies); each
+    // string is overwritten within its own length, its NUL kept.
+    unsafe {
+        let mut entry = libc::environ;
+        while !entry.is_null() && !(*entry).is_null() {
+            let string = *entry;
+            std::ptr::write_bytes(string, 0, libc::strlen(string));
+            entry = entry.add(1);
+        }
+        libc::clearenv();
+    }
 }
 
 /// Closes descriptor 0, for a process in which no Rust handle owns it.

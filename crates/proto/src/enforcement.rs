@@ -89,6 +89,32 @@ pub struct Enforcement {
     /// The virtual machine around the guest (microvm tier); None elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<VmEnforcement>,
+    /// How the guest's own processes stand against the commands they run;
+    /// filled in by the guest once it forked its agent (None in a report
+    /// made before that, or by an older guest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestIsolation>,
+}
+
+/// What keeps a command from reading or impersonating the guest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestIsolation {
+    /// `PR_SET_DUMPABLE` 0 on the init (PID 1) and the agent, read back in
+    /// each: no command opens their `/proc/PID/fd/*`, `mem` or `environ`.
+    pub not_dumpable: LayerState,
+    /// The host connection is on a close-on-exec fd above 2 of the agent
+    /// alone: the init closed every fd it inherited, no command inherits it.
+    pub connection_in_agent_only: bool,
+    /// The connection's fds and the agent's stderr have mode 0, so no
+    /// command reopens them through /proc even where the kernel ignores the
+    /// dumpable flag (gVisor).
+    pub connection_mode_zero: bool,
+    /// The uid the guest serves as, and the uid its commands run as.
+    pub guest_uid: u32,
+    pub command_uid: u32,
+    /// Why commands run as the guest's own uid, where they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_uid_reason: Option<String>,
 }
 
 /// The microVM a guest runs in, as the host's backend started it.
@@ -148,6 +174,7 @@ impl Enforcement {
             workspace_quota: LayerState::NotRequested,
             workspace_quota_limits: None,
             vm: None,
+            guest: None,
         }
     }
 }

@@ -20,7 +20,8 @@ mod sandbox_spec;
 mod secret;
 
 pub use enforcement::{
-    CgroupEnforcement, Enforcement, LayerState, VmEnforcement, WorkspaceQuotaEnforcement,
+    CgroupEnforcement, Enforcement, GuestIsolation, LayerState, VmEnforcement,
+    WorkspaceQuotaEnforcement,
 };
 pub use error_chain::{ErrorChain, error_chain};
 pub use frame::{

@@ -19,6 +19,8 @@ mod child;
 mod controls;
 mod fs;
 #[allow(unsafe_code)]
+mod guest;
+#[allow(unsafe_code)]
 mod limits;
 #[allow(unsafe_code)]
 mod net;
@@ -125,6 +127,7 @@ fn main() -> anyhow::Result<()> {
     fs::run(&mut b, &args.canary);
     cgroup::run(&mut b);
     procs::run(&mut b, args.host_process.as_deref());
+    guest::run(&mut b);
     net::run(
         &mut b,
         args.tcp_port,
