@@ -165,6 +165,33 @@ pub fn enforcement_is_reported(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + S
             _ => assert_eq!(e.landlock, LayerState::Enforced, "{e:?}"),
         }
         assert!(e.seccomp_denied.iter().any(|l| l == "mount"));
+        // What keeps a command from reading or impersonating the guest.
+        let guest = e
+            .guest
+            .as_ref()
+            .expect("the guest reports its isolation from its commands");
+        assert!(guest.connection_in_agent_only, "{guest:?}");
+        // gVisor keeps the attached stdio; runc's guest connects a socket.
+        assert_eq!(
+            guest.connection_mode_zero,
+            ctx.kind == Kind::Gvisor,
+            "{guest:?}"
+        );
+        match ctx.kind {
+            Kind::Gvisor => assert!(
+                matches!(guest.not_dumpable, LayerState::Downgraded { .. }),
+                "gVisor ignores the dumpable flag: it must say so: {guest:?}"
+            ),
+            _ => assert_eq!(guest.not_dumpable, LayerState::Enforced, "{guest:?}"),
+        }
+        let (code, uid, err) = sh(&*sb.guest(), "id -u").await;
+        assert_eq!(
+            (code, uid.trim()),
+            (0, guest.command_uid.to_string().as_str()),
+            "{err}"
+        );
+        assert_eq!(guest.command_uid, guest.guest_uid, "{guest:?}");
+        assert!(guest.shared_uid_reason.is_some(), "{guest:?}");
         if ctx.kind == Kind::Microvm {
             // Its own kernel is the boundary: it reports the VM, not namespaces.
             let vm = e.vm.as_ref().expect("a microvm reports its VM");
