@@ -75,3 +75,37 @@ pub(crate) fn report(tier: Tier, sealed: bool) -> GuestIsolation {
         shared_uid_reason: Some(tier.shared_uid_reason().to_owned()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gvisor_reports_the_dumpable_flag_downgraded_and_every_tier_says_why_uids_are_shared() {
+        for tier in [
+            Tier::Unconfined,
+            Tier::Jail,
+            Tier::Docker,
+            Tier::Gvisor,
+            Tier::MicroVm,
+        ] {
+            let report = report(tier, tier == Tier::Gvisor);
+            assert_eq!(report.command_uid, report.guest_uid);
+            assert!(report.connection_in_agent_only);
+            assert_eq!(report.connection_mode_zero, tier == Tier::Gvisor);
+            assert!(
+                report
+                    .shared_uid_reason
+                    .as_deref()
+                    .is_some_and(|r| !r.is_empty())
+            );
+            match tier {
+                Tier::Gvisor => assert!(
+                    matches!(report.not_dumpable, LayerState::Downgraded { ref reason } if reason.contains("gVisor")),
+                    "{report:?}"
+                ),
+                _ => assert_eq!(report.not_dumpable, LayerState::Enforced),
+            }
+        }
+    }
+}

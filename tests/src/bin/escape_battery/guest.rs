@@ -17,6 +17,8 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 
+use paddock_proto::{Event, GuestFrame, GuestMessage, OutputStream, encode_frame};
+
 use crate::Battery;
 use crate::child::{Outcome, errno_name, in_child};
 
@@ -216,21 +218,17 @@ fn reachable_anyway(
     ((by_path.st_dev, by_path.st_ino) == id).then_some("opens by its path too")
 }
 
-/// A frame of the guest's protocol (`[u32 header_len][u32 payload_len]
-/// [header][payload]`, big-endian): stdout output for a request id the host
-/// never hands out, so a host that reads it drops it.
+/// A frame of the guest's protocol (`paddock_proto::encode_frame`): stdout
+/// output for a request id the host never hands out, so a host that reads
+/// it drops it.
 fn forged_frame() -> Vec<u8> {
-    let header = format!(
-        r#"{{"id":{},"message":{{"type":"event","event":"output","stream":"stdout"}}}}"#,
-        u64::MAX
-    );
-    let payload = b"forged by the escape battery";
-    let mut frame = Vec::new();
-    frame.extend_from_slice(&(header.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    frame.extend_from_slice(header.as_bytes());
-    frame.extend_from_slice(payload);
-    frame
+    let header = GuestFrame {
+        id: u64::MAX,
+        message: GuestMessage::Event(Event::Output {
+            stream: OutputStream::Stdout,
+        }),
+    };
+    encode_frame(&header, b"forged by the escape battery").unwrap_or_default()
 }
 
 /// (dev, ino) of this process's own stdio: the agent holds the other ends of
