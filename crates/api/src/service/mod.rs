@@ -54,7 +54,7 @@ pub use config::{
 pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
-pub use memory::{AddMemory, MemoryQuery, MemoryView};
+pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
