@@ -43,6 +43,7 @@ pub(super) struct ApproveQuery {
     /// `tenant`: the record applies to every workspace of the tenant from
     /// now on (default: the scope it was written with; a run's record is
     /// its own workspace's).
+    #[param(inline)]
     widen: Option<WidenMemory>,
 }
 
