@@ -302,6 +302,7 @@ async fn remembered_in_one_session_recalled_in_the_next(url: &str, dir: &std::pa
         .unwrap();
     let (system, recalled) = recall_run(&second, dir, &acme, &s4.id, "narrow").await;
     assert!(!system.contains(FACT), "{system}");
+    assert!(!system.contains(STEER), "{system}");
     assert_eq!(recalled, "No memory matches.");
     let widened = second
         .runtime

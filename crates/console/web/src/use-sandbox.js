@@ -111,8 +111,11 @@ async function ping() {
     try {
       await api('POST', `/v1/sandboxes/${enc(id)}/keepalive`);
     } catch (err) {
-      // gone, or not a console sandbox (an older page's): made again on next use
-      if (err instanceof ApiError && err.status < 500) sessionStorage.removeItem(key);
+      if (!(err instanceof ApiError) || err.status >= 500) continue;
+      // gone, or an ordinary sandbox an older page made: made again (as a
+      // console sandbox) on next use; the older one must not hold the workspace
+      sessionStorage.removeItem(key);
+      if (err.code === 'invalid_request') api('DELETE', `/v1/sandboxes/${enc(id)}`).catch(() => {});
     }
   }
 }
