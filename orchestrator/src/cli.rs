@@ -262,10 +262,15 @@ pub enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Make a record a run proposed active.
+    /// Make a record a run proposed active (for its own workspace, unless
+    /// --tenant widens it).
     Approve {
         /// The record's id (mem_...).
         id: String,
+        /// Widen it to every workspace of the tenant (a run's record is
+        /// only its own workspace's).
+        #[arg(long)]
+        tenant: bool,
         #[command(flatten)]
         data: DataDirArgs,
         /// One JSON object instead of text.

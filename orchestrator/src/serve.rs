@@ -177,6 +177,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         models,
         run_backends,
         run_secrets,
+        service.clone(),
         root.child_token(),
     );
 

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use anyhow::{Context, Result};
 use common::{PADDOCK, ServerProcess, unique};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const GOAL: &str = "Write fizzbuzz.sh so that sh test.sh passes";
 const SLOW: &str = r#"{"turns": [
@@ -809,6 +809,9 @@ fn memory_and_doctor_commands_work_here_and_on_a_server() -> Result<()> {
         // a record damaged in the database is quarantined, skipped, and listed
         let second = fx.json(cmd(&["memory", "add", "The build needs make 4", "--json"]))?;
         let second = second["id"].as_str().unwrap().to_owned();
+        // and one an agent proposed for its own workspace
+        let third = fx.json(cmd(&["memory", "add", "Run make check first", "--json"]))?;
+        let third = third["id"].as_str().unwrap().to_owned();
         runtime.block_on(async {
             sqlx::any::install_default_drivers();
             let pool = sqlx::AnyPool::connect(&format!("sqlite://{}", db.display())).await?;
@@ -817,9 +820,30 @@ fn memory_and_doctor_commands_work_here_and_on_a_server() -> Result<()> {
                 .execute(&pool)
                 .await?;
             assert_eq!(done.rows_affected(), 1);
+            let done = sqlx::query(
+                "UPDATE memories SET status = 'proposed', scope = 'workspace', \
+                 workspace_id = $2 WHERE id = $1",
+            )
+            .bind(&third)
+            .bind(paddock_core::ids::WorkspaceId::generate().as_str())
+            .execute(&pool)
+            .await?;
+            assert_eq!(done.rows_affected(), 1);
             pool.close().await;
             anyhow::Ok(())
         })?;
+        // a person approves it and widens it to every workspace of the tenant
+        let approved = fx.json(cmd(&["memory", "approve", &third, "--tenant", "--json"]))?;
+        assert_eq!(
+            (
+                &approved["status"],
+                &approved["scope"],
+                &approved["workspace"]
+            ),
+            (&json!("active"), &json!("tenant"), &Value::Null),
+            "{place}: {approved}"
+        );
+        fx.ok(cmd(&["memory", "rm", &third]))?;
         let listed = fx.ok(cmd(&["memory", "ls"]))?;
         assert_eq!(listed.lines().count(), 1, "{place}: {listed}");
         assert!(listed.starts_with(&id), "{place}: {listed}");

@@ -8,7 +8,7 @@ mod common;
 
 use anyhow::{Context, Result, ensure};
 use common::{Db, Setup, TestServer, expect_error, send};
-use paddock_core::ids::MemoryId;
+use paddock_core::ids::{MemoryId, WorkspaceId};
 use paddock_core::store::{MemoryKind, MemoryRecord, MemoryScope, MemoryStatus};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -104,13 +104,13 @@ async fn memory_is_kept_found_and_removed_per_tenant(db: Db) -> Result<()> {
     let (_, old) = send(server.a(Method::GET, &format!("/v1/memory/{fact_id}"))).await?;
     assert_eq!(old["superseded_by"], newer_id.as_str());
 
-    // a record a run proposed is not listed until approved
+    // a record a run proposed (for its workspace) is not listed until approved
     let now = server.store.now();
     let proposed = MemoryRecord {
         id: MemoryId::generate(),
         tenant: server.setup.tenants.a.clone(),
-        scope: MemoryScope::Tenant,
-        workspace: None,
+        scope: MemoryScope::Workspace,
+        workspace: Some(WorkspaceId::parse(&ws)?),
         project: None,
         kind: MemoryKind::Convention,
         text: "Run cargo fmt before committing".into(),
@@ -163,11 +163,26 @@ async fn memory_is_kept_found_and_removed_per_tenant(db: Db) -> Result<()> {
     )
     .await?;
 
-    // approved, it is listed; removed, it is gone
+    // approved (and widened to the tenant by the person), it is listed; removed, it is gone
+    let approve = format!("/v1/memory/{}/approve", proposed.id);
+    expect_error(
+        server.a(Method::POST, &format!("{approve}?widen=project")),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
     let (status, approved) =
-        send(server.a(Method::POST, &format!("/v1/memory/{}/approve", proposed.id))).await?;
+        send(server.a(Method::POST, &format!("{approve}?widen=tenant"))).await?;
     assert_eq!(status, StatusCode::OK, "{approved}");
-    assert_eq!(approved["status"], "active");
+    assert_eq!(
+        (
+            &approved["status"],
+            &approved["scope"],
+            &approved["workspace"]
+        ),
+        (&json!("active"), &json!("tenant"), &Value::Null),
+        "{approved}"
+    );
     let (_, list) = send(server.a(Method::GET, "/v1/memory?kind=convention")).await?;
     assert_eq!(ids(&list), [proposed.id.to_string()]);
     let (status, _) = send(server.a(Method::DELETE, &format!("/v1/memory/{newer_id}"))).await?;

@@ -27,6 +27,7 @@ on_both_databases!(
     a_graceful_shutdown_cancels_runs_in_progress,
     a_runs_children_and_its_own_events_are_readable,
     a_workspace_has_one_writer_among_sandboxes_and_runs,
+    a_console_sandbox_lives_with_its_page_and_yields_to_a_run,
     a_runs_snapshot_limits_are_asked_bounded_and_reported,
     subagent_scripts_drive_each_child_and_usage_adds_up,
     a_person_applies_one_childs_changes_and_rejects_anothers,
@@ -1124,6 +1125,15 @@ async fn a_workspace_has_one_writer_among_sandboxes_and_runs(db: Db) -> Result<(
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains(&writer), "{message}");
     assert!(message.contains(&ws), "{message}");
+    // who holds it, since when, and how to free it
+    assert!(
+        message.contains("sandbox") && message.contains("since"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("DELETE /v1/sandboxes/{writer}")),
+        "{message}"
+    );
     let reader = server
         .create_sandbox(json!({"workspace": ws, "read_only": true}))
         .await?;
@@ -1140,6 +1150,10 @@ async fn a_workspace_has_one_writer_among_sandboxes_and_runs(db: Db) -> Result<(
     .await?;
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains(&writer), "{message}");
+    assert!(
+        message.contains(&format!("DELETE /v1/sandboxes/{writer}")),
+        "an ordinary sandbox is never taken over, and the refusal says how to free it: {message}"
+    );
     // a refused run leaves no trace and the session stays usable
     let (_, runs) = send(server.a(Method::GET, &format!("/v1/sessions/{sid}/runs"))).await?;
     assert_eq!(runs["runs"], json!([]), "{runs}");
@@ -1170,12 +1184,146 @@ async fn a_workspace_has_one_writer_among_sandboxes_and_runs(db: Db) -> Result<(
     .await?;
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains(&run_id), "{message}");
+    assert!(
+        message.contains(&format!("POST /v1/runs/{run_id}/cancel")),
+        "{message}"
+    );
     send(server.a(Method::POST, &format!("/v1/runs/{run_id}/cancel"))).await?;
     let ended = wait_run(&server, &run_id).await?;
     assert_eq!(ended["state"], "cancelled", "{ended}");
     // the run gave the workspace up when it ended
     let again = server.create_sandbox(json!({"workspace": ws})).await?;
     for id in [reader, again] {
+        send(server.a(Method::DELETE, &format!("/v1/sandboxes/{id}"))).await?;
+    }
+    Ok(())
+}
+
+async fn sandbox_view(server: &TestServer, id: &str) -> Result<Value> {
+    let (status, view) = send(server.a(Method::GET, &format!("/v1/sandboxes/{id}"))).await?;
+    ensure!(status == StatusCode::OK, "{status} {view}");
+    Ok(view)
+}
+
+/// A console sandbox (the web console's Files/Terminal) is tied to its
+/// page: it ends once its keep-alive lapsed (a closed tab), a run takes
+/// its workspace over while nothing uses it, and while a command runs in
+/// it a run is refused with a message naming it and how to free it.
+async fn a_console_sandbox_lives_with_its_page_and_yields_to_a_run(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let (status, view) = send(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"workspace": ws, "console": true})),
+    )
+    .await?;
+    ensure!(status == StatusCode::CREATED, "{status} {view}");
+    assert_eq!(view["console"], true, "{view}");
+    assert!(view["keepalive_until"].is_string(), "{view}");
+    let console = view["id"].as_str().unwrap().to_owned();
+    let session = create_session(&server, &ws, "console").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+
+    // in use (a command runs in it): the run is refused, naming it
+    let exec = {
+        let request = server
+            .a(Method::POST, &format!("/v1/sandboxes/{console}/exec"))
+            .json(&json!({"argv": ["sleep", "4"]}));
+        tokio::spawn(send(request))
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let refused = expect_error(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{sid}/runs"))
+            .json(&json!({"goal": "g", "model": script(json!([complete_turn()]))})),
+        StatusCode::CONFLICT,
+        "workspace_busy",
+    )
+    .await?;
+    let message = refused["error"]["message"].as_str().unwrap();
+    for part in [
+        console.as_str(),
+        "console",
+        "since",
+        "in use now",
+        &format!("DELETE /v1/sandboxes/{console}"),
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    let (_, out) = exec.await??;
+    assert_eq!(out["exit_code"], 0, "{out}");
+
+    // idle: the run takes the workspace over and the console sandbox ends
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "g", "model": script(json!([complete_turn()]))}),
+    )
+    .await?;
+    assert_eq!(sandbox_view(&server, &console).await?["state"], "stopped");
+    let run = wait_run(&server, run["id"].as_str().unwrap()).await?;
+    assert_eq!(run["state"], "completed", "{run}");
+
+    // keep-alive: bounded, only for console sandboxes, only while running
+    let ordinary = server.create_sandbox(json!({})).await?;
+    for (path, code) in [
+        (
+            format!("/v1/sandboxes/{ordinary}/keepalive"),
+            "invalid_request",
+        ),
+        (
+            format!("/v1/sandboxes/{console}/keepalive"),
+            "sandbox_not_running",
+        ),
+    ] {
+        let status = if code == "invalid_request" {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::CONFLICT
+        };
+        expect_error(server.a(Method::POST, &path), status, code).await?;
+    }
+    let page = server
+        .create_sandbox(json!({"workspace": ws, "console": true}))
+        .await?;
+    let made = sandbox_view(&server, &page).await?;
+    for secs in ["0", "121"] {
+        expect_error(
+            server.a(
+                Method::POST,
+                &format!("/v1/sandboxes/{page}/keepalive?secs={secs}"),
+            ),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+    }
+    let (status, kept) =
+        send(server.a(Method::POST, &format!("/v1/sandboxes/{page}/keepalive"))).await?;
+    ensure!(status == StatusCode::OK, "{status} {kept}");
+    assert!(
+        kept["keepalive_until"].as_str() >= made["keepalive_until"].as_str(),
+        "{made} then {kept}"
+    );
+    // kept alive, it outlives an expiry pass
+    server.service.expire_once().await;
+    assert_eq!(sandbox_view(&server, &page).await?["state"], "running");
+
+    // the page goes away (it asks for 1 s more) and nobody takes it back:
+    // the next expiry pass ends it and frees the workspace
+    let (status, _) = send(server.a(
+        Method::POST,
+        &format!("/v1/sandboxes/{page}/keepalive?secs=1"),
+    ))
+    .await?;
+    ensure!(status == StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    server.service.expire_once().await;
+    assert_eq!(sandbox_view(&server, &page).await?["state"], "stopped");
+    let again = server.create_sandbox(json!({"workspace": ws})).await?;
+    for id in [ordinary, again] {
         send(server.a(Method::DELETE, &format!("/v1/sandboxes/{id}"))).await?;
     }
     Ok(())

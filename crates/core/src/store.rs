@@ -64,8 +64,8 @@ pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use error::{BoxError, StoreError};
 pub use lease::Lease;
 pub use memory::{
-    Compaction, MEMORY_TEXT_MAX, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus,
-    SessionMemory, StoredSessionMemory,
+    Compaction, MEMORY_TEXT_MAX, MemoryApproval, MemoryFilter, MemoryKind, MemoryRecord,
+    MemoryScope, MemoryStatus, SessionMemory, StoredSessionMemory,
 };
 pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
 pub use quarantine::QuarantinedRow;

@@ -5,7 +5,8 @@
 
 use paddock_core::ids::{MemoryId, RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{
-    MEMORY_TEXT_MAX, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus, StoreError,
+    MEMORY_TEXT_MAX, MemoryApproval, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope,
+    MemoryStatus, StoreError,
 };
 use sqlx::any::AnyRow;
 
@@ -279,18 +280,28 @@ pub(crate) async fn supersede(
     get(store, tenant, old).await
 }
 
+/// Makes the record active; with [`MemoryApproval::WidenToTenant`] its
+/// scope becomes the tenant's (workspace and project dropped) in the same
+/// statement, so no moment shows it active at the narrower scope.
 pub(crate) async fn approve(
     store: &SqlStore,
     tenant: &TenantId,
     id: &MemoryId,
+    approval: MemoryApproval,
 ) -> Result<MemoryRecord, StoreError> {
     const OP: &str = "approve_memory";
+    let widen = i64::from(approval == MemoryApproval::WidenToTenant);
     let done = sqlx::query(
-        "UPDATE memories SET status = 'active', updated_at = $3 WHERE tenant_id = $1 AND id = $2",
+        "UPDATE memories SET status = 'active', updated_at = $3, \
+         scope = CASE WHEN $4 = 1 THEN 'tenant' ELSE scope END, \
+         workspace_id = CASE WHEN $4 = 1 THEN NULL ELSE workspace_id END, \
+         project = CASE WHEN $4 = 1 THEN NULL ELSE project END \
+         WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_str())
     .bind(id.as_str())
     .bind(store.clock.now().as_millis())
+    .bind(widen)
     .execute(&store.pool)
     .await
     .map_err(db(OP))?;

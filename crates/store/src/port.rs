@@ -9,11 +9,11 @@ use paddock_core::ids::{
 };
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Page,
-    Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotFilter, SnapshotRecord, SteeringClose, SteeringClosed, SteeringDelivered,
-    SteeringDelivery, SteeringMessage, Store, StoreError, StoredMessage, StoredSessionMemory,
-    Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
+    NewEvent, Page, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord,
+    SandboxState, Session, SessionPatch, SnapshotFilter, SnapshotRecord, SteeringClose,
+    SteeringClosed, SteeringDelivered, SteeringDelivery, SteeringMessage, Store, StoreError,
+    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
@@ -554,8 +554,9 @@ impl Store for SqlStore {
         &self,
         tenant: &TenantId,
         id: &MemoryId,
+        approval: MemoryApproval,
     ) -> Result<MemoryRecord, StoreError> {
-        memories::approve(self, tenant, id).await
+        memories::approve(self, tenant, id, approval).await
     }
 
     async fn delete_memory(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), StoreError> {

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use paddock_api::service::{AddMemory, AgentError, MemoryView};
+use paddock_api::service::{AddMemory, AgentError, MemoryView, WidenMemory};
 use paddock_core::ids::{MemoryId, WorkspaceId};
 use paddock_core::model::Prices;
 use paddock_core::store::{MemoryFilter, MemoryKind, StoreError};
@@ -214,10 +214,16 @@ async fn local_command(local: &Local, command: MemoryCommand) -> anyhow::Result<
             let id = memory_id(&id)?;
             print_one(&MemoryView::from(&runtime.memory(tenant, &id).await?), json)?;
         }
-        MemoryCommand::Approve { id, json, .. } => {
+        MemoryCommand::Approve {
+            id,
+            tenant: widen,
+            json,
+            ..
+        } => {
             let id = memory_id(&id)?;
+            let approval = WidenMemory::approval(widen.then_some(WidenMemory::Tenant));
             print_one(
-                &MemoryView::from(&runtime.approve_memory(tenant, &id).await?),
+                &MemoryView::from(&runtime.approve_memory(tenant, &id, approval).await?),
                 json,
             )?;
         }
@@ -324,11 +330,16 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
                 serde_json::from_value(api.json(api.request(Method::GET, &path)).await?)?;
             print_one(&view, json)?;
         }
-        MemoryCommand::Approve { id, json, .. } => {
+        MemoryCommand::Approve {
+            id, tenant, json, ..
+        } => {
             let id = memory_id(&id)?;
             let path = format!("/v1/memory/{}/approve", segment(id.as_str()));
-            let view: MemoryView =
-                serde_json::from_value(api.json(api.request(Method::POST, &path)).await?)?;
+            let mut request = api.request(Method::POST, &path);
+            if tenant {
+                request = request.query(&[("widen", WidenMemory::Tenant)]);
+            }
+            let view: MemoryView = serde_json::from_value(api.json(request).await?)?;
             print_one(&view, json)?;
         }
         MemoryCommand::Rm { id, .. } => {

@@ -25,6 +25,9 @@ impl From<AgentError> for ApiError {
                 "model_unavailable",
                 reason,
             ),
+            err @ AgentError::WorkspaceBusy { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "workspace_busy", err.to_string())
+            }
             AgentError::NetworkNotAllowed { reason } => {
                 ApiError::new(StatusCode::FORBIDDEN, "network_not_allowed", reason)
             }

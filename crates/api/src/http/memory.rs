@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::{ApiError, AppState, Caller};
-use crate::service::{AddMemory, MemoryQuery, MemoryView};
+use crate::service::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -34,6 +34,17 @@ pub(super) struct ListQuery {
     /// Most records, default 50.
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApproveQuery {
+    /// `tenant`: the record applies to every workspace of the tenant from
+    /// now on (default: the scope it was written with; a run's record is
+    /// its own workspace's).
+    #[param(inline)]
+    widen: Option<WidenMemory>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -118,19 +129,26 @@ pub(super) async fn get(
 }
 
 #[utoipa::path(post, path = "/v1/memory/{id}/approve", tag = "memory",
-    summary = "Approve a record a run proposed (it is recalled from then on)",
-    params(("id" = MemoryId, Path)),
+    summary = "Approve a record a run proposed (it is recalled from then on), optionally widening it to the tenant",
+    params(("id" = MemoryId, Path), ApproveQuery),
     responses(
         (status = 200, description = "the record, active", body = MemoryView),
+        (status = 400, description = "a bad query (`invalid_request`, `invalid_id`)", body = ErrorBody),
         (status = 404, description = "no such record (`memory_not_found`)", body = ErrorBody),
     ))]
 pub(super) async fn approve(
     State(state): State<AppState>,
     Caller(tenant): Caller,
     ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ApproveQuery>,
 ) -> Result<Json<MemoryView>, ApiError> {
     let id = memory_id(&id)?;
-    Ok(Json(state.agents()?.approve_memory(&tenant, &id).await?))
+    Ok(Json(
+        state
+            .agents()?
+            .approve_memory(&tenant, &id, query.widen)
+            .await?,
+    ))
 }
 
 #[utoipa::path(delete, path = "/v1/memory/{id}", tag = "memory",

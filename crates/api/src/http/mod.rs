@@ -187,6 +187,7 @@ fn routes() -> Routes {
         .get("/v1/sandboxes", sandboxes::list_sandboxes)
         .get("/v1/sandboxes/{id}", sandboxes::get_sandbox)
         .delete("/v1/sandboxes/{id}", sandboxes::delete_sandbox)
+        .post("/v1/sandboxes/{id}/keepalive", sandboxes::keep_alive)
         .post("/v1/sandboxes/{id}/exec", exec::exec)
         .post("/v1/sandboxes/{id}/processes", processes::start)
         .get("/v1/sandboxes/{id}/processes", processes::list)

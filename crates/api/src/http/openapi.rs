@@ -39,6 +39,7 @@ use super::{
         sandboxes::list_sandboxes,
         sandboxes::get_sandbox,
         sandboxes::delete_sandbox,
+        sandboxes::keep_alive,
         exec::exec,
         processes::start,
         processes::list,

@@ -196,6 +196,39 @@ pub(super) async fn delete_sandbox(
     Ok(Json(state.service.delete_sandbox(&tenant, &id).await?))
 }
 
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub(super) struct KeepAliveQuery {
+    /// Seconds more, 1 to 120 (default 120): a page that goes away asks for
+    /// a few, so that a reload takes the sandbox back and a closed tab frees
+    /// its workspace.
+    #[param(minimum = 1, maximum = 120)]
+    secs: Option<u64>,
+}
+
+#[utoipa::path(post, path = "/v1/sandboxes/{id}/keepalive", tag = "sandboxes",
+    summary = "Keep a console sandbox alive",
+    description = "A console sandbox (`\"console\": true`) lives while its page calls this at least every 120 s: it is destroyed once `keepalive_until` passed while nothing uses it. Answers the sandbox with its new `keepalive_until`.",
+    params(("id" = SandboxId, Path), KeepAliveQuery),
+    responses(
+        (status = 200, description = "the sandbox", body = SandboxView),
+        (status = 400, description = "not a console sandbox, or `secs` out of range (`invalid_request`)", body = ErrorBody),
+        (status = 404, description = "no such sandbox (`sandbox_not_found`)", body = ErrorBody),
+        (status = 409, description = "it no longer runs (`sandbox_not_running`)", body = ErrorBody),
+    ))]
+pub(super) async fn keep_alive(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<KeepAliveQuery>,
+) -> Result<Json<SandboxView>, ApiError> {
+    let id = sandbox_id(&id)?;
+    Ok(Json(
+        state.service.keep_alive(&tenant, &id, query.secs).await?,
+    ))
+}
+
 pub(super) fn workspace_id(raw: &str) -> Result<WorkspaceId, ApiError> {
     WorkspaceId::parse(raw)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))

@@ -56,6 +56,14 @@ pub struct CreateSandbox {
     /// write-only). They need a network that allows their hosts.
     #[serde(default)]
     pub secrets: Vec<super::secrets::SecretRef>,
+    /// A console sandbox (the web console's Files and Terminal): it lives
+    /// while its page keeps it alive (`POST /v1/sandboxes/{id}/keepalive`
+    /// at least every 120 s; a page that goes away asks for a few seconds
+    /// more), and a run that needs its workspace takes the workspace over
+    /// from it while nothing uses it (no request, command or terminal
+    /// stream under way).
+    #[serde(default)]
+    pub console: bool,
 }
 
 /// Limits asked for; each missing one takes the operator's default. Each has

@@ -87,16 +87,13 @@ pub enum ServiceError {
         source: paddock_core::blob::InvalidBlobKey,
     },
     /// Another sandbox or a run may write the workspace (it holds the
-    /// workspace lease); a read-only sandbox may still use it.
+    /// workspace lease); a read-only sandbox may still use it. `held_by`
+    /// names the holder, since when, and how to free it.
     #[error(
-        "workspace {workspace} already has a writer: {holder} (lease until {until}); \
-         a read-only sandbox may still use it"
+        "workspace {workspace} already has a writer: {held_by}; a read-only sandbox may still \
+         use it"
     )]
-    WorkspaceBusy {
-        workspace: String,
-        holder: String,
-        until: paddock_core::store::Timestamp,
-    },
+    WorkspaceBusy { workspace: String, held_by: String },
     /// A snapshot import or restore would take the tenant over its disk quota.
     #[error("over the tenant disk quota of {quota} bytes ({usage} bytes in use): {wanted}")]
     DiskQuota {

@@ -1,4 +1,5 @@
-//! The background task that destroys idle and too-old sandboxes and writes
+//! The background task that destroys idle and too-old sandboxes (and
+//! console sandboxes whose page stopped keeping them alive) and writes
 //! recent activity to the store.
 
 use std::sync::Arc;
@@ -49,10 +50,20 @@ impl SandboxService {
             let idle_until = sandbox
                 .last_active()
                 .saturating_add(self.config.idle_timeout);
+            // a console sandbox lives while its page keeps it alive (console.rs)
+            let left = match sandbox.keepalive_until() {
+                Some(alive) => now >= alive,
+                None => now >= idle_until,
+            };
             if now >= sandbox.expires_at {
                 expired.push((sandbox.id.clone(), "max lifetime reached"));
-            } else if !sandbox.is_busy() && now >= idle_until {
-                expired.push((sandbox.id.clone(), "idle timeout"));
+            } else if !sandbox.is_busy() && left {
+                let reason = if sandbox.is_console() {
+                    "console page gone (no keep-alive)"
+                } else {
+                    "idle timeout"
+                };
+                expired.push((sandbox.id.clone(), reason));
             } else if sandbox.take_unflushed().is_some()
                 && let Err(err) = self.store.touch_sandbox(&sandbox.tenant, &sandbox.id).await
             {

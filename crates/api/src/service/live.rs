@@ -21,6 +21,11 @@ pub(crate) struct Live {
     pub expires_at: Timestamp,
     /// The workspace's writer lease of a read-write sandbox over one.
     pub writer: Option<Lease>,
+    pub created_at: Timestamp,
+    /// A console sandbox's keep-alive deadline (milliseconds): it is ended
+    /// once this passes while nothing uses it (see `console.rs`). None: an
+    /// ordinary sandbox, kept until idle or too old.
+    keepalive_until: Option<AtomicI64>,
     activity: Arc<Activity>,
 }
 
@@ -31,6 +36,7 @@ impl Live {
         now: Timestamp,
         expires_at: Timestamp,
         writer: Option<Lease>,
+        keepalive_until: Option<Timestamp>,
     ) -> Self {
         Self {
             id: sandbox.info().id.clone(),
@@ -40,6 +46,8 @@ impl Live {
             handle: Mutex::new(Some(sandbox)),
             expires_at,
             writer,
+            created_at: now,
+            keepalive_until: keepalive_until.map(|t| AtomicI64::new(t.as_millis())),
             activity: Arc::new(Activity {
                 last: AtomicI64::new(now.as_millis()),
                 flushed: AtomicI64::new(now.as_millis()),
@@ -63,6 +71,30 @@ impl Live {
 
     pub fn last_active(&self) -> Timestamp {
         Timestamp::from_millis(self.activity.last.load(Ordering::SeqCst))
+    }
+
+    /// Whether this is a console sandbox (kept alive by its page).
+    pub fn is_console(&self) -> bool {
+        self.keepalive_until.is_some()
+    }
+
+    /// A console sandbox's keep-alive deadline.
+    pub fn keepalive_until(&self) -> Option<Timestamp> {
+        self.keepalive_until
+            .as_ref()
+            .map(|t| Timestamp::from_millis(t.load(Ordering::SeqCst)))
+    }
+
+    /// Sets a console sandbox's keep-alive deadline (earlier or later: a
+    /// page that goes away shortens it); false for an ordinary sandbox.
+    pub fn keep_alive_until(&self, until: Timestamp) -> bool {
+        match &self.keepalive_until {
+            Some(t) => {
+                t.store(until.as_millis(), Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn is_busy(&self) -> bool {

@@ -3,7 +3,8 @@
 
 use paddock_core::ids::{MemoryId, RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{
-    MEMORY_TEXT_MAX, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus,
+    MEMORY_TEXT_MAX, MemoryApproval, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope,
+    MemoryStatus,
 };
 use paddock_runtime::NewMemory;
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,24 @@ pub struct AddMemory {
     /// A record this one replaces (it is no longer recalled).
     #[serde(default)]
     pub supersedes: Option<MemoryId>,
+}
+
+/// Where an approved record applies beyond what it was written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WidenMemory {
+    /// Every workspace of the tenant.
+    Tenant,
+}
+
+impl WidenMemory {
+    /// The store's approval for an optional widening.
+    pub fn approval(widen: Option<Self>) -> MemoryApproval {
+        match widen {
+            None => MemoryApproval::AsWritten,
+            Some(Self::Tenant) => MemoryApproval::WidenToTenant,
+        }
+    }
 }
 
 /// Which records a listing or search sees.
@@ -189,14 +208,16 @@ impl AgentService {
         Ok(MemoryView::from(&record))
     }
 
+    /// A person approves a record; `widen` makes it the tenant's.
     pub async fn approve_memory(
         &self,
         tenant: &TenantId,
         id: &MemoryId,
+        widen: Option<WidenMemory>,
     ) -> Result<MemoryView, AgentError> {
         let record = self
             .runtime()
-            .approve_memory(tenant, id)
+            .approve_memory(tenant, id, WidenMemory::approval(widen))
             .await
             .map_err(AgentError::runtime("approve_memory"))?;
         Ok(MemoryView::from(&record))

@@ -14,6 +14,7 @@ mod backends;
 pub mod checkpoints;
 pub mod commands;
 mod config;
+mod console;
 mod disk_quota;
 pub mod doctor;
 mod error;
@@ -24,6 +25,7 @@ pub mod models;
 mod ops;
 mod quota;
 mod reconcile;
+mod run_writer;
 pub mod secrets;
 pub mod sessions;
 mod snapshots;
@@ -54,7 +56,7 @@ pub use config::{
 pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
-pub use memory::{AddMemory, MemoryQuery, MemoryView};
+pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
@@ -326,6 +328,7 @@ impl SandboxService {
             limits: limits.clone(),
             restored_from,
             image: entry.image.clone(),
+            console: command.console,
         };
         let stored = serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
             what: "sandbox spec",
@@ -351,7 +354,8 @@ impl SandboxService {
             (Some(workspace), false) => {
                 let owner = format!("{}/{id}", self.config.node);
                 let ttl = writer::ttl(self.config.effective_expiry_interval());
-                match writer::acquire(self.store.as_ref(), workspace, &owner, ttl).await {
+                let describe = |holder: &str, until| self.describe_writer(holder, until);
+                match writer::acquire(self.store.as_ref(), workspace, &owner, ttl, describe).await {
                     Ok(lease) => Some(lease),
                     Err(err) => {
                         destroy_quietly(sandbox).await;
@@ -392,6 +396,9 @@ impl SandboxService {
             now,
             record.expires_at.unwrap_or(now),
             writer,
+            command
+                .console
+                .then(|| now.saturating_add(console::KEEPALIVE)),
         ));
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");
@@ -401,7 +408,7 @@ impl SandboxService {
             self.retire(&id, SandboxState::Stopped, "shutdown").await?;
             return Err(ServiceError::ShuttingDown);
         }
-        Ok(SandboxView::new(&record, None, self.config.idle_timeout))
+        Ok(self.view(&record))
     }
 
     pub async fn get_sandbox(
@@ -569,11 +576,17 @@ impl SandboxService {
     }
 
     fn view(&self, record: &SandboxRecord) -> SandboxView {
-        let last_active = self
+        let (last_active, keepalive_until) = self
             .live_map()
             .get(&record.id)
-            .map(|live| live.last_active());
-        SandboxView::new(record, last_active, self.config.idle_timeout)
+            .map(|live| (Some(live.last_active()), live.keepalive_until()))
+            .unwrap_or_default();
+        SandboxView::new(
+            record,
+            last_active,
+            keepalive_until,
+            self.config.idle_timeout,
+        )
     }
 
     fn live_map(&self) -> MutexGuard<'_, HashMap<SandboxId, Arc<Live>>> {

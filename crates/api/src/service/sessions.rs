@@ -21,6 +21,7 @@ use serde::Deserialize;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::SandboxService;
 use super::agent_views::{RunView, SessionView};
 use super::backends::{BackendRefused, Backends};
 use super::models::{ModelChoice, ModelChoiceError, ModelPolicy};
@@ -68,6 +69,13 @@ pub enum AgentError {
     /// An operator's secret the config does not grant to the tenant.
     #[error("{reason}")]
     SecretNotAllowed { reason: String },
+    /// Another run or a sandbox may write the workspace (it holds the
+    /// workspace lease); `held_by` names it, since when, and how to free it.
+    #[error(
+        "workspace {workspace} already has a writer: {held_by}; a plan-mode run or a read-only \
+         sandbox may still read it"
+    )]
+    WorkspaceBusy { workspace: String, held_by: String },
 }
 
 impl AgentError {
@@ -251,18 +259,23 @@ pub struct AgentService {
     /// The operator's secrets a run may name.
     secrets: SecretCatalog,
     active: Mutex<HashMap<RunId, Active>>,
+    /// The API's sandboxes: a run takes its workspace over from an idle
+    /// console sandbox among them, and a refusal names the writer.
+    sandboxes: Arc<SandboxService>,
     shutdown: CancellationToken,
 }
 
 impl AgentService {
     /// `backends`: what a run may name (its sandbox comes from the entry's
     /// backend); a run naming none gets the default entry. `secrets`: the
-    /// operator's secrets a run may name.
+    /// operator's secrets a run may name. `sandboxes`: the API's sandbox
+    /// service (a run may take its workspace from an idle console sandbox).
     pub fn new(
         runtime: Arc<Runtime>,
         models: ModelPolicy,
         backends: Backends,
         secrets: SecretCatalog,
+        sandboxes: Arc<SandboxService>,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Self {
@@ -271,12 +284,17 @@ impl AgentService {
             backends,
             secrets,
             active: Mutex::new(HashMap::new()),
+            sandboxes,
             shutdown,
         })
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    pub(super) fn sandboxes(&self) -> &SandboxService {
+        &self.sandboxes
     }
 
     /// Cancelled when the service shuts down: event streams end then.
@@ -496,10 +514,10 @@ impl AgentService {
         }
         let start = self.validate(tenant, command)?;
         let handle = self
-            .runtime
-            .start_run(tenant, session, start)
-            .await
-            .map_err(AgentError::runtime("start_run"))?;
+            .taking_over_console(tenant, "start_run", || {
+                self.runtime.start_run(tenant, session, start.clone())
+            })
+            .await?;
         let run = handle.run.clone();
         self.track(tenant, handle);
         if self.shutdown.is_cancelled() {
@@ -559,10 +577,10 @@ impl AgentService {
             secrets: Vec::new(),
         };
         let handle = self
-            .runtime
-            .resume_run(tenant, id, resume)
-            .await
-            .map_err(AgentError::runtime("resume_run"))?;
+            .taking_over_console(tenant, "resume_run", || {
+                self.runtime.resume_run(tenant, id, resume.clone())
+            })
+            .await?;
         let run = handle.run.clone();
         self.track(tenant, handle);
         if self.shutdown.is_cancelled() {

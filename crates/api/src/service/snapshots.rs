@@ -525,6 +525,8 @@ impl SandboxService {
             image: command.image.clone(),
             // a restore names no secrets (not in its request)
             secrets: Vec::new(),
+            // a restored sandbox is the caller's, not a console page's
+            console: false,
         };
         let origin = Some(snapshot.id.clone());
         if command.read_only {

@@ -21,6 +21,9 @@ pub struct StoredSpec {
     /// The container image (docker and gvisor sandboxes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// A console sandbox (kept alive by its page; see `CreateSandbox::console`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub console: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -67,13 +70,22 @@ pub struct SandboxView {
     /// driven through the sandbox routes, while the run goes on (409
     /// `sandbox_owned_by_run`); cancel the run instead.
     pub run: Option<RunId>,
+    /// A console sandbox: it ends once `keepalive_until` passes while
+    /// nothing uses it, and a run may take its workspace over while idle.
+    #[serde(default)]
+    pub console: bool,
+    /// A running console sandbox's keep-alive deadline (RFC 3339, UTC).
+    #[serde(default)]
+    pub keepalive_until: Option<String>,
 }
 
 impl SandboxView {
-    /// `last_active` overrides the record's (live sandboxes keep it in memory).
+    /// `last_active` overrides the record's (live sandboxes keep it in
+    /// memory), as `keepalive_until` does for a live console sandbox.
     pub(crate) fn new(
         record: &SandboxRecord,
         last_active: Option<Timestamp>,
+        keepalive_until: Option<Timestamp>,
         idle_timeout: std::time::Duration,
     ) -> Self {
         let spec: Option<StoredSpec> = serde_json::from_str(&record.spec).ok();
@@ -88,13 +100,17 @@ impl SandboxView {
             read_only: spec.as_ref().is_some_and(|s| s.read_only),
             network: spec.as_ref().map(|s| s.network.clone()).unwrap_or_default(),
             restored_from: spec.as_ref().and_then(|s| s.restored_from.clone()),
-            limits: spec.map(|s| s.limits).unwrap_or_default(),
+            limits: spec.as_ref().map(|s| s.limits.clone()).unwrap_or_default(),
             created_at: record.created_at.to_string(),
             last_active_at: last_active.to_string(),
             expires_at: record.expires_at.map(|t| t.to_string()),
             idle_expires_at: (record.state == SandboxState::Running && record.run.is_none())
                 .then(|| last_active.saturating_add(idle_timeout).to_string()),
             run: record.run.clone(),
+            console: spec.as_ref().is_some_and(|s| s.console),
+            keepalive_until: keepalive_until
+                .filter(|_| record.state == SandboxState::Running)
+                .map(|t| t.to_string()),
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use paddock_core::ids::WorkspaceId;
-use paddock_core::store::{Lease, Store, StoreError};
+use paddock_core::store::{Lease, Store, StoreError, Timestamp};
 
 use super::ServiceError;
 
@@ -19,12 +19,14 @@ pub(super) fn ttl(expiry_interval: Duration) -> Duration {
     (expiry_interval * 3).max(Duration::from_secs(30))
 }
 
-/// Takes the writer lease of `workspace` for `owner`.
+/// Takes the writer lease of `workspace` for `owner`; a refusal names the
+/// holder as `describe` says (its owner and lease end in, a sentence out).
 pub(super) async fn acquire(
     store: &dyn Store,
     workspace: &WorkspaceId,
     owner: &str,
     ttl: Duration,
+    describe: impl FnOnce(&str, Timestamp) -> String,
 ) -> Result<Lease, ServiceError> {
     store
         .acquire_lease(&Lease::workspace_resource(workspace), owner, ttl)
@@ -34,8 +36,7 @@ pub(super) async fn acquire(
                 owner, expires_at, ..
             } => ServiceError::WorkspaceBusy {
                 workspace: workspace.to_string(),
-                holder: owner,
-                until: expires_at,
+                held_by: describe(&owner, expires_at),
             },
             err => ServiceError::store("acquire_lease")(err),
         })

@@ -239,6 +239,7 @@ impl TestServer {
             },
             run_backends,
             paddock_api::service::SecretCatalog::default(),
+            service.clone(),
             shutdown.child_token(),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, auth, ApiError } from './api.js';
 import { Workbench } from './workbench.jsx';
+import { endConsoleSandboxes } from './use-sandbox.js';
 
 export function App() {
   const [signedIn, setSignedIn] = useState(Boolean(auth.token));
@@ -11,7 +12,9 @@ export function App() {
     localStorage.setItem('paddock.theme', next);
     setTheme(next);
   };
-  const signOut = () => {
+  const signOut = async () => {
+    // the workspaces this tab's console sandboxes hold are free at once
+    await endConsoleSandboxes();
     auth.clear();
     setSignedIn(false);
   };

@@ -4,6 +4,7 @@ import { Sidebar } from './sidebar.jsx';
 import { Stage } from './stage.jsx';
 import { Panels } from './panels.jsx';
 import { useSession } from './use-session.js';
+import { keepAlive } from './use-sandbox.js';
 
 export function Workbench({ onSignOut, theme, onTheme }) {
   const [selection, setSelection] = useState(() => JSON.parse(sessionStorage.getItem('paddock.selection') ?? 'null'));
@@ -12,6 +13,9 @@ export function Workbench({ onSignOut, theme, onTheme }) {
   const [refresh, setRefresh] = useState(0);
   const sessionId = selection?.session ?? null;
   const { view, status } = useSession(sessionId);
+
+  // a reload takes this tab's console sandbox back before it lapses
+  useEffect(() => keepAlive(), []);
 
   const select = useCallback((next) => {
     sessionStorage.setItem('paddock.selection', JSON.stringify(next));

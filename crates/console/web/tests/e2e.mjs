@@ -402,6 +402,48 @@ try {
     await shot('13-narrow');
   });
 
+  await step('the console sandbox goes with its tab: a second tab takes it over, closing a tab lets it lapse, sign-out ends it', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const selection = await page.evaluate(() => sessionStorage.getItem('paddock.selection'));
+    const workspace = JSON.parse(selection).workspace;
+    const sandbox = await page.evaluate((ws) => sessionStorage.getItem(`paddock.sandbox.${ws}`), workspace);
+    const view = await apiCall('GET', `/v1/sandboxes/${sandbox}`);
+    assert.equal(view.console, true, JSON.stringify(view));
+    assert.equal(view.state, 'running');
+    // kept alive by the open tab: its deadline is minutes away, not the idle timeout's
+    assert.ok(Date.parse(view.keepalive_until) - Date.now() > 60_000, view.keepalive_until);
+
+    // another tab of the same user on the same session: Files works, on the same sandbox
+    const other = await context.newPage();
+    other.on('pageerror', (err) => consoleErrors.push(err.message));
+    await other.addInitScript(([t, sel]) => {
+      sessionStorage.setItem('paddock.token', t);
+      sessionStorage.setItem('paddock.selection', sel);
+    }, [token, selection]);
+    await other.goto(url);
+    await other.getByRole('tab', { name: 'Files' }).click();
+    await other.waitForFunction((ws) => sessionStorage.getItem(`paddock.sandbox.${ws}`), workspace, { timeout: TIMEOUT });
+    const taken = await other.evaluate((ws) => sessionStorage.getItem(`paddock.sandbox.${ws}`), workspace);
+    assert.equal(taken, sandbox, 'the second tab took the first tab\'s sandbox over');
+
+    // that tab closes: it asked for only a few seconds more
+    await other.close({ runBeforeUnload: true });
+    let lapse = Infinity;
+    for (let i = 0; i < 50 && lapse > 15_000; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      lapse = Date.parse((await apiCall('GET', `/v1/sandboxes/${sandbox}`)).keepalive_until) - Date.now();
+    }
+    assert.ok(lapse <= 15_000, `a closed tab left ${lapse} ms of keep-alive`);
+
+    // signing out ends it: the workspace is free for a run at once
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#token').waitFor({ timeout: TIMEOUT });
+    assert.equal((await apiCall('GET', `/v1/sandboxes/${sandbox}`)).state, 'stopped');
+    const writer = await apiCall('POST', '/v1/sandboxes', { workspace });
+    await apiCall('DELETE', `/v1/sandboxes/${writer.id}`);
+    await shot('18-signed-out');
+  });
+
   assert.deepEqual(consoleErrors, [], 'the page threw');
 } catch (err) {
   console.log(err.stack);

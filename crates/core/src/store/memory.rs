@@ -87,7 +87,8 @@ text_enum!(
     MemoryStatus {
         /// Retrieved into runs and found by recall.
         Active => "active",
-        /// Proposed by an end-of-run review, waiting for approval.
+        /// Written by a run (its `remember` tool, or an end-of-run review),
+        /// waiting for a person to approve it; not retrieved before.
         Proposed => "proposed",
     }
 );
@@ -124,6 +125,18 @@ pub struct MemoryFilter {
     pub include_proposed: bool,
     pub include_superseded: bool,
     pub limit: u32,
+}
+
+/// Where a record applies once a person approves it. A run only ever
+/// proposes records of its own workspace; widening one to every workspace
+/// of the tenant is a person's explicit choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryApproval {
+    /// The scope it was written with.
+    #[default]
+    AsWritten,
+    /// Every workspace of the tenant (its workspace or project is dropped).
+    WidenToTenant,
 }
 
 /// Most characters of one memory record's text.

@@ -7,9 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryFilter, MemoryRecord, NewEvent, Plan,
-    QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState, Session,
-    SessionPatch, SnapshotRecord, SteeringClose, SteeringClosed, SteeringDelivered,
+    Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
+    NewEvent, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState,
+    Session, SessionPatch, SnapshotRecord, SteeringClose, SteeringClosed, SteeringDelivered,
     SteeringDelivery, SteeringMessage, StoreError, StoredMessage, StoredSessionMemory, Tenant,
     Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
@@ -467,11 +467,13 @@ pub trait Store: Send + Sync + fmt::Debug {
         old: &MemoryId,
         new: &MemoryId,
     ) -> Result<MemoryRecord, StoreError>;
-    /// Makes a proposed record active; returns it.
+    /// Makes a proposed record active, widened to the tenant when
+    /// `approval` says so; returns it.
     async fn approve_memory(
         &self,
         tenant: &TenantId,
         id: &MemoryId,
+        approval: MemoryApproval,
     ) -> Result<MemoryRecord, StoreError>;
     async fn delete_memory(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), StoreError>;
 

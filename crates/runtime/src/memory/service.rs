@@ -4,8 +4,8 @@
 
 use paddock_core::ids::{MemoryId, SessionId, TenantId};
 use paddock_core::store::{
-    MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus, QuarantinedRow,
-    StoredSessionMemory,
+    MemoryApproval, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus,
+    QuarantinedRow, StoredSessionMemory,
 };
 
 use crate::error::RuntimeError;
@@ -129,14 +129,17 @@ impl Runtime {
             .map_err(RuntimeError::store("get_memory"))
     }
 
+    /// A person approves a record (a run's proposal), widening it to every
+    /// workspace of the tenant only when `approval` says so.
     pub async fn approve_memory(
         &self,
         tenant: &TenantId,
         id: &MemoryId,
+        approval: MemoryApproval,
     ) -> Result<MemoryRecord, RuntimeError> {
         self.shared
             .store
-            .approve_memory(tenant, id)
+            .approve_memory(tenant, id, approval)
             .await
             .map_err(RuntimeError::store("approve_memory"))
     }

@@ -1,9 +1,13 @@
 //! `remember` and `recall`: the agent's hands on project memory. Both are
 //! control tools that never touch the workspace (read-only for the policy),
-//! so plan mode and read-only subagents have them too. `remember` stores an
-//! active record at once (not replayed after a crash: it would store it
-//! twice); `recall` searches what the run sees (its tenant's and its
-//! workspace's records).
+//! so plan mode and read-only subagents have them too. `remember` stores a
+//! *proposed* record of the run's own workspace (not replayed after a crash:
+//! it would store it twice): what an agent writes reaches no system prompt
+//! until a person approves it, and reaches another workspace's only when
+//! that person widens it to the tenant (`paddock memory approve --tenant`).
+//! The agent may run untrusted code, so it never chooses either. `recall`
+//! searches what the run sees (its tenant's and its workspace's active
+//! records).
 
 use std::time::Duration;
 
@@ -50,17 +54,6 @@ impl From<KindArg> for MemoryKind {
     }
 }
 
-/// Who a record is for.
-#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-enum ScopeArg {
-    /// This workspace only.
-    #[default]
-    Workspace,
-    /// Every workspace of the tenant.
-    Tenant,
-}
-
 /// Keep something for later sessions.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -69,9 +62,6 @@ struct RememberArgs {
     kind: KindArg,
     /// One self-contained sentence or two (at most 2000 characters).
     text: String,
-    /// workspace (default) or tenant.
-    #[serde(default)]
-    scope: ScopeArg,
 }
 
 /// Search project memory.
@@ -102,9 +92,9 @@ impl Remember {
         Self {
             contract: contract_for::<RememberArgs>(
                 REMEMBER,
-                "Remember a preference, convention, pitfall, fact or rule about this workspace \
-                 (or, with scope tenant, all of the user's workspaces) for later sessions. Keep \
-                 it short and self-contained; do not store secrets.",
+                "Propose a preference, convention, pitfall, fact or rule about this workspace \
+                 for later sessions; later runs see it once a person approves it. Keep it \
+                 short and self-contained; do not store secrets.",
                 Role::Control,
                 Access::ReadOnly,
                 Replay::Never,
@@ -134,19 +124,26 @@ impl Tool for Remember {
         if args.text.chars().count() > paddock_core::store::MEMORY_TEXT_MAX {
             return Err(invalid(REMEMBER, "text is longer than 2000 characters"));
         }
-        let scope = match args.scope {
-            ScopeArg::Workspace => MemoryScope::Workspace,
-            ScopeArg::Tenant => MemoryScope::Tenant,
-        };
-        let record = self
-            .place
-            .record(scope, args.kind.into(), &args.text, MemoryStatus::Active);
+        let record = self.place.record(
+            MemoryScope::Workspace,
+            args.kind.into(),
+            &args.text,
+            MemoryStatus::Proposed,
+        );
         if let Err(err) = self.place.store.create_memory(&record).await {
             return Ok(failed("remember", &err));
         }
         Ok(ToolOutput {
-            data: json!({"id": record.id, "kind": record.kind, "scope": record.scope}),
-            ..ToolOutput::text(format!("Remembered as {}.", record.id))
+            data: json!({
+                "id": record.id,
+                "kind": record.kind,
+                "scope": record.scope,
+                "status": record.status,
+            }),
+            ..ToolOutput::text(format!(
+                "Proposed as {} for this workspace; later runs see it once a person approves it.",
+                record.id
+            ))
         })
     }
 }

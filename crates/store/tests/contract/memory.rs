@@ -6,8 +6,8 @@ use std::time::Duration;
 use paddock_core::ids::{MemoryId, TenantId, WorkspaceId};
 use paddock_core::model::Message;
 use paddock_core::store::{
-    Compaction, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus, Run,
-    SessionMemory, Store, StoredMessage, StoredSessionMemory, Workspace,
+    Compaction, MemoryApproval, MemoryFilter, MemoryKind, MemoryRecord, MemoryScope, MemoryStatus,
+    Run, SessionMemory, Store, StoredMessage, StoredSessionMemory, Workspace,
 };
 
 use super::{
@@ -229,7 +229,9 @@ pub async fn memory_records_are_found_by_relevance_recency_and_scope(
         1
     );
     assert_eq!(
-        s.approve_memory(t, &proposed.id).await?.status,
+        s.approve_memory(t, &proposed.id, MemoryApproval::AsWritten)
+            .await?
+            .status,
         MemoryStatus::Active
     );
     assert_eq!(s.search_memories(t, "flaky", &seeing(ws)).await?.len(), 1);
@@ -388,5 +390,84 @@ pub async fn compactions_and_session_memory_are_fenced_and_ordered(
         None
     );
     drop(newer);
+    Ok(())
+}
+
+/// A run's record is its workspace's and proposed; a person's approval
+/// keeps it there unless it widens it to the tenant, in one step.
+pub async fn approval_keeps_or_widens_the_scope_as_a_person_says(
+    factory: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let store = factory.open(clock()).await?;
+    let s = store.as_ref();
+    let fx = fixture(s, "acme").await?;
+    let t = &fx.tenant;
+    let ws = &fx.workspace.id;
+    let other_ws = Workspace::new(t.clone(), "other", s.now());
+    s.create_workspace(&other_ws).await?;
+    let proposed = |text: &str| MemoryRecord {
+        status: MemoryStatus::Proposed,
+        ..record(
+            s,
+            t,
+            MemoryScope::Workspace,
+            Some(ws),
+            MemoryKind::Rule,
+            text,
+        )
+    };
+
+    let kept = proposed("Always run the zebra linter before committing");
+    s.create_memory(&kept).await?;
+    assert!(s.search_memories(t, "zebra", &seeing(ws)).await?.is_empty());
+    let approved = s
+        .approve_memory(t, &kept.id, MemoryApproval::AsWritten)
+        .await?;
+    assert_eq!(
+        approved,
+        MemoryRecord {
+            status: MemoryStatus::Active,
+            updated_at: approved.updated_at,
+            ..kept.clone()
+        }
+    );
+    assert_eq!(
+        texts(&s.search_memories(t, "zebra", &seeing(ws)).await?),
+        [kept.text.as_str()]
+    );
+    assert!(
+        s.search_memories(t, "zebra", &seeing(&other_ws.id))
+            .await?
+            .is_empty(),
+        "approved as written, it stays its workspace's"
+    );
+
+    let widened = proposed("Never push to the yak branch directly");
+    s.create_memory(&widened).await?;
+    let approved = s
+        .approve_memory(t, &widened.id, MemoryApproval::WidenToTenant)
+        .await?;
+    assert_eq!(
+        approved,
+        MemoryRecord {
+            status: MemoryStatus::Active,
+            scope: MemoryScope::Tenant,
+            workspace: None,
+            updated_at: approved.updated_at,
+            ..widened.clone()
+        }
+    );
+    assert_eq!(s.get_memory(t, &widened.id).await?, approved);
+    assert_eq!(
+        texts(&s.search_memories(t, "yak", &seeing(&other_ws.id)).await?),
+        [widened.text.as_str()]
+    );
+    let missing = MemoryId::generate();
+    assert_not_found(
+        s.approve_memory(t, &missing, MemoryApproval::WidenToTenant)
+            .await,
+        "memory",
+        missing.as_str(),
+    );
     Ok(())
 }

@@ -173,6 +173,8 @@ macro_rules! contract_tests {
             upgrade::a_0001_database_upgrades_with_its_rows,
             memory::memory_records_are_found_by_relevance_recency_and_scope,
             memory::compactions_and_session_memory_are_fenced_and_ordered,
+            memory::approval_keeps_or_widens_the_scope_as_a_person_says,
+            upgrade::agent_memory_for_the_tenant_is_proposed_again_after_0010,
             checkpoints::checkpoints_record_the_session_position_and_keep_their_blobs,
             quarantine::corrupt_rows_are_quarantined_and_skipped,
             steering::steering_messages_are_taken_once_by_the_lease_holder,

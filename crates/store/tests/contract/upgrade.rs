@@ -2,11 +2,11 @@
 //! opens with the current store: the later migrations apply, the old rows read
 //! back with the new fields at their defaults, and writing carries on.
 
-use paddock_core::ids::{RunId, SessionId, SnapshotId, TenantId, WorkspaceId};
+use paddock_core::ids::{MemoryId, RunId, SessionId, SnapshotId, TenantId, WorkspaceId};
 use paddock_core::model::Message;
 use paddock_core::store::{
-    Budgets, EndReason, Lease, Run, RunMode, RunState, RunUpdate, RunUsage, Session, SessionStatus,
-    Store, TaskStatus, Workspace,
+    Budgets, EndReason, Lease, MemoryRecord, MemoryScope, MemoryStatus, Run, RunMode, RunState,
+    RunUpdate, RunUsage, Session, SessionStatus, Store, TaskStatus, Workspace,
 };
 use sqlx::Executor;
 use sqlx::any::AnyPoolOptions;
@@ -18,13 +18,26 @@ use super::{StoreFactory, T0, TTL, clock};
 /// Applies only `0001_control_plane.sql`, the way a release that shipped just
 /// that file did (sqlx records it with the same checksum the store expects).
 async fn create_0001_database(f: &dyn StoreFactory) -> anyhow::Result<sqlx::AnyPool> {
-    let file = "0001_control_plane.sql";
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    create_database_through(f, "0001_control_plane.sql").await
+}
+
+/// Applies the migrations up to and including `last`, as the release that
+/// shipped them did.
+async fn create_database_through(
+    f: &dyn StoreFactory,
+    last: &str,
+) -> anyhow::Result<sqlx::AnyPool> {
+    let sources = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../migrations")
-        .join(f.engine().name())
-        .join(file);
+        .join(f.engine().name());
     let dir = tempfile::tempdir()?;
-    std::fs::copy(source, dir.path().join(file))?;
+    for entry in std::fs::read_dir(&sources)? {
+        let name = entry?.file_name();
+        let file = name.to_string_lossy();
+        if file.ends_with(".sql") && *file <= *last {
+            std::fs::copy(sources.join(&name), dir.path().join(&name))?;
+        }
+    }
     sqlx::any::install_default_drivers();
     let pool = AnyPoolOptions::new()
         .max_connections(1)
@@ -214,5 +227,78 @@ pub async fn a_0001_database_upgrades_with_its_rows(f: &dyn StoreFactory) -> any
     // reopening applies nothing new and keeps it all
     let reopened = f.open(clock()).await?;
     assert_eq!(reopened.get_run(t, &old.running).await?, ended);
+    Ok(())
+}
+
+/// Before 0010 an agent's `remember` could store an active record for every
+/// workspace of the tenant; 0010 makes such records proposed again, scoped
+/// to the workspace of the session that wrote them (tenant-scoped but
+/// proposed when that session is gone), and leaves every other record alone.
+pub async fn agent_memory_for_the_tenant_is_proposed_again_after_0010(
+    f: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let pool = create_database_through(f, "0009_steering_closed.sql").await?;
+    let (ws, ses, run) = (
+        WorkspaceId::generate(),
+        SessionId::generate(),
+        RunId::generate(),
+    );
+    let gone = SessionId::generate();
+    let [agent, orphan, person, local] = [(); 4].map(|()| MemoryId::generate());
+    let t0 = T0.as_millis();
+    let memory = |id: &MemoryId, scope: &str, workspace: &str, session: &SessionId, run: &str| {
+        format!(
+            "INSERT INTO memories (id, tenant_id, scope, workspace_id, kind, text, status, \
+             source_run_id, source_session_id, created_at, updated_at) VALUES ('{id}', 'acme', \
+             '{scope}', {workspace}, 'rule', 'rule {id}', 'active', {run}, '{session}', {t0}, \
+             {t0})"
+        )
+    };
+    let quoted_run = format!("'{run}'");
+    let statements = [
+        format!("INSERT INTO tenants (id, name, created_at) VALUES ('acme', 'Acme', {t0})"),
+        format!(
+            "INSERT INTO workspaces (id, tenant_id, name, created_at) \
+             VALUES ('{ws}', 'acme', 'main', {t0})"
+        ),
+        format!(
+            "INSERT INTO sessions (id, tenant_id, workspace_id, title, status, last_event_seq, \
+             created_at, updated_at) VALUES ('{ses}', 'acme', '{ws}', 'old', 'active', 0, {t0}, \
+             {t0})"
+        ),
+        memory(&agent, "tenant", "NULL", &ses, &quoted_run),
+        memory(&orphan, "tenant", "NULL", &gone, &quoted_run),
+        memory(&person, "tenant", "NULL", &ses, "NULL"),
+        memory(&local, "workspace", &format!("'{ws}'"), &ses, &quoted_run),
+    ];
+    for sql in &statements {
+        pool.execute(sql.as_str()).await?;
+    }
+    pool.close().await;
+
+    let store = f.open(clock()).await?;
+    let t = &TenantId::parse("acme")?;
+    let shape = |r: MemoryRecord| (r.scope, r.workspace, r.status);
+    assert_eq!(
+        shape(store.get_memory(t, &agent).await?),
+        (
+            MemoryScope::Workspace,
+            Some(ws.clone()),
+            MemoryStatus::Proposed
+        )
+    );
+    assert_eq!(
+        shape(store.get_memory(t, &orphan).await?),
+        (MemoryScope::Tenant, None, MemoryStatus::Proposed)
+    );
+    assert_eq!(
+        shape(store.get_memory(t, &person).await?),
+        (MemoryScope::Tenant, None, MemoryStatus::Active)
+    );
+    assert_eq!(
+        shape(store.get_memory(t, &local).await?),
+        (MemoryScope::Workspace, Some(ws), MemoryStatus::Active)
+    );
+    store.close().await;
     Ok(())
 }
