@@ -179,7 +179,9 @@ async fn answer_real(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
                     host: name,
                     port: 53,
                     via: "dns".to_owned(),
-                    reason: Some(format!("the name resolves only to refused addresses: {why}")),
+                    reason: Some(format!(
+                        "the name resolves only to refused addresses: {why}"
+                    )),
                     bytes_out: 0,
                     bytes_in: 0,
                     duration_ms: 0,
