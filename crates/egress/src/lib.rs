@@ -20,6 +20,8 @@
 mod connect;
 mod decision;
 mod dns;
+#[cfg(test)]
+mod doc_check;
 pub mod guard;
 mod guarded;
 mod http;

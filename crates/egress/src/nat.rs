@@ -383,8 +383,10 @@ impl Nat {
             &self.owner,
             id,
             self.sandbox_address,
-            allowed_private,
-            refused,
+            PacketGuard {
+                allowed_private,
+                refused,
+            },
             nflog_group,
         );
         restore(&filter, &nat).await?;
@@ -605,6 +607,15 @@ fn host_log_rule(veth: &str, comment: &str, group: u16) -> String {
     )
 }
 
+/// What a sandbox's chain lets through before the guard, and refuses.
+#[derive(Debug, Clone, Copy)]
+struct PacketGuard<'a> {
+    /// The operator's `--egress-allow-private` addresses.
+    allowed_private: &'a [IpAddr],
+    /// [`refused_v4`].
+    refused: &'a [IpNet],
+}
+
 /// The lines of one sandbox: its chain (anti-spoofing, the operator's
 /// private destinations, the guard, each refusal logged to `nflog_group`
 /// first, the rest accepted), its tagged jump, its tagged log rule in
@@ -615,10 +626,13 @@ fn sandbox_rules(
     owner: &str,
     sandbox_id: &str,
     address: Ipv4Addr,
-    allowed_private: &[IpAddr],
-    refused: &[IpNet],
+    guard: PacketGuard<'_>,
     nflog_group: u16,
 ) {
+    let PacketGuard {
+        allowed_private,
+        refused,
+    } = guard;
     let (veth, chain) = (veth_of(sandbox_id), chain_of(sandbox_id));
     let comment = comment_of(owner, sandbox_id);
     filter.push_str(&format!(
@@ -907,8 +921,10 @@ mod tests {
             "o",
             "sb-1",
             Ipv4Addr::new(10, 217, 0, 2),
-            &[],
-            &refused,
+            PacketGuard {
+                allowed_private: &[],
+                refused: &refused,
+            },
             40000,
         );
         for net in [
