@@ -1116,11 +1116,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
     pub network: NetworkPolicy,
     /// A secret injected at egress (repeatable): NAME@HOST[,HOST...] with
-    /// an optional =HEADER template ("Authorization: Bearer {{secret}}").
-    /// Its value is this environment's NAME; the sandbox's NAME holds only
-    /// a placeholder, which the egress proxy swaps for the value in the
-    /// headers of HTTPS requests to those hosts (it terminates their TLS
-    /// with the sandbox's own CA, which the sandbox trusts).
+    /// an optional =HEADER, the one header the value goes in: a name
+    /// ("X-Api-Key") or a template ("Authorization: Bearer {{secret}}");
+    /// default Authorization. Its value is this environment's NAME; the
+    /// sandbox's NAME holds only a placeholder, which the egress proxy
+    /// swaps for the value in that header of HTTPS requests to those hosts
+    /// (it terminates their TLS with the sandbox's own CA, which the
+    /// sandbox trusts) and refuses anywhere else.
     #[arg(long = "secret", value_name = "NAME@HOSTS", value_parser = parse_secret)]
     pub secrets: Vec<paddock_proto::SecretSpec>,
     /// Memory limit: bytes, or with a suffix (512M, 1G); 0 = no limit. Default 1G.

@@ -1,7 +1,8 @@
 //! Test hosts for the network scenarios: each in a network namespace the
 //! test makes, joined to the host by a veth pair, on a documentation
-//! address (198.51.100.0/24 or 203.0.113.0/24, which the egress guard lets
-//! through), serving a small HTTP answer; and a DNS server on the host's
+//! address (198.51.100.0/24 or 203.0.113.0/24, which the egress guard
+//! refuses unless a test names the host with [`TestHost::allow_option`]),
+//! serving a small HTTP answer (echoing Host and Origin as servers do); and a DNS server on the host's
 //! loopback whose answers the test sets (and may change between look-ups).
 //! Nothing here sends a packet beyond this machine.
 
@@ -176,6 +177,13 @@ impl TestHost {
     pub fn addr(&self) -> String {
         format!("{}:{}", self.ip, self.port)
     }
+
+    /// The option that lets the egress guard through to this host: its
+    /// documentation (or private) address is refused otherwise, as an
+    /// operator names an internal host.
+    pub fn allow_option(&self) -> String {
+        format!("--egress-allow-private={}", self.ip)
+    }
 }
 
 impl Drop for TestHost {
@@ -239,11 +247,28 @@ fn answer(stream: &mut (impl Read + Write), heads: &Mutex<Vec<String>>, body: &[
             _ => return,
         }
     }
+    let text = String::from_utf8_lossy(&head).into_owned();
     if let Ok(mut heads) = heads.lock() {
-        heads.push(String::from_utf8_lossy(&head).into_owned());
+        heads.push(text.clone());
+    }
+    // As an ordinary server does: the Host and path back in
+    // Content-Location, the Origin back in a CORS answer.
+    let header = |name: &str| {
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_owned())
+    };
+    let path = text.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let mut echoed = String::new();
+    if let Some(host) = header("host") {
+        echoed.push_str(&format!("Content-Location: https://{host}{path}\r\n"));
+    }
+    if let Some(origin) = header("origin") {
+        echoed.push_str(&format!("Access-Control-Allow-Origin: {origin}\r\n"));
     }
     let response = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n{echoed}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     let _ = stream.write_all(response.as_bytes());

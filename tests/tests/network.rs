@@ -78,6 +78,8 @@ impl World {
     fn run_json(&self, policy: &str, script: &str) -> (RunJson, i32) {
         let (json, run) = SandboxRun::shell(script)
             .option(&self.dns.option())
+            .option(&self.good.allow_option())
+            .option(&self.other.allow_option())
             .network(policy)
             .timeout_secs(30)
             .run_json();
@@ -225,8 +227,11 @@ fn the_guard_refuses_loopback_metadata_private_and_host_addresses_even_when_list
         .dns
         .set("private.test", &[Ipv4Addr::new(10, 200, 0, 9)]);
     world.dns.set("loopback.test", &[Ipv4Addr::LOCALHOST]);
+    // A host on a documentation range the test does not name: refused.
+    let docs = TestHost::start("docs", DocRange::Net3, 8080, None).unwrap();
+    world.dns.set("docs.test", &[docs.ip]);
     let policy = format!(
-        "allow:127.0.0.1:{lp},169.254.169.254:80,{host}:{hp},private.test:8080,loopback.test:{lp}",
+        "allow:127.0.0.1:{lp},169.254.169.254:80,{host}:{hp},private.test:8080,loopback.test:{lp},docs.test:8080",
         lp = loopback.port(),
         host = world.good.host_side,
         hp = host_own.port(),
@@ -240,21 +245,32 @@ fn the_guard_refuses_loopback_metadata_private_and_host_addresses_even_when_list
         ),
         curl("http://private.test:8080/", false),
         curl(&format!("http://loopback.test:{}/", loopback.port()), false),
+        curl("http://docs.test:8080/", false),
     ]
     .join("; ");
     // curl skips the proxy for 127.0.0.1 (NO_PROXY): ask it not to here.
     let script = format!("export NO_PROXY= no_proxy=; {script}");
     let (out, _, err) = world.run(&policy, &script);
+    // the host's own address, on a documentation range too
+    let host_own_why = format!(
+        "{} is documentation, TEST-NET-2 (RFC 5737)",
+        world.good.host_side
+    );
     for why in [
-        "127.0.0.1 is 127.0.0.1, a loopback address",
-        "169.254.169.254 is 169.254.169.254, the cloud metadata address",
-        "an address of the host itself",
-        "private.test is 10.200.0.9, a private address",
-        "loopback.test is 127.0.0.1, a loopback address",
+        "127.0.0.1 is loopback (RFC 1122)",
+        "169.254.169.254 is the cloud metadata address",
+        host_own_why.as_str(),
+        "private.test resolves to a refused address: private (RFC 1918)",
+        "loopback.test resolves to a refused address: loopback (RFC 1122)",
+        "docs.test resolves to a refused address: documentation, TEST-NET-3 (RFC 5737)",
     ] {
         assert!(out.contains(why), "missing {why:?} in:\n{out}\n{err}");
     }
-    assert_eq!(out.matches("status=403").count(), 5, "{out}");
+    assert_eq!(out.matches("status=403").count(), 6, "{out}");
+    // A refusal never tells the sandbox a name's real address.
+    assert!(!out.contains("10.200.0.9"), "{out}");
+    assert!(!out.contains(&docs.ip.to_string()), "{out}");
+    assert_eq!(docs.connections(), 0, "the documentation range was reached");
     assert!(!loopback.accepted(), "the host loopback got a connection");
     assert!(
         !host_own.accepted(),
@@ -281,9 +297,10 @@ fn a_name_that_rebinds_to_a_private_address_is_refused_at_connect() {
         "{out}\n{err}"
     );
     assert!(
-        out.contains("rebind.test is 192.168.77.7, a private address"),
+        out.contains("rebind.test resolves to a refused address: private (RFC 1918)"),
         "{out}\n{err}"
     );
+    assert!(!out.contains("192.168.77.7"), "{out}");
     assert_eq!(world.good.connections(), 1);
 }
 
@@ -305,6 +322,8 @@ fn a_program_ignoring_the_proxy_variables_is_proxied_or_refused() {
     let (json, _) = SandboxRun::shell(&script)
         .workspace(ws.path())
         .option(&world.dns.option())
+        .option(&world.good.allow_option())
+        .option(&world.other.allow_option())
         .network("allow:good.test:8080")
         .timeout_secs(30)
         .run_json();
@@ -349,11 +368,18 @@ fn full_is_nat_carrying_tcp_and_udp_with_the_guard_on_its_packets() {
         format!("{probe} connect {}", private.addr()),
         format!("{probe} udp {}:7007", private.ip),
         format!("{probe} connect 169.254.169.254:80"),
+        // a name of an internal address: never answered with it
+        "getent hosts internal.test; echo \"dns rc=$?\"".to_owned(),
     ]
     .join("; ");
+    world
+        .dns
+        .set("internal.test", &[Ipv4Addr::new(10, 200, 0, 9)]);
     let (json, _) = SandboxRun::shell(&script)
         .workspace(ws.path())
         .option(&world.dns.option())
+        .option(&world.good.allow_option())
+        .option(&world.other.allow_option())
         .network("full")
         .timeout_secs(60)
         .run_json();
@@ -426,19 +452,33 @@ fn full_is_nat_carrying_tcp_and_udp_with_the_guard_on_its_packets() {
         .map(|d| (d.host.clone(), d.port))
         .collect();
     denied.sort();
+    // the resolver may ask twice for the refused name
+    denied.dedup();
     let mut expected = vec![
         (world.good.host_side.to_string(), host_own.port()),
         (private.ip.to_string(), 8080),
         (private.ip.to_string(), 7007),
         ("169.254.169.254".to_owned(), 80),
+        ("internal.test".to_owned(), 53),
     ];
     expected.sort();
     assert_eq!(denied, expected, "{:#?}", json.egress);
     assert!(
         json.egress
             .iter()
-            .filter(|d| !d.allowed)
+            .filter(|d| !d.allowed && d.host != "internal.test")
             .all(|d| d.via == "nat" && d.reason.is_some()),
+        "{:#?}",
+        json.egress
+    );
+    // The sandbox's DNS never told it the internal address.
+    assert!(out.contains("dns rc=2"), "{out}");
+    assert!(!out.contains("10.200.0.9"), "{out}");
+    assert!(
+        json.egress.iter().any(|d| d.host == "internal.test"
+            && d.via == "dns"
+            && d.reason.as_deref()
+                == Some("the name resolves only to refused addresses: private (RFC 1918), other sandboxes' NAT pool in it")),
         "{:#?}",
         json.egress
     );
@@ -451,4 +491,102 @@ fn full_is_nat_carrying_tcp_and_udp_with_the_guard_on_its_packets() {
         left.iter().all(|l| !l.contains("paddock-nat")),
         "left on the host: {left:?}"
     );
+}
+
+#[test]
+fn a_connection_carries_only_the_name_it_was_admitted_for() {
+    require_root();
+    let world = World::new();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = paddock_tests::tlshost::TestCa::new().unwrap();
+    let ca_file = dir.path().join("test-ca.pem");
+    ca.write_pem(&ca_file).unwrap();
+    // One TLS front end serving two names, as a CDN does.
+    let tls =
+        TestHost::start_tls("tls", DocRange::Net2, 8443, ca.server("tls.test").unwrap()).unwrap();
+    world.dns.set("tls.test", &[tls.ip]);
+    let fronted = "-H 'Host: other.test'";
+    let script = [
+        // plain HTTP: the explicit proxy, a CONNECT tunnel, the transparent path
+        curl(&format!("{fronted} http://good.test:8080/"), false),
+        curl(&format!("{fronted} -p http://good.test:8080/"), false),
+        curl(&format!("{fronted} http://good.test:8080/"), true),
+        // TLS naming another host: through CONNECT, then transparently
+        "echo | openssl s_client -proxy 127.0.0.1:3128 -connect tls.test:8443 \
+         -servername other.test >/dev/null 2>&1; echo \"rc=$?\""
+            .to_owned(),
+        "echo | openssl s_client -connect tls.test:8443 -servername other.test \
+         >/dev/null 2>&1; echo \"rc=$?\""
+            .to_owned(),
+        // the admitted name still goes through, both ways
+        "echo | openssl s_client -proxy 127.0.0.1:3128 -connect tls.test:8443 \
+         -servername tls.test >/dev/null 2>&1; echo \"rc=$?\""
+            .to_owned(),
+        curl("http://good.test:8080/", false),
+    ]
+    .join("; ");
+    let (json, run) = SandboxRun::shell(&script)
+        .option(&world.dns.option())
+        .option(&world.good.allow_option())
+        .option(&tls.allow_option())
+        .network("allow:good.test:8080,tls.test:8443")
+        .timeout_secs(60)
+        .run_json();
+    let out = &json.stdout;
+    assert_eq!(run.code(), 0, "{out}\n{}", json.stderr);
+    assert_eq!(
+        out.matches("the Host header names other.test, not good.test")
+            .count(),
+        3,
+        "{out}\n{}",
+        json.stderr
+    );
+    assert_eq!(out.matches("hello from good").count(), 1, "{out}");
+    assert!(
+        out.ends_with("hello from good\n status=200\nrc=0\n"),
+        "{out}"
+    );
+    // The fronted requests never reached the host: only the last one did.
+    assert_eq!(world.good.heads().len(), 1, "{:?}", world.good.heads());
+    assert!(
+        world.good.heads()[0].contains("Host: good.test"),
+        "{:?}",
+        world.good.heads()
+    );
+    // The handshakes naming another host were cut before a byte of them
+    // left (the proxy had connected, a TCP connection names nothing); the
+    // one naming tls.test went through.
+    assert!(out.contains("rc=1\nrc=1\nrc=0\nhello from good"), "{out}");
+    let sni =
+        "the TLS server name other.test is not tls.test, which the connection was admitted for";
+    let denied: Vec<(&str, &str)> = json
+        .egress
+        .iter()
+        .filter(|d| !d.allowed)
+        .map(|d| (d.via.as_str(), d.reason.as_deref().unwrap_or("")))
+        .collect();
+    let via = |v: &str, why: &str| {
+        denied
+            .iter()
+            .filter(|(d, r)| *d == v && r.contains(why))
+            .count()
+    };
+    assert_eq!(
+        via("http", "the Host header names other.test"),
+        1,
+        "{denied:?}"
+    );
+    assert_eq!(
+        via("connect", "the Host header names other.test"),
+        1,
+        "{denied:?}"
+    );
+    assert_eq!(
+        via("transparent", "the Host header names other.test"),
+        1,
+        "{denied:?}"
+    );
+    assert_eq!(via("connect", sni), 1, "{denied:?}");
+    assert_eq!(via("transparent", sni), 1, "{denied:?}");
+    assert_eq!(denied.len(), 5, "{denied:?}");
 }

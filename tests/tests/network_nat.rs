@@ -28,16 +28,16 @@ fn id(name: &str) -> String {
     format!("sb-nattest-{}-{name}", std::process::id())
 }
 
-async fn full(sandbox_id: &str) -> (Egress, Receiver<EgressDecision>) {
-    Egress::start(
-        sandbox_id,
-        OWNER,
-        NetworkPolicy::Full,
-        Vec::new(),
-        EgressConfig::default(),
-    )
-    .await
-    .unwrap()
+/// A `full` egress whose guard lets `hosts` through (test hosts on
+/// documentation addresses, refused otherwise).
+async fn full(sandbox_id: &str, hosts: &[&TestHost]) -> (Egress, Receiver<EgressDecision>) {
+    let config = EgressConfig {
+        allowed_private: hosts.iter().map(|h| h.ip.into()).collect(),
+        ..EgressConfig::default()
+    };
+    Egress::start(sandbox_id, OWNER, NetworkPolicy::Full, Vec::new(), config)
+        .await
+        .unwrap()
 }
 
 /// Stops `egress` and returns every decision it reported.
@@ -166,8 +166,8 @@ async fn icmp_goes_out_a_spoofed_source_does_not_and_sandboxes_cannot_reach_each
     let good = TestHost::start("good", DocRange::Net2, 8080, None).unwrap();
     let echo = good.udp_echo(7008).unwrap();
     let (a_id, b_id) = (id("a"), id("b"));
-    let (a, a_decisions) = full(&a_id).await;
-    let (b, b_decisions) = full(&b_id).await;
+    let (a, a_decisions) = full(&a_id, &[&good]).await;
+    let (b, b_decisions) = full(&b_id, &[&good]).await;
     let a_address = a.nat_address().unwrap();
     let b_address = b.nat_address().unwrap();
     assert_ne!(a_address, b_address, "each sandbox its own /30");
@@ -322,17 +322,29 @@ async fn every_connection_and_every_refusal_of_full_is_a_decision() {
     require_root();
     let good = TestHost::start("decide", DocRange::Net2, 8080, None).unwrap();
     let sandbox_id = id("decide");
-    let (egress, decisions) = full(&sandbox_id).await;
+    // A host on a documentation range the guard is not told of: refused.
+    let docs = TestHost::start("docs", DocRange::Net3, 8080, None).unwrap();
+    let (egress, decisions) = full(&sandbox_id, &[&good]).await;
     let address = egress.nat_address().unwrap();
     let web = SocketAddr::from((good.ip, 8080));
     let host_own = SocketAddr::from((good.host_side, 8081));
     let metadata = SocketAddr::from((Ipv4Addr::new(169, 254, 169, 254), 80));
+    let documentation = SocketAddr::from((docs.ip, 8080));
     let got = inside(&egress, move || {
         let bytes = http_get(web);
-        (bytes, refused(host_own), refused(metadata))
+        (
+            bytes,
+            refused(host_own),
+            refused(metadata),
+            refused(documentation),
+        )
     });
     assert!(got.0 > 0, "the test host answered");
-    assert!(got.1 && got.2, "host address and metadata refused: {got:?}");
+    assert!(
+        got.1 && got.2 && got.3,
+        "host address, metadata and documentation refused: {got:?}"
+    );
+    assert_eq!(docs.connections(), 0, "full reached a documentation range");
     let log = stop(egress, decisions).await;
 
     let web_decision = log
@@ -353,7 +365,7 @@ async fn every_connection_and_every_refusal_of_full_is_a_decision() {
         .collect();
     assert_eq!(
         denied.len(),
-        2,
+        3,
         "one decision per refused attempt: {log:#?}"
     );
     assert_eq!(
@@ -368,6 +380,18 @@ async fn every_connection_and_every_refusal_of_full_is_a_decision() {
     assert!(
         denied[1].2.contains("the cloud metadata address"),
         "{denied:?}"
+    );
+    assert_eq!(
+        (denied[2].0.as_str(), denied[2].1, denied[2].2.as_str()),
+        (
+            docs.ip.to_string().as_str(),
+            8080,
+            format!(
+                "{} is in 203.0.113.0/24: documentation, TEST-NET-3 (RFC 5737) (refused by the NAT's guard)",
+                docs.ip
+            )
+            .as_str()
+        )
     );
 
     let left = network_state(Some(&sandbox_id));

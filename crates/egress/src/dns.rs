@@ -7,10 +7,13 @@
 //!
 //! `full` ([`crate::nat`]): the sandbox's packets leave through NAT and the
 //! guard is on the packets, so the answer can be the real one: A queries
-//! are looked up with the operator's resolver (at most [`IN_FLIGHT`] at
-//! once, more are dropped and retried by the client); AAAA and other types
-//! get an empty answer (the sandbox has no IPv6). A name that rebinds to a
-//! private address only gets the sandbox a refused packet.
+//! are looked up over DNS only (the operator's resolver, else the
+//! nameservers of /etc/resolv.conf: never the host's /etc/hosts and its
+//! host-only names), at most [`IN_FLIGHT`] at once (more are dropped and
+//! retried by the client); addresses the guard refuses are left out of the
+//! answer, and a name with no other is REFUSED (a denied decision), so the
+//! sandbox never learns an internal address; AAAA and other types get an
+//! empty answer (the sandbox has no IPv6).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -153,16 +156,43 @@ async fn answer_real(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
     if query.query_type() != RecordType::A {
         return reply.to_vec().ok();
     }
-    match ctx.config.resolver.lookup(&name).await {
+    match ctx.config.resolver.lookup_dns(&name).await {
         Ok(found) => {
-            for ip in found {
-                if let std::net::IpAddr::V4(v4) = ip {
-                    reply.add_answer(Record::from_rdata(
-                        query.name().clone(),
-                        TTL,
-                        RData::A(A(v4)),
-                    ));
-                }
+            let host = ctx.host_networks.current();
+            let allowed = &ctx.config.allowed_private;
+            let why = found
+                .iter()
+                .find_map(|ip| crate::guard::refusal(*ip, &host, allowed));
+            let kept: Vec<Ipv4Addr> = found
+                .into_iter()
+                .filter(|ip| crate::guard::refusal(*ip, &host, allowed).is_none())
+                .filter_map(|ip| match ip {
+                    std::net::IpAddr::V4(v4) => Some(v4),
+                    std::net::IpAddr::V6(_) => None,
+                })
+                .collect();
+            if let (true, Some(why)) = (kept.is_empty(), why) {
+                // never the address of what the guard refuses
+                reply.metadata.response_code = ResponseCode::Refused;
+                ctx.record(EgressDecision {
+                    allowed: false,
+                    host: name,
+                    port: 53,
+                    via: "dns".to_owned(),
+                    reason: Some(format!(
+                        "the name resolves only to refused addresses: {why}"
+                    )),
+                    bytes_out: 0,
+                    bytes_in: 0,
+                    duration_ms: 0,
+                });
+            }
+            for v4 in kept {
+                reply.add_answer(Record::from_rdata(
+                    query.name().clone(),
+                    TTL,
+                    RData::A(A(v4)),
+                ));
             }
         }
         Err(why) if why.starts_with("no answer within") => {

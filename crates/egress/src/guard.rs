@@ -1,36 +1,46 @@
 //! The address guard: after the proxy resolved a name itself, every address
 //! it would connect to is checked here, so neither a listed name nor a DNS
-//! answer that changes between look-ups (rebinding) reaches the host, its
-//! private networks or the cloud metadata service.
+//! answer that changes between look-ups (rebinding) reaches the host, the
+//! networks it is directly connected to, a special-purpose range
+//! ([`crate::guarded::GUARDED`]) or the cloud metadata service.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The cloud metadata service (AWS, GCP, Azure, OpenStack).
-pub const METADATA_ADDRESS: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+use crate::guarded::guarded;
+pub use crate::guarded::{GUARDED, Guarded, IpNet, METADATA_ADDRESS};
+
+/// The reason of an address of the host's own interfaces.
+pub const HOST_ADDRESS: &str = "an address of the host itself";
+/// The reason of an address on a network the host is directly connected to.
+pub const HOST_NETWORK: &str = "on a network the host is directly connected to";
+
+/// The host's own addresses and the networks its interfaces are on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostView {
+    pub addresses: Vec<IpAddr>,
+    pub networks: Vec<IpNet>,
+}
 
 /// Why an address is refused, or None when it may be connected to.
-/// `host_addresses` are the host's own; `allowed_private` the private
+/// `host` is what the host's interfaces hold; `allowed_private` the
 /// addresses the operator named explicitly (an internal registry).
-pub fn refusal(
-    ip: IpAddr,
-    host_addresses: &[IpAddr],
-    allowed_private: &[IpAddr],
-) -> Option<&'static str> {
+pub fn refusal(ip: IpAddr, host: &HostView, allowed_private: &[IpAddr]) -> Option<&'static str> {
     let ip = canonical(ip);
-    if allowed_private.contains(&ip) {
+    if allowed_private.iter().any(|a| canonical(*a) == ip) {
         return None;
     }
-    let range = match ip {
-        IpAddr::V4(v4) => refusal_v4(v4),
-        IpAddr::V6(v6) => refusal_v6(v6),
-    };
-    range.or_else(|| {
-        host_addresses
-            .contains(&ip)
-            .then_some("an address of the host itself")
-    })
+    if let Some(row) = guarded(ip) {
+        return Some(row.reason);
+    }
+    if host.addresses.iter().any(|a| canonical(*a) == ip) {
+        return Some(HOST_ADDRESS);
+    }
+    host.networks
+        .iter()
+        .any(|n| n.contains(ip))
+        .then_some(HOST_NETWORK)
 }
 
 /// An IPv4-mapped or NAT64 IPv6 address is judged as the IPv4 one it carries.
@@ -53,81 +63,62 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
-fn refusal_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, ..] = ip.octets();
-    if ip == METADATA_ADDRESS {
-        Some("the cloud metadata address")
-    } else if ip.is_loopback() {
-        Some("a loopback address")
-    } else if ip.is_link_local() {
-        Some("a link-local address")
-    } else if ip.is_private() || (a == 100 && (64..128).contains(&b)) {
-        Some("a private address")
-    } else if ip.is_unspecified() || a == 0 {
-        Some("an unspecified address")
-    } else if ip.is_multicast() || ip.is_broadcast() || a >= 240 {
-        Some("a multicast, broadcast or reserved address")
-    } else if a == 198 && (b == 18 || b == 19) {
-        Some("a benchmarking address (the sandbox's own name mapping)")
-    } else {
-        None
-    }
-}
-
-fn refusal_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let first = ip.segments()[0];
-    if ip.is_loopback() {
-        Some("a loopback address")
-    } else if ip.is_unspecified() {
-        Some("an unspecified address")
-    } else if first & 0xffc0 == 0xfe80 || first & 0xffc0 == 0xfec0 {
-        Some("a link-local address")
-    } else if first & 0xfe00 == 0xfc00 {
-        Some("a private address")
-    } else if ip.is_multicast() {
-        Some("a multicast, broadcast or reserved address")
-    } else {
-        None
-    }
-}
-
-/// The host's own addresses, read from its interfaces at most once a second
-/// (an address added later is seen within that time).
+/// The host's addresses and networks, read from its interfaces at most
+/// once a second (an address or network added later is seen within that
+/// time).
 #[derive(Debug, Default)]
-pub struct HostAddresses {
-    cached: Mutex<Option<(Instant, Vec<IpAddr>)>>,
+pub struct HostNetworks {
+    cached: Mutex<Option<(Instant, HostView)>>,
 }
 
 const REFRESH: Duration = Duration::from_secs(1);
 
-impl HostAddresses {
-    pub fn current(&self) -> Vec<IpAddr> {
+impl HostNetworks {
+    pub fn current(&self) -> HostView {
         let Ok(mut cached) = self.cached.lock() else {
-            return read_host_addresses();
+            return read_host();
         };
-        if let Some((at, list)) = cached.as_ref()
+        if let Some((at, view)) = cached.as_ref()
             && at.elapsed() < REFRESH
         {
-            return list.clone();
+            return view.clone();
         }
-        let list = read_host_addresses();
-        *cached = Some((Instant::now(), list.clone()));
-        list
+        let view = read_host();
+        *cached = Some((Instant::now(), view.clone()));
+        view
     }
 }
 
-fn read_host_addresses() -> Vec<IpAddr> {
+/// The addresses of the host's interfaces and the networks they are on
+/// (address and netmask: the subnets the host is directly connected to).
+pub fn read_host() -> HostView {
+    let mut view = HostView::default();
     let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
-        return Vec::new();
+        return view;
     };
-    addrs
-        .filter_map(|a| a.address)
-        .filter_map(|a| {
-            a.as_sockaddr_in()
-                .map(|v4| IpAddr::V4(v4.ip()))
-                .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
-        })
-        .collect()
+    for a in addrs {
+        let Some(address) = a.address else { continue };
+        let (ip, prefix) = if let Some(v4) = address.as_sockaddr_in() {
+            let mask = a
+                .netmask
+                .and_then(|m| m.as_sockaddr_in().map(|m| u32::from(m.ip()).leading_ones()));
+            (IpAddr::V4(v4.ip()), mask.unwrap_or(32))
+        } else if let Some(v6) = address.as_sockaddr_in6() {
+            let mask = a.netmask.and_then(|m| {
+                m.as_sockaddr_in6()
+                    .map(|m| u128::from(m.ip()).leading_ones())
+            });
+            (IpAddr::V6(v6.ip()), mask.unwrap_or(128))
+        } else {
+            continue;
+        };
+        view.addresses.push(ip);
+        let net = IpNet::of(ip, u8::try_from(prefix).unwrap_or(128));
+        if !view.networks.contains(&net) {
+            view.networks.push(net);
+        }
+    }
+    view
 }
 
 #[cfg(test)]
@@ -139,71 +130,71 @@ mod tests {
         s.parse().unwrap()
     }
 
+    fn none() -> HostView {
+        HostView::default()
+    }
+
     #[test]
-    fn refuses_every_non_public_range() {
+    fn refuses_every_special_range_in_every_form() {
         for (addr, why) in [
-            ("127.0.0.1", "a loopback address"),
-            ("127.8.9.10", "a loopback address"),
+            ("127.0.0.1", "loopback (RFC 1122)"),
             ("169.254.169.254", "the cloud metadata address"),
-            ("169.254.1.1", "a link-local address"),
-            ("10.0.0.5", "a private address"),
-            ("172.16.3.4", "a private address"),
-            ("192.168.1.1", "a private address"),
-            ("100.64.0.1", "a private address"),
-            ("0.0.0.0", "an unspecified address"),
-            ("224.0.0.1", "a multicast, broadcast or reserved address"),
+            ("169.254.1.1", "link-local (RFC 3927)"),
             (
-                "255.255.255.255",
-                "a multicast, broadcast or reserved address",
+                "10.0.0.5",
+                "private (RFC 1918), other sandboxes' NAT pool in it",
             ),
             (
-                "198.18.0.7",
-                "a benchmarking address (the sandbox's own name mapping)",
+                "192.0.0.9",
+                "IETF protocol assignments (RFC 6890): DS-Lite, NAT64 discovery, PCP and TURN anycast",
             ),
-            ("::1", "a loopback address"),
-            ("::ffff:127.0.0.1", "a loopback address"),
+            ("192.0.2.2", "documentation, TEST-NET-1 (RFC 5737)"),
+            ("203.0.113.5", "documentation, TEST-NET-3 (RFC 5737)"),
+            ("::ffff:127.0.0.1", "loopback (RFC 1122)"),
             ("::ffff:169.254.169.254", "the cloud metadata address"),
-            ("64:ff9b::a00:5", "a private address"),
-            ("fe80::1", "a link-local address"),
-            ("fd00::1", "a private address"),
-            ("::", "an unspecified address"),
+            (
+                "64:ff9b::a00:5",
+                "private (RFC 1918), other sandboxes' NAT pool in it",
+            ),
+            ("fe80::1", "link-local (RFC 4291)"),
+            ("fd00::1", "unique local, private (RFC 4193)"),
+            ("2001:db8::1", "documentation (RFC 3849)"),
+            ("::", "the unspecified address (RFC 4291)"),
         ] {
-            assert_eq!(refusal(ip(addr), &[], &[]), Some(why), "{addr}");
+            assert_eq!(refusal(ip(addr), &none(), &[]), Some(why), "{addr}");
         }
     }
 
     #[test]
-    fn public_and_documentation_addresses_pass() {
-        for addr in [
-            "198.51.100.10",
-            "203.0.113.5",
-            "93.184.216.34",
-            "2001:db8::1",
-        ] {
-            assert_eq!(refusal(ip(addr), &[], &[]), None, "{addr}");
-        }
-    }
-
-    #[test]
-    fn the_hosts_own_addresses_are_refused_and_operator_private_ones_pass() {
-        let host = [ip("203.0.113.1")];
+    fn the_hosts_addresses_and_networks_are_refused_and_operator_ones_pass() {
+        let host = HostView {
+            addresses: vec![ip("8.8.4.1")],
+            networks: vec![IpNet::of(ip("8.8.4.1"), 24), IpNet::of(ip("2606:1::1"), 64)],
+        };
+        assert_eq!(refusal(ip("8.8.4.1"), &host, &[]), Some(HOST_ADDRESS));
+        assert_eq!(refusal(ip("8.8.4.200"), &host, &[]), Some(HOST_NETWORK));
         assert_eq!(
-            refusal(ip("203.0.113.1"), &host, &[]),
-            Some("an address of the host itself")
+            refusal(ip("::ffff:8.8.4.9"), &host, &[]),
+            Some(HOST_NETWORK)
         );
+        assert_eq!(refusal(ip("2606:1::99"), &host, &[]), Some(HOST_NETWORK));
+        assert_eq!(refusal(ip("8.8.5.1"), &host, &[]), None);
+        assert_eq!(refusal(ip("8.8.4.7"), &host, &[ip("8.8.4.7")]), None);
         assert_eq!(refusal(ip("10.1.2.3"), &host, &[ip("10.1.2.3")]), None);
         assert_eq!(
             refusal(ip("10.1.2.4"), &host, &[ip("10.1.2.3")]),
-            Some("a private address")
+            Some("private (RFC 1918), other sandboxes' NAT pool in it")
         );
     }
 
     #[test]
-    fn host_addresses_include_loopback() {
-        assert!(
-            HostAddresses::default()
-                .current()
-                .contains(&ip("127.0.0.1"))
-        );
+    fn the_host_view_holds_loopback_and_each_interfaces_network() {
+        let view = HostNetworks::default().current();
+        assert!(view.addresses.contains(&ip("127.0.0.1")));
+        assert!(view.networks.contains(&IpNet::of(ip("127.0.0.1"), 8)));
+        // every address is on one of the networks read
+        for a in &view.addresses {
+            assert!(view.networks.iter().any(|n| n.contains(*a)), "{a}");
+        }
     }
 }

@@ -10,20 +10,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::connect::{Outcome, Refusal, Shared};
+use crate::opening::{plain_request, relay};
 use crate::relay::splice;
+use crate::secrets::Admitted;
 
 /// The most a request head may take, and how long it may take to arrive.
 const MAX_HEAD: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HEADERS: usize = 64;
-
-/// Hop-by-hop headers of the proxy leg, not forwarded.
-const HOP_HEADERS: &[&str] = &[
-    "proxy-connection",
-    "proxy-authorization",
-    "connection",
-    "keep-alive",
-];
 
 pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
     let started = Instant::now();
@@ -56,7 +50,7 @@ pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
         tunnel(ctx, client, host, port, extra, started).await;
         return;
     }
-    let Some((host, port, path)) = absolute_http(uri) else {
+    let Some((host, port, _)) = absolute_http(uri) else {
         let _ = respond(
             &mut client,
             400,
@@ -65,23 +59,26 @@ pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
         .await;
         return;
     };
-    let mut forwarded = format!("{method} {path} HTTP/1.1\r\n");
-    for h in request.headers.iter() {
-        if HOP_HEADERS
-            .iter()
-            .any(|hop| h.name.eq_ignore_ascii_case(hop))
-        {
-            continue;
+    let outcome = Outcome {
+        host: host.to_string(),
+        port,
+        via: "http",
+        started,
+    };
+    let admitted = Admitted {
+        target: &host,
+        port,
+    };
+    let first = match plain_request(&head, extra, admitted, &ctx.secrets) {
+        Ok(first) => first,
+        Err(why) => {
+            let refusal = Refusal::Denied(why);
+            let _ = refuse(&mut client, &refusal).await;
+            outcome.denied(&ctx, &refusal);
+            return;
         }
-        forwarded.push_str(h.name);
-        forwarded.push_str(": ");
-        forwarded.push_str(&String::from_utf8_lossy(h.value));
-        forwarded.push_str("\r\n");
-    }
-    forwarded.push_str("Connection: close\r\n\r\n");
-    let mut first = forwarded.into_bytes();
-    first.extend_from_slice(&extra);
-    plain(ctx, client, host, port, first, started).await;
+    };
+    plain(ctx, client, outcome, host, port, first).await;
 }
 
 async fn tunnel(
@@ -107,8 +104,12 @@ async fn tunnel(
                 outcome.done(&ctx, 0, 0);
                 return;
             }
-            let secrets = ctx.secrets.for_host(&host, port);
-            if let (Some(interceptor), false) = (&ctx.interceptor, secrets.is_empty()) {
+            let admitted = Admitted {
+                target: &host,
+                port,
+            };
+            let intercepted = !ctx.secrets.for_host(&host, port).is_empty();
+            if let (Some(interceptor), true) = (&ctx.interceptor, intercepted) {
                 // a TLS client waits for the 200 before it says anything
                 if !extra.is_empty() {
                     outcome.denied(
@@ -119,18 +120,22 @@ async fn tunnel(
                     );
                     return;
                 }
-                match interceptor.serve(client, upstream, &host, &secrets).await {
-                    Ok((out, inn)) => outcome.done(&ctx, out, inn),
-                    Err(why) => outcome.failed(&ctx, why),
+                let served = interceptor
+                    .serve(client, upstream, admitted, &ctx.secrets)
+                    .await;
+                outcome.served(&ctx, served);
+                return;
+            }
+            match relay(&mut client, &mut upstream, admitted, &ctx.secrets, extra).await {
+                Ok((out, inn)) => outcome.done(&ctx, out, inn),
+                Err(refused) => {
+                    let refusal = Refusal::Denied(refused.why);
+                    if refused.http {
+                        let _ = refuse(&mut client, &refusal).await;
+                    }
+                    outcome.denied(&ctx, &refusal);
                 }
-                return;
             }
-            if upstream.write_all(&extra).await.is_err() {
-                outcome.done(&ctx, 0, 0);
-                return;
-            }
-            let (out, inn) = splice(&mut client, &mut upstream).await;
-            outcome.done(&ctx, out + extra.len() as u64, inn);
         }
         Err(refusal) => {
             let _ = refuse(&mut client, &refusal).await;
@@ -142,17 +147,11 @@ async fn tunnel(
 async fn plain(
     ctx: Shared,
     mut client: TcpStream,
+    outcome: Outcome<'_>,
     host: Target,
     port: u16,
     first: Vec<u8>,
-    started: Instant,
 ) {
-    let outcome = Outcome {
-        host: host.to_string(),
-        port,
-        via: "http",
-        started,
-    };
     match ctx.open(&host, port).await {
         Ok(mut upstream) => {
             if upstream.write_all(&first).await.is_err() {

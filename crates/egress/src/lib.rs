@@ -12,18 +12,23 @@
 //!
 //! Per connection: the policy is checked against the name or IP literal the
 //! sandbox asked for, the proxy resolves the name itself, the address guard
-//! ([`guard`]) refuses loopback, private, link-local, metadata and the host's
-//! own addresses (unless the operator listed one), and only then it
+//! ([`guard`]) refuses every special-purpose range (one table with the NAT's
+//! rules), the host's own addresses and the networks it is directly
+//! connected to (unless the operator listed the address), and only then it
 //! connects. Every decision is reported ([`EgressDecision`]).
 
 mod connect;
 mod decision;
 mod dns;
+#[cfg(test)]
+mod doc_check;
 pub mod guard;
+mod guarded;
 mod http;
 pub mod nat;
 mod nat_log;
 pub mod netns;
+mod opening;
 mod relay;
 mod resolve;
 mod secrets;

@@ -33,6 +33,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::EgressError;
+use crate::guard::GUARDED;
+use crate::guarded::IpNet;
 use crate::netns::{Netns, run};
 
 /// The pool `full` sandboxes take their /30 from when the operator names
@@ -51,30 +53,6 @@ const NAT_CHAIN: &str = "PADDOCK-NAT";
 const COMMENT: &str = "paddock-nat";
 const LOCK_PATH: &str = "/run/paddock-nat.lock";
 const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What the guard refuses as a destination, one reason each (the same
-/// ranges as [`crate::guard`]; docs/security.md lists them).
-pub const GUARDED: &[(&str, &str)] = &[
-    ("0.0.0.0/8", "unspecified (\"this network\")"),
-    ("10.0.0.0/8", "private (RFC 1918), other sandboxes included"),
-    ("100.64.0.0/10", "carrier-grade NAT (RFC 6598)"),
-    ("127.0.0.0/8", "loopback"),
-    (
-        "169.254.0.0/16",
-        "link-local, the cloud metadata address 169.254.169.254 included",
-    ),
-    (
-        "172.16.0.0/12",
-        "private (RFC 1918), Docker's networks included",
-    ),
-    ("192.168.0.0/16", "private (RFC 1918)"),
-    (
-        "198.18.0.0/15",
-        "benchmarking (the allowlist's stand-in addresses)",
-    ),
-    ("224.0.0.0/4", "multicast"),
-    ("240.0.0.0/4", "reserved, and the broadcast address"),
-];
 
 /// An IPv4 range whose /30s `full` sandboxes get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -343,9 +321,11 @@ impl Nat {
     ) -> Result<Self, EgressError> {
         pool.check_against_host().await?;
         let lock = HostLock::take().await?;
-        let used: BTreeSet<Ipv4Addr> = crate::guard::HostAddresses::default()
-            .current()
-            .into_iter()
+        let host = crate::guard::read_host();
+        let used: BTreeSet<Ipv4Addr> = host
+            .addresses
+            .iter()
+            .copied()
             .filter_map(|ip| match ip {
                 IpAddr::V4(v4) if pool.contains(v4) => Some(v4),
                 _ => None,
@@ -368,7 +348,11 @@ impl Nat {
             nflog_group,
             detached: false,
         };
-        if let Err(e) = nat.install(netns, allowed_private, nflog_group).await {
+        let refused = refused_v4(&host);
+        if let Err(e) = nat
+            .install(netns, allowed_private, &refused, nflog_group)
+            .await
+        {
             nat.remove_locked().await;
             drop(lock);
             return Err(e);
@@ -382,6 +366,7 @@ impl Nat {
         &self,
         netns: &Netns,
         allowed_private: &[IpAddr],
+        refused: &[IpNet],
         nflog_group: u16,
     ) -> Result<(), EgressError> {
         let id = self.sandbox_id.as_str();
@@ -398,7 +383,10 @@ impl Nat {
             &self.owner,
             id,
             self.sandbox_address,
-            allowed_private,
+            PacketGuard {
+                allowed_private,
+                refused,
+            },
             nflog_group,
         );
         restore(&filter, &nat).await?;
@@ -619,6 +607,15 @@ fn host_log_rule(veth: &str, comment: &str, group: u16) -> String {
     )
 }
 
+/// What a sandbox's chain lets through before the guard, and refuses.
+#[derive(Debug, Clone, Copy)]
+struct PacketGuard<'a> {
+    /// The operator's `--egress-allow-private` addresses.
+    allowed_private: &'a [IpAddr],
+    /// [`refused_v4`].
+    refused: &'a [IpNet],
+}
+
 /// The lines of one sandbox: its chain (anti-spoofing, the operator's
 /// private destinations, the guard, each refusal logged to `nflog_group`
 /// first, the rest accepted), its tagged jump, its tagged log rule in
@@ -629,9 +626,13 @@ fn sandbox_rules(
     owner: &str,
     sandbox_id: &str,
     address: Ipv4Addr,
-    allowed_private: &[IpAddr],
+    guard: PacketGuard<'_>,
     nflog_group: u16,
 ) {
+    let PacketGuard {
+        allowed_private,
+        refused,
+    } = guard;
     let (veth, chain) = (veth_of(sandbox_id), chain_of(sandbox_id));
     let comment = comment_of(owner, sandbox_id);
     filter.push_str(&format!(
@@ -647,7 +648,7 @@ fn sandbox_rules(
         }
     }
     let prefix = crate::nat_log::PREFIX_GUARD;
-    for (range, _) in GUARDED {
+    for range in refused {
         filter.push_str(&format!(
             "-A {chain} -d {range} -j NFLOG --nflog-group {nflog_group} --nflog-prefix {prefix}\n\
              -A {chain} -d {range} -j {REJECT_CHAIN}\n"
@@ -657,6 +658,25 @@ fn sandbox_rules(
     nat.push_str(&format!(
         "-A {NAT_CHAIN} -s {address}/32 -m comment --comment \"{comment}\" -j MASQUERADE\n"
     ));
+}
+
+/// The IPv4 destinations a `full` sandbox's chain refuses: every IPv4 row
+/// of the guard's table, then each network the host is directly connected
+/// to (read when the sandbox starts) that no row holds already.
+fn refused_v4(host: &crate::guard::HostView) -> Vec<IpNet> {
+    let mut refused: Vec<IpNet> = GUARDED
+        .iter()
+        .map(|g| g.net)
+        .filter(|n| matches!(n, IpNet::V4(..)))
+        .collect();
+    for net in &host.networks {
+        if let IpNet::V4(..) = net
+            && crate::guarded::guarded(net.bounds().0).is_none_or(|g| g.net.prefix() > net.prefix())
+        {
+            refused.push(*net);
+        }
+    }
+    refused
 }
 
 /// Removes the shared chains and the jumps to them once no sandbox's rules
@@ -855,31 +875,70 @@ mod tests {
     }
 
     #[test]
-    fn the_packet_guard_covers_what_the_proxys_guard_refuses() {
-        let guarded = |ip: Ipv4Addr| {
-            GUARDED.iter().any(|(range, _)| {
-                let (net, prefix) = parse_net(range).unwrap();
-                u32::from(ip) & mask(prefix) == u32::from(net)
-            })
+    fn the_packet_guard_refuses_what_the_proxys_guard_refuses() {
+        let host = crate::guard::HostView {
+            addresses: vec![IpAddr::V4(Ipv4Addr::new(8, 8, 4, 2))],
+            networks: vec![
+                IpNet::of(IpAddr::V4(Ipv4Addr::new(8, 8, 4, 2)), 24),
+                IpNet::of(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)), 8),
+                IpNet::of("2606:1::1".parse().unwrap(), 64),
+            ],
         };
-        for (range, _) in GUARDED {
-            let (net, prefix) = parse_net(range).unwrap();
-            let last = Ipv4Addr::from(u32::from(net) | !mask(prefix));
-            for ip in [net, last] {
+        let refused = refused_v4(&host);
+        // the host's network is added once, loopback (a row already) not again
+        assert_eq!(
+            refused
+                .iter()
+                .filter(|n| n.prefix() == 8 && n.contains(IpAddr::V4(Ipv4Addr::LOCALHOST)))
+                .count(),
+            1
+        );
+        assert!(refused.contains(&IpNet::of(IpAddr::V4(Ipv4Addr::new(8, 8, 4, 0)), 24)));
+        let packet_refuses = |ip: Ipv4Addr| refused.iter().any(|n| n.contains(IpAddr::V4(ip)));
+        for net in &refused {
+            let (first, last) = net.bounds();
+            for ip in [first, last] {
                 assert!(
-                    crate::guard::refusal(IpAddr::V4(ip), &[], &[]).is_some(),
-                    "{ip} of {range} passes the proxy's guard"
+                    crate::guard::refusal(ip, &host, &[]).is_some(),
+                    "{ip} of {net} passes the proxy's guard"
                 );
             }
         }
-        for octet in 0..=255u8 {
-            let ip = Ipv4Addr::new(octet, 1, 2, 3);
-            assert_eq!(
-                guarded(ip),
-                crate::guard::refusal(IpAddr::V4(ip), &[], &[]).is_some(),
-                "{ip}"
+        for a in 0..=255u8 {
+            for b in [0u8, 2, 18, 19, 31, 51, 52, 88, 168, 175, 254] {
+                let ip = Ipv4Addr::new(a, b, 0, 1);
+                assert_eq!(
+                    packet_refuses(ip),
+                    crate::guard::refusal(IpAddr::V4(ip), &host, &[]).is_some(),
+                    "{ip}"
+                );
+            }
+        }
+        let mut written = String::new();
+        sandbox_rules(
+            &mut written,
+            &mut String::new(),
+            "o",
+            "sb-1",
+            Ipv4Addr::new(10, 217, 0, 2),
+            PacketGuard {
+                allowed_private: &[],
+                refused: &refused,
+            },
+            40000,
+        );
+        for net in [
+            "192.0.0.0/24",
+            "192.0.2.0/24",
+            "8.8.4.0/24",
+            "169.254.169.254/32",
+        ] {
+            assert!(
+                written.contains(&format!("-d {net} -j PADDOCK-REJECT")),
+                "{net}: {written}"
             );
         }
+        assert!(!written.contains("2606"), "{written}");
     }
 
     #[test]

@@ -39,7 +39,6 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::connect::Shared;
-use crate::nat::GUARDED;
 use crate::{EgressDecision, EgressError};
 
 /// NFLOG groups the sandboxes' rules log to (the upper half: tools such as
@@ -256,16 +255,15 @@ fn refusal_reason(dst: Ipv4Addr, prefix: &str) -> String {
     if prefix == PREFIX_HOST {
         return format!("{dst} is an address of the host itself (refused by the NAT's guard)");
     }
-    let range = GUARDED.iter().find(|(range, _)| {
-        crate::nat::parse_net(range).is_some_and(|(net, prefix)| {
-            u32::from(dst) & crate::nat::mask(prefix) == u32::from(net)
-        })
-    });
-    match range {
-        Some((range, why)) => {
-            format!("{dst} is in {range}: {why} (refused by the NAT's guard)")
-        }
-        None => format!("{dst} was refused by the NAT's guard"),
+    match crate::guarded::guarded(std::net::IpAddr::V4(dst)) {
+        Some(row) => format!(
+            "{dst} is in {}: {} (refused by the NAT's guard)",
+            row.net, row.reason
+        ),
+        None => format!(
+            "{dst} is {} (refused by the NAT's guard)",
+            crate::guard::HOST_NETWORK
+        ),
     }
 }
 
@@ -902,7 +900,7 @@ mod tests {
                 host: "169.254.169.254".into(),
                 port: 80,
                 via: "nat".into(),
-                reason: Some("169.254.169.254 is in 169.254.0.0/16: link-local, the cloud metadata address 169.254.169.254 included (refused by the NAT's guard)".into()),
+                reason: Some("169.254.169.254 is in 169.254.169.254/32: the cloud metadata address (refused by the NAT's guard)".into()),
                 bytes_out: 0,
                 bytes_in: 0,
                 duration_ms: 0,

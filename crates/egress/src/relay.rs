@@ -14,7 +14,10 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl};
 use nix::sys::socket::Shutdown;
-use tokio::io::{AsyncRead, AsyncWrite, Interest};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 /// The pipe capacity asked for per direction; the kernel may refuse it
@@ -24,15 +27,73 @@ const PIPE_SIZE: i32 = 1024 * 1024;
 /// The buffer per direction of the generic path.
 const COPY_BUFFER: usize = 64 * 1024;
 
-/// Relays between two generic streams; returns (out, in) byte counts.
+/// Relays between two generic streams; returns (out, in) byte counts,
+/// those so far when an error (a peer gone without a TLS close_notify, a
+/// reset) ends it.
 pub(crate) async fn copy<A, B>(client: &mut A, upstream: &mut B) -> (u64, u64)
 where
     A: AsyncRead + AsyncWrite + Unpin + ?Sized,
     B: AsyncRead + AsyncWrite + Unpin + ?Sized,
 {
-    tokio::io::copy_bidirectional_with_sizes(client, upstream, COPY_BUFFER, COPY_BUFFER)
-        .await
-        .unwrap_or((0, 0))
+    let mut client = Counted::new(client);
+    let mut upstream = Counted::new(upstream);
+    let relayed = tokio::io::copy_bidirectional_with_sizes(
+        &mut client,
+        &mut upstream,
+        COPY_BUFFER,
+        COPY_BUFFER,
+    )
+    .await;
+    let (out, inn) = (upstream.written, client.written);
+    if let Err(e) = relayed {
+        tracing::debug!(error = %e, bytes_out = out, bytes_in = inn, "copy ended by an error");
+    }
+    (out, inn)
+}
+
+/// A stream that counts the bytes written to it.
+struct Counted<S> {
+    inner: S,
+    written: u64,
+}
+
+impl<S> Counted<S> {
+    fn new(inner: S) -> Self {
+        Self { inner, written: 0 }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled {
+            this.written += n as u64;
+        }
+        polled
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
 }
 
 /// Relays between two TCP sockets in the kernel; returns (out, in) byte
@@ -238,6 +299,77 @@ mod tests {
         let counts = tokio::time::timeout(WAIT, relay).await.unwrap().unwrap();
         assert_eq!(counts, (5, 2));
         drop(client);
+    }
+
+    #[tokio::test]
+    async fn copy_counts_survive_an_error_ending_it() {
+        // the upstream answers and then fails (as a TLS peer gone without
+        // close_notify): the counts so far are kept, not zeroed
+        let (mut client, mut client_far) = tokio::io::duplex(1024);
+        let mut upstream = fail_after(b"answer");
+        client_far.write_all(b"request").await.unwrap();
+        client_far.shutdown().await.unwrap();
+        let counts = tokio::time::timeout(WAIT, copy(&mut client, &mut upstream))
+            .await
+            .unwrap();
+        assert_eq!(counts, (7, 6));
+        drop(client);
+        let mut got = Vec::new();
+        client_far.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"answer");
+    }
+
+    /// A stream that reads `answer` then fails, and takes any write.
+    fn fail_after(answer: &'static [u8]) -> FailAfter {
+        FailAfter { answer, reads: 0 }
+    }
+
+    struct FailAfter {
+        answer: &'static [u8],
+        reads: u32,
+    }
+
+    impl AsyncRead for FailAfter {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            self.reads += 1;
+            match self.reads {
+                1 => {
+                    buf.put_slice(self.answer);
+                    Poll::Ready(Ok(()))
+                }
+                // the failure comes on its own, after the answer was relayed
+                2 => {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+                _ => Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "peer closed connection without sending TLS close_notify",
+                ))),
+            }
+        }
+    }
+
+    impl AsyncWrite for FailAfter {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
     }
 
     /// utime + stime of the calling thread, in clock ticks.

@@ -43,6 +43,44 @@ impl Resolver {
     }
 }
 
+impl Resolver {
+    /// A look-up over DNS only, for answers handed to a sandbox: never the
+    /// host's /etc/hosts (its host-only names), so `System` asks the
+    /// nameservers of /etc/resolv.conf directly, in turn.
+    pub async fn lookup_dns(&self, name: &str) -> Result<Vec<IpAddr>, String> {
+        let servers = match self {
+            Resolver::Nameserver(server) => vec![*server],
+            Resolver::System => {
+                let conf = std::fs::read_to_string(RESOLV_CONF)
+                    .map_err(|e| format!("reading {RESOLV_CONF}: {e}"))?;
+                nameservers(&conf)
+            }
+        };
+        let mut last = format!("no nameserver in {RESOLV_CONF}");
+        for server in servers {
+            match tokio::time::timeout(LOOKUP_TIMEOUT, query_a(server, name)).await {
+                Ok(Ok(found)) if found.is_empty() => return Err("no address".to_owned()),
+                Ok(Ok(found)) => return Ok(found),
+                Ok(Err(why)) if why == "NXDomain" => return Err(why),
+                Ok(Err(why)) => last = why,
+                Err(_) => last = format!("no answer within {LOOKUP_TIMEOUT:?}"),
+            }
+        }
+        Err(last)
+    }
+}
+
+const RESOLV_CONF: &str = "/etc/resolv.conf";
+
+/// The `nameserver` addresses of a resolv.conf, on port 53.
+fn nameservers(conf: &str) -> Vec<SocketAddr> {
+    conf.lines()
+        .filter_map(|l| l.trim().strip_prefix("nameserver"))
+        .filter_map(|rest| rest.trim().split('%').next()?.parse::<IpAddr>().ok())
+        .map(|ip| SocketAddr::new(ip, 53))
+        .collect()
+}
+
 async fn query_a(server: SocketAddr, name: &str) -> Result<Vec<IpAddr>, String> {
     let fqdn = Name::from_str(&format!("{name}.")).map_err(|e| e.to_string())?;
     let mut query = Message::query();
@@ -82,5 +120,18 @@ async fn query_a(server: SocketAddr, name: &str) -> Result<Vec<IpAddr>, String> 
                 _ => None,
             })
             .collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nameservers_are_read_from_resolv_conf() {
+        let conf = "# comment\nsearch example\nnameserver 10.255.255.53\n\
+                    nameserver fe80::1%eth0\nnameserver  127.0.0.53 \noptions edns0\n";
+        let found: Vec<String> = nameservers(conf).iter().map(ToString::to_string).collect();
+        assert_eq!(found, ["10.255.255.53:53", "[fe80::1]:53", "127.0.0.53:53"]);
     }
 }

@@ -2,8 +2,10 @@
 //! its own CA (made here, its key never leaves this process; the
 //! certificate is installed in the sandbox's trust store), the proxy
 //! answers a CONNECT to a secret's host with a leaf certificate of that
-//! CA, reads the one request of the connection, rewrites its headers
-//! ([`crate::secrets::rewrite`]) and forwards it over TLS verified against
+//! CA, checks the server name the sandbox sent, reads the one request of
+//! the connection, checks and rewrites it ([`crate::secrets`]: the value in
+//! the secret's header of a request to the admitted host, or a 403) and
+//! forwards it over TLS verified against
 //! the system's roots and the operator's (`EgressConfig::extra_roots`),
 //! with `Connection: close`: every request that carries a secret is one
 //! the proxy read. Only HTTP/1.1 is offered.
@@ -13,28 +15,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use paddock_proto::{SecretSpec, Target};
+use paddock_proto::Target;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
 use rustls::RootCertStore;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use crate::relay::copy;
-use crate::secrets::{Header, rewrite};
+use crate::secrets::{Admitted, Scan, Secrets, forward_head};
 
 /// The system's CA bundle (Debian's), trusted for upstreams and copied
 /// into the sandbox's bundle beside its own CA.
 pub const SYSTEM_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HEAD: usize = 16 * 1024;
-const MAX_HEADERS: usize = 64;
-/// Hop-by-hop headers of the client leg, not forwarded.
-const HOP_HEADERS: &[&str] = &["connection", "keep-alive", "proxy-connection", "upgrade"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {
@@ -143,78 +142,138 @@ impl Interceptor {
     }
 
     /// Serves one intercepted connection (the CONNECT already answered):
-    /// returns the bytes (out, in), or why it stopped.
+    /// the sandbox's TLS server name must be the admitted host, its one
+    /// request must pass [`forward_head`] and its body [`Scan`]; a refused
+    /// request gets a 403 over the sandbox's TLS and never reaches the host.
     pub(crate) async fn serve(
         &self,
         client: TcpStream,
         upstream: TcpStream,
-        host: &Target,
-        secrets: &[&SecretSpec],
-    ) -> Result<(u64, u64), String> {
+        admitted: Admitted<'_>,
+        secrets: &Secrets,
+    ) -> Served {
+        let served = Served::default();
+        let host = admitted.target;
         let name = match host {
             Target::Name(n) => n.clone(),
             Target::Ip(ip) => ip.to_string(),
         };
-        let acceptor = self.acceptor(&name).map_err(|e| e.to_string())?;
-        let mut client = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(client))
-            .await
-            .map_err(|_| "no TLS handshake from the sandbox within 10s".to_owned())?
-            .map_err(|e| format!("TLS handshake with the sandbox: {e}"))?;
-        let (head, extra) = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_head(&mut client))
-            .await
-            .map_err(|_| "no request within 10s".to_owned())?
-            .ok_or_else(|| "not an HTTP/1 request head of at most 16 KiB".to_owned())?;
-        let forwarded =
-            forward_head(&head, secrets).ok_or_else(|| "not an HTTP/1 request".to_owned())?;
-        let server_name = ServerName::try_from(name.clone())
-            .map_err(|e| format!("{name} is not a TLS server name: {e}"))?;
-        let mut upstream = tokio::time::timeout(
+        let acceptor = match self.acceptor(&name) {
+            Ok(acceptor) => acceptor,
+            Err(e) => return served.failed(e.to_string()),
+        };
+        let mut client =
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(client)).await {
+                Err(_) => {
+                    return served.failed("no TLS handshake from the sandbox within 10s".into());
+                }
+                Ok(Err(e)) => return served.failed(format!("TLS handshake with the sandbox: {e}")),
+                Ok(Ok(client)) => client,
+            };
+        let sni = client.get_ref().1.server_name().map(str::to_owned);
+        if let Err(why) = crate::opening::check_sni(sni.as_deref(), host) {
+            return served.refused(why);
+        }
+        let read = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_head(&mut client)).await;
+        let (head, extra) = match read {
+            Err(_) => return served.failed("no request within 10s".to_owned()),
+            Ok(None) => {
+                return served.failed("not an HTTP/1 request head of at most 16 KiB".to_owned());
+            }
+            Ok(Some(read)) => read,
+        };
+        let forwarded = match forward_head(&head, admitted, secrets) {
+            Ok(forwarded) => forwarded,
+            Err(why) => {
+                let _ = forbid(&mut client, &why).await;
+                return served.refused(why);
+            }
+        };
+        let mut scan = Scan::new(client, secrets.placeholders());
+        if let Some(secret) = scan.check(&extra) {
+            let why = body_refusal(&secret);
+            let _ = forbid(scan.get_mut(), &why).await;
+            return served.refused(why);
+        }
+        let server_name = match ServerName::try_from(name.clone()) {
+            Ok(server_name) => server_name,
+            Err(e) => return served.failed(format!("{name} is not a TLS server name: {e}")),
+        };
+        let connected = tokio::time::timeout(
             HANDSHAKE_TIMEOUT,
             self.upstream.connect(server_name, upstream),
         )
-        .await
-        .map_err(|_| format!("no TLS handshake from {name} within 10s"))?
-        .map_err(|e| format!("TLS to {name}: {e}"))?;
-        let sent = (forwarded.len() + extra.len()) as u64;
-        upstream
-            .write_all(&forwarded)
-            .await
-            .and(upstream.write_all(&extra).await)
-            .map_err(|e| format!("writing to {name}: {e}"))?;
-        let (out, inn) = copy(&mut client, &mut upstream).await;
-        Ok((out + sent, inn))
+        .await;
+        let mut upstream = match connected {
+            Err(_) => return served.failed(format!("no TLS handshake from {name} within 10s")),
+            Ok(Err(e)) => return served.failed(format!("TLS to {name}: {e}")),
+            Ok(Ok(upstream)) => upstream,
+        };
+        let written = async {
+            upstream.write_all(&forwarded).await?;
+            upstream.write_all(&extra).await
+        }
+        .await;
+        if let Err(e) = written {
+            return served.failed(format!("writing to {name}: {e}"));
+        }
+        let (out, inn) = copy(&mut scan, &mut upstream).await;
+        let served = Served {
+            bytes_out: (forwarded.len() + extra.len()) as u64 + out,
+            bytes_in: inn,
+            stopped: None,
+        };
+        match scan.found.clone() {
+            Some(secret) => served.refused(body_refusal(&secret)),
+            None => served,
+        }
     }
 }
 
-/// The request head as forwarded: hop-by-hop headers dropped, the secrets'
-/// rewrite applied, `Connection: close`.
-fn forward_head(head: &[u8], secrets: &[&SecretSpec]) -> Option<Vec<u8>> {
-    let mut parsed = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut parsed);
-    if !matches!(request.parse(head), Ok(httparse::Status::Complete(_))) {
-        return None;
+fn body_refusal(secret: &str) -> String {
+    format!("the placeholder of secret {secret} in the request body")
+}
+
+/// How an intercepted connection went: the bytes each way and, when it
+/// stopped early, why.
+#[derive(Debug, Default)]
+pub(crate) struct Served {
+    pub(crate) bytes_out: u64,
+    pub(crate) bytes_in: u64,
+    pub(crate) stopped: Option<Stopped>,
+}
+
+/// Why an intercepted connection stopped early.
+#[derive(Debug)]
+pub(crate) enum Stopped {
+    /// The rule refused the request (a denied decision).
+    Refused(String),
+    /// The exchange failed (TLS, a bad request).
+    Failed(String),
+}
+
+impl Served {
+    fn failed(mut self, why: String) -> Self {
+        self.stopped = Some(Stopped::Failed(why));
+        self
     }
-    let (method, path) = (request.method?, request.path?);
-    let mut headers: Vec<Header> = request
-        .headers
-        .iter()
-        .filter(|h| {
-            !HOP_HEADERS
-                .iter()
-                .any(|hop| h.name.eq_ignore_ascii_case(hop))
-        })
-        .map(|h| (h.name.to_owned(), h.value.to_vec()))
-        .collect();
-    rewrite(&mut headers, secrets);
-    let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(&value);
-        out.extend_from_slice(b"\r\n");
+
+    fn refused(mut self, why: String) -> Self {
+        self.stopped = Some(Stopped::Refused(why));
+        self
     }
-    out.extend_from_slice(b"Connection: close\r\n\r\n");
-    Some(out)
+}
+
+/// A 403 over the sandbox's TLS, saying why.
+async fn forbid<S: AsyncWrite + Unpin>(client: &mut S, why: &str) -> std::io::Result<()> {
+    let body = format!("paddock egress: {why}\n");
+    let response = format!(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         X-Paddock-Egress: denied\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    client.write_all(response.as_bytes()).await?;
+    client.shutdown().await
 }
 
 /// Reads up to the end of the head; returns (head, bytes read past it).
@@ -246,25 +305,6 @@ async fn read_head<R: AsyncRead + Unpin>(reader: &mut R) -> Option<(Vec<u8>, Vec
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use paddock_proto::SecretValue;
-
-    #[test]
-    fn the_forwarded_head_carries_the_value_and_closes() {
-        let secret = SecretSpec::new(
-            "API_KEY",
-            SecretValue::new("sk-9"),
-            &["api.test"],
-            Some("Authorization: Bearer {{secret}}"),
-        )
-        .unwrap();
-        let head = b"GET /v1/x HTTP/1.1\r\nHost: api.test\r\nConnection: keep-alive\r\nX-Key: paddock-secret-placeholder-API_KEY\r\n\r\n";
-        let out = String::from_utf8(forward_head(head, &[&secret]).unwrap()).unwrap();
-        assert_eq!(
-            out,
-            "GET /v1/x HTTP/1.1\r\nHost: api.test\r\nX-Key: sk-9\r\nAuthorization: Bearer sk-9\r\nConnection: close\r\n\r\n"
-        );
-        assert!(forward_head(b"nonsense\r\n\r\n", &[&secret]).is_none());
-    }
 
     #[test]
     fn a_sandbox_ca_issues_leaves_for_hosts() {

@@ -1,8 +1,9 @@
 //! Connections redirected by the namespace's filter rules (a program that
 //! ignores the proxy variables): the original destination is read back from
 //! conntrack; an address the in-sandbox DNS handed out stands for its name,
-//! any other is an IP literal. Refused connections are closed (on port 80
-//! after an HTTP 403 saying why).
+//! any other is an IP literal. What the program sends first must name that
+//! host ([`crate::opening`]: its TLS server name, its HTTP Host). Refused
+//! connections are closed (an HTTP one after a 403 saying why).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
@@ -11,8 +12,9 @@ use nix::sys::socket::{getsockopt, sockopt};
 use paddock_proto::Target;
 use tokio::net::TcpStream;
 
-use crate::connect::{Outcome, Shared};
-use crate::relay::splice;
+use crate::connect::{Outcome, Refusal, Shared};
+use crate::opening::relay;
+use crate::secrets::Admitted;
 
 pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
     let started = Instant::now();
@@ -33,8 +35,28 @@ pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
     };
     match ctx.open(&target, port).await {
         Ok(mut upstream) => {
-            let (out, inn) = splice(&mut client, &mut upstream).await;
-            outcome.done(&ctx, out, inn);
+            let admitted = Admitted {
+                target: &target,
+                port,
+            };
+            match relay(
+                &mut client,
+                &mut upstream,
+                admitted,
+                &ctx.secrets,
+                Vec::new(),
+            )
+            .await
+            {
+                Ok((out, inn)) => outcome.done(&ctx, out, inn),
+                Err(refused) => {
+                    let refusal = Refusal::Denied(refused.why);
+                    if refused.http {
+                        let _ = crate::http::refuse(&mut client, &refusal).await;
+                    }
+                    outcome.denied(&ctx, &refusal);
+                }
+            }
         }
         Err(refusal) => {
             if port == 80 {

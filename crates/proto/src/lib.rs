@@ -42,8 +42,8 @@ pub use sandbox_spec::{
     MissingScopePath, SandboxLimits, check_writable_paths, writable_path_parts,
 };
 pub use secret::{
-    InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretNotice, SecretRequest, SecretSpec, SecretValue,
-    parse_header_template,
+    DEFAULT_SECRET_HEADER, InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretHeader, SecretNotice,
+    SecretRequest, SecretSpec, SecretValue, parse_header_template,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

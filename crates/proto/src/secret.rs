@@ -1,8 +1,9 @@
 //! Secrets injected at egress: a sandbox sees only a placeholder in its
 //! environment; the egress proxy terminates TLS for the secret's hosts
 //! (with the sandbox's own CA, which the sandbox trusts) and swaps the
-//! placeholder for the value in request headers only, then forwards over
-//! verified TLS. A value is never serialized (no `Serialize`, a redacted
+//! placeholder for the value in the secret's one header ([`SecretHeader`])
+//! of requests to those hosts only, then forwards over verified TLS; a
+//! request with the placeholder anywhere else is refused. A value is never serialized (no `Serialize`, a redacted
 //! `Debug`), so it cannot reach the store, an event, a log line or a
 //! snapshot.
 
@@ -48,10 +49,43 @@ pub struct SecretSpec {
     /// Only requests to these hosts get the value (a port-less destination
     /// is HTTPS on 443).
     pub hosts: Vec<Destination>,
-    /// A header set on those requests when the program sent none of that
-    /// name, `Name: text with {{secret}}` (e.g. `Authorization: Bearer
-    /// {{secret}}`).
-    pub header: Option<(String, String)>,
+    /// The one header of those requests the value may go in.
+    pub header: SecretHeader,
+}
+
+/// The header a secret's value goes in: the proxy swaps the placeholder
+/// for the value in this header only, and refuses a request that carries
+/// the placeholder anywhere else. Given as `Name` (the placeholder is
+/// swapped where the program puts it in that header) or `Name: text with
+/// {{secret}}` (a template, also added when the program sent no header of
+/// that name); none given is [`DEFAULT_SECRET_HEADER`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretHeader {
+    pub name: String,
+    /// `text with {{secret}}`, added when the program sent no `name` header.
+    pub template: Option<String>,
+}
+
+/// The header of a secret that names none.
+pub const DEFAULT_SECRET_HEADER: &str = "Authorization";
+
+impl Default for SecretHeader {
+    fn default() -> Self {
+        Self {
+            name: DEFAULT_SECRET_HEADER.to_owned(),
+            template: None,
+        }
+    }
+}
+
+impl fmt::Display for SecretHeader {
+    /// The form it is given in (`Name` or `Name: template`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.template {
+            Some(template) => write!(f, "{}: {template}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,7 +102,9 @@ pub enum InvalidSecret {
         #[source]
         source: InvalidNetworkPolicy,
     },
-    #[error("secret {name}: header {header:?}: expected `Name: text with {SECRET_SLOT}`")]
+    #[error(
+        "secret {name}: header {header:?}: expected a header name or `Name: text with {SECRET_SLOT}`"
+    )]
     BadHeader { name: String, header: String },
     #[error("secret {name}: empty value")]
     EmptyValue { name: String },
@@ -86,17 +122,21 @@ fn valid_name(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// `Name: value with {{secret}}` -> (name, value).
-pub fn parse_header_template(raw: &str) -> Option<(String, String)> {
-    let (name, value) = raw.split_once(':')?;
-    let name = name.trim();
-    let value = value.trim();
+/// `Name` or `Name: value with {{secret}}` -> the header.
+pub fn parse_header_template(raw: &str) -> Option<SecretHeader> {
+    let (name, value) = match raw.split_once(':') {
+        Some((name, value)) => (name.trim(), Some(value.trim())),
+        None => (raw.trim(), None),
+    };
     let token_ok = !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    let value_ok = value.contains(SECRET_SLOT) && !value.contains(['\r', '\n']);
-    (token_ok && value_ok).then(|| (name.to_owned(), value.to_owned()))
+    let value_ok = value.is_none_or(|v| v.contains(SECRET_SLOT) && !v.contains(['\r', '\n']));
+    (token_ok && value_ok).then(|| SecretHeader {
+        name: name.to_owned(),
+        template: value.map(str::to_owned),
+    })
 }
 
 impl SecretSpec {
@@ -143,7 +183,8 @@ impl SecretSpec {
                     header: raw.to_owned(),
                 })
             })
-            .transpose()?;
+            .transpose()?
+            .unwrap_or_default();
         Ok(Self {
             name: name.to_owned(),
             value,
@@ -232,8 +273,28 @@ mod tests {
         assert_eq!(s.placeholder(), "paddock-secret-placeholder-API_KEY");
         assert_eq!(
             s.header,
-            Some(("Authorization".into(), "Bearer {{secret}}".into()))
+            SecretHeader {
+                name: "Authorization".into(),
+                template: Some("Bearer {{secret}}".into())
+            }
         );
+    }
+
+    #[test]
+    fn a_header_is_a_name_a_template_or_authorization() {
+        let header = |h: Option<&str>| {
+            SecretSpec::new("K", SecretValue::new("x"), &["a.test"], h)
+                .unwrap()
+                .header
+        };
+        assert_eq!(header(None), SecretHeader::default());
+        assert_eq!(header(None).name, "Authorization");
+        let named = header(Some("X-Api-Key"));
+        assert_eq!((named.name.as_str(), named.template), ("X-Api-Key", None));
+        let templated = header(Some("Authorization: Bearer {{secret}}"));
+        assert_eq!(templated.to_string(), "Authorization: Bearer {{secret}}");
+        assert_eq!(header(Some(" X-Key ")).to_string(), "X-Key");
+        assert!(SecretSpec::new("K", SecretValue::new("x"), &["a.test"], Some("X Key")).is_err());
     }
 
     #[test]
@@ -243,6 +304,7 @@ mod tests {
         assert!(SecretSpec::new("K", v(), &[], None).is_err());
         assert!(SecretSpec::new("K", v(), &["a..test"], None).is_err());
         assert!(SecretSpec::new("K", v(), &["a.test"], Some("Authorization Bearer")).is_err());
+        assert!(SecretSpec::new("K", v(), &["a.test"], Some("")).is_err());
         assert!(SecretSpec::new("K", v(), &["a.test"], Some("X: no slot")).is_err());
         assert!(SecretSpec::new("K", SecretValue::new("a\r\nb"), &["a.test"], None).is_err());
         let many: Vec<String> = (0..=MAX_DESTINATIONS)

@@ -101,8 +101,10 @@ pub struct ServeConfig {
     pub secrets: BTreeMap<String, SecretSection>,
 }
 
-/// `[secrets.NAME]`: `hosts` it may go to, an optional `header` template
-/// (`Authorization: Bearer {{secret}}`), the `tenants` that may name it
+/// `[secrets.NAME]`: `hosts` it may go to, an optional `header`, the one
+/// header the value goes in (`X-Api-Key`, or a template such as
+/// `Authorization: Bearer {{secret}}`; default `Authorization`), the
+/// `tenants` that may name it
 /// (tenant ids, or `["*"]` for all), and its value: `env = "VAR"`, read
 /// from the server's environment at start (a missing one stops the
 /// start), or, discouraged since a config file gets copied and committed,
@@ -930,8 +932,8 @@ request_max_bytes = 1073741824",
             .unwrap();
         assert_eq!(got[0].value.expose(), "gh-value-1");
         assert_eq!(
-            got[0].header,
-            Some(("Authorization".into(), "Bearer {{secret}}".into()))
+            got[0].header.to_string(),
+            "Authorization: Bearer {{secret}}"
         );
         assert_eq!(got[1].value.expose(), "pypi-in-the-file");
         assert_eq!(got[1].hosts.len(), 2);

@@ -51,8 +51,10 @@ pub struct SuppliedSecret {
     /// optional `:port`; port-less means HTTPS on 443).
     #[schema(example = json!(["api.example.com"]))]
     pub hosts: Vec<String>,
-    /// A header added to those requests when the program sent none of its
-    /// name: `Name: text with {{secret}}`.
+    /// The one header of those requests the value goes in (the proxy
+    /// refuses a request with the placeholder anywhere else): a header
+    /// name, or `Name: text with {{secret}}`, a template also added when
+    /// the program sent no header of that name. Default `Authorization`.
     #[serde(default)]
     #[schema(example = "Authorization: Bearer {{secret}}")]
     pub header: Option<String>,
@@ -76,10 +78,7 @@ impl From<&SecretSpec> for SuppliedSecret {
             name: spec.name.clone(),
             value: spec.value.expose().to_owned(),
             hosts: spec.hosts.iter().map(ToString::to_string).collect(),
-            header: spec
-                .header
-                .as_ref()
-                .map(|(name, template)| format!("{name}: {template}")),
+            header: Some(spec.header.to_string()),
         }
     }
 }
