@@ -18,26 +18,28 @@ pub fn risky_dir(dir: &Path, home: Option<&Path>) -> Option<&'static str> {
     None
 }
 
+/// What says no: the refusal printed after a question answered no (or
+/// asked where nobody can answer).
+pub const REFUSED: &str = "not run; pass --yes to run there anyway";
+
 /// Whether to go on after `question`: yes with `yes`; else the answer typed
-/// on a terminal; without one, no (saying to pass --yes).
+/// on a terminal; without one, no. A no is printed with [`REFUSED`].
 pub fn confirm(question: &str, yes: bool) -> bool {
     if yes {
         return true;
     }
     let stdin = std::io::stdin();
-    if !stdin.is_terminal() || !std::io::stderr().is_terminal() {
-        eprintln!("paddock: {question}; pass --yes to run there anyway");
-        return false;
-    }
-    eprint!("paddock: {question}. Go on? [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    if stdin.lock().read_line(&mut answer).is_err() {
-        return false;
-    }
-    let go = is_yes(&answer);
+    let go = if stdin.is_terminal() && std::io::stderr().is_terminal() {
+        eprint!("paddock: {question}. Go on? [y/N] ");
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        stdin.lock().read_line(&mut answer).is_ok() && is_yes(&answer)
+    } else {
+        eprintln!("paddock: {question}");
+        false
+    };
     if !go {
-        eprintln!("paddock: not run");
+        eprintln!("paddock: {REFUSED}");
     }
     go
 }

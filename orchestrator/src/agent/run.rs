@@ -52,8 +52,7 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
         && let Some(what) = super::no_undo::risky_dir(dir, home.as_deref())
     {
         let question = format!(
-            "{} is {what}: the agent would write there with no undo worth the name \
-             (a rewind would put back all of {what})",
+            "{} is {what}: the agent would write there with no undo worth the name",
             printable(&dir.display().to_string())
         );
         if !super::no_undo::confirm(&question, args.yes) {
@@ -486,6 +485,7 @@ async fn start_asking(
 ) -> Result<paddock_runtime::RunHandle, RuntimeError> {
     match runtime.start_run(tenant, &session.id, start.clone()).await {
         Err(err @ RuntimeError::NoUndo { .. }) => {
+            // a no is printed by confirm
             if !super::no_undo::confirm(&printable(&err.to_string()), false) {
                 return Err(err);
             }
@@ -533,12 +533,13 @@ async fn drive(
             | RuntimeError::WorkspaceBusy { .. }
             | RuntimeError::NotResumable { .. }
             | RuntimeError::WorkspaceChanged { .. }
-            | RuntimeError::NoUndo { .. }
             | RuntimeError::Invalid { .. }),
         ) => {
             logging::note(format_args!("paddock: {}", printable(&err.to_string())));
             return Ok(EXIT_USAGE);
         }
+        // refused when asked (start_asking said so)
+        Err(RuntimeError::NoUndo { .. }) => return Ok(EXIT_USAGE),
         Err(err) => return Err(err).context("starting the run"),
     };
     if let Some(safety) = &handle.safety_checkpoint {
