@@ -507,8 +507,7 @@ async fn a_resumed_run_starts_from_the_last_checkpoint_and_answers_what_the_rest
         .await
         .unwrap()
         .into_iter()
-        .filter(|c| c.run == resumed.id && c.reason == CheckpointReason::RunStart)
-        .last()
+        .rfind(|c| c.run == resumed.id && c.reason == CheckpointReason::RunStart)
         .unwrap();
     let diff = h
         .runtime

@@ -203,7 +203,7 @@ mod tests {
         // rewind to that checkpoint: all of 1..10 is back
         let first = at(4, 6, 10, 21);
         let undo = at(10, 20, 10, 25);
-        assert_eq!(visible(&[first.clone()], 10), [1, 2, 3, 4]);
+        assert_eq!(visible(std::slice::from_ref(&first), 10), [1, 2, 3, 4]);
         assert_eq!(
             visible(&[first.clone(), undo.clone()], 10),
             (1..=10).collect::<Vec<_>>()
