@@ -468,6 +468,16 @@ pub struct GoalArgs {
         conflicts_with_all = ["goal", "session", "workspace", "criteria"]
     )]
     pub resume: Option<String>,
+    /// With --resume: restore the last checkpoint even over changes made
+    /// since it (they are checkpointed first, and the undo is printed);
+    /// without it such a resume is refused, naming them.
+    #[arg(long, requires = "resume")]
+    pub force: bool,
+    /// Run in a directory that cannot be undone without asking: the home
+    /// directory, `/`, or one that cannot be checkpointed (without a
+    /// terminal to ask on, such a run is refused unless --yes is given).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     /// The directory the agent works in, mounted at /workspace (default: the
     /// current directory; with --session, the session's workspace). With
     /// --server it is uploaded; a server workspace id (ws_...) uses that one.
@@ -655,6 +665,11 @@ pub enum SessionCommand {
         /// The checkpoint to go back to (ckpt_...).
         #[arg(long, value_name = "CHECKPOINT")]
         to: String,
+        /// Go on although the workspace changed since the session's last
+        /// checkpoint (without it such a rewind is refused, naming the
+        /// paths); the workspace as it is is checkpointed first either way.
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         data: DataDirArgs,
         /// Print JSON instead of text.

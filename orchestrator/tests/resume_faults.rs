@@ -1,6 +1,6 @@
 //! Fault rounds: a real `paddock run` child with a scripted model is killed
 //! with SIGKILL at a random point (in a model stream, in a command, in a file
-//! write), then `paddock run --resume` finishes the run. After each round: no
+//! write), then `paddock run --resume --force` finishes the run. After each round: no
 //! event its streaming clients (the two `--json` processes) were shown is
 //! lost or duplicated in the store, the store's sequence has no gap or
 //! repeat, the resumed run started from the dead run's last checkpoint (its
@@ -352,7 +352,9 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
         .count();
     let rest = fx.script(&format!("rest{round}.json"), &turns()[recorded_turns..])?;
     let mut resume = fx
-        .paddock(&["run", "--resume", &dead_run, "--model", &rest, "--json"])
+        .paddock(&[
+            "run", "--resume", &dead_run, "--model", &rest, "--json", "--force",
+        ])
         .stdout(Stdio::piped())
         .spawn()?;
     let lines = lines_of(&mut resume);
@@ -427,9 +429,10 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
             .map(str::to_owned)
     };
     let dead_last = last_of(&dead_run).context("the dead run took no checkpoint")?;
+    // the last: a first one keeps what the dead run left, when the restore overwrote it
     let resumed_start = checkpoints
         .iter()
-        .find(|c| c["run"] == new_run.as_str() && c["reason"] == "run_start")
+        .rfind(|c| c["run"] == new_run.as_str() && c["reason"] == "run_start")
         .and_then(|c| c["id"].as_str())
         .context("the resumed run took no start checkpoint")?;
     let started = stored

@@ -171,8 +171,9 @@ fn closed_pipes_change_nothing_about_the_run() -> Result<()> {
     too_many_files(&fx)?;
     let ws = fx.workspace.to_string_lossy().into_owned();
     let model = trajectory();
+    // a workspace too large to checkpoint: run there anyway (--yes)
     let mut child = fx
-        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model])
+        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model, "--yes"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -192,7 +193,7 @@ fn closed_pipes_change_nothing_about_the_run() -> Result<()> {
 
     // The same warning, read by a person: a sentence, no raw log line.
     let out = fx
-        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model])
+        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model, "--yes"])
         .output()?;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
@@ -212,6 +213,7 @@ fn closed_pipes_change_nothing_about_the_run() -> Result<()> {
             &model,
             "--log-format",
             "json",
+            "--yes",
         ])
         .output()?;
     let line = text(&out.stderr);
@@ -264,7 +266,7 @@ fn a_snapshot_limit_is_named_with_how_to_raise_it_and_can_be_raised() -> Result<
 
     // Over the default, raised on the command line: the end snapshot is kept.
     too_many_files(&fx)?;
-    let out = fx.run_goal(&["--snapshot-max-files", "20000", "--json"])?;
+    let out = fx.run_goal(&["--snapshot-max-files", "20000", "--json", "--yes"])?;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result: Value = serde_json::from_str(text(&out.stdout).lines().last().unwrap())?;
     assert!(result["run"]["end_snapshot"].is_string(), "{result}");
@@ -930,10 +932,109 @@ fn a_run_that_empties_the_directory_prints_how_to_undo_it_and_rewind_does() -> R
         "{human}"
     );
 
-    let rewound = fx.json(&["session", "rewind", session, "--to", checkpoint, "--json"])?;
-    assert_eq!(rewound["files_written"], 2);
-    assert_eq!(rewound["run"]["state"], "completed");
+    // the user's own file, made after the run: the rewind names it and stops
+    std::fs::write(fx.workspace.join("mine.txt"), "my own work\n")?;
+    let refused = fx
+        .paddock(&["session", "rewind", session, "--to", checkpoint])
+        .output()?;
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stdout));
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("would overwrite 1 path: mine.txt") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.workspace.join("mine.txt"))?,
+        "my own work\n"
+    );
+
+    // forced: the directory as it was is kept, and the undo printed
+    let out = fx
+        .paddock(&["session", "rewind", session, "--to", checkpoint, "--force"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
     assert_eq!(fx.files()?, before, "the directory is back byte for byte");
+    assert!(stdout.contains("kept in checkpoint"), "{stdout}");
+    let undo = stdout
+        .lines()
+        .find_map(|l| l.split_once("to undo this rewind: paddock "))
+        .unwrap_or_else(|| panic!("no undo line: {stdout}"))
+        .1;
+    let words: Vec<&str> = undo.split_whitespace().collect();
+    assert_eq!(&words[..2], ["session", "rewind"], "{undo}");
+    assert!(undo.contains("--data-dir"), "{undo}");
+    let undone = Command::new(PADDOCK)
+        .args(&words)
+        .args(["--json"])
+        .env_remove("PADDOCK_SERVER")
+        .stdin(Stdio::null())
+        .output()?;
+    assert!(undone.status.success(), "{}", text(&undone.stderr));
+    let undone: Value = serde_json::from_slice(&undone.stdout)?;
+    assert_eq!(undone["run"]["state"], "completed");
+    let files = fx.files()?;
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["mine.txt"],
+        "back to the emptied directory with the user's file"
+    );
+    Ok(())
+}
+
+/// `paddock run` where a checkpoint is no undo: in the home directory, `/`
+/// or a workspace too large to checkpoint, without a terminal to ask on,
+/// it is refused naming --yes, and nothing is written; --yes runs it.
+#[test]
+fn a_run_with_no_undo_needs_yes() -> Result<()> {
+    let fx = Fixture::new()?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = trajectory();
+    let before = fx.files()?;
+    let home = fx
+        .paddock(&["run", GOAL, "--model", &model])
+        .current_dir(&fx.workspace)
+        .env("HOME", &fx.workspace)
+        .output()?;
+    assert_eq!(home.status.code(), Some(2), "{}", text(&home.stdout));
+    let stderr = text(&home.stderr);
+    assert!(
+        stderr.contains("is your home directory") && stderr.contains("pass --yes"),
+        "{stderr}"
+    );
+    assert_eq!(fx.files()?, before, "nothing ran");
+    let root = fx
+        .paddock(&["run", GOAL, "--workspace", "/", "--model", &model])
+        .output()?;
+    assert_eq!(root.status.code(), Some(2), "{}", text(&root.stdout));
+    assert!(
+        text(&root.stderr).contains("/ is the root directory"),
+        "{}",
+        text(&root.stderr)
+    );
+
+    // a workspace the checkpoint limits refuse
+    too_many_files(&fx)?;
+    let big = fx
+        .paddock(&["run", GOAL, "--workspace", &ws, "--model", &model])
+        .output()?;
+    assert_eq!(big.status.code(), Some(2), "{}", text(&big.stdout));
+    let stderr = text(&big.stderr);
+    assert!(
+        stderr.contains("cannot be checkpointed") && stderr.contains("pass --yes"),
+        "{stderr}"
+    );
+    assert!(!fx.workspace.join("fizzbuzz.sh").exists(), "nothing ran");
+
+    // said yes to: the home directory runs
+    std::fs::remove_dir_all(fx.workspace.join("many"))?;
+    let out = fx
+        .paddock(&["run", GOAL, "--model", &model, "--yes"])
+        .current_dir(&fx.workspace)
+        .env("HOME", &fx.workspace)
+        .output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(tests_pass(&fx.workspace)?);
     Ok(())
 }
 

@@ -32,6 +32,7 @@ on_both_databases!(
     subagent_scripts_drive_each_child_and_usage_adds_up,
     a_person_applies_one_childs_changes_and_rejects_anothers,
     an_interrupted_run_is_resumed_as_a_new_run_once,
+    a_rewind_over_an_edit_is_refused_then_kept_and_undone,
 );
 
 /// Longest a scripted run may take here.
@@ -1713,6 +1714,92 @@ async fn an_interrupted_run_is_resumed_as_a_new_run_once(db: Db) -> Result<()> {
     assert_eq!(refused["error"]["code"], "run_not_resumable", "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("gvisor"), "{refused}");
+    server.stop().await?;
+    Ok(())
+}
+
+/// A rewind over the workspace's own edits: 409 `workspace_changed` naming
+/// them; forced, the answer carries the checkpoint that kept them and the
+/// undo; the rewind to it brings them back.
+async fn a_rewind_over_an_edit_is_refused_then_kept_and_undone(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "edited").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let run = start_run(
+        &server,
+        &sid,
+        json!({"goal": "write notes", "model": script(json!([
+            {"tool_calls": [{"name": "write_file",
+                             "arguments": {"path": "notes.txt", "content": "v1\n"}}]},
+            complete_turn(),
+        ]))}),
+    )
+    .await?;
+    let run = wait_run(&server, run["id"].as_str().unwrap()).await?;
+    assert_eq!(run["state"], "completed", "{run}");
+    let (status, list) =
+        send(server.a(Method::GET, &format!("/v1/sessions/{sid}/checkpoints"))).await?;
+    ensure!(status == StatusCode::OK, "{status} {list}");
+    let start = list["checkpoints"][0]["id"].as_str().unwrap().to_owned();
+
+    // someone edits the workspace outside paddock
+    let dir = workspace_dir(&server, &ws);
+    std::fs::write(dir.join("test.sh"), "echo my own edit\n")?;
+    std::fs::write(dir.join("mine.txt"), "mine\n")?;
+
+    let path = format!("/v1/sessions/{sid}/rewind");
+    let (status, refused) = send(
+        server
+            .a(Method::POST, &path)
+            .json(&json!({"checkpoint": start})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["error"]["code"], "workspace_changed", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("mine.txt, test.sh") && message.contains("force"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("mine.txt"))?, "mine\n");
+
+    let (status, rewound) = send(
+        server
+            .a(Method::POST, &path)
+            .json(&json!({"checkpoint": start, "force": true})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK, "{rewound}");
+    assert_eq!(
+        rewound["changed"],
+        json!(["mine.txt", "test.sh"]),
+        "{rewound}"
+    );
+    let safety = rewound["safety_checkpoint"].as_str().unwrap().to_owned();
+    assert_eq!(
+        rewound["undo"],
+        format!("paddock session rewind {sid} --to {safety}"),
+        "{rewound}"
+    );
+    assert!(!dir.join("mine.txt").exists());
+    assert!(!dir.join("notes.txt").exists());
+
+    // the undo: nothing changed since, so no force is needed
+    let (status, undone) = send(
+        server
+            .a(Method::POST, &path)
+            .json(&json!({"checkpoint": safety})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK, "{undone}");
+    assert_eq!(std::fs::read_to_string(dir.join("mine.txt"))?, "mine\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("test.sh"))?,
+        "echo my own edit\n"
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("notes.txt"))?, "v1\n");
     server.stop().await?;
     Ok(())
 }

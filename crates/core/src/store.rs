@@ -59,7 +59,7 @@ pub use agent::{
     STEERING_TEXT_MAX, SessionPatch, SteeringClose, SteeringClosed, SteeringDelivered,
     SteeringDelivery, SteeringMessage, StoredMessage, SubagentProfile, Task, TaskStatus, Verdict,
 };
-pub use checkpoint::{Checkpoint, CheckpointReason, Rewind, visible_messages};
+pub use checkpoint::{Checkpoint, CheckpointReason, HistoryPoint, Rewind, visible_messages};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use error::{BoxError, StoreError};
 pub use lease::Lease;

@@ -57,6 +57,29 @@ pub enum RuntimeError {
     /// more steering messages.
     #[error("run {run} has finished; start a new run in its session to go on")]
     RunFinished { run: RunId },
+    /// The workspace is not what its last checkpoint recorded (someone
+    /// changed it outside paddock, or an interrupted run's last calls did),
+    /// and a rewind or a resume's restore would overwrite that: refused
+    /// unless forced, which checkpoints the changes first.
+    #[error(
+        "the workspace of session {session} changed since checkpoint {checkpoint}, and going on \
+         would overwrite {}: {}; force it (--force) to go on (the workspace as it is is \
+         checkpointed first, so this can be undone)",
+        count_paths(.paths.len()),
+        crate::checkpoints::name_paths(.paths)
+    )]
+    WorkspaceChanged {
+        session: SessionId,
+        checkpoint: CheckpointId,
+        paths: Vec<String>,
+    },
+    /// A run asked for an undo (`StartRun::require_checkpoint`) and its
+    /// workspace could not be checkpointed before it started.
+    #[error(
+        "workspace {path} cannot be checkpointed ({reason}), so the agent would write there \
+         with no undo"
+    )]
+    NoUndo { path: PathBuf, reason: String },
     /// A resume of a run that was not interrupted, or whose session moved on.
     #[error("run {run} cannot be resumed: {reason}")]
     NotResumable { run: RunId, reason: String },
@@ -134,5 +157,13 @@ impl RuntimeError {
             StoreError::NotFound { entity, id } => RuntimeError::NotFound { entity, id },
             source => RuntimeError::Store { operation, source },
         }
+    }
+}
+
+fn count_paths(n: usize) -> String {
+    if n == 1 {
+        "1 path".to_owned()
+    } else {
+        format!("{n} paths")
     }
 }

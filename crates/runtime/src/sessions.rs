@@ -260,16 +260,18 @@ impl Runtime {
     }
 
     /// Copies messages, goals and the plan of `source` (through `at_run`,
-    /// and messages through `through_seq`) to `fork`, keeping their original
-    /// run ids; messages a rewind took out of the history are not copied.
-    /// Run ids are time-ordered, so "through `at_run`" is "run id <= at_run".
+    /// and messages through the point `through`, a checkpoint's) to `fork`,
+    /// keeping their original run ids; messages a rewind took out of the
+    /// history as of that point are not copied. Run ids are time-ordered,
+    /// so "through `at_run`" is "run id <= at_run".
     pub(crate) async fn copy_history(
         &self,
         source: &Session,
         fork: &Session,
         at_run: Option<&RunId>,
-        through_seq: Option<u64>,
+        through: Option<paddock_core::store::HistoryPoint>,
     ) -> Result<(), RuntimeError> {
+        let through_seq = through.map(|point| point.message_seq);
         let store = &self.shared.store;
         let tenant = &source.tenant;
         let upto = |run: &RunId| at_run.is_none_or(|at| run.as_str() <= at.as_str());
@@ -287,7 +289,7 @@ impl Runtime {
             .filter(|m| {
                 paddock_core::store::visible_messages(
                     &rewinds,
-                    through_seq.unwrap_or(u64::MAX),
+                    through.unwrap_or(paddock_core::store::HistoryPoint::NOW),
                     m.seq,
                 )
             })

@@ -201,7 +201,7 @@ async fn rm_rf_then_rewind_restores_the_workspace_and_the_history() {
     // rewind to just after the write: files back byte for byte, as a new run
     let rewound = h
         .runtime
-        .rewind_session(&h.tenant, &session.id, &written.id)
+        .rewind_session(&h.tenant, &session.id, &written.id, false)
         .await
         .unwrap();
     assert_eq!(rewound.run.state, RunState::Completed);
@@ -340,7 +340,7 @@ async fn a_fork_at_a_checkpoint_is_a_new_session_with_that_workspace() {
     let other = h.session("other").await;
     let err = h
         .runtime
-        .rewind_session(&h.tenant, &other.id, &checkpoints[0].id)
+        .rewind_session(&h.tenant, &other.id, &checkpoints[0].id, false)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("is not one of session"), "{err}");
@@ -423,7 +423,7 @@ async fn a_checkpoint_whose_manifest_escapes_the_workspace_is_refused() {
         h.store.release_lease(&lease).await.unwrap();
         let err = h
             .runtime
-            .rewind_session(&h.tenant, &session.id, &forged.id)
+            .rewind_session(&h.tenant, &session.id, &forged.id, true)
             .await
             .unwrap_err();
         let mut chain = err.to_string();
@@ -441,4 +441,119 @@ async fn a_checkpoint_whose_manifest_escapes_the_workspace_is_refused() {
             "{path}: the workspace was left alone"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewind_names_an_edit_made_since_keeps_it_and_can_be_undone() {
+    let h = Harness::new().await;
+    seed(&h.project);
+    let original = tree(&h.project);
+    let session = h.session("edited").await;
+    let script = h.script(
+        "write",
+        json!([
+            turn(
+                "Writing notes.",
+                vec![call(
+                    "write_file",
+                    json!({"path": "notes.txt", "content": "v1\n"})
+                )]
+            ),
+            turn("Done.", vec![]),
+        ]),
+    );
+    h.runtime
+        .start_run(&h.tenant, &session.id, StartRun::new("Write notes", script))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    let checkpoints = h
+        .runtime
+        .list_checkpoints(&h.tenant, &session.id)
+        .await
+        .unwrap();
+    let (start, written) = (&checkpoints[0], &checkpoints[1]);
+    assert_eq!(start.reason, CheckpointReason::RunStart);
+
+    // the user's own edits, made after the run, outside paddock
+    fs::write(h.project.join("README.md"), "# Project\n\nmy own edit\n").unwrap();
+    fs::write(h.project.join("mine.txt"), "mine\n").unwrap();
+    let edited = tree(&h.project);
+
+    // refused, naming both, and nothing written
+    let err = h
+        .runtime
+        .rewind_session(&h.tenant, &session.id, &start.id, false)
+        .await
+        .unwrap_err();
+    match &err {
+        paddock_runtime::RuntimeError::WorkspaceChanged {
+            checkpoint, paths, ..
+        } => {
+            assert_eq!(checkpoint, &written.id, "compared with the last checkpoint");
+            assert_eq!(paths, &["README.md", "mine.txt"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.contains("README.md, mine.txt") && message.contains("--force"),
+        "{message}"
+    );
+    assert_eq!(tree(&h.project), edited, "a refused rewind writes nothing");
+    let unchanged = h
+        .runtime
+        .list_checkpoints(&h.tenant, &session.id)
+        .await
+        .unwrap();
+    assert_eq!(unchanged.len(), checkpoints.len(), "and records nothing");
+
+    // forced: the workspace as it was is a checkpoint of the rewind's run
+    let rewound = h
+        .runtime
+        .rewind_session(&h.tenant, &session.id, &start.id, true)
+        .await
+        .unwrap();
+    assert_eq!(tree(&h.project), original);
+    assert_eq!(rewound.changed, ["README.md", "mine.txt"]);
+    let after = h
+        .runtime
+        .list_checkpoints(&h.tenant, &session.id)
+        .await
+        .unwrap();
+    let safety = after
+        .iter()
+        .find(|c| c.id == rewound.safety_checkpoint)
+        .unwrap();
+    assert_eq!(
+        (safety.reason, safety.run.clone(), safety.file_count),
+        (CheckpointReason::RunStart, rewound.run.id.clone(), 6)
+    );
+    assert_eq!(
+        after.last().map(|c| c.reason),
+        Some(CheckpointReason::Rewind)
+    );
+
+    // the undo: a rewind to it puts the edits back (nothing changed since)
+    let undone = h
+        .runtime
+        .rewind_session(&h.tenant, &session.id, &rewound.safety_checkpoint, false)
+        .await
+        .unwrap();
+    assert_eq!(tree(&h.project), edited, "the user's edits are back");
+    assert!(undone.changed.is_empty());
+    // and so is the history: the next run sees the first run's whole turn
+    let next = h.script("next", json!([turn("Looks fine.", vec![])]));
+    h.runtime
+        .start_run(&h.tenant, &session.id, StartRun::new("Check", next.clone()))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    let request = serde_json::to_string(&next.requests()[0].messages).unwrap();
+    assert!(request.contains("Writing notes."), "{request}");
+    assert!(request.contains("Done."), "{request}");
 }

@@ -437,15 +437,47 @@ async fn a_resumed_run_starts_from_the_last_checkpoint_and_answers_what_the_rest
     let h = Harness::new().await;
     let (session, last, dead, _) = checkpointed_then_dead(&h).await;
     let model = h.script("resumed", json!([turn("", vec![complete_met(vec![])])]));
-    let resumed = h
+
+    // what the restore would overwrite is named, and nothing is written
+    let err = h
         .runtime
         .resume_run(&h.tenant, &dead.run.id, ResumeRun::new(model.clone()))
         .await
-        .unwrap()
-        .wait()
+        .unwrap_err();
+    match &err {
+        RuntimeError::WorkspaceChanged {
+            checkpoint, paths, ..
+        } => assert_eq!(
+            (checkpoint, paths.as_slice()),
+            (&last.id, &["b.txt".to_owned(), "log".to_owned()][..])
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(h.read(&h.project, "log").as_deref(), Some("x\ny\n"));
+
+    // forced: the workspace as it was is kept in a checkpoint first
+    let handle = h
+        .runtime
+        .resume_run(
+            &h.tenant,
+            &dead.run.id,
+            ResumeRun {
+                force: true,
+                ..ResumeRun::new(model.clone())
+            },
+        )
         .await
         .unwrap();
+    let safety = handle.safety_checkpoint.clone().unwrap();
+    let resumed = handle.wait().await.unwrap();
     assert_eq!(resumed.state, RunState::Completed, "{resumed:?}");
+    let kept = h
+        .runtime
+        .diff_checkpoints(&h.tenant, &session.id, Some(&last.id), Some(&safety))
+        .await
+        .unwrap();
+    let kept: Vec<&str> = kept.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(kept, ["b.txt", "log"], "the overwritten files are kept");
 
     // the workspace: the checkpoint (a.txt, no log) plus the safe call redone
     assert_eq!(h.read(&h.project, "a.txt").as_deref(), Some("alpha\n"));
@@ -475,7 +507,7 @@ async fn a_resumed_run_starts_from_the_last_checkpoint_and_answers_what_the_rest
         .await
         .unwrap()
         .into_iter()
-        .find(|c| c.run == resumed.id && c.reason == CheckpointReason::RunStart)
+        .rfind(|c| c.run == resumed.id && c.reason == CheckpointReason::RunStart)
         .unwrap();
     let diff = h
         .runtime

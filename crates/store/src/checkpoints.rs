@@ -185,15 +185,16 @@ pub(crate) async fn record_rewind(
     let mut tx = store.begin_write(OP).await?;
     fence::check(&mut tx, store.engine, OP, lease, &r.session).await?;
     let done = sqlx::query(
-        "INSERT INTO rewinds (tenant_id, session_id, run_id, checkpoint_id, to_seq, through_seq, \
-         created_at) SELECT $1, $2, $3, $4, $5, last_message_seq, $6 FROM sessions \
-         WHERE tenant_id = $1 AND id = $2",
+        "INSERT INTO rewinds (tenant_id, session_id, run_id, checkpoint_id, to_seq, to_event_seq, \
+         through_seq, through_event_seq, created_at) SELECT $1, $2, $3, $4, $5, $6, \
+         last_message_seq, last_event_seq, $7 FROM sessions WHERE tenant_id = $1 AND id = $2",
     )
     .bind(r.tenant.as_str())
     .bind(r.session.as_str())
     .bind(r.run.as_str())
     .bind(r.checkpoint.as_str())
     .bind(to_i64("to_seq", r.to_seq)?)
+    .bind(to_i64("to_event_seq", r.to_event_seq)?)
     .bind(r.created_at.as_millis())
     .execute(&mut *tx)
     .await
@@ -201,17 +202,21 @@ pub(crate) async fn record_rewind(
     if done.rows_affected() == 0 {
         return Err(sessions::not_found(&r.session));
     }
-    let row =
-        sqlx::query("SELECT last_message_seq AS n FROM sessions WHERE tenant_id = $1 AND id = $2")
-            .bind(r.tenant.as_str())
-            .bind(r.session.as_str())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db(OP))?;
-    let through_seq = Reader::new(&row, "session", "n").count("n")?;
+    let row = sqlx::query(
+        "SELECT last_message_seq AS n, last_event_seq AS e FROM sessions \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(r.tenant.as_str())
+    .bind(r.session.as_str())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db(OP))?;
+    let read = Reader::new(&row, "session", "n");
+    let (through_seq, through_event_seq) = (read.count("n")?, read.count("e")?);
     tx.commit().await.map_err(db(OP))?;
     Ok(Rewind {
         through_seq,
+        through_event_seq,
         ..r.clone()
     })
 }
@@ -222,8 +227,9 @@ pub(crate) async fn list_rewinds(
     session: &SessionId,
 ) -> Result<Vec<Rewind>, StoreError> {
     let rows = sqlx::query(
-        "SELECT tenant_id, session_id, run_id, checkpoint_id, to_seq, through_seq, created_at \
-         FROM rewinds WHERE tenant_id = $1 AND session_id = $2 ORDER BY through_seq",
+        "SELECT tenant_id, session_id, run_id, checkpoint_id, to_seq, to_event_seq, through_seq, \
+         through_event_seq, created_at FROM rewinds WHERE tenant_id = $1 AND session_id = $2 \
+         ORDER BY through_event_seq, through_seq",
     )
     .bind(tenant.as_str())
     .bind(session.as_str())
@@ -239,7 +245,9 @@ pub(crate) async fn list_rewinds(
                 run: r.parsed("run_id", paddock_core::ids::RunId::parse)?,
                 checkpoint: r.parsed("checkpoint_id", CheckpointId::parse)?,
                 to_seq: r.count("to_seq")?,
+                to_event_seq: r.count("to_event_seq")?,
                 through_seq: r.count("through_seq")?,
+                through_event_seq: r.count("through_event_seq")?,
                 created_at: r.time("created_at")?,
             })
         })

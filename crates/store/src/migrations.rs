@@ -40,7 +40,8 @@ const SQLITE: &[Embedded] = embed!(
     "0007_steering.sql",
     "0008_quarantine.sql",
     "0009_steering_closed.sql",
-    "0010_agent_memory_proposed.sql"
+    "0010_agent_memory_proposed.sql",
+    "0012_rewind_event_position.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -53,7 +54,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0007_steering.sql",
     "0008_quarantine.sql",
     "0009_steering_closed.sql",
-    "0010_agent_memory_proposed.sql"
+    "0010_agent_memory_proposed.sql",
+    "0012_rewind_event_position.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

@@ -34,13 +34,26 @@ pub fn print_checkpoints(checkpoints: &[CheckpointView], json: bool) -> anyhow::
     Ok(())
 }
 
-pub fn print_rewind(rewind: &RewindView, json: bool) -> anyhow::Result<()> {
+/// `flags`: what the printed undo command needs besides the checkpoint
+/// (` --data-dir DIR`, ` --server URL`, or nothing).
+pub fn print_rewind(rewind: &RewindView, json: bool, flags: &str) -> anyhow::Result<()> {
     if json {
         return print_json(&serde_json::to_value(rewind)?);
     }
     println!(
         "rewound to {} as run {}: {} files written ({} bytes), {} paths removed",
         rewind.to, rewind.run.id, rewind.files_written, rewind.bytes_written, rewind.removed
+    );
+    if !rewind.changed.is_empty() {
+        println!(
+            "changed since the last checkpoint, and kept in checkpoint {}: {}",
+            rewind.safety_checkpoint,
+            printable(&rewind.changed.join(", "))
+        );
+    }
+    println!(
+        "the workspace as it was is checkpoint {}; to undo this rewind: {}{flags}",
+        rewind.safety_checkpoint, rewind.undo
     );
     Ok(())
 }

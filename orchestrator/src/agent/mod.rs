@@ -8,6 +8,7 @@ mod exit;
 mod live;
 mod local;
 mod memory;
+mod no_undo;
 mod owner;
 mod remote;
 mod remote_run;

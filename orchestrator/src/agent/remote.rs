@@ -88,14 +88,21 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
                 serde_json::from_value(list["checkpoints"].clone())?;
             print_checkpoints(&checkpoints, json)?;
         }
-        SessionCommand::Rewind { id, to, json, .. } => {
+        SessionCommand::Rewind {
+            id,
+            to,
+            force,
+            json,
+            ..
+        } => {
             let request = api
                 .request(
                     Method::POST,
                     &format!("/v1/sessions/{}/rewind", segment(&id)),
                 )
-                .json(&json!({ "checkpoint": to }));
-            print_rewind(&serde_json::from_value(api.json(request).await?)?, json)?;
+                .json(&json!({ "checkpoint": to, "force": force }));
+            let rewound = serde_json::from_value(api.json(request).await?)?;
+            print_rewind(&rewound, json, &api.server_flag())?;
         }
         SessionCommand::Diff {
             id, from, to, json, ..

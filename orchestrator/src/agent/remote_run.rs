@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
+use paddock_api::service::sessions::ResumedView;
 use paddock_api::service::{RunView, SessionView, WorkspaceView};
 use paddock_core::model::ProviderKind;
 use paddock_runtime::events::Event;
@@ -128,7 +129,7 @@ async fn resume(
     model: Value,
     extra: serde_json::Map<String, Value>,
 ) -> Result<(SessionView, RunView), Failure> {
-    let mut body = json!({ "model": model });
+    let mut body = json!({ "model": model, "force": args.force });
     if budget_flags_given(args) {
         body["budgets"] = json!(budgets(args).map_err(Failure::Usage)?);
     }
@@ -136,10 +137,18 @@ async fn resume(
         fields.extend(extra);
     }
     let path = format!("/v1/runs/{}/resume", segment(id));
-    let run: RunView = match api.json(api.request(Method::POST, &path).json(&body)).await {
+    let resumed: ResumedView = match api.json(api.request(Method::POST, &path).json(&body)).await {
         Ok(run) => serde_json::from_value(run).context("the resumed run")?,
         Err(err) => return Err(caller_error(err, &format!("--resume {id}"))),
     };
+    if let (Some(safety), Some(undo)) = (&resumed.safety_checkpoint, &resumed.undo) {
+        eprintln!(
+            "paddock: the workspace as it was before the restore is checkpoint {safety}; \
+             to undo the restore: {undo}{}",
+            api.server_flag()
+        );
+    }
+    let run = resumed.run;
     let path = format!("/v1/sessions/{}", segment(run.session.as_str()));
     let session = api
         .json(api.request(Method::GET, &path))

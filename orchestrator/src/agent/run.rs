@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use futures_util::StreamExt;
+use paddock_api::service::checkpoints::undo_command;
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::{ModelProvider, Prices};
 use paddock_core::store::{Budgets, CheckpointReason, RunMode, Session};
@@ -22,6 +23,7 @@ use super::render::{self, Format};
 use super::typed::{TypedLines, next_line};
 use crate::cli::{BackendArgs, GoalArgs, Mode, SecretArg};
 use crate::logging;
+use crate::printable::printable;
 use crate::sandbox::signals::TermSignals;
 
 /// Longest session title made from a goal.
@@ -37,13 +39,28 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
         return resume(&args, raw, backend, format).await;
     }
     // Mistakes on the command line are found before anything is opened.
-    let prepared = match prepare(&args) {
+    let mut prepared = match prepare(&args) {
         Ok(prepared) => prepared,
         Err(message) => {
             eprintln!("paddock: {message}");
             return Ok(EXIT_USAGE);
         }
     };
+    // A directory a checkpoint cannot undo is written only when the user says so.
+    let home = std::env::var_os("HOME").and_then(|h| Path::new(&h).canonicalize().ok());
+    if let Some(dir) = &prepared.workspace
+        && let Some(what) = super::no_undo::risky_dir(dir, home.as_deref())
+    {
+        let question = format!(
+            "{} is {what}: the agent would write there with no undo worth the name",
+            printable(&dir.display().to_string())
+        );
+        if !super::no_undo::confirm(&question, args.yes) {
+            return Ok(EXIT_USAGE);
+        }
+    }
+    // without --yes, a workspace that cannot be checkpointed is asked about (drive)
+    prepared.start.require_checkpoint = !args.yes;
     let local = Local::open(
         &args.data,
         backend,
@@ -135,6 +152,7 @@ fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
         network: None,
         // never stored: the interrupted run's must be given again (--secret)
         secrets: local_secrets(args)?,
+        force: args.force,
     };
     Ok((request, prices))
 }
@@ -196,6 +214,8 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             backend: None,
             network: args.network.clone(),
             secrets,
+            // set once the workspace is checked (run)
+            require_checkpoint: true,
         },
     })
 }
@@ -455,6 +475,30 @@ async fn undo_line(local: &Local, session: &Session, run: &RunId) -> Option<Stri
     ))
 }
 
+/// Starts `start`; when its workspace cannot be checkpointed, asks whether
+/// to go on with no undo (refused without a terminal: --yes).
+async fn start_asking(
+    runtime: &Arc<paddock_runtime::Runtime>,
+    tenant: &paddock_core::ids::TenantId,
+    session: &Session,
+    start: StartRun,
+) -> Result<paddock_runtime::RunHandle, RuntimeError> {
+    match runtime.start_run(tenant, &session.id, start.clone()).await {
+        Err(err @ RuntimeError::NoUndo { .. }) => {
+            // a no is printed by confirm
+            if !super::no_undo::confirm(&printable(&err.to_string()), false) {
+                return Err(err);
+            }
+            let start = StartRun {
+                require_checkpoint: false,
+                ..start
+            };
+            runtime.start_run(tenant, &session.id, start).await
+        }
+        started => started,
+    }
+}
+
 /// How the run comes to be: a new one, or the resume of an interrupted one.
 enum Begin {
     Start(StartRun),
@@ -477,7 +521,7 @@ async fn drive(
         .await
         .context("following the session's events")?;
     let started = match begin {
-        Begin::Start(start) => runtime.start_run(tenant, &session.id, start).await,
+        Begin::Start(start) => start_asking(runtime, tenant, session, start).await,
         Begin::Resume(id, resume) => runtime.resume_run(tenant, &id, resume).await,
     };
     let handle = match started {
@@ -488,13 +532,24 @@ async fn drive(
             | RuntimeError::SessionBusy { .. }
             | RuntimeError::WorkspaceBusy { .. }
             | RuntimeError::NotResumable { .. }
+            | RuntimeError::WorkspaceChanged { .. }
             | RuntimeError::Invalid { .. }),
         ) => {
-            logging::note(format_args!("paddock: {err}"));
+            logging::note(format_args!("paddock: {}", printable(&err.to_string())));
             return Ok(EXIT_USAGE);
         }
+        // refused when asked (start_asking said so)
+        Err(RuntimeError::NoUndo { .. }) => return Ok(EXIT_USAGE),
         Err(err) => return Err(err).context("starting the run"),
     };
+    if let Some(safety) = &handle.safety_checkpoint {
+        logging::note(format_args!(
+            "paddock: the workspace as it was before the restore is checkpoint {safety}; \
+             to undo the restore: {}{}",
+            undo_command(&session.id, safety),
+            local.data_dir_flag()
+        ));
+    }
     let run_id = handle.run.id.clone();
     let mut stdout = std::io::stdout();
     if format == Format::Human {

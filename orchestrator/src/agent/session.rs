@@ -11,12 +11,12 @@ use paddock_api::service::{CheckpointDiffView, CheckpointView, RewindView, RunVi
 use paddock_core::ids::{CheckpointId, RunId, SessionId};
 use paddock_core::model::Prices;
 use paddock_core::store::{MAX_PAGE, Page, Run, RunState, Session};
-use paddock_runtime::Runtime;
 use paddock_runtime::events::Event;
+use paddock_runtime::{Runtime, RuntimeError};
 use serde_json::json;
 
 use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
-use super::exit::EXIT_CANCELLED;
+use super::exit::{EXIT_CANCELLED, EXIT_USAGE};
 use super::local::{Local, Sandboxes};
 use super::remote;
 use super::render::{self, Format};
@@ -165,11 +165,25 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
             let views: Vec<CheckpointView> = checkpoints.iter().map(CheckpointView::from).collect();
             print_checkpoints(&views, json)?;
         }
-        SessionCommand::Rewind { id, to, json, .. } => {
+        SessionCommand::Rewind {
+            id,
+            to,
+            force,
+            json,
+            ..
+        } => {
             let id = session_id(&id)?;
             let to = CheckpointId::parse(&to).context("--to")?;
-            let rewound = runtime.rewind_session(tenant, &id, &to).await?;
-            print_rewind(&RewindView::from(&rewound), json)?;
+            let rewound = match runtime.rewind_session(tenant, &id, &to, force).await {
+                Ok(rewound) => rewound,
+                // nothing was written: the caller decides
+                Err(err @ RuntimeError::WorkspaceChanged { .. }) => {
+                    eprintln!("paddock: {}", printable(&err.to_string()));
+                    return Ok(EXIT_USAGE);
+                }
+                Err(err) => return Err(err.into()),
+            };
+            print_rewind(&RewindView::from(&rewound), json, &local.data_dir_flag())?;
         }
         SessionCommand::Diff {
             id, from, to, json, ..

@@ -60,6 +60,11 @@ impl ApiClient {
         })
     }
 
+    /// The flag that names this server on a command line printed for people.
+    pub fn server_flag(&self) -> String {
+        format!(" --server {}", self.base)
+    }
+
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let request = self.http.request(method, format!("{}{path}", self.base));
         match &self.token {

@@ -106,6 +106,7 @@ async fn bench(rounds: usize) -> anyhow::Result<()> {
                 network: None,
                 secrets: Vec::new(),
                 backend: None,
+                require_checkpoint: false,
             },
         )
         .await?;

@@ -57,6 +57,8 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::SessionBusy { .. } => (StatusCode::CONFLICT, "session_busy"),
         RuntimeError::WorkspaceBusy { .. } => (StatusCode::CONFLICT, "workspace_busy"),
         RuntimeError::SessionArchived { .. } => (StatusCode::CONFLICT, "session_archived"),
+        RuntimeError::WorkspaceChanged { .. } => (StatusCode::CONFLICT, "workspace_changed"),
+        RuntimeError::NoUndo { .. } => (StatusCode::CONFLICT, "no_undo"),
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")
         }

@@ -55,14 +55,16 @@ pub(super) async fn list(
 #[utoipa::path(post, path = "/v1/sessions/{id}/rewind", tag = "sessions",
     summary = "Rewind a session's workspace and history to a checkpoint, as a new run",
     description = "Restores only what differs from the workspace now; later runs no longer see \
-the messages after the checkpoint (they stay stored). Refused while the session runs or another \
-writer holds the workspace.",
+the messages after the checkpoint (they stay stored). The workspace as it is is recorded first as \
+a checkpoint (`safety_checkpoint`): the rewind to it (`undo`) undoes this one. Refused while the \
+session runs or another writer holds the workspace, and, unless `force`, when the workspace \
+changed since the session's last checkpoint.",
     params(("id" = SessionId, Path)),
     request_body = RewindSession,
     responses(
         (status = 200, description = "the rewind", body = RewindView),
         (status = 404, description = "no such checkpoint of the session (`checkpoint_not_found`)", body = ErrorBody),
-        (status = 409, description = "the session runs (`session_busy`), is archived (`session_archived`), or its workspace has another writer (`workspace_busy`)", body = ErrorBody),
+        (status = 409, description = "the session runs (`session_busy`), is archived (`session_archived`), its workspace has another writer (`workspace_busy`), or it changed since the session's last checkpoint and `force` is not set (`workspace_changed`, naming the paths)", body = ErrorBody),
     ))]
 pub(super) async fn rewind(
     State(state): State<AppState>,

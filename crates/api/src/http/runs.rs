@@ -10,7 +10,7 @@ use paddock_runtime::ChangesDecision;
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath};
 use super::{ApiError, AppState, Caller};
-use crate::service::sessions::ResumeRunCommand;
+use crate::service::sessions::{ResumeRunCommand, ResumedView};
 use crate::service::{RunView, SteerRun, SteeringView};
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
@@ -70,17 +70,19 @@ pub(super) async fn steer(
 /// same session, goal, criteria and mode, a fresh sandbox of the same
 /// backend, image and network (re-checked against this server's), the
 /// workspace restored to the last checkpoint, `resumed_from` naming the old
-/// run. Its predecessor's unfinished calls are answered by their tools'
+/// run. A restore over changes made since that checkpoint is refused
+/// (`workspace_changed`, naming them) unless `force`, and then keeps them
+/// in a checkpoint first (`safety_checkpoint`, with the `undo`). Its predecessor's unfinished calls are answered by their tools'
 /// replay policy before the first model turn.
 #[utoipa::path(post, path = "/v1/runs/{id}/resume", tag = "runs",
     summary = "Resume an interrupted run as a new run",
     params(("id" = RunId, Path)),
     request_body = ResumeRunCommand,
     responses(
-        (status = 202, description = "the new run, started", body = RunView),
+        (status = 202, description = "the new run, started, with the checkpoint that kept the workspace before the restore and the undo, when it overwrote changes", body = ResumedView),
         (status = 400, description = "a bad id or body, or a model the server does not allow (`model_not_allowed`)", body = ErrorBody),
         (status = 403, description = "the interrupted run's network is beyond what this server allows tenants now (`network_not_allowed`)", body = ErrorBody),
-        (status = 409, description = "the run is not interrupted, is a subagent's, its session moved on, its backend or image is not enabled here, or it ran with secrets, which are never stored (`run_not_resumable`); the session runs already (`session_busy`) or its workspace has another writer (`workspace_busy`)", body = ErrorBody),
+        (status = 409, description = "the run is not interrupted, is a subagent's, its session moved on, its backend or image is not enabled here, or it ran with secrets, which are never stored (`run_not_resumable`); the session runs already (`session_busy`) or its workspace has another writer (`workspace_busy`); the workspace changed since the last checkpoint and `force` is not set (`workspace_changed`, naming the paths)", body = ErrorBody),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
     ))]
 pub(super) async fn resume(
@@ -88,7 +90,7 @@ pub(super) async fn resume(
     Caller(tenant): Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(command): ApiJson<ResumeRunCommand>,
-) -> Result<(StatusCode, Json<RunView>), ApiError> {
+) -> Result<(StatusCode, Json<ResumedView>), ApiError> {
     let id = run_id(&id)?;
     let view = state.agents()?.resume_run(&tenant, &id, command).await?;
     Ok((StatusCode::ACCEPTED, Json(view)))

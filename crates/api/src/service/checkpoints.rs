@@ -17,6 +17,18 @@ use super::sessions::{AgentError, AgentService};
 pub struct RewindSession {
     /// The checkpoint of the session to go back to.
     pub checkpoint: CheckpointId,
+    /// Go on although the workspace changed since the session's last
+    /// checkpoint (those changes are checkpointed first); false: such a
+    /// rewind is refused with 409 `workspace_changed`, naming the paths.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// The command that undoes a rewind or a resume's restore: the rewind to
+/// `safety`, the checkpoint that kept the workspace as it was (over the
+/// API: `POST /v1/sessions/{session}/rewind` with `{"checkpoint": safety}`).
+pub fn undo_command(session: &SessionId, safety: &CheckpointId) -> String {
+    format!("paddock session rewind {session} --to {safety}")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -65,6 +77,14 @@ pub struct RewindView {
     /// The checkpoint rewound to, and the one of the restored state.
     pub to: CheckpointId,
     pub checkpoint: Option<CheckpointId>,
+    /// The checkpoint of the workspace as it was before the rewind.
+    pub safety_checkpoint: CheckpointId,
+    /// What undoes the rewind: the rewind to `safety_checkpoint`.
+    pub undo: String,
+    /// Paths that had changed since the session's last checkpoint (the
+    /// rewind went on over them because it was forced; they are in
+    /// `safety_checkpoint`).
+    pub changed: Vec<String>,
     pub files_written: u64,
     pub bytes_written: u64,
     pub removed: u64,
@@ -76,6 +96,9 @@ impl From<&Rewound> for RewindView {
             run: RunView::new(&r.run, r.run.usage),
             to: r.to.clone(),
             checkpoint: r.checkpoint.clone(),
+            safety_checkpoint: r.safety_checkpoint.clone(),
+            undo: undo_command(&r.run.session, &r.safety_checkpoint),
+            changed: r.changed.clone(),
             files_written: r.files_written,
             bytes_written: r.bytes_written,
             removed: r.removed,
@@ -188,7 +211,7 @@ impl AgentService {
     ) -> Result<RewindView, AgentError> {
         let rewound = self
             .runtime()
-            .rewind_session(tenant, session, &command.checkpoint)
+            .rewind_session(tenant, session, &command.checkpoint, command.force)
             .await
             .map_err(AgentError::runtime("rewind_session"))?;
         Ok(RewindView::from(&rewound))

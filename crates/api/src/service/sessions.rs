@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use paddock_core::ids::{RunId, SessionId, TenantId, WorkspaceId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{
     Budgets, MAX_PAGE, Page, Run, RunEvent, RunMode, Session, SessionStatus,
 };
@@ -17,7 +17,7 @@ use paddock_runtime::{
     ChangesDecision, EventStream, ResumeRun, RunBackend, RunHandle, Runtime, RuntimeError,
     StartRun, SubagentModels,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -241,6 +241,25 @@ pub struct ResumeRunCommand {
     pub instructions: Option<String>,
     #[serde(default)]
     pub snapshot_limits: Option<super::commands::SnapshotLimitsRequest>,
+    /// Restore the last checkpoint even over changes made since it (they
+    /// are checkpointed first); false: such a resume is refused with 409
+    /// `workspace_changed`, naming the paths.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// A resumed run as it started, and how to undo its restore when it
+/// overwrote changes.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ResumedView {
+    #[serde(flatten)]
+    pub run: RunView,
+    /// The checkpoint that kept the workspace as it was before the restore
+    /// (None: the workspace was what the last checkpoint recorded, so
+    /// nothing was overwritten).
+    pub safety_checkpoint: Option<CheckpointId>,
+    /// What undoes the restore: the rewind to `safety_checkpoint`.
+    pub undo: Option<String>,
 }
 
 /// A run this node drives, started over the API.
@@ -535,7 +554,7 @@ impl AgentService {
         tenant: &TenantId,
         id: &RunId,
         command: ResumeRunCommand,
-    ) -> Result<RunView, AgentError> {
+    ) -> Result<ResumedView, AgentError> {
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
@@ -575,6 +594,7 @@ impl AgentService {
             network: Some(self.grant_network(network)?),
             // never taken over the API (a run that had some is refused)
             secrets: Vec::new(),
+            force: command.force,
         };
         let handle = self
             .taking_over_console(tenant, "resume_run", || {
@@ -582,11 +602,18 @@ impl AgentService {
             })
             .await?;
         let run = handle.run.clone();
+        let safety_checkpoint = handle.safety_checkpoint.clone();
         self.track(tenant, handle);
         if self.shutdown.is_cancelled() {
             let _ = self.runtime.cancel_run(tenant, &run.id).await;
         }
-        Ok(RunView::new(&run, run.usage))
+        Ok(ResumedView {
+            run: RunView::new(&run, run.usage),
+            undo: safety_checkpoint
+                .as_ref()
+                .map(|safety| super::checkpoints::undo_command(&run.session, safety)),
+            safety_checkpoint,
+        })
     }
 
     fn snapshot_limits(
@@ -681,6 +708,9 @@ impl AgentService {
             backend: Some(backend),
             network: Some(network),
             secrets,
+            // a server's workspace is its own directory: a failed
+            // checkpoint is reported (`checkpoint.failed`), not refused
+            require_checkpoint: false,
         })
     }
 

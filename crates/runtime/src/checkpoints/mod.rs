@@ -11,6 +11,7 @@
 
 mod ops;
 mod rewind;
+mod safety;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use crate::util::error_chain;
 
 pub use ops::{CheckpointDiff, FileChange};
 pub use rewind::Rewound;
+pub(crate) use safety::{Baseline, Guarded, guard, name_paths};
 
 /// Largest manifest read back from the blob store.
 const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
@@ -94,7 +96,13 @@ impl Checkpointer {
         }
     }
 
-    /// The manifest the next capture compares with.
+    /// The manifest the next capture compares with (None: the session had
+    /// no checkpoint of the workspace, or it could not be read).
+    pub(crate) fn last(&self) -> Option<&Manifest> {
+        self.last.as_deref()
+    }
+
+    /// Sets the manifest the next capture compares with.
     pub(crate) fn set_last(&mut self, manifest: Arc<Manifest>) {
         self.last = Some(manifest);
     }
@@ -109,12 +117,22 @@ impl Checkpointer {
         let Some(capture) = self.capture(reason).await? else {
             return Ok(None);
         };
+        self.record(lease, capture).await.map(Some)
+    }
+
+    /// Records `capture` (fenced by `lease`, the session's); the next
+    /// capture compares with it.
+    pub(crate) async fn record(
+        &mut self,
+        lease: &Lease,
+        capture: Capture,
+    ) -> Result<(Checkpoint, CheckpointCreated), RuntimeError> {
         let stored = self
             .store
             .create_checkpoint(lease, &capture.row, &capture.blobs)
             .await
             .map_err(RuntimeError::store("create_checkpoint"))?;
-        Ok(Some(self.recorded(capture, stored)))
+        Ok(self.recorded(capture, stored))
     }
 
     /// Appends `message` (a tool batch's results) and records the

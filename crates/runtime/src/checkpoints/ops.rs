@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use paddock_core::blob::BlobKey;
 use paddock_core::ids::{CheckpointId, RunId, SessionId, TenantId};
-use paddock_core::store::{Checkpoint, Session, Workspace};
+use paddock_core::store::{Checkpoint, HistoryPoint, Session, Workspace};
 use paddock_snapshot::checkpoint::{
     CaptureOptions, ChangeKind, Manifest, Node, RestoreStats, diff, unified_text,
 };
@@ -230,7 +230,7 @@ impl Runtime {
             &source,
             &session,
             Some(&checkpoint.run),
-            Some(checkpoint.message_seq),
+            Some(HistoryPoint::of(&checkpoint)),
         )
         .await?;
         tracing::info!(
@@ -262,24 +262,6 @@ impl Runtime {
                 .find(|c| c.workspace == session.workspace && c.run.as_str() < run.id.as_str())
         };
         Ok(own.or_else(earlier).cloned())
-    }
-
-    /// Makes the workspace of `checkpoint` what it recorded, in place
-    /// (only what differs is written).
-    pub(crate) async fn restore_checkpoint(
-        &self,
-        checkpoint: &Checkpoint,
-    ) -> Result<RestoreStats, RuntimeError> {
-        let workspace = self
-            .shared
-            .store
-            .get_workspace(&checkpoint.tenant, &checkpoint.workspace)
-            .await
-            .map_err(RuntimeError::store("get_workspace"))?;
-        let manifest = load_manifest(&self.shared.blobs, &checkpoint.manifest_hash).await?;
-        let dir = workspace::workspace_dir(&self.shared.config, &workspace);
-        self.restore_manifest(&dir, manifest.clone(), Some(manifest))
-            .await
     }
 
     /// Makes `dir` what `manifest` records; `hint` saves re-hashing files

@@ -1,9 +1,12 @@
 //! Rewinding a session to a checkpoint, as a new run: under the session's
 //! lease and the workspace's writer lease (so no run and no writable
-//! sandbox is on it), the workspace is restored in place (only what
-//! differs), the history after the checkpoint leaves the context of later
-//! runs (a [`Rewind`] row; the messages stay stored), and the restored
-//! state is recorded as a checkpoint of its own.
+//! sandbox is on it), the workspace as it is is checked against the
+//! session's last checkpoint and recorded as a checkpoint of the rewind's
+//! run (safety.rs: a change made since is named, and refused unless forced;
+//! a rewind to that checkpoint undoes this one), then restored in place
+//! (only what differs), the history after the checkpoint leaves the context
+//! of later runs (a [`Rewind`] row; the messages stay stored), and the
+//! restored state is recorded as a checkpoint of its own.
 
 use std::sync::Arc;
 
@@ -11,10 +14,9 @@ use paddock_core::ids::{CheckpointId, SessionId, TenantId};
 use paddock_core::store::{
     CheckpointReason, EndReason, Lease, Rewind, Run, RunState, RunUpdate, SessionStatus, StoreError,
 };
-use paddock_snapshot::checkpoint::RestoreStats;
 use serde::Serialize;
 
-use super::{Checkpointer, Place, load_manifest};
+use super::{Baseline, Checkpointer, Place, guard, load_manifest};
 use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::{RunFinished, RunStarted};
@@ -32,6 +34,13 @@ pub struct Rewound {
     pub to: CheckpointId,
     /// The checkpoint of the restored state.
     pub checkpoint: Option<CheckpointId>,
+    /// The checkpoint of the workspace as it was before the rewind: a
+    /// rewind to it undoes this one.
+    pub safety_checkpoint: CheckpointId,
+    /// The paths that had changed since the session's last checkpoint
+    /// (kept in `safety_checkpoint`; a rewind goes on over them only when
+    /// forced).
+    pub changed: Vec<String>,
     pub files_written: u64,
     pub bytes_written: u64,
     pub removed: u64,
@@ -39,13 +48,16 @@ pub struct Rewound {
 
 impl Runtime {
     /// Puts the session's workspace and history back to `checkpoint`, as a
-    /// new run of the session. Refused while the session runs or another
-    /// writer has the workspace.
+    /// new run of the session, after recording the workspace as it is.
+    /// Refused while the session runs or another writer has the workspace,
+    /// and, unless `force`, when the workspace changed since the session's
+    /// last checkpoint ([`RuntimeError::WorkspaceChanged`]).
     pub async fn rewind_session(
         &self,
         tenant: &TenantId,
         session_id: &SessionId,
         checkpoint_id: &CheckpointId,
+        force: bool,
     ) -> Result<Rewound, RuntimeError> {
         let shared = &self.shared;
         let store = &shared.store;
@@ -68,12 +80,6 @@ impl Runtime {
         let workspace = self.workspace_of(&session).await?;
         let dir = workspace::workspace_dir(&shared.config, &workspace);
         let target = load_manifest(&shared.blobs, &checkpoint.manifest_hash).await?;
-        let hint = match self.latest_checkpoint(&session).await? {
-            Some(latest) => load_manifest(&shared.blobs, &latest.manifest_hash)
-                .await
-                .ok(),
-            None => None,
-        };
 
         let run = Run::new(
             tenant.clone(),
@@ -104,6 +110,40 @@ impl Runtime {
                 }
             };
         let journal = Journal::new(Arc::clone(store), Arc::clone(&shared.bus), &run, lease);
+        let mut checkpointer = Checkpointer::new(
+            store,
+            &shared.blobs,
+            self.capture_options(),
+            Place {
+                tenant: tenant.clone(),
+                session: session.id.clone(),
+                run: run.id.clone(),
+                workspace: workspace.id.clone(),
+                dir: dir.clone(),
+            },
+        )
+        .await;
+        // what the rewind would overwrite, checked and captured under the leases
+        let guarded = match self.latest_checkpoint(&session).await {
+            Ok(latest) => {
+                let last = latest.as_ref().map_or(&checkpoint.id, |c| &c.id);
+                let manifest = checkpointer.last().cloned();
+                let recorded = Baseline {
+                    checkpoint: last,
+                    manifest: manifest.as_ref(),
+                };
+                guard(&mut checkpointer, &session.id, recorded, force).await
+            }
+            Err(err) => Err(err),
+        };
+        let guarded = match guarded {
+            Ok(guarded) => guarded,
+            Err(err) => {
+                release_writer(store, &writer).await;
+                journal.release().await;
+                return Err(err);
+            }
+        };
         let outcome = async {
             journal.create_run(&run).await?;
             journal
@@ -126,7 +166,16 @@ impl Runtime {
                     resume_budget: None,
                 })
                 .await?;
-            let stats = self.restore_manifest(&dir, target.clone(), hint).await?;
+            // the workspace as it is, on record before anything is overwritten
+            let hint = guarded.manifest().clone();
+            let changed = guarded.changed;
+            let (safety, created) = checkpointer
+                .record(journal.lease(), guarded.capture)
+                .await?;
+            journal.emit(&created).await?;
+            let stats = self
+                .restore_manifest(&dir, target.clone(), Some(hint))
+                .await?;
             store
                 .record_rewind(
                     journal.lease(),
@@ -136,25 +185,14 @@ impl Runtime {
                         run: run.id.clone(),
                         checkpoint: checkpoint.id.clone(),
                         to_seq: checkpoint.message_seq,
+                        to_event_seq: checkpoint.event_seq,
                         through_seq: 0,
+                        through_event_seq: 0,
                         created_at: store.now(),
                     },
                 )
                 .await
                 .map_err(RuntimeError::store("record_rewind"))?;
-            let mut checkpointer = Checkpointer::new(
-                store,
-                &shared.blobs,
-                self.capture_options(),
-                Place {
-                    tenant: tenant.clone(),
-                    session: session.id.clone(),
-                    run: run.id.clone(),
-                    workspace: workspace.id.clone(),
-                    dir: dir.clone(),
-                },
-            )
-            .await;
             checkpointer.set_last(Arc::new(target));
             let taken = checkpointer
                 .take(journal.lease(), CheckpointReason::Rewind)
@@ -166,7 +204,7 @@ impl Runtime {
                 }
                 None => None,
             };
-            Ok::<(RestoreStats, Option<CheckpointId>), RuntimeError>((stats, taken))
+            Ok::<_, RuntimeError>((stats, taken, safety.id, changed))
         }
         .await;
         let (state, end_reason, error) = match &outcome {
@@ -209,19 +247,22 @@ impl Runtime {
         };
         release_writer(store, &writer).await;
         journal.release().await;
-        let (stats, taken) = outcome?;
+        let (stats, taken, safety_checkpoint, changed) = outcome?;
         tracing::info!(
             session_id = %session.id,
             run_id = %run.id,
             checkpoint_id = %checkpoint.id,
             files_written = stats.files_written,
             removed = stats.removed,
+            safety_checkpoint_id = %safety_checkpoint,
             "session rewound"
         );
         Ok(Rewound {
             run: ended.unwrap_or(run),
             to: checkpoint.id,
             checkpoint: taken,
+            safety_checkpoint,
+            changed,
             files_written: stats.files_written,
             bytes_written: stats.bytes_written,
             removed: stats.removed,

@@ -10,7 +10,7 @@ pub(crate) mod summary;
 
 use paddock_core::ids::{SessionId, TenantId};
 use paddock_core::model::Message;
-use paddock_core::store::{Store, visible_messages};
+use paddock_core::store::{HistoryPoint, Store, visible_messages};
 
 use crate::error::RuntimeError;
 
@@ -81,7 +81,9 @@ pub(crate) async fn load_history(
             .map_err(RuntimeError::store("list_compactions"))?
             .into_iter()
             .rev()
-            .find(|c| c.through_seq == 0 || visible_messages(&rewinds, u64::MAX, c.through_seq))
+            .find(|c| {
+                c.through_seq == 0 || visible_messages(&rewinds, HistoryPoint::NOW, c.through_seq)
+            })
     };
     let (after, mut history) = match &latest {
         Some(c) => (c.through_seq, vec![summary::summary_message(&c.summary)]),
@@ -98,7 +100,7 @@ pub(crate) async fn load_history(
         + 1;
     let mut loaded = Vec::with_capacity(stored.len());
     for message in stored {
-        if visible_messages(&rewinds, u64::MAX, message.seq) {
+        if visible_messages(&rewinds, HistoryPoint::NOW, message.seq) {
             loaded.push(message.seq);
             history.push(message.message);
         }

@@ -171,25 +171,8 @@ impl Runtime {
                 journal.release().await;
             }
         };
-        // a resumed run that writes starts from the last checkpoint (resume.rs)
-        let restored = match (&options.resumed_from, &writer) {
-            (Some(from), Some(_)) => {
-                match resume::restore_workspace_for_resume(self, tenant, from).await {
-                    Ok(restored) => restored,
-                    Err(err) => {
-                        release_early(journal).await;
-                        return Err(err);
-                    }
-                }
-            }
-            _ => None,
-        };
-        if let Err(err) = journal.create_run(&run).await {
-            release_early(journal).await;
-            return Err(err);
-        }
-        // a writing root run first records where the user can go back to
-        let checkpoints = match (&writer, &options.parent_run) {
+        // a writing root run records where the user can go back to
+        let mut checkpoints = match (&writer, &options.parent_run) {
             (Some(_), None) => {
                 let place = Place {
                     tenant: tenant.clone(),
@@ -202,7 +185,39 @@ impl Runtime {
             }
             _ => None,
         };
-        let mut checkpoints = checkpoints;
+        // a resumed run that writes starts from the last checkpoint, what
+        // that overwrites checked first (resume.rs)
+        let planned = match (&options.resumed_from, checkpoints.as_mut()) {
+            (Some(from), Some(checkpointer)) => {
+                match resume::plan_restore(self, tenant, from, checkpointer, options.force_restore)
+                    .await
+                {
+                    Ok(planned) => planned,
+                    Err(err) => {
+                        release_early(journal).await;
+                        return Err(err);
+                    }
+                }
+            }
+            _ => None,
+        };
+        if let Err(err) = journal.create_run(&run).await {
+            release_early(journal).await;
+            return Err(err);
+        }
+        let (restored, safety) = match (planned, checkpoints.as_mut()) {
+            (Some(plan), Some(checkpointer)) => {
+                match resume::restore(self, journal.lease(), checkpointer, &dir, plan).await {
+                    Ok((restored, safety)) => (Some(restored), safety),
+                    Err(err) => {
+                        fail_early(&journal, &err).await;
+                        release_early(journal).await;
+                        return Err(err);
+                    }
+                }
+            }
+            _ => (None, None),
+        };
         let start_checkpoint = match checkpoints.as_mut() {
             Some(checkpointer) => match checkpointer
                 .take(journal.lease(), CheckpointReason::RunStart)
@@ -219,6 +234,17 @@ impl Runtime {
             },
             None => None,
         };
+        if request.require_checkpoint
+            && let Some(Err(failed)) = &start_checkpoint
+        {
+            let err = RuntimeError::NoUndo {
+                path: dir.clone(),
+                reason: failed.error.clone(),
+            };
+            fail_early(&journal, &err).await;
+            release_early(journal).await;
+            return Err(err);
+        }
         let (goal, history, context, resume) = match prepare(
             &journal,
             &run,
@@ -237,6 +263,11 @@ impl Runtime {
             }
         };
 
+        if let Some((_, created)) = &safety
+            && let Err(err) = journal.emit(created).await
+        {
+            tracing::warn!(error = %error_chain(&err), "recording the checkpoint taken before the restore");
+        }
         let recorded = match &start_checkpoint {
             Some(Ok(created)) => journal.emit(created).await.map(|_| ()),
             Some(Err(failed)) => journal.emit(failed).await.map(|_| ()),
@@ -277,7 +308,11 @@ impl Runtime {
             resume,
         };
         let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
-        Ok(RunHandle { run, task })
+        Ok(RunHandle {
+            run,
+            safety_checkpoint: safety.map(|(id, _)| id),
+            task,
+        })
     }
 }
 

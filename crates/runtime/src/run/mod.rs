@@ -24,7 +24,7 @@ mod writer;
 use std::fmt;
 use std::sync::Arc;
 
-use paddock_core::ids::RunId;
+use paddock_core::ids::{CheckpointId, RunId};
 use paddock_core::model::ModelProvider;
 use paddock_core::sandbox::SandboxBackend;
 use paddock_core::store::{Budgets, Run, RunMode, SubagentProfile};
@@ -78,6 +78,10 @@ pub struct StartRun {
     /// The sandbox backend of this run and its subagents; None: the
     /// runtime's (`RuntimeDeps::backend`).
     pub backend: Option<RunBackend>,
+    /// Refuse to start ([`RuntimeError::NoUndo`]) when the workspace cannot
+    /// be checkpointed before the run; false: the run goes on with a
+    /// `checkpoint.failed` event (no undo).
+    pub require_checkpoint: bool,
 }
 
 /// A sandbox backend a run asked for by name (a server picks it from the
@@ -105,6 +109,7 @@ impl StartRun {
             backend: None,
             network: None,
             secrets: Vec::new(),
+            require_checkpoint: false,
         }
     }
 }
@@ -131,6 +136,9 @@ pub(crate) struct RunOptions {
     pub(crate) resumed_from: Option<RunId>,
     /// A resumed run: where its budgets came from, for `run.started`.
     pub(crate) resume_budget: Option<crate::events::ResumeBudget>,
+    /// A resumed run: restore over changes made since the last checkpoint
+    /// (`ResumeRun::force`).
+    pub(crate) force_restore: bool,
 }
 
 /// A started run. Dropping the handle does not stop the run.
@@ -138,6 +146,10 @@ pub(crate) struct RunOptions {
 pub struct RunHandle {
     /// The run as it was created (state `preparing`).
     pub run: Run,
+    /// A resumed run that restored its workspace over changes: the
+    /// checkpoint that kept the workspace as it was (a rewind to it undoes
+    /// the restore).
+    pub safety_checkpoint: Option<CheckpointId>,
     task: JoinHandle<Run>,
 }
 

@@ -2,7 +2,8 @@
 //! old one by `resumed_from`, in a fresh sandbox, continuing the session's
 //! history. Old processes are never revived.
 //!
-//! The workspace starts from the last checkpoint ([`restore_workspace_for_resume`]).
+//! The workspace starts from the last checkpoint ([`plan_restore`], [`restore`]);
+//! what it would overwrite is named and kept first (checkpoints/safety.rs).
 //! History and checkpoint agree there because a tool batch's results message
 //! and the checkpoint after it are written in one transaction (driver.rs
 //! `append_with_checkpoint`): a crash leaves both or neither. So the last
@@ -48,16 +49,20 @@
 //! caller passes secrets of the same names again.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
-use paddock_core::ids::{RunId, TenantId, ToolInvocationId};
+use paddock_core::ids::{CheckpointId, RunId, TenantId, ToolInvocationId};
 use paddock_core::model::{ContentPart, Message, ModelProvider, Role, ToolCall, ToolResult};
-use paddock_core::store::{Budgets, Checkpoint, MAX_PAGE, RunEvent, RunState, Store};
+use paddock_core::store::{Budgets, Checkpoint, Lease, MAX_PAGE, RunEvent, RunState, Store};
+use paddock_snapshot::checkpoint::Manifest;
 
 use super::{RunBackend, RunHandle, RunOptions, StartRun, SubagentModels, resume_budget};
+use crate::checkpoints::{Baseline, Checkpointer, Guarded, guard, load_manifest};
 use crate::error::RuntimeError;
 use crate::events::{
-    CallStatus, CheckpointFailed, Event, RESULT_EVENT_CAP, RunStarted, ToolResultEvent, cap_text,
+    CallStatus, CheckpointCreated, CheckpointFailed, Event, RESULT_EVENT_CAP, RunStarted,
+    ToolResultEvent, cap_text,
 };
 use crate::runtime::Runtime;
 use crate::tools::{Access, Replay, ToolContract};
@@ -88,6 +93,10 @@ pub struct ResumeRun {
     /// The interrupted run's secrets, given again (they were never stored):
     /// every name its `run.started` lists, or the resume is refused.
     pub secrets: Vec<paddock_proto::SecretSpec>,
+    /// Restore the last checkpoint even over changes made since it (they
+    /// are checkpointed first); false: such a resume is refused, naming
+    /// them ([`RuntimeError::WorkspaceChanged`]).
+    pub force: bool,
 }
 
 impl ResumeRun {
@@ -101,6 +110,7 @@ impl ResumeRun {
             backend: None,
             network: None,
             secrets: Vec::new(),
+            force: false,
         }
     }
 }
@@ -224,10 +234,13 @@ impl Runtime {
             network: request.network.or(network),
             secrets: request.secrets,
             backend: request.backend,
+            // the restore already needed the last checkpoint
+            require_checkpoint: false,
         };
         let options = RunOptions {
             resumed_from: Some(old.id.clone()),
             resume_budget: Some(resume_budget),
+            force_restore: request.force,
             ..RunOptions::default()
         };
         self.launch(tenant, &old.session, start, options).await
@@ -259,16 +272,31 @@ impl Runtime {
     }
 }
 
-/// Brings the workspace to the state the resumed run starts from: the
-/// interrupted run's last checkpoint (see the module doc), unless a
+/// What a resumed run restores before it starts: the interrupted run's
+/// last checkpoint, and the workspace as it is when that differs (recorded
+/// before the restore overwrites it, see checkpoints/safety.rs).
+#[derive(Debug)]
+pub(crate) struct RestorePlan {
+    checkpoint: Checkpoint,
+    target: Manifest,
+    safety: Option<Guarded>,
+}
+
+/// Plans bringing the workspace to the state the resumed run starts from:
+/// the interrupted run's last checkpoint (see the module doc), unless a
 /// checkpoint failed after it. Called once the resumed run holds the
-/// workspace's writer lease, before its sandbox starts; a read-only run
-/// changed nothing and is not restored. Answers the checkpoint restored.
-pub(crate) async fn restore_workspace_for_resume(
+/// workspace's writer lease, before its run row is written; a read-only
+/// run changed nothing and is not restored. The workspace is captured and
+/// compared with that checkpoint: a difference (someone's edit, or what
+/// the interrupted run's last calls did) is refused unless `force`
+/// ([`RuntimeError::WorkspaceChanged`]).
+pub(crate) async fn plan_restore(
     runtime: &Runtime,
     tenant: &TenantId,
     interrupted: &RunId,
-) -> Result<Option<Checkpoint>, RuntimeError> {
+    checkpointer: &mut Checkpointer,
+    force: bool,
+) -> Result<Option<RestorePlan>, RuntimeError> {
     let Some(checkpoint) = runtime.last_checkpoint_of(tenant, interrupted).await? else {
         tracing::info!(
             resumed_from = %interrupted,
@@ -285,15 +313,54 @@ pub(crate) async fn restore_workspace_for_resume(
         );
         return Ok(None);
     }
-    let stats = runtime.restore_checkpoint(&checkpoint).await?;
+    let target = load_manifest(&runtime.shared.blobs, &checkpoint.manifest_hash).await?;
+    let baseline = Baseline {
+        checkpoint: &checkpoint.id,
+        manifest: Some(&target),
+    };
+    let guarded = guard(checkpointer, &checkpoint.session, baseline, force).await?;
+    let safety = (!guarded.changed.is_empty()).then_some(guarded);
+    Ok(Some(RestorePlan {
+        checkpoint,
+        target,
+        safety,
+    }))
+}
+
+/// Carries out `plan` in `dir` once the resumed run is recorded: the
+/// workspace as it is goes on record first (when it differs), then the
+/// restore. Answers the checkpoint restored, and the one of the workspace
+/// before it with its event (to emit after `run.started`).
+pub(crate) async fn restore(
+    runtime: &Runtime,
+    lease: &Lease,
+    checkpointer: &mut Checkpointer,
+    dir: &Path,
+    plan: RestorePlan,
+) -> Result<(Checkpoint, Option<(CheckpointId, CheckpointCreated)>), RuntimeError> {
+    let RestorePlan {
+        checkpoint,
+        target,
+        safety,
+    } = plan;
+    let Some(guarded) = safety else {
+        // the workspace is what the checkpoint recorded: nothing to write
+        return Ok((checkpoint, None));
+    };
+    let hint = guarded.manifest().clone();
+    let changed = guarded.changed.len();
+    let (kept, created) = checkpointer.record(lease, guarded.capture).await?;
+    let stats = runtime.restore_manifest(dir, target, Some(hint)).await?;
     tracing::info!(
-        resumed_from = %interrupted,
+        resumed_from = %checkpoint.run,
         checkpoint_id = %checkpoint.id,
+        safety_checkpoint_id = %kept.id,
+        changed,
         files_written = stats.files_written,
         removed = stats.removed,
         "workspace restored to the interrupted run's last checkpoint"
     );
-    Ok(Some(checkpoint))
+    Ok((checkpoint, Some((kept.id, created))))
 }
 
 /// The first `checkpoint.failed` of the session after `checkpoint` was

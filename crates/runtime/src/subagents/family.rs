@@ -370,6 +370,8 @@ impl Family {
                     .unwrap_or_else(|| self.parts.network.clone()),
             ),
             secrets: self.parts.secrets.clone(),
+            // a subagent takes no checkpoints of its own (its parent's do)
+            require_checkpoint: false,
         };
         let (phases_tx, phases) = mpsc::unbounded_channel();
         let (inbox, inbox_rx) = mpsc::unbounded_channel();
@@ -384,6 +386,7 @@ impl Family {
             family_budget: Some(Arc::clone(&self.parts.budget)),
             resumed_from: None,
             resume_budget: None,
+            force_restore: false,
         };
         let runtime = Runtime {
             shared: Arc::clone(shared),

@@ -123,12 +123,20 @@ pub async fn checkpoints_record_the_session_position_and_keep_their_blobs(
                 run: run.id.clone(),
                 checkpoint: first.id.clone(),
                 to_seq: first.message_seq,
+                to_event_seq: first.event_seq,
                 through_seq: 0,
+                through_event_seq: 0,
                 created_at: s.now(),
             },
         )
         .await?;
     assert_eq!((rewind.to_seq, rewind.through_seq), (0, 4));
+    // where it happened in the events too: the session's last event then
+    let events = s.list_events(&fx.tenant, &fx.session.id, 0, 1000).await?;
+    assert_eq!(
+        (rewind.to_event_seq, rewind.through_event_seq),
+        (first.event_seq, events.last().map_or(0, |e| e.seq))
+    );
     assert_eq!(
         s.list_rewinds(&fx.tenant, &fx.session.id).await?,
         std::slice::from_ref(&rewind)
