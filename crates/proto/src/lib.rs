@@ -42,7 +42,7 @@ pub use sandbox_spec::{
 };
 pub use secret::{
     InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretNotice, SecretRequest, SecretSpec, SecretValue,
-    parse_header_template,
+    check_secrets_network, parse_header_template,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.
