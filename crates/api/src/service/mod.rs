@@ -152,7 +152,10 @@ impl SandboxService {
         Ok(())
     }
 
-    pub async fn health(&self) -> views::Health {
+    /// The node's components as `tenant` may see them: whether each works,
+    /// and of the counts only the tenant's own (how many sandboxes the
+    /// node runs, or a pool holds, tells of other tenants' work).
+    pub async fn health(&self, tenant: &TenantId) -> views::Health {
         let database = self.store.ping().await.is_ok();
         if !database {
             tracing::warn!("health: the store does not answer");
@@ -163,10 +166,10 @@ impl SandboxService {
             if let Err(err) = &checked {
                 tracing::warn!(backend = %entry.label(), error = %err, "health: a backend is unavailable");
             }
+            tracing::debug!(backend = %entry.label(), warm_ready = entry.backend.kept().len(), "health: a backend's pool");
             backends.push(BackendHealth {
                 name: entry.label(),
                 ok: checked.is_ok() && !self.shutdown.is_cancelled(),
-                warm_ready: entry.backend.kept().len(),
             });
         }
         views::Health {
@@ -179,7 +182,11 @@ impl SandboxService {
                 ok: backends.iter().all(|b| b.ok) && !self.shutdown.is_cancelled(),
             },
             backends,
-            sandboxes: self.live_map().len(),
+            sandboxes: self
+                .live_map()
+                .values()
+                .filter(|live| live.tenant == *tenant)
+                .count(),
         }
     }
 

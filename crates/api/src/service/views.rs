@@ -217,7 +217,7 @@ pub struct Health {
     pub backend: ComponentHealth,
     /// Each backend (`name` or `name:image`) a sandbox request may pick.
     pub backends: Vec<BackendHealth>,
-    /// Sandboxes running on this node.
+    /// The tenant's sandboxes running on this node (never the node's total).
     pub sandboxes: usize,
 }
 
@@ -227,14 +227,13 @@ impl Health {
     }
 }
 
-/// One enabled backend: whether it can make sandboxes, and how many its
-/// warm pool holds started.
+/// One enabled backend: whether it can make sandboxes. How many its warm
+/// pool holds is shared by every tenant, so it is only logged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendHealth {
     /// `native`, or `docker:IMAGE`.
     pub name: String,
     pub ok: bool,
-    pub warm_ready: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
