@@ -39,7 +39,8 @@ const SQLITE: &[Embedded] = embed!(
     "0006_resumed_from.sql",
     "0007_steering.sql",
     "0008_quarantine.sql",
-    "0009_steering_closed.sql"
+    "0009_steering_closed.sql",
+    "0011_steering_seq.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -51,7 +52,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0006_resumed_from.sql",
     "0007_steering.sql",
     "0008_quarantine.sql",
-    "0009_steering_closed.sql"
+    "0009_steering_closed.sql",
+    "0011_steering_seq.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {
