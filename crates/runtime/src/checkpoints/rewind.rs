@@ -67,11 +67,10 @@ impl Runtime {
         }
         let workspace = self.workspace_of(&session).await?;
         let dir = workspace::workspace_dir(&shared.config, &workspace);
-        let target = load_manifest(&shared.blobs, &checkpoint.manifest_hash).await?;
+        let blobs = shared.blobs.tenant(tenant);
+        let target = load_manifest(&blobs, &checkpoint.manifest_hash).await?;
         let hint = match self.latest_checkpoint(&session).await? {
-            Some(latest) => load_manifest(&shared.blobs, &latest.manifest_hash)
-                .await
-                .ok(),
+            Some(latest) => load_manifest(&blobs, &latest.manifest_hash).await.ok(),
             None => None,
         };
 
@@ -126,7 +125,9 @@ impl Runtime {
                     resume_budget: None,
                 })
                 .await?;
-            let stats = self.restore_manifest(&dir, target.clone(), hint).await?;
+            let stats = self
+                .restore_manifest(tenant, &dir, target.clone(), hint)
+                .await?;
             store
                 .record_rewind(
                     journal.lease(),
