@@ -75,7 +75,7 @@ fn the_client_refuses_before_asking_the_server() {
     ]);
     assert_refused(&out);
     let out = Command::new(paddock_tests::bins::paddock())
-        .args(["run", "Call the API", "--model", "scripted:/nonexistent"])
+        .args(["run", "Call the API", "--model", "openai:gpt-4o-mini"])
         .args(["--server", "http://127.0.0.1:9", "--network", "none"])
         .args(["--secret", "API_KEY"])
         .env("PADDOCK_TOKEN", "tok-0123456789abcdef")
