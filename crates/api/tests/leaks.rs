@@ -13,6 +13,7 @@ use serde_json::json;
 on_both_databases!(
     health_shows_a_tenant_only_its_own_counts,
     every_answer_says_nosniff,
+    the_sweeper_collects_in_tenants_parts_too,
 );
 
 async fn health_shows_a_tenant_only_its_own_counts(db: Db) -> Result<()> {
@@ -82,6 +83,36 @@ async fn every_answer_says_nosniff(db: Db) -> Result<()> {
             response.status()
         );
     }
+    server.stop().await?;
+    Ok(())
+}
+
+/// Checkpoint files live in each tenant's part of the blob store
+/// (`BlobStore::tenant`); the sweeper collects what no row names there as in
+/// the store itself.
+async fn the_sweeper_collects_in_tenants_parts_too(db: Db) -> Result<()> {
+    use paddock_core::blob::BlobStore;
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let blobs = paddock_snapshot::LocalBlobStore::open(data.path().join("blobs"))?;
+    let part = blobs.tenant_part(&server.setup.tenants.b);
+    let info = part.put(&mut &b"a checkpoint file no row names"[..])?;
+    let path = part.blob_path(&info.key);
+    assert!(
+        path.starts_with(
+            data.path()
+                .join("blobs/tenants")
+                .join(server.setup.tenants.b.as_str())
+        )
+    );
+    // written within the grace period: kept
+    assert_eq!(server.service.sweep_blobs().await?.removed, 0);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)?
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(24 * 3600))?;
+    assert_eq!(server.service.sweep_blobs().await?.removed, 1);
+    assert!(!path.exists());
     server.stop().await?;
     Ok(())
 }
