@@ -41,7 +41,7 @@ pub enum ServiceError {
     /// Granting the sandbox's limits would go over a quota. The message
     /// shows the figures of a tenant quota (the tenant's own) and never
     /// those of the node's (they count every tenant's sandboxes):
-    /// [`super::quota::refusal`].
+    /// `quota::refusal`.
     #[error("{}", super::quota::refusal(*scope, quota, *limit, *used, *asked))]
     QuotaExceeded {
         scope: super::quota::QuotaScope,
