@@ -55,6 +55,8 @@ struct BackendView {
     /// `native`, or `docker:IMAGE` / `gvisor:IMAGE`.
     name: String,
     status: ComponentStatus,
+    /// Sandboxes its warm pool holds started (0 without a pool).
+    warm_ready: usize,
 }
 
 impl From<&BackendHealth> for BackendView {
@@ -66,6 +68,7 @@ impl From<&BackendHealth> for BackendView {
             } else {
                 ComponentStatus::Unavailable
             },
+            warm_ready: b.warm_ready,
         }
     }
 }

@@ -153,8 +153,9 @@ impl SandboxService {
     }
 
     /// The node's components as `tenant` may see them: whether each works,
-    /// and of the counts only the tenant's own (how many sandboxes the
-    /// node runs, or a pool holds, tells of other tenants' work).
+    /// how many sandboxes each warm pool holds, and of the sandboxes only
+    /// the tenant's own (how many the node runs tells of other tenants'
+    /// work).
     pub async fn health(&self, tenant: &TenantId) -> views::Health {
         let database = self.store.ping().await.is_ok();
         if !database {
@@ -166,10 +167,10 @@ impl SandboxService {
             if let Err(err) = &checked {
                 tracing::warn!(backend = %entry.label(), error = %err, "health: a backend is unavailable");
             }
-            tracing::debug!(backend = %entry.label(), warm_ready = entry.backend.kept().len(), "health: a backend's pool");
             backends.push(BackendHealth {
                 name: entry.label(),
                 ok: checked.is_ok() && !self.shutdown.is_cancelled(),
+                warm_ready: entry.backend.kept().len(),
             });
         }
         views::Health {

@@ -227,13 +227,14 @@ impl Health {
     }
 }
 
-/// One enabled backend: whether it can make sandboxes. How many its warm
-/// pool holds is shared by every tenant, so it is only logged.
+/// One enabled backend: whether it can make sandboxes, and how many its
+/// warm pool holds started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendHealth {
     /// `native`, or `docker:IMAGE`.
     pub name: String,
     pub ok: bool,
+    pub warm_ready: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
