@@ -589,8 +589,8 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
     assert_eq!(status, 200, "{body}");
     shown.push(("GET the sandbox".to_owned(), body));
 
-    // Refusals: an unknown name (400, naming it), a tenant not granted the
-    // secret (403), secrets with no network (400).
+    // Refusals: an unknown name and a tenant not granted the secret (the
+    // same 403, naming it), secrets with no network (400).
     let model = serde_json::json!({"scripted": script});
     let (status, body) = server.api(
         TOKEN_A,
@@ -599,8 +599,11 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
         Some(&serde_json::json!({"goal": "again", "model": model,
             "network": {"allowlist": ["api.test"]}, "secrets": ["NO_SUCH_SECRET"]})),
     );
-    assert_eq!(status, 400, "{body}");
-    assert!(body.contains("unknown secret NO_SUCH_SECRET"), "{body}");
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("secret NO_SUCH_SECRET is not one this server grants"),
+        "{body}"
+    );
     let (status, body) = server.api(
         TOKEN_A,
         "POST",
@@ -608,7 +611,7 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
         Some(&serde_json::json!({"network": {"allowlist": ["api.test"]},
             "secrets": ["NO_SUCH_SECRET"]})),
     );
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(status, 403, "{body}");
     assert!(body.contains("NO_SUCH_SECRET"), "{body}");
     let (status, body) = server.api(
         TOKEN_B,

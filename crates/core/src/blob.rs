@@ -9,6 +9,11 @@
 //! so a reader never sees a half-written blob and two concurrent puts of the
 //! same content both succeed.
 //!
+//! A checkpoint stores a tenant's files in that tenant's part of the store
+//! ([`BlobStore::tenant`]): content is de-duplicated within a part, never
+//! across tenants, so whether a put found its content already stored (a
+//! checkpoint's `new_blobs`) tells a tenant nothing of what others hold.
+//!
 //! Garbage collection is the caller's (only it knows which blobs its rows
 //! name): [`BlobStore::delete_if_written_before`] removes a blob only if no
 //! put of the same content committed since a cutoff, atomically with respect
@@ -21,6 +26,8 @@ use std::str::FromStr;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+
+use crate::ids::TenantId;
 
 /// Length of a key: a sha256 digest in hex.
 pub const BLOB_KEY_LEN: usize = 64;
@@ -171,8 +178,22 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
         cutoff: SystemTime,
     ) -> Result<bool, BlobError>;
 
-    /// Every stored blob, in key order.
+    /// Every stored blob, in key order (of this part only: not those of
+    /// the tenants' parts, [`BlobStore::tenant`]).
     fn list(&self) -> Result<Vec<BlobInfo>, BlobError>;
+
+    /// The part of the store that holds `tenant`'s checkpoint files, made
+    /// on its first write. Content is de-duplicated within the part only.
+    /// Blobs stored before tenants had parts (in the store itself) stay
+    /// readable: the part's [`BlobStore::open`] falls back to them, while
+    /// its [`BlobStore::size`] and [`BlobStore::exists`] (what a capture asks
+    /// before storing) answer for the part alone, so a capture stores its
+    /// own copy. Called on a part, it answers as the whole store does.
+    fn tenant(&self, tenant: &TenantId) -> std::sync::Arc<dyn BlobStore>;
+
+    /// The tenants that have a part, for the collection of unreferenced
+    /// blobs (the whole store's, also when called on a part).
+    fn tenants(&self) -> Result<Vec<TenantId>, BlobError>;
 }
 
 /// One blob store operation failed.

@@ -43,7 +43,7 @@ pub use sandbox_spec::{
 };
 pub use secret::{
     DEFAULT_SECRET_HEADER, InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretHeader, SecretNotice,
-    SecretRequest, SecretSpec, SecretValue, parse_header_template,
+    SecretRequest, SecretSpec, SecretValue, check_secrets_network, parse_header_template,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

@@ -12,7 +12,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::network::{Destination, InvalidNetworkPolicy, MAX_DESTINATIONS};
+use crate::network::{Destination, InvalidNetworkPolicy, MAX_DESTINATIONS, NetworkPolicy};
 
 /// Most secrets of one sandbox.
 pub const MAX_SECRETS: usize = 32;
@@ -112,6 +112,23 @@ pub enum InvalidSecret {
     BadForm(String),
     #[error("at most {MAX_SECRETS} secrets")]
     TooMany,
+    #[error(
+        "network none: a secret reaches only its hosts, through the egress proxy; \
+         ask for a network that allows them"
+    )]
+    NoEgress,
+}
+
+/// Whether `count` secrets can be used with `network`: only the egress
+/// proxy puts a secret's value in, and network `none` has no proxy, so
+/// secrets with it are refused. The one rule the API
+/// (`SecretCatalog::resolve`) and the CLI (`paddock run`, `paddock sandbox
+/// run|create`) both apply.
+pub fn check_secrets_network(count: usize, network: &NetworkPolicy) -> Result<(), InvalidSecret> {
+    if count > 0 && !network.has_egress() {
+        return Err(InvalidSecret::NoEgress);
+    }
+    Ok(())
 }
 
 fn valid_name(name: &str) -> bool {

@@ -239,7 +239,7 @@ async fn rm_rf_then_rewind_restores_the_workspace_and_the_history() {
     );
     assert!(!request.contains("Cleaning up."), "{request}");
 
-    // the blob store holds each content once: 4 files + manifests + end snapshots
+    // the tenant's part of the blob store holds each content once: 4 files + manifests
     let blobs = LocalBlobStore::open(h.dir.path().join("blobs")).unwrap();
     let file_blobs: u64 = h
         .runtime
@@ -250,7 +250,7 @@ async fn rm_rf_then_rewind_restores_the_workspace_and_the_history() {
         .map(|c| c.new_blobs)
         .sum();
     assert_eq!(file_blobs, 4);
-    assert!(blobs.list().unwrap().len() >= 4);
+    assert!(blobs.tenant(&h.tenant).list().unwrap().len() >= 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,10 @@
 //! [`LocalBlobStore`]: blobs as files in a local directory.
 //!
 //! Layout: `<root>/<first two hex digits>/<key>` for blobs and
-//! `<root>/tmp/<uuid>.part` for writes in progress. A write goes to a temp
+//! `<root>/tmp/<uuid>.part` for writes in progress; a tenant's part
+//! ([`BlobStore::tenant`]) is the same layout under `<root>/tenants/<tenant>`,
+//! made on its first write, and its reads fall back to `<root>` (where
+//! checkpoints stored every tenant's files before parts existed). A write goes to a temp
 //! file, is fsynced, renamed to its digest's name and the directory fsynced:
 //! a blob is visible only once complete, and two concurrent puts of the same
 //! content both rename a complete, identical file onto the same name.
@@ -15,10 +18,12 @@
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use nix::fcntl::{Flock, FlockArg};
 use paddock_core::blob::{BlobError, BlobInfo, BlobKey, BlobReader, BlobStore, BlobWriter};
+use paddock_core::ids::TenantId;
 
 use crate::hashing::HashingWriter;
 
@@ -26,10 +31,16 @@ const TMP_DIR: &str = "tmp";
 const GC_LOCK: &str = "gc.lock";
 const WRITE_BUF: usize = 1024 * 1024;
 
+const TENANTS_DIR: &str = "tenants";
+
 /// A [`BlobStore`] over a local directory.
 #[derive(Debug, Clone)]
 pub struct LocalBlobStore {
+    /// This part's directory: the whole store's, or a tenant's.
     root: PathBuf,
+    /// The whole store's directory; for a tenant's part, also where its
+    /// reads fall back to.
+    base: PathBuf,
 }
 
 impl LocalBlobStore {
@@ -37,7 +48,23 @@ impl LocalBlobStore {
     pub fn open(root: impl Into<PathBuf>) -> io::Result<Self> {
         let root = root.into();
         fs::create_dir_all(root.join(TMP_DIR))?;
-        Ok(Self { root })
+        Ok(Self {
+            base: root.clone(),
+            root,
+        })
+    }
+
+    /// `tenant`'s part, not created yet (its first write makes it).
+    pub fn tenant_part(&self, tenant: &TenantId) -> Self {
+        Self {
+            root: self.base.join(TENANTS_DIR).join(tenant.as_str()),
+            base: self.base.clone(),
+        }
+    }
+
+    /// Whether this is a tenant's part (whose reads fall back to the base).
+    fn is_part(&self) -> bool {
+        self.root != self.base
     }
 
     pub fn root(&self) -> &Path {
@@ -47,6 +74,9 @@ impl LocalBlobStore {
     /// Holds the store's collection lock, shared (commits) or exclusive
     /// (collection), until the returned guard is dropped.
     fn gc_lock(&self, exclusive: bool) -> io::Result<Flock<File>> {
+        if self.is_part() {
+            fs::create_dir_all(&self.root)?;
+        }
         let file = File::options()
             .read(true)
             .write(true)
@@ -63,8 +93,7 @@ impl LocalBlobStore {
 
     /// Where the blob `key` lives (whether or not it exists).
     pub fn blob_path(&self, key: &BlobKey) -> PathBuf {
-        let key = key.as_str();
-        self.root.join(&key[..2]).join(key)
+        blob_path_in(&self.root, key)
     }
 
     /// Removes temp files of writes abandoned by a crash, older than `age`
@@ -72,7 +101,13 @@ impl LocalBlobStore {
     pub fn remove_stale_temps(&self, age: Duration) -> io::Result<u64> {
         let now = SystemTime::now();
         let mut removed = 0;
-        for entry in fs::read_dir(self.root.join(TMP_DIR))? {
+        let entries = match fs::read_dir(self.root.join(TMP_DIR)) {
+            Ok(entries) => entries,
+            // a tenant's part that was never written
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.is_part() => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
             let entry = entry?;
             let modified = entry.metadata()?.modified()?;
             if now.duration_since(modified).unwrap_or_default() > age {
@@ -93,11 +128,15 @@ impl BlobStore for LocalBlobStore {
             .root
             .join(TMP_DIR)
             .join(format!("{}.part", uuid::Uuid::new_v4().simple()));
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|source| BlobError::Begin { source })?;
+        let create = || File::options().write(true).create_new(true).open(&tmp);
+        let file = match create() {
+            // a tenant's part is made on its first write
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.is_part() => {
+                fs::create_dir_all(self.root.join(TMP_DIR)).and_then(|()| create())
+            }
+            other => other,
+        }
+        .map_err(|source| BlobError::Begin { source })?;
         Ok(Box::new(LocalBlobWriter {
             out: Some(HashingWriter::new(BufWriter::with_capacity(
                 WRITE_BUF, file,
@@ -108,7 +147,14 @@ impl BlobStore for LocalBlobStore {
     }
 
     fn open(&self, key: &BlobKey) -> Result<BlobReader, BlobError> {
-        let file = File::open(self.blob_path(key)).map_err(|source| match source.kind() {
+        let opened = match File::open(self.blob_path(key)) {
+            // stored before tenants had parts
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.is_part() => {
+                File::open(blob_path_in(&self.base, key))
+            }
+            other => other,
+        };
+        let file = opened.map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => BlobError::NotFound { key: key.clone() },
             _ => BlobError::Open {
                 key: key.clone(),
@@ -179,7 +225,13 @@ impl BlobStore for LocalBlobStore {
     fn list(&self) -> Result<Vec<BlobInfo>, BlobError> {
         let list_err = |source| BlobError::List { source };
         let mut blobs = Vec::new();
-        for shard in fs::read_dir(&self.root).map_err(list_err)? {
+        let shards = match fs::read_dir(&self.root) {
+            Ok(shards) => shards,
+            // a tenant's part that was never written
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.is_part() => return Ok(blobs),
+            Err(source) => return Err(list_err(source)),
+        };
+        for shard in shards {
             let shard = shard.map_err(list_err)?;
             let shard_name = shard.file_name();
             let Some(prefix) = shard_name.to_str().filter(|name| name.len() == 2) else {
@@ -215,6 +267,40 @@ impl BlobStore for LocalBlobStore {
         blobs.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(blobs)
     }
+
+    fn tenant(&self, tenant: &TenantId) -> Arc<dyn BlobStore> {
+        Arc::new(self.tenant_part(tenant))
+    }
+
+    fn tenants(&self) -> Result<Vec<TenantId>, BlobError> {
+        let list_err = |source| BlobError::List { source };
+        let mut tenants = Vec::new();
+        let dirs = match fs::read_dir(self.base.join(TENANTS_DIR)) {
+            Ok(dirs) => dirs,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(tenants),
+            Err(source) => return Err(list_err(source)),
+        };
+        for dir in dirs {
+            let dir = dir.map_err(list_err)?;
+            // anything that is not a tenant's directory is not a part
+            if let Some(tenant) = dir
+                .file_name()
+                .to_str()
+                .and_then(|name| TenantId::parse(name).ok())
+                && dir.file_type().map_err(list_err)?.is_dir()
+            {
+                tenants.push(tenant);
+            }
+        }
+        tenants.sort();
+        Ok(tenants)
+    }
+}
+
+/// Where the blob `key` lives under `root`.
+fn blob_path_in(root: &Path, key: &BlobKey) -> PathBuf {
+    let key = key.as_str();
+    root.join(&key[..2]).join(key)
 }
 
 #[derive(Debug)]

@@ -255,3 +255,46 @@ fn collection_never_removes_a_blob_committed_meanwhile() {
     let removed = collector.join().unwrap();
     assert!(removed > 0, "the collector never removed a backdated blob");
 }
+
+/// A tenant's part: its own content only for `size`/`exists`/`list` (what
+/// a capture asks before storing), reads falling back to the store itself
+/// (blobs stored before parts existed), made on its first write.
+#[test]
+fn tenant_parts_dedupe_alone_and_read_the_old_layout() {
+    use paddock_core::ids::TenantId;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = LocalBlobStore::open(tmp.path()).unwrap();
+    let (acme, globex) = (
+        TenantId::parse("acme").unwrap(),
+        TenantId::parse("globex").unwrap(),
+    );
+    let old = store.put(&mut &b"stored before parts"[..]).unwrap();
+    let a = store.tenant(&acme);
+    let g = store.tenant(&globex);
+    assert!(
+        store.tenants().unwrap().is_empty(),
+        "no part before a write"
+    );
+    assert_eq!(a.size(&old.key).unwrap(), None);
+    let mut read = String::new();
+    a.open(&old.key).unwrap().read_to_string(&mut read).unwrap();
+    assert_eq!(read, "stored before parts");
+
+    let mine = a.put(&mut &b"acme's file"[..]).unwrap();
+    assert!(a.exists(&mine.key).unwrap());
+    assert!(!g.exists(&mine.key).unwrap(), "another tenant's content");
+    assert!(!store.exists(&mine.key).unwrap());
+    assert!(matches!(g.open(&mine.key), Err(BlobError::NotFound { .. })));
+    assert_eq!(
+        a.list().unwrap().iter().map(|b| &b.key).collect::<Vec<_>>(),
+        [&mine.key]
+    );
+    assert_eq!(
+        store.list().unwrap(),
+        vec![old],
+        "parts are not the store's"
+    );
+    assert_eq!(store.tenants().unwrap(), vec![acme.clone()]);
+    assert_eq!(a.tenants().unwrap(), vec![acme]);
+    assert!(g.list().unwrap().is_empty());
+}

@@ -48,9 +48,11 @@ impl Engine {
     }
 
     /// Reads a run's row for a steering post and keeps its queue from
-    /// closing until the post commits. On Postgres `FOR SHARE` makes a
+    /// closing until the post commits. On Postgres `FOR UPDATE` makes a
     /// concurrent close wait for the post (and the post wait for a close,
-    /// then see the closed row); SQLite already holds the write lock.
+    /// then see the closed row), and two posts to one run take turns, so
+    /// each takes the next of the run's ids (migration 0011); SQLite already
+    /// holds the write lock.
     pub(crate) fn steering_post_sql(self) -> &'static str {
         match self {
             Engine::Sqlite => {
@@ -58,7 +60,7 @@ impl Engine {
             }
             Engine::Postgres => {
                 "SELECT id, state, steering_closed_at FROM runs WHERE tenant_id = $1 AND id = $2 \
-                 FOR SHARE"
+                 FOR UPDATE"
             }
         }
     }

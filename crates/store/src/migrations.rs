@@ -41,6 +41,7 @@ const SQLITE: &[Embedded] = embed!(
     "0008_quarantine.sql",
     "0009_steering_closed.sql",
     "0010_agent_memory_proposed.sql",
+    "0011_steering_seq.sql",
     "0012_rewind_event_position.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
@@ -55,6 +56,7 @@ const POSTGRES: &[Embedded] = embed!(
     "0008_quarantine.sql",
     "0009_steering_closed.sql",
     "0010_agent_memory_proposed.sql",
+    "0011_steering_seq.sql",
     "0012_rewind_event_position.sql"
 );
 

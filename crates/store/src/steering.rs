@@ -29,11 +29,11 @@ fn open_state(state: RunState) -> bool {
 }
 
 fn read(row: &AnyRow) -> Result<SteeringMessage, StoreError> {
-    let r = Reader::new(row, "steering message", "id");
+    let r = Reader::new(row, "steering message", "seq");
     Ok(SteeringMessage {
         tenant: r.parsed("tenant_id", TenantId::parse)?,
         run: r.parsed("run_id", RunId::parse)?,
-        id: r.count("id")?,
+        id: r.count("seq")?,
         text: r.text("text")?,
         created_at: r.time("created_at")?,
         delivered_at: r.opt_time("delivered_at")?,
@@ -41,7 +41,8 @@ fn read(row: &AnyRow) -> Result<SteeringMessage, StoreError> {
 }
 
 /// Stores `text` for `run` if the run is still going and its queue is
-/// open. The run's row is read locked ([`Engine::steering_post_sql`]), so a
+/// open, as the run's next message (its id is the run's own count,
+/// migration 0011: it says nothing of other runs). The run's row is read locked ([`Engine::steering_post_sql`]), so a
 /// close ([`close`]) either sees this message or refuses it: none is
 /// accepted and then left behind.
 ///
@@ -74,9 +75,10 @@ pub(crate) async fn post(
         });
     }
     let row = sqlx::query(
-        "INSERT INTO steering_messages (tenant_id, run_id, text, created_at) \
-         VALUES ($1, $2, $3, $4) \
-         RETURNING id, tenant_id, run_id, text, created_at, delivered_at",
+        "INSERT INTO steering_messages (tenant_id, run_id, seq, text, created_at) \
+         SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4 FROM steering_messages \
+         WHERE tenant_id = $1 AND run_id = $2 \
+         RETURNING seq, tenant_id, run_id, text, created_at, delivered_at",
     )
     .bind(tenant.as_str())
     .bind(run.as_str())
@@ -106,9 +108,9 @@ pub(crate) async fn waiting(
     rows.iter().map(read).collect()
 }
 
-const WAITING_SQL: &str = "SELECT id, tenant_id, run_id, text, created_at, delivered_at \
+const WAITING_SQL: &str = "SELECT seq, tenant_id, run_id, text, created_at, delivered_at \
      FROM steering_messages \
-     WHERE tenant_id = $1 AND run_id = $2 AND delivered_at IS NULL ORDER BY id";
+     WHERE tenant_id = $1 AND run_id = $2 AND delivered_at IS NULL ORDER BY seq";
 
 /// Delivers `deliveries` (messages of `run`) in one transaction, fenced by
 /// the lease on `session` and under the run's row lock
@@ -157,7 +159,7 @@ pub(crate) async fn deliver(
     for delivery in deliveries {
         let marked = sqlx::query(
             "UPDATE steering_messages SET delivered_at = $1 \
-             WHERE tenant_id = $2 AND run_id = $3 AND id = $4 AND delivered_at IS NULL",
+             WHERE tenant_id = $2 AND run_id = $3 AND seq = $4 AND delivered_at IS NULL",
         )
         .bind(now.as_millis())
         .bind(tenant.as_str())
@@ -307,8 +309,8 @@ pub(crate) async fn list(
 ) -> Result<Vec<SteeringMessage>, StoreError> {
     const OP: &str = "list_steering_messages";
     let rows = sqlx::query(
-        "SELECT id, tenant_id, run_id, text, created_at, delivered_at FROM steering_messages \
-         WHERE tenant_id = $1 AND run_id = $2 ORDER BY id",
+        "SELECT seq, tenant_id, run_id, text, created_at, delivered_at FROM steering_messages \
+         WHERE tenant_id = $1 AND run_id = $2 ORDER BY seq",
     )
     .bind(tenant.as_str())
     .bind(run.as_str())

@@ -78,6 +78,12 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
             return resume(&api, &args, id, model, extra).await;
         }
         if !args.secrets.is_empty() {
+            // refused here as the server would (without --network, the
+            // server's default decides, and the server checks)
+            if let Some(network) = &args.network {
+                paddock_proto::check_secrets_network(args.secrets.len(), network)
+                    .map_err(|err| Failure::Usage(format!("--secret: {err}")))?;
+            }
             extra.insert("secrets".to_owned(), secrets_field(&args.secrets));
         }
         extra.extend(backend_fields(backend.backend, backend.image.as_deref()));

@@ -158,9 +158,11 @@ fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
 }
 
 /// The `--secret`s of a local run: each with its value from this
-/// environment (a secret by name alone is a server's).
+/// environment (a secret by name alone is a server's), refused with
+/// network none (here the default) as the API refuses them.
 fn local_secrets(args: &GoalArgs) -> Result<Vec<paddock_proto::SecretSpec>, String> {
-    args.secrets
+    let secrets = args
+        .secrets
         .iter()
         .map(|secret| match secret {
             SecretArg::Local(spec) => Ok(spec.clone()),
@@ -169,7 +171,11 @@ fn local_secrets(args: &GoalArgs) -> Result<Vec<paddock_proto::SecretSpec>, Stri
                  config): add --server, or give NAME@HOST[,HOST...] with the value in ${name} here"
             )),
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    let network = args.network.clone().unwrap_or_default();
+    paddock_proto::check_secrets_network(secrets.len(), &network)
+        .map_err(|err| format!("--secret: {err}"))?;
+    Ok(secrets)
 }
 
 pub(super) fn format_of(args: &GoalArgs) -> Format {

@@ -7,6 +7,11 @@ use super::{ApiClient, print_json};
 use crate::cli::{CreateArgs, LsArgs, RmArgs};
 
 pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> {
+    // the server's rule, checked before asking it
+    if let Err(err) = paddock_proto::check_secrets_network(args.secrets.len(), &args.network) {
+        eprintln!("paddock: --secret: {err}");
+        return Ok(crate::agent::EXIT_USAGE);
+    }
     let mut limits = Map::new();
     for (key, value) in [
         ("memory_bytes", args.memory),

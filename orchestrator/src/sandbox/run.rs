@@ -35,10 +35,7 @@ enum Outcome {
 }
 
 pub async fn run(args: RunArgs, backend: &dyn SandboxBackend) -> anyhow::Result<u8> {
-    if let Some(dir) = &args.workspace
-        && !dir.is_dir()
-    {
-        let err = anyhow::anyhow!("--workspace {}: not a directory", dir.display());
+    if let Some(err) = usage_error(&args) {
         if args.json {
             println!("{}", serde_json::to_string(&RunReport::start_failed(&err))?);
         }
@@ -109,6 +106,22 @@ fn note_outcome(outcome: &Outcome, args: &RunArgs) {
         }
         Outcome::Interrupted(_) => {}
     }
+}
+
+/// A mistake in the arguments that no sandbox needs to be made to see.
+fn usage_error(args: &RunArgs) -> Option<anyhow::Error> {
+    if let Some(dir) = &args.workspace
+        && !dir.is_dir()
+    {
+        return Some(anyhow::anyhow!(
+            "--workspace {}: not a directory",
+            dir.display()
+        ));
+    }
+    // the API's rule (paddock_proto::check_secrets_network)
+    paddock_proto::check_secrets_network(args.secrets.len(), &args.network)
+        .err()
+        .map(|err| anyhow::anyhow!("--secret: {err}"))
 }
 
 fn sandbox_spec(args: &RunArgs) -> SandboxSpec {

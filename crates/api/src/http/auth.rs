@@ -12,10 +12,32 @@ use super::{ApiError, AppState};
 /// Shortest token accepted in configuration.
 pub const MIN_TOKEN_LEN: usize = 16;
 
+/// Text that marks a token copied from a sample rather than made: the
+/// sample config's and the docs' tokens, and the words samples use. A
+/// token holding one (any case) is refused; each with where it comes from.
+const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("change-me", "deploy/paddock.toml's token"),
+    ("changeme", "the usual spelling of the same"),
+    ("change_me", "the usual spelling of the same"),
+    ("replace-me", "a sample's word for a value to fill in"),
+    ("long-random", "docs/api.md's token"),
+    ("your-token", "a sample's word for a value to fill in"),
+    ("placeholder", "a sample's word for a value to fill in"),
+];
+
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     #[error("token #{index} for tenant {tenant} is shorter than {MIN_TOKEN_LEN} characters")]
     TooShort { index: usize, tenant: TenantId },
+    #[error(
+        "token #{index} for tenant {tenant} is the sample's placeholder (it holds {found:?}): \
+         make a random one, e.g. `openssl rand -hex 32`"
+    )]
+    Placeholder {
+        index: usize,
+        tenant: TenantId,
+        found: &'static str,
+    },
     #[error("token #{index} has characters other than visible ASCII")]
     NotPrintable { index: usize },
     #[error("token #{index} is configured twice")]
@@ -44,6 +66,18 @@ impl Tokens {
                 return Err(TokenError::TooShort {
                     index,
                     tenant: tenant.clone(),
+                });
+            }
+            let lower = token.to_ascii_lowercase();
+            let placeholder = PLACEHOLDERS
+                .iter()
+                .map(|(p, _)| *p)
+                .find(|p| lower.contains(p));
+            if let Some(found) = placeholder {
+                return Err(TokenError::Placeholder {
+                    index,
+                    tenant: tenant.clone(),
+                    found,
                 });
             }
             if !token.bytes().all(|b| b.is_ascii_graphic()) {
@@ -152,5 +186,41 @@ mod tests {
             Tokens::new(vec![(format!("{} x", "y".repeat(16)), tenant("acme"))]),
             Err(TokenError::NotPrintable { .. })
         ));
+    }
+
+    /// Issue 26: the token of deploy/paddock.toml and of docs/api.md's
+    /// example are refused when loaded, whatever their case; so is a short one.
+    #[test]
+    fn sample_placeholder_tokens_are_refused() {
+        let sample = include_str!("../../../../deploy/paddock.toml");
+        let docs = include_str!("../../../../docs/api.md");
+        let quoted_token = |text: &'static str| -> Vec<String> {
+            text.lines()
+                .filter_map(|line| line.trim().strip_prefix("token = \""))
+                .filter_map(|rest| rest.split('"').next())
+                .map(str::to_owned)
+                .collect()
+        };
+        let samples: Vec<String> = quoted_token(sample)
+            .into_iter()
+            .chain(quoted_token(docs))
+            .collect();
+        assert!(samples.len() >= 2, "{samples:?}");
+        for token in samples
+            .iter()
+            .cloned()
+            .chain(["CHANGE-ME-0123456789abcdef".to_owned()])
+        {
+            let refused = Tokens::new(vec![(token.clone(), tenant("acme"))]);
+            assert!(
+                matches!(refused, Err(TokenError::Placeholder { .. })),
+                "{token}: {refused:?}"
+            );
+        }
+        assert!(matches!(
+            Tokens::new(vec![("0123456789abcde".into(), tenant("acme"))]),
+            Err(TokenError::TooShort { .. })
+        ));
+        assert!(Tokens::new(vec![("9f2c1e7a5b3d4c6e8a0b".into(), tenant("acme"))]).is_ok());
     }
 }

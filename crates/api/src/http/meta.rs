@@ -27,7 +27,9 @@ pub(super) struct HealthView {
     /// in the operator's order; only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
     backends: Option<Vec<BackendView>>,
-    /// Sandboxes running on this node; only with a token.
+    /// The caller's tenant's sandboxes running on this node (never the
+    /// node's total: other tenants' work is not the caller's to see); only
+    /// with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
     sandboxes: Option<usize>,
 }
@@ -106,7 +108,7 @@ pub(super) async fn health(
     State(state): State<AppState>,
     caller: Result<Caller, ApiError>,
 ) -> impl IntoResponse {
-    if caller.is_err() {
+    let Ok(caller) = caller else {
         let body = HealthView {
             status: Overall::Up,
             database: None,
@@ -115,8 +117,8 @@ pub(super) async fn health(
             sandboxes: None,
         };
         return (StatusCode::OK, Json(body));
-    }
-    let health = state.service.health().await;
+    };
+    let health = state.service.health(&caller.0).await;
     let (status, overall) = if health.is_ok() {
         (StatusCode::OK, Overall::Ok)
     } else {

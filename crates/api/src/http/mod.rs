@@ -14,6 +14,7 @@ mod events;
 mod exec;
 mod extract;
 mod files;
+mod headers;
 mod memory;
 mod meta;
 mod openapi;
@@ -118,6 +119,7 @@ pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptio
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
+        .layer(axum::middleware::map_response(headers::layer))
         .with_state(state)
 }
 

@@ -118,7 +118,7 @@ pub(super) async fn delete_workspace(
     request_body = CreateSandbox,
     responses(
         (status = 201, description = "running", body = SandboxView),
-        (status = 400, description = "a value the server refuses (`invalid_request`): limits, a network no backend can apply, an unknown secret (naming it) or a caller's secret that is not valid, secrets with network none", body = ErrorBody),
+        (status = 400, description = "a value the server refuses (`invalid_request`): limits, a network no backend can apply, a caller's secret that is not valid, secrets with network none", body = ErrorBody),
         (status = 403, description = "a network beyond what the server allows tenants (`network_not_allowed`), or a secret the server does not grant to this tenant (`secret_not_allowed`)", body = ErrorBody),
         (status = 404, description = "no such workspace (`workspace_not_found`)", body = ErrorBody),
         (status = 409, description = "a read-write sandbox's workspace has another writer, a sandbox or a run (`workspace_busy`, naming it), or a conflicting write (`conflict`)", body = ErrorBody),

@@ -184,7 +184,7 @@ fn busy() -> Response<Body> {
     response
         .headers_mut()
         .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    response
+    super::headers::harden(response)
 }
 
 /// The connection caps: one ticket per open connection.

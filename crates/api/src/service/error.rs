@@ -38,8 +38,11 @@ pub enum ServiceError {
     SecretNotAllowed { reason: String },
     #[error("this node already runs its limit of {limit} sandboxes")]
     TooManySandboxes { limit: usize },
-    /// Granting the sandbox's limits would go over a quota.
-    #[error("{scope} quota {quota} exceeded: {used} in use of {limit}, {asked} asked")]
+    /// Granting the sandbox's limits would go over a quota. The message
+    /// shows the figures of a tenant quota (the tenant's own) and never
+    /// those of the node's (they count every tenant's sandboxes):
+    /// `quota::refusal`.
+    #[error("{}", super::quota::refusal(*scope, quota, *limit, *used, *asked))]
     QuotaExceeded {
         scope: super::quota::QuotaScope,
         quota: &'static str,

@@ -154,7 +154,11 @@ impl SandboxService {
         Ok(())
     }
 
-    pub async fn health(&self) -> views::Health {
+    /// The node's components as `tenant` may see them: whether each works,
+    /// how many sandboxes each warm pool holds, and of the sandboxes only
+    /// the tenant's own (how many the node runs tells of other tenants'
+    /// work).
+    pub async fn health(&self, tenant: &TenantId) -> views::Health {
         let database = self.store.ping().await.is_ok();
         if !database {
             tracing::warn!("health: the store does not answer");
@@ -181,7 +185,11 @@ impl SandboxService {
                 ok: backends.iter().all(|b| b.ok) && !self.shutdown.is_cancelled(),
             },
             backends,
-            sandboxes: self.live_map().len(),
+            sandboxes: self
+                .live_map()
+                .values()
+                .filter(|live| live.tenant == *tenant)
+                .count(),
         }
     }
 

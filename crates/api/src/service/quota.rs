@@ -115,6 +115,21 @@ impl std::fmt::Display for QuotaScope {
     }
 }
 
+/// What a caller refused by a quota is told: a tenant quota with its
+/// figures (what the tenant itself holds), the node's without them (its use
+/// sums every tenant's sandboxes, and its limit tells how much room they
+/// leave); the node's figures go to the log ([`QuotaLedger::reserve`]).
+pub(crate) fn refusal(scope: QuotaScope, quota: &str, limit: u64, used: u64, asked: u64) -> String {
+    match scope {
+        QuotaScope::Tenant => {
+            format!("tenant quota {quota} exceeded: {used} in use of {limit}, {asked} asked")
+        }
+        QuotaScope::Node => format!(
+            "this node has no room now for the {quota} asked ({asked}); try again later or ask for less"
+        ),
+    }
+}
+
 /// What one sandbox is granted; an unset limit counts as `u64::MAX`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Grant {
@@ -258,7 +273,15 @@ impl QuotaLedger {
         self.quotas
             .tenant
             .check(QuotaScope::Tenant, &mine, &asked)?;
-        self.quotas.node.check(QuotaScope::Node, &node, &asked)?;
+        if let Err(refused) = self.quotas.node.check(QuotaScope::Node, &node, &asked) {
+            if let ServiceError::QuotaExceeded {
+                quota, limit, used, ..
+            } = &refused
+            {
+                tracing::warn!(tenant = %tenant, quota, limit, used, "node quota refused a sandbox");
+            }
+            return Err(refused);
+        }
         book.next += 1;
         let key = Key::Starting(book.next);
         book.grants.insert(key.clone(), (tenant.clone(), asked));
@@ -401,6 +424,49 @@ mod tests {
             ledger.reserve(&a, &unbounded, &Vec::new()),
             Err(ServiceError::QuotaExceeded { quota: "pids", .. })
         ));
+    }
+
+    /// Issue 26: a node quota's refusal tells the caller nothing of what
+    /// other tenants hold (neither the node's use nor its limit); a tenant
+    /// quota's shows the tenant's own figures.
+    #[test]
+    fn a_node_refusal_shows_no_node_figures() {
+        let ledger = QuotaLedger::new(Quotas {
+            tenant: Quota {
+                pids: Some(5000),
+                ..Quota::default()
+            },
+            node: Quota {
+                pids: Some(1000),
+                ..Quota::default()
+            },
+        });
+        let held = ledger.reserve(&tenant("a"), &limits(1, 777), &Vec::new());
+        assert!(held.is_ok());
+        let refused = ledger
+            .reserve(&tenant("b"), &limits(1, 300), &Vec::new())
+            .map(|_| ())
+            .unwrap_err();
+        let text = refused.to_string();
+        assert!(matches!(
+            refused,
+            ServiceError::QuotaExceeded {
+                scope: QuotaScope::Node,
+                ..
+            }
+        ));
+        for figure in ["777", "1000"] {
+            assert!(!text.contains(figure), "{text}");
+        }
+        assert!(text.contains("pids") && text.contains("300"), "{text}");
+        let own = ledger
+            .reserve(&tenant("a"), &limits(1, 4300), &Vec::new())
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            own.to_string(),
+            "tenant quota pids exceeded: 777 in use of 5000, 4300 asked"
+        );
     }
 
     #[test]

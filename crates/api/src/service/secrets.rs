@@ -4,8 +4,9 @@
 //! is a pure function of the catalog, the tenant, the request and the
 //! network the request was granted:
 //!
-//! - a name the catalog does not hold is refused (400, naming it);
-//! - an operator's secret not granted to the tenant is refused (403);
+//! - a name the catalog does not hold, and an operator's secret not granted
+//!   to the tenant, get the same refusal (403, naming it): a tenant cannot
+//!   tell the names of other tenants' secrets from names nobody defined;
 //! - a caller's secret is checked as `paddock run --secret` checks one
 //!   (its name, value, hosts and header template), its value never echoed;
 //! - a name given twice, or more than [`MAX_SECRETS`] in all, is refused;
@@ -21,7 +22,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use paddock_core::ids::TenantId;
-use paddock_proto::{InvalidSecret, MAX_SECRETS, NetworkPolicy, SecretSpec, SecretValue};
+use paddock_proto::{
+    InvalidSecret, MAX_SECRETS, NetworkPolicy, SecretSpec, SecretValue, check_secrets_network,
+};
 use serde::{Deserialize, Serialize};
 
 /// One secret of a request.
@@ -128,19 +131,14 @@ pub struct SecretCatalog {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretRefused {
-    #[error("unknown secret {name}: this server defines no secret of that name")]
-    Unknown { name: String },
-    #[error("secret {name} is not granted to tenant {tenant}")]
+    /// The catalog holds no secret `name`, or holds one not granted to the
+    /// tenant: one answer for both, so that no tenant learns another's names.
+    #[error("secret {name} is not one this server grants to tenant {tenant}")]
     NotGranted { name: String, tenant: TenantId },
     #[error(transparent)]
     Invalid(InvalidSecret),
     #[error("secret {name} is named twice")]
     Duplicate { name: String },
-    #[error(
-        "network none: a secret reaches only its hosts, through the egress proxy; \
-         ask for a network that allows them"
-    )]
-    NoEgress,
 }
 
 /// Two operator secrets of one name.
@@ -187,16 +185,16 @@ impl SecretCatalog {
         for secret in asked {
             let spec = match secret {
                 SecretRef::Named(name) => {
-                    let known = self
+                    let Some(known) = self
                         .secrets
                         .get(name.as_str())
-                        .ok_or_else(|| SecretRefused::Unknown { name: name.clone() })?;
-                    if !known.grant.allows(tenant) {
+                        .filter(|known| known.grant.allows(tenant))
+                    else {
                         return Err(SecretRefused::NotGranted {
                             name: name.clone(),
                             tenant: tenant.clone(),
                         });
-                    }
+                    };
                     known.spec.clone()
                 }
                 SecretRef::Supplied(supplied) => supplied.spec().map_err(SecretRefused::Invalid)?,
@@ -206,9 +204,7 @@ impl SecretCatalog {
             }
             specs.push(spec);
         }
-        if !network.has_egress() {
-            return Err(SecretRefused::NoEgress);
-        }
+        check_secrets_network(specs.len(), network).map_err(SecretRefused::Invalid)?;
         Ok(specs)
     }
 }
@@ -287,11 +283,42 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err,
-            SecretRefused::Unknown {
-                name: "NOPE".into()
+            SecretRefused::NotGranted {
+                name: "NOPE".into(),
+                tenant: tenant("acme"),
             }
         );
         assert!(err.to_string().contains("NOPE"));
+    }
+
+    /// Issue 26: a name another tenant was granted and a name nobody
+    /// defined are refused alike (same variant, same text but the name),
+    /// so a tenant cannot enumerate the operator's secret names.
+    #[test]
+    fn another_tenants_secret_and_an_unknown_name_look_the_same() {
+        let c = catalog();
+        let globex = tenant("globex");
+        let granted_elsewhere = c
+            .resolve(&globex, &[named("ACME_ONLY")], &allow())
+            .unwrap_err();
+        let unknown = c
+            .resolve(&globex, &[named("NOPE_ONLY")], &allow())
+            .unwrap_err();
+        let as_service = |refused: SecretRefused| {
+            let err = crate::service::ServiceError::from(refused);
+            let text = err.to_string();
+            (
+                format!("{err:?}").split('{').next().map(str::to_owned),
+                text,
+            )
+        };
+        let (kind_a, text_a) = as_service(granted_elsewhere);
+        let (kind_b, text_b) = as_service(unknown);
+        assert_eq!(kind_a, kind_b);
+        assert_eq!(
+            text_a.replace("ACME_ONLY", "NAME"),
+            text_b.replace("NOPE_ONLY", "NAME")
+        );
     }
 
     #[test]
@@ -346,7 +373,7 @@ mod tests {
         assert_eq!(
             c.resolve(&a, &[named("SHARED")], &NetworkPolicy::None)
                 .unwrap_err(),
-            SecretRefused::NoEgress
+            SecretRefused::Invalid(InvalidSecret::NoEgress)
         );
         assert!(c.resolve(&a, &[], &NetworkPolicy::None).unwrap().is_empty());
     }

@@ -335,25 +335,23 @@ impl SandboxService {
         Ok(SnapshotView::from(&record))
     }
 
-    /// Removes every blob no snapshot row names that was last written
-    /// before the grace period.
+    /// Removes every blob no row names that was last written before the
+    /// grace period: in the store and in each tenant's part (checkpoint
+    /// files, [`BlobStore::tenant`]).
     pub async fn sweep_blobs(&self) -> Result<BlobSweep, ServiceError> {
         let blobs = self.blobs()?;
         let cutoff = self.blob_cutoff();
-        let listed = {
+        let tenants = {
             let blobs = blobs.clone();
-            tokio::task::spawn_blocking(move || blobs.list())
+            tokio::task::spawn_blocking(move || blobs.tenants())
                 .await
                 .map_err(joined("list"))?
                 .map_err(|source| ServiceError::Blob { op: "list", source })?
         };
+        let parts = std::iter::once(blobs.clone()).chain(tenants.iter().map(|t| blobs.tenant(t)));
         let mut sweep = BlobSweep::default();
-        for info in listed.into_iter().filter(|info| info.written < cutoff) {
-            sweep.checked += 1;
-            if self.collect_blob(&blobs, &info.key, cutoff).await? {
-                sweep.removed += 1;
-                sweep.bytes_freed += info.size;
-            }
+        for part in parts {
+            self.sweep_part(&part, cutoff, &mut sweep).await?;
         }
         if sweep.removed > 0 {
             tracing::info!(
@@ -363,6 +361,32 @@ impl SandboxService {
             );
         }
         Ok(sweep)
+    }
+
+    /// Removes the blobs of one part of the store that no row names and
+    /// were last written before `cutoff`. A row of any tenant keeps a blob
+    /// in every part (more kept than needed, never less).
+    async fn sweep_part(
+        &self,
+        blobs: &Arc<dyn BlobStore>,
+        cutoff: SystemTime,
+        sweep: &mut BlobSweep,
+    ) -> Result<(), ServiceError> {
+        let listed = {
+            let blobs = blobs.clone();
+            tokio::task::spawn_blocking(move || blobs.list())
+                .await
+                .map_err(joined("list"))?
+                .map_err(|source| ServiceError::Blob { op: "list", source })?
+        };
+        for info in listed.into_iter().filter(|info| info.written < cutoff) {
+            sweep.checked += 1;
+            if self.collect_blob(blobs, &info.key, cutoff).await? {
+                sweep.removed += 1;
+                sweep.bytes_freed += info.size;
+            }
+        }
+        Ok(())
     }
 
     /// Sweeps the blob store now and then every grace period, until the

@@ -233,7 +233,7 @@ pub struct Health {
     pub backend: ComponentHealth,
     /// Each backend (`name` or `name:image`) a sandbox request may pick.
     pub backends: Vec<BackendHealth>,
-    /// Sandboxes running on this node.
+    /// The tenant's sandboxes running on this node (never the node's total).
     pub sandboxes: usize,
 }
 

@@ -256,7 +256,8 @@ pub const STEERING_TEXT_MAX: usize = 32_000;
 pub struct SteeringMessage {
     pub tenant: TenantId,
     pub run: RunId,
-    /// Assigned by the store; later messages have higher ids.
+    /// Assigned by the store, counted per run (1, 2, ...): later messages
+    /// of a run have higher ids, and an id says nothing of other runs.
     pub id: u64,
     pub text: String,
     pub created_at: Timestamp,

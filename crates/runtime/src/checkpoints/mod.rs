@@ -61,12 +61,14 @@ pub(crate) struct Place {
 impl Checkpointer {
     /// Starts from the session's latest checkpoint of this workspace when
     /// it has one (a failure to read it only costs hashing everything once).
+    /// Files go to the tenant's part of `blobs` ([`BlobStore::tenant`]).
     pub(crate) async fn new(
         store: &Arc<dyn Store>,
         blobs: &Arc<dyn BlobStore>,
         options: CaptureOptions,
         place: Place,
     ) -> Self {
+        let blobs = &blobs.tenant(&place.tenant);
         let last = match latest_of_workspace(store, &place.tenant, &place.session, &place.workspace)
             .await
         {

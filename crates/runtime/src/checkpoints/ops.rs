@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use paddock_core::blob::BlobKey;
+use paddock_core::blob::{BlobKey, BlobStore};
 use paddock_core::ids::{CheckpointId, RunId, SessionId, TenantId};
 use paddock_core::store::{Checkpoint, HistoryPoint, Session, Workspace};
 use paddock_snapshot::checkpoint::{
@@ -94,6 +94,7 @@ impl Runtime {
         to: Option<&CheckpointId>,
     ) -> Result<CheckpointDiff, RuntimeError> {
         let shared = &self.shared;
+        let blobs = shared.blobs.tenant(tenant);
         let session = self.get_session(tenant, session_id).await?;
         let all = self.list_checkpoints(tenant, session_id).await?;
         let find = |id: &CheckpointId| {
@@ -113,16 +114,16 @@ impl Runtime {
             },
         };
         let before = match &from_row {
-            Some(c) => load_manifest(&shared.blobs, &c.manifest_hash).await?,
+            Some(c) => load_manifest(&blobs, &c.manifest_hash).await?,
             None => Manifest::new(0),
         };
         let after = match &to_row {
-            Some(c) => load_manifest(&shared.blobs, &c.manifest_hash).await?,
+            Some(c) => load_manifest(&blobs, &c.manifest_hash).await?,
             None => {
                 let workspace = self.workspace_of(&session).await?;
                 let dir = workspace::workspace_dir(&shared.config, &workspace);
                 let previous = from_row.is_some().then(|| Arc::new(before.clone()));
-                capture_stored(&shared.blobs, &dir, previous, self.capture_options())
+                capture_stored(&blobs, &dir, previous, self.capture_options())
                     .await?
                     .manifest
             }
@@ -131,8 +132,13 @@ impl Runtime {
         let mut patch_bytes = 0usize;
         for change in diff(&before, &after) {
             let patch = if patch_bytes < MAX_PATCH_TOTAL {
-                self.patch(&change.path, change.before.as_ref(), change.after.as_ref())
-                    .await?
+                self.patch(
+                    &blobs,
+                    &change.path,
+                    change.before.as_ref(),
+                    change.after.as_ref(),
+                )
+                .await?
             } else {
                 None
             };
@@ -154,6 +160,7 @@ impl Runtime {
 
     async fn patch(
         &self,
+        blobs: &Arc<dyn BlobStore>,
         path: &str,
         before: Option<&Node>,
         after: Option<&Node>,
@@ -170,9 +177,7 @@ impl Runtime {
         };
         let read = |key: Option<BlobKey>| async move {
             match key {
-                Some(key) => read_blob(&self.shared.blobs, &key, MAX_PATCH_FILE_BYTES)
-                    .await
-                    .map(Some),
+                Some(key) => read_blob(blobs, &key, MAX_PATCH_FILE_BYTES).await.map(Some),
                 None => Ok(None),
             }
         };
@@ -196,7 +201,8 @@ impl Runtime {
         let checkpoint = self
             .get_checkpoint(tenant, session_id, checkpoint_id)
             .await?;
-        let manifest = load_manifest(&shared.blobs, &checkpoint.manifest_hash).await?;
+        let manifest =
+            load_manifest(&shared.blobs.tenant(tenant), &checkpoint.manifest_hash).await?;
         let source_workspace = self.workspace_of(&source).await?;
         let workspace = Workspace::new(
             tenant.clone(),
@@ -205,7 +211,7 @@ impl Runtime {
         );
         let target = workspace::workspace_dir(&shared.config, &workspace);
         workspace::ensure_dir(&target).await?;
-        let restored = self.restore_manifest(&target, manifest, None).await;
+        let restored = self.restore_manifest(tenant, &target, manifest, None).await;
         let created = match restored {
             Ok(_) => store
                 .create_workspace(&workspace)
@@ -264,15 +270,16 @@ impl Runtime {
         Ok(own.or_else(earlier).cloned())
     }
 
-    /// Makes `dir` what `manifest` records; `hint` saves re-hashing files
-    /// whose stat it has.
+    /// Makes `dir` what `manifest` (of `tenant`'s checkpoints) records;
+    /// `hint` saves re-hashing files whose stat it has.
     pub(crate) async fn restore_manifest(
         &self,
+        tenant: &TenantId,
         dir: &Path,
         manifest: Manifest,
         hint: Option<Manifest>,
     ) -> Result<RestoreStats, RuntimeError> {
-        let blobs = Arc::clone(&self.shared.blobs);
+        let blobs = self.shared.blobs.tenant(tenant);
         let options = self.capture_options();
         let path = dir.to_path_buf();
         blocking(format!("restoring {}", dir.display()), move || {

@@ -79,7 +79,7 @@ impl Runtime {
         }
         let workspace = self.workspace_of(&session).await?;
         let dir = workspace::workspace_dir(&shared.config, &workspace);
-        let target = load_manifest(&shared.blobs, &checkpoint.manifest_hash).await?;
+        let target = load_manifest(&shared.blobs.tenant(tenant), &checkpoint.manifest_hash).await?;
 
         let run = Run::new(
             tenant.clone(),
@@ -174,7 +174,7 @@ impl Runtime {
                 .await?;
             journal.emit(&created).await?;
             let stats = self
-                .restore_manifest(&dir, target.clone(), Some(hint))
+                .restore_manifest(tenant, &dir, target.clone(), Some(hint))
                 .await?;
             store
                 .record_rewind(

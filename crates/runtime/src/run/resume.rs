@@ -313,7 +313,11 @@ pub(crate) async fn plan_restore(
         );
         return Ok(None);
     }
-    let target = load_manifest(&runtime.shared.blobs, &checkpoint.manifest_hash).await?;
+    let target = load_manifest(
+        &runtime.shared.blobs.tenant(tenant),
+        &checkpoint.manifest_hash,
+    )
+    .await?;
     let baseline = Baseline {
         checkpoint: &checkpoint.id,
         manifest: Some(&target),
@@ -350,7 +354,9 @@ pub(crate) async fn restore(
     let hint = guarded.manifest().clone();
     let changed = guarded.changed.len();
     let (kept, created) = checkpointer.record(lease, guarded.capture).await?;
-    let stats = runtime.restore_manifest(dir, target, Some(hint)).await?;
+    let stats = runtime
+        .restore_manifest(&checkpoint.tenant, dir, target, Some(hint))
+        .await?;
     tracing::info!(
         resumed_from = %checkpoint.run,
         checkpoint_id = %checkpoint.id,

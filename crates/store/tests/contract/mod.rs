@@ -182,6 +182,7 @@ macro_rules! contract_tests {
             steering::a_post_racing_the_close_is_taken_or_refused,
             steering::a_resumed_run_takes_over_the_waiting_messages_once,
             steering::a_steering_message_is_delivered_with_its_history_entry_once,
+            steering::steering_ids_count_per_run,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {

@@ -651,3 +651,88 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
     assert_eq!(history().await?.len(), 4);
     Ok(())
 }
+
+/// Issue 26: a steering message's id is its run's own count (1, 2, ...),
+/// not a sequence over every tenant's messages, so the id a caller gets
+/// says nothing of other runs; a resumed run goes on after the ids it took
+/// over.
+pub async fn steering_ids_count_per_run(f: &dyn StoreFactory) -> anyhow::Result<()> {
+    let store = f.open(clock()).await?;
+    let acme = fixture(store.as_ref(), "acme").await?;
+    let globex = fixture(store.as_ref(), "globex").await?;
+    let acme_lease = lease_session(store.as_ref(), &acme.session, "driver").await?;
+    let globex_lease = lease_session(store.as_ref(), &globex.session, "driver").await?;
+    let run_of = |fx: &Fixture, goal: &str, from: Option<&RunId>| {
+        let mut run = Run::new(fx.tenant.clone(), fx.session.id.clone(), goal, store.now());
+        run.resumed_from = from.cloned();
+        run
+    };
+    let a = run_of(&acme, "a", None);
+    store.create_run(&acme_lease, &a).await?;
+    let b = run_of(&globex, "b", None);
+    store.create_run(&globex_lease, &b).await?;
+
+    let mut a_ids = Vec::new();
+    for text in ["one", "two", "three"] {
+        a_ids.push(
+            store
+                .post_steering_message(&acme.tenant, &a.id, text)
+                .await?
+                .id,
+        );
+    }
+    // globex's first message is its run's first, whatever acme posted
+    let b_first = store
+        .post_steering_message(&globex.tenant, &b.id, "hi")
+        .await?;
+    assert_eq!(a_ids, [1, 2, 3]);
+    assert_eq!(b_first.id, 1);
+    let listed: Vec<u64> = store
+        .list_steering_messages(&acme.tenant, &a.id)
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(listed, [1, 2, 3]);
+
+    // all three delivered; two more wait, carried to the run resuming it,
+    // whose own next message is 6
+    let delivered = take(store.as_ref(), &acme_lease, &acme, &a.id).await?;
+    assert_eq!(delivered.len(), 3);
+    let late = store
+        .post_steering_message(&acme.tenant, &a.id, "four")
+        .await?;
+    let five = store
+        .post_steering_message(&acme.tenant, &a.id, "five")
+        .await?;
+    assert_eq!((late.id, five.id), (4, 5));
+    store
+        .close_steering(
+            &acme_lease,
+            &acme.tenant,
+            &acme.session.id,
+            &a.id,
+            SteeringClose::Always,
+        )
+        .await?;
+    let resumed = run_of(&acme, "a", Some(&a.id));
+    store.create_run(&acme_lease, &resumed).await?;
+    let next = store
+        .post_steering_message(&acme.tenant, &resumed.id, "six")
+        .await?;
+    assert_eq!(next.id, 6);
+    let taken: Vec<u64> = take(store.as_ref(), &acme_lease, &acme, &resumed.id)
+        .await?
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(taken, [4, 5, 6]);
+    // a fresh run of the same session counts from 1 again
+    let fresh = run_of(&acme, "c", None);
+    store.create_run(&acme_lease, &fresh).await?;
+    let first = store
+        .post_steering_message(&acme.tenant, &fresh.id, "new")
+        .await?;
+    assert_eq!(first.id, 1);
+    Ok(())
+}
