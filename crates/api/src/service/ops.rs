@@ -2,6 +2,7 @@
 
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{ExecEvent, Execution, FileData, SandboxId, WriteOptions};
+use paddock_proto::FsPath;
 
 use super::commands::{
     self, ExecCommand, MAX_PROCESS_READ, SearchCommand, SendSignal, StartProcess, WriteStdin,
@@ -213,7 +214,7 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        path: &str,
+        path: &FsPath,
         offset: u64,
         len: Option<u64>,
     ) -> Result<FileData, ServiceError> {
@@ -230,7 +231,7 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        path: &str,
+        path: &FsPath,
         data: &[u8],
         options: WriteOptions,
     ) -> Result<u64, ServiceError> {
@@ -252,7 +253,7 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        path: &str,
+        path: &FsPath,
         recursive: bool,
     ) -> Result<(), ServiceError> {
         let path = commands::path("path", path)?;
@@ -267,7 +268,7 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        dir: &str,
+        dir: &FsPath,
     ) -> Result<Vec<FileEntry>, ServiceError> {
         let dir = commands::path("dir", dir)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
