@@ -187,7 +187,7 @@ async fn interleaved_answers_reach_their_own_requests() {
         tokio::join!(
             client.exec_output(argv(&["a"]), &[]),
             client.exec_output(argv(&["b"]), &[]),
-            client.file_read("f", 2, Some(3)),
+            client.file_read(&paddock_proto::FsPath::from("f"), 2, Some(3)),
             client.info(),
             guest,
         )
@@ -257,7 +257,7 @@ async fn a_guest_dying_mid_request_fails_every_pending_request() {
 
     let stat = tokio::spawn({
         let client = client.clone();
-        async move { client.file_stat("x").await }
+        async move { client.file_stat(&paddock_proto::FsPath::from("x")).await }
     });
     let _ = within(fake.recv()).await;
     drop(fake);
@@ -297,7 +297,7 @@ async fn a_malformed_guest_frame_breaks_the_connection_with_an_error() {
     let (client, mut fake) = within(connected()).await;
     let pending = tokio::spawn({
         let client = client.clone();
-        async move { client.file_list(".").await }
+        async move { client.file_list(&paddock_proto::FsPath::from(".")).await }
     });
     let _ = within(fake.recv()).await;
     let garbage = b"{not json";
@@ -350,8 +350,13 @@ async fn guest_errors_keep_their_code() {
         let error = ErrorInfo::new(ErrorCode::PathEscape, "leaves the workspace");
         fake.send(frame.id, GuestMessage::Error(error), &[]).await;
     };
-    let (read, ()) =
-        within(async { tokio::join!(client.file_read("../etc/passwd", 0, None), guest) }).await;
+    let (read, ()) = within(async {
+        tokio::join!(
+            client.file_read(&paddock_proto::FsPath::from("../etc/passwd"), 0, None),
+            guest
+        )
+    })
+    .await;
     let err = read.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::PathEscape));
     assert!(matches!(
@@ -370,7 +375,9 @@ async fn a_reply_of_the_wrong_kind_is_an_error() {
         let (frame, _) = fake.recv().await;
         fake.reply(frame.id, Reply::Ok).await;
     };
-    let (stat, ()) = within(async { tokio::join!(client.file_stat("a"), guest) }).await;
+    let (stat, ()) =
+        within(async { tokio::join!(client.file_stat(&paddock_proto::FsPath::from("a")), guest) })
+            .await;
     assert!(
         matches!(stat, Err(GuestError::UnexpectedReply { op: "file_stat", ref got }) if got == "ok"),
         "{stat:?}"

@@ -493,17 +493,26 @@ fn timeout(ms: Option<u64>) -> Result<Option<u64>, ServiceError> {
 
 /// A workspace path as the guest will resolve it; only shape is checked
 /// here, the guest refuses any path that leaves the workspace.
-/// A path of a request: any bytes but NUL (UTF-8 or not), 1 to
-/// [`MAX_PATH_LEN`] of them.
-pub(crate) fn path(field: &str, path: &FsPath) -> Result<FsPath, ServiceError> {
-    let bytes = path.as_bytes();
+pub(crate) fn path(field: &str, path: &str) -> Result<String, ServiceError> {
+    check_path(field, path.as_bytes())?;
+    Ok(path.to_owned())
+}
+
+/// A file's path: any bytes but NUL (UTF-8 or not), as [`path`] checks them.
+pub(crate) fn file_path(field: &str, path: &FsPath) -> Result<FsPath, ServiceError> {
+    check_path(field, path.as_bytes())?;
+    Ok(path.clone())
+}
+
+/// 1 to [`MAX_PATH_LEN`] bytes without NUL.
+fn check_path(field: &str, bytes: &[u8]) -> Result<(), ServiceError> {
     if bytes.is_empty() || bytes.len() > MAX_PATH_LEN || bytes.contains(&0) {
         return Err(ServiceError::invalid(
             field,
             format!("expected 1 to {MAX_PATH_LEN} bytes without NUL"),
         ));
     }
-    Ok(path.clone())
+    Ok(())
 }
 
 #[cfg(test)]

@@ -218,7 +218,7 @@ impl SandboxService {
         offset: u64,
         len: Option<u64>,
     ) -> Result<FileData, ServiceError> {
-        let path = commands::path("path", path)?;
+        let path = commands::file_path("path", path)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         match live.guest.file_read(&path, offset, len).await {
             Ok(data) => Ok(data),
@@ -235,7 +235,7 @@ impl SandboxService {
         data: &[u8],
         options: WriteOptions,
     ) -> Result<u64, ServiceError> {
-        let path = commands::path("path", path)?;
+        let path = commands::file_path("path", path)?;
         if options.mode.is_some_and(|m| m > 0o7777) {
             return Err(ServiceError::invalid(
                 "mode",
@@ -256,7 +256,7 @@ impl SandboxService {
         path: &FsPath,
         recursive: bool,
     ) -> Result<(), ServiceError> {
-        let path = commands::path("path", path)?;
+        let path = commands::file_path("path", path)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         match live.guest.remove(&path, recursive).await {
             Ok(()) => Ok(()),
@@ -270,7 +270,7 @@ impl SandboxService {
         id: &SandboxId,
         dir: &FsPath,
     ) -> Result<Vec<FileEntry>, ServiceError> {
-        let dir = commands::path("dir", dir)?;
+        let dir = commands::file_path("dir", dir)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         match live.guest.file_list(&dir).await {
             Ok(entries) => Ok(entries.iter().map(FileEntry::from).collect()),
