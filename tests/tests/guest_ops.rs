@@ -416,7 +416,7 @@ async fn every_file_operation_works_inside_the_workspace() {
             .await
             .unwrap()
             .into_iter()
-            .map(|e| e.name)
+            .map(|e| e.name.display())
             .collect();
         assert_eq!(listed, ["c.txt"]);
 

@@ -495,11 +495,13 @@ async fn guest_file_operations_follow_the_scope() {
     let sb = backend.create_native(spec).await.unwrap();
     let guest = sb.guest();
     let write = |path: &'static str| {
-        guest.file_write(
-            &paddock_proto::FsPath::from(path),
-            b"new\n",
-            WriteOptions::default(),
-        )
+        let guest = &guest;
+        async move {
+            let path = paddock_proto::FsPath::from(path);
+            guest
+                .file_write(&path, b"new\n", WriteOptions::default())
+                .await
+        }
     };
     assert_eq!(write("src/new.txt").await.unwrap(), 4);
     assert_eq!(write("src/a").await.unwrap(), 4);

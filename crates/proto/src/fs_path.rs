@@ -122,6 +122,14 @@ impl Borrow<[u8]> for FsPath {
     }
 }
 
+/// The path the kernel takes (a Unix path is bytes).
+impl AsRef<std::path::Path> for FsPath {
+    fn as_ref(&self) -> &std::path::Path {
+        use std::os::unix::ffi::OsStrExt;
+        std::path::Path::new(std::ffi::OsStr::from_bytes(&self.0))
+    }
+}
+
 impl AsRef<[u8]> for FsPath {
     fn as_ref(&self) -> &[u8] {
         &self.0
