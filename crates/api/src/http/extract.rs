@@ -239,3 +239,30 @@ pub fn sandbox_id(raw: &str) -> Result<SandboxId, ApiError> {
     SandboxId::parse(raw)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_escapes_decode_to_any_bytes() {
+        assert_eq!(percent_decode("old%FF"), b"old\xff");
+        assert_eq!(percent_decode("d%fe/x%2Fy"), b"d\xfe/x/y");
+        assert_eq!(percent_decode("%C3%A9t%C3%A9"), "été".as_bytes());
+        // a `%` without two hex digits stays as it is
+        assert_eq!(percent_decode("100%"), b"100%");
+        assert_eq!(percent_decode("%zz%4"), b"%zz%4");
+    }
+
+    #[test]
+    fn a_query_value_is_read_as_bytes() {
+        let query = Some("x=1&dir=d%FE%2Fsub+dir&y");
+        assert_eq!(
+            raw_query_value(query, "dir").as_deref(),
+            Some(&b"d\xfe/sub dir"[..])
+        );
+        assert_eq!(raw_query_value(query, "y").as_deref(), Some(&b""[..]));
+        assert_eq!(raw_query_value(query, "z"), None);
+        assert_eq!(raw_query_value(None, "dir"), None);
+    }
+}

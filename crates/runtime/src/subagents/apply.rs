@@ -79,7 +79,8 @@ fn not_found(err: &GuestError) -> bool {
 }
 
 async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError> {
-    let stat = match guest.file_stat(&FsPath::from(path)).await {
+    let raw = FsPath::from(path);
+    let stat = match guest.file_stat(&raw).await {
         Ok(stat) => stat,
         Err(err) if not_found(&err) => return Ok(Current::Kept(Kept::Absent)),
         Err(err) => return Err(err),
@@ -96,7 +97,7 @@ async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError
     let mut data = Vec::new();
     loop {
         let chunk = guest
-            .file_read(&FsPath::from(path), data.len() as u64, Some(READ_CHUNK))
+            .file_read(&raw, data.len() as u64, Some(READ_CHUNK))
             .await?;
         if chunk.data.is_empty() {
             break;
