@@ -81,8 +81,8 @@ async fn search(guest: &mut Guest, spec: SearchSpec) -> (Vec<SearchMatch>, bool)
     }
 }
 
-fn names(entries: &[DirEntry]) -> Vec<&str> {
-    entries.iter().map(|e| e.name.as_str()).collect()
+fn names(entries: &[DirEntry]) -> Vec<String> {
+    entries.iter().map(|e| e.name.display()).collect()
 }
 
 #[tokio::test]
@@ -203,13 +203,13 @@ async fn list_and_stat_describe_entries_without_following_symlinks() {
         ]
     );
     assert_eq!(entries[1].stat.size, 5);
-    assert_eq!(entries[3].stat.link_target.as_deref(), Some("/etc/passwd"));
+    assert_eq!(entries[3].stat.link_target, Some("/etc/passwd".into()));
 
     // lstat semantics: a symlink out is described, not followed.
     let link = stat(&mut guest, "out_link").await;
     assert_eq!(
-        (link.kind, link.link_target.as_deref()),
-        (FileKind::Symlink, Some("/etc/passwd"))
+        (link.kind, link.link_target),
+        (FileKind::Symlink, Some("/etc/passwd".into()))
     );
     let root = stat(&mut guest, "").await;
     assert_eq!(root.kind, FileKind::Dir);
@@ -541,30 +541,30 @@ async fn every_escape_is_refused_before_any_io() {
             (read_all(path), &[]),
             (
                 Request::FileWrite {
-                    path: path.clone(),
+                    path: path.into(),
                     mode: None,
                     create_parents: true,
                 },
                 b"pwned",
             ),
-            (Request::FileList { path: path.clone() }, &[]),
+            (Request::FileList { path: path.into() }, &[]),
             (
                 Request::Mkdir {
-                    path: format!("{path}/d"),
+                    path: format!("{path}/d").into(),
                     parents: true,
                 },
                 &[],
             ),
             (
                 Request::Mkdir {
-                    path: format!("{path}/d"),
+                    path: format!("{path}/d").into(),
                     parents: false,
                 },
                 &[],
             ),
             (
                 Request::Remove {
-                    path: format!("{path}/x"),
+                    path: format!("{path}/x").into(),
                     recursive: true,
                 },
                 &[],
@@ -572,13 +572,13 @@ async fn every_escape_is_refused_before_any_io() {
             (
                 Request::Rename {
                     from: "inside/file".into(),
-                    to: format!("{path}/stolen"),
+                    to: format!("{path}/stolen").into(),
                 },
                 &[],
             ),
             (
                 Request::Rename {
-                    from: format!("{path}/x"),
+                    from: format!("{path}/x").into(),
                     to: "inside/got".into(),
                 },
                 &[],
@@ -672,4 +672,99 @@ async fn paths_with_nul_are_bad_requests() {
         guest.error_code(read_all("a\0b")).await,
         ErrorCode::BadRequest
     );
+}
+
+#[tokio::test]
+async fn names_not_in_utf8_are_listed_read_written_and_removed_by_their_bytes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use paddock_proto::FsPath;
+
+    let mut guest = Guest::start().await;
+    let root = guest.root.clone();
+    let on_host = |name: &[u8]| root.join(OsStr::from_bytes(name));
+    std::fs::create_dir(on_host(b"d\xfe")).unwrap();
+    std::fs::write(on_host(b"d\xfe/\xff.bin"), b"raw name").unwrap();
+    std::fs::write(on_host(b"plain.txt"), b"plain").unwrap();
+    symlink(OsStr::from_bytes(b"caf\xe9"), on_host(b"l\xe9")).unwrap();
+
+    // every name is listed, as its bytes
+    let top = list(&mut guest, ".").await;
+    let listed: Vec<&[u8]> = top.iter().map(|e| e.name.as_bytes()).collect();
+    assert_eq!(listed, [&b"d\xfe"[..], b"l\xe9", b"plain.txt"]);
+    assert_eq!(names(&top), ["d\\xfe", "l\\xe9", "plain.txt"]);
+    assert_eq!(
+        top[1].stat.link_target,
+        Some(FsPath::from_bytes(b"caf\xe9".to_vec()))
+    );
+    let raw_dir = FsPath::from_bytes(b"d\xfe".to_vec());
+    let inner = match guest
+        .call(
+            Request::FileList {
+                path: raw_dir.clone(),
+            },
+            &[],
+        )
+        .await
+        .unwrap()
+        .0
+    {
+        Reply::DirEntries { entries } => entries,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(inner.len(), 1);
+    let file = raw_dir.join(inner[0].name.as_bytes());
+    assert_eq!(file.as_bytes(), b"d\xfe/\xff.bin");
+
+    // named again by the bytes the listing gave: read, stat, written, removed
+    let read = Request::FileRead {
+        path: file.clone(),
+        offset: 0,
+        len: None,
+    };
+    match guest.call(read, &[]).await.unwrap() {
+        (Reply::FileData { size: 8, offset: 0 }, data) => assert_eq!(data, b"raw name"),
+        other => panic!("{other:?}"),
+    }
+    match guest
+        .call(Request::FileStat { path: file.clone() }, &[])
+        .await
+        .unwrap()
+        .0
+    {
+        Reply::Stat(stat) => assert_eq!((stat.kind, stat.size), (FileKind::File, 8)),
+        other => panic!("{other:?}"),
+    }
+    let rewrite = Request::FileWrite {
+        path: file.clone(),
+        mode: None,
+        create_parents: false,
+    };
+    guest.call(rewrite, b"rewritten").await.unwrap();
+    assert_eq!(
+        std::fs::read(on_host(b"d\xfe/\xff.bin")).unwrap(),
+        b"rewritten"
+    );
+    // search finds it, with the bytes to name it by
+    let spec = SearchSpec {
+        path: None,
+        name_glob: Some("*.bin".into()),
+        content: None,
+        max_results: 10,
+        max_file_bytes: None,
+    };
+    let (found, _) = search(&mut guest, spec).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].path, "d\\xfe/\\xff.bin");
+    assert_eq!(
+        FsPath::from_b64(found[0].path_bytes.as_deref().unwrap()).unwrap(),
+        file
+    );
+    let remove = Request::Remove {
+        path: raw_dir,
+        recursive: true,
+    };
+    assert_eq!(guest.call(remove, &[]).await.unwrap().0, Reply::Ok);
+    assert!(!on_host(b"d\xfe").exists());
 }

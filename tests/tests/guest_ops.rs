@@ -338,7 +338,9 @@ async fn every_file_operation_works_inside_the_workspace() {
             create_parents: true,
         };
         assert_eq!(
-            c.file_write("a/b.txt", b"0123456789", opts).await.unwrap(),
+            c.file_write(&paddock_proto::FsPath::from("a/b.txt"), b"0123456789", opts)
+                .await
+                .unwrap(),
             10
         );
         assert_eq!(fs::read(host.join("a/b.txt")).unwrap(), b"0123456789");
@@ -352,7 +354,7 @@ async fn every_file_operation_works_inside_the_workspace() {
         );
         // Atomic replace: the old content is gone, no temporary file is left.
         c.file_write(
-            "a/b.txt",
+            &paddock_proto::FsPath::from("a/b.txt"),
             b"needle in here\nsecond line\n",
             WriteOptions::default(),
         )
@@ -364,35 +366,57 @@ async fn every_file_operation_works_inside_the_workspace() {
             .collect();
         assert_eq!(names, ["b.txt"]);
 
-        let part = c.file_read("a/b.txt", 3, Some(6)).await.unwrap();
+        let part = c
+            .file_read(&paddock_proto::FsPath::from("a/b.txt"), 3, Some(6))
+            .await
+            .unwrap();
         assert_eq!(
             (part.size, part.offset, part.data.as_slice()),
             (27, 3, &b"dle in"[..])
         );
-        let whole = c.file_read("/workspace/a/b.txt", 0, None).await.unwrap();
+        let whole = c
+            .file_read(&paddock_proto::FsPath::from("/workspace/a/b.txt"), 0, None)
+            .await
+            .unwrap();
         assert_eq!(whole.data, b"needle in here\nsecond line\n");
 
-        let stat = c.file_stat("a/b.txt").await.unwrap();
+        let stat = c
+            .file_stat(&paddock_proto::FsPath::from("a/b.txt"))
+            .await
+            .unwrap();
         assert_eq!((stat.kind, stat.size), (FileKind::File, 27));
-        assert_eq!(c.file_stat("a").await.unwrap().kind, FileKind::Dir);
+        assert_eq!(
+            c.file_stat(&paddock_proto::FsPath::from("a"))
+                .await
+                .unwrap()
+                .kind,
+            FileKind::Dir
+        );
 
-        c.mkdir("x/y", true).await.unwrap();
+        c.mkdir(&paddock_proto::FsPath::from("x/y"), true)
+            .await
+            .unwrap();
         assert!(host.join("x/y").is_dir());
         refused_with(
-            c.mkdir("x/y", false).await,
+            c.mkdir(&paddock_proto::FsPath::from("x/y"), false).await,
             ErrorCode::AlreadyExists,
             "mkdir twice",
         );
-        c.rename("a/b.txt", "x/y/c.txt").await.unwrap();
+        c.rename(
+            &paddock_proto::FsPath::from("a/b.txt"),
+            &paddock_proto::FsPath::from("x/y/c.txt"),
+        )
+        .await
+        .unwrap();
         assert!(!host.join("a/b.txt").exists());
         assert!(host.join("x/y/c.txt").is_file());
 
         let listed: Vec<String> = c
-            .file_list("x/y")
+            .file_list(&paddock_proto::FsPath::from("x/y"))
             .await
             .unwrap()
             .into_iter()
-            .map(|e| e.name)
+            .map(|e| e.name.display())
             .collect();
         assert_eq!(listed, ["c.txt"]);
 
@@ -426,14 +450,17 @@ async fn every_file_operation_works_inside_the_workspace() {
         );
 
         refused_with(
-            c.remove("x", false).await,
+            c.remove(&paddock_proto::FsPath::from("x"), false).await,
             ErrorCode::DirectoryNotEmpty,
             "rmdir non-empty",
         );
-        c.remove("x", true).await.unwrap();
+        c.remove(&paddock_proto::FsPath::from("x"), true)
+            .await
+            .unwrap();
         assert!(!host.join("x").exists());
         refused_with(
-            c.file_read("x/y/c.txt", 0, None).await,
+            c.file_read(&paddock_proto::FsPath::from("x/y/c.txt"), 0, None)
+                .await,
             ErrorCode::NotFound,
             "read removed",
         );
@@ -469,13 +496,14 @@ async fn paths_that_leave_the_workspace_are_refused_before_any_io() {
         ];
         for path in escapes {
             refused_with(
-                c.file_read(path, 0, None).await,
+                c.file_read(&paddock_proto::FsPath::from(path), 0, None)
+                    .await,
                 ErrorCode::PathEscape,
                 &format!("read {path}"),
             );
             refused_with(
                 c.file_write(
-                    path,
+                    &paddock_proto::FsPath::from(path),
                     b"x",
                     WriteOptions {
                         mode: None,
@@ -487,34 +515,44 @@ async fn paths_that_leave_the_workspace_are_refused_before_any_io() {
                 &format!("write {path}"),
             );
             refused_with(
-                c.file_stat(&format!("{path}/x")).await,
+                c.file_stat(&paddock_proto::FsPath::from(&format!("{path}/x")))
+                    .await,
                 ErrorCode::PathEscape,
                 &format!("stat {path}/x"),
             );
             refused_with(
-                c.mkdir(&format!("{path}-dir"), true).await,
+                c.mkdir(&paddock_proto::FsPath::from(&format!("{path}-dir")), true)
+                    .await,
                 ErrorCode::PathEscape,
                 &format!("mkdir {path}-dir"),
             );
             refused_with(
-                c.remove(path, true).await,
+                c.remove(&paddock_proto::FsPath::from(path), true).await,
                 ErrorCode::PathEscape,
                 &format!("remove {path}"),
             );
             refused_with(
-                c.rename("inside.txt", path).await,
+                c.rename(
+                    &paddock_proto::FsPath::from("inside.txt"),
+                    &paddock_proto::FsPath::from(path),
+                )
+                .await,
                 ErrorCode::PathEscape,
                 &format!("rename to {path}"),
             );
             refused_with(
-                c.rename(path, "stolen").await,
+                c.rename(
+                    &paddock_proto::FsPath::from(path),
+                    &paddock_proto::FsPath::from("stolen"),
+                )
+                .await,
                 ErrorCode::PathEscape,
                 &format!("rename from {path}"),
             );
         }
         for dir in ["..", "/", "link-abs", "link-up", "/workspace/.."] {
             refused_with(
-                c.file_list(dir).await,
+                c.file_list(&paddock_proto::FsPath::from(dir)).await,
                 ErrorCode::PathEscape,
                 &format!("list {dir}"),
             );
@@ -533,12 +571,16 @@ async fn paths_that_leave_the_workspace_are_refused_before_any_io() {
         }
         // Reading through a final symlink that points outside.
         refused_with(
-            c.file_read("link-file", 0, None).await,
+            c.file_read(&paddock_proto::FsPath::from("link-file"), 0, None)
+                .await,
             ErrorCode::PathEscape,
             "read link-file",
         );
         // A symlink that stays inside is fine.
-        let inside = c.file_read("link-inside", 0, None).await.unwrap();
+        let inside = c
+            .file_read(&paddock_proto::FsPath::from("link-inside"), 0, None)
+            .await
+            .unwrap();
         assert_eq!(inside.data, b"inside");
         sb.destroy().await.unwrap();
     })

@@ -494,11 +494,28 @@ async fn guest_file_operations_follow_the_scope() {
     };
     let sb = backend.create_native(spec).await.unwrap();
     let guest = sb.guest();
-    let write = |path: &'static str| guest.file_write(path, b"new\n", WriteOptions::default());
+    let write = |path: &'static str| {
+        let guest = &guest;
+        async move {
+            let path = paddock_proto::FsPath::from(path);
+            guest
+                .file_write(&path, b"new\n", WriteOptions::default())
+                .await
+        }
+    };
     assert_eq!(write("src/new.txt").await.unwrap(), 4);
     assert_eq!(write("src/a").await.unwrap(), 4);
-    guest.mkdir("src/d/e", true).await.unwrap();
-    guest.rename("src/new.txt", "src/d/e/moved").await.unwrap();
+    guest
+        .mkdir(&paddock_proto::FsPath::from("src/d/e"), true)
+        .await
+        .unwrap();
+    guest
+        .rename(
+            &paddock_proto::FsPath::from("src/new.txt"),
+            &paddock_proto::FsPath::from("src/d/e/moved"),
+        )
+        .await
+        .unwrap();
     // A scope file (existing, or made for the scope) cannot be replaced
     // atomically (its directory is read-only): it is rewritten in place.
     assert_eq!(write("notes.txt").await.unwrap(), 4);
@@ -506,10 +523,36 @@ async fn guest_file_operations_follow_the_scope() {
     for path in ["root.txt", "docs/readme", "fresh", "docs/other.md"] {
         assert!(write(path).await.is_err(), "{path} written");
     }
-    assert!(guest.mkdir("newdir", false).await.is_err());
-    assert!(guest.remove("docs/readme", false).await.is_err());
-    assert!(guest.rename("src/a", "moved").await.is_err());
-    assert!(guest.rename("root.txt", "src/root.txt").await.is_err());
+    assert!(
+        guest
+            .mkdir(&paddock_proto::FsPath::from("newdir"), false)
+            .await
+            .is_err()
+    );
+    assert!(
+        guest
+            .remove(&paddock_proto::FsPath::from("docs/readme"), false)
+            .await
+            .is_err()
+    );
+    assert!(
+        guest
+            .rename(
+                &paddock_proto::FsPath::from("src/a"),
+                &paddock_proto::FsPath::from("moved")
+            )
+            .await
+            .is_err()
+    );
+    assert!(
+        guest
+            .rename(
+                &paddock_proto::FsPath::from("root.txt"),
+                &paddock_proto::FsPath::from("src/root.txt")
+            )
+            .await
+            .is_err()
+    );
     let info = guest.info().await.unwrap();
     assert_eq!(
         info.enforcement.writable_paths,

@@ -14,6 +14,7 @@
 mod enforcement;
 mod error_chain;
 mod frame;
+mod fs_path;
 mod messages;
 mod network;
 mod sandbox_spec;
@@ -28,6 +29,7 @@ pub use frame::{
     FrameError, FrameReader, FrameWriter, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, RawFrame, decode_header,
     encode_frame,
 };
+pub use fs_path::{FsPath, escape as escape_path};
 pub use messages::{
     DirEntry, ErrorCode, ErrorInfo, Event, ExecSpec, ExitInfo, FileKind, FileStat, GuestFrame,
     GuestMessage, HostFrame, OutputStream, ProcessInfo, PtySize, Reply, Request, SearchMatch,
@@ -48,8 +50,9 @@ pub use secret::{
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.
 /// 3: pseudo-terminals (`ExecSpec::pty`, `ProcessResize`) and long-polled
-/// `ProcessRead` (`wait_ms`).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// `ProcessRead` (`wait_ms`). 4: paths and names are bytes ([`FsPath`]: a
+/// string when UTF-8, else `{"bytes": base64}`), every name listed.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Event payload bytes the guest may send for one request before the host
 /// grants more with [`Request::StreamCredit`]. The guest stops reading a

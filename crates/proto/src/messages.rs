@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Enforcement;
+use crate::{Enforcement, FsPath};
 
 /// Host -> guest frame header. Payload use is documented per request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,27 +92,27 @@ pub enum Request {
 
     /// Reply: [`Reply::FileData`], payload = bytes `[offset, offset+len)` (clamped to the file).
     FileRead {
-        path: String,
+        path: FsPath,
         offset: u64,
         len: Option<u64>,
     },
     /// Atomically replaces (or creates) the file with the payload.
     /// Reply: [`Reply::FileWritten`].
     FileWrite {
-        path: String,
+        path: FsPath,
         mode: Option<u32>,
         create_parents: bool,
     },
     /// Reply: [`Reply::DirEntries`].
-    FileList { path: String },
+    FileList { path: FsPath },
     /// Does not follow a final symlink. Reply: [`Reply::Stat`].
-    FileStat { path: String },
+    FileStat { path: FsPath },
     /// Reply: [`Reply::Ok`].
-    Mkdir { path: String, parents: bool },
+    Mkdir { path: FsPath, parents: bool },
     /// Reply: [`Reply::Ok`].
-    Remove { path: String, recursive: bool },
+    Remove { path: FsPath, recursive: bool },
     /// Reply: [`Reply::Ok`].
-    Rename { from: String, to: String },
+    Rename { from: FsPath, to: FsPath },
     /// Reply: [`Reply::SearchResults`].
     Search(SearchSpec),
 
@@ -385,21 +385,26 @@ pub struct FileStat {
     /// Permission bits (`0o7777` mask).
     pub mode: u32,
     pub mtime_ms: i64,
-    /// Target of a symlink, as stored.
-    pub link_target: Option<String>,
+    /// Target of a symlink, as stored (any bytes).
+    pub link_target: Option<FsPath>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirEntry {
-    pub name: String,
+    /// The name's bytes, UTF-8 or not: every name the directory holds is listed.
+    pub name: FsPath,
     pub stat: FileStat,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SearchMatch {
-    /// Path relative to the workspace root.
+    /// Path relative to the workspace root, for display: bytes not in
+    /// UTF-8 as `\xNN` ([`FsPath::display`]).
     pub path: String,
+    /// The path's raw bytes in standard base64, only when it is not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
     /// 1-based line number for content matches, None for name matches.
     pub line: Option<u64>,
     /// The matching line (trimmed to a sane length) for content matches.
@@ -540,8 +545,51 @@ mod tests {
     }
 
     #[test]
+    fn names_not_in_utf8_cross_the_wire_as_their_bytes() {
+        let raw = FsPath::from_bytes(b"d\xfe/\xff.bin".to_vec());
+        let listing = GuestFrame {
+            id: 4,
+            message: GuestMessage::Reply(Reply::DirEntries {
+                entries: vec![DirEntry {
+                    name: FsPath::from_bytes(b"\xff.bin".to_vec()),
+                    stat: FileStat {
+                        kind: FileKind::Symlink,
+                        size: 1,
+                        mode: 0o777,
+                        mtime_ms: 1,
+                        link_target: Some(FsPath::from_bytes(b"caf\xe9".to_vec())),
+                    },
+                }],
+            }),
+        };
+        let json = serde_json::to_vec(&listing).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<GuestFrame>(&json).unwrap(),
+            listing
+        );
+        let read = HostFrame {
+            id: 5,
+            request: Request::FileRead {
+                path: raw.clone(),
+                offset: 0,
+                len: None,
+            },
+        };
+        let json = serde_json::to_value(&read).unwrap();
+        assert_eq!(
+            json["request"]["path"],
+            serde_json::json!({"bytes": "ZP4v/y5iaW4="})
+        );
+        let back: HostFrame = serde_json::from_value(json).unwrap();
+        assert_eq!(back, read);
+        // a UTF-8 path is the plain string it always was
+        let plain = serde_json::to_value(Request::FileList { path: "src".into() }).unwrap();
+        assert_eq!(plain["path"], "src");
+    }
+
+    #[test]
     fn each_request_name_is_its_wire_tag() {
-        let path = || "a".to_owned();
+        let path = || FsPath::from("a");
         let search = SearchSpec {
             path: None,
             name_glob: Some("*".into()),

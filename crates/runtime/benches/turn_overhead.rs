@@ -157,7 +157,10 @@ async fn main() {
         for n in 1..=turns {
             let path = format!("f{n}.txt");
             let started = Instant::now();
-            guest.file_read(&path, 0, None).await.unwrap();
+            guest
+                .file_read(&paddock_proto::FsPath::from(&path), 0, None)
+                .await
+                .unwrap();
             let elapsed = started.elapsed();
             let started_tool = Instant::now();
             execute(&read, &ctx, json!({ "path": path })).await.unwrap();

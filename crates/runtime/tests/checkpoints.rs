@@ -375,7 +375,7 @@ async fn a_checkpoint_whose_manifest_escapes_the_workspace_is_refused() {
     ] {
         let mut manifest = Manifest::new(0);
         manifest.entries.insert(
-            path.to_owned(),
+            path.into(),
             Entry {
                 node: Node::File {
                     hash: content.clone(),

@@ -83,7 +83,11 @@ impl Bench {
         };
         self.ctx
             .guest
-            .file_write(path, content.as_bytes(), options)
+            .file_write(
+                &paddock_proto::FsPath::from(path),
+                content.as_bytes(),
+                options,
+            )
             .await
             .unwrap();
     }
@@ -195,7 +199,11 @@ async fn write_then_read_with_ranges_and_caps() {
     bench
         .ctx
         .guest
-        .file_write("blob.bin", b"\x7fELF\0\0\x01", WriteOptions::default())
+        .file_write(
+            &paddock_proto::FsPath::from("blob.bin"),
+            b"\x7fELF\0\0\x01",
+            WriteOptions::default(),
+        )
         .await
         .unwrap();
     let binary = bench.ok("read_file", json!({"path": "blob.bin"})).await;

@@ -183,11 +183,12 @@ async fn interleaved_answers_reach_their_own_requests() {
         fake.send(a, exited(0), &[]).await;
     };
 
+    let f = paddock_proto::FsPath::from("f");
     let (a, b, c, d, ()) = within(async {
         tokio::join!(
             client.exec_output(argv(&["a"]), &[]),
             client.exec_output(argv(&["b"]), &[]),
-            client.file_read("f", 2, Some(3)),
+            client.file_read(&f, 2, Some(3)),
             client.info(),
             guest,
         )
@@ -257,7 +258,7 @@ async fn a_guest_dying_mid_request_fails_every_pending_request() {
 
     let stat = tokio::spawn({
         let client = client.clone();
-        async move { client.file_stat("x").await }
+        async move { client.file_stat(&paddock_proto::FsPath::from("x")).await }
     });
     let _ = within(fake.recv()).await;
     drop(fake);
@@ -297,7 +298,7 @@ async fn a_malformed_guest_frame_breaks_the_connection_with_an_error() {
     let (client, mut fake) = within(connected()).await;
     let pending = tokio::spawn({
         let client = client.clone();
-        async move { client.file_list(".").await }
+        async move { client.file_list(&paddock_proto::FsPath::from(".")).await }
     });
     let _ = within(fake.recv()).await;
     let garbage = b"{not json";
@@ -342,7 +343,7 @@ async fn guest_errors_keep_their_code() {
         assert_eq!(
             frame.request,
             Request::FileRead {
-                path: "../etc/passwd".to_owned(),
+                path: "../etc/passwd".into(),
                 offset: 0,
                 len: None
             }
@@ -350,8 +351,9 @@ async fn guest_errors_keep_their_code() {
         let error = ErrorInfo::new(ErrorCode::PathEscape, "leaves the workspace");
         fake.send(frame.id, GuestMessage::Error(error), &[]).await;
     };
+    let escape = paddock_proto::FsPath::from("../etc/passwd");
     let (read, ()) =
-        within(async { tokio::join!(client.file_read("../etc/passwd", 0, None), guest) }).await;
+        within(async { tokio::join!(client.file_read(&escape, 0, None), guest) }).await;
     let err = read.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::PathEscape));
     assert!(matches!(
@@ -370,7 +372,8 @@ async fn a_reply_of_the_wrong_kind_is_an_error() {
         let (frame, _) = fake.recv().await;
         fake.reply(frame.id, Reply::Ok).await;
     };
-    let (stat, ()) = within(async { tokio::join!(client.file_stat("a"), guest) }).await;
+    let a = paddock_proto::FsPath::from("a");
+    let (stat, ()) = within(async { tokio::join!(client.file_stat(&a), guest) }).await;
     assert!(
         matches!(stat, Err(GuestError::UnexpectedReply { op: "file_stat", ref got }) if got == "ok"),
         "{stat:?}"

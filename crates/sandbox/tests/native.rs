@@ -135,7 +135,11 @@ async fn create_run_write_and_destroy_leave_nothing_behind() {
         ..ExecSpec::default()
     };
     guest
-        .file_write("a.txt", b"from host", WriteOptions::default())
+        .file_write(
+            &paddock_proto::FsPath::from("a.txt"),
+            b"from host",
+            WriteOptions::default(),
+        )
         .await
         .unwrap();
     let out = guest.exec_output(spec, &[]).await.unwrap();

@@ -50,12 +50,16 @@ async fn a_workspace_exported_from_one_sandbox_restores_into_a_fresh_one() {
         create_parents: true,
     };
     guest
-        .file_write("src/main.rs", b"fn main() {}\n", parents)
+        .file_write(
+            &paddock_proto::FsPath::from("src/main.rs"),
+            b"fn main() {}\n",
+            parents,
+        )
         .await
         .unwrap();
     guest
         .file_write(
-            "bin/run.sh",
+            &paddock_proto::FsPath::from("bin/run.sh"),
             b"#!/bin/sh\necho run\n",
             WriteOptions {
                 mode: Some(0o750),
@@ -65,10 +69,17 @@ async fn a_workspace_exported_from_one_sandbox_restores_into_a_fresh_one() {
         .await
         .unwrap();
     guest
-        .file_write("node_modules/pkg/index.js", b"left out", parents)
+        .file_write(
+            &paddock_proto::FsPath::from("node_modules/pkg/index.js"),
+            b"left out",
+            parents,
+        )
         .await
         .unwrap();
-    guest.mkdir("empty/inner", true).await.unwrap();
+    guest
+        .mkdir(&paddock_proto::FsPath::from("empty/inner"), true)
+        .await
+        .unwrap();
     sh(
         guest,
         "ln -s src/main.rs link && ln -s ../src bin/src-link && chmod 600 src/main.rs && \

@@ -75,7 +75,10 @@ fn a_workspace_emptied_by_rm_is_restored_byte_for_byte_and_unchanged_files_store
     let (first, stats) = capture(&root, None, &options(), Some(&blobs)).unwrap();
     // main.rs and deep/copy.rs hold the same bytes: one blob
     assert_eq!((stats.files, stats.new_blobs.len()), (4, 3));
-    assert!(!first.entries.contains_key("target"), "excluded");
+    assert!(
+        !first.entries.contains_key(b"target".as_slice()),
+        "excluded"
+    );
     assert_eq!(blobs.list().unwrap().len(), 3);
 
     // a second capture with nothing changed stores nothing
@@ -119,7 +122,7 @@ fn a_restore_writes_only_what_differs() {
     let (now, _) = capture(&root, Some(&saved), &options(), Some(&blobs)).unwrap();
     let changes: Vec<(String, ChangeKind)> = diff(&saved, &now)
         .into_iter()
-        .map(|c| (c.path, c.change))
+        .map(|c| (c.path.display(), c.change))
         .collect();
     assert_eq!(
         changes,
@@ -164,7 +167,7 @@ fn hostile_manifests_and_symlinked_parents_never_write_outside() {
     };
     for path in ["../outside/x", "/tmp/x", "a/../../outside/x"] {
         let mut manifest = Manifest::new(0);
-        manifest.entries.insert(path.to_owned(), file(&key));
+        manifest.entries.insert(path.into(), file(&key));
         let err = restore(&root, &manifest, None, &options(), &blobs).unwrap_err();
         assert!(err.to_string().contains("refusing"), "{path}: {err}");
     }
@@ -174,14 +177,14 @@ fn hostile_manifests_and_symlinked_parents_never_write_outside() {
     symlink(&outside, root.join("a")).unwrap();
     let mut manifest = Manifest::new(0);
     manifest.entries.insert(
-        "a".to_owned(),
+        "a".into(),
         Entry {
             node: Node::Dir,
             mode: 0o755,
             stat: None,
         },
     );
-    manifest.entries.insert("a/x".to_owned(), file(&key));
+    manifest.entries.insert("a/x".into(), file(&key));
     restore(&root, &manifest, None, &options(), &blobs).unwrap();
     assert_eq!(
         fs::read_dir(&outside).unwrap().count(),
@@ -194,7 +197,7 @@ fn hostile_manifests_and_symlinked_parents_never_write_outside() {
     // a blob that is not what its key says is refused and leaves nothing
     let mut bad = Manifest::new(0);
     bad.entries
-        .insert("b".to_owned(), file(&BlobKey::from_digest([1; 32])));
+        .insert("b".into(), file(&BlobKey::from_digest([1; 32])));
     fs::write(blobs.blob_path(&BlobKey::from_digest([1; 32])), b"other").unwrap_or_else(|_| {
         fs::create_dir_all(
             blobs
@@ -219,4 +222,73 @@ fn hostile_manifests_and_symlinked_parents_never_write_outside() {
         })
         .collect();
     assert!(leftovers.is_empty());
+}
+
+#[test]
+fn names_not_in_utf8_are_checkpointed_diffed_and_rewound() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    fs::create_dir_all(&root).unwrap();
+    let at = |name: &[u8]| root.join(OsStr::from_bytes(name));
+    fs::write(root.join("ok.txt"), "ok\n").unwrap();
+    fs::write(at(b"\xff.bin"), "kept\n").unwrap();
+    fs::create_dir(at(b"d\xfe")).unwrap();
+    fs::write(at(b"d\xfe/inner"), "inner\n").unwrap();
+    symlink(OsStr::from_bytes(b"caf\xe9"), at(b"l\xe9")).unwrap();
+    let blobs = LocalBlobStore::open(dir.path().join("blobs")).unwrap();
+
+    let (saved, stats) = capture(&root, None, &options(), Some(&blobs)).unwrap();
+    assert_eq!(stats.skipped, 0, "{stats:?}");
+    let paths: Vec<&[u8]> = saved.entries.keys().map(|p| p.as_bytes()).collect();
+    assert_eq!(
+        paths,
+        [
+            &b"d\xfe"[..],
+            b"d\xfe/inner",
+            b"l\xe9",
+            b"ok.txt",
+            b"\xff.bin"
+        ]
+    );
+    assert!(matches!(
+        &saved.entries[b"l\xe9".as_slice()].node,
+        Node::Symlink { target } if target.as_bytes() == b"caf\xe9"
+    ));
+    // the stored form keeps the bytes
+    let stored = Manifest::from_bytes(&saved.to_bytes()).unwrap();
+    assert_eq!(stored, saved);
+
+    // after the checkpoint: a new name not in UTF-8, one changed, one removed
+    fs::write(at(b"new\xff"), "added\n").unwrap();
+    fs::write(at(b"\xff.bin"), "changed\n").unwrap();
+    fs::remove_dir_all(at(b"d\xfe")).unwrap();
+    let (now, _) = capture(&root, Some(&saved), &options(), Some(&blobs)).unwrap();
+    let changes: Vec<(String, ChangeKind)> = diff(&saved, &now)
+        .into_iter()
+        .map(|c| (c.path.display(), c.change))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("d\\xfe".to_owned(), ChangeKind::Removed),
+            ("d\\xfe/inner".to_owned(), ChangeKind::Removed),
+            ("new\\xff".to_owned(), ChangeKind::Added),
+            ("\\xff.bin".to_owned(), ChangeKind::Changed),
+        ]
+    );
+
+    // rewound: the new one is gone, the others are back as they were
+    restore(&root, &saved, Some(&now), &options(), &blobs).unwrap();
+    assert!(!at(b"new\xff").exists(), "created after the checkpoint");
+    assert_eq!(fs::read_to_string(at(b"\xff.bin")).unwrap(), "kept\n");
+    assert_eq!(fs::read_to_string(at(b"d\xfe/inner")).unwrap(), "inner\n");
+    assert_eq!(
+        fs::read_link(at(b"l\xe9")).unwrap().as_os_str().as_bytes(),
+        b"caf\xe9"
+    );
+    let (again, _) = capture(&root, None, &options(), None).unwrap();
+    assert!(diff(&saved, &again).is_empty());
 }

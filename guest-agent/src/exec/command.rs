@@ -75,7 +75,7 @@ pub async fn spawn(
         (Some(_), false) => return Err(bad_request("set either argv or shell, not both")),
         (None, true) => return Err(bad_request("set argv or shell")),
     };
-    let cwd = match ws.normalize(spec.cwd.as_deref().unwrap_or(""))? {
+    let cwd = match ws.normalize(spec.cwd.as_deref().unwrap_or("").as_bytes())? {
         dir if dir.is_root() => WorkDir::Root,
         dir => WorkDir::Beneath(ws.open_dir(&dir)?),
     };

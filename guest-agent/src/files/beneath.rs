@@ -6,7 +6,9 @@
 //! stack of fds, never a path lookup), so a concurrent rename cannot lead
 //! out; more than 40 expansions fail with ELOOP.
 
+use std::ffi::OsStr;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat, readlinkat};
@@ -15,17 +17,17 @@ use nix::sys::stat::{Mode, SFlag, fstatat};
 /// Symlink expansions allowed in one resolution (the kernel's MAXSYMLINKS).
 const MAX_SYMLINKS: usize = 40;
 
-fn is_symlink(dir: &OwnedFd, name: &str) -> Result<bool, Errno> {
+fn is_symlink(dir: &OwnedFd, name: &OsStr) -> Result<bool, Errno> {
     let st = fstatat(dir.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
     Ok(st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits())
 }
 
 /// Pushes the components of `text` (a relative symlink target or the
-/// request's path) on `pending`, first component on top.
-fn push_components(pending: &mut Vec<String>, text: &str) {
-    for part in text.split('/').rev() {
-        if !part.is_empty() && part != "." {
-            pending.push(part.to_owned());
+/// request's path, any bytes) on `pending`, first component on top.
+fn push_components(pending: &mut Vec<Vec<u8>>, text: &[u8]) {
+    for part in text.split(|b| *b == b'/').rev() {
+        if !part.is_empty() && part != b"." {
+            pending.push(part.to_vec());
         }
     }
 }
@@ -33,7 +35,7 @@ fn push_components(pending: &mut Vec<String>, text: &str) {
 /// Opens `relative` beneath `root` with `flags` (and `mode` when creating).
 pub(super) fn open_beneath(
     root: &OwnedFd,
-    relative: &str,
+    relative: &[u8],
     flags: OFlag,
     mode: Mode,
 ) -> Result<OwnedFd, Errno> {
@@ -52,7 +54,7 @@ pub(super) fn open_beneath(
             let dir = dirs.pop().ok_or(Errno::EXDEV)?;
             return openat(&dir, ".", flags | OFlag::O_CLOEXEC, mode);
         };
-        if name == ".." {
+        if name == b".." {
             if dirs.len() == 1 {
                 return Err(Errno::EXDEV);
             }
@@ -60,29 +62,29 @@ pub(super) fn open_beneath(
             continue;
         }
         let dir = dirs.last().ok_or(Errno::EXDEV)?;
-        if is_symlink(dir, &name).unwrap_or(false) {
+        let name = OsStr::from_bytes(&name);
+        if is_symlink(dir, name).unwrap_or(false) {
             expansions += 1;
             if expansions > MAX_SYMLINKS {
                 return Err(Errno::ELOOP);
             }
-            let target = readlinkat(dir, name.as_str())?;
-            let target = target.to_str().ok_or(Errno::EXDEV)?.to_owned();
-            if target.starts_with('/') {
+            let target = readlinkat(dir, name)?;
+            if target.as_bytes().starts_with(b"/") {
                 return Err(Errno::EXDEV);
             }
-            push_components(&mut pending, &target);
+            push_components(&mut pending, target.as_bytes());
             continue;
         }
         if pending.is_empty() {
             // The final component: a real entry (or a missing one to create).
             return openat(
                 dir,
-                name.as_str(),
+                name,
                 flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
                 mode,
             );
         }
-        let next = openat(dir, name.as_str(), dir_flags, Mode::empty())?;
+        let next = openat(dir, name, dir_flags, Mode::empty())?;
         dirs.push(next);
     }
 }
@@ -109,7 +111,7 @@ mod tests {
         symlink("/etc", ws.path().join("abs")).unwrap();
         symlink("loop", ws.path().join("loop")).unwrap();
         let fd = root(ws.path());
-        let read = |p: &str| open_beneath(&fd, p, OFlag::O_RDONLY, Mode::empty());
+        let read = |p: &str| open_beneath(&fd, p.as_bytes(), OFlag::O_RDONLY, Mode::empty());
         assert!(read("a/b/f").is_ok());
         assert!(read("inside/f").is_ok());
         assert!(read("a/b/../b/f").is_ok());
@@ -121,7 +123,7 @@ mod tests {
         assert_eq!(read("a/missing").unwrap_err(), Errno::ENOENT);
         let created = open_beneath(
             &fd,
-            "a/new",
+            b"a/new",
             OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
             Mode::from_bits_truncate(0o644),
         );

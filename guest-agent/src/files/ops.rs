@@ -1,9 +1,11 @@
 //! File operations. Every one resolves through [`Workspace`] first and then
 //! acts with `*at()` calls relative to the resolved directory fd.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -11,7 +13,9 @@ use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{Mode, fchmod, fstat, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
-use paddock_proto::{DirEntry, ErrorCode, ErrorInfo, FileStat, MAX_PAYLOAD_LEN};
+use paddock_proto::{
+    DirEntry, ErrorCode, ErrorInfo, FileStat, FsPath, MAX_PAYLOAD_LEN, escape_path,
+};
 
 use super::path::{Workspace, WsPath};
 use super::stat::{is_dir, lstat_at, to_file_stat};
@@ -157,7 +161,7 @@ pub fn write(
 /// replaced. Its mode changes only when one was asked.
 fn rewrite_in_place(
     dir: &OwnedFd,
-    name: &str,
+    name: &OsStr,
     data: &[u8],
     mode: Option<u32>,
 ) -> Result<u64, Errno> {
@@ -178,7 +182,7 @@ fn rewrite_in_place(
 fn fill_and_rename(
     dir: &OwnedFd,
     temp: &str,
-    name: &str,
+    name: &OsStr,
     fd: OwnedFd,
     data: &[u8],
     mode: u32,
@@ -197,15 +201,19 @@ fn errno_of(err: std::io::Error) -> Errno {
         .unwrap_or(Errno::EIO)
 }
 
-/// Entries of a directory (symlinks listed, not followed), sorted by name.
+/// Entries of a directory (symlinks listed, not followed), sorted by name:
+/// every name, UTF-8 or not.
 pub fn list(ws: &Workspace, path: &WsPath) -> Result<Vec<DirEntry>, ErrorInfo> {
     let shown = path.to_string();
     let fd = ws.open_dir(path)?;
     let names = read_names(fd.as_fd()).map_err(|e| io_error("listing", &shown, e))?;
     let mut entries = Vec::with_capacity(names.len());
     for name in names {
-        match lstat_at(&fd, &name) {
-            Ok(stat) => entries.push(DirEntry { name, stat }),
+        match lstat_at(&fd, OsStr::from_bytes(&name)) {
+            Ok(stat) => entries.push(DirEntry {
+                name: FsPath::from(name),
+                stat,
+            }),
             // Removed while listing.
             Err(Errno::ENOENT) => {}
             Err(e) => return Err(io_error("listing", &shown, e)),
@@ -214,9 +222,9 @@ pub fn list(ws: &Workspace, path: &WsPath) -> Result<Vec<DirEntry>, ErrorInfo> {
     Ok(entries)
 }
 
-/// Names in a directory (without `.` and `..`), sorted. Names that are not
-/// UTF-8 are skipped: the protocol could not address them anyway.
-pub fn read_names(dir: std::os::fd::BorrowedFd<'_>) -> Result<Vec<String>, Errno> {
+/// Names in a directory (without `.` and `..`), sorted by their bytes:
+/// every name, UTF-8 or not ([`FsPath`] carries any on the wire).
+pub fn read_names(dir: std::os::fd::BorrowedFd<'_>) -> Result<Vec<Vec<u8>>, Errno> {
     let fd = openat(
         dir,
         ".",
@@ -227,11 +235,9 @@ pub fn read_names(dir: std::os::fd::BorrowedFd<'_>) -> Result<Vec<String>, Errno
     let mut names = Vec::new();
     for entry in reader.iter() {
         let entry = entry?;
-        let Ok(name) = entry.file_name().to_str() else {
-            continue;
-        };
-        if name != "." && name != ".." {
-            names.push(name.to_string());
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(name.to_vec());
         }
     }
     names.sort();
@@ -270,7 +276,11 @@ fn mkdir_all(ws: &Workspace, path: &WsPath) -> Result<OwnedFd, ErrorInfo> {
     let mut current = ws.open_dir(&WsPath::root())?;
     let mut prefix = WsPath::root();
     for name in path.components() {
-        match mkdirat(&current, name.as_str(), Mode::from_bits_truncate(DIR_MODE)) {
+        match mkdirat(
+            &current,
+            name.as_slice(),
+            Mode::from_bits_truncate(DIR_MODE),
+        ) {
             Ok(()) | Err(Errno::EEXIST) => {}
             Err(e) => {
                 return Err(io_error(
@@ -313,7 +323,7 @@ pub fn remove(ws: &Workspace, path: &WsPath, recursive: bool) -> Result<(), Erro
     })
 }
 
-fn remove_tree(parent: &OwnedFd, name: &str, shown: &str) -> Result<(), ErrorInfo> {
+fn remove_tree(parent: &OwnedFd, name: &OsStr, shown: &str) -> Result<(), ErrorInfo> {
     // O_NOFOLLOW: the entry was a directory when checked; if it has been
     // swapped for a symlink since, this fails instead of following it.
     let dir = openat(
@@ -325,16 +335,17 @@ fn remove_tree(parent: &OwnedFd, name: &str, shown: &str) -> Result<(), ErrorInf
     .map_err(|e| io_error("removing", shown, e))?;
     let children = read_names(dir.as_fd()).map_err(|e| io_error("removing", shown, e))?;
     for child in children {
-        let child_shown = format!("{shown}/{child}");
-        let raw = match fstatat(&dir, child.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+        let child_shown = format!("{shown}/{}", escape_path(&child));
+        let child = OsStr::from_bytes(&child);
+        let raw = match fstatat(&dir, child, AtFlags::AT_SYMLINK_NOFOLLOW) {
             Ok(raw) => raw,
             Err(Errno::ENOENT) => continue,
             Err(e) => return Err(io_error("removing", &child_shown, e)),
         };
         if is_dir(&raw) {
-            remove_tree(&dir, &child, &child_shown)?;
+            remove_tree(&dir, child, &child_shown)?;
         } else {
-            match unlinkat(&dir, child.as_str(), UnlinkatFlags::NoRemoveDir) {
+            match unlinkat(&dir, child, UnlinkatFlags::NoRemoveDir) {
                 Ok(()) | Err(Errno::ENOENT) => {}
                 Err(e) => return Err(io_error("removing", &child_shown, e)),
             }

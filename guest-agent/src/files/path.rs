@@ -9,7 +9,9 @@
 //! `*at()` calls relative to that parent fd. Where the kernel lacks openat2
 //! (gVisor), beneath.rs walks the same rules one component at a time.
 
+use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,10 +31,11 @@ const EAGAIN_RETRIES: usize = 8;
 static OPENAT2_MISSING: AtomicBool = AtomicBool::new(false);
 
 /// A path below the workspace root, as normal components (no `.`, `..` or
-/// empty ones). No components = the root itself.
+/// empty ones), each the bytes of a name (UTF-8 or not). No components =
+/// the root itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsPath {
-    components: Vec<String>,
+    components: Vec<Vec<u8>>,
 }
 
 impl WsPath {
@@ -46,83 +49,86 @@ impl WsPath {
         self.components.is_empty()
     }
 
-    pub fn components(&self) -> &[String] {
+    pub fn components(&self) -> &[Vec<u8>] {
         &self.components
     }
 
     /// The parent and the final name; None for the root.
-    pub fn split_last(&self) -> Option<(WsPath, &str)> {
+    pub fn split_last(&self) -> Option<(WsPath, &OsStr)> {
         let (last, parent) = self.components.split_last()?;
         Some((
             WsPath {
                 components: parent.to_vec(),
             },
-            last.as_str(),
+            OsStr::from_bytes(last),
         ))
     }
 
-    pub fn join(&self, name: &str) -> WsPath {
+    pub fn join(&self, name: &[u8]) -> WsPath {
         let mut components = self.components.clone();
-        components.push(name.to_string());
+        components.push(name.to_vec());
         WsPath { components }
     }
 
     /// Relative form handed to `openat2` ("." for the root).
-    fn relative(&self) -> String {
+    pub fn relative(&self) -> Vec<u8> {
         if self.is_root() {
-            ".".to_string()
+            b".".to_vec()
         } else {
-            self.components.join("/")
+            self.components.join(&b'/')
         }
     }
 }
 
-/// Workspace-relative display form used in messages and search results.
+/// Workspace-relative display form used in messages and search results
+/// (bytes not in UTF-8 as `\xNN`, [`paddock_proto::FsPath::display`]).
 impl std::fmt::Display for WsPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.relative())
+        f.write_str(&paddock_proto::escape_path(&self.relative()))
     }
 }
 
 /// Lexical gate: the request's path as components below `root`.
 ///
 /// Relative paths are taken from the root; absolute ones must lie under it.
-/// `..` is applied lexically and may never climb above the root.
-pub fn normalize(root: &Path, input: &str) -> Result<WsPath, ErrorInfo> {
-    if input.contains('\0') {
+/// `..` is applied lexically and may never climb above the root. A name
+/// may be any bytes but NUL and `/`, UTF-8 or not.
+pub fn normalize(root: &Path, input: &[u8]) -> Result<WsPath, ErrorInfo> {
+    if input.contains(&0) {
         return Err(bad_request("path contains a NUL byte"));
     }
-    let path = Path::new(input);
-    let mut stack: Vec<String> = Vec::new();
+    let shown = paddock_proto::escape_path(input);
+    let path = Path::new(OsStr::from_bytes(input));
+    let mut stack: Vec<Vec<u8>> = Vec::new();
     if path.is_absolute() {
         // Normalize the whole absolute path, then strip the root prefix.
         for component in path.components() {
             match component {
-                Component::Normal(name) => stack.push(name.to_string_lossy().into_owned()),
+                Component::Normal(name) => stack.push(name.as_bytes().to_vec()),
                 Component::ParentDir => {
                     stack.pop();
                 }
                 Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
             }
         }
-        let root_parts: Vec<String> = root
+        let root_parts: Vec<Vec<u8>> = root
             .components()
             .filter_map(|c| match c {
-                Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+                Component::Normal(name) => Some(name.as_bytes().to_vec()),
                 _ => None,
             })
             .collect();
         if stack.len() < root_parts.len() || stack[..root_parts.len()] != root_parts[..] {
-            return Err(path_escape(input));
+            return Err(path_escape(&shown));
         }
         stack.drain(..root_parts.len());
     } else {
         for component in path.components() {
             match component {
-                Component::Normal(name) => stack.push(name.to_string_lossy().into_owned()),
+                Component::Normal(name) => stack.push(name.as_bytes().to_vec()),
                 Component::ParentDir => {
                     if stack.pop().is_none() {
-                        return Err(path_escape(input));
+                        return Err(path_escape(&shown));
                     }
                 }
                 Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
@@ -159,7 +165,7 @@ impl Workspace {
         &self.root_fd
     }
 
-    pub fn normalize(&self, input: &str) -> Result<WsPath, ErrorInfo> {
+    pub fn normalize(&self, input: &[u8]) -> Result<WsPath, ErrorInfo> {
         normalize(&self.root, input)
     }
 
@@ -173,7 +179,7 @@ impl Workspace {
         if !OPENAT2_MISSING.load(Ordering::Relaxed) {
             let mut attempts = 0;
             loop {
-                match openat2(&self.root_fd, relative.as_str(), how) {
+                match openat2(&self.root_fd, relative.as_slice(), how) {
                     Err(Errno::EAGAIN) if attempts < EAGAIN_RETRIES => attempts += 1,
                     Err(Errno::ENOSYS) => {
                         OPENAT2_MISSING.store(true, Ordering::Relaxed);
@@ -197,7 +203,7 @@ impl Workspace {
     pub fn open_parent<'a>(
         &self,
         path: &'a WsPath,
-    ) -> Result<Option<(OwnedFd, &'a str)>, ErrorInfo> {
+    ) -> Result<Option<(OwnedFd, &'a OsStr)>, ErrorInfo> {
         let Some((parent, name)) = path.split_last() else {
             return Ok(None);
         };
@@ -214,9 +220,23 @@ mod tests {
     use paddock_proto::ErrorCode;
 
     fn norm(input: &str) -> Result<Vec<String>, ErrorCode> {
-        normalize(Path::new("/workspace"), input)
-            .map(|p| p.components().to_vec())
+        normalize(Path::new("/workspace"), input.as_bytes())
+            .map(|p| {
+                p.components()
+                    .iter()
+                    .map(|c| String::from_utf8_lossy(c).into_owned())
+                    .collect()
+            })
             .map_err(|e| e.code)
+    }
+
+    #[test]
+    fn names_not_in_utf8_are_kept_as_their_bytes() {
+        let path = normalize(Path::new("/workspace"), b"d\xfe/./\xff.bin").unwrap();
+        assert_eq!(path.components(), [b"d\xfe".to_vec(), b"\xff.bin".to_vec()]);
+        assert_eq!(path.to_string(), "d\\xfe/\\xff.bin");
+        let absolute = normalize(Path::new("/workspace"), b"/workspace/\xff").unwrap();
+        assert_eq!(absolute.components(), [b"\xff".to_vec()]);
     }
 
     #[test]
@@ -282,7 +302,7 @@ mod tests {
     }
 
     fn open_code(ws: &Workspace, input: &str) -> Result<(), Errno> {
-        let path = ws.normalize(input).unwrap();
+        let path = ws.normalize(input.as_bytes()).unwrap();
         ws.open(&path, OFlag::O_RDONLY, Mode::empty()).map(drop)
     }
 
@@ -315,7 +335,7 @@ mod tests {
     #[test]
     fn parent_resolution_refuses_a_dir_symlink_out_before_a_write() {
         let f = fixture();
-        let path = f.ws.normalize("out_dir/new_file").unwrap();
+        let path = f.ws.normalize(b"out_dir/new_file").unwrap();
         let err = f.ws.open_parent(&path).unwrap_err();
         assert_eq!(err.code, ErrorCode::PathEscape);
         assert!(!f.outside.join("new_file").exists());
@@ -325,7 +345,10 @@ mod tests {
     fn a_working_directory_resolves_beneath_the_root() {
         use std::os::unix::fs::MetadataExt;
         let f = fixture();
-        let dir = |input: &str| f.ws.normalize(input).and_then(|p| f.ws.open_dir(&p));
+        let dir = |input: &str| {
+            f.ws.normalize(input.as_bytes())
+                .and_then(|p| f.ws.open_dir(&p))
+        };
         let fd = dir("dir").unwrap();
         let opened = nix::sys::stat::fstat(&fd).unwrap();
         let expected = std::fs::metadata(f.ws.root().join("dir")).unwrap();

@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat};
 use nix::sys::stat::{Mode, fstat, fstatat};
-use paddock_proto::{ErrorInfo, SearchMatch, SearchSpec};
+use paddock_proto::{ErrorInfo, FsPath, SearchMatch, SearchSpec, escape_path};
 
 use super::glob::Glob;
 use super::ops::read_names;
@@ -47,7 +47,7 @@ pub fn search(ws: &Workspace, spec: &SearchSpec) -> Result<Outcome, ErrorInfo> {
     if spec.content.as_deref() == Some("") {
         return Err(bad_request("search content must not be empty"));
     }
-    let base = ws.normalize(spec.path.as_deref().unwrap_or(""))?;
+    let base = ws.normalize(spec.path.as_deref().unwrap_or("").as_bytes())?;
     let dir = ws.open_dir(&base)?;
     let mut search = Search {
         glob: spec.name_glob.as_deref().map(Glob::new),
@@ -68,12 +68,16 @@ impl Search<'_> {
         let names = read_names(dir.as_fd()).map_err(|e| (at.to_string(), e))?;
         for name in names {
             let path = at.join(&name);
-            let raw = match fstatat(dir, name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+            let raw = match fstatat(dir, name.as_slice(), AtFlags::AT_SYMLINK_NOFOLLOW) {
                 Ok(raw) => raw,
                 Err(_) => continue,
             };
-            let name_ok = self.glob.as_ref().is_none_or(|g| g.matches(&name));
-            if name_ok && self.needle.is_none() && !self.push(path.to_string(), None, None) {
+            // a name not in UTF-8 is matched by its display form
+            let name_ok = self
+                .glob
+                .as_ref()
+                .is_none_or(|g| g.matches(&escape_path(&name)));
+            if name_ok && self.needle.is_none() && !self.push(&path, None, None) {
                 return Ok(false);
             }
             if is_dir(&raw) {
@@ -97,7 +101,7 @@ impl Search<'_> {
     }
 
     /// Returns false once the result limit stopped the search.
-    fn search_file(&mut self, dir: &OwnedFd, name: &str, path: &WsPath) -> bool {
+    fn search_file(&mut self, dir: &OwnedFd, name: &[u8], path: &WsPath) -> bool {
         let Some(needle) = self.needle else {
             return true;
         };
@@ -107,7 +111,7 @@ impl Search<'_> {
         for (index, line) in content.split(|b| *b == b'\n').enumerate() {
             if contains(line, needle) {
                 let text = line_text(line);
-                if !self.push(path.to_string(), Some(index as u64 + 1), Some(text)) {
+                if !self.push(path, Some(index as u64 + 1), Some(text)) {
                     return false;
                 }
             }
@@ -116,7 +120,7 @@ impl Search<'_> {
     }
 
     /// Whole content of a regular, small, non-binary file; None to skip it.
-    fn read_text(&self, dir: &OwnedFd, name: &str) -> Option<Vec<u8>> {
+    fn read_text(&self, dir: &OwnedFd, name: &[u8]) -> Option<Vec<u8>> {
         let fd = open_nofollow(dir, name, OFlag::O_NONBLOCK | OFlag::O_NOCTTY).ok()?;
         let raw = fstat(&fd).ok()?;
         let size = u64::try_from(raw.st_size).ok()?;
@@ -136,17 +140,23 @@ impl Search<'_> {
     }
 
     /// Records a match; false when the limit was already reached.
-    fn push(&mut self, path: String, line: Option<u64>, text: Option<String>) -> bool {
+    fn push(&mut self, path: &WsPath, line: Option<u64>, text: Option<String>) -> bool {
         if self.outcome.matches.len() >= self.max_results {
             self.outcome.truncated = true;
             return false;
         }
-        self.outcome.matches.push(SearchMatch { path, line, text });
+        let raw = FsPath::from(path.relative());
+        self.outcome.matches.push(SearchMatch {
+            path: raw.display(),
+            path_bytes: raw.bytes_b64(),
+            line,
+            text,
+        });
         true
     }
 }
 
-fn open_nofollow(dir: &OwnedFd, name: &str, extra: OFlag) -> nix::Result<OwnedFd> {
+fn open_nofollow(dir: &OwnedFd, name: &[u8], extra: OFlag) -> nix::Result<OwnedFd> {
     openat(
         dir,
         name,

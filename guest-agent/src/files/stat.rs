@@ -1,10 +1,12 @@
 //! Converting `stat(2)` results to the protocol's [`FileStat`].
 
+use std::ffi::OsStr;
 use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 
 use nix::fcntl::{AtFlags, readlinkat};
 use nix::sys::stat::{FileStat as RawStat, SFlag, fstatat};
-use paddock_proto::{FileKind, FileStat};
+use paddock_proto::{FileKind, FileStat, FsPath};
 
 pub fn kind_of(raw: &RawStat) -> FileKind {
     match SFlag::from_bits_truncate(raw.st_mode & SFlag::S_IFMT.bits()) {
@@ -20,7 +22,7 @@ pub fn is_dir(raw: &RawStat) -> bool {
 }
 
 /// Builds a [`FileStat`]; `link_target` is read only for symlinks.
-pub fn to_file_stat(raw: &RawStat, link_target: Option<String>) -> FileStat {
+pub fn to_file_stat(raw: &RawStat, link_target: Option<FsPath>) -> FileStat {
     FileStat {
         kind: kind_of(raw),
         size: u64::try_from(raw.st_size).unwrap_or(0),
@@ -30,13 +32,13 @@ pub fn to_file_stat(raw: &RawStat, link_target: Option<String>) -> FileStat {
     }
 }
 
-/// `lstat` of `name` in `dir`, with the link target of a symlink.
-pub fn lstat_at<Fd: AsFd>(dir: Fd, name: &str) -> nix::Result<FileStat> {
+/// `lstat` of `name` in `dir`, with the link target of a symlink (its bytes).
+pub fn lstat_at<Fd: AsFd>(dir: Fd, name: &OsStr) -> nix::Result<FileStat> {
     let raw = fstatat(dir.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW)?;
     let target = if kind_of(&raw) == FileKind::Symlink {
         readlinkat(dir.as_fd(), name)
             .ok()
-            .map(|t| t.to_string_lossy().into_owned())
+            .map(|t| FsPath::from(t.as_bytes()))
     } else {
         None
     };

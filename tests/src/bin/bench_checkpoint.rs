@@ -128,9 +128,9 @@ fn main() -> Result<()> {
     let changed = first
         .entries
         .keys()
-        .find(|p| p.ends_with(".rs") || p.ends_with(".txt"))
+        .find(|p| p.as_bytes().ends_with(b".rs") || p.as_bytes().ends_with(b".txt"))
         .cloned()
-        .unwrap_or_else(|| "README.md".to_owned());
+        .unwrap_or_else(|| "README.md".into());
     let mut previous = first.clone();
     let mut incremental_times = Vec::new();
     for run in 0..args.runs {
@@ -163,7 +163,7 @@ fn main() -> Result<()> {
     // rewinds to the first checkpoint: after a few files changed, and after rm -rf
     let mut few_times = Vec::new();
     let mut empty_times = Vec::new();
-    let victims: Vec<String> = first
+    let victims: Vec<paddock_proto::FsPath> = first
         .entries
         .iter()
         .filter(|(_, e)| matches!(e.node, paddock_snapshot::checkpoint::Node::File { .. }))

@@ -232,7 +232,7 @@ pub fn exec_and_files(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>
         }
         guest
             .file_write(
-                "notes/a.txt",
+                &paddock_proto::FsPath::from("notes/a.txt"),
                 b"written by the host",
                 WriteOptions {
                     create_parents: true,
@@ -274,13 +274,20 @@ pub fn traversal_is_refused(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send
             "etc-link/passwd",
             "up/etc/passwd",
         ] {
-            match guest.file_read(path, 0, None).await {
+            match guest
+                .file_read(&paddock_proto::FsPath::from(path), 0, None)
+                .await
+            {
                 Err(e) => assert_eq!(e.code(), Some(ErrorCode::PathEscape), "{path}: {e:?}"),
                 Ok(data) => panic!("{path} was read: {} bytes", data.size),
             }
         }
         match guest
-            .file_write("etc-link/evil", b"x", WriteOptions::default())
+            .file_write(
+                &paddock_proto::FsPath::from("etc-link/evil"),
+                b"x",
+                WriteOptions::default(),
+            )
             .await
         {
             Err(e) => assert_eq!(e.code(), Some(ErrorCode::PathEscape), "{e:?}"),
@@ -450,7 +457,11 @@ pub fn read_only_workspace(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send 
         assert_eq!(code, 9);
         assert!(
             guest
-                .file_write("new.txt", b"x", WriteOptions::default())
+                .file_write(
+                    &paddock_proto::FsPath::from("new.txt"),
+                    b"x",
+                    WriteOptions::default()
+                )
                 .await
                 .is_err()
         );
@@ -490,7 +501,11 @@ pub fn write_scope(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
             assert_eq!(code, 9, "{attempt}");
         }
         guest
-            .file_write("src/made.txt", b"tool\n", WriteOptions::default())
+            .file_write(
+                &paddock_proto::FsPath::from("src/made.txt"),
+                b"tool\n",
+                WriteOptions::default(),
+            )
             .await
             .unwrap();
         let info = guest.info().await.unwrap();
@@ -672,7 +687,15 @@ pub fn snapshot_round_trip_and_fork(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()
             .await
             .unwrap_or_else(|e| panic!("{}", chain(&e)));
         // (stat(1) of Debian 12 fails under Debian 12's gVisor: statx flags.)
-        assert_eq!(forked.file_stat("d").await.unwrap().mode & 0o7777, 0o750);
+        assert_eq!(
+            forked
+                .file_stat(&paddock_proto::FsPath::from("d"))
+                .await
+                .unwrap()
+                .mode
+                & 0o7777,
+            0o750
+        );
         let (code, out, _) = sh(&*forked, "cat d/e/f g; echo changed > g").await;
         assert_eq!((code, out.as_str()), (0, "one\ntwo"));
         let (_, out, _) = sh(&*guest, "cat g").await;

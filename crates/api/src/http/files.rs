@@ -1,18 +1,22 @@
 //! Files of a sandbox's workspace as raw bytes, directory listings and search.
 //! Paths are relative to /workspace; the guest refuses any that leave it
-//! (`..`, absolute paths elsewhere, symlinks out) with `path_escape`.
+//! (`..`, absolute paths elsewhere, symlinks out) with `path_escape`. A path
+//! is bytes: one not in UTF-8 is named percent-encoded (`%FF`) in the URL and
+//! answered as a display form plus its base64 (docs/api.md, "Paths not in
+//! UTF-8").
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use paddock_core::sandbox::{SandboxId, WriteOptions};
+use paddock_proto::FsPath;
 use serde::{Deserialize, Serialize};
 
 use super::error::Body as ErrorBody;
-use super::extract::{ApiJson, ApiPath, ApiQuery, RawBody, sandbox_id};
+use super::extract::{ApiJson, ApiPath, ApiQuery, FilesPath, RawBody, raw_query_value, sandbox_id};
 use super::openapi::Binary;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::SearchCommand;
@@ -56,26 +60,35 @@ pub(super) struct DeleteQuery {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListQuery {
-    /// The directory to list, relative to /workspace (default `.`).
+    /// The directory to list, relative to /workspace (default `.`);
+    /// percent-encoded bytes (`%FF`) name one not in UTF-8.
     dir: Option<String>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct Written {
+    /// For display: bytes not in UTF-8 as `\xNN`.
     path: String,
+    /// The path's raw bytes in standard base64, only when it is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_bytes: Option<String>,
     bytes: u64,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(super) struct Listing {
+    /// For display: bytes not in UTF-8 as `\xNN`.
     dir: String,
+    /// The directory's raw bytes in standard base64, only when it is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dir_bytes: Option<String>,
     entries: Vec<FileEntry>,
 }
 
 /// The file's bytes (or the asked range), streamed in chunks.
 #[utoipa::path(get, path = "/v1/sandboxes/{id}/files/{path}", tag = "files",
     summary = "Read a file",
-    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), ReadQuery),
+    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`; percent-encoded bytes (`%FF`) name a path not in UTF-8. Paths that leave the workspace are refused (`path_escape`)."), ReadQuery),
     responses(
         (status = 200, description = "the bytes", body = Binary, content_type = "application/octet-stream"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
@@ -86,7 +99,7 @@ pub(super) struct Listing {
 pub(super) async fn read(
     State(state): State<AppState>,
     Caller(tenant): Caller,
-    ApiPath((id, path)): ApiPath<(String, String)>,
+    FilesPath { id, path }: FilesPath,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Response, ApiError> {
     let id = sandbox_id(&id)?;
@@ -136,7 +149,7 @@ pub(super) async fn read(
 
 #[utoipa::path(put, path = "/v1/sandboxes/{id}/files/{path}", tag = "files",
     summary = "Write a file (the body is its bytes)",
-    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), WriteQuery),
+    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`; percent-encoded bytes (`%FF`) name a path not in UTF-8. Paths that leave the workspace are refused (`path_escape`)."), WriteQuery),
     request_body(content = Option<Binary>, content_type = "application/octet-stream",
         description = "The file's bytes; none writes an empty file"),
     responses(
@@ -149,7 +162,7 @@ pub(super) async fn read(
 pub(super) async fn write(
     State(state): State<AppState>,
     Caller(tenant): Caller,
-    ApiPath((id, path)): ApiPath<(String, String)>,
+    FilesPath { id, path }: FilesPath,
     ApiQuery(query): ApiQuery<WriteQuery>,
     RawBody(body): RawBody,
 ) -> Result<Json<Written>, ApiError> {
@@ -175,12 +188,16 @@ pub(super) async fn write(
         .service
         .write_file(&tenant, &id, &path, &body, options)
         .await?;
-    Ok(Json(Written { path, bytes }))
+    Ok(Json(Written {
+        path: path.display(),
+        path_bytes: path.bytes_b64(),
+        bytes,
+    }))
 }
 
 #[utoipa::path(delete, path = "/v1/sandboxes/{id}/files/{path}", tag = "files",
     summary = "Delete a file or directory",
-    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`. Paths that leave the workspace are refused (`path_escape`)."), DeleteQuery),
+    params(("id" = SandboxId, Path), ("path" = String, Path, min_length = 1, description = "Relative to /workspace; may contain `/`; percent-encoded bytes (`%FF`) name a path not in UTF-8. Paths that leave the workspace are refused (`path_escape`)."), DeleteQuery),
     responses(
         (status = 204, description = "deleted"),
         (status = 403, description = "the sandbox refused: `permission_denied`, `read_only`", body = ErrorBody),
@@ -191,7 +208,7 @@ pub(super) async fn write(
 pub(super) async fn delete(
     State(state): State<AppState>,
     Caller(tenant): Caller,
-    ApiPath((id, path)): ApiPath<(String, String)>,
+    FilesPath { id, path }: FilesPath,
     ApiQuery(query): ApiQuery<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
     let id = sandbox_id(&id)?;
@@ -217,11 +234,22 @@ pub(super) async fn list(
     Caller(tenant): Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<ListQuery>,
+    uri: Uri,
 ) -> Result<Json<Listing>, ApiError> {
     let id = sandbox_id(&id)?;
-    let dir = query.dir.unwrap_or_else(|| ".".to_owned());
+    let dir = match query.dir {
+        None => FsPath::from("."),
+        // read again as bytes: serde's form decoding makes `%FF` lossy
+        Some(text) => {
+            raw_query_value(uri.query(), "dir").map_or_else(|| FsPath::from(text), FsPath::from)
+        }
+    };
     let entries = state.service.list_files(&tenant, &id, &dir).await?;
-    Ok(Json(Listing { dir, entries }))
+    Ok(Json(Listing {
+        dir: dir.display(),
+        dir_bytes: dir.bytes_b64(),
+        entries,
+    }))
 }
 
 #[utoipa::path(post, path = "/v1/sandboxes/{id}/search", tag = "files",

@@ -117,7 +117,11 @@ pub enum NodeView {
     },
     Dir,
     Symlink {
+        /// For display: bytes not in UTF-8 as `\xNN`.
         target: String,
+        /// The target's raw bytes in standard base64, only when it is not UTF-8.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_bytes: Option<String>,
     },
 }
 
@@ -130,7 +134,8 @@ impl From<&Node> for NodeView {
             },
             Node::Dir => NodeView::Dir,
             Node::Symlink { target } => NodeView::Symlink {
-                target: target.clone(),
+                target: target.display(),
+                target_bytes: target.bytes_b64(),
             },
         }
     }
@@ -146,7 +151,12 @@ pub enum ChangeView {
 
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileChangeView {
+    /// For display: bytes not in UTF-8 as `\xNN`.
     pub path: String,
+    /// The path's raw bytes in standard base64, only when it is not UTF-8
+    /// (docs/api.md, "Paths not in UTF-8").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
     pub change: ChangeView,
     pub before: Option<NodeView>,
     pub after: Option<NodeView>,
@@ -158,6 +168,7 @@ impl From<&FileChange> for FileChangeView {
     fn from(c: &FileChange) -> Self {
         Self {
             path: c.path.clone(),
+            path_bytes: c.path_bytes.clone(),
             change: match c.change {
                 ChangeKind::Added => ChangeView::Added,
                 ChangeKind::Removed => ChangeView::Removed,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use paddock_core::ids::WorkspaceId;
 use paddock_core::sandbox::SandboxLimits;
-use paddock_proto::{ExecSpec, NetworkPolicy, PtySize, SearchSpec, StdinMode};
+use paddock_proto::{ExecSpec, FsPath, NetworkPolicy, PtySize, SearchSpec, StdinMode};
 use serde::{Deserialize, Serialize};
 
 use super::ServiceError;
@@ -502,13 +502,25 @@ fn timeout(ms: Option<u64>) -> Result<Option<u64>, ServiceError> {
 /// A workspace path as the guest will resolve it; only shape is checked
 /// here, the guest refuses any path that leaves the workspace.
 pub(crate) fn path(field: &str, path: &str) -> Result<String, ServiceError> {
-    if path.is_empty() || path.len() > MAX_PATH_LEN || path.contains('\0') {
+    check_path(field, path.as_bytes())?;
+    Ok(path.to_owned())
+}
+
+/// A file's path: any bytes but NUL (UTF-8 or not), as [`path`] checks them.
+pub(crate) fn file_path(field: &str, path: &FsPath) -> Result<FsPath, ServiceError> {
+    check_path(field, path.as_bytes())?;
+    Ok(path.clone())
+}
+
+/// 1 to [`MAX_PATH_LEN`] bytes without NUL.
+fn check_path(field: &str, bytes: &[u8]) -> Result<(), ServiceError> {
+    if bytes.is_empty() || bytes.len() > MAX_PATH_LEN || bytes.contains(&0) {
         return Err(ServiceError::invalid(
             field,
             format!("expected 1 to {MAX_PATH_LEN} bytes without NUL"),
         ));
     }
-    Ok(path.to_owned())
+    Ok(())
 }
 
 #[cfg(test)]

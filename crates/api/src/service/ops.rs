@@ -2,6 +2,7 @@
 
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{ExecEvent, Execution, FileData, SandboxId, WriteOptions};
+use paddock_proto::FsPath;
 
 use super::commands::{
     self, ExecCommand, MAX_PROCESS_READ, SearchCommand, SendSignal, StartProcess, WriteStdin,
@@ -213,11 +214,11 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        path: &str,
+        path: &FsPath,
         offset: u64,
         len: Option<u64>,
     ) -> Result<FileData, ServiceError> {
-        let path = commands::path("path", path)?;
+        let path = commands::file_path("path", path)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         match live.guest.file_read(&path, offset, len).await {
             Ok(data) => Ok(data),
@@ -230,11 +231,11 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        path: &str,
+        path: &FsPath,
         data: &[u8],
         options: WriteOptions,
     ) -> Result<u64, ServiceError> {
-        let path = commands::path("path", path)?;
+        let path = commands::file_path("path", path)?;
         if options.mode.is_some_and(|m| m > 0o7777) {
             return Err(ServiceError::invalid(
                 "mode",
@@ -252,10 +253,10 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        path: &str,
+        path: &FsPath,
         recursive: bool,
     ) -> Result<(), ServiceError> {
-        let path = commands::path("path", path)?;
+        let path = commands::file_path("path", path)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         match live.guest.remove(&path, recursive).await {
             Ok(()) => Ok(()),
@@ -267,9 +268,9 @@ impl SandboxService {
         &self,
         tenant: &TenantId,
         id: &SandboxId,
-        dir: &str,
+        dir: &FsPath,
     ) -> Result<Vec<FileEntry>, ServiceError> {
-        let dir = commands::path("dir", dir)?;
+        let dir = commands::file_path("dir", dir)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         match live.guest.file_list(&dir).await {
             Ok(entries) => Ok(entries.iter().map(FileEntry::from).collect()),

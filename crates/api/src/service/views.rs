@@ -3,7 +3,9 @@
 use paddock_core::ids::{RunId, SnapshotId, WorkspaceId};
 use paddock_core::sandbox::{SandboxId, SandboxLimits};
 use paddock_core::store::{SandboxRecord, SandboxState, Timestamp, Workspace};
-use paddock_proto::{DirEntry, ExitInfo, FileKind, NetworkPolicy, ProcessInfo, SearchMatch};
+use paddock_proto::{
+    DirEntry, ExitInfo, FileKind, FsPath, NetworkPolicy, ProcessInfo, SearchMatch,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::text::Encoding;
@@ -199,23 +201,35 @@ pub struct ProcessOutputView {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileEntry {
+    /// For display: bytes not in UTF-8 as `\xNN` (docs/api.md, "Paths not
+    /// in UTF-8").
     pub name: String,
+    /// The name's raw bytes in standard base64, only when it is not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_bytes: Option<String>,
     pub kind: FileKind,
     pub size: u64,
     pub mode: u32,
     pub mtime_ms: i64,
+    /// A symlink's target, for display as `name` is.
     pub link_target: Option<String>,
+    /// The target's raw bytes in standard base64, only when it is not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_target_bytes: Option<String>,
 }
 
 impl From<&DirEntry> for FileEntry {
     fn from(e: &DirEntry) -> Self {
+        let target = e.stat.link_target.as_ref();
         Self {
-            name: e.name.clone(),
+            name: e.name.display(),
+            name_bytes: e.name.bytes_b64(),
             kind: e.stat.kind,
             size: e.stat.size,
             mode: e.stat.mode,
             mtime_ms: e.stat.mtime_ms,
-            link_target: e.stat.link_target.clone(),
+            link_target: target.map(FsPath::display),
+            link_target_bytes: target.and_then(FsPath::bytes_b64),
         }
     }
 }

@@ -4,8 +4,8 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use paddock_proto::{
-    DirEntry, Enforcement, ExecSpec, ExitInfo, FileStat, OutputStream, ProcessInfo, PtySize,
-    SearchMatch, SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
+    DirEntry, Enforcement, ExecSpec, ExitInfo, FileStat, FsPath, OutputStream, ProcessInfo,
+    PtySize, SearchMatch, SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -173,25 +173,26 @@ pub trait GuestOps: Send + Sync + Debug {
     ) -> Result<ProcessStatus, GuestError>;
 
     /// Reads `[offset, offset+len)` of a file (to its end when `len` is None).
+    /// Paths are bytes ([`FsPath`]: a name need not be UTF-8).
     async fn file_read(
         &self,
-        path: &str,
+        path: &FsPath,
         offset: u64,
         len: Option<u64>,
     ) -> Result<FileData, GuestError>;
     /// Atomically replaces (or creates) a file; returns the bytes written.
     async fn file_write(
         &self,
-        path: &str,
+        path: &FsPath,
         data: &[u8],
         options: WriteOptions,
     ) -> Result<u64, GuestError>;
-    async fn file_list(&self, path: &str) -> Result<Vec<DirEntry>, GuestError>;
+    async fn file_list(&self, path: &FsPath) -> Result<Vec<DirEntry>, GuestError>;
     /// Does not follow a final symlink.
-    async fn file_stat(&self, path: &str) -> Result<FileStat, GuestError>;
-    async fn mkdir(&self, path: &str, parents: bool) -> Result<(), GuestError>;
-    async fn remove(&self, path: &str, recursive: bool) -> Result<(), GuestError>;
-    async fn rename(&self, from: &str, to: &str) -> Result<(), GuestError>;
+    async fn file_stat(&self, path: &FsPath) -> Result<FileStat, GuestError>;
+    async fn mkdir(&self, path: &FsPath, parents: bool) -> Result<(), GuestError>;
+    async fn remove(&self, path: &FsPath, recursive: bool) -> Result<(), GuestError>;
+    async fn rename(&self, from: &FsPath, to: &FsPath) -> Result<(), GuestError>;
     async fn search(&self, spec: SearchSpec) -> Result<SearchResults, GuestError>;
 
     /// Packs the workspace (tar + zstd) and writes the archive to `sink` as

@@ -36,7 +36,13 @@ pub struct CheckpointDiff {
 /// One path that differs.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileChange {
+    /// The path for display: bytes not in UTF-8 as `\xNN`
+    /// ([`paddock_proto::FsPath::display`]).
     pub path: String,
+    /// The path's raw bytes in standard base64 when it is not UTF-8 (None:
+    /// `path` is the path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
     pub change: ChangeKind,
     pub before: Option<Node>,
     pub after: Option<Node>,
@@ -131,10 +137,11 @@ impl Runtime {
         let mut changes = Vec::new();
         let mut patch_bytes = 0usize;
         for change in diff(&before, &after) {
+            let shown = change.path.display();
             let patch = if patch_bytes < MAX_PATCH_TOTAL {
                 self.patch(
                     &blobs,
-                    &change.path,
+                    &shown,
                     change.before.as_ref(),
                     change.after.as_ref(),
                 )
@@ -144,7 +151,8 @@ impl Runtime {
             };
             patch_bytes += patch.as_ref().map_or(0, String::len);
             changes.push(FileChange {
-                path: change.path,
+                path_bytes: change.path.bytes_b64(),
+                path: shown,
                 change: change.change,
                 before: change.before,
                 after: change.after,

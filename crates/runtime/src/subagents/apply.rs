@@ -12,7 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use paddock_core::sandbox::{GuestError, GuestOps, WriteOptions};
-use paddock_proto::{ErrorCode, FileKind};
+use paddock_proto::{ErrorCode, FileKind, FsPath};
 use paddock_snapshot::archive::ContentHash;
 
 use super::changes::{Change, ChangeSet, Entry, MAX_APPLY_BYTES};
@@ -79,7 +79,8 @@ fn not_found(err: &GuestError) -> bool {
 }
 
 async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError> {
-    let stat = match guest.file_stat(path).await {
+    let raw = FsPath::from(path);
+    let stat = match guest.file_stat(&raw).await {
         Ok(stat) => stat,
         Err(err) if not_found(&err) => return Ok(Current::Kept(Kept::Absent)),
         Err(err) => return Err(err),
@@ -96,7 +97,7 @@ async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError
     let mut data = Vec::new();
     loop {
         let chunk = guest
-            .file_read(path, data.len() as u64, Some(READ_CHUNK))
+            .file_read(&raw, data.len() as u64, Some(READ_CHUNK))
             .await?;
         if chunk.data.is_empty() {
             break;
@@ -184,7 +185,7 @@ async fn missing_dirs(
             if missing.contains(dir) || present.contains(dir) {
                 break;
             }
-            match guest.file_stat(dir).await {
+            match guest.file_stat(&FsPath::from(dir)).await {
                 Err(err) if not_found(&err) => {
                     missing.insert(dir.to_owned());
                 }
@@ -210,7 +211,7 @@ fn reason(err: &GuestError) -> String {
 
 /// Removes `path` through the guest; one that is not there is fine.
 async fn remove(guest: &dyn GuestOps, path: &str) -> Result<(), GuestError> {
-    match guest.remove(path, false).await {
+    match guest.remove(&FsPath::from(path), false).await {
         Err(err) if not_found(&err) => Ok(()),
         other => other,
     }
@@ -220,7 +221,7 @@ async fn write(guest: &dyn GuestOps, change: &Change, set: &ChangeSet) -> Result
     match (&change.after, set.contents.get(&change.path)) {
         (Some(Entry::File { mode, .. }), Some(data)) => guest
             .file_write(
-                &change.path,
+                &FsPath::from(&change.path),
                 data,
                 WriteOptions {
                     mode: Some(*mode),
@@ -248,7 +249,7 @@ async fn restore(
             Kept::Absent => remove(guest, path).await,
             Kept::File { data, mode } => guest
                 .file_write(
-                    path,
+                    &FsPath::from(*path),
                     data,
                     WriteOptions {
                         mode: Some(*mode),

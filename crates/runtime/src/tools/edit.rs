@@ -2,6 +2,7 @@
 //! (unless every occurrence is asked for), so an edit never lands somewhere
 //! the agent did not mean.
 
+use paddock_proto::FsPath;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -130,7 +131,7 @@ impl EditFile {
         let path = paths::normalize(&args.path).map_err(|e| invalid(NAME, e.to_string()))?;
         let file = ctx
             .guest
-            .file_read(&path, 0, Some(MAX_EDIT_BYTES + 1))
+            .file_read(&FsPath::from(&path), 0, Some(MAX_EDIT_BYTES + 1))
             .await
             .map_err(guest(NAME))?;
         if file.size > MAX_EDIT_BYTES {
@@ -177,7 +178,7 @@ impl EditFile {
         let new = replace(&file.data, &found, old.len(), args.new_string.as_bytes());
         // Mode None keeps the file's permission bits.
         ctx.guest
-            .file_write(&path, &new, WriteOptions::default())
+            .file_write(&FsPath::from(&path), &new, WriteOptions::default())
             .await
             .map_err(guest(NAME))?;
         let count = found.len();

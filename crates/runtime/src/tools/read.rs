@@ -1,6 +1,7 @@
 //! `read_file`: a file's text with line numbers, a line range, and a cap on
 //! how much comes back.
 
+use paddock_proto::FsPath;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -104,7 +105,7 @@ impl ReadFile {
         let (size, at_end) = loop {
             let chunk = ctx
                 .guest
-                .file_read(&path, offset, Some(CHUNK))
+                .file_read(&FsPath::from(&path), offset, Some(CHUNK))
                 .await
                 .map_err(guest(NAME))?;
             let size = chunk.size;

@@ -12,7 +12,8 @@ use paddock_core::sandbox::{
 };
 use paddock_core::store::RunMode;
 use paddock_proto::{
-    DirEntry, ExecSpec, FileStat, ProcessInfo, SearchSpec, SnapshotPackStats, SnapshotUnpackStats,
+    DirEntry, ExecSpec, FileStat, FsPath, ProcessInfo, SearchSpec, SnapshotPackStats,
+    SnapshotUnpackStats,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
@@ -76,25 +77,25 @@ impl GuestOps for Offline {
     async fn process_wait(&self, _: u64, _: Option<u64>) -> Result<ProcessStatus, GuestError> {
         gone("process_wait")
     }
-    async fn file_read(&self, _: &str, _: u64, _: Option<u64>) -> Result<FileData, GuestError> {
+    async fn file_read(&self, _: &FsPath, _: u64, _: Option<u64>) -> Result<FileData, GuestError> {
         gone("file_read")
     }
-    async fn file_write(&self, _: &str, _: &[u8], _: WriteOptions) -> Result<u64, GuestError> {
+    async fn file_write(&self, _: &FsPath, _: &[u8], _: WriteOptions) -> Result<u64, GuestError> {
         gone("file_write")
     }
-    async fn file_list(&self, _: &str) -> Result<Vec<DirEntry>, GuestError> {
+    async fn file_list(&self, _: &FsPath) -> Result<Vec<DirEntry>, GuestError> {
         gone("file_list")
     }
-    async fn file_stat(&self, _: &str) -> Result<FileStat, GuestError> {
+    async fn file_stat(&self, _: &FsPath) -> Result<FileStat, GuestError> {
         gone("file_stat")
     }
-    async fn mkdir(&self, _: &str, _: bool) -> Result<(), GuestError> {
+    async fn mkdir(&self, _: &FsPath, _: bool) -> Result<(), GuestError> {
         gone("mkdir")
     }
-    async fn remove(&self, _: &str, _: bool) -> Result<(), GuestError> {
+    async fn remove(&self, _: &FsPath, _: bool) -> Result<(), GuestError> {
         gone("remove")
     }
-    async fn rename(&self, _: &str, _: &str) -> Result<(), GuestError> {
+    async fn rename(&self, _: &FsPath, _: &FsPath) -> Result<(), GuestError> {
         gone("rename")
     }
     async fn search(&self, _: SearchSpec) -> Result<SearchResults, GuestError> {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use paddock_proto::{DirEntry, FileKind};
+use paddock_proto::{DirEntry, FileKind, FsPath};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -80,7 +80,7 @@ impl Default for WorkspaceTree {
 /// A directory being listed: its remaining entries, in reverse order so
 /// `pop` yields them sorted.
 struct Frame {
-    path: String,
+    path: FsPath,
     depth: u64,
     rest: Vec<DirEntry>,
 }
@@ -88,14 +88,6 @@ struct Frame {
 fn sorted_reversed(mut entries: Vec<DirEntry>) -> Vec<DirEntry> {
     entries.sort_by(|a, b| b.name.cmp(&a.name));
     entries
-}
-
-fn join(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{dir}/{name}")
-    }
 }
 
 #[async_trait]
@@ -127,7 +119,11 @@ impl WorkspaceTree {
             (1, MAX_ENTRIES),
         )?;
         let root = args.path.unwrap_or_default();
-        let top = ctx.guest.file_list(&root).await.map_err(guest(NAME))?;
+        let top = ctx
+            .guest
+            .file_list(&FsPath::from(&root))
+            .await
+            .map_err(guest(NAME))?;
 
         let mut lines = vec![if root.is_empty() {
             "/workspace/".to_owned()
@@ -137,7 +133,7 @@ impl WorkspaceTree {
         let mut listed: u64 = 0;
         let mut truncated = false;
         let mut stack = vec![Frame {
-            path: root.clone(),
+            path: FsPath::from(root.trim_end_matches('/')),
             depth: 0,
             rest: sorted_reversed(top),
         }];
@@ -152,9 +148,10 @@ impl WorkspaceTree {
             }
             listed += 1;
             let depth = frame.depth;
-            let path = join(&frame.path, &entry.name);
+            let path = frame.path.join(entry.name.as_bytes());
             let indent = "  ".repeat(usize::try_from(depth + 1).unwrap_or(usize::MAX));
-            let name = &entry.name;
+            // a name not in UTF-8 shown with `\xNN` escapes
+            let name = entry.name.display();
             match entry.stat.kind {
                 FileKind::Dir => {
                     if !args.include_skipped && SKIPPED_DIRS.contains(&name.as_str()) {
@@ -180,7 +177,11 @@ impl WorkspaceTree {
                     }
                 }
                 FileKind::Symlink => {
-                    let target = entry.stat.link_target.as_deref().unwrap_or("?");
+                    let target = entry
+                        .stat
+                        .link_target
+                        .as_ref()
+                        .map_or_else(|| "?".to_owned(), FsPath::display);
                     lines.push(format!("{indent}{name} -> {target}"));
                 }
                 FileKind::File if entry.stat.size >= SHOW_SIZE_FROM => {

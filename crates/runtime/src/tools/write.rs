@@ -1,5 +1,6 @@
 //! `write_file`: creates or replaces a whole file (atomically, in the guest).
 
+use paddock_proto::FsPath;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -94,7 +95,7 @@ impl WriteFile {
         };
         let bytes = ctx
             .guest
-            .file_write(&path, args.content.as_bytes(), options)
+            .file_write(&FsPath::from(&path), args.content.as_bytes(), options)
             .await
             .map_err(guest(NAME))?;
         tracing::debug!(run_id = %ctx.run, session_id = %ctx.session, tool = NAME, path, bytes, "file written");

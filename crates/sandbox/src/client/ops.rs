@@ -6,7 +6,7 @@ use paddock_core::sandbox::{
     ProcessStatus, SearchResults, SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
 };
 use paddock_proto::{
-    DirEntry, ExecSpec, FileStat, MAX_PAYLOAD_LEN, ProcessInfo, PtySize, Reply, Request,
+    DirEntry, ExecSpec, FileStat, FsPath, MAX_PAYLOAD_LEN, ProcessInfo, PtySize, Reply, Request,
     SearchSpec, SnapshotPackStats, SnapshotUnpackStats, StdinMode,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -225,12 +225,12 @@ impl GuestOps for GuestClient {
 
     async fn file_read(
         &self,
-        path: &str,
+        path: &FsPath,
         offset: u64,
         len: Option<u64>,
     ) -> Result<FileData, GuestError> {
         let request = Request::FileRead {
-            path: path.to_owned(),
+            path: path.clone(),
             offset,
             len,
         };
@@ -242,12 +242,12 @@ impl GuestOps for GuestClient {
 
     async fn file_write(
         &self,
-        path: &str,
+        path: &FsPath,
         data: &[u8],
         options: WriteOptions,
     ) -> Result<u64, GuestError> {
         let request = Request::FileWrite {
-            path: path.to_owned(),
+            path: path.clone(),
             mode: options.mode,
             create_parents: options.create_parents,
         };
@@ -257,46 +257,42 @@ impl GuestOps for GuestClient {
         }
     }
 
-    async fn file_list(&self, path: &str) -> Result<Vec<DirEntry>, GuestError> {
-        let request = Request::FileList {
-            path: path.to_owned(),
-        };
+    async fn file_list(&self, path: &FsPath) -> Result<Vec<DirEntry>, GuestError> {
+        let request = Request::FileList { path: path.clone() };
         match self.call(request, &[]).await? {
             (Reply::DirEntries { entries }, _) => Ok(entries),
             (other, _) => Err(unexpected("file_list", &other)),
         }
     }
 
-    async fn file_stat(&self, path: &str) -> Result<FileStat, GuestError> {
-        let request = Request::FileStat {
-            path: path.to_owned(),
-        };
+    async fn file_stat(&self, path: &FsPath) -> Result<FileStat, GuestError> {
+        let request = Request::FileStat { path: path.clone() };
         match self.call(request, &[]).await? {
             (Reply::Stat(stat), _) => Ok(stat),
             (other, _) => Err(unexpected("file_stat", &other)),
         }
     }
 
-    async fn mkdir(&self, path: &str, parents: bool) -> Result<(), GuestError> {
+    async fn mkdir(&self, path: &FsPath, parents: bool) -> Result<(), GuestError> {
         let request = Request::Mkdir {
-            path: path.to_owned(),
+            path: path.clone(),
             parents,
         };
         self.call_ok(request, &[]).await
     }
 
-    async fn remove(&self, path: &str, recursive: bool) -> Result<(), GuestError> {
+    async fn remove(&self, path: &FsPath, recursive: bool) -> Result<(), GuestError> {
         let request = Request::Remove {
-            path: path.to_owned(),
+            path: path.clone(),
             recursive,
         };
         self.call_ok(request, &[]).await
     }
 
-    async fn rename(&self, from: &str, to: &str) -> Result<(), GuestError> {
+    async fn rename(&self, from: &FsPath, to: &FsPath) -> Result<(), GuestError> {
         let request = Request::Rename {
-            from: from.to_owned(),
-            to: to.to_owned(),
+            from: from.clone(),
+            to: to.clone(),
         };
         self.call_ok(request, &[]).await
     }

@@ -6,12 +6,14 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::dir::Dir;
 use nix::sys::stat::FileStat;
 use paddock_core::blob::{BlobInfo, BlobKey, BlobStore};
+use paddock_proto::FsPath;
 use sha2::{Digest, Sha256};
 
 use super::manifest::{Entry, Manifest, Node, StatKey};
@@ -47,7 +49,8 @@ pub struct CaptureStats {
     /// Files read to hash them (the others' stat was unchanged).
     pub hashed_files: u64,
     pub hashed_bytes: u64,
-    /// Sockets, fifos, devices and names not in UTF-8: not recorded.
+    /// Sockets, fifos, devices and empty symlink targets: not recorded
+    /// (a name not in UTF-8 is recorded as its bytes).
     pub skipped: u64,
     /// Blobs this capture stored (content no earlier capture had stored).
     pub new_blobs: Vec<BlobInfo>,
@@ -125,13 +128,13 @@ const SPLIT_MIN_ENTRIES: usize = 2048;
 /// Where a capture splits the tree between two threads: the previous
 /// manifest's middle path, so each thread stats about half of the entries
 /// (the kernel's half of a capture's time is one stat per entry).
-fn split_point(previous: Option<&Manifest>) -> Option<&str> {
+fn split_point(previous: Option<&Manifest>) -> Option<&[u8]> {
     let previous = previous.filter(|p| p.entries.len() >= SPLIT_MIN_ENTRIES)?;
     previous
         .entries
         .keys()
         .nth(previous.entries.len() / 2)
-        .map(String::as_str)
+        .map(FsPath::as_bytes)
 }
 
 /// One walk of a capture: the whole tree, or the entries of a range of
@@ -143,11 +146,11 @@ struct Part<'a> {
     options: &'a CaptureOptions,
     excludes: &'a Excludes,
     blobs: Option<&'a dyn BlobStore>,
-    from: Option<&'a str>,
-    until: Option<&'a str>,
+    from: Option<&'a [u8]>,
+    until: Option<&'a [u8]>,
 }
 
-type Found = (Vec<(String, Entry)>, CaptureStats);
+type Found = (Vec<(FsPath, Entry)>, CaptureStats);
 
 impl Part<'_> {
     fn run(self) -> Result<Found, SnapshotError> {
@@ -169,8 +172,8 @@ impl Part<'_> {
 
     /// What the part found, and the entries its walk counted.
     fn run_counted(self) -> Result<(Found, u64), SnapshotError> {
-        let mut walk = Walk::new(self.excludes, self.options.limits.max_files)
-            .within(self.from.map(str::as_bytes), self.until.map(str::as_bytes));
+        let mut walk =
+            Walk::new(self.excludes, self.options.limits.max_files).within(self.from, self.until);
         let mut capturer = Capturer {
             max_bytes: self.options.limits.max_bytes,
             previous: self.previous.map(Previous::new),
@@ -237,23 +240,16 @@ struct Capturer<'a> {
     previous: Option<Previous<'a>>,
     blobs: Option<&'a dyn BlobStore>,
     /// What was found, in walk order.
-    entries: Vec<(String, Entry)>,
+    entries: Vec<(FsPath, Entry)>,
     stats: CaptureStats,
     /// For reading files to hash, allocated at the first.
     buf: Vec<u8>,
 }
 
 impl Capturer<'_> {
-    /// The walk's current path, None (and counted as skipped) when it is
-    /// not UTF-8, which a manifest cannot record.
-    fn path(&mut self, walk: &Walk) -> Option<String> {
-        match std::str::from_utf8(walk.path()) {
-            Ok(path) => Some(path.to_owned()),
-            Err(_) => {
-                self.stats.skipped += 1;
-                None
-            }
-        }
+    /// The walk's current path, as its bytes (UTF-8 or not).
+    fn path(walk: &Walk) -> FsPath {
+        FsPath::from(walk.path())
     }
 
     /// The node of a regular file: the previous hash when its stat is
@@ -264,7 +260,7 @@ impl Capturer<'_> {
         walk: &Walk,
         dir: &Dir,
         name: &OsStr,
-        path: &str,
+        path: &FsPath,
         stat: &FileStat,
     ) -> Result<Option<(Node, StatKey)>, SnapshotError> {
         let key = stat_key(stat);
@@ -273,7 +269,7 @@ impl Capturer<'_> {
                 node: node @ Node::File { .. },
                 stat: Some(seen),
                 ..
-            }) = previous.find(path)
+            }) = previous.find(path.as_bytes())
             && *seen == key
             && key.mtime_ns.max(key.ctime_ns) < previous.captured_at_ns - RACY_NS
         {
@@ -285,7 +281,7 @@ impl Capturer<'_> {
             Opened::Special(_) => return Err(walk.changed()),
         };
         let read_err = |source| SnapshotError::ReadFile {
-            path: path.to_owned(),
+            path: path.display(),
             source,
         };
         // as much as the file holds (one read to its end and one to see
@@ -327,7 +323,7 @@ impl Capturer<'_> {
         blobs: &dyn BlobStore,
         file: &mut File,
         hash: &BlobKey,
-        path: &str,
+        path: &FsPath,
     ) -> Result<(), SnapshotError> {
         let blob_err = |what: &str| {
             let what = format!("{what} {hash} for {path:?}");
@@ -341,7 +337,7 @@ impl Capturer<'_> {
             .and_then(|_| io::copy(file, &mut writer))
             .and_then(|_| writer.flush())
             .map_err(|source| SnapshotError::ReadFile {
-                path: path.to_owned(),
+                path: path.display(),
                 source,
             })?;
         let info = writer.commit().map_err(blob_err("commit"))?;
@@ -354,15 +350,15 @@ impl Capturer<'_> {
         Ok(())
     }
 
-    fn insert(&mut self, path: String, node: Node, mode: u32, stat: Option<StatKey>) {
+    fn insert(&mut self, path: FsPath, node: Node, mode: u32, stat: Option<StatKey>) {
         self.entries.push((path, Entry { node, mode, stat }));
     }
 
     /// Keeps the cursor on the previous manifest in step with the walk
     /// at an entry that is not a regular file (a file's lookup does it).
-    fn pass(&mut self, path: &str) {
+    fn pass(&mut self, path: &FsPath) {
         if let Some(previous) = self.previous.as_mut() {
-            previous.find(path);
+            previous.find(path.as_bytes());
         }
     }
 }
@@ -381,9 +377,7 @@ impl Visitor for Capturer<'_> {
             // STAT_FILES: the walk stats every file
             return Err(walk.changed());
         };
-        let Some(path) = self.path(walk) else {
-            return Ok(());
-        };
+        let path = Self::path(walk);
         let Some((node, key)) = self.file_node(walk, dir, name, &path, stat)? else {
             return Ok(());
         };
@@ -397,11 +391,7 @@ impl Visitor for Capturer<'_> {
     }
 
     fn dir(&mut self, walk: &Walk, stat: &FileStat) -> Result<(), SnapshotError> {
-        // a directory not named in UTF-8 is still walked: its contents'
-        // paths are not UTF-8 either, so each is skipped on its own
-        let Some(path) = self.path(walk) else {
-            return Ok(());
-        };
+        let path = Self::path(walk);
         self.stats.dirs += 1;
         self.pass(&path);
         self.insert(path, Node::Dir, stat.st_mode & 0o7777, None);
@@ -414,17 +404,15 @@ impl Visitor for Capturer<'_> {
         stat: &FileStat,
         target: &OsStr,
     ) -> Result<(), SnapshotError> {
-        let Some(path) = self.path(walk) else {
-            return Ok(());
-        };
-        let Some(target) = target.to_str().filter(|t| !t.is_empty()) else {
+        let path = Self::path(walk);
+        if target.is_empty() {
             self.stats.skipped += 1;
             return Ok(());
-        };
+        }
         self.stats.symlinks += 1;
         self.pass(&path);
         let node = Node::Symlink {
-            target: target.to_owned(),
+            target: FsPath::from(target.as_bytes()),
         };
         self.insert(path, node, stat.st_mode & 0o7777, None);
         Ok(())

@@ -1,9 +1,9 @@
-//! A [`Manifest`]'s stored form, version 2: compact binary, written and
+//! A [`Manifest`]'s stored form, version 3: compact binary, written and
 //! read in one pass (a 12,000-file manifest is about a megabyte, against
 //! 2.5 MB of JSON that took longer to write than the walk that made it).
 //!
 //! ```text
-//! "PDKM" | version u32 LE (2) | captured_at_ns i64 LE | entries varint
+//! "PDKM" | version u32 LE (3) | captured_at_ns i64 LE | entries varint
 //! per entry, in path order:
 //!   shared varint (bytes in common with the previous path) | suffix len varint | suffix
 //!   kind u8 (0 dir, 1 file, 2 file with stat, 3 symlink) | mode varint
@@ -12,14 +12,17 @@
 //!   symlink: target len varint | target
 //! ```
 //!
-//! Varints are LEB128. The reader trusts nothing: every length is checked
-//! against what is left, paths must be UTF-8 and strictly increasing, and
-//! the manifest read is then checked whole ([`Manifest::validate`]).
-//! Version 1 (JSON) is still read: checkpoints stored before remain usable.
+//! Varints are LEB128. Paths and symlink targets are raw bytes (a name need
+//! not be UTF-8). The reader trusts nothing: every length is checked
+//! against what is left, paths must be strictly increasing, and the
+//! manifest read is then checked whole ([`Manifest::validate`]).
+//! Version 2 (the same layout, written when names had to be UTF-8) and
+//! version 1 (JSON) are still read: checkpoints stored before remain usable.
 
 use std::collections::BTreeMap;
 
 use paddock_core::blob::BlobKey;
+use paddock_proto::FsPath;
 
 use super::manifest::{Entry, MANIFEST_VERSION, Manifest, Node, StatKey};
 use crate::error::SnapshotError;
@@ -31,8 +34,10 @@ const KIND_FILE_STAT: u8 = 2;
 const KIND_SYMLINK: u8 = 3;
 /// The stored form of version 1 was JSON, an object.
 const JSON_START: u8 = b'{';
+/// Version 2: this layout with UTF-8 names only, read as version 3.
+const VERSION_UTF8_NAMES: u32 = 2;
 
-/// The stored form of `manifest` (version 2).
+/// The stored form of `manifest` (version 3).
 pub(super) fn encode(manifest: &Manifest) -> Vec<u8> {
     let mut out = Vec::with_capacity(32 + manifest.entries.len() * 96);
     out.extend_from_slice(MAGIC);
@@ -102,13 +107,13 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Manifest, SnapshotError> {
         return Err(reader.bad("not a checkpoint manifest"));
     }
     let version = u32::from_le_bytes(reader.array()?);
-    if version != MANIFEST_VERSION {
+    if version != MANIFEST_VERSION && version != VERSION_UTF8_NAMES {
         return Err(SnapshotError::ManifestVersion { version });
     }
     let captured_at_ns = i64::from_le_bytes(reader.array()?);
     let count = reader.varint()?;
     // not trusted for an allocation: each entry takes at least 4 bytes
-    let mut entries: Vec<(String, Entry)> =
+    let mut entries: Vec<(FsPath, Entry)> =
         Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(bytes.len() / 4));
     let mut previous: Vec<u8> = Vec::new();
     for _ in 0..count {
@@ -144,14 +149,12 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Manifest, SnapshotError> {
                 (Node::File { hash, size }, stat)
             }
             KIND_SYMLINK => {
-                let target = String::from_utf8(reader.chunk()?.to_vec())
-                    .map_err(|_| reader.bad("a symlink target is not UTF-8"))?;
+                let target = FsPath::from(reader.chunk()?);
                 (Node::Symlink { target }, None)
             }
             _ => return Err(reader.bad("unknown entry kind")),
         };
-        let name =
-            String::from_utf8(path.clone()).map_err(|_| reader.bad("a path is not UTF-8"))?;
+        let name = FsPath::from(path.as_slice());
         previous = path;
         entries.push((name, Entry { node, mode, stat }));
     }
@@ -159,7 +162,8 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Manifest, SnapshotError> {
         return Err(reader.bad("bytes after the last entry"));
     }
     Ok(Manifest {
-        version,
+        // the same tree in memory, written as the current version
+        version: MANIFEST_VERSION,
         captured_at_ns,
         // sorted already: built in one pass
         entries: entries.into_iter().collect::<BTreeMap<_, _>>(),
@@ -296,14 +300,14 @@ mod tests {
                 "src/link",
                 Entry {
                     node: Node::Symlink {
-                        target: "../ünïcode".to_owned(),
+                        target: "../ünïcode".into(),
                     },
                     mode: 0o777,
                     stat: None,
                 },
             ),
         ] {
-            manifest.entries.insert(path.to_owned(), entry);
+            manifest.entries.insert(path.into(), entry);
         }
         manifest
     }
@@ -386,11 +390,48 @@ mod tests {
         let mut overlong = header(1);
         overlong.extend_from_slice(&[0xff; 11]);
         assert!(decode(&overlong).is_err());
-        // a path not in UTF-8
-        let mut latin = header(1);
-        put_varint(&mut latin, 0);
-        put_bytes(&mut latin, b"\xe9");
-        latin.extend_from_slice(&[KIND_DIR, 0]);
-        assert!(decode(&latin).is_err());
+    }
+
+    #[test]
+    fn names_and_targets_not_in_utf8_round_trip_and_version_2_is_read() {
+        let mut manifest = sample();
+        let raw = |bytes: &[u8]| FsPath::from(bytes);
+        manifest.entries.insert(
+            raw(b"src/\xff\xfe.bin"),
+            Entry {
+                node: Node::File {
+                    hash: BlobKey::from_digest([7; 32]),
+                    size: 2,
+                },
+                mode: 0o600,
+                stat: None,
+            },
+        );
+        manifest.entries.insert(
+            raw(b"src/lat\xe9n"),
+            Entry {
+                node: Node::Symlink {
+                    target: raw(b"caf\xe9"),
+                },
+                mode: 0o777,
+                stat: None,
+            },
+        );
+        let bytes = encode(&manifest);
+        assert_eq!(bytes[4..8], 3u32.to_le_bytes());
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back, manifest);
+        back.validate().unwrap();
+        // a version 2 manifest (UTF-8 names, the same layout) reads as version 3
+        let utf8 = sample();
+        let mut v2 = encode(&utf8);
+        v2[4..8].copy_from_slice(&2u32.to_le_bytes());
+        assert_eq!(decode(&v2).unwrap(), utf8);
+        let mut v4 = v2;
+        v4[4..8].copy_from_slice(&4u32.to_le_bytes());
+        assert!(matches!(
+            decode(&v4),
+            Err(SnapshotError::ManifestVersion { version: 4 })
+        ));
     }
 }

@@ -1,5 +1,6 @@
 //! What changed between two manifests, and the unified diff of a text file.
 
+use paddock_proto::FsPath;
 use serde::Serialize;
 
 use super::manifest::{Manifest, Node};
@@ -17,7 +18,7 @@ pub enum ChangeKind {
 /// One path that differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathChange {
-    pub path: String,
+    pub path: FsPath,
     pub change: ChangeKind,
     pub before: Option<Node>,
     pub after: Option<Node>,
@@ -75,18 +76,18 @@ pub fn diff(from: &Manifest, to: &Manifest) -> Vec<PathChange> {
     changes
 }
 
-fn added(path: &str, node: &Node) -> PathChange {
+fn added(path: &FsPath, node: &Node) -> PathChange {
     PathChange {
-        path: path.to_owned(),
+        path: path.clone(),
         change: ChangeKind::Added,
         before: None,
         after: Some(node.clone()),
     }
 }
 
-fn removed(path: &str, node: &Node) -> PathChange {
+fn removed(path: &FsPath, node: &Node) -> PathChange {
     PathChange {
-        path: path.to_owned(),
+        path: path.clone(),
         change: ChangeKind::Removed,
         before: Some(node.clone()),
         after: None,
@@ -95,7 +96,8 @@ fn removed(path: &str, node: &Node) -> PathChange {
 
 /// The unified diff (3 lines of context, `a/` and `b/` headers) of a file
 /// from `before` to `after` (None: absent on that side); None when either
-/// side is not text (not UTF-8, or holding a NUL byte).
+/// side is not text (not UTF-8, or holding a NUL byte). `path` is shown in
+/// the headers (a display form: [`FsPath::display`]).
 pub fn unified_text(path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> Option<String> {
     fn text(bytes: Option<&[u8]>) -> Option<&str> {
         match bytes {
@@ -136,7 +138,7 @@ mod tests {
         let mut m = Manifest::new(0);
         for (path, byte, mode) in entries {
             m.entries.insert(
-                (*path).to_owned(),
+                (*path).into(),
                 Entry {
                     node: Node::File {
                         hash: BlobKey::from_digest([*byte; 32]),
@@ -165,17 +167,17 @@ mod tests {
             ("e", 5, 0o644),
         ]);
         let changes = diff(&from, &to);
-        let got: Vec<(&str, ChangeKind)> = changes
+        let got: Vec<(String, ChangeKind)> = changes
             .iter()
-            .map(|c| (c.path.as_str(), c.change))
+            .map(|c| (c.path.display(), c.change))
             .collect();
         assert_eq!(
             got,
             [
-                ("a", ChangeKind::Removed),
-                ("c", ChangeKind::Changed),
-                ("d", ChangeKind::Changed),
-                ("e", ChangeKind::Added),
+                ("a".to_owned(), ChangeKind::Removed),
+                ("c".to_owned(), ChangeKind::Changed),
+                ("d".to_owned(), ChangeKind::Changed),
+                ("e".to_owned(), ChangeKind::Added),
             ]
         );
         assert!(diff(&from, &from).is_empty());

@@ -6,25 +6,28 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use paddock_core::blob::BlobKey;
+use paddock_proto::FsPath;
 use serde::{Deserialize, Serialize};
 
 use super::codec;
 use crate::error::{Refusal, SnapshotError};
 use crate::unpack::paths;
 
-/// The format of [`Manifest`]'s stored form (2: compact binary, see
-/// `codec.rs`); a stored manifest of version 1 (JSON) is read too, one of
-/// any other version is refused.
-pub const MANIFEST_VERSION: u32 = 2;
+/// The format of [`Manifest`]'s stored form (3: compact binary, names and
+/// symlink targets any bytes but NUL, see `codec.rs`); stored manifests of
+/// version 2 (the same binary form, UTF-8 names only) and 1 (JSON) are read
+/// too, one of any other version is refused.
+pub const MANIFEST_VERSION: u32 = 3;
 
 /// A workspace tree as one checkpoint saw it, keyed by `/`-separated path
-/// from the root (sorted, so a parent comes before its children).
+/// from the root, as bytes: every name the kernel can hold, UTF-8 or not
+/// (sorted by bytes, so a parent comes before its children).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     pub version: u32,
     /// When the capture started, in nanoseconds since the Unix epoch.
     pub captured_at_ns: i64,
-    pub entries: BTreeMap<String, Entry>,
+    pub entries: BTreeMap<FsPath, Entry>,
 }
 
 /// One path of a [`Manifest`].
@@ -50,7 +53,7 @@ pub enum Node {
     },
     Dir,
     Symlink {
-        target: String,
+        target: FsPath,
     },
 }
 
@@ -101,7 +104,7 @@ impl Manifest {
         }
         for (path, entry) in &self.entries {
             let refused = |reason| SnapshotError::Refused {
-                entry: path.clone(),
+                entry: path.display(),
                 reason,
             };
             let components = paths::components(path.as_bytes()).map_err(refused)?;
@@ -111,12 +114,13 @@ impl Manifest {
             if components.join(&b'/') != path.as_bytes() {
                 return Err(refused(Refusal::NotCanonical));
             }
-            if let Some((parent, _)) = path.rsplit_once('/') {
+            if let Some(slash) = path.as_bytes().iter().rposition(|b| *b == b'/') {
+                let parent = &path.as_bytes()[..slash];
                 match self.entries.get(parent).map(|e| &e.node) {
                     Some(Node::Dir) => {}
                     Some(Node::Symlink { .. }) => {
                         return Err(refused(Refusal::ThroughSymlink {
-                            link: parent.to_owned(),
+                            link: paddock_proto::escape_path(parent),
                         }));
                     }
                     _ => return Err(refused(Refusal::ThroughNonDirectory)),
@@ -182,7 +186,7 @@ mod tests {
     fn with(entries: &[(&str, Entry)]) -> Manifest {
         let mut manifest = Manifest::new(0);
         for (path, entry) in entries {
-            manifest.entries.insert((*path).to_owned(), entry.clone());
+            manifest.entries.insert((*path).into(), entry.clone());
         }
         manifest
     }
@@ -221,7 +225,7 @@ mod tests {
         assert!(orphan.validate().is_err());
         let link = Entry {
             node: Node::Symlink {
-                target: "/etc".to_owned(),
+                target: "/etc".into(),
             },
             mode: 0o777,
             stat: None,

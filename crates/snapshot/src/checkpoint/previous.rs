@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, btree_map};
 use std::iter::Peekable;
 use std::ops::Bound;
 
+use paddock_proto::FsPath;
+
 use super::manifest::{Entry, Manifest};
 
 /// The previous manifest, read along with the walk: the walk visits paths
@@ -12,9 +14,9 @@ use super::manifest::{Entry, Manifest};
 /// the last one found, and only out of step seeks in the map (and goes on
 /// from there).
 pub(super) struct Previous<'a> {
-    entries: &'a BTreeMap<String, Entry>,
+    entries: &'a BTreeMap<FsPath, Entry>,
     pub(super) captured_at_ns: i64,
-    next: Peekable<btree_map::Range<'a, String, Entry>>,
+    next: Peekable<btree_map::Range<'a, FsPath, Entry>>,
 }
 
 impl<'a> Previous<'a> {
@@ -22,14 +24,14 @@ impl<'a> Previous<'a> {
         Self {
             entries: &manifest.entries,
             captured_at_ns: manifest.captured_at_ns,
-            next: manifest.entries.range::<str, _>(..).peekable(),
+            next: manifest.entries.range::<[u8], _>(..).peekable(),
         }
     }
 
     /// The entry of `path`, if the previous manifest has one.
-    pub(super) fn find(&mut self, path: &str) -> Option<&'a Entry> {
+    pub(super) fn find(&mut self, path: &[u8]) -> Option<&'a Entry> {
         if let Some((at, entry)) = self.next.peek()
-            && at.as_str() == path
+            && at.as_bytes() == path
         {
             let entry = *entry;
             self.next.next();
@@ -37,10 +39,10 @@ impl<'a> Previous<'a> {
         }
         self.next = self
             .entries
-            .range::<str, _>((Bound::Included(path), Bound::Unbounded))
+            .range::<[u8], _>((Bound::Included(path), Bound::Unbounded))
             .peekable();
         match self.next.peek() {
-            Some((at, entry)) if at.as_str() == path => {
+            Some((at, entry)) if at.as_bytes() == path => {
                 let entry = *entry;
                 self.next.next();
                 Some(entry)

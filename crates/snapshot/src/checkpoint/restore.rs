@@ -35,6 +35,7 @@ use nix::fcntl::{AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{FchmodatFlags, Mode, SFlag, fchmodat, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, symlinkat, unlinkat};
 use paddock_core::blob::{BlobError, BlobKey, BlobStore};
+use paddock_proto::{FsPath, escape_path};
 use sha2::{Digest, Sha256};
 
 use super::capture::{CaptureOptions, capture};
@@ -102,9 +103,9 @@ pub fn restore(
     let mut stats = RestoreStats::default();
 
     // what is there and not (or not so) in the target goes first
-    let mut removed_dirs: BTreeSet<&str> = BTreeSet::new();
+    let mut removed_dirs: BTreeSet<&[u8]> = BTreeSet::new();
     for (path, entry) in &now.entries {
-        if ancestors(path).any(|a| removed_dirs.contains(a)) {
+        if ancestors(path.as_bytes()).any(|a| removed_dirs.contains(a)) {
             continue;
         }
         let keep = match (&entry.node, target.entries.get(path).map(|e| &e.node)) {
@@ -115,10 +116,10 @@ pub fn restore(
         if keep {
             continue;
         }
-        let (parent, name) = split(path);
+        let (parent, name) = split(path.as_bytes());
         let parent_fd = tree.dir(parent)?;
         let removal = if entry.node == Node::Dir {
-            removed_dirs.insert(path);
+            removed_dirs.insert(path.as_bytes());
             remove_tree_at(parent_fd, name)
         } else {
             unlinkat(parent_fd, name, UnlinkatFlags::NoRemoveDir).map_err(io_err)
@@ -128,7 +129,7 @@ pub fn restore(
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(source) => {
                 return Err(SnapshotError::Remove {
-                    path: path.clone(),
+                    path: path.display(),
                     source,
                 });
             }
@@ -143,16 +144,16 @@ pub fn restore(
         let before = now
             .entries
             .get(path)
-            .filter(|_| !ancestors(path).any(|a| removed_dirs.contains(a)));
-        let (parent, name) = split(path);
+            .filter(|_| !ancestors(path.as_bytes()).any(|a| removed_dirs.contains(a)));
+        let (parent, name) = split(path.as_bytes());
         let write_err = |source| SnapshotError::WriteFile {
-            path: path.clone(),
+            path: path.display(),
             source,
         };
         let mode = Mode::from_bits_truncate(entry.mode);
         match &entry.node {
             Node::Dir => match before.map(|b| &b.node) {
-                Some(Node::Dir) if !removed_dirs.contains(path.as_str()) => {
+                Some(Node::Dir) if !removed_dirs.contains(path.as_bytes()) => {
                     if before.is_some_and(|b| b.mode != entry.mode) {
                         set_mode(tree.dir(parent)?, name, mode).map_err(write_err)?;
                         stats.modes_set += 1;
@@ -196,7 +197,7 @@ pub fn restore(
                     stats.unchanged += 1;
                     continue;
                 }
-                symlinkat(OsStr::new(link), tree.dir(parent)?, name)
+                symlinkat(OsStr::from_bytes(link.as_bytes()), tree.dir(parent)?, name)
                     .map_err(|e| write_err(io_err(e)))?;
                 stats.symlinks_created += 1;
             }
@@ -214,19 +215,17 @@ pub fn restore(
 struct Tree {
     root: OwnedFd,
     /// `(path, descriptor)` from the root's child down.
-    open: Vec<(String, OwnedFd)>,
+    open: Vec<(Vec<u8>, OwnedFd)>,
 }
 
 impl Tree {
-    fn dir(&mut self, path: &str) -> Result<&OwnedFd, SnapshotError> {
+    fn dir(&mut self, path: &[u8]) -> Result<&OwnedFd, SnapshotError> {
         if path.is_empty() {
             return Ok(&self.root);
         }
         while let Some((top, _)) = self.open.last() {
             let within = path == top
-                || (path.len() > top.len()
-                    && path.starts_with(top.as_str())
-                    && path.as_bytes()[top.len()] == b'/');
+                || (path.len() > top.len() && path.starts_with(top) && path[top.len()] == b'/');
             if within {
                 break;
             }
@@ -234,14 +233,16 @@ impl Tree {
         }
         let done = self.open.last().map_or(0, |(top, _)| top.len() + 1);
         if done <= path.len() {
-            for component in path[done..].split('/') {
+            for component in path[done..].split(|b| *b == b'/') {
                 let end = self.open.last().map_or(0, |(top, _)| top.len() + 1) + component.len();
                 let sub = &path[..end];
                 let fd = {
                     let parent = self.open.last().map_or(&self.root, |(_, fd)| fd);
-                    open_dir_at(parent, component).map_err(|errno| SnapshotError::WriteFile {
-                        path: sub.to_owned(),
-                        source: io_err(errno),
+                    open_dir_at(parent, OsStr::from_bytes(component)).map_err(|errno| {
+                        SnapshotError::WriteFile {
+                            path: escape_path(sub),
+                            source: io_err(errno),
+                        }
                     })?
                 };
                 self.open.push((sub.to_owned(), fd));
@@ -253,8 +254,8 @@ impl Tree {
 
 /// A file whose content a restore writes.
 struct FileWrite<'m> {
-    path: &'m str,
-    parent: &'m str,
+    path: &'m FsPath,
+    parent: &'m [u8],
     name: &'m OsStr,
     hash: &'m BlobKey,
     mode: Mode,
@@ -342,7 +343,7 @@ fn write_group(
         root
     } else {
         opened = open_path(root, first.parent).map_err(|errno| SnapshotError::WriteFile {
-            path: first.parent.to_owned(),
+            path: escape_path(first.parent),
             source: io_err(errno),
         })?;
         &opened
@@ -355,12 +356,12 @@ fn write_group(
 
 /// The directory `path` (relative, canonical) under `root`, each component
 /// opened `O_NOFOLLOW` from the one before.
-fn open_path(root: &OwnedFd, path: &str) -> nix::Result<OwnedFd> {
-    let mut components = path.split('/');
+fn open_path(root: &OwnedFd, path: &[u8]) -> nix::Result<OwnedFd> {
+    let mut components = path.split(|b| *b == b'/');
     let first = components.next().unwrap_or(path);
-    let mut fd = open_dir_at(root, first)?;
+    let mut fd = open_dir_at(root, OsStr::from_bytes(first))?;
     for component in components {
-        fd = open_dir_at(&fd, component)?;
+        fd = open_dir_at(&fd, OsStr::from_bytes(component))?;
     }
     Ok(fd)
 }
@@ -387,18 +388,19 @@ impl TempNames {
 }
 
 /// `a/b/c` -> ("a/b", "c"); `c` -> ("", "c").
-fn split(path: &str) -> (&str, &OsStr) {
-    match path.rsplit_once('/') {
-        Some((parent, name)) => (parent, OsStr::new(name)),
-        None => ("", OsStr::new(path)),
+fn split(path: &[u8]) -> (&[u8], &OsStr) {
+    match path.iter().rposition(|b| *b == b'/') {
+        Some(slash) => (&path[..slash], OsStr::from_bytes(&path[slash + 1..])),
+        None => (&[], OsStr::from_bytes(path)),
     }
 }
 
 /// `a/b/c` -> "a/b", "a".
-fn ancestors(path: &str) -> impl Iterator<Item = &str> {
-    path.char_indices()
+fn ancestors(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    path.iter()
+        .enumerate()
         .rev()
-        .filter(|(_, c)| *c == '/')
+        .filter(|(_, b)| **b == b'/')
         .map(move |(i, _)| &path[..i])
 }
 
@@ -425,7 +427,7 @@ fn write_file(
         ..
     } = *write;
     let write_err = |source| SnapshotError::WriteFile {
-        path: path.to_owned(),
+        path: path.display(),
         source,
     };
     let flags =
@@ -484,7 +486,7 @@ fn write_file(
         if BlobKey::from_digest(hasher.finalize().into()) != *hash {
             return Err(SnapshotError::BlobMismatch {
                 key: hash.to_string(),
-                path: path.to_owned(),
+                path: path.display(),
             });
         }
         nix::sys::stat::fchmod(&file, mode).map_err(|e| write_err(io_err(e)))?;
@@ -497,7 +499,7 @@ fn write_file(
         && let Err(errno) = unlinkat(parent, written_to, UnlinkatFlags::NoRemoveDir)
         && errno != Errno::ENOENT
     {
-        tracing::warn!(path, %errno, "removing a restore's temporary file");
+        tracing::warn!(path = %path, %errno, "removing a restore's temporary file");
     }
     written
 }
