@@ -164,7 +164,7 @@ async fn checkpoints_stored_before_tenant_parts_still_diff_fork_and_rewind() {
     assert_eq!(fs::read(dir.join("data.bin")).unwrap().len(), 65_536);
 
     h.runtime
-        .rewind_session(&h.tenant, &session.id, &checkpoints[0].id)
+        .rewind_session(&h.tenant, &session.id, &checkpoints[0].id, false)
         .await
         .unwrap();
     assert_eq!(

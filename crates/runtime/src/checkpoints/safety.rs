@@ -65,7 +65,7 @@ pub(crate) async fn guard(
     };
     let changed: Vec<String> = diff(before, &capture.manifest)
         .into_iter()
-        .map(|change| change.path)
+        .map(|change| change.path.display())
         .collect();
     if !changed.is_empty() {
         tracing::info!(
