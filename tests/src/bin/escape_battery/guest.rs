@@ -5,7 +5,7 @@
 //! nor their environment, and no command may trace them.
 //!
 //! The guest's processes are PID 1, every ancestor of this battery (its
-//! parent is the agent that started it) and every process whose argv[0] is
+//! parent is the agent that started it) and every process whose `argv[0]` is
 //! the guest binary. Each probe is harmless even where it gets through: a
 //! descriptor opened is closed unread, memory is opened but not read, and
 //! the forged frame carries a request id the host never uses, so the host
@@ -22,7 +22,7 @@ use paddock_proto::{Event, GuestFrame, GuestMessage, OutputStream, encode_frame}
 use crate::Battery;
 use crate::child::{Outcome, errno_name, in_child};
 
-/// The guest binary's name: its argv[0] ends with it on every backend.
+/// The guest binary's name: its `argv[0]` ends with it on every backend.
 const GUEST_BINARY: &str = "paddock-guest";
 
 /// A process of the guest, and why the battery takes it for one.
@@ -112,7 +112,7 @@ fn parent_of(pid: u32) -> Option<u32> {
     after.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// argv[0] of a process ("?" when its cmdline cannot be read).
+/// `argv[0]` of a process ("?" when its cmdline cannot be read).
 fn command_of(pid: u32) -> String {
     let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
