@@ -61,13 +61,14 @@ export async function api(method, path, body, { raw = false, as = 'json' } = {})
 
 export const enc = encodeURIComponent;
 
-/** A workspace path as URL segments, each percent-encoded. */
-export function pathSegments(path) {
-  return path
-    .split('/')
-    .filter((part) => part.length > 0)
-    .map(enc)
-    .join('/');
+/**
+ * A listed entry's name as the file API takes it in a URL: its bytes
+ * percent-encoded. A name not in UTF-8 is listed with `name_bytes` (base64)
+ * beside its escaped display form, which names no file.
+ */
+export function nameSegment(entry) {
+  if (!entry.name_bytes) return enc(entry.name);
+  return Array.from(atob(entry.name_bytes), (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
 }
 
 /**

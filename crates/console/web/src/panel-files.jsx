@@ -1,7 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, enc, pathSegments } from './api.js';
+import { api, enc, nameSegment } from './api.js';
 
-/** The workspace's files through the console's sandbox: a lazy tree and an editor that saves through the file API. */
+/**
+ * The workspace's files through the console's sandbox: a lazy tree and an editor that saves through the file API.
+ * Directories and files are keyed by their URL form (each name's bytes percent-encoded), so a name not in UTF-8,
+ * shown escaped, still opens and saves; `label` is the path as shown.
+ */
 export function FilesPanel({ sandbox, onError }) {
   const [dirs, setDirs] = useState({});
   const [open, setOpen] = useState(new Set(['']));
@@ -9,7 +13,7 @@ export function FilesPanel({ sandbox, onError }) {
 
   const listDir = async (dir) => {
     try {
-      const listing = await sandbox.withSandbox((id) => api('GET', `/v1/sandboxes/${enc(id)}/files?dir=${enc(dir || '.')}`));
+      const listing = await sandbox.withSandbox((id) => api('GET', `/v1/sandboxes/${enc(id)}/files?dir=${dir || '.'}`));
       const entries = [...listing.entries].sort((a, b) => (a.kind === 'dir') === (b.kind === 'dir') ? a.name.localeCompare(b.name) : a.kind === 'dir' ? -1 : 1);
       setDirs((all) => ({ ...all, [dir]: entries }));
       return entries;
@@ -35,19 +39,20 @@ export function FilesPanel({ sandbox, onError }) {
     setOpen(next);
   };
 
-  const renderDir = (dir, depth) => (
+  const renderDir = (dir, label, depth) => (
     <ul class="file-tree" role={depth === 0 ? 'tree' : 'group'} aria-label={depth === 0 ? 'Files' : undefined}>
       {(dirs[dir] ?? []).map((entry) => {
-        const path = dir ? `${dir}/${entry.name}` : entry.name;
+        const path = dir ? `${dir}/${nameSegment(entry)}` : nameSegment(entry);
+        const shown = label ? `${label}/${entry.name}` : entry.name;
         return (
           <li key={path} role="treeitem" aria-expanded={entry.kind === 'dir' ? open.has(path) : undefined}>
             {entry.kind === 'dir' ? (
               <>
                 <button type="button" class="tree-toggle" onClick={() => toggle(path)}>{open.has(path) ? '▾' : '▸'} {entry.name}/</button>
-                {open.has(path) && renderDir(path, depth + 1)}
+                {open.has(path) && renderDir(path, shown, depth + 1)}
               </>
             ) : (
-              <button type="button" class={`file-link ${file?.path === path ? 'selected' : ''}`} onClick={() => setFile({ path, dir, entry })}>
+              <button type="button" class={`file-link ${file?.path === path ? 'selected' : ''}`} onClick={() => setFile({ path, label: shown, dir, entry })}>
                 {entry.name}
               </button>
             )}
@@ -63,7 +68,7 @@ export function FilesPanel({ sandbox, onError }) {
         <button type="button" onClick={() => listDir('')}>Refresh</button>
       </div>
       <div class="files-body">
-        {renderDir('', 0)}
+        {renderDir('', '', 0)}
         {file && <FileEditor key={file.path} sandbox={sandbox} file={file} onError={onError} onSaved={() => listDir(file.dir)} />}
       </div>
     </div>
@@ -79,22 +84,22 @@ function FileEditor({ sandbox, file, onError, onSaved }) {
   const [status, setStatus] = useState('loading');
 
   const stat = async () => {
-    const listing = await sandbox.withSandbox((id) => api('GET', `/v1/sandboxes/${enc(id)}/files?dir=${enc(file.dir || '.')}`));
-    return listing.entries.find((entry) => entry.name === file.path.split('/').pop()) ?? null;
+    const listing = await sandbox.withSandbox((id) => api('GET', `/v1/sandboxes/${enc(id)}/files?dir=${file.dir || '.'}`));
+    return listing.entries.find((entry) => nameSegment(entry) === file.path.split('/').pop()) ?? null;
   };
 
   const load = async () => {
     setStatus('loading');
     try {
       const [text, entry] = await Promise.all([
-        sandbox.withSandbox((id) => api('GET', `/v1/sandboxes/${enc(id)}/files/${pathSegments(file.path)}`, undefined, { as: 'text' })),
+        sandbox.withSandbox((id) => api('GET', `/v1/sandboxes/${enc(id)}/files/${file.path}`, undefined, { as: 'text' })),
         stat(),
       ]);
       opened.current = entry;
       // the editor (CodeMirror) loads on first use, not with the page
       const { createEditor } = await import('./editor.js');
       view.current?.destroy();
-      view.current = createEditor(host.current, file.path, text, { onSave: () => save(false), onChange: () => setDirty(true) });
+      view.current = createEditor(host.current, file.label, text, { onSave: () => save(false), onChange: () => setDirty(true) });
       setDirty(false);
       setConflict(false);
       setStatus('ready');
@@ -115,7 +120,7 @@ function FileEditor({ sandbox, file, onError, onSaved }) {
         }
       }
       const text = view.current.state.doc.toString();
-      await sandbox.withSandbox((id) => api('PUT', `/v1/sandboxes/${enc(id)}/files/${pathSegments(file.path)}`, text, { raw: true }));
+      await sandbox.withSandbox((id) => api('PUT', `/v1/sandboxes/${enc(id)}/files/${file.path}`, text, { raw: true }));
       opened.current = await stat();
       setDirty(false);
       setConflict(false);
@@ -134,7 +139,7 @@ function FileEditor({ sandbox, file, onError, onSaved }) {
   return (
     <div class="editor-pane">
       <div class="editor-head">
-        <span class="path">{file.path}{dirty ? ' •' : ''}</span>
+        <span class="path">{file.label}{dirty ? ' •' : ''}</span>
         <span class="badge" data-testid="editor-status">{status}</span>
         <button type="button" onClick={() => save(false)} disabled={!dirty}>Save</button>
       </div>

@@ -176,6 +176,22 @@ try {
     await shot('07-conflict');
   });
 
+  await step('a file whose name is not UTF-8 is listed escaped, opens and saves by its bytes', async () => {
+    // caf\xe9.txt: Latin-1's e-acute, one byte 0xE9, not UTF-8
+    await apiCall('PUT', `/v1/sandboxes/${sandboxId}/files/caf%E9.txt`, 'latin-1 name\n', true);
+    await page.getByRole('tab', { name: 'Files' }).click();
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.getByRole('button', { name: 'caf\\xe9.txt' }).click();
+    await page.locator('.cm-content', { hasText: 'latin-1 name' }).waitFor({ timeout: TIMEOUT });
+    await page.locator('.cm-content').click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('saved by bytes');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('[data-testid=editor-status]', { hasText: 'saved' }).waitFor({ timeout: TIMEOUT });
+    const saved = await apiCall('GET', `/v1/sandboxes/${sandboxId}/files/caf%E9.txt`, undefined, true);
+    assert.equal(saved, 'latin-1 name\nsaved by bytes');
+  });
+
   await step('type a command in the terminal (a shell on a pty) and read its output; it survives leaving the panel', async () => {
     await page.getByRole('tab', { name: 'Terminal' }).click();
     await page.locator('[data-testid=terminal-status]', { hasText: 'live' }).waitFor({ timeout: TIMEOUT });
