@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::{Guest, argv, eventually_gone, parent_of, shell};
 use paddock_proto::{
-    Enforcement, ErrorCode, GuestMessage, HostFrame, PROTOCOL_VERSION, Reply, Request, encode_frame,
+    Enforcement, ErrorCode, GuestIsolation, GuestMessage, HostFrame, LayerState, PROTOCOL_VERSION,
+    Reply, Request, encode_frame,
 };
 
 #[tokio::test]
@@ -56,7 +57,21 @@ async fn nothing_is_served_before_hello_and_versions_must_match() {
         Reply::Info {
             version: PROTOCOL_VERSION,
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
-            enforcement: Enforcement::unconfined(),
+            // unconfined: no layer, but the guest still guards itself
+            // against its commands, and says it shares its uid with them
+            enforcement: Enforcement {
+                guest: Some(GuestIsolation {
+                    not_dumpable: LayerState::Enforced,
+                    connection_in_agent_only: true,
+                    connection_mode_zero: false,
+                    guest_uid: nix::unistd::geteuid().as_raw(),
+                    command_uid: nix::unistd::geteuid().as_raw(),
+                    shared_uid_reason: Some(
+                        "unconfined: the guest runs as its caller and so do its commands".into()
+                    ),
+                }),
+                ..Enforcement::unconfined()
+            },
         }
     );
 }

@@ -193,11 +193,26 @@ async fn names_not_in_utf8_are_listed_checkpointed_diffed_and_rewound(db: Db) ->
         "{diff}"
     );
 
+    // the names changed since the last checkpoint are named, escaped, before
+    // a rewind would overwrite them
+    let (status, refused) = send(
+        server
+            .a(Method::POST, &format!("/v1/sessions/{session}/rewind"))
+            .json(&json!({"checkpoint": with_old})),
+    )
+    .await?;
+    ensure!(status == StatusCode::CONFLICT, "{status} {refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("new\\xfe") && message.contains("old\\xff"),
+        "{refused}"
+    );
+
     // rewound to the checkpoint that had `old`: the later name is gone, `old` is back
     let (status, rewound) = send(
         server
             .a(Method::POST, &format!("/v1/sessions/{session}/rewind"))
-            .json(&json!({"checkpoint": with_old})),
+            .json(&json!({"checkpoint": with_old, "force": true})),
     )
     .await?;
     ensure!(status == StatusCode::OK, "{status} {rewound}");
