@@ -197,8 +197,6 @@ pub enum SnapshotError {
     },
     #[error("refusing archive entry {entry:?}: {reason}")]
     Refused { entry: String, reason: Refusal },
-    #[error("archive entry {entry:?} is not named in UTF-8 (a manifest lists UTF-8 paths)")]
-    NotUtf8 { entry: String },
     #[error("restoring {entry:?}")]
     Extract {
         entry: String,

@@ -11,6 +11,7 @@ use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 
 use common::{CHAR, RawTar, pack_to_vec, zstd};
+use paddock_proto::FsPath;
 use paddock_snapshot::archive::{ContentHash, Entry, read_files, read_manifest};
 use paddock_snapshot::{Limit, Limits, PackOptions, SnapshotError, UnpackOptions, unpack};
 
@@ -31,11 +32,11 @@ fn a_manifest_lists_every_entry_of_a_packed_tree_with_its_content_hash() {
     let (_dir, archive) = packed_tree();
     let manifest = read_manifest(archive.as_slice(), &Limits::default()).unwrap();
     assert_eq!(
-        manifest.keys().map(String::as_str).collect::<Vec<_>>(),
+        manifest.keys().map(FsPath::display).collect::<Vec<_>>(),
         ["python", "run.sh", "src", "src/deep", "src/deep/a.rs"]
     );
     assert_eq!(
-        manifest["src/deep/a.rs"],
+        manifest["src/deep/a.rs".as_bytes()],
         Entry::File {
             hash: ContentHash::of(b"fn a() {}"),
             size: 9,
@@ -43,13 +44,13 @@ fn a_manifest_lists_every_entry_of_a_packed_tree_with_its_content_hash() {
         }
     );
     assert!(matches!(
-        manifest["run.sh"],
+        manifest["run.sh".as_bytes()],
         Entry::File { mode: 0o755, .. }
     ));
-    assert!(matches!(manifest["src"], Entry::Dir { .. }));
+    assert!(matches!(manifest["src".as_bytes()], Entry::Dir { .. }));
     // A manifest creates nothing: an absolute target is listed, not refused.
     assert_eq!(
-        manifest["python"],
+        manifest["python".as_bytes()],
         Entry::Symlink {
             target: "/usr/bin/python3".into()
         }
@@ -59,15 +60,15 @@ fn a_manifest_lists_every_entry_of_a_packed_tree_with_its_content_hash() {
 #[test]
 fn chosen_files_are_read_and_large_or_other_entries_left_out() {
     let (_dir, archive) = packed_tree();
-    let wanted: BTreeSet<String> = ["src/deep/a.rs", "run.sh", "python", "src", "missing"]
+    let wanted: BTreeSet<FsPath> = ["src/deep/a.rs", "run.sh", "python", "src", "missing"]
         .into_iter()
-        .map(str::to_owned)
+        .map(FsPath::from)
         .collect();
     let found = read_files(archive.as_slice(), &Limits::default(), &wanted, 9).unwrap();
     assert_eq!(found.len(), 1, "{:?}", found.keys());
-    assert_eq!(found["src/deep/a.rs"], b"fn a() {}");
+    assert_eq!(found["src/deep/a.rs".as_bytes()], b"fn a() {}");
     let found = read_files(archive.as_slice(), &Limits::default(), &wanted, 10).unwrap();
-    assert_eq!(found["run.sh"], b"#!/bin/sh\n");
+    assert_eq!(found["run.sh".as_bytes()], b"#!/bin/sh\n");
     assert_eq!(found.len(), 2);
 }
 
@@ -83,7 +84,7 @@ fn both(tar: &[u8], limits: Limits) -> (String, String) {
     let restored = unpack(archive.as_slice(), &target.path().join("t"), &opts)
         .expect_err("the restore refuses it");
     let listed = read_manifest(archive.as_slice(), &limits).expect_err("the manifest refuses it");
-    let wanted: BTreeSet<String> = ["x".to_owned()].into_iter().collect();
+    let wanted: BTreeSet<FsPath> = [FsPath::from("x")].into_iter().collect();
     let read = read_files(archive.as_slice(), &limits, &wanted, u64::MAX)
         .expect_err("reading files refuses it");
     assert_eq!(listed.to_string(), read.to_string());
@@ -217,10 +218,18 @@ fn a_damaged_archive_is_refused() {
 }
 
 #[test]
-fn a_non_utf8_name_fails_a_manifest() {
+fn a_name_not_in_utf8_is_listed_and_read_by_its_bytes() {
     let tar = RawTar::new().file(b"caf\xe9", b"x").finish();
-    let err = read_manifest(zstd(&tar).as_slice(), &Limits::default()).unwrap_err();
-    assert!(matches!(err, SnapshotError::NotUtf8 { .. }), "{err:?}");
+    let manifest = read_manifest(zstd(&tar).as_slice(), &Limits::default()).unwrap();
+    let name = FsPath::from_bytes(b"caf\xe9".to_vec());
+    assert_eq!(
+        manifest.keys().collect::<Vec<_>>(),
+        [&name],
+        "the one entry, by its bytes"
+    );
+    let wanted = BTreeSet::from([name.clone()]);
+    let found = read_files(zstd(&tar).as_slice(), &Limits::default(), &wanted, 9).unwrap();
+    assert_eq!(found.get(&name).map(Vec::as_slice), Some(b"x".as_slice()));
 }
 
 #[test]

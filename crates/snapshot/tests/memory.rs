@@ -66,9 +66,10 @@ fn child() {
         max_files: (LEAF_DIRS * (FILES_PER_DIR + DEPTH)) as u64,
         max_bytes: 1 << 20,
     };
-    let wanted: BTreeSet<String> = [file_path(LEAF_DIRS - 1, FILES_PER_DIR - 1)]
-        .into_iter()
-        .collect();
+    let wanted: BTreeSet<paddock_proto::FsPath> =
+        [file_path(LEAF_DIRS - 1, FILES_PER_DIR - 1).into()]
+            .into_iter()
+            .collect();
     let before = peak_rss();
     let found = read_files(std::io::stdin().lock(), &limits, &wanted, 1).unwrap();
     assert_eq!(found.len(), 1, "the last file is read");

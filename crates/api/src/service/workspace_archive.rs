@@ -232,7 +232,6 @@ fn refusal(err: SnapshotError) -> ServiceError {
         | SnapshotError::Decompress { .. }
         | SnapshotError::ReadArchive { .. }
         | SnapshotError::Truncated { .. }
-        | SnapshotError::NotUtf8 { .. }
         | SnapshotError::TooDeep { .. } => ServiceError::SnapshotRefused {
             reason: error_chain(&err),
         },

@@ -78,9 +78,8 @@ fn not_found(err: &GuestError) -> bool {
     matches!(err, GuestError::Refused { error, .. } if error.code == ErrorCode::NotFound)
 }
 
-async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError> {
-    let raw = FsPath::from(path);
-    let stat = match guest.file_stat(&raw).await {
+async fn current(guest: &dyn GuestOps, raw: &FsPath) -> Result<Current, GuestError> {
+    let stat = match guest.file_stat(raw).await {
         Ok(stat) => stat,
         Err(err) if not_found(&err) => return Ok(Current::Kept(Kept::Absent)),
         Err(err) => return Err(err),
@@ -97,7 +96,7 @@ async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError
     let mut data = Vec::new();
     loop {
         let chunk = guest
-            .file_read(&raw, data.len() as u64, Some(READ_CHUNK))
+            .file_read(raw, data.len() as u64, Some(READ_CHUNK))
             .await?;
         if chunk.data.is_empty() {
             break;
@@ -120,7 +119,7 @@ async fn current(guest: &dyn GuestOps, path: &str) -> Result<Current, GuestError
 async fn check(
     guest: &dyn GuestOps,
     change: &Change,
-    contents: &HashMap<String, Vec<u8>>,
+    contents: &HashMap<FsPath, Vec<u8>>,
 ) -> Result<Result<Kept, String>, GuestError> {
     match (&change.before, &change.after) {
         (Some(Entry::Symlink { .. }), _) | (_, Some(Entry::Symlink { .. })) => {
@@ -172,25 +171,25 @@ async fn missing_dirs(
     guest: &dyn GuestOps,
     changes: &[Change],
     kept: &[Kept],
-) -> Result<BTreeSet<String>, GuestError> {
+) -> Result<BTreeSet<FsPath>, GuestError> {
     let mut missing = BTreeSet::new();
     let mut present = BTreeSet::new();
     for (change, kept) in changes.iter().zip(kept) {
         if *kept != Kept::Absent || change.after.is_none() {
             continue;
         }
-        let mut dir = change.path.as_str();
-        while let Some((parent, _)) = dir.rsplit_once('/') {
-            dir = parent;
+        let mut dir = change.path.as_bytes();
+        while let Some(slash) = dir.iter().rposition(|&b| b == b'/') {
+            dir = &dir[..slash];
             if missing.contains(dir) || present.contains(dir) {
                 break;
             }
             match guest.file_stat(&FsPath::from(dir)).await {
                 Err(err) if not_found(&err) => {
-                    missing.insert(dir.to_owned());
+                    missing.insert(FsPath::from(dir));
                 }
                 Ok(_) | Err(GuestError::Refused { .. }) => {
-                    present.insert(dir.to_owned());
+                    present.insert(FsPath::from(dir));
                     break;
                 }
                 Err(err) => return Err(err),
@@ -210,8 +209,8 @@ fn reason(err: &GuestError) -> String {
 }
 
 /// Removes `path` through the guest; one that is not there is fine.
-async fn remove(guest: &dyn GuestOps, path: &str) -> Result<(), GuestError> {
-    match guest.remove(&FsPath::from(path), false).await {
+async fn remove(guest: &dyn GuestOps, path: &FsPath) -> Result<(), GuestError> {
+    match guest.remove(path, false).await {
         Err(err) if not_found(&err) => Ok(()),
         other => other,
     }
@@ -221,7 +220,7 @@ async fn write(guest: &dyn GuestOps, change: &Change, set: &ChangeSet) -> Result
     match (&change.after, set.contents.get(&change.path)) {
         (Some(Entry::File { mode, .. }), Some(data)) => guest
             .file_write(
-                &FsPath::from(&change.path),
+                &change.path,
                 data,
                 WriteOptions {
                     mode: Some(*mode),
@@ -240,8 +239,8 @@ async fn write(guest: &dyn GuestOps, change: &Change, set: &ChangeSet) -> Result
 /// directories the apply created; returns what could not be put back.
 async fn restore(
     guest: &dyn GuestOps,
-    written: &[(&str, &Kept)],
-    made: &BTreeSet<String>,
+    written: &[(&FsPath, &Kept)],
+    made: &BTreeSet<FsPath>,
 ) -> Vec<Conflict> {
     let mut unrestored = Vec::new();
     for (path, kept) in written.iter().rev() {
@@ -249,7 +248,7 @@ async fn restore(
             Kept::Absent => remove(guest, path).await,
             Kept::File { data, mode } => guest
                 .file_write(
-                    &FsPath::from(*path),
+                    path,
                     data,
                     WriteOptions {
                         mode: Some(*mode),
@@ -261,7 +260,7 @@ async fn restore(
         };
         if let Err(err) = result {
             unrestored.push(Conflict {
-                path: (*path).to_owned(),
+                path: path.display(),
                 reason: reason(&err),
             });
         }
@@ -274,7 +273,7 @@ async fn restore(
             Err(GuestError::Refused { error, .. })
                 if error.code == ErrorCode::DirectoryNotEmpty => {}
             Err(err) => unrestored.push(Conflict {
-                path: dir.clone(),
+                path: dir.display(),
                 reason: format!("removing the directory the apply created: {}", reason(&err)),
             }),
         }
@@ -292,7 +291,7 @@ pub(crate) async fn apply(guest: &dyn GuestOps, set: &ChangeSet) -> Result<Appli
         match check(guest, change, &set.contents).await? {
             Ok(now) => kept.push(now),
             Err(reason) => conflicts.push(Conflict {
-                path: change.path.clone(),
+                path: change.path.display(),
                 reason,
             }),
         }
@@ -301,11 +300,11 @@ pub(crate) async fn apply(guest: &dyn GuestOps, set: &ChangeSet) -> Result<Appli
         return Ok(Applied::Conflicts(conflicts));
     }
     let made = missing_dirs(guest, &set.changes, &kept).await?;
-    let mut written: Vec<(&str, &Kept)> = Vec::new();
+    let mut written: Vec<(&FsPath, &Kept)> = Vec::new();
     for (change, kept) in set.changes.iter().zip(&kept) {
         if let Err(err) = write(guest, change, set).await {
             let failed = Conflict {
-                path: change.path.clone(),
+                path: change.path.display(),
                 reason: reason(&err),
             };
             tracing::warn!(path = %change.path, error = %error_chain(&err), "applying a change set failed midway; putting back what was written");
@@ -313,7 +312,7 @@ pub(crate) async fn apply(guest: &dyn GuestOps, set: &ChangeSet) -> Result<Appli
             return Ok(if unrestored.is_empty() {
                 Applied::RolledBack {
                     failed,
-                    restored: written.iter().map(|(p, _)| (*p).to_owned()).collect(),
+                    restored: written.iter().map(|(p, _)| p.display()).collect(),
                 }
             } else {
                 Applied::Partial { failed, unrestored }
@@ -322,6 +321,6 @@ pub(crate) async fn apply(guest: &dyn GuestOps, set: &ChangeSet) -> Result<Appli
         written.push((&change.path, kept));
     }
     Ok(Applied::Done {
-        written: written.iter().map(|(p, _)| (*p).to_owned()).collect(),
+        written: written.iter().map(|(p, _)| p.display()).collect(),
     })
 }

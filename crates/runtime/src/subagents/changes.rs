@@ -10,6 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
 
+use paddock_proto::FsPath;
 use paddock_snapshot::archive;
 use paddock_snapshot::{Limits, SnapshotError};
 
@@ -23,13 +24,14 @@ pub(crate) const MAX_APPLY_BYTES: u64 = 8 << 20;
 /// symlink (directories are implied, hardlinks are never packed).
 pub(crate) use paddock_snapshot::archive::Entry;
 
-/// Files and symlinks of a snapshot by path.
+/// Files and symlinks of a snapshot by path (its bytes: a name not in
+/// UTF-8 is changed and applied like any other).
 pub(crate) type Manifest = archive::Manifest;
 
 /// One changed path and both sides of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Change {
-    pub(crate) path: String,
+    pub(crate) path: FsPath,
     pub(crate) kind: ChangeKind,
     pub(crate) before: Option<Entry>,
     pub(crate) after: Option<Entry>,
@@ -39,7 +41,7 @@ pub(crate) struct Change {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ChangeSet {
     pub(crate) changes: Vec<Change>,
-    pub(crate) contents: HashMap<String, Vec<u8>>,
+    pub(crate) contents: HashMap<FsPath, Vec<u8>>,
 }
 
 impl ChangeSet {
@@ -47,7 +49,7 @@ impl ChangeSet {
         self.changes
             .iter()
             .map(|c| ChangedPath {
-                path: c.path.clone(),
+                path: c.path.display(),
                 change: c.kind,
             })
             .collect()
@@ -63,7 +65,7 @@ pub(crate) fn manifest<R: Read>(reader: R, limits: &Limits) -> Result<Manifest, 
 
 /// What differs between `base` and `end`, in path order.
 pub(crate) fn diff(base: &Manifest, end: &Manifest) -> Vec<Change> {
-    let paths: BTreeSet<&String> = base.keys().chain(end.keys()).collect();
+    let paths: BTreeSet<&FsPath> = base.keys().chain(end.keys()).collect();
     paths
         .into_iter()
         .filter_map(|path| {
@@ -90,8 +92,8 @@ pub(crate) fn diff(base: &Manifest, end: &Manifest) -> Vec<Change> {
 pub(crate) fn contents<R: Read>(
     reader: R,
     limits: &Limits,
-    wanted: &BTreeSet<String>,
-) -> Result<HashMap<String, Vec<u8>>, SnapshotError> {
+    wanted: &BTreeSet<FsPath>,
+) -> Result<HashMap<FsPath, Vec<u8>>, SnapshotError> {
     if wanted.is_empty() {
         return Ok(HashMap::new());
     }
@@ -129,7 +131,7 @@ mod tests {
         .collect();
         let kinds: Vec<(String, ChangeKind)> = diff(&base, &end)
             .into_iter()
-            .map(|c| (c.path, c.kind))
+            .map(|c| (c.path.display(), c.kind))
             .collect();
         assert_eq!(
             kinds,
@@ -158,18 +160,51 @@ mod tests {
         let limits = Limits::default();
         let manifest = manifest(packed.as_slice(), &limits).unwrap();
         assert_eq!(
-            manifest.keys().collect::<Vec<_>>(),
+            manifest.keys().map(FsPath::display).collect::<Vec<_>>(),
             ["b.txt", "link", "src/a.rs"]
         );
         assert_eq!(
-            manifest["link"],
+            manifest["link".as_bytes()],
             Entry::Symlink {
                 target: "src/a.rs".into()
             }
         );
-        let wanted: BTreeSet<String> = ["src/a.rs".to_owned()].into_iter().collect();
+        let wanted: BTreeSet<FsPath> = [FsPath::from("src/a.rs")].into_iter().collect();
         let found = contents(packed.as_slice(), &limits, &wanted).unwrap();
-        assert_eq!(found["src/a.rs"], b"fn a() {}");
+        assert_eq!(found["src/a.rs".as_bytes()], b"fn a() {}");
         assert_eq!(found.len(), 1);
+    }
+
+    #[test]
+    fn a_name_not_in_utf8_is_a_change_with_its_content() {
+        use std::os::unix::ffi::OsStrExt;
+        let pack = |dir: &std::path::Path| {
+            let mut packed = Vec::new();
+            paddock_snapshot::pack(dir, &paddock_snapshot::PackOptions::default(), &mut packed)
+                .unwrap();
+            packed
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("kept.txt"), "k").unwrap();
+        let limits = Limits::default();
+        let base = manifest(pack(dir.path()).as_slice(), &limits).unwrap();
+        let name = b"caf\xe9.txt";
+        std::fs::write(dir.path().join(std::ffi::OsStr::from_bytes(name)), "x").unwrap();
+        let end_archive = pack(dir.path());
+        let end = manifest(end_archive.as_slice(), &limits).unwrap();
+        let changes = diff(&base, &end);
+        let added: Vec<(&[u8], ChangeKind)> = changes
+            .iter()
+            .map(|c| (c.path.as_bytes(), c.kind))
+            .collect();
+        assert_eq!(added, [(name.as_slice(), ChangeKind::Added)]);
+        let wanted: BTreeSet<FsPath> = [FsPath::from(name.as_slice())].into_iter().collect();
+        let found = contents(end_archive.as_slice(), &limits, &wanted).unwrap();
+        assert_eq!(found[name.as_slice()], b"x");
+        let set = ChangeSet {
+            changes,
+            contents: found,
+        };
+        assert_eq!(set.paths()[0].path, "caf\\xe9.txt", "shown escaped");
     }
 }

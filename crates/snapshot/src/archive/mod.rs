@@ -17,9 +17,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::io::Read;
 
+use paddock_proto::FsPath;
 use sha2::{Digest, Sha256};
 
-use crate::error::{SnapshotError, lossy};
+use crate::error::SnapshotError;
 use crate::options::Limits;
 use crate::unpack::paths::components;
 use crate::unpack::reader::{Kind, Member, decoder};
@@ -69,23 +70,24 @@ pub enum Entry {
     Dir {
         mode: u32,
     },
-    /// The target as archived (not UTF-8 bytes shown as U+FFFD).
+    /// The target as archived, its bytes as they are.
     Symlink {
-        target: String,
+        target: FsPath,
     },
     /// Another name of the regular file at `target`, listed earlier.
     Hardlink {
-        target: String,
+        target: FsPath,
     },
 }
 
-/// The entries of an archive by path (`/`-separated, without `./`), the
-/// root itself and the parents the archive leaves implied not included.
-pub type Manifest = BTreeMap<String, Entry>;
+/// The entries of an archive by path (`/`-separated, without `./`, any
+/// bytes a name can hold), the root itself and the parents the archive
+/// leaves implied not included.
+pub type Manifest = BTreeMap<FsPath, Entry>;
 
 /// Lists the entries of the zstd-compressed tar archive read from `input`,
 /// reading it whole within `limits` (see the module's documentation for
-/// what is refused). Paths must be UTF-8.
+/// what is refused). Names not in UTF-8 are listed by their bytes.
 pub fn read_manifest<R: Read>(input: R, limits: &Limits) -> Result<Manifest, SnapshotError> {
     let mut lister = Lister::new(limits, Listing(Manifest::new()));
     read(input, limits, &mut lister)?;
@@ -99,9 +101,9 @@ pub fn read_manifest<R: Read>(input: R, limits: &Limits) -> Result<Manifest, Sna
 pub fn read_files<R: Read>(
     input: R,
     limits: &Limits,
-    wanted: &BTreeSet<String>,
+    wanted: &BTreeSet<FsPath>,
     max_file_bytes: u64,
-) -> Result<HashMap<String, Vec<u8>>, SnapshotError> {
+) -> Result<HashMap<FsPath, Vec<u8>>, SnapshotError> {
     let chosen = Chosen {
         wanted,
         max_file_bytes,
@@ -152,9 +154,7 @@ struct Listing(Manifest);
 
 impl Keep for Listing {
     fn keep(&mut self, member: &Member, path: Vec<u8>, data: Data<'_>) -> Result<(), Failure> {
-        let name = String::from_utf8(path).map_err(|_| SnapshotError::NotUtf8 {
-            entry: lossy(&member.path),
-        })?;
+        let name = FsPath::from_bytes(path);
         let entry = match member.kind {
             Kind::File => {
                 let mut hasher = Sha256::new();
@@ -169,10 +169,10 @@ impl Keep for Listing {
                 mode: member.mode & 0o7777,
             },
             Kind::Symlink => Entry::Symlink {
-                target: lossy(&member.link),
+                target: FsPath::from_bytes(member.link.clone()),
             },
             Kind::Hardlink => Entry::Hardlink {
-                target: lossy(&components(&member.link)?.join(&b'/')),
+                target: FsPath::from_bytes(components(&member.link)?.join(&b'/')),
             },
         };
         self.0.insert(name, entry);
@@ -182,9 +182,9 @@ impl Keep for Listing {
 
 /// The wanted files' contents, for [`read_files`].
 struct Chosen<'w> {
-    wanted: &'w BTreeSet<String>,
+    wanted: &'w BTreeSet<FsPath>,
     max_file_bytes: u64,
-    found: HashMap<String, Vec<u8>>,
+    found: HashMap<FsPath, Vec<u8>>,
 }
 
 impl Keep for Chosen<'_> {
@@ -192,9 +192,7 @@ impl Keep for Chosen<'_> {
         if member.kind != Kind::File || member.size > self.max_file_bytes {
             return Ok(());
         }
-        let Ok(name) = String::from_utf8(path) else {
-            return Ok(());
-        };
+        let name = FsPath::from_bytes(path);
         if !self.wanted.contains(&name) {
             return Ok(());
         }
