@@ -14,22 +14,7 @@ use paddock_core::ids::TenantId;
 use paddock_core::store::{Checkpoint, Session, Tenant};
 use paddock_runtime::StartRun;
 use serde_json::json;
-use support::{Harness, call, turn};
-
-/// Three distinct contents (one file twice), 64 KiB and a few lines.
-fn seed(project: &Path) {
-    fs::create_dir_all(project.join("src/nested")).unwrap();
-    fs::write(project.join("README.md"), "# Project\n\nhello\n").unwrap();
-    fs::write(project.join("src/lib.rs"), "pub fn f() -> u32 { 1 }\n").unwrap();
-    fs::write(
-        project.join("src/nested/same.rs"),
-        "pub fn f() -> u32 { 1 }\n",
-    )
-    .unwrap();
-    let binary: Vec<u8> = (0..65_536u32).map(|i| (i * 7 % 251) as u8).collect();
-    fs::write(project.join("data.bin"), binary).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(200));
-}
+use support::{Harness, call, seed, turn};
 
 /// A run of `tenant` in a session over `project` that edits README.md;
 /// the session and its checkpoints (start, after the edit).

@@ -17,7 +17,7 @@ use paddock_runtime::StartRun;
 use paddock_snapshot::LocalBlobStore;
 use paddock_snapshot::checkpoint::{ChangeKind, Entry, Manifest, Node};
 use serde_json::json;
-use support::{Harness, call, turn};
+use support::{Harness, call, seed, turn};
 
 /// Every path under `root` with its bytes (None for a directory).
 fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
@@ -36,22 +36,6 @@ fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
     let mut out = BTreeMap::new();
     walk(root, root, &mut out);
     out
-}
-
-fn seed(project: &Path) {
-    fs::create_dir_all(project.join("src/nested")).unwrap();
-    fs::write(project.join("README.md"), "# Project\n\nhello\n").unwrap();
-    fs::write(project.join("src/lib.rs"), "pub fn f() -> u32 { 1 }\n").unwrap();
-    fs::write(
-        project.join("src/nested/same.rs"),
-        "pub fn f() -> u32 { 1 }\n",
-    )
-    .unwrap();
-    let binary: Vec<u8> = (0..65_536u32).map(|i| (i * 7 % 251) as u8).collect();
-    fs::write(project.join("data.bin"), binary).unwrap();
-    // out of the racy window: a file changed within 100 ms of a capture is
-    // hashed again by the next one
-    std::thread::sleep(std::time::Duration::from_millis(200));
 }
 
 fn reasons(checkpoints: &[Checkpoint]) -> Vec<(CheckpointReason, u64)> {

@@ -215,3 +215,21 @@ pub fn assert_finished(run: &Run) {
         "{run:?}"
     );
 }
+
+/// Writes a small project into `project` for the checkpoint tests: three
+/// distinct contents (one file twice), 64 KiB and a few lines.
+pub fn seed(project: &Path) {
+    std::fs::create_dir_all(project.join("src/nested")).unwrap();
+    std::fs::write(project.join("README.md"), "# Project\n\nhello\n").unwrap();
+    std::fs::write(project.join("src/lib.rs"), "pub fn f() -> u32 { 1 }\n").unwrap();
+    std::fs::write(
+        project.join("src/nested/same.rs"),
+        "pub fn f() -> u32 { 1 }\n",
+    )
+    .unwrap();
+    let binary: Vec<u8> = (0..65_536u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(project.join("data.bin"), binary).unwrap();
+    // out of the racy window: a file changed within 100 ms of a capture is
+    // hashed again by the next one
+    std::thread::sleep(Duration::from_millis(200));
+}
