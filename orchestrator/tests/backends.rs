@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 
 const LABEL_NODE: &str = "org.paddock.node";
 const LABEL_SANDBOX: &str = "org.paddock.sandbox";
+/// What the server logs when its warm pool holds one more started sandbox.
+const POOL_READY: &str = "warm pool: a sandbox is ready";
 
 /// Whether `backend` can run here; prints why not (or panics when required).
 fn available(backend: &str, test: &str) -> bool {
@@ -161,6 +163,17 @@ fn start(
     extra: &[&str],
     prefix: &str,
 ) -> Result<(ServerProcess, Client, String, tempfile::TempDir)> {
+    start_server(config, extra, prefix, ServerProcess::start_with)
+}
+
+type Starter = fn(&std::path::Path, &str, &str, &[&str]) -> Result<ServerProcess>;
+
+fn start_server(
+    config: &str,
+    extra: &[&str],
+    prefix: &str,
+    starter: Starter,
+) -> Result<(ServerProcess, Client, String, tempfile::TempDir)> {
     let data = tempfile::tempdir()?;
     let node = unique(prefix);
     let token = format!("tok-{}", unique("t"));
@@ -168,7 +181,7 @@ fn start(
     std::fs::write(&file, config)?;
     let mut args = vec!["--config", file.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let server = ServerProcess::start_with(data.path(), &node, &format!("acme:{token}"), &args)?;
+    let server = starter(data.path(), &node, &format!("acme:{token}"), &args)?;
     let client = Client {
         http: reqwest::Client::new(),
         url: server.url.clone(),
@@ -317,27 +330,29 @@ async fn a_pooled_container_serves_one_tenant_only() -> Result<()> {
     if !available("docker", "a_pooled_container_serves_one_tenant_only") {
         return Ok(());
     }
-    let (server, client, node, _data) = start(
+    let (server, client, node, data) = start_server(
         "backend = \"docker\"\n[[backends]]\nkind = \"docker\"\nwarm_pool = 1\n[[backends]]\nkind = \"native\"\n",
         &[],
         "pool",
+        ServerProcess::start_logged,
     )?;
     let mut served = Vec::new();
     for round in 0..3 {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let (_, health) = client
-                .call(reqwest::Method::GET, "/v1/health", None)
-                .await?;
-            if health["backends"][0]["warm_ready"] == 1 {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "round {round}: the pool never filled: {health}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        // Health no longer shows a pool's fill (it is node-wide): the
+        // operator's log says when the pool holds a started sandbox.
+        let log = ServerProcess::log_of(data.path());
+        assert!(
+            wait_for(Duration::from_secs(30), || {
+                std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .matches(POOL_READY)
+                    .count()
+                    > round
+            })
+            .await,
+            "round {round}: the pool never filled: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
         assert_eq!(
             sandboxes_of_node(&node).len(),
             1,

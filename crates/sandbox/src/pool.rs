@@ -161,6 +161,7 @@ async fn refill(backend: Arc<dyn SandboxBackend>, profile: SandboxSpec, shared: 
             match backend.create(profile.clone()).await {
                 Ok(sandbox) => match warm_up(&*sandbox).await {
                     Ok(()) => {
+                        tracing::info!(backend = backend.name(), sandbox_id = %sandbox.info().id, "warm pool: a sandbox is ready");
                         shared.ready().push_back(sandbox);
                         shared.added.notify_waiters();
                     }

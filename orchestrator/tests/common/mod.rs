@@ -33,7 +33,36 @@ impl ServerProcess {
 
     /// [`Self::start`] with more arguments for `paddock serve`.
     pub fn start_with(data: &Path, node: &str, tokens: &str, extra: &[&str]) -> Result<Self> {
-        let mut child = Command::new(PADDOCK)
+        Self::spawn(data, node, tokens, extra, None)
+    }
+
+    /// [`Self::start_with`], its log at level info written to
+    /// [`Self::log_of`]`(data)` instead of the test's stderr, for tests that
+    /// wait on what it logs.
+    pub fn start_logged(data: &Path, node: &str, tokens: &str, extra: &[&str]) -> Result<Self> {
+        let log = std::fs::File::create(Self::log_of(data))?;
+        Self::spawn(data, node, tokens, extra, Some(log))
+    }
+
+    /// Where [`Self::start_logged`] writes the server's log.
+    pub fn log_of(data: &Path) -> PathBuf {
+        data.join("serve.log")
+    }
+
+    fn spawn(
+        data: &Path,
+        node: &str,
+        tokens: &str,
+        extra: &[&str],
+        log: Option<std::fs::File>,
+    ) -> Result<Self> {
+        let mut command = Command::new(PADDOCK);
+        if let Some(log) = log {
+            command.env("RUST_LOG", "info").stderr(log);
+        } else {
+            command.stderr(Stdio::inherit());
+        }
+        let mut child = command
             .args([
                 "serve",
                 "--listen",
@@ -48,7 +77,6 @@ impl ServerProcess {
             .env_remove("PADDOCK_DATABASE_URL")
             .env_remove("PADDOCK_CONFIG")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .context("spawning paddock serve")?;
         let stdout = child.stdout.take().context("no stdout")?;

@@ -55,8 +55,6 @@ struct BackendView {
     /// `native`, or `docker:IMAGE` / `gvisor:IMAGE`.
     name: String,
     status: ComponentStatus,
-    /// Sandboxes its warm pool holds started (0 without a pool).
-    warm_ready: usize,
 }
 
 impl From<&BackendHealth> for BackendView {
@@ -68,7 +66,6 @@ impl From<&BackendHealth> for BackendView {
             } else {
                 ComponentStatus::Unavailable
             },
-            warm_ready: b.warm_ready,
         }
     }
 }

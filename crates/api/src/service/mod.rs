@@ -172,7 +172,6 @@ impl SandboxService {
             backends.push(BackendHealth {
                 name: entry.label(),
                 ok: checked.is_ok() && !self.shutdown.is_cancelled(),
-                warm_ready: entry.backend.kept().len(),
             });
         }
         views::Health {

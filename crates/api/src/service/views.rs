@@ -257,14 +257,14 @@ impl Health {
     }
 }
 
-/// One enabled backend: whether it can make sandboxes, and how many its
-/// warm pool holds started.
+/// One enabled backend: whether it can make sandboxes. How full its warm
+/// pool is stays out: that is node-wide, and dips when any tenant takes a
+/// pooled sandbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendHealth {
     /// `native`, or `docker:IMAGE`.
     pub name: String,
     pub ok: bool,
-    pub warm_ready: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
