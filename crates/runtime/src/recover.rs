@@ -31,6 +31,18 @@ pub struct SkippedRun {
     pub reason: String,
 }
 
+/// The last part of the owner a recovery takes a session lease as
+/// (`NODE/recover`): it holds the lease only while it writes the run's end.
+pub(crate) const RECOVERY_OWNER: &str = "recover";
+
+/// Whether `owner` is a recovery of some node, which lets go of the lease
+/// within moments.
+pub(crate) fn is_recovery(owner: &str) -> bool {
+    owner
+        .rsplit_once('/')
+        .is_some_and(|(_, last)| last == RECOVERY_OWNER)
+}
+
 impl Runtime {
     /// Marks every unfinished run whose driver is gone as `interrupted`, with
     /// a `run.finished` event. A driver is gone when the session lease is
@@ -98,7 +110,7 @@ impl Runtime {
     /// The owner to take a session lease over with, or why not to.
     fn takeover_owner(&self, holder: Option<&Lease>) -> Result<String, String> {
         let node = &self.shared.config.node;
-        let recover_owner = format!("{node}/recover");
+        let recover_owner = format!("{node}/{RECOVERY_OWNER}");
         let Some(lease) = holder else {
             return Ok(recover_owner);
         };

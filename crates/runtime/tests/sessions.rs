@@ -548,3 +548,61 @@ async fn a_session_drives_one_run_at_a_time() {
         .unwrap();
     assert_eq!(run.state, RunState::Cancelled);
 }
+
+/// A recovery (here another node's) holds a session's lease only while it
+/// ends the dead run: a new run waits for it instead of answering busy. Any
+/// other holder still makes the session busy.
+#[tokio::test]
+async fn a_new_run_waits_out_a_recovery_holding_its_session() {
+    let h = Harness::new().await;
+    let session = h.session("recovering").await;
+    let resource = Lease::session_resource(&session.id);
+    let recovery = h
+        .store
+        .acquire_lease(&resource, "other-node/recover", Duration::from_secs(30))
+        .await
+        .unwrap();
+    let store = h.store.clone();
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        store.release_lease(&recovery).await.unwrap();
+    });
+    let started = Instant::now();
+    let handle = h
+        .runtime
+        .start_run(
+            &h.tenant,
+            &session.id,
+            StartRun::new(
+                "after the recovery",
+                h.script("done", json!([turn("", vec![complete_met(vec![])])])),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    release.await.unwrap();
+    assert_eq!(handle.wait().await.unwrap().state, RunState::Completed);
+
+    let other = h.session("driven elsewhere").await;
+    h.store
+        .acquire_lease(
+            &Lease::session_resource(&other.id),
+            "other-node/run_live",
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = h
+        .runtime
+        .start_run(
+            &h.tenant,
+            &other.id,
+            StartRun::new("busy", h.script("none", json!([]))),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::SessionBusy { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}

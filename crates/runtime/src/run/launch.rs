@@ -127,19 +127,7 @@ impl Runtime {
         run.resumed_from = options.resumed_from.clone();
 
         let owner = format!("{}/{}", shared.config.node, run.id);
-        let lease = store
-            .acquire_lease(
-                &Lease::session_resource(&session.id),
-                &owner,
-                shared.config.lease_ttl,
-            )
-            .await
-            .map_err(|err| match err {
-                StoreError::LeaseHeld { .. } => RuntimeError::SessionBusy {
-                    session: session.id.clone(),
-                },
-                err => RuntimeError::store("acquire_lease")(err),
-            })?;
+        let lease = acquire_session_lease(shared, &session.id, &owner).await?;
         let read_only =
             WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref())
                 == WorkspaceAccess::ReadOnly;
@@ -685,4 +673,41 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
     }
     .instrument(span)
     .await
+}
+
+/// Longest a new run waits for a recovery (of this node or another) that
+/// holds its session's lease while it ends an interrupted run.
+const RECOVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The session's lease for a new run. A recovery holding it lets go within
+/// moments, so that is waited for (at most [`RECOVERY_WAIT`]); any other
+/// holder is [`RuntimeError::SessionBusy`].
+async fn acquire_session_lease(
+    shared: &Shared,
+    session: &SessionId,
+    owner: &str,
+) -> Result<Lease, RuntimeError> {
+    let store = &shared.store;
+    let resource = Lease::session_resource(session);
+    let deadline = Instant::now() + RECOVERY_WAIT;
+    loop {
+        match store
+            .acquire_lease(&resource, owner, shared.config.lease_ttl)
+            .await
+        {
+            Ok(lease) => return Ok(lease),
+            Err(StoreError::LeaseHeld { owner: holder, .. })
+                if crate::recover::is_recovery(&holder) && Instant::now() < deadline =>
+            {
+                tracing::debug!(session_id = %session, holder, "a recovery holds the session: waiting for it");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(StoreError::LeaseHeld { .. }) => {
+                return Err(RuntimeError::SessionBusy {
+                    session: session.clone(),
+                });
+            }
+            Err(err) => return Err(RuntimeError::store("acquire_lease")(err)),
+        }
+    }
 }
