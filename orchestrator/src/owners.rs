@@ -122,7 +122,11 @@ pub fn claim(
         guest_bin: paddock_sandbox::locate_guest_bin(args.guest_bin.as_deref()).ok(),
         image: args.image.clone(),
     };
-    if let Err(err) = record(pid, start, command, owned.clone()) {
+    if !nix::unistd::geteuid().is_root() {
+        // Without root there are no namespaces, rules or cgroups to leave,
+        // and /run/paddock is not ours to write.
+        tracing::debug!("not root: this process's sandboxes are not recorded");
+    } else if let Err(err) = record(pid, start, command, owned.clone()) {
         tracing::warn!(
             error = %format!("{err:#}"),
             dir = OWNERS_DIR,
@@ -173,7 +177,8 @@ fn record(pid: u32, start: u64, command: &str, owned: OwnedBackend) -> anyhow::R
     // a live owner's record unlocked.
     let staging = dir.join(format!(".{name}.tmp"));
     let path = dir.join(format!("{name}.json"));
-    let mut file = File::create(&staging).with_context(|| format!("creating {}", staging.display()))?;
+    let mut file =
+        File::create(&staging).with_context(|| format!("creating {}", staging.display()))?;
     file.try_lock()
         .map_err(|e| anyhow::anyhow!("locking {}: {e}", staging.display()))?;
     file.write_all(&serde_json::to_vec_pretty(&record)?)?;

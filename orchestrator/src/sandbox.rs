@@ -8,9 +8,9 @@ mod shell;
 pub mod signals;
 mod stdin;
 
-use crate::owners::{self, Role};
 use crate::cli::SandboxCommand;
 use crate::client::{self, ApiClient};
+use crate::owners::{self, Role};
 
 /// `run` and `info` without an id work on this host; the rest are requests
 /// to the server of `--server`.

@@ -16,8 +16,8 @@ use paddock_store::SqlStore;
 
 use super::owner;
 use crate::backend::Placement;
-use crate::owners::Role;
 use crate::cli::{BackendArgs, DataDirArgs};
+use crate::owners::Role;
 
 /// The tenant everything made on this machine without a server belongs to.
 pub const LOCAL_TENANT: &str = "local";

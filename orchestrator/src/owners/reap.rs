@@ -193,3 +193,28 @@ pub(super) fn remove_owned_dirs(owned: &OwnedBackend, recursive: bool) -> Vec<St
     }
     left
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn a_held_record_is_live_a_free_one_is_taken_by_one_reaper() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1-2.json");
+        let mut owner = File::create(&path).unwrap();
+        owner.write_all(b"{}").unwrap();
+        owner.try_lock().unwrap();
+        // Another open file description of this process counts as another owner.
+        assert!(take_if_dead(&path).is_none(), "a live owner's record");
+        drop(owner);
+        let (lock, text) = take_if_dead(&path).expect("a dead owner's record");
+        assert_eq!(text, "{}");
+        // While one reaper holds it, another leaves it alone.
+        assert!(take_if_dead(&path).is_none());
+        drop(lock);
+        assert!(take_if_dead(&dir.path().join("missing.json")).is_none());
+    }
+}

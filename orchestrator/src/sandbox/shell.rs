@@ -17,9 +17,9 @@ use self::link::{Link, Step};
 use self::raw::RawMode;
 use super::signals::TermSignals;
 use super::stdin::read_on_a_thread;
-use crate::owners::{self, Role};
 use crate::cli::ShellArgs;
 use crate::client::ApiClient;
+use crate::owners::{self, Role};
 
 /// Size of a terminal when ours has none (stdout is not a terminal).
 const DEFAULT_SIZE: PtySize = PtySize { rows: 24, cols: 80 };
