@@ -16,7 +16,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{PADDOCK, processes_with, wait_until};
+use common::{PADDOCK, ServerProcess, processes_with, unique, wait_until};
 use serde_json::Value;
 
 /// Where paddock records owners (owners.rs).
@@ -287,7 +287,7 @@ fn crash_and_reap(
     (victim, ready): (Command, &str),
     live: Command,
     expected: &[&str],
-    mut reaper: Command,
+    reaper: impl FnOnce() -> String,
 ) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut live = Owner::start(live, "sandbox-up");
@@ -309,8 +309,7 @@ fn crash_and_reap(
         );
     }
 
-    let out = reaper.output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = reaper();
     assert!(
         stderr.contains("removed what a dead paddock process left"),
         "the reaper says what it removed: {stderr}"
@@ -334,24 +333,36 @@ fn crash_and_reap(
     );
 }
 
+/// Runs `command` to its end with its log at info; its stderr.
+fn stderr_of(mut command: Command) -> String {
+    let out = command.env("RUST_LOG", "info").output().unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// `paddock sandbox ls --server ...` (a client command that fails to
-/// connect) as the next command, with its log at info.
-fn client_command() -> Command {
+/// connect) as the next command.
+fn client_command() -> String {
     let mut command = Command::new(PADDOCK);
-    command
-        .args(["sandbox", "ls", "--server", "http://127.0.0.1:9"])
-        .env("RUST_LOG", "info");
-    command
+    command.args(["sandbox", "ls", "--server", "http://127.0.0.1:9"]);
+    stderr_of(command)
 }
 
 /// `paddock sandbox run -- true` as the next command.
-fn sandbox_command(cwd: &Path) -> Command {
+fn sandbox_command(cwd: &Path) -> String {
     let mut command = Command::new(PADDOCK);
     command
         .current_dir(cwd)
-        .args(["sandbox", "run", "--", "true"])
-        .env("RUST_LOG", "info");
-    command
+        .args(["sandbox", "run", "--", "true"]);
+    stderr_of(command)
+}
+
+/// `paddock serve` as the next command: it reaps before it listens.
+fn serve_command(data: &Path) -> String {
+    let node = unique("reap");
+    let server =
+        ServerProcess::start_logged(data, &node, &format!("reap:{node}-token"), &[]).unwrap();
+    server.terminate().unwrap();
+    std::fs::read_to_string(ServerProcess::log_of(data)).unwrap()
 }
 
 #[test]
@@ -361,7 +372,7 @@ fn native_network_none() {
         (sandbox_run("native", "none", cwd.path()), "sandbox-up"),
         sandbox_run("native", "none", cwd.path()),
         &["record", "dir", "cgroup"],
-        client_command(),
+        client_command,
     );
 }
 
@@ -375,7 +386,7 @@ fn native_network_allow() {
         ),
         sandbox_run("native", "allow:example.com", cwd.path()),
         &["record", "netns", "temp"],
-        sandbox_command(cwd.path()),
+        || sandbox_command(cwd.path()),
     );
 }
 
@@ -386,7 +397,20 @@ fn native_network_full() {
         (sandbox_run("native", "full", cwd.path()), "sandbox-up"),
         sandbox_run("native", "full", cwd.path()),
         &["record", "netns", "iptables", "nat veth"],
-        client_command(),
+        client_command,
+    );
+}
+
+/// The same, `paddock serve` reaping at its start.
+#[test]
+fn native_network_full_reaped_by_serve() {
+    let cwd = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    crash_and_reap(
+        (sandbox_run("native", "full", cwd.path()), "sandbox-up"),
+        sandbox_run("native", "full", cwd.path()),
+        &["record", "netns", "iptables", "nat veth"],
+        || serve_command(data.path()),
     );
 }
 
@@ -400,7 +424,7 @@ fn docker_network_none() {
         (sandbox_run("docker", "none", cwd.path()), "sandbox-up"),
         sandbox_run("docker", "none", cwd.path()),
         &["record", "temp"],
-        client_command(),
+        client_command,
     );
 }
 
@@ -414,7 +438,7 @@ fn gvisor_network_none() {
         (sandbox_run("gvisor", "none", cwd.path()), "sandbox-up"),
         sandbox_run("gvisor", "none", cwd.path()),
         &["record", "temp"],
-        client_command(),
+        client_command,
     );
 }
 
@@ -429,7 +453,7 @@ fn microvm_network_none() {
         // A live owner of another tier: one microVM boot is slow enough.
         sandbox_run("native", "none", cwd.path()),
         &["record", "temp"],
-        sandbox_command(cwd.path()),
+        || sandbox_command(cwd.path()),
     );
 }
 
@@ -461,14 +485,11 @@ fn a_local_run_killed_with_sigkill() {
         .env_remove("PADDOCK_SERVER")
         .env_remove("PADDOCK_MODEL");
     let mut reaper = Command::new(PADDOCK);
-    reaper
-        .args(["session", "ls", "--data-dir"])
-        .arg(&data)
-        .env("RUST_LOG", "info");
+    reaper.args(["session", "ls", "--data-dir"]).arg(&data);
     crash_and_reap(
         (victim, "[tool] run_command $ sleep 300"),
         sandbox_run("native", "full", dir.path()),
         &["record", "netns", "iptables", "nat veth", "dir"],
-        reaper,
+        || stderr_of(reaper),
     );
 }
