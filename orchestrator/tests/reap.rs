@@ -493,3 +493,58 @@ fn a_local_run_killed_with_sigkill() {
         || stderr_of(reaper),
     );
 }
+
+/// `kill -9` of `paddock serve` with a sandbox of network full: no server of
+/// that node starts again, and the next command of any kind removes its NAT,
+/// veth and namespace.
+#[test]
+fn a_killed_server_is_reaped_by_any_next_command() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let data = tempfile::tempdir().unwrap();
+    let node = unique("reaped");
+    let token = format!("{node}-token");
+    let server = ServerProcess::start(data.path(), &node, &format!("reap:{token}")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let created: Value = runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(format!("{}/v1/sandboxes", server.url))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({"network": "full"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201);
+        response.json().await.unwrap()
+    });
+    let id = created["id"].as_str().unwrap().to_owned();
+    let record = PathBuf::from(OWNERS).join(format!("server-{node}.json"));
+    assert!(record.exists(), "the server records itself");
+    let tag = paddock_sandbox::owner_tag(&format!("paddock/{node}"));
+    let nat = |runtime: &tokio::runtime::Runtime| {
+        runtime.block_on(paddock_egress::nat::leftovers(&tag, &id))
+    };
+    let netns = || command_output("ip", &["netns", "list"]).contains(&format!("paddock-{id}"));
+
+    server.kill_9().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(netns(), "kill -9 left the namespace");
+    let left = nat(&runtime);
+    assert!(
+        left.iter().any(|l| l.starts_with("veth")) && left.len() > 1,
+        "kill -9 left the NAT: {left:?}"
+    );
+
+    let stderr = client_command();
+    assert!(
+        stderr.contains("removed what a dead paddock process left"),
+        "{stderr}"
+    );
+    assert!(!netns(), "the namespace is gone");
+    assert_eq!(nat(&runtime), Vec::<String>::new());
+    assert!(!record.exists(), "the record is gone");
+    // The node's data directory stays whole: it is the next start's.
+    assert!(data.path().join("tmp").is_dir());
+}

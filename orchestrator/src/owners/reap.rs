@@ -108,7 +108,11 @@ async fn reap_owner(path: &Path, record: &Record, budget: Duration) {
         let backend = owned.kind.name();
         match reaped {
             Ok(Ok(report)) => {
-                let dirs_left = remove_owned_dirs(owned, true);
+                let dirs_left = if record.server {
+                    Vec::new()
+                } else {
+                    remove_owned_dirs(owned, true)
+                };
                 tracing::info!(
                     owner_pid = record.pid,
                     command = %record.command,
