@@ -107,9 +107,10 @@ fn this_owner() -> (u32, u64) {
 
 /// The placement of this process's sandboxes of `kind` (its own cgroup
 /// parent, node label and temporary directory under `temp_base`), recorded
-/// before anything is made. When the record cannot be written (no root, no
-/// /run) the sandboxes are still kept apart, with a warning that a crash
-/// would leave them for a person to remove.
+/// before anything is made. When the record cannot be written the
+/// sandboxes are still kept apart, with a warning that a crash would leave
+/// them for a person to remove (without root it is not tried: such a
+/// process makes no namespaces, rules or cgroups).
 pub fn claim(
     role: Role,
     command: &str,
@@ -155,6 +156,15 @@ fn create_owned_dir(dir: &Path) -> anyhow::Result<()> {
     )
 }
 
+/// Root's alone: records name host paths and pids.
+fn create_owners_dir() -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(OWNERS_DIR)
+}
+
 /// Adds `owned` to this process's record, writing and locking it first.
 fn record(pid: u32, start: u64, command: &str, owned: OwnedBackend) -> anyhow::Result<()> {
     use anyhow::Context;
@@ -171,7 +181,7 @@ fn record(pid: u32, start: u64, command: &str, owned: OwnedBackend) -> anyhow::R
         return Ok(());
     }
     let dir = Path::new(OWNERS_DIR);
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {OWNERS_DIR}"))?;
+    create_owners_dir().with_context(|| format!("creating {OWNERS_DIR}"))?;
     let record = Record {
         pid,
         start,
@@ -267,7 +277,7 @@ pub async fn claim_server(
 /// process holds it, or when the name was removed meanwhile (try again).
 fn try_take(path: &Path, record: &Record) -> anyhow::Result<Option<File>> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::create_dir_all(OWNERS_DIR)?;
+    create_owners_dir()?;
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

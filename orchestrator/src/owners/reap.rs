@@ -21,6 +21,8 @@ use crate::cli::BackendArgs;
 const OWNER_TIMEOUT: Duration = Duration::from_secs(20);
 /// The most one command spends reaping; what is left waits for the next.
 const TOTAL_TIMEOUT: Duration = Duration::from_secs(45);
+/// A staged record younger than this may belong to an owner starting now.
+const STAGING_AGE: Duration = Duration::from_secs(60);
 
 /// Reaps what every dead owner on this host left. Never fails the command:
 /// what it removed is logged at info, what it could not at warn (the record
@@ -46,8 +48,12 @@ pub async fn reap_dead() {
             continue;
         };
         if name.starts_with('.') && name.ends_with(".tmp") {
-            // An owner killed before it named its record made nothing yet.
-            if take_if_dead(&path).is_some() {
+            // An owner killed before it named its record made nothing yet;
+            // a young one may be an owner between creating and locking it.
+            let old = fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().unwrap_or_default() > STAGING_AGE);
+            if old && take_if_dead(&path).is_some() {
                 let _ = fs::remove_file(&path);
             }
             continue;
