@@ -548,3 +548,49 @@ fn a_killed_server_is_reaped_by_any_next_command() {
     // The node's data directory stays whole: it is the next start's.
     assert!(data.path().join("tmp").is_dir());
 }
+
+/// A dead owner whose leftovers cannot be removed (its backend cannot be
+/// connected: the image is gone) is logged and kept for the next command,
+/// which is not failed; an unreadable record is removed with a warning.
+#[test]
+fn what_cannot_be_reaped_is_logged_and_kept_for_the_next_command() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = unique("dead");
+    std::fs::create_dir_all(OWNERS).unwrap();
+    let stuck = PathBuf::from(OWNERS).join(format!("{name}.json"));
+    let temp_root = std::env::temp_dir().join(&name);
+    std::fs::create_dir_all(&temp_root).unwrap();
+    let record = serde_json::json!({
+        "pid": 1, "start": 0, "command": "sandbox run",
+        "backends": [{
+            "kind": "docker", "node": format!("paddock-cli.{name}"),
+            "cgroup_parent": format!("paddock-cli/{name}"),
+            "temp_root": temp_root, "guest_bin": null,
+            "image": "paddock-no-such-image:reap"
+        }]
+    });
+    std::fs::write(&stuck, serde_json::to_vec(&record).unwrap()).unwrap();
+    let garbled = PathBuf::from(OWNERS).join(format!("{name}-garbled.json"));
+    std::fs::write(&garbled, b"{\"pid\": 1, \"sta").unwrap();
+
+    let stderr = client_command();
+    assert!(
+        stderr.contains("could not remove what a dead paddock process left")
+            && stderr.contains("paddock-no-such-image:reap"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cannot reach the server"),
+        "the command ran: {stderr}"
+    );
+    assert!(stuck.exists(), "kept for the next command");
+    assert!(temp_root.exists(), "nothing removed without its backend");
+    assert!(!garbled.exists(), "{stderr}");
+    assert!(
+        stderr.contains("removing an unreadable owner record"),
+        "{stderr}"
+    );
+
+    std::fs::remove_file(&stuck).unwrap();
+    std::fs::remove_dir(&temp_root).unwrap();
+}
