@@ -13,11 +13,11 @@ use paddock_sandbox::{
     DockerBackend, DockerConfig, Engine, MicroVmBackend, MicroVmConfig, NativeBackend,
     NativeConfig, StreamLimits, locate_guest_bin,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::BackendArgs;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// Linux namespaces, landlock and seccomp on this host's kernel.

@@ -7,6 +7,7 @@ mod backend;
 mod cli;
 mod client;
 mod logging;
+mod owners;
 mod printable;
 mod sandbox;
 mod serve;
@@ -42,13 +43,19 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_PADDOCK_FAILED);
         }
     };
-    let code = match runtime.block_on(dispatch(cli)) {
+    // Every command first removes what dead paddock processes left on this
+    // host (bounded in time; never fails the command).
+    let code = match runtime.block_on(async {
+        owners::reap_dead().await;
+        dispatch(cli).await
+    }) {
         Ok(code) => code,
         Err(err) => {
             logging::note(format_args!("paddock: {err:#}"));
             EXIT_PADDOCK_FAILED
         }
     };
+    owners::retire();
     let _ = std::io::stdout().flush();
     // A thread may still be blocked reading our stdin for the sandbox; do not
     // wait for it (dropping the runtime would).

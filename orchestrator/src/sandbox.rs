@@ -8,9 +8,9 @@ mod shell;
 pub mod signals;
 mod stdin;
 
-use crate::backend::Placement;
 use crate::cli::SandboxCommand;
 use crate::client::{self, ApiClient};
+use crate::owners::{self, Role};
 
 /// `run` and `info` without an id work on this host; the rest are requests
 /// to the server of `--server`.
@@ -18,9 +18,13 @@ pub async fn dispatch(command: SandboxCommand) -> anyhow::Result<u8> {
     let api = ApiClient::from_args;
     match command {
         SandboxCommand::Run(args) => {
-            let backend =
-                crate::backend::connect(&args.backend, None, None, &Placement::standalone())
-                    .await?;
+            let placement = owners::claim(
+                Role::Sandbox,
+                "sandbox run",
+                &args.backend,
+                &std::env::temp_dir(),
+            )?;
+            let backend = crate::backend::connect(&args.backend, None, None, &placement).await?;
             run::run(*args, &*backend).await
         }
         SandboxCommand::Info(args) => match &args.id {

@@ -99,6 +99,10 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             return Ok(EXIT_USAGE);
         }
     }
+    // Recorded before any sandbox is made, so that any later command reaps
+    // what this server leaves if it is killed.
+    let kinds: Vec<_> = sections.iter().map(|s| (s.kind, s.image.clone())).collect();
+    crate::owners::claim_server(&placement, &kinds, backend_args).await;
     let (backends, backend, pools) = enable_backends(
         backend_args,
         &sections,

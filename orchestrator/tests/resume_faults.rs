@@ -22,7 +22,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use common::{PADDOCK, cgroups_under, processes_with, wait_until};
+use common::{PADDOCK, cgroups_below, processes_with, wait_until};
 use serde_json::{Value, json};
 
 const ROUNDS: usize = 20;
@@ -545,7 +545,7 @@ fn run_round(fx: &Fixture, full: &str, round: usize, point: Point) -> Result<(St
         processes_with(&ws_arg)
     );
     assert!(
-        wait_until(Duration::from_secs(10), || cgroups_under(CGROUP_PARENT)
+        wait_until(Duration::from_secs(10), || cgroups_below(CGROUP_PARENT)
             .iter()
             .all(|p| !sandboxes
                 .iter()

@@ -10,6 +10,8 @@ use crate::run::wait_until;
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 const CGROUP_PARENT: &str = "paddock";
+/// Parents of the per-process cgroup parents of CLI owners.
+const OWNER_PARENTS: [&str; 2] = ["paddock-cli", "paddock-run"];
 const GUEST_COMM: &str = "paddock-guest";
 
 /// The scenario tests create namespaces, cgroups and mounts: they need root.
@@ -178,13 +180,25 @@ pub fn mountinfo() -> BTreeSet<String> {
 }
 
 /// Every per-sandbox cgroup directory: `/sys/fs/cgroup/<hierarchy>/paddock/<id>`
-/// on v1 hosts, `/sys/fs/cgroup/paddock/<id>` on a v2-only host.
+/// on v1 hosts, `/sys/fs/cgroup/paddock/<id>` on a v2-only host, and the
+/// same below each CLI owner's `paddock-cli/<owner>` or `paddock-run/<owner>`.
 pub fn sandbox_cgroup_dirs() -> BTreeSet<PathBuf> {
     let mut dirs = BTreeSet::new();
     let root = Path::new(CGROUP_ROOT);
-    let mut parents = vec![root.join(CGROUP_PARENT)];
+    let mut hierarchies = vec![root.to_path_buf()];
     if let Ok(entries) = fs::read_dir(root) {
-        parents.extend(entries.flatten().map(|e| e.path().join(CGROUP_PARENT)));
+        hierarchies.extend(entries.flatten().map(|e| e.path()));
+    }
+    let mut parents = Vec::new();
+    for hierarchy in hierarchies {
+        parents.push(hierarchy.join(CGROUP_PARENT));
+        // `paddock sandbox run` and `paddock run` keep their sandboxes below
+        // their own parent, `<prefix>/<pid>-<start>` (docs/architecture.md).
+        for prefix in OWNER_PARENTS {
+            if let Ok(owners) = fs::read_dir(hierarchy.join(prefix)) {
+                parents.extend(owners.flatten().map(|e| e.path()));
+            }
+        }
     }
     for parent in parents {
         if let Ok(entries) = fs::read_dir(&parent) {

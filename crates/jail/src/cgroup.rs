@@ -417,6 +417,21 @@ pub fn remove_sandbox_cgroups(cgroup_parent: &str, sandbox_id: &str) -> Result<(
     remove_dirs(&dirs)
 }
 
+/// Removes an owner's own cgroup parent in every hierarchy once its
+/// sandboxes' cgroups are gone (crash reaping of a dead owner). Idempotent;
+/// a parent still holding cgroups is an error and stays.
+pub fn remove_cgroup_parent(cgroup_parent: &str) -> Result<(), JailError> {
+    validate::cgroup_parent(cgroup_parent)?;
+    let mounts = CgroupMounts::read()?;
+    let mut roots: Vec<&PathBuf> = mounts.v2.iter().collect();
+    roots.extend(mounts.v1.iter().map(|(path, _)| path));
+    let dirs: Vec<PathBuf> = roots
+        .into_iter()
+        .map(|root| root.join(cgroup_parent))
+        .collect();
+    remove_dirs(&dirs)
+}
+
 fn remove_dirs(dirs: &[PathBuf]) -> Result<(), JailError> {
     let mut first_error = None;
     for dir in dirs {

@@ -46,7 +46,7 @@ mod validate;
 mod workspace_quota;
 mod writable;
 
-pub use cgroup::{HostCgroup, remove_sandbox_cgroups};
+pub use cgroup::{HostCgroup, remove_cgroup_parent, remove_sandbox_cgroups};
 pub use container::{ContainerSpec, enter_container};
 pub use docker_seccomp::docker_seccomp_profile;
 pub use error::JailError;

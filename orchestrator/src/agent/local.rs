@@ -15,8 +15,9 @@ use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
 use paddock_store::SqlStore;
 
 use super::owner;
-use crate::backend::{BackendKind, Placement};
+use crate::backend::Placement;
 use crate::cli::{BackendArgs, DataDirArgs};
+use crate::owners::Role;
 
 /// The tenant everything made on this machine without a server belongs to.
 pub const LOCAL_TENANT: &str = "local";
@@ -82,21 +83,17 @@ impl Local {
         let host = crate::serve::node_name(
             &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
         );
-        let backend: Arc<dyn SandboxBackend> = match (backend_args.kind(), sandboxes) {
-            (
-                BackendKind::Docker | BackendKind::Gvisor | BackendKind::Microvm,
-                Sandboxes::Needed,
-            ) => {
+        let backend: Arc<dyn SandboxBackend> = match sandboxes {
+            Sandboxes::Needed => {
+                // This process's own cgroup parent, node label and directory,
+                // recorded so that the next command reaps them after a crash.
                 let placement = Placement {
-                    node: host.clone(),
-                    cgroup_parent: CGROUP_PARENT.to_owned(),
-                    temp_root: Some(dir.join("tmp")),
                     owns_workspaces: true,
-                    ..Placement::standalone()
+                    ..crate::owners::claim(Role::Run, "run", backend_args, &dir.join("tmp"))?
                 };
                 crate::backend::connect(backend_args, None, None, &placement).await?
             }
-            _ => {
+            Sandboxes::NotNeeded => {
                 let mut native = NativeConfig::new(guest_bin);
                 native.unconfined = backend_args.unconfined;
                 native.cgroup_parent = CGROUP_PARENT.to_owned();

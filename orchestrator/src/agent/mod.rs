@@ -9,7 +9,7 @@ mod live;
 mod local;
 mod memory;
 mod no_undo;
-mod owner;
+pub(crate) mod owner;
 mod remote;
 mod remote_run;
 mod render;

@@ -52,7 +52,7 @@ fn parse(owner: &str) -> Option<(&str, u32, u64)> {
 
 /// The start time of process `pid` (field 22 of /proc/PID/stat), None when
 /// there is no such process.
-fn start_time(pid: u32) -> Option<u64> {
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count
     // from the last ')'. The fields after it start with field 3.

@@ -17,9 +17,9 @@ use self::link::{Link, Step};
 use self::raw::RawMode;
 use super::signals::TermSignals;
 use super::stdin::read_on_a_thread;
-use crate::backend::Placement;
 use crate::cli::ShellArgs;
 use crate::client::ApiClient;
+use crate::owners::{self, Role};
 
 /// Size of a terminal when ours has none (stdout is not a terminal).
 const DEFAULT_SIZE: PtySize = PtySize { rows: 24, cols: 80 };
@@ -47,9 +47,13 @@ pub async fn shell(args: ShellArgs) -> anyhow::Result<u8> {
             attached(link).await
         }
         None => {
-            let backend =
-                crate::backend::connect(&args.backend, None, None, &Placement::standalone())
-                    .await?;
+            let placement = owners::claim(
+                Role::Sandbox,
+                "sandbox shell",
+                &args.backend,
+                &std::env::temp_dir(),
+            )?;
+            let backend = crate::backend::connect(&args.backend, None, None, &placement).await?;
             if let Some(dir) = &args.workspace
                 && !dir.is_dir()
             {

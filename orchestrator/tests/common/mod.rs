@@ -175,6 +175,27 @@ pub fn cgroups_under(parent: &str) -> Vec<PathBuf> {
     found
 }
 
+/// Cgroup directories anywhere below `parent` in any hierarchy (a run's
+/// sandboxes sit below its owner's own parent, `paddock-run/<pid>-<start>`).
+pub fn cgroups_below(parent: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo: Vec<PathBuf> = std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|h| h.path().join(parent))
+        .collect();
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                found.push(entry.path());
+                todo.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
 pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {

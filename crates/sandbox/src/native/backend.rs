@@ -108,6 +108,7 @@ impl NativeBackend {
         let created_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let net_marker = self.net_marker(&id, &spec)?;
         let egress = self.start_egress(&id, &spec).await?;
         let (workspace, temp_workspace) =
             match self.prepare_workspace(&id, spec.workspace.as_deref()) {
@@ -167,6 +168,7 @@ impl NativeBackend {
             stop_timeout: self.config.stop_timeout,
             egress,
             egress_log_task,
+            net_marker,
         };
         let client = match self.handshake(stream).await {
             Ok(client) => client,
@@ -232,6 +234,32 @@ impl NativeBackend {
         // connection would never see end-of-file when the guest dies.
         drop(command);
         Ok((spawned?, stream))
+    }
+
+    /// `<temp_root>/paddock-<id>-<random>`, held while a sandbox with
+    /// network has its namespace: the namespace names no owner, so this is
+    /// how [`SandboxBackend::reap_orphans`] of a dead owner's configuration
+    /// finds it (as a temporary workspace, whose id it then clears).
+    fn net_marker(
+        &self,
+        id: &SandboxId,
+        spec: &SandboxSpec,
+    ) -> Result<Option<tempfile::TempDir>, SandboxError> {
+        let Some(root) = &self.config.temp_root else {
+            return Ok(None);
+        };
+        if !spec.network.has_egress() || self.config.unconfined {
+            return Ok(None);
+        }
+        tempfile::Builder::new()
+            .prefix(&format!("paddock-{id}-"))
+            .tempdir_in(root)
+            .map(Some)
+            .map_err(|e| SandboxError::Workspace {
+                id: id.clone(),
+                path: root.clone(),
+                source: e,
+            })
     }
 
     /// The egress proxy and namespace of a sandbox with network. Fails

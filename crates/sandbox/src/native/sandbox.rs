@@ -134,6 +134,8 @@ pub(super) struct Teardown {
     pub(super) egress: Option<paddock_egress::Egress>,
     /// Fills the sandbox's `EgressLog`; ends once the proxy is stopped.
     pub(super) egress_log_task: Option<JoinHandle<()>>,
+    /// Marks the namespace for crash reaping; removed after it.
+    pub(super) net_marker: Option<tempfile::TempDir>,
 }
 
 impl Teardown {
@@ -174,6 +176,7 @@ impl Teardown {
         if let Some(egress) = self.egress.take() {
             egress.stop().await;
         }
+        drop(self.net_marker.take());
         // Every decision in the log before destroy returns (a caller reads it then).
         if let Some(task) = self.egress_log_task.take() {
             let _ = tokio::time::timeout(EGRESS_LOG_GRACE, task).await;
@@ -219,6 +222,7 @@ impl Drop for Teardown {
             && self.cgroup_parent.is_none()
             && self.temp_workspace.is_none()
             && self.egress.is_none()
+            && self.net_marker.is_none()
         {
             return;
         }
@@ -229,6 +233,7 @@ impl Drop for Teardown {
             monitor: self.monitor.take(),
             temp_workspace: self.temp_workspace.take(),
             cgroup_parent: self.cgroup_parent.take(),
+            net_marker: self.net_marker.take(),
         };
         if let Some(monitor) = leftovers.monitor.as_mut() {
             // SIGKILL of the monitor kills the sandbox init (parent-death signal).
@@ -254,6 +259,8 @@ struct Leftovers {
     monitor: Option<Child>,
     temp_workspace: Option<tempfile::TempDir>,
     cgroup_parent: Option<String>,
+    /// After `egress`: dropped once the namespace is gone.
+    net_marker: Option<tempfile::TempDir>,
 }
 
 impl Leftovers {
@@ -264,6 +271,7 @@ impl Leftovers {
         if let Some(egress) = self.egress.take() {
             egress.stop().await;
         }
+        drop(self.net_marker.take());
         let id = self.id.clone();
         let cgroup_parent = self.cgroup_parent.take();
         let temp_workspace = self.temp_workspace.take();
