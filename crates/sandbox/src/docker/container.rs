@@ -309,6 +309,57 @@ mod tests {
     }
 
     #[test]
+    fn a_capped_temporary_workspace_is_the_engines_tmpfs_given_to_the_sandbox_ids() {
+        let id = SandboxId::generate();
+        let config = DockerConfig::new(Engine::Docker, PathBuf::from("/host/paddock-guest"));
+        let spec = SandboxSpec {
+            limits: paddock_core::sandbox::SandboxLimits {
+                workspace_bytes: Some(8 << 20),
+                ..paddock_core::sandbox::SandboxLimits::default()
+            },
+            ..SandboxSpec::default()
+        };
+        let workspace = Workspace {
+            path: PathBuf::from("/tmp/paddock-x"),
+            temporary: Some(tempfile::tempdir().unwrap()),
+            uid: 165_536,
+            gid: 165_536,
+        };
+        let quota = workspace.tmpfs(&spec);
+        assert_eq!(quota.as_ref().map(|q| (q.bytes, q.inodes)), Some((8 << 20, 2048)));
+        let body = body(&Request {
+            id: &id,
+            config: &config,
+            spec: &spec,
+            workspace: &workspace,
+            writable: &[],
+            guest_socket: None,
+            workspace_tmpfs: quota,
+        });
+        let host = body.host_config.unwrap();
+        assert!(
+            !host.binds.unwrap().iter().any(|b| b.contains(":/workspace")),
+            "the host directory is not bound"
+        );
+        assert_eq!(
+            host.tmpfs.unwrap()["/workspace"],
+            "rw,exec,nosuid,nodev,size=8388608,nr_inodes=2048,uid=165536,gid=165536,mode=0755"
+        );
+        assert_eq!(body.user.as_deref(), Some("165536:165536"));
+        // Read-only or write-scoped: the host's directory, as native.
+        let read_only = SandboxSpec {
+            read_only: true,
+            ..spec.clone()
+        };
+        assert_eq!(workspace.tmpfs(&read_only), None);
+        let persistent = Workspace {
+            temporary: None,
+            ..workspace
+        };
+        assert_eq!(persistent.tmpfs(&spec), None);
+    }
+
+    #[test]
     fn gvisor_reports_the_sentry_namespaces_and_checks_all_but_pid_from_the_host() {
         let reported = namespaces(Engine::Gvisor);
         assert!(reported.contains(&"user".to_owned()) && reported.contains(&"pid".to_owned()));
