@@ -249,9 +249,12 @@ fn check_workspace_tmpfs(
     Ok((held, LayerState::Enforced))
 }
 
+/// One line of a uid or gid map: (inside, outside, count).
+type IdMapLine = (u32, u32, u32);
+
 /// The guest's uid and gid, when this process is in the host's user
 /// namespace (the identity map): then they are host ids too.
-fn host_ids() -> Result<(Option<(u32, u32, u32)>, Option<(u32, u32, u32)>), JailError> {
+fn host_ids() -> Result<(Option<IdMapLine>, Option<IdMapLine>), JailError> {
     let identity = |file: &str| {
         std::fs::read_to_string(file)
             .map(|map| map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"])

@@ -326,7 +326,10 @@ mod tests {
             gid: 165_536,
         };
         let quota = workspace.tmpfs(&spec);
-        assert_eq!(quota.as_ref().map(|q| (q.bytes, q.inodes)), Some((8 << 20, 2048)));
+        assert_eq!(
+            quota.as_ref().map(|q| (q.bytes, q.inodes)),
+            Some((8 << 20, 2048))
+        );
         let body = body(&Request {
             id: &id,
             config: &config,
@@ -338,7 +341,11 @@ mod tests {
         });
         let host = body.host_config.unwrap();
         assert!(
-            !host.binds.unwrap().iter().any(|b| b.contains(":/workspace")),
+            !host
+                .binds
+                .unwrap()
+                .iter()
+                .any(|b| b.contains(":/workspace")),
             "the host directory is not bound"
         );
         assert_eq!(
