@@ -108,6 +108,7 @@ pub async fn connect(
             config.node = placement.node.clone();
             config.temp_root = placement.temp_root.clone();
             config.adopt_root_workspaces = placement.owns_workspaces;
+            config.id_pool = placement.id_pool;
             if let Some(image) = image.or(args.image.as_deref()) {
                 config.image = image.to_owned();
             }

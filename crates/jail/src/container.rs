@@ -8,7 +8,10 @@ use std::collections::BTreeSet;
 
 use nix::sys::statfs::{TMPFS_MAGIC, statfs};
 use nix::sys::statvfs::{FsFlags, statvfs};
-use paddock_proto::{CgroupEnforcement, DowngradeLayer, Enforcement, NetworkPolicy, SandboxLimits};
+use paddock_proto::{
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
+    WORKSPACE_MOUNT, WorkspaceQuotaEnforcement,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::guest_hardening::{self, GuestLayers};
@@ -43,6 +46,11 @@ pub struct ContainerSpec {
     pub cgroup: Option<CgroupEnforcement>,
     #[serde(default)]
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
+    /// The workspace was made for this sandbox and starts empty: a
+    /// workspace quota is then the engine's size-limited tmpfs at
+    /// /workspace (as the native jail's), checked here.
+    #[serde(default)]
+    pub temporary_workspace: bool,
 }
 
 impl ContainerSpec {
@@ -69,11 +77,12 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
         spec.read_only,
     )?);
     let allowed = |layer| spec.allow_downgrade.contains(&layer);
-    // The workspace is the engine's bind of a host directory: no tmpfs or
-    // project quota holds it, so a quota is refused unless downgraded.
-    let quota = workspace_quota::plan(
+    // A temporary workspace with a quota is the engine's tmpfs (checked
+    // below); any other is a bind of a host directory that no tmpfs or
+    // project quota holds, so a quota there is refused unless downgraded.
+    let mut quota = workspace_quota::plan(
         &spec.limits,
-        false,
+        spec.temporary_workspace,
         spec.read_only,
         !writable_paths.is_empty(),
         allowed,
@@ -87,6 +96,24 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     }
     check_read_only_root()?;
     check_tmp(spec.limits.tmp_bytes)?;
+    if let Some(asked) = quota.tmpfs.take() {
+        let (held, state) = check_workspace_tmpfs(
+            &asked,
+            spec.limits.workspace_inodes.is_some(),
+            allowed(DowngradeLayer::WorkspaceQuota),
+        )?;
+        quota.tmpfs = Some(held);
+        quota.state = state;
+    }
+    // runc keeps the container in the host's user namespace: its ids are
+    // the host's (the backend checked them from the host). gVisor's sentry
+    // shows the same identity map inside but runs as its own host user,
+    // which the guest cannot see.
+    let (uid_map, gid_map) = if spec.engine == "docker" {
+        host_ids()?
+    } else {
+        (None, None)
+    };
     if spec.network == NetworkPolicy::None {
         check_loopback_only()?;
     }
@@ -107,6 +134,8 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
             ),
             allow_downgrade: &spec.allow_downgrade,
             quota,
+            uid_map,
+            gid_map,
             namespaces: spec.namespaces.clone(),
             vm: None,
         },
@@ -166,6 +195,77 @@ fn check_tmp(tmp_bytes: u64) -> Result<(), JailError> {
         ));
     }
     Ok(())
+}
+
+/// /workspace is a tmpfs no bigger than asked, holding at most the inodes
+/// asked. gVisor's tmpfs keeps no inode limit (it reports 0 files): that is
+/// refused when inodes were asked for explicitly, unless the quota may be
+/// downgraded; with only bytes asked the report says 0 inodes (none held).
+/// Returns the limits in force and the layer's state.
+fn check_workspace_tmpfs(
+    asked: &WorkspaceQuotaEnforcement,
+    inodes_asked: bool,
+    may_downgrade: bool,
+) -> Result<(WorkspaceQuotaEnforcement, LayerState), JailError> {
+    let layer = "workspace_quota";
+    let ws = statfs(WORKSPACE_MOUNT)
+        .map_err(|e| missing(layer, format!("statfs {WORKSPACE_MOUNT}: {e}")))?;
+    if ws.filesystem_type() != TMPFS_MAGIC {
+        return Err(missing(layer, format!("{WORKSPACE_MOUNT} is not a tmpfs")));
+    }
+    let size = ws.blocks().saturating_mul(ws.block_size().unsigned_abs());
+    let allowed = asked.bytes.div_ceil(PAGE) * PAGE;
+    if size == 0 || size > allowed {
+        return Err(missing(
+            layer,
+            format!(
+                "{WORKSPACE_MOUNT} holds {size} bytes, at most {} were asked",
+                asked.bytes
+            ),
+        ));
+    }
+    let files = ws.files();
+    if files > asked.inodes {
+        return Err(missing(
+            layer,
+            format!(
+                "{WORKSPACE_MOUNT} holds {files} inodes, at most {} were asked",
+                asked.inodes
+            ),
+        ));
+    }
+    let held = WorkspaceQuotaEnforcement {
+        mechanism: asked.mechanism.clone(),
+        bytes: asked.bytes,
+        inodes: files,
+    };
+    if files == 0 && inodes_asked {
+        let reason = format!("the engine's tmpfs at {WORKSPACE_MOUNT} holds no inode limit");
+        if !may_downgrade {
+            return Err(missing(layer, reason));
+        }
+        return Ok((held, LayerState::Downgraded { reason }));
+    }
+    Ok((held, LayerState::Enforced))
+}
+
+/// One line of a uid or gid map: (inside, outside, count).
+type IdMapLine = (u32, u32, u32);
+
+/// The guest's uid and gid, when this process is in the host's user
+/// namespace (the identity map): then they are host ids too.
+fn host_ids() -> Result<(Option<IdMapLine>, Option<IdMapLine>), JailError> {
+    let identity = |file: &str| {
+        std::fs::read_to_string(file)
+            .map(|map| map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"])
+            .map_err(|e| missing("user ids", format!("reading {file}: {e}")))
+    };
+    if !identity("/proc/self/uid_map")? || !identity("/proc/self/gid_map")? {
+        return Ok((None, None));
+    }
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    Ok((Some((uid, uid, 1)), Some((gid, gid, 1))))
 }
 
 /// With network none the container sees no interface but loopback.

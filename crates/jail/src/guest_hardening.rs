@@ -31,6 +31,10 @@ pub(crate) struct GuestLayers<'a> {
     pub no_cgroup: String,
     pub allow_downgrade: &'a BTreeSet<DowngradeLayer>,
     pub quota: QuotaPlan,
+    /// The uid and gid maps as (inside, outside, count), where the guest
+    /// can tell them (a runc container runs in the host's user namespace).
+    pub uid_map: Option<(u32, u32, u32)>,
+    pub gid_map: Option<(u32, u32, u32)>,
     /// The namespaces the boundary made (none inside a VM).
     pub namespaces: Vec<String>,
     pub vm: Option<VmEnforcement>,
@@ -78,8 +82,8 @@ pub(crate) fn harden(
     let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
     Ok(Enforcement {
         namespaces: layers.namespaces,
-        uid_map: None,
-        gid_map: None,
+        uid_map: layers.uid_map,
+        gid_map: layers.gid_map,
         // The boundary's own root (the engine's pivot_root into the image,
         // the VM's initramfs), checked or made read-only before this.
         pivot_root: LayerState::Enforced,

@@ -9,6 +9,11 @@
 //! drops the lock when it exits, however it exits. Every server and every
 //! `paddock sandbox run` on the host uses the same directory, so two of them
 //! never hand out the same block.
+//!
+//! The container tier takes its blocks here too ([`allocate_block`]): a
+//! container runs as the first id of its block (the engine has no user
+//! namespace per container), and the backend holds the lock until the
+//! container is gone.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -24,10 +29,17 @@ pub(crate) const BLOCK_IDS: u32 = 65_536;
 
 /// A block held by this process (and the children that inherit the descriptor).
 #[derive(Debug)]
-pub(crate) struct IdBlock {
+pub struct IdBlock {
     pub mapping: IdMapping,
     /// Holds the lock; closing the last copy releases it.
     _lock: File,
+}
+
+/// The first free block of `pool` (the default pool when None), locked in
+/// the host's one lock directory: the same blocks native sandboxes take.
+/// Needs host root (the directory is root's).
+pub fn allocate_block(pool: Option<IdPool>) -> Result<IdBlock, JailError> {
+    allocate(&pool.unwrap_or_default(), Path::new(LOCK_DIR))
 }
 
 /// The first free block of `pool`, locked.

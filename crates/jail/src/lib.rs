@@ -50,6 +50,7 @@ pub use cgroup::{HostCgroup, remove_cgroup_parent, remove_sandbox_cgroups};
 pub use container::{ContainerSpec, enter_container};
 pub use docker_seccomp::docker_seccomp_profile;
 pub use error::JailError;
+pub use id_pool::{IdBlock, allocate_block};
 pub use microvm::{GUEST_PORT, MicroVmSpec, WORKSPACE_TAG, enter_microvm};
 pub use oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
 pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
@@ -58,6 +59,7 @@ pub use seccomp_bpf::CommandFilter;
 pub use spec::{
     CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError,
 };
+pub use workspace_quota::workspace_tmpfs;
 
 use paddock_proto::Enforcement;
 

@@ -129,6 +129,8 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             no_cgroup: "the host put the VM's QEMU process in no cgroup".to_owned(),
             allow_downgrade: &spec.allow_downgrade,
             quota,
+            uid_map: None,
+            gid_map: None,
             // The VM itself is the boundary; inside it the guest needs none.
             namespaces: Vec::new(),
             vm: Some(VmEnforcement {

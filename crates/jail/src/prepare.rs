@@ -71,10 +71,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     // Host root gives each sandbox its own block unless the operator fixed
     // the mapping.
     let id_block = match (caller.euid, spec.id_mapping) {
-        (0, None) => Some(id_pool::allocate(
-            &spec.id_pool.unwrap_or_default(),
-            Path::new(id_pool::LOCK_DIR),
-        )?),
+        (0, None) => Some(id_pool::allocate_block(spec.id_pool)?),
         _ => None,
     };
     let mapping = spec

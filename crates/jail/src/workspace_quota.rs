@@ -65,18 +65,28 @@ pub(crate) fn plan(
             reason: reason.to_owned(),
         });
     }
+    Ok(QuotaPlan {
+        tmpfs: workspace_tmpfs(limits),
+        state: LayerState::Enforced,
+    })
+}
+
+/// The tmpfs that holds a temporary workspace under `limits`' quota (None:
+/// no quota asked). The native jail mounts it inside the sandbox; the
+/// container tier asks the engine for it.
+pub fn workspace_tmpfs(limits: &SandboxLimits) -> Option<WorkspaceQuotaEnforcement> {
+    if limits.workspace_bytes.is_none() && limits.workspace_inodes.is_none() {
+        return None;
+    }
     // Only inodes asked: /tmp's size.
     let bytes = limits.workspace_bytes.unwrap_or(limits.tmp_bytes);
     let inodes = limits
         .workspace_inodes
         .unwrap_or_else(|| default_inodes(bytes));
-    Ok(QuotaPlan {
-        tmpfs: Some(WorkspaceQuotaEnforcement {
-            mechanism: "tmpfs".to_owned(),
-            bytes,
-            inodes,
-        }),
-        state: LayerState::Enforced,
+    Some(WorkspaceQuotaEnforcement {
+        mechanism: "tmpfs".to_owned(),
+        bytes,
+        inodes,
     })
 }
 

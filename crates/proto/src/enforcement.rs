@@ -39,7 +39,9 @@ pub struct CgroupEnforcement {
 pub struct Enforcement {
     /// Namespaces the guest really lives in (user, mount, pid, net, ipc, uts, cgroup).
     pub namespaces: Vec<String>,
-    /// Host uid that sandbox uid 0 maps to, and how many uids are mapped.
+    /// The uid map as (inside, host, count): native maps sandbox uid 0 to
+    /// the sandbox's own block; a runc container runs as its own host uid B,
+    /// `(B, B, 1)`. None where the guest cannot see it (gVisor's sentry).
     pub uid_map: Option<(u32, u32, u32)>,
     pub gid_map: Option<(u32, u32, u32)>,
     pub pivot_root: LayerState,

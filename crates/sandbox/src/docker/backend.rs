@@ -102,11 +102,26 @@ impl DockerBackend {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
 
+        // A temporary workspace is the sandbox's own: host root gives it
+        // (and the container's user) a block of host ids of its own, so no
+        // other sandbox shares what the kernel counts per user. A requested
+        // workspace keeps its owner's ids (see docs/security.md).
+        let id_block = if spec.workspace.is_none() && nix::unistd::geteuid().is_root() {
+            Some(
+                paddock_jail::allocate_block(self.config.id_pool)
+                    .map_err(|e| launch_error(Box::new(e)))?,
+            )
+        } else {
+            None
+        };
         let mut workspace = workspace::prepare(
             &id,
             spec.workspace.as_deref(),
             self.config.temp_root.as_deref(),
             self.config.adopt_root_workspaces,
+            id_block
+                .as_ref()
+                .map_or(workspace::SANDBOX_UID, |block| block.mapping.host_base),
         )?;
         let writable = workspace::writable_binds(&id, &workspace, &spec.writable_paths)?;
         let scope: Vec<String> = {
@@ -115,7 +130,13 @@ impl DockerBackend {
             paths.dedup();
             paths
         };
-        let guest_spec = container::guest_spec(&id, &self.config, &spec, scope);
+        let guest_spec = container::guest_spec(
+            &id,
+            &self.config,
+            &spec,
+            scope,
+            workspace.temporary.is_some(),
+        );
         // Written on the attached stdin once the container runs: never in
         // its argv or environment, which `ps` inside would show.
         let spec_frame = guest_spec
@@ -138,6 +159,7 @@ impl DockerBackend {
             workspace: &workspace,
             writable: &writable,
             guest_socket: guest_socket.as_ref().map(GuestSocket::bind_spec),
+            workspace_tmpfs: workspace.tmpfs(&spec),
         });
         let options = CreateContainerOptions {
             name: Some(format!("paddock-{id}")),
@@ -154,6 +176,7 @@ impl DockerBackend {
             docker: self.docker.clone(),
             container: created.id.clone(),
             temp_workspace: workspace.temporary.take(),
+            id_block,
             stream_task: None,
             tail: tail.clone(),
             stop_timeout: self.config.stop_timeout,
@@ -243,6 +266,11 @@ impl DockerBackend {
         )?;
         if let Some(asked) = &guest_spec.cgroup {
             host_checks::check_cgroup(&self.config.cgroup_parent, container, asked)?;
+        }
+        // runc: the container's init runs as the block's ids on the host.
+        // (gVisor's sentry runs as its own host user; see docker/container.rs.)
+        if let (Engine::Docker, Some(block)) = (self.config.engine, &teardown.id_block) {
+            host_checks::check_ids(pid, block.mapping.host_base)?;
         }
         let timeout = self.config.start_timeout;
         let mut input = attached.input;

@@ -63,6 +63,12 @@ pub struct DockerConfig {
     /// owners whose workspaces are their own directories (the server's and
     /// `paddock run`'s data dir), never for an operator's own tree.
     pub adopt_root_workspaces: bool,
+    /// Where a sandbox with a temporary workspace takes its own host ids
+    /// when this process is host root: the native tier's pool (one block of
+    /// 65536 per sandbox, locked under /run/paddock/ids, so no native or
+    /// container sandbox shares one); the container runs as the block's
+    /// first id. None: the default pool.
+    pub id_pool: Option<paddock_jail::IdPool>,
 }
 
 /// The image the setup script builds.
@@ -82,6 +88,7 @@ impl DockerConfig {
             stop_timeout: Duration::from_secs(2),
             api_timeout: Duration::from_secs(30),
             adopt_root_workspaces: false,
+            id_pool: None,
         }
     }
 }

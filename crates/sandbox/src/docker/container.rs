@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigCgroupnsModeEnum};
 use paddock_core::sandbox::{SandboxId, SandboxSpec};
 use paddock_jail::ContainerSpec;
-use paddock_proto::{CgroupEnforcement, WORKSPACE_MOUNT};
+use paddock_proto::{CgroupEnforcement, WORKSPACE_MOUNT, WorkspaceQuotaEnforcement};
 
 use super::config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
 use super::guest_socket::GuestSocket;
@@ -60,6 +60,7 @@ pub(super) fn guest_spec(
     config: &DockerConfig,
     spec: &SandboxSpec,
     writable_paths: Vec<String>,
+    temporary_workspace: bool,
 ) -> ContainerSpec {
     ContainerSpec {
         sandbox_id: id.as_str().to_owned(),
@@ -71,6 +72,7 @@ pub(super) fn guest_spec(
         namespaces: namespaces(config.engine),
         cgroup: cgroup_asked(spec, &config.cgroup_parent),
         allow_downgrade: spec.allow_downgrade.clone(),
+        temporary_workspace,
     }
 }
 
@@ -83,6 +85,9 @@ pub(super) struct Request<'a> {
     /// The bind of the guest socket's directory, when the guest connects
     /// through one (else it speaks on the attached stdio).
     pub guest_socket: Option<String>,
+    /// The tmpfs mounted at /workspace instead of the host directory
+    /// ([`Workspace::tmpfs`]).
+    pub workspace_tmpfs: Option<WorkspaceQuotaEnforcement>,
 }
 
 pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
@@ -93,20 +98,39 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         workspace,
         writable,
         guest_socket,
+        workspace_tmpfs,
     } = request;
     let workspace_mode = if spec.read_only || !writable.is_empty() {
         "ro"
     } else {
         "rw"
     };
-    let mut binds = vec![
-        // The one guest build of the host, never writable from inside.
-        format!("{}:{GUEST_PATH}:ro", config.guest_bin.display()),
-        format!(
+    // The one guest build of the host, never writable from inside.
+    let mut binds = vec![format!("{}:{GUEST_PATH}:ro", config.guest_bin.display())];
+    // Scratch space, bounded; nosuid/nodev as every writable mount.
+    let mut tmpfs = HashMap::from([(
+        "/tmp".to_owned(),
+        format!("rw,nosuid,nodev,size={},mode=1777", spec.limits.tmp_bytes),
+    )]);
+    match workspace_tmpfs {
+        // A temporary workspace under a quota lives in the container's own
+        // tmpfs, given to the sandbox's ids: writes past it fail with
+        // ENOSPC inside, its pages are charged to the container's memory
+        // cgroup, and it goes with the container. Programs built there run.
+        Some(quota) => {
+            tmpfs.insert(
+                WORKSPACE_MOUNT.to_owned(),
+                format!(
+                    "rw,exec,nosuid,nodev,size={},nr_inodes={},uid={},gid={},mode=0755",
+                    quota.bytes, quota.inodes, workspace.uid, workspace.gid
+                ),
+            );
+        }
+        None => binds.push(format!(
             "{}:{WORKSPACE_MOUNT}:{workspace_mode}",
             workspace.path.display()
-        ),
-    ];
+        )),
+    }
     binds.extend(guest_socket.iter().cloned());
     // The write scope: each path its own read-write bind over the read-only workspace.
     binds.extend(
@@ -136,11 +160,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         ]),
         // The image is shared by every sandbox: nothing may change it.
         readonly_rootfs: Some(true),
-        // Scratch space, bounded; nosuid/nodev as every writable mount.
-        tmpfs: Some(HashMap::from([(
-            "/tmp".to_owned(),
-            format!("rw,nosuid,nodev,size={},mode=1777", limits.tmp_bytes),
-        )])),
+        tmpfs: Some(tmpfs),
         memory: limits.memory_bytes.and_then(|b| i64::try_from(b).ok()),
         // No swap beyond the memory limit.
         memory_swap: limits.memory_bytes.and_then(|b| i64::try_from(b).ok()),
@@ -225,6 +245,7 @@ mod tests {
             workspace: &workspace,
             writable,
             guest_socket: None,
+            workspace_tmpfs: None,
         })
     }
 
@@ -285,6 +306,64 @@ mod tests {
         assert_eq!(binds.last().unwrap(), "/srv/ws/out:/workspace/out:rw");
         assert_eq!(host.runtime.as_deref(), Some("runsc"));
         assert_eq!(body.labels.unwrap()[LABEL_BACKEND], "gvisor");
+    }
+
+    #[test]
+    fn a_capped_temporary_workspace_is_the_engines_tmpfs_given_to_the_sandbox_ids() {
+        let id = SandboxId::generate();
+        let config = DockerConfig::new(Engine::Docker, PathBuf::from("/host/paddock-guest"));
+        let spec = SandboxSpec {
+            limits: paddock_core::sandbox::SandboxLimits {
+                workspace_bytes: Some(8 << 20),
+                ..paddock_core::sandbox::SandboxLimits::default()
+            },
+            ..SandboxSpec::default()
+        };
+        let workspace = Workspace {
+            path: PathBuf::from("/tmp/paddock-x"),
+            temporary: Some(tempfile::tempdir().unwrap()),
+            uid: 165_536,
+            gid: 165_536,
+        };
+        let quota = workspace.tmpfs(&spec);
+        assert_eq!(
+            quota.as_ref().map(|q| (q.bytes, q.inodes)),
+            Some((8 << 20, 2048))
+        );
+        let body = body(&Request {
+            id: &id,
+            config: &config,
+            spec: &spec,
+            workspace: &workspace,
+            writable: &[],
+            guest_socket: None,
+            workspace_tmpfs: quota,
+        });
+        let host = body.host_config.unwrap();
+        assert!(
+            !host
+                .binds
+                .unwrap()
+                .iter()
+                .any(|b| b.contains(":/workspace")),
+            "the host directory is not bound"
+        );
+        assert_eq!(
+            host.tmpfs.unwrap()["/workspace"],
+            "rw,exec,nosuid,nodev,size=8388608,nr_inodes=2048,uid=165536,gid=165536,mode=0755"
+        );
+        assert_eq!(body.user.as_deref(), Some("165536:165536"));
+        // Read-only or write-scoped: the host's directory, as native.
+        let read_only = SandboxSpec {
+            read_only: true,
+            ..spec.clone()
+        };
+        assert_eq!(workspace.tmpfs(&read_only), None);
+        let persistent = Workspace {
+            temporary: None,
+            ..workspace
+        };
+        assert_eq!(persistent.tmpfs(&spec), None);
     }
 
     #[test]

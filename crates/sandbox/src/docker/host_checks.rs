@@ -40,6 +40,27 @@ pub(super) fn check_namespaces(pid: i64, expected: &[String]) -> Result<(), Stri
     Ok(())
 }
 
+/// Every uid and gid (real, effective, saved, filesystem) of host pid
+/// `pid` is `id`, as /proc/<pid>/status shows them.
+pub(super) fn check_ids(pid: i64, id: u32) -> Result<(), String> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+    for key in ["Uid:", "Gid:"] {
+        let ids: Vec<&str> = status
+            .lines()
+            .find_map(|line| line.strip_prefix(key))
+            .map(|rest| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let expected = id.to_string();
+        if ids.len() != 4 || ids.iter().any(|i| *i != expected) {
+            return Err(format!(
+                "pid {pid} runs with {key} {ids:?} on the host, {id} was given"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn read_value(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_owned())

@@ -103,6 +103,8 @@ pub(super) struct Teardown {
     /// The engine's container id; empty once removed.
     pub container: String,
     pub temp_workspace: Option<tempfile::TempDir>,
+    /// The sandbox's own host ids, held until the container is gone.
+    pub id_block: Option<paddock_jail::IdBlock>,
     pub stream_task: Option<JoinHandle<()>>,
     pub tail: StderrTail,
     pub stop_timeout: Duration,
@@ -118,6 +120,10 @@ impl Teardown {
         };
         if let Some(task) = self.stream_task.take() {
             task.abort();
+        }
+        if removed.is_ok() {
+            // No process of the container is left to run as these ids.
+            self.id_block = None;
         }
         let workspace = match self.temp_workspace.take() {
             Some(dir) => tokio::task::spawn_blocking(move || dir.close())
@@ -182,7 +188,7 @@ impl Drop for Teardown {
         if let Some(task) = self.stream_task.take() {
             task.abort();
         }
-        if self.container.is_empty() && self.temp_workspace.is_none() {
+        if self.container.is_empty() && self.temp_workspace.is_none() && self.id_block.is_none() {
             return;
         }
         tracing::debug!(sandbox_id = %self.id, "sandbox dropped without destroy: removing it");
@@ -191,6 +197,7 @@ impl Drop for Teardown {
             docker: self.docker.clone(),
             container: std::mem::take(&mut self.container),
             temp_workspace: self.temp_workspace.take(),
+            id_block: self.id_block.take(),
             stop_timeout: self.stop_timeout,
         };
         // Without a runtime the temporary workspace goes with `leftover`; the
@@ -210,6 +217,7 @@ struct Leftover {
     docker: Docker,
     container: String,
     temp_workspace: Option<tempfile::TempDir>,
+    id_block: Option<paddock_jail::IdBlock>,
     stop_timeout: Duration,
 }
 
@@ -219,5 +227,6 @@ impl Leftover {
             tracing::warn!(sandbox_id = %self.id, error = %err, "removing a dropped sandbox");
         }
         drop(self.temp_workspace);
+        drop(self.id_block);
     }
 }

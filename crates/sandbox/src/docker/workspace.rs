@@ -20,6 +20,22 @@ pub(crate) struct Workspace {
     pub gid: u32,
 }
 
+impl Workspace {
+    /// The size-limited tmpfs the engine mounts at /workspace instead of
+    /// binding the host directory: for a temporary workspace under a quota
+    /// that is neither read-only nor write-scoped (the native jail's rule,
+    /// `paddock_jail::workspace_tmpfs`). The guest checks it is there.
+    pub(crate) fn tmpfs(
+        &self,
+        spec: &paddock_core::sandbox::SandboxSpec,
+    ) -> Option<paddock_proto::WorkspaceQuotaEnforcement> {
+        if self.temporary.is_none() || spec.read_only || !spec.writable_paths.is_empty() {
+            return None;
+        }
+        paddock_jail::workspace_tmpfs(&spec.limits)
+    }
+}
+
 fn io_error(id: &SandboxId, path: &Path, source: std::io::Error) -> SandboxError {
     SandboxError::Workspace {
         id: id.clone(),
@@ -28,11 +44,14 @@ fn io_error(id: &SandboxId, path: &Path, source: std::io::Error) -> SandboxError
     }
 }
 
+/// `temp_owner`: who a temporary workspace is given to when this process
+/// is host root (the sandbox's own ids, or [`SANDBOX_UID`]).
 pub(crate) fn prepare(
     id: &SandboxId,
     requested: Option<&Path>,
     temp_root: Option<&Path>,
     adopt_root: bool,
+    temp_owner: u32,
 ) -> Result<Workspace, SandboxError> {
     match requested {
         Some(dir) => {
@@ -77,9 +96,9 @@ pub(crate) fn prepare(
                 .map_err(|e| io_error(id, &root, e))?;
             let path = temp.path().to_path_buf();
             let (uid, gid) = if nix::unistd::geteuid().is_root() {
-                chown(&path, Some(SANDBOX_UID), Some(SANDBOX_UID))
+                chown(&path, Some(temp_owner), Some(temp_owner))
                     .map_err(|e| io_error(id, &path, e))?;
-                (SANDBOX_UID, SANDBOX_UID)
+                (temp_owner, temp_owner)
             } else {
                 let meta = std::fs::metadata(&path).map_err(|e| io_error(id, &path, e))?;
                 (meta.uid(), meta.gid())

@@ -212,6 +212,7 @@ impl MicroVmBackend {
             spec.workspace.as_deref(),
             self.config.temp_root.as_deref(),
             self.config.adopt_root_workspaces,
+            workspace::SANDBOX_UID,
         )?;
         // Checked on the host (no symlink, made if missing) before the VM
         // can touch the workspace; the guest binds them inside.
