@@ -137,6 +137,10 @@ pub struct Setup {
     /// Model endpoints a run may name besides the providers' own (a local
     /// scripted model server).
     pub model_base_urls: Vec<String>,
+    /// The node's sandbox limit; None: the server's default.
+    pub max_sandboxes: Option<usize>,
+    /// The runtime's subagent limits; None: its defaults.
+    pub subagents: Option<paddock_runtime::SubagentSettings>,
 }
 
 impl Setup {
@@ -152,6 +156,8 @@ impl Setup {
             disk_quota: None,
             quotas: None,
             model_base_urls: Vec::new(),
+            max_sandboxes: None,
+            subagents: None,
         }
     }
 
@@ -208,6 +214,9 @@ impl TestServer {
         if let Some(quotas) = setup.quotas {
             config.quotas = quotas;
         }
+        if let Some(max) = setup.max_sandboxes {
+            config.max_sandboxes = max;
+        }
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(
             store.clone(),
@@ -220,14 +229,21 @@ impl TestServer {
         service.register_tenants(&tokens.tenants()).await?;
         // Runs of the agent service: same store, backend and blob store.
         let run_backends = paddock_api::service::Backends::single(backend.clone());
+        // Runs get the sandboxes the service gives (as `paddock serve` does),
+        // admitted against the same quotas.
+        let mut runtime_config = paddock_runtime::RuntimeConfig::new(
+            setup.node.clone(),
+            setup.data_dir.join("workspaces"),
+        );
+        runtime_config.sandbox.limits = service.config().limits.default.clone();
+        if let Some(subagents) = setup.subagents {
+            runtime_config.subagents = subagents;
+        }
         let runtime = paddock_runtime::Runtime::new(paddock_runtime::RuntimeDeps {
             store: store.clone(),
             backend,
             blobs,
-            config: paddock_runtime::RuntimeConfig::new(
-                setup.node.clone(),
-                setup.data_dir.join("workspaces"),
-            ),
+            config: runtime_config,
         });
         runtime.recover().await?;
         let agents = paddock_api::service::AgentService::new(
