@@ -33,7 +33,12 @@ impl SandboxAdmission for RunAdmission {
         &self,
         ask: AdmissionAsk<'_>,
     ) -> Result<Box<dyn AdmissionGrant>, AdmissionRefused> {
-        let grant = self.service.admit_run(&ask).await.map_err(Box::new)?;
+        // the service's own error, unwrapped: the API answers it as its own
+        let grant = self
+            .service
+            .admit_run(&ask)
+            .await
+            .map_err(|refused| Box::new(refused) as AdmissionRefused)?;
         Ok(Box::new(grant))
     }
 }

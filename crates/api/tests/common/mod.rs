@@ -141,6 +141,10 @@ pub struct Setup {
     pub max_sandboxes: Option<usize>,
     /// The runtime's subagent limits; None: its defaults.
     pub subagents: Option<paddock_runtime::SubagentSettings>,
+    /// The caps on a run's steering; None: the defaults.
+    pub steering: Option<paddock_runtime::SteeringSettings>,
+    /// The bound on a run request's budgets; None: the default.
+    pub budget_max: Option<paddock_core::store::Budgets>,
 }
 
 impl Setup {
@@ -158,6 +162,8 @@ impl Setup {
             model_base_urls: Vec::new(),
             max_sandboxes: None,
             subagents: None,
+            steering: None,
+            budget_max: None,
         }
     }
 
@@ -238,6 +244,12 @@ impl TestServer {
         runtime_config.sandbox.limits = service.config().limits.default.clone();
         if let Some(subagents) = setup.subagents {
             runtime_config.subagents = subagents;
+        }
+        if let Some(steering) = setup.steering {
+            runtime_config.steering = steering;
+        }
+        if let Some(max) = setup.budget_max {
+            runtime_config.budget_max = max;
         }
         let runtime = paddock_runtime::Runtime::new(paddock_runtime::RuntimeDeps {
             store: store.clone(),
