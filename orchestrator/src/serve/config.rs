@@ -1081,4 +1081,30 @@ request_max_bytes = 1073741824",
         assert_eq!(node_name(""), "local");
         assert_eq!(node_name("..."), "local");
     }
+
+    /// `[runs]`: the budget bound and the steering caps, each checked.
+    #[test]
+    fn runs_bounds_and_steering_caps_are_read_and_checked() {
+        let config: ServeConfig = toml::from_str(
+            "[runs]\nmax_turns = 20\nmax_steering_messages = 5\nmax_steering_total_chars = 900\n",
+        )
+        .unwrap();
+        let max = config.runs.budget_max().unwrap();
+        assert_eq!(max.max_turns, 20);
+        assert_eq!(max.max_tokens, paddock_runtime::DEFAULT_BUDGET_MAX.max_tokens);
+        let steering = config.runs.steering().unwrap();
+        assert_eq!((steering.max_messages, steering.max_total_chars), (5, 900));
+        for bad in [
+            "[runs]\nmax_turns = 0\n",
+            "[runs]\nmax_steering_messages = 0\n",
+            "[runs]\nmax_steering_message_chars = 32001\n",
+        ] {
+            let config: ServeConfig = toml::from_str(bad).unwrap();
+            assert!(
+                config.runs.budget_max().is_err() || config.runs.steering().is_err(),
+                "{bad}"
+            );
+        }
+        assert!(toml::from_str::<ServeConfig>("[runs]\nmax_turnz = 3\n").is_err());
+    }
 }

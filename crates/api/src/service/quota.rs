@@ -556,6 +556,53 @@ mod tests {
         assert_eq!(ledger.used(Some(&a)).pids, 0);
     }
 
+    /// Issue 27: a root run's grant counts one run against `runs`; a
+    /// subagent's (runs 0) only its sandbox; the default tenant quota caps
+    /// both.
+    #[test]
+    fn a_root_run_counts_against_runs_and_a_subagent_does_not() {
+        let ledger = QuotaLedger::new(Quotas {
+            tenant: Quota {
+                runs: Some(1),
+                ..Quota::default()
+            },
+            node: Quota::default(),
+        });
+        let a = tenant("a");
+        let run = Grant {
+            runs: 1,
+            ..Grant::of(&limits(1, 1))
+        };
+        let first = ledger.reserve_grant(&a, run, &Vec::new()).unwrap();
+        assert!(ledger.reserve_grant(&a, Grant::of(&limits(1, 1)), &Vec::new()).is_ok());
+        let refused = ledger.reserve_grant(&a, run, &Vec::new()).map(|_| ());
+        assert!(
+            matches!(
+                refused,
+                Err(ServiceError::QuotaExceeded {
+                    scope: QuotaScope::Tenant,
+                    quota: "runs",
+                    limit: 1,
+                    used: 1,
+                    asked: 1
+                })
+            ),
+            "{refused:?}"
+        );
+        // held by its sandbox, then given back
+        let key = first.detach().unwrap();
+        let id = SandboxId::generate();
+        let key = ledger.commit_key(&key, &id);
+        assert_eq!(ledger.used(Some(&a)).runs, 1);
+        ledger.release_key(&key);
+        assert!(ledger.reserve_grant(&a, run, &Vec::new()).is_ok());
+        let default = Quota::tenant_default();
+        assert_eq!(
+            (default.sandboxes, default.runs),
+            (Some(DEFAULT_TENANT_SANDBOXES), Some(DEFAULT_TENANT_RUNS))
+        );
+    }
+
     #[test]
     fn node_totals_come_from_the_host_with_a_margin() {
         let host = HostTotals {
