@@ -1091,7 +1091,10 @@ request_max_bytes = 1073741824",
         .unwrap();
         let max = config.runs.budget_max().unwrap();
         assert_eq!(max.max_turns, 20);
-        assert_eq!(max.max_tokens, paddock_runtime::DEFAULT_BUDGET_MAX.max_tokens);
+        assert_eq!(
+            max.max_tokens,
+            paddock_runtime::DEFAULT_BUDGET_MAX.max_tokens
+        );
         let steering = config.runs.steering().unwrap();
         assert_eq!((steering.max_messages, steering.max_total_chars), (5, 900));
         for bad in [

@@ -574,7 +574,11 @@ mod tests {
             ..Grant::of(&limits(1, 1))
         };
         let first = ledger.reserve_grant(&a, run, &Vec::new()).unwrap();
-        assert!(ledger.reserve_grant(&a, Grant::of(&limits(1, 1)), &Vec::new()).is_ok());
+        assert!(
+            ledger
+                .reserve_grant(&a, Grant::of(&limits(1, 1)), &Vec::new())
+                .is_ok()
+        );
         let refused = ledger.reserve_grant(&a, run, &Vec::new()).map(|_| ());
         assert!(
             matches!(
