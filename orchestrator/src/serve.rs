@@ -132,6 +132,17 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             return Ok(EXIT_USAGE);
         }
     };
+    let runs = config
+        .runs
+        .budget_max()
+        .and_then(|max| Ok((max, config.runs.steering()?)));
+    (runtime_config.budget_max, runtime_config.steering) = match runs {
+        Ok(runs) => runs,
+        Err(err) => {
+            logging::note(format_args!("paddock: {err:#}"));
+            return Ok(EXIT_USAGE);
+        }
+    };
     runtime_config.network = service_config.network.clone();
     runtime_config.sandbox = SandboxSpec {
         limits: service_config.limits.default.clone(),

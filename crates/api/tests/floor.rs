@@ -32,7 +32,16 @@ async fn count_processes(server: &TestServer, id: &str) -> Result<u32> {
 
 async fn two_hundred_concurrent_execs_across_twenty_sandboxes(db: Db) -> Result<()> {
     let data = tempfile::tempdir()?;
-    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let mut setup = Setup::new(db, data.path());
+    // more than the default tenant cap: this test is about the node's floor
+    setup.quotas = Some(paddock_api::service::Quotas {
+        tenant: paddock_api::service::Quota {
+            sandboxes: Some(SANDBOXES as u64),
+            ..paddock_api::service::Quota::tenant_default()
+        },
+        ..paddock_api::service::Quotas::default()
+    });
+    let server = TestServer::start(setup).await?;
     let parent = server.setup.cgroup_parent();
 
     let mut ids = Vec::new();

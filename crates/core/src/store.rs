@@ -56,8 +56,9 @@ mod run;
 
 pub use agent::{
     Budgets, CriterionReview, EndReason, Goal, GoalStatus, Plan, Review, RunMode, RunUsage,
-    STEERING_TEXT_MAX, SessionPatch, SteeringClose, SteeringClosed, SteeringDelivered,
-    SteeringDelivery, SteeringMessage, StoredMessage, SubagentProfile, Task, TaskStatus, Verdict,
+    STEERING_TEXT_MAX, SessionPatch, SteeringCaps, SteeringClose, SteeringClosed,
+    SteeringDelivered, SteeringDelivery, SteeringMessage, StoredMessage, SubagentProfile, Task,
+    TaskStatus, Verdict,
 };
 pub use checkpoint::{Checkpoint, CheckpointReason, HistoryPoint, Rewind, visible_messages};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use paddock_core::blob::BlobStore;
 use paddock_core::model::Prices;
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
-use paddock_core::store::Store;
+use paddock_core::store::{Budgets, Store};
 use paddock_snapshot::{DEFAULT_EXCLUDES, Limits};
 
 /// The runtime's settings.
@@ -35,6 +35,11 @@ pub struct RuntimeConfig {
     pub prices: Prices,
     /// What the end of a run does with the memory candidates it finds.
     pub memory_review: MemoryReview,
+    /// How much steering one run takes ([`crate::Runtime::steer`]).
+    pub steering: SteeringSettings,
+    /// The most budgets a run request over the API may ask (a local
+    /// `paddock run` is not bounded by it); see `Budgets::bounded_by`.
+    pub budget_max: Budgets,
     /// Tells when the process behind a session lease's owner is gone before
     /// the lease expires (a local `paddock run` killed with SIGKILL): recovery
     /// then takes the session over at once. None: only expiry counts.
@@ -59,7 +64,66 @@ impl RuntimeConfig {
             subagents: SubagentSettings::default(),
             prices: Prices::default(),
             memory_review: MemoryReview::default(),
+            steering: SteeringSettings::default(),
+            budget_max: DEFAULT_BUDGET_MAX,
             owner_probe: None,
+        }
+    }
+}
+
+/// Default of [`RuntimeConfig::budget_max`]: ten times the default
+/// budgets' turns, tokens and tool calls, six hours, no cost bound.
+pub const DEFAULT_BUDGET_MAX: Budgets = Budgets {
+    max_turns: 500,
+    max_tokens: 20_000_000,
+    max_tool_calls: 2_000,
+    max_wall_clock_ms: 6 * 60 * 60 * 1000,
+    max_cost_micro_usd: None,
+};
+
+/// Caps on the steering messages of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SteeringSettings {
+    /// Messages one run takes in all (delivered or not).
+    pub max_messages: u32,
+    /// Characters of one message (at most `STEERING_TEXT_MAX`).
+    pub max_message_chars: usize,
+    /// Characters of all of one run's messages together.
+    pub max_total_chars: u64,
+}
+
+impl Default for SteeringSettings {
+    /// 50 messages, each up to 32,000 characters, 100,000 in all (about
+    /// 25,000 tokens in every later model request).
+    fn default() -> Self {
+        Self {
+            max_messages: 50,
+            max_message_chars: paddock_core::store::STEERING_TEXT_MAX,
+            max_total_chars: 100_000,
+        }
+    }
+}
+
+impl SteeringSettings {
+    /// Every cap above 0, the message size within `STEERING_TEXT_MAX`.
+    pub fn validate(&self) -> Result<(), String> {
+        let most = paddock_core::store::STEERING_TEXT_MAX;
+        if self.max_messages == 0 || self.max_message_chars == 0 || self.max_total_chars == 0 {
+            return Err("every steering cap must be above 0".to_owned());
+        }
+        if self.max_message_chars > most {
+            return Err(format!(
+                "max_message_chars {} is over the most a steering message may hold ({most})",
+                self.max_message_chars
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn store_caps(&self) -> paddock_core::store::SteeringCaps {
+        paddock_core::store::SteeringCaps {
+            max_messages: self.max_messages,
+            max_total_chars: self.max_total_chars,
         }
     }
 }

@@ -129,6 +129,17 @@ pub enum RuntimeError {
         #[source]
         source: BlobError,
     },
+    /// The run's sandbox was refused a slot (a quota, the node's sandbox
+    /// limit): the front end's refusal is the source, and nothing of the
+    /// run was recorded.
+    #[error("no sandbox slot for the run: {source}")]
+    NotAdmitted {
+        #[source]
+        source: crate::run::AdmissionRefused,
+    },
+    /// A steering message over one of the run's steering caps.
+    #[error("run {run}: {reason}")]
+    SteeringLimit { run: RunId, reason: String },
     #[error("creating the sandbox for run {run}")]
     Sandbox {
         run: RunId,

@@ -28,11 +28,15 @@ mod workspace;
 
 pub use checkpoints::{CheckpointDiff, FileChange, Rewound};
 pub use config::{
-    MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings,
+    DEFAULT_BUDGET_MAX, MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings,
+    SteeringSettings, SubagentSettings,
 };
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
 pub use memory::NewMemory;
 pub use recover::{RecoveryReport, SkippedRun};
-pub use run::{ResumeRun, RunBackend, RunHandle, StartRun, SubagentModels};
+pub use run::{
+    AdmissionAsk, AdmissionGrant, AdmissionRefused, ResumeRun, RunBackend, RunHandle,
+    SandboxAdmission, StartRun, SubagentModels,
+};
 pub use runtime::{ChangesDecided, ChangesDecision, Runtime};

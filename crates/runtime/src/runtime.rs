@@ -66,6 +66,9 @@ pub(crate) struct Shared {
     /// with the subagent tools added, a subagent is refused their names.
     pub(crate) registry: Arc<ToolRegistry>,
     pub(crate) active: Mutex<HashMap<RunId, ActiveRun>>,
+    /// Admits every run's sandbox (set once by the front end that owns the
+    /// quotas); unset: no check (a local `paddock run`).
+    pub(crate) admission: std::sync::OnceLock<Arc<dyn crate::run::SandboxAdmission>>,
 }
 
 impl Shared {
@@ -104,8 +107,19 @@ impl Runtime {
                 bus: Arc::new(EventBus::default()),
                 registry: Arc::new(registry),
                 active: Mutex::new(HashMap::new()),
+                admission: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// Every run's and subagent's sandbox passes `admission` from now on
+    /// (the front end's slot and quota check). Set once; false when one
+    /// was set already (that one stays).
+    pub fn admit_sandboxes_through(
+        &self,
+        admission: Arc<dyn crate::run::SandboxAdmission>,
+    ) -> bool {
+        self.shared.admission.set(admission).is_ok()
     }
 
     pub fn config(&self) -> &RuntimeConfig {

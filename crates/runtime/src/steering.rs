@@ -73,17 +73,17 @@ impl Runtime {
                 reason: "text: a steering message cannot be empty".to_owned(),
             });
         }
-        if text.chars().count() > STEERING_TEXT_MAX {
+        let caps = self.shared.config.steering;
+        let most = caps.max_message_chars.min(STEERING_TEXT_MAX);
+        if text.chars().count() > most {
             return Err(RuntimeError::Invalid {
-                reason: format!(
-                    "text: a steering message has at most {STEERING_TEXT_MAX} characters"
-                ),
+                reason: format!("text: a steering message has at most {most} characters"),
             });
         }
         match self
             .shared
             .store
-            .post_steering_message(tenant, run, text)
+            .post_steering_message(tenant, run, text, caps.store_caps())
             .await
         {
             Ok(message) => {
@@ -91,6 +91,13 @@ impl Runtime {
                 Ok(message)
             }
             Err(StoreError::Conflict { .. }) => Err(RuntimeError::RunFinished { run: run.clone() }),
+            Err(StoreError::Limit { reason, .. }) => {
+                tracing::info!(run_id = %run, %reason, "steering message refused by a cap");
+                Err(RuntimeError::SteeringLimit {
+                    run: run.clone(),
+                    reason,
+                })
+            }
             Err(err) => Err(RuntimeError::store("post_steering_message")(err)),
         }
     }

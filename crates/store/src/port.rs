@@ -11,9 +11,10 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
     NewEvent, Page, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord,
-    SandboxState, Session, SessionPatch, SnapshotFilter, SnapshotRecord, SteeringClose,
-    SteeringClosed, SteeringDelivered, SteeringDelivery, SteeringMessage, Store, StoreError,
-    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    SandboxState, Session, SessionPatch, SnapshotFilter, SnapshotRecord, SteeringCaps,
+    SteeringClose, SteeringClosed, SteeringDelivered, SteeringDelivery, SteeringMessage, Store,
+    StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome,
+    Workspace,
 };
 
 use crate::error::db;
@@ -272,8 +273,9 @@ impl Store for SqlStore {
         tenant: &TenantId,
         run: &RunId,
         text: &str,
+        caps: SteeringCaps,
     ) -> Result<SteeringMessage, StoreError> {
-        steering::post(self, tenant, run, text, self.clock.now()).await
+        steering::post(self, tenant, run, text, caps, self.clock.now()).await
     }
 
     async fn waiting_steering_messages(

@@ -8,10 +8,11 @@
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::{
-    Lease, RunState, SteeringClose, SteeringClosed, SteeringDelivered, SteeringDelivery,
-    SteeringMessage, StoreError, Timestamp,
+    Lease, RunState, SteeringCaps, SteeringClose, SteeringClosed, SteeringDelivered,
+    SteeringDelivery, SteeringMessage, StoreError, Timestamp,
 };
 use sqlx::AnyConnection;
+use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::engine::Engine;
@@ -52,6 +53,7 @@ pub(crate) async fn post(
     tenant: &TenantId,
     run: &RunId,
     text: &str,
+    caps: SteeringCaps,
     now: Timestamp,
 ) -> Result<SteeringMessage, StoreError> {
     const OP: &str = "post_steering_message";
@@ -73,6 +75,39 @@ pub(crate) async fn post(
             id: run.to_string(),
             reason: "the run has finished; it takes no more messages".to_owned(),
         });
+    }
+    // under the run's row lock (Postgres) or the write lock (SQLite): two
+    // posts cannot both take the last place
+    let taken = sqlx::query(
+        "SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(text)), 0) AS chars \
+         FROM steering_messages WHERE tenant_id = $1 AND run_id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(run.as_str())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db(OP))?;
+    let count = u64::try_from(taken.try_get::<i64, _>("n").map_err(db(OP))?).unwrap_or(0);
+    let chars = u64::try_from(taken.try_get::<i64, _>("chars").map_err(db(OP))?).unwrap_or(0);
+    let adding = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+    let limit = |reason: String| StoreError::Limit {
+        entity: "run",
+        id: run.to_string(),
+        reason,
+    };
+    if count >= u64::from(caps.max_messages) {
+        return Err(limit(format!(
+            "the run already has {count} steering messages, the most one run takes ({})",
+            caps.max_messages
+        )));
+    }
+    if chars.saturating_add(adding) > caps.max_total_chars {
+        return Err(limit(format!(
+            "the run's steering messages would hold {} characters, more than one run takes ({}); \
+             {chars} are used",
+            chars.saturating_add(adding),
+            caps.max_total_chars
+        )));
     }
     let row = sqlx::query(
         "INSERT INTO steering_messages (tenant_id, run_id, seq, text, created_at) \

@@ -77,6 +77,10 @@ pub struct ServeConfig {
     /// Snapshot limits of runs (end snapshots, subagent workspace copies).
     #[serde(default)]
     pub snapshot: SnapshotSection,
+    /// `[runs]`: the bound on a run request's budgets and the caps on a
+    /// run's steering messages.
+    #[serde(default)]
+    pub runs: RunsSection,
     /// `[network]`: what a run naming no network gets (`default`, none
     /// unless set) and the most a run or sandbox request may ask for
     /// (`max`, full unless set; `none` forbids egress, `allow:HOST,...`
@@ -343,6 +347,71 @@ pub struct StreamsSection {
     pub input_budget_bytes: Option<usize>,
 }
 
+/// `[runs]`: the most budgets a run request may ask (`max_turns`, default
+/// 500; `max_tokens`, 20,000,000; `max_tool_calls`, 2,000;
+/// `max_wall_clock_secs`, 21,600; `max_cost_micro_usd`, none), a request
+/// over one refused with 400 and a budget left at its default lowered to
+/// the bound; and the caps on one run's steering messages
+/// (`max_steering_messages`, default 50; `max_steering_message_chars`,
+/// 32,000, the most there is; `max_steering_total_chars`, 100,000), a
+/// message over one refused (429 `steering_limit`, or 400 for one
+/// message's size).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsSection {
+    pub max_turns: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_tool_calls: Option<u32>,
+    pub max_wall_clock_secs: Option<u64>,
+    pub max_cost_micro_usd: Option<u64>,
+    pub max_steering_messages: Option<u32>,
+    pub max_steering_message_chars: Option<usize>,
+    pub max_steering_total_chars: Option<u64>,
+}
+
+impl RunsSection {
+    /// The bound on a run request's budgets; every field above 0.
+    pub fn budget_max(&self) -> anyhow::Result<paddock_core::store::Budgets> {
+        let d = paddock_runtime::DEFAULT_BUDGET_MAX;
+        for (field, value) in [
+            ("max_turns", self.max_turns.map(u64::from)),
+            ("max_tokens", self.max_tokens),
+            ("max_tool_calls", self.max_tool_calls.map(u64::from)),
+            ("max_wall_clock_secs", self.max_wall_clock_secs),
+            ("max_cost_micro_usd", self.max_cost_micro_usd),
+        ] {
+            if value == Some(0) {
+                bail!("runs.{field} must be more than 0");
+            }
+        }
+        Ok(paddock_core::store::Budgets {
+            max_turns: self.max_turns.unwrap_or(d.max_turns),
+            max_tokens: self.max_tokens.unwrap_or(d.max_tokens),
+            max_tool_calls: self.max_tool_calls.unwrap_or(d.max_tool_calls),
+            max_wall_clock_ms: self
+                .max_wall_clock_secs
+                .map_or(d.max_wall_clock_ms, |s| s.saturating_mul(1000)),
+            max_cost_micro_usd: self.max_cost_micro_usd.or(d.max_cost_micro_usd),
+        })
+    }
+
+    /// The caps on one run's steering, checked.
+    pub fn steering(&self) -> anyhow::Result<paddock_runtime::SteeringSettings> {
+        let d = paddock_runtime::SteeringSettings::default();
+        let settings = paddock_runtime::SteeringSettings {
+            max_messages: self.max_steering_messages.unwrap_or(d.max_messages),
+            max_message_chars: self
+                .max_steering_message_chars
+                .unwrap_or(d.max_message_chars),
+            max_total_chars: self.max_steering_total_chars.unwrap_or(d.max_total_chars),
+        };
+        settings
+            .validate()
+            .map_err(|reason| anyhow::anyhow!("runs: {reason}"))?;
+        Ok(settings)
+    }
+}
+
 /// `[snapshot]`: the snapshot limits of a run that asks none (`max_files`,
 /// default 10000; `max_bytes`, default 100 MiB) and the most a run request
 /// may ask (`request_max_files`, `request_max_bytes`, default a million and
@@ -386,10 +455,12 @@ impl NetworkSection {
     }
 }
 
-/// `[quotas.tenant]` and `[quotas.node]`: `sandboxes`, `memory_bytes`, `pids`,
-/// `cpu_millis`. A node field left out defaults from the host (pid_max less
-/// a margin, MemTotal, the CPUs times the overcommit); a tenant field left
-/// out is no ceiling.
+/// `[quotas.tenant]` and `[quotas.node]`: `sandboxes`, `runs`,
+/// `memory_bytes`, `pids`, `cpu_millis`. A node field left out defaults from
+/// the host (pid_max less a margin, MemTotal, the CPUs times the
+/// overcommit; no node-wide `sandboxes` or `runs` beyond `max_sandboxes`);
+/// a tenant's `sandboxes` and `runs` left out are the defaults
+/// (`Quota::tenant_default`: 8 and 4), its other fields no ceiling.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuotasConfig {
@@ -403,10 +474,17 @@ impl QuotasConfig {
     pub fn quotas(&self, host: &HostTotals) -> Quotas {
         let from_host = host.quota();
         let n = &self.node;
+        let t = &self.tenant;
+        let tenant_default = Quota::tenant_default();
         Quotas {
-            tenant: self.tenant,
+            tenant: Quota {
+                sandboxes: t.sandboxes.or(tenant_default.sandboxes),
+                runs: t.runs.or(tenant_default.runs),
+                ..*t
+            },
             node: Quota {
                 sandboxes: n.sandboxes.or(from_host.sandboxes),
+                runs: n.runs.or(from_host.runs),
                 memory_bytes: n.memory_bytes.or(from_host.memory_bytes),
                 pids: n.pids.or(from_host.pids),
                 cpu_millis: n.cpu_millis.or(from_host.cpu_millis),
@@ -700,6 +778,11 @@ mod tests {
         assert_eq!(service.quotas.tenant.sandboxes, Some(3));
         assert_eq!(service.quotas.tenant.pids, Some(1024));
         assert_eq!(service.quotas.tenant.memory_bytes, None);
+        // A tenant's runs left out: the default cap.
+        assert_eq!(
+            service.quotas.tenant.runs,
+            Some(paddock_api::service::DEFAULT_TENANT_RUNS)
+        );
         assert_eq!(service.quotas.node.memory_bytes, Some(4 << 30));
         // Node fields left out come from the host.
         assert_eq!(service.quotas.node.pids, HostTotals::read().quota().pids);
@@ -997,5 +1080,34 @@ request_max_bytes = 1073741824",
         );
         assert_eq!(node_name(""), "local");
         assert_eq!(node_name("..."), "local");
+    }
+
+    /// `[runs]`: the budget bound and the steering caps, each checked.
+    #[test]
+    fn runs_bounds_and_steering_caps_are_read_and_checked() {
+        let config: ServeConfig = toml::from_str(
+            "[runs]\nmax_turns = 20\nmax_steering_messages = 5\nmax_steering_total_chars = 900\n",
+        )
+        .unwrap();
+        let max = config.runs.budget_max().unwrap();
+        assert_eq!(max.max_turns, 20);
+        assert_eq!(
+            max.max_tokens,
+            paddock_runtime::DEFAULT_BUDGET_MAX.max_tokens
+        );
+        let steering = config.runs.steering().unwrap();
+        assert_eq!((steering.max_messages, steering.max_total_chars), (5, 900));
+        for bad in [
+            "[runs]\nmax_turns = 0\n",
+            "[runs]\nmax_steering_messages = 0\n",
+            "[runs]\nmax_steering_message_chars = 32001\n",
+        ] {
+            let config: ServeConfig = toml::from_str(bad).unwrap();
+            assert!(
+                config.runs.budget_max().is_err() || config.runs.steering().is_err(),
+                "{bad}"
+            );
+        }
+        assert!(toml::from_str::<ServeConfig>("[runs]\nmax_turnz = 3\n").is_err());
     }
 }

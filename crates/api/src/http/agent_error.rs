@@ -52,6 +52,19 @@ impl From<AgentError> for ApiError {
 }
 
 fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
+    // a run refused a sandbox slot answers as a sandbox refused one does
+    let err = match err {
+        RuntimeError::NotAdmitted { source } => {
+            return match source.downcast::<crate::service::ServiceError>() {
+                Ok(refused) => ApiError::from(*refused),
+                Err(other) => {
+                    tracing::error!(op, error = %other, "admitting a run's sandbox");
+                    ApiError::internal()
+                }
+            };
+        }
+        err => err,
+    };
     let (status, code) = match &err {
         RuntimeError::NotFound { entity, .. } => (StatusCode::NOT_FOUND, not_found_code(entity)),
         RuntimeError::SessionBusy { .. } => (StatusCode::CONFLICT, "session_busy"),
@@ -68,6 +81,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::NoEndSnapshot { .. } => (StatusCode::CONFLICT, "no_end_snapshot"),
         RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
         RuntimeError::RunFinished { .. } => (StatusCode::CONFLICT, "run_finished"),
+        RuntimeError::SteeringLimit { .. } => (StatusCode::TOO_MANY_REQUESTS, "steering_limit"),
         RuntimeError::NotResumable { .. } => (StatusCode::CONFLICT, "run_not_resumable"),
         RuntimeError::Sandbox { .. } => {
             tracing::error!(op, error = %error_chain(&err), "starting a run's sandbox");

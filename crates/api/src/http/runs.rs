@@ -54,6 +54,7 @@ pub(super) async fn cancel(
     responses(
         (status = 202, description = "the message, queued for the next turn", body = SteeringView),
         (status = 409, description = "the run has finished, or is finishing and closed its queue (`run_finished`); a message accepted before that is answered, or listed in `run.finished` as `undelivered`", body = ErrorBody),
+        (status = 429, description = "the run took the server's most steering messages, or characters of them, per run (`steering_limit`, naming the cap)", body = ErrorBody),
     ))]
 pub(super) async fn steer(
     State(state): State<AppState>,
@@ -84,6 +85,7 @@ pub(super) async fn steer(
         (status = 403, description = "the interrupted run's network is beyond what this server allows tenants now (`network_not_allowed`)", body = ErrorBody),
         (status = 409, description = "the run is not interrupted, is a subagent's, its session moved on, its backend or image is not enabled here, or it ran with secrets, which are never stored (`run_not_resumable`); the session runs already (`session_busy`) or its workspace has another writer (`workspace_busy`); the workspace changed since the last checkpoint and `force` is not set (`workspace_changed`, naming the paths)", body = ErrorBody),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
+        (status = 429, description = "the resumed run's sandbox has no slot (`quota_exceeded` naming the quota, or `too_many_sandboxes`); no run is recorded", body = ErrorBody),
     ))]
 pub(super) async fn resume(
     State(state): State<AppState>,

@@ -192,6 +192,7 @@ pub(super) async fn list_runs(
         (status = 403, description = "a network beyond what the server allows tenants (`network_not_allowed`), or a secret the server does not grant to this tenant (`secret_not_allowed`)", body = ErrorBody),
         (status = 409, description = "the session is archived (`session_archived`) or runs already (`session_busy`), a build run's workspace has another writer (`workspace_busy`, naming it), or a conflicting write (`conflict`)", body = ErrorBody),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
+        (status = 429, description = "the run's sandbox has no slot: a tenant or node quota (`quota_exceeded`, naming it: `sandboxes`, `runs`, ...) or the node's `max_sandboxes` (`too_many_sandboxes`); no run is recorded", body = ErrorBody),
     ))]
 pub(super) async fn start_run(
     State(state): State<AppState>,

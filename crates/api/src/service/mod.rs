@@ -9,6 +9,7 @@
 //! idle too long or reached their maximum lifetime; [`SandboxService::shutdown`]
 //! destroys the rest; [`SandboxService::reconcile`] cleans up after a crash.
 
+mod admission;
 mod agent_views;
 mod backends;
 pub mod checkpoints;
@@ -59,7 +60,10 @@ pub use live::ActivityGuard;
 pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
-pub use quota::{CPU_OVERCOMMIT, HostTotals, Quota, QuotaScope, Quotas};
+pub use quota::{
+    CPU_OVERCOMMIT, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, HostTotals, Quota, QuotaScope,
+    Quotas,
+};
 pub use reconcile::ReconcileReport;
 pub use secrets::{
     DuplicateSecret, OperatorSecret, SecretCatalog, SecretGrant, SecretRef, SecretRefused,
@@ -100,6 +104,9 @@ pub struct SandboxService {
     creating: Mutex<usize>,
     /// Granted limits of starting and running sandboxes, against the quotas.
     quotas: quota::QuotaLedger,
+    /// Agent runs' and subagents' sandboxes admitted (`admission`), counted
+    /// against `max_sandboxes` with the live ones.
+    run_sandboxes: std::sync::atomic::AtomicUsize,
     /// Cancelled when the service shuts down: no new sandbox after that.
     shutdown: CancellationToken,
 }
@@ -121,6 +128,7 @@ impl SandboxService {
             clock: Arc::new(SystemClock),
             live: Mutex::new(HashMap::new()),
             creating: Mutex::new(0),
+            run_sandboxes: std::sync::atomic::AtomicUsize::new(0),
             shutdown,
         })
     }
@@ -341,9 +349,7 @@ impl SandboxService {
             what: "sandbox spec",
             source,
         })?;
-        let _slot = self.reserve_slot()?;
-        let others = self.other_grants().await?;
-        let grant = self.quotas.reserve(tenant, &limits, &others)?;
+        let (_slot, grant) = self.admit(tenant, quota::Grant::of(&limits)).await?;
         let mut spec =
             self.config
                 .sandbox_spec(workspace_dir, command.read_only, command.network, limits);
@@ -626,11 +632,26 @@ impl SandboxService {
             .collect())
     }
 
+    /// The one slot and quota check of every sandbox, the service's own
+    /// and agent runs' (`admission`): a place under `max_sandboxes`, then
+    /// `asked` against the tenant's and the node's quotas.
+    async fn admit(
+        &self,
+        tenant: &TenantId,
+        asked: quota::Grant,
+    ) -> Result<(SlotGuard<'_>, quota::Reservation<'_>), ServiceError> {
+        let slot = self.reserve_slot()?;
+        let others = self.other_grants().await?;
+        let grant = self.quotas.reserve_grant(tenant, asked, &others)?;
+        Ok((slot, grant))
+    }
+
     fn reserve_slot(&self) -> Result<SlotGuard<'_>, ServiceError> {
         if self.shutdown.is_cancelled() {
             return Err(ServiceError::ShuttingDown);
         }
-        let running = self.live_map().len();
+        let running =
+            self.live_map().len() + self.run_sandboxes.load(std::sync::atomic::Ordering::SeqCst);
         let mut creating = self.creating.lock().unwrap_or_else(|e| e.into_inner());
         if running + *creating >= self.config.max_sandboxes {
             return Err(ServiceError::TooManySandboxes {

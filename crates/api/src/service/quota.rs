@@ -8,9 +8,12 @@
 //! has. A limit left unset (`None`) is an unbounded grant: it fits no finite
 //! quota.
 //!
-//! The ledger holds this service's sandboxes; the agent runtime's sandboxes
-//! do not pass through the service, so their grants are read from the store's
-//! running records of this node at every reservation and counted too.
+//! The ledger holds this service's sandboxes and, through the runtime's
+//! admission port (`service::admission`), every agent run's and subagent's
+//! sandbox: one check for all. A root run's grant also counts one
+//! concurrent run (`runs`). Sandboxes recorded running on this node that
+//! the ledger does not hold (another process's) are read from the store at
+//! every reservation and counted too.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -25,8 +28,11 @@ use super::ServiceError;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Quota {
-    /// Sandboxes running at once.
+    /// Sandboxes running at once (API sandboxes, runs' and subagents').
     pub sandboxes: Option<u64>,
+    /// Agent runs (root runs; a subagent counts as a sandbox) running at once.
+    #[serde(default)]
+    pub runs: Option<u64>,
     pub memory_bytes: Option<u64>,
     pub pids: Option<u64>,
     /// Millicpus (1000 = one core).
@@ -40,11 +46,33 @@ pub struct Quotas {
     pub node: Quota,
 }
 
+/// Sandboxes one tenant may run at once by default: a quarter of what the
+/// default node quota fits on a 2-core host (32 sandboxes of the default
+/// one core each), so one tenant cannot take the node.
+pub const DEFAULT_TENANT_SANDBOXES: u64 = 8;
+/// Agent runs one tenant may run at once by default (each may have
+/// subagents, which count against the tenant's sandboxes).
+pub const DEFAULT_TENANT_RUNS: u64 = 4;
+
+impl Quota {
+    /// The tenant quota of a config that names none:
+    /// [`DEFAULT_TENANT_SANDBOXES`] and [`DEFAULT_TENANT_RUNS`], no ceiling
+    /// on the sum of limits (the node's bounds it).
+    pub fn tenant_default() -> Self {
+        Self {
+            sandboxes: Some(DEFAULT_TENANT_SANDBOXES),
+            runs: Some(DEFAULT_TENANT_RUNS),
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for Quotas {
-    /// No tenant quota; node totals from this host.
+    /// The default tenant caps ([`Quota::tenant_default`]); node totals
+    /// from this host.
     fn default() -> Self {
         Self {
-            tenant: Quota::default(),
+            tenant: Quota::tenant_default(),
             node: HostTotals::read().quota(),
         }
     }
@@ -83,6 +111,7 @@ impl HostTotals {
     pub fn quota(&self) -> Quota {
         Quota {
             sandboxes: None,
+            runs: None,
             memory_bytes: self.memory_bytes,
             pids: self
                 .pid_max
@@ -134,6 +163,8 @@ pub(crate) fn refusal(scope: QuotaScope, quota: &str, limit: u64, used: u64, ask
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Grant {
     pub sandboxes: u64,
+    /// 1 for a root run's sandbox: one concurrent run.
+    pub runs: u64,
     pub memory_bytes: u64,
     pub pids: u64,
     pub cpu_millis: u64,
@@ -143,6 +174,7 @@ impl Grant {
     pub(crate) fn of(limits: &SandboxLimits) -> Self {
         Self {
             sandboxes: 1,
+            runs: 0,
             memory_bytes: limits.memory_bytes.unwrap_or(u64::MAX),
             pids: limits.pids.unwrap_or(u64::MAX),
             cpu_millis: limits.cpu_millis.unwrap_or(u64::MAX),
@@ -155,6 +187,7 @@ impl Grant {
     pub(crate) fn recorded(limits: &SandboxLimits) -> Self {
         Self {
             sandboxes: 1,
+            runs: 0,
             memory_bytes: limits.memory_bytes.unwrap_or(0),
             pids: limits.pids.unwrap_or(0),
             cpu_millis: limits.cpu_millis.unwrap_or(0),
@@ -163,14 +196,16 @@ impl Grant {
 
     fn add(&mut self, other: &Grant) {
         self.sandboxes = self.sandboxes.saturating_add(other.sandboxes);
+        self.runs = self.runs.saturating_add(other.runs);
         self.memory_bytes = self.memory_bytes.saturating_add(other.memory_bytes);
         self.pids = self.pids.saturating_add(other.pids);
         self.cpu_millis = self.cpu_millis.saturating_add(other.cpu_millis);
     }
 
-    fn fields(&self) -> [(&'static str, u64); 4] {
+    fn fields(&self) -> [(&'static str, u64); 5] {
         [
             ("sandboxes", self.sandboxes),
+            ("runs", self.runs),
             ("memory_bytes", self.memory_bytes),
             ("pids", self.pids),
             ("cpu_millis", self.cpu_millis),
@@ -179,9 +214,10 @@ impl Grant {
 }
 
 impl Quota {
-    fn fields(&self) -> [Option<u64>; 4] {
+    fn fields(&self) -> [Option<u64>; 5] {
         [
             self.sandboxes,
+            self.runs,
             self.memory_bytes,
             self.pids,
             self.cpu_millis,
@@ -211,8 +247,10 @@ impl Quota {
     }
 }
 
+/// Where the ledger holds a grant: a starting sandbox's reservation, then
+/// its sandbox's id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Key {
+pub(crate) enum Key {
     Starting(u64),
     Running(SandboxId),
 }
@@ -249,13 +287,23 @@ impl QuotaLedger {
     /// Reserves `limits` for a sandbox of `tenant` that is about to start,
     /// or names the quota it would exceed. `others` are grants held outside
     /// this ledger.
+    #[cfg(test)]
     pub(crate) fn reserve(
         &self,
         tenant: &TenantId,
         limits: &SandboxLimits,
         others: &OtherGrants,
     ) -> Result<Reservation<'_>, ServiceError> {
-        let asked = Grant::of(limits);
+        self.reserve_grant(tenant, Grant::of(limits), others)
+    }
+
+    /// [`Self::reserve`] of a grant as asked (a root run's counts a run).
+    pub(crate) fn reserve_grant(
+        &self,
+        tenant: &TenantId,
+        asked: Grant,
+        others: &OtherGrants,
+    ) -> Result<Reservation<'_>, ServiceError> {
         let mut book = self.book();
         let mut node = Grant::default();
         let mut mine = Grant::default();
@@ -293,7 +341,23 @@ impl QuotaLedger {
 
     /// Releases the grant of a retired sandbox.
     pub(crate) fn release(&self, id: &SandboxId) {
-        self.book().grants.remove(&Key::Running(id.clone()));
+        self.release_key(&Key::Running(id.clone()));
+    }
+
+    /// Releases the grant held under `key`.
+    pub(crate) fn release_key(&self, key: &Key) {
+        self.book().grants.remove(key);
+    }
+
+    /// Moves the grant held under `key` to the sandbox `id` (its store row
+    /// then no longer counts a second time); answers the new key.
+    pub(crate) fn commit_key(&self, key: &Key, id: &SandboxId) -> Key {
+        let mut book = self.book();
+        let running = Key::Running(id.clone());
+        if let Some(grant) = book.grants.remove(key) {
+            book.grants.insert(running.clone(), grant);
+        }
+        running
     }
 
     /// What `tenant` (None: everyone) holds now.
@@ -320,11 +384,14 @@ pub(crate) struct Reservation<'a> {
 impl Reservation<'_> {
     pub(crate) fn commit(mut self, id: &SandboxId) {
         if let Some(key) = self.key.take() {
-            let mut book = self.ledger.book();
-            if let Some(grant) = book.grants.remove(&key) {
-                book.grants.insert(Key::Running(id.clone()), grant);
-            }
+            self.ledger.commit_key(&key, id);
         }
+    }
+
+    /// The grant's key, kept by a holder that outlives this borrow (a
+    /// run's admission), which then commits and releases it itself.
+    pub(crate) fn detach(mut self) -> Option<Key> {
+        self.key.take()
     }
 }
 
@@ -487,6 +554,57 @@ mod tests {
             Err(ServiceError::QuotaExceeded { used: 200, .. })
         ));
         assert_eq!(ledger.used(Some(&a)).pids, 0);
+    }
+
+    /// Issue 27: a root run's grant counts one run against `runs`; a
+    /// subagent's (runs 0) only its sandbox; the default tenant quota caps
+    /// both.
+    #[test]
+    fn a_root_run_counts_against_runs_and_a_subagent_does_not() {
+        let ledger = QuotaLedger::new(Quotas {
+            tenant: Quota {
+                runs: Some(1),
+                ..Quota::default()
+            },
+            node: Quota::default(),
+        });
+        let a = tenant("a");
+        let run = Grant {
+            runs: 1,
+            ..Grant::of(&limits(1, 1))
+        };
+        let first = ledger.reserve_grant(&a, run, &Vec::new()).unwrap();
+        assert!(
+            ledger
+                .reserve_grant(&a, Grant::of(&limits(1, 1)), &Vec::new())
+                .is_ok()
+        );
+        let refused = ledger.reserve_grant(&a, run, &Vec::new()).map(|_| ());
+        assert!(
+            matches!(
+                refused,
+                Err(ServiceError::QuotaExceeded {
+                    scope: QuotaScope::Tenant,
+                    quota: "runs",
+                    limit: 1,
+                    used: 1,
+                    asked: 1
+                })
+            ),
+            "{refused:?}"
+        );
+        // held by its sandbox, then given back
+        let key = first.detach().unwrap();
+        let id = SandboxId::generate();
+        let key = ledger.commit_key(&key, &id);
+        assert_eq!(ledger.used(Some(&a)).runs, 1);
+        ledger.release_key(&key);
+        assert!(ledger.reserve_grant(&a, run, &Vec::new()).is_ok());
+        let default = Quota::tenant_default();
+        assert_eq!(
+            (default.sandboxes, default.runs),
+            (Some(DEFAULT_TENANT_SANDBOXES), Some(DEFAULT_TENANT_RUNS))
+        );
     }
 
     #[test]

@@ -297,6 +297,12 @@ impl AgentService {
         sandboxes: Arc<SandboxService>,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
+        // every run's and subagent's sandbox passes the sandboxes' own
+        // slot and quota check (one ledger)
+        let admission = super::admission::RunAdmission::new(Arc::clone(&sandboxes));
+        if !runtime.admit_sandboxes_through(Arc::new(admission)) {
+            tracing::warn!("the runtime already had a sandbox admission; it is kept");
+        }
         Arc::new(Self {
             runtime,
             models,
@@ -558,9 +564,10 @@ impl AgentService {
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
-        if let Some(budgets) = &command.budgets {
-            check_budgets(budgets)?;
-        }
+        let budgets = command
+            .budgets
+            .map(|budgets| self.bounded_budgets(budgets))
+            .transpose()?;
         check_instructions(command.instructions.as_deref())?;
         // the interrupted run's sandbox, as its run.started names it, if this
         // server still enables that backend and allows that network
@@ -583,7 +590,7 @@ impl AgentService {
             })?;
         let resume = ResumeRun {
             provider: self.models.resolve(&command.model)?,
-            budgets: command.budgets,
+            budgets,
             instructions: command.instructions,
             subagent_models: self.subagent_models(&command.subagent_models)?,
             snapshot_limits: self.snapshot_limits(command.snapshot_limits)?,
@@ -675,8 +682,7 @@ impl AgentService {
             ));
         }
         check_instructions(command.instructions.as_deref())?;
-        let budgets = command.budgets.unwrap_or_default();
-        check_budgets(&budgets)?;
+        let budgets = self.bounded_budgets(command.budgets.unwrap_or_default())?;
         let snapshot_limits = self.snapshot_limits(command.snapshot_limits)?;
         let chosen = self
             .backends
@@ -937,6 +943,23 @@ fn check_instructions(instructions: Option<&str>) -> Result<(), AgentError> {
         ));
     }
     Ok(())
+}
+
+impl AgentService {
+    /// A request's budgets, each above 0 and within the server's bound
+    /// (`RuntimeConfig::budget_max`): one asked over it is refused naming
+    /// the budget and the bound, one left at its default is lowered to it.
+    fn bounded_budgets(&self, budgets: Budgets) -> Result<Budgets, AgentError> {
+        check_budgets(&budgets)?;
+        budgets
+            .bounded_by(&self.runtime.config().budget_max)
+            .map_err(|(name, asked, most)| {
+                AgentError::invalid(
+                    "budgets",
+                    format!("{name} {asked} is over this server's bound of {most}"),
+                )
+            })
+    }
 }
 
 fn check_budgets(budgets: &Budgets) -> Result<(), AgentError> {

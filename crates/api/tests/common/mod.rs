@@ -137,6 +137,14 @@ pub struct Setup {
     /// Model endpoints a run may name besides the providers' own (a local
     /// scripted model server).
     pub model_base_urls: Vec<String>,
+    /// The node's sandbox limit; None: the server's default.
+    pub max_sandboxes: Option<usize>,
+    /// The runtime's subagent limits; None: its defaults.
+    pub subagents: Option<paddock_runtime::SubagentSettings>,
+    /// The caps on a run's steering; None: the defaults.
+    pub steering: Option<paddock_runtime::SteeringSettings>,
+    /// The bound on a run request's budgets; None: the default.
+    pub budget_max: Option<paddock_core::store::Budgets>,
 }
 
 impl Setup {
@@ -152,6 +160,10 @@ impl Setup {
             disk_quota: None,
             quotas: None,
             model_base_urls: Vec::new(),
+            max_sandboxes: None,
+            subagents: None,
+            steering: None,
+            budget_max: None,
         }
     }
 
@@ -208,6 +220,9 @@ impl TestServer {
         if let Some(quotas) = setup.quotas {
             config.quotas = quotas;
         }
+        if let Some(max) = setup.max_sandboxes {
+            config.max_sandboxes = max;
+        }
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(
             store.clone(),
@@ -220,14 +235,27 @@ impl TestServer {
         service.register_tenants(&tokens.tenants()).await?;
         // Runs of the agent service: same store, backend and blob store.
         let run_backends = paddock_api::service::Backends::single(backend.clone());
+        // Runs get the sandboxes the service gives (as `paddock serve` does),
+        // admitted against the same quotas.
+        let mut runtime_config = paddock_runtime::RuntimeConfig::new(
+            setup.node.clone(),
+            setup.data_dir.join("workspaces"),
+        );
+        runtime_config.sandbox.limits = service.config().limits.default.clone();
+        if let Some(subagents) = setup.subagents {
+            runtime_config.subagents = subagents;
+        }
+        if let Some(steering) = setup.steering {
+            runtime_config.steering = steering;
+        }
+        if let Some(max) = setup.budget_max {
+            runtime_config.budget_max = max;
+        }
         let runtime = paddock_runtime::Runtime::new(paddock_runtime::RuntimeDeps {
             store: store.clone(),
             backend,
             blobs,
-            config: paddock_runtime::RuntimeConfig::new(
-                setup.node.clone(),
-                setup.data_dir.join("workspaces"),
-            ),
+            config: runtime_config,
         });
         runtime.recover().await?;
         let agents = paddock_api::service::AgentService::new(

@@ -95,6 +95,54 @@ impl Default for Budgets {
     }
 }
 
+impl Budgets {
+    /// Each budget as `(name, value)`; an absent cost limit is `None`.
+    fn fields(&self) -> [(&'static str, Option<u64>); 5] {
+        [
+            ("max_turns", Some(u64::from(self.max_turns))),
+            ("max_tokens", Some(self.max_tokens)),
+            ("max_tool_calls", Some(u64::from(self.max_tool_calls))),
+            ("max_wall_clock_ms", Some(self.max_wall_clock_ms)),
+            ("max_cost_micro_usd", self.max_cost_micro_usd),
+        ]
+    }
+
+    /// These budgets held to the operator's bound `max`: a budget left at
+    /// its default ([`Budgets::default`]) or a cost limit left out is
+    /// lowered to the bound; one asked over it is the error
+    /// `(name, asked, most)`. A bound of `None` (cost) bounds nothing.
+    pub fn bounded_by(self, max: &Budgets) -> Result<Budgets, (&'static str, u64, u64)> {
+        let default = Budgets::default();
+        let mut out = self;
+        for (((name, asked), (_, most)), (_, by_default)) in self
+            .fields()
+            .into_iter()
+            .zip(max.fields())
+            .zip(default.fields())
+        {
+            let Some(most) = most else { continue };
+            match asked {
+                Some(asked) if asked <= most => {}
+                Some(asked) if Some(asked) != by_default => return Err((name, asked, most)),
+                // left at its default, or no cost limit: the bound
+                _ => out.set(name, most),
+            }
+        }
+        Ok(out)
+    }
+
+    fn set(&mut self, name: &str, value: u64) {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        match name {
+            "max_turns" => self.max_turns = narrow(value),
+            "max_tokens" => self.max_tokens = value,
+            "max_tool_calls" => self.max_tool_calls = narrow(value),
+            "max_wall_clock_ms" => self.max_wall_clock_ms = value,
+            _ => self.max_cost_micro_usd = Some(value),
+        }
+    }
+}
+
 /// What a run has spent so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -250,6 +298,16 @@ pub struct StoredMessage {
 /// Most characters of one steering message.
 pub const STEERING_TEXT_MAX: usize = 32_000;
 
+/// How much steering one run takes in all: every message posted to it
+/// counts, delivered or not ([`crate::store::Store::post_steering_message`]
+/// refuses one over either cap with [`crate::store::StoreError::Limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SteeringCaps {
+    pub max_messages: u32,
+    /// Characters of all its messages together.
+    pub max_total_chars: u64,
+}
+
 /// A message a user sent to a run in progress ("steering"): the loop driving
 /// the run puts it into the history before its next model request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -327,6 +385,51 @@ mod tests {
         assert_eq!(budgets.max_turns, 3);
         assert_eq!(budgets.max_tool_calls, Budgets::default().max_tool_calls);
         Ok(())
+    }
+
+    /// Issue 27: a budget asked over the operator's bound is refused with
+    /// its name and both figures; one left at its default is lowered to
+    /// the bound, and a cost bound fills in a cost limit left out.
+    #[test]
+    fn budgets_are_held_to_the_bound() {
+        let max = Budgets {
+            max_turns: 100,
+            max_tokens: 1_000_000,
+            max_tool_calls: 500,
+            max_wall_clock_ms: 60_000,
+            max_cost_micro_usd: Some(5_000_000),
+        };
+        let asked = Budgets {
+            max_turns: 101,
+            ..Budgets::default()
+        };
+        assert_eq!(asked.bounded_by(&max), Err(("max_turns", 101, 100)));
+        let held = Budgets {
+            max_turns: 10,
+            ..Budgets::default()
+        }
+        .bounded_by(&max)
+        .unwrap_or_default();
+        assert_eq!(
+            held,
+            Budgets {
+                max_turns: 10,
+                max_tokens: 1_000_000,
+                max_tool_calls: 200,
+                max_wall_clock_ms: 60_000,
+                max_cost_micro_usd: Some(5_000_000),
+            }
+        );
+        let no_cost_bound = Budgets {
+            max_cost_micro_usd: None,
+            ..max
+        };
+        assert_eq!(
+            Budgets::default()
+                .bounded_by(&no_cost_bound)
+                .map(|b| b.max_cost_micro_usd),
+            Ok(None)
+        );
     }
 
     #[test]

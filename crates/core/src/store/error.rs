@@ -44,6 +44,13 @@ pub enum StoreError {
     WrongLease { resource: String, expected: String },
     #[error("invalid {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
+    /// The write would take `id` past one of its caps; `reason` names it.
+    #[error("{entity} {id}: {reason}")]
+    Limit {
+        entity: &'static str,
+        id: String,
+        reason: String,
+    },
     /// A stored row could not be read back (unknown enum text, bad id, ...).
     #[error("stored {entity} {id} is corrupt: {reason}")]
     Corrupt {

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use super::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
     NewEvent, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState,
-    Session, SessionPatch, SnapshotRecord, SteeringClose, SteeringClosed, SteeringDelivered,
-    SteeringDelivery, SteeringMessage, StoreError, StoredMessage, StoredSessionMemory, Tenant,
-    Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Session, SessionPatch, SnapshotRecord, SteeringCaps, SteeringClose, SteeringClosed,
+    SteeringDelivered, SteeringDelivery, SteeringMessage, StoreError, StoredMessage,
+    StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
@@ -228,13 +228,16 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Stores a steering message for `run`: [`StoreError::NotFound`] for
     /// another tenant's or no run, [`StoreError::Conflict`] once the run has
     /// finished (a terminal state or `awaiting_user`) or its loop closed the
-    /// queue ([`Store::close_steering`]). Not fenced: any node
+    /// queue ([`Store::close_steering`]), [`StoreError::Limit`] when the
+    /// run's messages with this one would pass `caps` (checked in the same
+    /// transaction, under the run's row lock). Not fenced: any node
     /// may post; the run's driver takes it.
     async fn post_steering_message(
         &self,
         tenant: &TenantId,
         run: &RunId,
         text: &str,
+        caps: SteeringCaps,
     ) -> Result<SteeringMessage, StoreError>;
     /// The run's steering messages not yet delivered, oldest first (one
     /// indexed read, no lock: the loop asks before every model request).

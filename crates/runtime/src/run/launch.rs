@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::admission::{AdmissionAsk, AdmissionGrant};
 use super::driver::{Driver, DriverParts, Ending};
 use super::egress_events::EgressEvents;
 use super::resume::{self, ResumeTail};
@@ -55,6 +56,8 @@ struct Launched {
     checkpoints: Option<Checkpointer>,
     /// A resumed run's calls its predecessor left without results.
     resume: Option<ResumeTail>,
+    /// The run's sandbox slot (None: no admission configured).
+    grant: Option<Box<dyn AdmissionGrant>>,
 }
 
 impl Runtime {
@@ -125,6 +128,25 @@ impl Runtime {
         run.profile = options.profile;
         run.task_key = options.task_key.clone();
         run.resumed_from = options.resumed_from.clone();
+        // its sandbox's slot first: a refused run leaves nothing behind
+        let grant = match shared.admission.get() {
+            Some(admission) => {
+                let ask = AdmissionAsk {
+                    tenant,
+                    run: &run.id,
+                    subagent: options.parent_run.is_some(),
+                    limits: &shared.config.sandbox.limits,
+                };
+                match admission.admit(ask).await {
+                    Ok(grant) => Some(grant),
+                    Err(source) => {
+                        tracing::info!(run_id = %run.id, tenant = %tenant, reason = %source, "run not admitted");
+                        return Err(RuntimeError::NotAdmitted { source });
+                    }
+                }
+            }
+            None => None,
+        };
 
         let owner = format!("{}/{}", shared.config.node, run.id);
         let lease = acquire_session_lease(shared, &session.id, &owner).await?;
@@ -294,6 +316,7 @@ impl Runtime {
             writer,
             checkpoints,
             resume,
+            grant,
         };
         let task = tokio::spawn(drive(Arc::clone(shared), launched, done_tx));
         Ok(RunHandle {
@@ -444,6 +467,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
             writer,
             checkpoints,
             resume,
+            grant,
         } = launched;
         let snapshot_limits = request
             .snapshot_limits
@@ -505,6 +529,7 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
                     dir.clone(),
                     access,
                     &run.id,
+                    grant,
                 )
                 .await,
             )

@@ -1,5 +1,6 @@
 //! Runs: starting one, the loop that drives it, and how it ends.
 
+mod admission;
 mod budget;
 mod compact;
 mod driver;
@@ -36,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::RuntimeError;
 use crate::tools::WriteScope;
 
+pub use admission::{AdmissionAsk, AdmissionGrant, AdmissionRefused, SandboxAdmission};
 pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
 pub use resume::ResumeRun;

@@ -10,6 +10,7 @@ use paddock_core::ids::{RunId, TenantId, WorkspaceId};
 use paddock_core::sandbox::{GuestOps, Sandbox, SandboxBackend, SandboxId, SandboxSpec};
 use paddock_core::store::{SandboxRecord, SandboxState, Store};
 
+use super::AdmissionGrant;
 use crate::error::RuntimeError;
 use crate::tools::{WriteScope, paths};
 use crate::util::error_chain;
@@ -55,11 +56,16 @@ pub(crate) struct RunSandbox {
     sandbox: Box<dyn Sandbox>,
     tenant: TenantId,
     recorded: bool,
+    /// The run's admission (its slot and quota grant), held until the
+    /// sandbox is destroyed.
+    grant: Option<Box<dyn AdmissionGrant>>,
 }
 
 impl RunSandbox {
     /// Creates the sandbox and records it (a failed record is only logged:
-    /// the row is bookkeeping, the run does not depend on it).
+    /// the row is bookkeeping, the run does not depend on it). `grant` (the
+    /// run's admission) moves to the sandbox before its row exists, and is
+    /// given back when it is destroyed (or here, if it fails to start).
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn start(
         backend: &Arc<dyn SandboxBackend>,
@@ -71,6 +77,7 @@ impl RunSandbox {
         dir: PathBuf,
         access: WorkspaceAccess,
         run: &RunId,
+        mut grant: Option<Box<dyn AdmissionGrant>>,
     ) -> Result<Self, RuntimeError> {
         let mut spec = template.clone();
         spec.workspace = Some(dir);
@@ -90,6 +97,9 @@ impl RunSandbox {
                     run: run.clone(),
                     source,
                 })?;
+        if let Some(grant) = grant.as_mut() {
+            grant.started(&sandbox.info().id);
+        }
         let now = store.now();
         let record = SandboxRecord {
             id: sandbox.info().id.clone(),
@@ -122,6 +132,7 @@ impl RunSandbox {
             sandbox,
             tenant: tenant.clone(),
             recorded,
+            grant,
         })
     }
 
@@ -149,22 +160,25 @@ impl RunSandbox {
     /// Destroys the sandbox and marks its row stopped; returns what went wrong, if anything.
     pub(crate) async fn stop(self, store: &Arc<dyn Store>) -> Option<String> {
         let id = self.id().clone();
-        let error = self
-            .sandbox
-            .destroy()
-            .await
-            .err()
-            .map(|err| error_chain(&err));
+        let Self {
+            sandbox,
+            tenant,
+            recorded,
+            grant,
+        } = self;
+        let error = sandbox.destroy().await.err().map(|err| error_chain(&err));
         if let Some(error) = &error {
             tracing::warn!(sandbox_id = %id, %error, "destroying the run's sandbox");
         }
-        if self.recorded
+        if recorded
             && let Err(err) = store
-                .set_sandbox_state(&self.tenant, &id, SandboxState::Stopped)
+                .set_sandbox_state(&tenant, &id, SandboxState::Stopped)
                 .await
         {
             tracing::warn!(sandbox_id = %id, error = %error_chain(&err), "recording the stopped sandbox");
         }
+        // the slot is free once the sandbox is gone and recorded so
+        drop(grant);
         error
     }
 }

@@ -391,10 +391,21 @@ impl Family {
         let runtime = Runtime {
             shared: Arc::clone(shared),
         };
-        let handle = runtime
+        let handle = match runtime
             .launch(&parent.tenant, &session.id, start, options)
             .await
-            .map_err(|err| failed("starting the subagent's run", &err))?;
+        {
+            Ok(handle) => handle,
+            // the tenant or node has no slot for its sandbox: a refusal the
+            // model can act on (wait for its other subagents, then retry)
+            Err(crate::RuntimeError::NotAdmitted { source }) => {
+                return Err(SpawnError::Refused(format!(
+                    "no sandbox slot for a subagent now: {source}; wait for running subagents \
+                     to finish (wait_subagents) and spawn again, or do the task yourself"
+                )));
+            }
+            Err(err) => return Err(failed("starting the subagent's run", &err)),
+        };
         let run_id = handle.run.id.clone();
         let cancel = shared.active().get(&run_id).map(|a| a.cancel.clone());
         let (finished_tx, finished) = watch::channel(None);

@@ -183,6 +183,7 @@ macro_rules! contract_tests {
             steering::a_resumed_run_takes_over_the_waiting_messages_once,
             steering::a_steering_message_is_delivered_with_its_history_entry_once,
             steering::steering_ids_count_per_run,
+            steering::steering_is_capped_per_run_in_count_and_size,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {

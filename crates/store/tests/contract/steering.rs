@@ -6,11 +6,17 @@
 use paddock_core::ids::RunId;
 use paddock_core::model::Message;
 use paddock_core::store::{
-    Lease, NewEvent, Run, RunState, RunUpdate, SteeringClose, SteeringDelivered, SteeringDelivery,
-    SteeringMessage, Store, StoreError, StoredMessage,
+    Lease, NewEvent, Run, RunState, RunUpdate, SteeringCaps, SteeringClose, SteeringDelivered,
+    SteeringDelivery, SteeringMessage, Store, StoreError, StoredMessage,
 };
 
 use super::{Fixture, StoreFactory, clock, fixture, lease_session};
+
+/// No cap: the cases below are about delivery, not about the caps.
+const NO_CAPS: SteeringCaps = SteeringCaps {
+    max_messages: u32::MAX,
+    max_total_chars: u64::MAX,
+};
 
 /// `messages` as the run's loop delivers them: a user message and a
 /// `user.message` event each.
@@ -97,10 +103,10 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
     assert!(none.is_empty());
 
     let first = other_node
-        .post_steering_message(&fx.tenant, &run.id, "use v2")
+        .post_steering_message(&fx.tenant, &run.id, "use v2", NO_CAPS)
         .await?;
     let second = other_node
-        .post_steering_message(&fx.tenant, &run.id, "and add a test")
+        .post_steering_message(&fx.tenant, &run.id, "and add a test", NO_CAPS)
         .await?;
     assert!(second.id > first.id);
     assert_eq!(first.delivered_at, None);
@@ -127,7 +133,7 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
     // another tenant sees no such run, and cannot post to it
     let other = fixture(store.as_ref(), "globex").await?;
     let foreign = store
-        .post_steering_message(&other.tenant, &run.id, "hello")
+        .post_steering_message(&other.tenant, &run.id, "hello", NO_CAPS)
         .await;
     assert!(
         matches!(foreign, Err(StoreError::NotFound { entity: "run", .. })),
@@ -140,7 +146,7 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
             .is_empty()
     );
     let unknown = store
-        .post_steering_message(&fx.tenant, &RunId::generate(), "hello")
+        .post_steering_message(&fx.tenant, &RunId::generate(), "hello", NO_CAPS)
         .await;
     assert!(
         matches!(unknown, Err(StoreError::NotFound { entity: "run", .. })),
@@ -153,7 +159,7 @@ pub async fn steering_messages_are_taken_once_by_the_lease_holder(
             .update_run(&newer, &fx.tenant, &run.id, &RunUpdate::state(state))
             .await?;
         let late = other_node
-            .post_steering_message(&fx.tenant, &run.id, "too late")
+            .post_steering_message(&fx.tenant, &run.id, "too late", NO_CAPS)
             .await;
         assert!(
             matches!(late, Err(StoreError::Conflict { entity: "run", .. })),
@@ -189,7 +195,7 @@ pub async fn closing_the_queue_takes_what_waits_and_refuses_later_posts(
     // a run that could go on: the queue stays open for what waits, which
     // the loop then delivers
     let early = other_node
-        .post_steering_message(&fx.tenant, &run.id, "one more thing")
+        .post_steering_message(&fx.tenant, &run.id, "one more thing", NO_CAPS)
         .await?;
     let kept_open = close(SteeringClose::UnlessWaiting).await?;
     assert!(!kept_open.closed);
@@ -199,7 +205,7 @@ pub async fn closing_the_queue_takes_what_waits_and_refuses_later_posts(
     let delivered = deliver(store.as_ref(), &lease, &fx, &run.id, &kept_open.messages).await?;
     assert_eq!(delivered.len(), 1);
     let later = other_node
-        .post_steering_message(&fx.tenant, &run.id, "and another")
+        .post_steering_message(&fx.tenant, &run.id, "and another", NO_CAPS)
         .await?;
 
     // a run that ends whatever waits: closed, the waiting one undelivered
@@ -209,7 +215,7 @@ pub async fn closing_the_queue_takes_what_waits_and_refuses_later_posts(
     assert_eq!(ids, [later.id]);
     assert_eq!(ended.messages[0].delivered_at, None);
     let late = other_node
-        .post_steering_message(&fx.tenant, &run.id, "too late")
+        .post_steering_message(&fx.tenant, &run.id, "too late", NO_CAPS)
         .await;
     assert!(
         matches!(late, Err(StoreError::Conflict { entity: "run", .. })),
@@ -245,7 +251,7 @@ pub async fn closing_the_queue_takes_what_waits_and_refuses_later_posts(
         .await?;
     assert!(quiet.closed && quiet.messages.is_empty(), "{quiet:?}");
     let refused = other_node
-        .post_steering_message(&fx.tenant, &second.id, "hello?")
+        .post_steering_message(&fx.tenant, &second.id, "hello?", NO_CAPS)
         .await;
     assert!(
         matches!(refused, Err(StoreError::Conflict { .. })),
@@ -304,7 +310,7 @@ pub async fn a_post_racing_the_close_is_taken_or_refused(
                     let mut accepted = Vec::new();
                     for j in 0..6 {
                         match node
-                            .post_steering_message(&tenant, &run, &format!("m{i}.{j}"))
+                            .post_steering_message(&tenant, &run, &format!("m{i}.{j}"), NO_CAPS)
                             .await
                         {
                             Ok(message) => accepted.push(message.id),
@@ -379,15 +385,15 @@ pub async fn a_resumed_run_takes_over_the_waiting_messages_once(
     let dead = new_run("goal", None);
     store.create_run(&lease, &dead).await?;
     let first = other_node
-        .post_steering_message(&fx.tenant, &dead.id, "use v2")
+        .post_steering_message(&fx.tenant, &dead.id, "use v2", NO_CAPS)
         .await?;
     let delivered = take(store.as_ref(), &lease, &fx, &dead.id).await?;
     assert_eq!(delivered.len(), 1);
     let second = other_node
-        .post_steering_message(&fx.tenant, &dead.id, "and add a test")
+        .post_steering_message(&fx.tenant, &dead.id, "and add a test", NO_CAPS)
         .await?;
     let third = other_node
-        .post_steering_message(&fx.tenant, &dead.id, "then stop")
+        .post_steering_message(&fx.tenant, &dead.id, "then stop", NO_CAPS)
         .await?;
     // the recovery closes its queue, the two waiting ones undelivered
     let closed = store
@@ -442,7 +448,7 @@ pub async fn a_resumed_run_takes_over_the_waiting_messages_once(
                     let mut accepted = Vec::new();
                     for j in 0..6 {
                         match node
-                            .post_steering_message(&tenant, &run, &format!("m{i}.{j}"))
+                            .post_steering_message(&tenant, &run, &format!("m{i}.{j}"), NO_CAPS)
                             .await
                         {
                             Ok(message) => accepted.push(message.id),
@@ -462,7 +468,7 @@ pub async fn a_resumed_run_takes_over_the_waiting_messages_once(
             accepted.extend(poster.await??);
         }
         let late = other_node
-            .post_steering_message(&fx.tenant, &dead.id, "too late")
+            .post_steering_message(&fx.tenant, &dead.id, "too late", NO_CAPS)
             .await;
         assert!(
             matches!(late, Err(StoreError::Conflict { entity: "run", .. })),
@@ -513,10 +519,10 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
         )
     };
     let first = other_node
-        .post_steering_message(&fx.tenant, &run.id, "use v2")
+        .post_steering_message(&fx.tenant, &run.id, "use v2", NO_CAPS)
         .await?;
     let second = other_node
-        .post_steering_message(&fx.tenant, &run.id, "and add a test")
+        .post_steering_message(&fx.tenant, &run.id, "and add a test", NO_CAPS)
         .await?;
     let waiting = store.waiting_steering_messages(&fx.tenant, &run.id).await?;
     assert_eq!(waiting, [first.clone(), second.clone()]);
@@ -586,7 +592,7 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
 
     // one delivered, then one taken by a close that reports it undelivered
     let third = other_node
-        .post_steering_message(&fx.tenant, &run.id, "then stop")
+        .post_steering_message(&fx.tenant, &run.id, "then stop", NO_CAPS)
         .await?;
     let delivered = deliver(
         store.as_ref(),
@@ -601,7 +607,7 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
     assert_eq!(delivered[0].message.message, Message::user("then stop"));
     assert_eq!(delivered[0].event.kind, "user.message");
     let fourth = other_node
-        .post_steering_message(&fx.tenant, &run.id, "too late to answer")
+        .post_steering_message(&fx.tenant, &run.id, "too late to answer", NO_CAPS)
         .await?;
     let closed = store
         .close_steering(
@@ -627,7 +633,7 @@ pub async fn a_steering_message_is_delivered_with_its_history_entry_once(
     );
     store.create_run(&newer, &dead).await?;
     let carried = other_node
-        .post_steering_message(&fx.tenant, &dead.id, "carry me")
+        .post_steering_message(&fx.tenant, &dead.id, "carry me", NO_CAPS)
         .await?;
     let mut resumed = Run::new(
         fx.tenant.clone(),
@@ -676,14 +682,14 @@ pub async fn steering_ids_count_per_run(f: &dyn StoreFactory) -> anyhow::Result<
     for text in ["one", "two", "three"] {
         a_ids.push(
             store
-                .post_steering_message(&acme.tenant, &a.id, text)
+                .post_steering_message(&acme.tenant, &a.id, text, NO_CAPS)
                 .await?
                 .id,
         );
     }
     // globex's first message is its run's first, whatever acme posted
     let b_first = store
-        .post_steering_message(&globex.tenant, &b.id, "hi")
+        .post_steering_message(&globex.tenant, &b.id, "hi", NO_CAPS)
         .await?;
     assert_eq!(a_ids, [1, 2, 3]);
     assert_eq!(b_first.id, 1);
@@ -700,10 +706,10 @@ pub async fn steering_ids_count_per_run(f: &dyn StoreFactory) -> anyhow::Result<
     let delivered = take(store.as_ref(), &acme_lease, &acme, &a.id).await?;
     assert_eq!(delivered.len(), 3);
     let late = store
-        .post_steering_message(&acme.tenant, &a.id, "four")
+        .post_steering_message(&acme.tenant, &a.id, "four", NO_CAPS)
         .await?;
     let five = store
-        .post_steering_message(&acme.tenant, &a.id, "five")
+        .post_steering_message(&acme.tenant, &a.id, "five", NO_CAPS)
         .await?;
     assert_eq!((late.id, five.id), (4, 5));
     store
@@ -718,7 +724,7 @@ pub async fn steering_ids_count_per_run(f: &dyn StoreFactory) -> anyhow::Result<
     let resumed = run_of(&acme, "a", Some(&a.id));
     store.create_run(&acme_lease, &resumed).await?;
     let next = store
-        .post_steering_message(&acme.tenant, &resumed.id, "six")
+        .post_steering_message(&acme.tenant, &resumed.id, "six", NO_CAPS)
         .await?;
     assert_eq!(next.id, 6);
     let taken: Vec<u64> = take(store.as_ref(), &acme_lease, &acme, &resumed.id)
@@ -731,8 +737,58 @@ pub async fn steering_ids_count_per_run(f: &dyn StoreFactory) -> anyhow::Result<
     let fresh = run_of(&acme, "c", None);
     store.create_run(&acme_lease, &fresh).await?;
     let first = store
-        .post_steering_message(&acme.tenant, &fresh.id, "new")
+        .post_steering_message(&acme.tenant, &fresh.id, "new", NO_CAPS)
         .await?;
     assert_eq!(first.id, 1);
+    Ok(())
+}
+
+/// Issue 27: a run takes at most `max_messages` steering messages and
+/// `max_total_chars` characters of them in all, delivered ones included;
+/// one over is refused with `Limit` and stores nothing; another run is not
+/// affected.
+pub async fn steering_is_capped_per_run_in_count_and_size(
+    f: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let store = f.open(clock()).await?;
+    let fx = fixture(store.as_ref(), "acme").await?;
+    let lease = lease_session(store.as_ref(), &fx.session, "driver").await?;
+    let run = Run::new(fx.tenant.clone(), fx.session.id.clone(), "g", store.now());
+    store.create_run(&lease, &run).await?;
+    let caps = SteeringCaps {
+        max_messages: 3,
+        max_total_chars: 10,
+    };
+    store
+        .post_steering_message(&fx.tenant, &run.id, "abcd", caps)
+        .await?;
+    // 4 + 7 characters would pass 10
+    let refused = store
+        .post_steering_message(&fx.tenant, &run.id, "efghijk", caps)
+        .await;
+    assert!(
+        matches!(&refused, Err(StoreError::Limit { reason, .. }) if reason.contains("10")),
+        "{refused:?}"
+    );
+    store
+        .post_steering_message(&fx.tenant, &run.id, "ab", caps)
+        .await?;
+    take(store.as_ref(), &lease, &fx, &run.id).await?;
+    // delivered ones still count
+    store
+        .post_steering_message(&fx.tenant, &run.id, "c", caps)
+        .await?;
+    let refused = store
+        .post_steering_message(&fx.tenant, &run.id, "d", caps)
+        .await;
+    assert!(
+        matches!(&refused, Err(StoreError::Limit { reason, .. }) if reason.contains("3 steering messages")),
+        "{refused:?}"
+    );
+    let listed = store.list_steering_messages(&fx.tenant, &run.id).await?;
+    assert_eq!(
+        listed.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+        ["abcd", "ab", "c"]
+    );
     Ok(())
 }
