@@ -28,7 +28,8 @@ mod workspace;
 
 pub use checkpoints::{CheckpointDiff, FileChange, Rewound};
 pub use config::{
-    MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings,
+    DEFAULT_MAX_CHECKPOINTS_PER_SESSION, DiskGuard, DiskUse, MemoryReview, OwnerProbe,
+    RuntimeConfig, RuntimeDeps, SnapshotSettings, StorageSettings, SubagentSettings,
 };
 pub use error::RuntimeError;
 pub use events::stream::EventStream;

@@ -53,6 +53,7 @@ pub use checkpoints::{
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
+pub use disk_quota::DiskUsage;
 pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
@@ -100,6 +101,8 @@ pub struct SandboxService {
     creating: Mutex<usize>,
     /// Granted limits of starting and running sandboxes, against the quotas.
     quotas: quota::QuotaLedger,
+    /// Each tenant's last measured disk use (disk_quota.rs).
+    disk: disk_quota::DiskLedger,
     /// Cancelled when the service shuts down: no new sandbox after that.
     shutdown: CancellationToken,
 }
@@ -121,6 +124,7 @@ impl SandboxService {
             clock: Arc::new(SystemClock),
             live: Mutex::new(HashMap::new()),
             creating: Mutex::new(0),
+            disk: disk_quota::DiskLedger::default(),
             shutdown,
         })
     }
@@ -274,6 +278,7 @@ impl SandboxService {
             }
         }
         tracing::info!(workspace_id = %id, "workspace deleted");
+        self.disk.forget(tenant);
         Ok(WorkspaceView::from(&workspace))
     }
 

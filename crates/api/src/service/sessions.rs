@@ -297,6 +297,8 @@ impl AgentService {
         sandboxes: Arc<SandboxService>,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
+        // runs' checkpoints count against the same tenant disk quota
+        runtime.set_disk_guard(sandboxes.clone());
         Arc::new(Self {
             runtime,
             models,
