@@ -132,6 +132,8 @@ pub struct Setup {
     pub max_body_bytes: usize,
     /// The tenants' disk quota; None: the server's default.
     pub disk_quota: Option<u64>,
+    /// Checkpoints a session keeps; None: the runtime's default.
+    pub max_checkpoints: Option<u32>,
     /// The service's quotas; None: the built-in ones (node totals from the host).
     pub quotas: Option<paddock_api::service::Quotas>,
     /// Model endpoints a run may name besides the providers' own (a local
@@ -150,6 +152,7 @@ impl Setup {
             max_lifetime: Duration::from_secs(24 * 60 * 60),
             max_body_bytes: 1 << 20,
             disk_quota: None,
+            max_checkpoints: None,
             quotas: None,
             model_base_urls: Vec::new(),
         }
@@ -224,10 +227,16 @@ impl TestServer {
             store: store.clone(),
             backend,
             blobs,
-            config: paddock_runtime::RuntimeConfig::new(
-                setup.node.clone(),
-                setup.data_dir.join("workspaces"),
-            ),
+            config: {
+                let mut config = paddock_runtime::RuntimeConfig::new(
+                    setup.node.clone(),
+                    setup.data_dir.join("workspaces"),
+                );
+                if let Some(max) = setup.max_checkpoints {
+                    config.storage.max_checkpoints_per_session = max;
+                }
+                config
+            },
         });
         runtime.recover().await?;
         let agents = paddock_api::service::AgentService::new(
