@@ -11,7 +11,8 @@
 //! directories (`paddock run --workspace DIR`) are the caller's own disk
 //! and are not counted.
 //!
-//! The figure is cached per tenant for [`CACHE_FOR`]. Enforcement points
+//! The rows' estimate is read at most once a minute per tenant (it scans
+//! every message and event). The figure is cached per tenant for [`CACHE_FOR`]. Enforcement points
 //! that write much (imports, snapshots, restores, checkpoints) measure
 //! afresh ([`SandboxService::disk_use`]); one measure runs at a time per
 //! tenant, and callers waiting on it take its result. A file write over the
@@ -101,7 +102,14 @@ struct TenantDisk {
     /// so two of them never both spend what is left.
     writing: Arc<tokio::sync::Mutex<()>>,
     cached: Mutex<Option<Cached>>,
+    /// The rows' estimate and when it was read: a sum over every message
+    /// and event of the tenant, read again after [`ROWS_FOR`] only.
+    rows: Mutex<Option<(u64, Instant)>>,
 }
+
+/// How long a measure reuses the estimate of the tenant's rows (they grow
+/// by messages and events, slowly next to files; each read scans them all).
+const ROWS_FOR: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy)]
 struct Cached {
@@ -236,11 +244,7 @@ impl SandboxService {
                 break;
             }
         }
-        let rows = self
-            .store
-            .tenant_row_bytes(tenant)
-            .await
-            .map_err(ServiceError::store("tenant_row_bytes"))?;
+        let rows = self.row_bytes(tenant).await?;
         let part = self.config.blobs.as_ref().map(|blobs| blobs.tenant(tenant));
         let (workspaces, checkpoints) = tokio::task::spawn_blocking(move || {
             let workspaces =
@@ -271,6 +275,30 @@ impl SandboxService {
         };
         tracing::debug!(tenant_id = %tenant, ?usage, "tenant disk measured");
         Ok(usage)
+    }
+
+    /// The estimate of the tenant's rows, read at most every [`ROWS_FOR`].
+    async fn row_bytes(&self, tenant: &TenantId) -> Result<u64, ServiceError> {
+        let entry = self.disk.of(tenant);
+        let recent = *entry
+            .rows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((rows, at)) = recent
+            && at.elapsed() < ROWS_FOR
+        {
+            return Ok(rows);
+        }
+        let rows = self
+            .store
+            .tenant_row_bytes(tenant)
+            .await
+            .map_err(ServiceError::store("tenant_row_bytes"))?;
+        *entry
+            .rows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((rows, Instant::now()));
+        Ok(rows)
     }
 
     fn with_quota(&self, usage: u64) -> DiskUse {
