@@ -168,7 +168,7 @@ impl SandboxService {
             return Ok(self.with_quota(cached.usage));
         }
         let began = Instant::now();
-        let usage = self.measure_disk(tenant).await?.total();
+        let usage = self.measure(tenant, false).await?.total();
         entry.set(Some(Cached { usage, began }));
         Ok(self.with_quota(usage))
     }
@@ -197,9 +197,18 @@ impl SandboxService {
         }
     }
 
-    /// What the tenant holds now, by kind (a full walk of its directories;
-    /// [`SandboxService::disk_use`] is the cached, one-at-a-time way in).
+    /// What the tenant holds now, by kind: a full walk of its directories
+    /// and a fresh read of its rows ([`SandboxService::disk_use`] is the
+    /// cached, one-at-a-time way in, whose rows may be a minute old).
     pub async fn measure_disk(&self, tenant: &TenantId) -> Result<DiskUsage, ServiceError> {
+        self.measure(tenant, true).await
+    }
+
+    async fn measure(
+        &self,
+        tenant: &TenantId,
+        fresh_rows: bool,
+    ) -> Result<DiskUsage, ServiceError> {
         let mut dirs = Vec::new();
         let mut after = None;
         loop {
@@ -244,7 +253,7 @@ impl SandboxService {
                 break;
             }
         }
-        let rows = self.row_bytes(tenant).await?;
+        let rows = self.row_bytes(tenant, fresh_rows).await?;
         let part = self.config.blobs.as_ref().map(|blobs| blobs.tenant(tenant));
         let (workspaces, checkpoints) = tokio::task::spawn_blocking(move || {
             let workspaces =
@@ -278,13 +287,14 @@ impl SandboxService {
     }
 
     /// The estimate of the tenant's rows, read at most every [`ROWS_FOR`].
-    async fn row_bytes(&self, tenant: &TenantId) -> Result<u64, ServiceError> {
+    async fn row_bytes(&self, tenant: &TenantId, fresh: bool) -> Result<u64, ServiceError> {
         let entry = self.disk.of(tenant);
         let recent = *entry
             .rows
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((rows, at)) = recent
+            && !fresh
             && at.elapsed() < ROWS_FOR
         {
             return Ok(rows);
