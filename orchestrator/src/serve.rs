@@ -125,6 +125,13 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             return Ok(EXIT_USAGE);
         }
     };
+    runtime_config.storage = match config.storage_settings() {
+        Ok(settings) => settings,
+        Err(err) => {
+            logging::note(format_args!("paddock: {err:#}"));
+            return Ok(EXIT_USAGE);
+        }
+    };
     runtime_config.snapshot = match config.snapshot_settings() {
         Ok(settings) => settings,
         Err(err) => {

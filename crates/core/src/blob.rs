@@ -191,6 +191,16 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     /// own copy. Called on a part, it answers as the whole store does.
     fn tenant(&self, tenant: &TenantId) -> std::sync::Arc<dyn BlobStore>;
 
+    /// Bytes of disk this part's blobs take (blocks and inodes, as the
+    /// tenant disk quota counts them); the whole store's when called on it.
+    /// The default counts each blob's size.
+    fn disk_usage(&self) -> Result<u64, BlobError> {
+        Ok(self
+            .list()?
+            .iter()
+            .fold(0u64, |sum, blob| sum.saturating_add(blob.size)))
+    }
+
     /// The tenants that have a part, for the collection of unreferenced
     /// blobs (the whole store's, also when called on a part).
     fn tenants(&self) -> Result<Vec<TenantId>, BlobError>;

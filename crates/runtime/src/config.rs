@@ -40,6 +40,8 @@ pub struct RuntimeConfig {
     /// The most budgets a run request over the API may ask (a local
     /// `paddock run` is not bounded by it); see `Budgets::bounded_by`.
     pub budget_max: Budgets,
+    /// How many checkpoints a session keeps (docs/architecture.md, "Storage").
+    pub storage: StorageSettings,
     /// Tells when the process behind a session lease's owner is gone before
     /// the lease expires (a local `paddock run` killed with SIGKILL): recovery
     /// then takes the session over at once. None: only expiry counts.
@@ -66,6 +68,7 @@ impl RuntimeConfig {
             memory_review: MemoryReview::default(),
             steering: SteeringSettings::default(),
             budget_max: DEFAULT_BUDGET_MAX,
+            storage: StorageSettings::default(),
             owner_probe: None,
         }
     }
@@ -104,6 +107,27 @@ impl Default for SteeringSettings {
     }
 }
 
+/// Retention of checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageSettings {
+    /// Checkpoints one session keeps: past it, after each new checkpoint,
+    /// the oldest tool-batch checkpoints are pruned (a run's start, a
+    /// rewind's and the latest are kept), with a `checkpoints.pruned`
+    /// event, and blobs no checkpoint of the tenant names are removed.
+    pub max_checkpoints_per_session: u32,
+}
+
+/// Default of [`StorageSettings::max_checkpoints_per_session`].
+pub const DEFAULT_MAX_CHECKPOINTS_PER_SESSION: u32 = 50;
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            max_checkpoints_per_session: DEFAULT_MAX_CHECKPOINTS_PER_SESSION,
+        }
+    }
+}
+
 impl SteeringSettings {
     /// Every cap above 0, the message size within `STEERING_TEXT_MAX`.
     pub fn validate(&self) -> Result<(), String> {
@@ -125,6 +149,32 @@ impl SteeringSettings {
             max_messages: self.max_messages,
             max_total_chars: self.max_total_chars,
         }
+    }
+}
+
+/// The tenant disk quota as the runtime sees it: what is left before a
+/// checkpoint stores its blobs. The API's storage accounting implements it
+/// (one measure of everything the tenant holds); without one, checkpoints
+/// are bounded by retention only.
+#[async_trait::async_trait]
+pub trait DiskGuard: Send + Sync + std::fmt::Debug {
+    /// The tenant's quota and what it uses now (measured, not cached).
+    async fn disk_use(&self, tenant: &paddock_core::ids::TenantId) -> Result<DiskUse, String>;
+    /// The tenant's files changed outside the API's own writes (blobs
+    /// stored or removed): a cached figure is stale.
+    fn changed(&self, tenant: &paddock_core::ids::TenantId);
+}
+
+/// A tenant's quota and use, in bytes of disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskUse {
+    pub quota: u64,
+    pub usage: u64,
+}
+
+impl DiskUse {
+    pub fn left(&self) -> u64 {
+        self.quota.saturating_sub(self.usage)
     }
 }
 

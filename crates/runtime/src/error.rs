@@ -111,6 +111,19 @@ pub enum RuntimeError {
         #[source]
         source: SnapshotError,
     },
+    /// A checkpoint would take more disk than the tenant's quota leaves.
+    #[error(
+        "the tenant's disk quota of {quota} bytes ({usage} in use) leaves no room for {what}; \
+         delete snapshots, workspaces or sessions to free space"
+    )]
+    DiskQuota {
+        quota: u64,
+        usage: u64,
+        what: String,
+    },
+    /// The tenant's disk use could not be measured (a quota check fails closed).
+    #[error("measuring the tenant's disk use: {reason}")]
+    DiskUse { reason: String },
     #[error("checkpoint {checkpoint} is not one of session {session}")]
     CheckpointNotInSession {
         checkpoint: CheckpointId,

@@ -28,8 +28,9 @@ mod workspace;
 
 pub use checkpoints::{CheckpointDiff, FileChange, Rewound};
 pub use config::{
-    DEFAULT_BUDGET_MAX, MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings,
-    SteeringSettings, SubagentSettings,
+    DEFAULT_BUDGET_MAX, DEFAULT_MAX_CHECKPOINTS_PER_SESSION, DiskGuard, DiskUse, MemoryReview,
+    OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SteeringSettings, StorageSettings,
+    SubagentSettings,
 };
 pub use error::RuntimeError;
 pub use events::stream::EventStream;

@@ -69,9 +69,26 @@ pub(crate) struct Shared {
     /// Admits every run's sandbox (set once by the front end that owns the
     /// quotas); unset: no check (a local `paddock run`).
     pub(crate) admission: std::sync::OnceLock<Arc<dyn crate::run::SandboxAdmission>>,
+    /// The tenant disk quota, once the API installed it
+    /// ([`Runtime::set_disk_guard`]).
+    pub(crate) disk_guard: std::sync::OnceLock<Arc<dyn crate::config::DiskGuard>>,
+    /// Per tenant: checkpoint captures hold it shared from storing their
+    /// blobs until their row is written, the collection of the tenant's
+    /// blobs exclusive (checkpoints/retention.rs).
+    pub(crate) blob_locks: crate::checkpoints::BlobLocks,
 }
 
 impl Shared {
+    /// What bounds the checkpoints of `tenant`: the quota, the per-session
+    /// cap and the tenant's blob lock.
+    pub(crate) fn storage(&self, tenant: &TenantId) -> crate::checkpoints::Storage {
+        crate::checkpoints::Storage {
+            guard: self.disk_guard.get().cloned(),
+            lock: self.blob_locks.of(tenant),
+            max_per_session: self.config.storage.max_checkpoints_per_session,
+        }
+    }
+
     pub(crate) fn active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, ActiveRun>> {
         self.active
             .lock()
@@ -108,6 +125,8 @@ impl Runtime {
                 registry: Arc::new(registry),
                 active: Mutex::new(HashMap::new()),
                 admission: std::sync::OnceLock::new(),
+                disk_guard: std::sync::OnceLock::new(),
+                blob_locks: crate::checkpoints::BlobLocks::default(),
             }),
         })
     }
@@ -120,6 +139,13 @@ impl Runtime {
         admission: Arc<dyn crate::run::SandboxAdmission>,
     ) -> bool {
         self.shared.admission.set(admission).is_ok()
+    }
+
+    /// Holds checkpoints to the tenant disk quota (set once; later calls
+    /// are ignored): a checkpoint that would go over fails its batch with a
+    /// `checkpoint.failed` event naming the quota.
+    pub fn set_disk_guard(&self, guard: Arc<dyn crate::config::DiskGuard>) {
+        let _ = self.shared.disk_guard.set(guard);
     }
 
     pub fn config(&self) -> &RuntimeConfig {

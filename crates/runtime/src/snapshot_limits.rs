@@ -35,7 +35,7 @@ fn hit(limit: Limit, path: &str) -> Option<SnapshotLimitHit> {
         ),
         // Per-file, stream and ratio limits guard restores of hostile
         // archives; a workspace being packed never reaches them.
-        Limit::FileBytes(_) | Limit::Stream(_) | Limit::Ratio(_) => return None,
+        Limit::FileBytes(_) | Limit::Stream(_) | Limit::Ratio(_) | Limit::Disk(_) => return None,
     };
     let name = kind.as_str();
     Some(SnapshotLimitHit {

@@ -21,6 +21,9 @@ pub enum Limit {
     /// Decompressed tar stream per byte of compressed archive read (beyond
     /// a fixed allowance): archives that expand like a zip bomb.
     Ratio(u64),
+    /// Disk the restored tree would take: each entry's content rounded up
+    /// to whole blocks plus an inode ([`crate::disk::estimate`]).
+    Disk(u64),
 }
 
 impl fmt::Display for Limit {
@@ -32,6 +35,10 @@ impl fmt::Display for Limit {
             Self::Stream(n) => write!(
                 f,
                 "{n} bytes of tar stream (max_bytes plus a per-entry overhead)"
+            ),
+            Self::Disk(n) => write!(
+                f,
+                "{n} bytes of disk (each entry's blocks and inode, not its declared size)"
             ),
             Self::Ratio(n) => write!(
                 f,

@@ -23,6 +23,7 @@
 
 pub mod archive;
 pub mod checkpoint;
+pub mod disk;
 mod error;
 mod exclude;
 mod hashing;

@@ -268,6 +268,12 @@ impl BlobStore for LocalBlobStore {
         Ok(blobs)
     }
 
+    /// Everything under this part's directory: blobs, writes in progress
+    /// and the lock file ([`crate::disk::usage`]).
+    fn disk_usage(&self) -> Result<u64, BlobError> {
+        crate::disk::usage(&self.root).map_err(|source| BlobError::List { source })
+    }
+
     fn tenant(&self, tenant: &TenantId) -> Arc<dyn BlobStore> {
         Arc::new(self.tenant_part(tenant))
     }

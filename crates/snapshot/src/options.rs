@@ -113,6 +113,11 @@ pub struct UnpackOptions {
     pub max_file_bytes: u64,
     /// `None` keeps the restoring process's uid/gid (the archive's owners are ignored).
     pub owner: Option<Owner>,
+    /// Most disk the restored tree may take, as [`crate::disk::estimate`]
+    /// charges each entry (blocks and an inode) before it is written: an
+    /// archive of many tiny files is refused by what it costs, not by its
+    /// declared bytes ([`crate::Limit::Disk`]).
+    pub max_disk_bytes: u64,
 }
 
 impl Default for UnpackOptions {
@@ -121,6 +126,7 @@ impl Default for UnpackOptions {
             limits: Limits::default(),
             max_file_bytes: DEFAULT_MAX_BYTES,
             owner: None,
+            max_disk_bytes: u64::MAX,
         }
     }
 }

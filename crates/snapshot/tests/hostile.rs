@@ -495,6 +495,31 @@ fn over_the_limits_nothing_is_written() {
     );
 }
 
+/// 200 files of 500 bytes declare 100,000 bytes but take 200 blocks and
+/// inodes: refused by what they cost on disk, nothing written.
+#[test]
+fn tiny_files_are_charged_their_blocks_and_nothing_is_written() {
+    let scene = Scene::new();
+    let archive = packed_tree();
+    let cost = 200 * paddock_snapshot::disk::estimate(500) + 10 * paddock_snapshot::disk::DIR_BYTES;
+    let opts = UnpackOptions {
+        max_disk_bytes: cost / 2,
+        ..UnpackOptions::default()
+    };
+    let err = scene.restore(&archive, &opts);
+    assert!(
+        matches!(err, SnapshotError::OverLimit { limit: Limit::Disk(max), .. } if max == cost / 2),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("blocks and inode"), "{err}");
+    // with room for all of it, it unpacks
+    let opts = UnpackOptions {
+        max_disk_bytes: cost + paddock_snapshot::disk::DIR_BYTES,
+        ..UnpackOptions::default()
+    };
+    unpack(archive.as_slice(), &scene.target(), &opts).unwrap();
+}
+
 #[test]
 fn failed_restore_into_an_existing_directory_leaves_it_empty() {
     let scene = Scene::new();

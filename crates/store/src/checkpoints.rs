@@ -254,6 +254,86 @@ pub(crate) async fn list_rewinds(
         .collect()
 }
 
+/// The manifests of all the tenant's checkpoints (each once): what marks
+/// the blobs of its part of the blob store as in use.
+pub(crate) async fn manifests(
+    store: &SqlStore,
+    tenant: &TenantId,
+) -> Result<Vec<String>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT DISTINCT manifest_hash FROM checkpoints WHERE tenant_id = $1 ORDER BY manifest_hash",
+    )
+    .bind(tenant.as_str())
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db("checkpoint_manifests"))?;
+    rows.iter()
+        .map(|row| Reader::new(row, "checkpoint", "manifest_hash").text("manifest_hash"))
+        .collect()
+}
+
+/// Deletes those of `ids` that may be pruned: tool-batch checkpoints of
+/// the session that are not its latest and that no rewind went to (a run's
+/// start, a rewind's safety checkpoint and the latest are always kept).
+/// The blob rows they stored first move to the session's latest checkpoint,
+/// so the blob collection keeps what later checkpoints reuse. Fenced by the
+/// session's lease; returns the deleted rows.
+pub(crate) async fn prune(
+    store: &SqlStore,
+    lease: &Lease,
+    tenant: &TenantId,
+    session: &SessionId,
+    ids: &[CheckpointId],
+) -> Result<Vec<Checkpoint>, StoreError> {
+    const OP: &str = "prune_checkpoints";
+    let mut tx = store.begin_write(OP).await?;
+    fence::check(&mut tx, store.engine, OP, lease, session).await?;
+    let latest = sqlx::query(
+        "SELECT id FROM checkpoints WHERE tenant_id = $1 AND session_id = $2          ORDER BY id DESC LIMIT 1",
+    )
+    .bind(tenant.as_str())
+    .bind(session.as_str())
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db(OP))?;
+    let Some(latest) = latest else {
+        return Ok(Vec::new());
+    };
+    let latest = Reader::new(&latest, "checkpoint", "id").text("id")?;
+    let mut pruned = Vec::new();
+    for id in ids {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            checkpoint_columns!(),
+            " FROM checkpoints c WHERE tenant_id = $1 AND session_id = $2 AND id = $3               AND id <> $4 AND reason = 'tool_batch'               AND NOT EXISTS (SELECT 1 FROM rewinds r WHERE r.checkpoint_id = c.id)"
+        ))
+        .bind(tenant.as_str())
+        .bind(session.as_str())
+        .bind(id.as_str())
+        .bind(&latest)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db(OP))?;
+        let Some(row) = row else { continue };
+        let checkpoint = read_checkpoint(&row)?;
+        sqlx::query("UPDATE checkpoint_blobs SET checkpoint_id = $1 WHERE checkpoint_id = $2")
+            .bind(&latest)
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db(OP))?;
+        sqlx::query("DELETE FROM checkpoints WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_str())
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db(OP))?;
+        pruned.push(checkpoint);
+    }
+    tx.commit().await.map_err(db(OP))?;
+    Ok(pruned)
+}
+
 fn read_checkpoint(row: &AnyRow) -> Result<Checkpoint, StoreError> {
     let r = Reader::new(row, "checkpoint", "id");
     Ok(Checkpoint {

@@ -29,6 +29,7 @@ mod sessions;
 mod snapshots;
 mod steering;
 mod tools;
+mod usage;
 
 pub use engine::Engine;
 pub use open::{SqlStore, StoreOptions};

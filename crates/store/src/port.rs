@@ -21,7 +21,7 @@ use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
     checkpoints, compactions, events, goals, leases, memories, messages, plans, quarantine,
-    records, runs, sessions, snapshots, steering, tools,
+    records, runs, sessions, snapshots, steering, tools, usage,
 };
 
 #[async_trait]
@@ -451,6 +451,24 @@ impl Store for SqlStore {
         session: &SessionId,
     ) -> Result<Vec<Checkpoint>, StoreError> {
         checkpoints::list(self, tenant, session).await
+    }
+
+    async fn checkpoint_manifests(&self, tenant: &TenantId) -> Result<Vec<String>, StoreError> {
+        checkpoints::manifests(self, tenant).await
+    }
+
+    async fn prune_checkpoints(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        session: &SessionId,
+        ids: &[CheckpointId],
+    ) -> Result<Vec<Checkpoint>, StoreError> {
+        checkpoints::prune(self, lease, tenant, session, ids).await
+    }
+
+    async fn tenant_row_bytes(&self, tenant: &TenantId) -> Result<u64, StoreError> {
+        usage::tenant_row_bytes(self, tenant).await
     }
 
     async fn record_rewind(&self, lease: &Lease, rewind: &Rewind) -> Result<Rewind, StoreError> {

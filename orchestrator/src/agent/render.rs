@@ -144,6 +144,13 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             "[checkpoint] none taken ({}): {}",
             failed.reason, failed.error
         )),
+        Event::CheckpointsPruned(pruned) => Some(format!(
+            "[checkpoint] {} pruned past the session's cap of {} ({} kept, {} bytes freed)",
+            pruned.checkpoints.len(),
+            pruned.max_per_session,
+            pruned.kept,
+            pruned.bytes_freed
+        )),
         // shown live on a terminal only (agent::live)
         Event::ModelDelta(_) | Event::ToolOutput(_) => None,
         Event::UserMessage(message) => Some(indent_rest(

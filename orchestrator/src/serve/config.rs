@@ -36,9 +36,13 @@ pub struct ServeConfig {
     pub max_lifetime_secs: Option<u64>,
     /// Most sandboxes running at once (default 100).
     pub max_sandboxes: Option<usize>,
-    /// Bytes the workspaces of one tenant may hold on disk, checked before a
-    /// snapshot import or restore writes (default 32 GiB).
+    /// Bytes of disk one tenant may hold (its workspaces, checkpoint blobs,
+    /// snapshot archives and an estimate of its database rows, counted in
+    /// blocks), checked on every write path (default 32 GiB).
     pub tenant_disk_quota_bytes: Option<u64>,
+    /// Checkpoints one session keeps; past it the oldest tool-batch ones
+    /// are pruned (default 50, at least 2).
+    pub max_checkpoints_per_session: Option<u32>,
     /// Largest request body in bytes (default 16 MiB).
     pub max_body_bytes: Option<usize>,
     /// Hardening layers allowed to be missing on this host.
@@ -636,6 +640,20 @@ impl ServeConfig {
 }
 
 impl ServeConfig {
+    /// The runtime's checkpoint retention: `max_checkpoints_per_session`
+    /// over the default; fewer than 2 is refused (a session keeps its latest
+    /// and a run's start).
+    pub fn storage_settings(&self) -> anyhow::Result<paddock_runtime::StorageSettings> {
+        let mut settings = paddock_runtime::StorageSettings::default();
+        if let Some(max) = self.max_checkpoints_per_session {
+            if max < 2 {
+                bail!("max_checkpoints_per_session must be at least 2, not {max}");
+            }
+            settings.max_checkpoints_per_session = max;
+        }
+        Ok(settings)
+    }
+
     /// The runtime's snapshot settings: `[snapshot]` over the defaults.
     pub fn snapshot_settings(&self) -> anyhow::Result<paddock_runtime::SnapshotSettings> {
         let section = &self.snapshot;
@@ -726,6 +744,7 @@ mod tests {
             max_lifetime_secs = 3600
             max_sandboxes = 5
             tenant_disk_quota_bytes = 1073741824
+            max_checkpoints_per_session = 7
             max_body_bytes = 1048576
             allow_downgrade = ["cgroups"]
 
@@ -767,6 +786,22 @@ mod tests {
         assert_eq!(service.max_lifetime, Duration::from_secs(3600));
         assert_eq!(service.max_sandboxes, 5);
         assert_eq!(service.tenant_disk_quota, 1 << 30);
+        assert_eq!(
+            config
+                .storage_settings()
+                .unwrap()
+                .max_checkpoints_per_session,
+            7
+        );
+        let one: ServeConfig = toml::from_str("max_checkpoints_per_session = 1").unwrap();
+        assert!(one.storage_settings().is_err());
+        assert_eq!(
+            ServeConfig::default()
+                .storage_settings()
+                .unwrap()
+                .max_checkpoints_per_session,
+            paddock_runtime::DEFAULT_MAX_CHECKPOINTS_PER_SESSION
+        );
         assert_eq!(service.limits.default.memory_bytes, Some(268435456));
         assert_eq!(service.limits.default.pids, Some(128));
         // Fields left out keep the built-in default.

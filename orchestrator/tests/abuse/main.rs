@@ -8,4 +8,5 @@
 mod common;
 mod connections;
 mod runs;
+mod storage;
 mod support;

@@ -72,6 +72,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::SessionArchived { .. } => (StatusCode::CONFLICT, "session_archived"),
         RuntimeError::WorkspaceChanged { .. } => (StatusCode::CONFLICT, "workspace_changed"),
         RuntimeError::NoUndo { .. } => (StatusCode::CONFLICT, "no_undo"),
+        RuntimeError::DiskQuota { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "disk_quota_exceeded"),
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")
         }

@@ -54,6 +54,7 @@ pub use checkpoints::{
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
+pub use disk_quota::DiskUsage;
 pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
@@ -107,6 +108,8 @@ pub struct SandboxService {
     /// Agent runs' and subagents' sandboxes admitted (`admission`), counted
     /// against `max_sandboxes` with the live ones.
     run_sandboxes: std::sync::atomic::AtomicUsize,
+    /// Each tenant's last measured disk use (disk_quota.rs).
+    disk: disk_quota::DiskLedger,
     /// Cancelled when the service shuts down: no new sandbox after that.
     shutdown: CancellationToken,
 }
@@ -129,6 +132,7 @@ impl SandboxService {
             live: Mutex::new(HashMap::new()),
             creating: Mutex::new(0),
             run_sandboxes: std::sync::atomic::AtomicUsize::new(0),
+            disk: disk_quota::DiskLedger::default(),
             shutdown,
         })
     }
@@ -282,6 +286,7 @@ impl SandboxService {
             }
         }
         tracing::info!(workspace_id = %id, "workspace deleted");
+        self.disk.forget(tenant);
         Ok(WorkspaceView::from(&workspace))
     }
 

@@ -243,8 +243,16 @@ impl SandboxService {
             ));
         }
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
+        // the cached figure: a file write is no full walk of the tenant
+        let cost = paddock_snapshot::disk::estimate(data.len() as u64);
+        self.disk_use_cached(tenant)
+            .await?
+            .check(cost, || format!("writing {path:?}"))?;
         match live.guest.file_write(&path, data, options).await {
-            Ok(written) => Ok(written),
+            Ok(written) => {
+                self.charge_disk(tenant, cost);
+                Ok(written)
+            }
             Err(e) => Err(self.guest_failed(id, "file_write", e).await),
         }
     }

@@ -303,6 +303,8 @@ impl AgentService {
         if !runtime.admit_sandboxes_through(Arc::new(admission)) {
             tracing::warn!("the runtime already had a sandbox admission; it is kept");
         }
+        // runs' checkpoints count against the same tenant disk quota
+        runtime.set_disk_guard(sandboxes.clone());
         Arc::new(Self {
             runtime,
             models,

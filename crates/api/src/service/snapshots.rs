@@ -199,9 +199,16 @@ impl SandboxService {
                 .map_err(ServiceError::store("get_session"))?;
         }
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
+        // the archive is stored on this server's disk: held to what is left
+        let _writing = self.disk_writer(tenant).await;
+        let disk = self.disk_use(tenant).await?;
+        if disk.left() == 0 {
+            return Err(disk.exceeded("nothing is left for a snapshot".to_owned()));
+        }
         let (mut pipe, rx) = tokio::io::duplex(PIPE_BYTES);
         let bridge = SyncIoBridge::new(rx);
-        let store_task = tokio::task::spawn_blocking(move || write_blob(&*blobs, bridge));
+        let store_task =
+            tokio::task::spawn_blocking(move || write_blob(&*blobs, bridge, disk.left()));
         let options = SnapshotExportOptions {
             excludes: command.excludes.clone(),
             max_files: command.max_files,
@@ -211,11 +218,21 @@ impl SandboxService {
         let _ = pipe.shutdown().await;
         drop(pipe);
         let stored = store_task.await.map_err(joined("put"))?;
+        // over the quota: the guest saw its pipe close, which says less
+        if let Err(BlobError::Put { source }) = &stored
+            && source.kind() == io::ErrorKind::FileTooLarge
+        {
+            return Err(disk.exceeded(format!(
+                "the snapshot's archive is larger than the {} bytes left; nothing was kept",
+                disk.left()
+            )));
+        }
         let stats = match exported {
             Ok(stats) => stats,
             Err(e) => return Err(self.guest_failed(id, "snapshot_export", e).await),
         };
-        let writer = stored.map_err(|source| ServiceError::Blob { op: "put", source })?;
+        let writer =
+            stored.map_err(|source| over_quota(source, &disk, "the snapshot's archive"))?;
         let info = tokio::task::spawn_blocking(move || writer.commit())
             .await
             .map_err(joined("commit"))?
@@ -250,6 +267,7 @@ impl SandboxService {
             other => other,
         }
         .map_err(ServiceError::store("create_snapshot"))?;
+        self.charge_disk(tenant, paddock_snapshot::disk::estimate(info.size));
         tracing::info!(sandbox_id = %id, snapshot_id = %snapshot.id, parent = ?snapshot.parent, files = stats.files, bytes = info.size, "snapshot created");
         Ok(SnapshotView::from(&snapshot))
     }
@@ -322,6 +340,7 @@ impl SandboxService {
             .delete_snapshot(tenant, id)
             .await
             .map_err(ServiceError::store("delete_snapshot"))?;
+        self.disk.forget(tenant);
         if let (Some(blobs), Ok(key)) = (self.config.blobs.clone(), blob_key(&record)) {
             match self.collect_blob(&blobs, &key, self.blob_cutoff()).await {
                 Ok(true) => tracing::info!(snapshot_id = %id, blob = %key, "blob removed"),
@@ -461,7 +480,8 @@ impl SandboxService {
         let record = self.snapshot_record(tenant, id).await?;
         let key = blob_key(&record)?;
         // Every sandbox of a fork gets its own copy of the files.
-        let needed = record.bytes_raw.saturating_mul(u64::from(command.count));
+        let needed = restore_cost(&record).saturating_mul(u64::from(command.count));
+        let _writing = self.disk_writer(tenant).await;
         self.disk_use(tenant).await?.check(needed, || {
             format!(
                 "restoring snapshot {id} ({} bytes) {} time(s)",
@@ -495,6 +515,7 @@ impl SandboxService {
             }
             return Err(err);
         }
+        self.disk.forget(tenant);
         tracing::info!(snapshot_id = %id, count = views.len(), read_only = command.read_only, "snapshot restored");
         Ok(views)
     }
@@ -731,6 +752,7 @@ impl SandboxService {
     ) -> Result<SnapshotView, ServiceError> {
         let blobs = self.blobs()?;
         check_limits(limits.max_files, limits.max_bytes)?;
+        let _writing = self.disk_writer(tenant).await;
         let disk = self.disk_use(tenant).await?;
         if disk.left() == 0 {
             return Err(disk.exceeded("nothing is left for an import".to_owned()));
@@ -745,7 +767,8 @@ impl SandboxService {
         let (mut to_check, check_rx) = tokio::io::duplex(PIPE_BYTES);
         let blob_bridge = SyncIoBridge::new(blob_rx);
         let check_bridge = SyncIoBridge::new(check_rx);
-        let store_task = tokio::task::spawn_blocking(move || write_blob(&*blobs, blob_bridge));
+        let store_task =
+            tokio::task::spawn_blocking(move || write_blob(&*blobs, blob_bridge, disk.left() / 2));
         let scratch = self
             .config
             .workspaces_root
@@ -755,6 +778,9 @@ impl SandboxService {
         // are held to what the quota leaves, before anything is written.
         let quota_bound = disk.left() < options.limits.max_bytes;
         options.limits.max_bytes = options.limits.max_bytes.min(disk.left());
+        // the check's scratch tree and the stored archive share what is left
+        let share = disk.left() / 2;
+        options.max_disk_bytes = share;
         let check_task =
             tokio::task::spawn_blocking(move || check_archive(check_bridge, scratch, &options));
 
@@ -791,6 +817,13 @@ impl SandboxService {
             } if quota_bound => disk.exceeded(format!(
                 "the archive declares more than the {left} bytes left (at {path:?})"
             )),
+            SnapshotError::OverLimit {
+                limit: paddock_snapshot::Limit::Disk(share),
+                path,
+            } => disk.exceeded(format!(
+                "checking the archive would take more than its share of the disk left, \
+                 {share} bytes (each file's blocks and inode; stopped at {path:?}, nothing kept)"
+            )),
             SnapshotError::Refused { .. }
             | SnapshotError::OverLimit { .. }
             | SnapshotError::Decompress { .. }
@@ -800,7 +833,7 @@ impl SandboxService {
             },
             source => ServiceError::CheckArchive { source },
         })?;
-        let writer = writer.map_err(|source| ServiceError::Blob { op: "put", source })?;
+        let writer = writer.map_err(|source| over_quota(source, &disk, "the imported archive"))?;
         let info = tokio::task::spawn_blocking(move || writer.commit())
             .await
             .map_err(joined("commit"))?
@@ -813,6 +846,7 @@ impl SandboxService {
             .create_snapshot(&snapshot)
             .await
             .map_err(ServiceError::store("create_snapshot"))?;
+        self.disk.forget(tenant);
         tracing::info!(snapshot_id = %snapshot.id, files = stats.files, "snapshot imported");
         Ok(SnapshotView::from(&snapshot))
     }
@@ -873,14 +907,49 @@ fn joined(op: &'static str) -> impl FnOnce(tokio::task::JoinError) -> ServiceErr
     }
 }
 
-/// Copies everything `data` yields into a new, uncommitted blob.
+/// Copies everything `data` yields into a new, uncommitted blob of at most
+/// `max` bytes of disk ([`paddock_snapshot::disk::estimate`]); more fails
+/// with [`BlobError::Put`] of kind `FileTooLarge` (and the blob is dropped).
 fn write_blob(
     blobs: &dyn BlobStore,
-    mut data: impl Read,
+    data: impl Read,
+    max: u64,
 ) -> Result<Box<dyn BlobWriter>, BlobError> {
     let mut writer = blobs.writer()?;
-    copy(&mut data, &mut writer).map_err(|source| BlobError::Put { source })?;
+    let allowed = max.saturating_sub(paddock_snapshot::disk::INODE_BYTES)
+        / paddock_snapshot::disk::BLOCK_BYTES
+        * paddock_snapshot::disk::BLOCK_BYTES;
+    let mut data = data.take(allowed.saturating_add(1));
+    let copied = copy(&mut data, &mut writer).map_err(|source| BlobError::Put { source })?;
+    if copied > allowed {
+        return Err(BlobError::Put {
+            source: io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("more than the {allowed} bytes the tenant disk quota leaves"),
+            ),
+        });
+    }
     Ok(writer)
+}
+
+/// A blob write that failed; over the quota when `write_blob` said so.
+fn over_quota(source: BlobError, disk: &super::disk_quota::DiskUse, what: &str) -> ServiceError {
+    match &source {
+        BlobError::Put { source: e } if e.kind() == io::ErrorKind::FileTooLarge => {
+            disk.exceeded(format!("{what}: {e}; nothing was kept"))
+        }
+        _ => ServiceError::Blob { op: "put", source },
+    }
+}
+
+/// What restoring the snapshot takes on disk at most: its content in
+/// blocks, and a block and an inode per entry.
+fn restore_cost(record: &SnapshotRecord) -> u64 {
+    paddock_snapshot::disk::estimate(record.bytes_raw).saturating_add(
+        record
+            .file_count
+            .saturating_mul(paddock_snapshot::disk::DIR_BYTES),
+    )
 }
 
 /// Chunks of a blob shared by the restores of a fork; a read error is

@@ -79,6 +79,7 @@ impl SandboxService {
         body: &mut (dyn AsyncRead + Send + Unpin),
     ) -> Result<WorkspaceView, ServiceError> {
         check_limits(query.max_files, query.max_bytes)?;
+        let _writing = self.disk_writer(tenant).await;
         let disk = self.disk_use(tenant).await?;
         if disk.left() == 0 {
             return Err(disk.exceeded("nothing is left for a new workspace".to_owned()));
@@ -100,6 +101,8 @@ impl SandboxService {
         let mut options = unpack_options(query.max_files, query.max_bytes);
         let quota_bound = disk.left() < options.limits.max_bytes;
         options.limits.max_bytes = options.limits.max_bytes.min(disk.left());
+        // every entry charged its blocks and inode as it is unpacked
+        options.max_disk_bytes = disk.left();
 
         let (mut to_unpack, unpack_rx) = tokio::io::duplex(PIPE_BYTES);
         let bridge = SyncIoBridge::new(unpack_rx);
@@ -128,9 +131,17 @@ impl SandboxService {
                 } if quota_bound => disk.exceeded(format!(
                     "the archive declares more than the {left} bytes left (at {path:?})"
                 )),
+                SnapshotError::OverLimit {
+                    limit: paddock_snapshot::Limit::Disk(left),
+                    path,
+                } => disk.exceeded(format!(
+                    "unpacking the archive would take more than the {left} bytes of disk left \
+                     (each file's blocks and inode; stopped at {path:?}, nothing kept)"
+                )),
                 err => refusal(err),
             })
         });
+        self.disk.forget(tenant);
         match result {
             Ok(stats) => {
                 tracing::info!(workspace_id = %workspace.id, files = stats.files, "workspace imported");

@@ -132,6 +132,8 @@ pub struct Setup {
     pub max_body_bytes: usize,
     /// The tenants' disk quota; None: the server's default.
     pub disk_quota: Option<u64>,
+    /// Checkpoints a session keeps; None: the runtime's default.
+    pub max_checkpoints: Option<u32>,
     /// The service's quotas; None: the built-in ones (node totals from the host).
     pub quotas: Option<paddock_api::service::Quotas>,
     /// Model endpoints a run may name besides the providers' own (a local
@@ -158,6 +160,7 @@ impl Setup {
             max_lifetime: Duration::from_secs(24 * 60 * 60),
             max_body_bytes: 1 << 20,
             disk_quota: None,
+            max_checkpoints: None,
             quotas: None,
             model_base_urls: Vec::new(),
             max_sandboxes: None,
@@ -250,6 +253,9 @@ impl TestServer {
         }
         if let Some(max) = setup.budget_max {
             runtime_config.budget_max = max;
+        }
+        if let Some(max) = setup.max_checkpoints {
+            runtime_config.storage.max_checkpoints_per_session = max;
         }
         let runtime = paddock_runtime::Runtime::new(paddock_runtime::RuntimeDeps {
             store: store.clone(),

@@ -388,6 +388,24 @@ pub trait Store: Send + Sync + fmt::Debug {
         tenant: &TenantId,
         session: &SessionId,
     ) -> Result<Vec<Checkpoint>, StoreError>;
+    /// The manifest keys of every checkpoint of the tenant, each once: what
+    /// the collection of the tenant's checkpoint blobs keeps.
+    async fn checkpoint_manifests(&self, tenant: &TenantId) -> Result<Vec<String>, StoreError>;
+    /// Deletes those of `ids` that may be pruned (tool-batch checkpoints of
+    /// the session, not its latest, no rewind's target); a run's start and a
+    /// rewind's checkpoints are never deleted. Fenced by the session's lease;
+    /// returns the rows deleted.
+    async fn prune_checkpoints(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        session: &SessionId,
+        ids: &[CheckpointId],
+    ) -> Result<Vec<Checkpoint>, StoreError>;
+    /// Approximately what the tenant's rows take in the database: the text
+    /// of its messages, events and tool invocations plus a fixed cost per
+    /// row (docs/architecture.md, "Storage").
+    async fn tenant_row_bytes(&self, tenant: &TenantId) -> Result<u64, StoreError>;
     /// Records a rewind of the session's history to `rewind.to_seq`; its
     /// `through_seq` is the session's last message now (the argument's is
     /// ignored). Fenced by the lease on `rewind.session`.

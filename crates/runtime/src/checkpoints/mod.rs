@@ -10,6 +10,7 @@
 //! and gVisor; 9p for a microVM), while the run's tools are not running.
 
 mod ops;
+mod retention;
 mod rewind;
 mod safety;
 
@@ -20,13 +21,15 @@ use std::time::Instant;
 use paddock_core::blob::{BlobKey, BlobStore};
 use paddock_core::ids::{CheckpointId, RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{Checkpoint, CheckpointReason, Lease, Store, StoredMessage};
-use paddock_snapshot::checkpoint::{CaptureOptions, Manifest};
+use paddock_snapshot::checkpoint::{CaptureOptions, DiskBudget, Manifest};
+use paddock_snapshot::{Limit, SnapshotError};
 
 use crate::error::RuntimeError;
-use crate::events::CheckpointCreated;
+use crate::events::{CheckpointCreated, CheckpointsPruned};
 use crate::util::error_chain;
 
 pub use ops::{CheckpointDiff, FileChange};
+pub(crate) use retention::{BlobLocks, Storage};
 pub use rewind::Rewound;
 pub(crate) use safety::{Baseline, Guarded, guard, name_paths};
 
@@ -46,6 +49,9 @@ pub(crate) struct Checkpointer {
     dir: PathBuf,
     options: CaptureOptions,
     last: Option<Arc<Manifest>>,
+    /// The quota, the retention cap and the tenant's blob lock; None:
+    /// unbounded (only tests build one without).
+    storage: Option<Storage>,
 }
 
 /// Where a checkpointer works.
@@ -95,7 +101,35 @@ impl Checkpointer {
             dir: place.dir,
             options,
             last,
+            storage: None,
         }
+    }
+
+    /// Holds the checkpointer's captures to `storage`'s quota and cap.
+    pub(crate) fn with_storage(mut self, storage: Storage) -> Self {
+        self.storage = Some(storage);
+        self
+    }
+
+    /// Prunes the session's checkpoints past the per-session cap (fenced by
+    /// `lease`), then collects the tenant's blobs no checkpoint names; None
+    /// when the session was within its cap.
+    pub(crate) async fn prune(
+        &self,
+        lease: &Lease,
+    ) -> Result<Option<CheckpointsPruned>, RuntimeError> {
+        let Some(storage) = &self.storage else {
+            return Ok(None);
+        };
+        retention::prune(
+            &self.store,
+            &self.blobs,
+            storage,
+            lease,
+            &self.tenant,
+            &self.session,
+        )
+        .await
     }
 
     /// The manifest the next capture compares with (None: the session had
@@ -162,13 +196,59 @@ impl Checkpointer {
         reason: CheckpointReason,
     ) -> Result<Option<Capture>, RuntimeError> {
         let started = Instant::now();
-        let captured = capture_stored(
-            &self.blobs,
-            &self.dir,
-            self.last.clone(),
-            self.options.clone(),
-        )
-        .await?;
+        // held until the row is written: the collection keeps what it names
+        let hold = match &self.storage {
+            Some(storage) => Some(Arc::clone(&storage.lock).read_owned().await),
+            None => None,
+        };
+        let mut options = self.options.clone();
+        let guard = self.storage.as_ref().and_then(|s| s.guard.clone());
+        let disk = match &guard {
+            Some(guard) => {
+                let disk = guard
+                    .disk_use(&self.tenant)
+                    .await
+                    .map_err(|reason| RuntimeError::DiskUse { reason })?;
+                if disk.left() == 0 {
+                    return Err(quota_error(disk, "a checkpoint".to_owned()));
+                }
+                options.disk_budget = Some(Arc::new(DiskBudget::new(disk.left())));
+                Some(disk)
+            }
+            None => None,
+        };
+        let captured = capture_stored(&self.blobs, &self.dir, self.last.clone(), options).await;
+        if let Some(guard) = &guard {
+            guard.changed(&self.tenant);
+        }
+        let captured = match (captured, disk) {
+            (Ok(captured), _) => captured,
+            (
+                Err(RuntimeError::Checkpoint {
+                    source:
+                        SnapshotError::OverLimit {
+                            limit: Limit::Disk(_),
+                            path,
+                        },
+                    ..
+                }),
+                Some(disk),
+            ) => {
+                // what it stored before it stopped is named by nothing
+                drop(hold);
+                if let Some(storage) = &self.storage
+                    && let Err(err) =
+                        retention::collect(&self.store, &self.blobs, storage, &self.tenant).await
+                {
+                    tracing::warn!(error = %error_chain(&err), "collecting a refused checkpoint's blobs");
+                }
+                return Err(quota_error(
+                    disk,
+                    format!("the new files of a checkpoint (at {path})"),
+                ));
+            }
+            (Err(err), _) => return Err(err),
+        };
         let Captured {
             manifest,
             stats,
@@ -208,6 +288,7 @@ impl Checkpointer {
             manifest,
             hashed_files: stats.hashed_files,
             started,
+            _hold: hold,
         }))
     }
 
@@ -247,6 +328,17 @@ pub(crate) struct Capture {
     manifest: Manifest,
     hashed_files: u64,
     started: Instant,
+    /// The tenant's blob lock, shared, until the capture is recorded or dropped.
+    _hold: Option<tokio::sync::OwnedRwLockReadGuard<()>>,
+}
+
+/// The refusal of a capture that does not fit what the quota leaves.
+fn quota_error(disk: crate::config::DiskUse, what: String) -> RuntimeError {
+    RuntimeError::DiskQuota {
+        quota: disk.quota,
+        usage: disk.usage,
+        what,
+    }
 }
 
 /// Whether two manifests record the same tree (stat aside).

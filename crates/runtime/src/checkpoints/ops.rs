@@ -335,5 +335,6 @@ pub(crate) fn capture_options(config: &crate::config::RuntimeConfig) -> CaptureO
     CaptureOptions {
         excludes: config.snapshot.excludes.clone(),
         limits: config.snapshot.limits,
+        disk_budget: None,
     }
 }

@@ -122,7 +122,8 @@ impl Runtime {
                 dir: dir.clone(),
             },
         )
-        .await;
+        .await
+        .with_storage(shared.storage(tenant));
         // what the rewind would overwrite, checked and captured under the leases
         let guarded = match self.latest_checkpoint(&session).await {
             Ok(latest) => {

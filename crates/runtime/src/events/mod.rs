@@ -13,10 +13,11 @@ pub(crate) mod stream;
 
 pub(crate) use payload::cap_text;
 pub use payload::{
-    BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, ContextCompacted,
-    ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta, ModelMessage,
-    OUTPUT_CHUNK_CAP, OUTPUT_LIVE_CAP, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress,
-    RESULT_EVENT_CAP, ResumeBudget, RunFinished, RunStarted, RunStateChanged, SandboxReady,
-    SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus,
-    ToolCallEvent, ToolOutputChunk, ToolResultEvent, Transient, UserMessage, payload_json,
+    BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, CheckpointsPruned,
+    ContextCompacted, ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta,
+    ModelMessage, OUTPUT_CHUNK_CAP, OUTPUT_LIVE_CAP, OtherEvent, ParentMessage, PlanTask,
+    PlanUpdated, Progress, RESULT_EVENT_CAP, ResumeBudget, RunFinished, RunStarted,
+    RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
+    SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, Transient,
+    UserMessage, payload_json,
 };

@@ -424,6 +424,20 @@ pub struct CheckpointFailed {
     pub error: String,
 }
 
+/// `checkpoints.pruned`: the session had more checkpoints than the
+/// server keeps per session; these, the oldest that may go (never a run's
+/// start, a rewind's or the latest), were deleted, and the blobs no
+/// checkpoint of the tenant names any more were removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointsPruned {
+    pub checkpoints: Vec<CheckpointId>,
+    /// Checkpoints the session keeps.
+    pub kept: u64,
+    pub max_per_session: u32,
+    pub blobs_removed: u64,
+    pub bytes_freed: u64,
+}
+
 /// `user.message`: a steering message a user sent to the run in progress,
 /// put into its history just before this model turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -567,6 +581,8 @@ event_kinds! {
     CheckpointCreated(CheckpointCreated) = "checkpoint.created",
     /// A checkpoint could not be taken; the run went on without it.
     CheckpointFailed(CheckpointFailed) = "checkpoint.failed",
+    /// Old checkpoints past the per-session cap were deleted.
+    CheckpointsPruned(CheckpointsPruned) = "checkpoints.pruned",
     /// A user's steering message joined the history before the next turn.
     UserMessage(UserMessage) = "user.message",
     /// Transient: a piece of the model's answer as it streams.

@@ -458,7 +458,18 @@ impl Driver {
             .record_with_message(self.journal.lease(), &stored, capture)
             .await
         {
-            Ok(event) => self.pipe.emit(&event).await,
+            Ok(event) => {
+                self.pipe.emit(&event).await?;
+                // past the session's cap, the oldest go (said in an event)
+                match checkpoints.prune(self.journal.lease()).await {
+                    Ok(Some(pruned)) => self.pipe.emit(&pruned).await,
+                    Ok(None) => Ok(()),
+                    Err(err) => {
+                        tracing::warn!(error = %error_chain(&err), "pruning the session's checkpoints");
+                        Ok(())
+                    }
+                }
+            }
             Err(err) => {
                 self.pipe.emit(&failed(&err)).await?;
                 self.pipe.append_message(message).await

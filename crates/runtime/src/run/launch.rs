@@ -191,7 +191,11 @@ impl Runtime {
                     workspace: workspace.id.clone(),
                     dir: dir.clone(),
                 };
-                Some(Checkpointer::new(store, &shared.blobs, self.capture_options(), place).await)
+                Some(
+                    Checkpointer::new(store, &shared.blobs, self.capture_options(), place)
+                        .await
+                        .with_storage(shared.storage(tenant)),
+                )
             }
             _ => None,
         };

@@ -125,6 +125,8 @@ fn read<R: Read, K: Keep>(
         limits: *limits,
         // One file can hold all of `max_bytes`.
         max_file_bytes: limits.max_bytes,
+        // A listing writes nothing.
+        max_disk_bytes: u64::MAX,
     };
     walk(decoder, &read_limits, lister).map(drop)
 }

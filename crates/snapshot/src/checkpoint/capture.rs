@@ -36,6 +36,48 @@ pub struct CaptureOptions {
     /// The same patterns as a snapshot's ([`crate::PackOptions::excludes`]).
     pub excludes: Vec<String>,
     pub limits: Limits,
+    /// Disk the blobs this capture stores may take (None: no bound). Each
+    /// new blob is charged [`crate::disk::estimate`] of its size before it
+    /// is written; one that does not fit fails the capture with
+    /// [`Limit::Disk`], and what it stored before stays, unreferenced,
+    /// for the blob collection.
+    pub disk_budget: Option<std::sync::Arc<DiskBudget>>,
+}
+
+/// Disk a capture may still take; shared by the threads of one capture.
+#[derive(Debug)]
+pub struct DiskBudget {
+    total: u64,
+    left: std::sync::atomic::AtomicU64,
+}
+
+impl DiskBudget {
+    pub fn new(bytes: u64) -> Self {
+        Self {
+            total: bytes,
+            left: std::sync::atomic::AtomicU64::new(bytes),
+        }
+    }
+
+    /// Takes `bytes` from what is left, or nothing if they do not fit.
+    pub fn take(&self, bytes: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        self.left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(bytes)
+            })
+            .is_ok()
+    }
+
+    /// What was left to take.
+    pub fn left(&self) -> u64 {
+        self.left.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The whole budget.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
 }
 
 /// What a capture found and did.
@@ -176,6 +218,7 @@ impl Part<'_> {
             Walk::new(self.excludes, self.options.limits.max_files).within(self.from, self.until);
         let mut capturer = Capturer {
             max_bytes: self.options.limits.max_bytes,
+            disk_budget: self.options.disk_budget.as_deref(),
             previous: self.previous.map(Previous::new),
             blobs: self.blobs,
             entries: Vec::with_capacity(self.expected_entries()),
@@ -237,6 +280,7 @@ fn now_ns() -> i64 {
 
 struct Capturer<'a> {
     max_bytes: u64,
+    disk_budget: Option<&'a DiskBudget>,
     previous: Option<Previous<'a>>,
     blobs: Option<&'a dyn BlobStore>,
     /// What was found, in walk order.
@@ -309,7 +353,7 @@ impl Capturer<'_> {
         self.stats.hashed_files += 1;
         self.stats.hashed_bytes += size;
         if let Some(blobs) = self.blobs {
-            self.store(walk, blobs, &mut file, &hash, path)?;
+            self.store(walk, blobs, &mut file, (&hash, size), path)?;
         }
         // the stat of the bytes hashed: one read after the stat may have
         // seen a later write, which the next capture then sees as a change
@@ -322,7 +366,7 @@ impl Capturer<'_> {
         walk: &Walk,
         blobs: &dyn BlobStore,
         file: &mut File,
-        hash: &BlobKey,
+        (hash, size): (&BlobKey, u64),
         path: &FsPath,
     ) -> Result<(), SnapshotError> {
         let blob_err = |what: &str| {
@@ -331,6 +375,14 @@ impl Capturer<'_> {
         };
         if blobs.size(hash).map_err(blob_err("stat"))?.is_some() {
             return Ok(());
+        }
+        if let Some(budget) = self.disk_budget
+            && !budget.take(crate::disk::estimate(size))
+        {
+            return Err(SnapshotError::OverLimit {
+                limit: Limit::Disk(budget.total()),
+                path: path.display(),
+            });
         }
         let mut writer = blobs.writer().map_err(blob_err("write"))?;
         file.seek(SeekFrom::Start(0))

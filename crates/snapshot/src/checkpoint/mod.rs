@@ -20,7 +20,7 @@ mod manifest;
 mod previous;
 mod restore;
 
-pub use capture::{CaptureOptions, CaptureStats, capture};
+pub use capture::{CaptureOptions, CaptureStats, DiskBudget, capture};
 pub use diff::{ChangeKind, PathChange, diff, unified_text};
 pub use manifest::{Entry, MANIFEST_VERSION, Manifest, Node, StatKey};
 pub use restore::{RestoreStats, restore};

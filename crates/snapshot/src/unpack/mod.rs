@@ -126,6 +126,7 @@ impl From<&UnpackOptions> for ReadLimits {
         Self {
             limits: opts.limits,
             max_file_bytes: opts.max_file_bytes,
+            max_disk_bytes: opts.max_disk_bytes,
         }
     }
 }

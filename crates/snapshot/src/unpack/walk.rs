@@ -28,6 +28,8 @@ pub(crate) struct ReadLimits {
     pub(crate) limits: Limits,
     /// Largest single file.
     pub(crate) max_file_bytes: u64,
+    /// Most disk the members may cost ([`crate::disk::estimate`]).
+    pub(crate) max_disk_bytes: u64,
 }
 
 /// Why a visitor refused a member; the walk adds the entry's name.
@@ -83,6 +85,8 @@ pub(crate) fn walk<R: Read>(
     let mut pending = Pending::default();
     let mut last: Option<Vec<u8>> = None;
     let mut bytes = 0u64;
+    // What the members so far cost on disk, charged before each is written.
+    let mut disk = 0u64;
     // Where the end-of-archive marker must start.
     let mut end_of_members = 0u64;
     let budget = stream_budget(&limits.limits);
@@ -109,6 +113,13 @@ pub(crate) fn walk<R: Read>(
             Step::Extension => continue,
             Step::Member(member) => member,
         };
+        disk = disk.saturating_add(disk_cost(&member));
+        if disk > limits.max_disk_bytes {
+            return Err(SnapshotError::OverLimit {
+                limit: Limit::Disk(limits.max_disk_bytes),
+                path: lossy(&member.path),
+            });
+        }
         visit(visitor, &member, &mut entry).map_err(|error| match error {
             Failure::Snapshot(error) => error,
             Failure::Tree(TreeError::Source(e)) => state.error(e, Some(&member.path)),
@@ -171,6 +182,18 @@ fn check_size(limits: &ReadLimits, bytes: u64, member: &Member) -> Result<(), Sn
         return Err(over(Limit::Bytes(limits.limits.max_bytes)));
     }
     Ok(())
+}
+
+/// What a member will cost on disk once written: a file its content's
+/// blocks and an inode, a directory a block and an inode, a symlink or a
+/// hard link an inode (a link adds a name to a directory, charged as an
+/// inode too).
+fn disk_cost(member: &Member) -> u64 {
+    match member.kind {
+        Kind::File => crate::disk::estimate(member.size),
+        Kind::Dir => crate::disk::DIR_BYTES,
+        Kind::Symlink | Kind::Hardlink => crate::disk::INODE_BYTES,
+    }
 }
 
 /// How much tar stream a reading within the limits can need.

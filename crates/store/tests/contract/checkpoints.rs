@@ -174,3 +174,102 @@ pub async fn checkpoints_record_the_session_position_and_keep_their_blobs(
     );
     Ok(())
 }
+
+/// Pruning deletes tool-batch checkpoints only: never a run's start, one a
+/// rewind went to, or the session's latest; the blobs a pruned checkpoint
+/// stored first stay named (by the latest), and a stale lease prunes nothing.
+pub async fn pruning_keeps_starts_rewind_targets_and_the_latest(
+    factory: &dyn StoreFactory,
+) -> anyhow::Result<()> {
+    let store = factory.open(clock()).await?;
+    let s = store.as_ref();
+    let fx = fixture(s, "acme").await?;
+    let lease = lease_session(s, &fx.session, "node/a").await?;
+    let run = Run::new(fx.tenant.clone(), fx.session.id.clone(), "goal", s.now());
+    s.create_run(&lease, &run).await?;
+    let checkpoint = |reason, manifest: &str| Checkpoint {
+        id: CheckpointId::generate(),
+        tenant: fx.tenant.clone(),
+        session: fx.session.id.clone(),
+        run: run.id.clone(),
+        workspace: fx.workspace.id.clone(),
+        reason,
+        message_seq: 0,
+        event_seq: 0,
+        plan_version: 0,
+        manifest_hash: manifest.to_owned(),
+        file_count: 1,
+        bytes: 1,
+        new_blobs: 1,
+        new_bytes: 1,
+        created_at: s.now(),
+    };
+    let mut made = Vec::new();
+    for (reason, manifest, blobs) in [
+        (CheckpointReason::RunStart, "1", vec!["a".repeat(64)]),
+        (CheckpointReason::ToolBatch, "2", vec!["b".repeat(64)]),
+        (CheckpointReason::ToolBatch, "3", vec!["c".repeat(64)]),
+        (CheckpointReason::ToolBatch, "4", vec![]),
+        (CheckpointReason::ToolBatch, "5", vec![]),
+    ] {
+        let c = checkpoint(reason, &manifest.repeat(64));
+        made.push(s.create_checkpoint(&lease, &c, &blobs).await?);
+    }
+    // a rewind went to the second
+    s.record_rewind(
+        &lease,
+        &Rewind {
+            tenant: fx.tenant.clone(),
+            session: fx.session.id.clone(),
+            run: run.id.clone(),
+            checkpoint: made[1].id.clone(),
+            to_seq: 0,
+            to_event_seq: 0,
+            through_seq: 0,
+            through_event_seq: 0,
+            created_at: s.now(),
+        },
+    )
+    .await?;
+    let all: Vec<CheckpointId> = made.iter().map(|c| c.id.clone()).collect();
+    let other = fixture(s, "globex").await?;
+    assert_eq!(s.tenant_row_bytes(&other.tenant).await?, 0);
+    let rows_before = s.tenant_row_bytes(&fx.tenant).await?;
+    assert!(rows_before >= 5 * 256, "{rows_before}");
+
+    let pruned = s
+        .prune_checkpoints(&lease, &fx.tenant, &fx.session.id, &all)
+        .await?;
+    let pruned: Vec<CheckpointId> = pruned.into_iter().map(|c| c.id).collect();
+    assert_eq!(pruned, [all[2].clone(), all[3].clone()]);
+    let kept: Vec<CheckpointId> = s
+        .list_checkpoints(&fx.tenant, &fx.session.id)
+        .await?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(kept, [all[0].clone(), all[1].clone(), all[4].clone()]);
+    // the blob the pruned third stored first is still kept for the collection
+    assert!(s.snapshot_blob_referenced(&"c".repeat(64)).await?);
+    assert_eq!(
+        s.checkpoint_manifests(&fx.tenant).await?,
+        ["1", "2", "5"].map(|m| m.repeat(64))
+    );
+    assert!(s.checkpoint_manifests(&other.tenant).await?.is_empty());
+    assert!(s.tenant_row_bytes(&fx.tenant).await? < rows_before);
+
+    // another tenant's ids prune nothing; nor does a stale lease
+    assert!(
+        s.prune_checkpoints(&lease, &other.tenant, &fx.session.id, &all)
+            .await?
+            .is_empty()
+    );
+    s.release_lease(&lease).await?;
+    let _newer = lease_session(s, &fx.session, "node/b").await?;
+    assert_stale(
+        s.prune_checkpoints(&lease, &fx.tenant, &fx.session.id, &all)
+            .await,
+        &lease,
+    );
+    Ok(())
+}

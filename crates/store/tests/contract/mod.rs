@@ -176,6 +176,7 @@ macro_rules! contract_tests {
             memory::approval_keeps_or_widens_the_scope_as_a_person_says,
             upgrade::agent_memory_for_the_tenant_is_proposed_again_after_0010,
             checkpoints::checkpoints_record_the_session_position_and_keep_their_blobs,
+            checkpoints::pruning_keeps_starts_rewind_targets_and_the_latest,
             quarantine::corrupt_rows_are_quarantined_and_skipped,
             steering::steering_messages_are_taken_once_by_the_lease_holder,
             steering::closing_the_queue_takes_what_waits_and_refuses_later_posts,
