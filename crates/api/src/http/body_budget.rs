@@ -2,7 +2,9 @@
 //! length a request declares), over all requests and per tenant: a tenant's
 //! requests together hold at most its share, so one tenant cannot take the
 //! whole budget from the others. Requests without a valid token share one
-//! share between them.
+//! share between them. A body is charged up to the largest body a handler
+//! collects (`max_body_bytes`): past that it can only be a streamed upload
+//! (an archive import), whose pieces are passed on, not kept.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +28,8 @@ pub(super) enum Refused {
 pub(super) struct BodyBudget {
     total: usize,
     per_tenant: usize,
+    /// The most one body is charged.
+    per_body: usize,
     held: Mutex<Held>,
 }
 
@@ -36,11 +40,12 @@ struct Held {
 }
 
 impl BodyBudget {
-    pub fn new(total: usize, per_tenant: usize) -> Self {
+    pub fn new(total: usize, per_tenant: usize, per_body: usize) -> Self {
         let total = total.max(1);
         Self {
             total,
             per_tenant: per_tenant.clamp(1, total),
+            per_body: per_body.max(1),
             held: Mutex::default(),
         }
     }
@@ -107,8 +112,14 @@ impl Charge {
         }
     }
 
-    /// Charges `bytes` that just arrived.
+    /// Charges `bytes` that just arrived (as far as the body's charge is
+    /// below the most one body is charged).
     pub fn add(&self, bytes: usize) -> Result<(), Refused> {
+        let held = self.held.load(Ordering::Relaxed);
+        let bytes = bytes.min(self.budget.per_body.saturating_sub(held));
+        if bytes == 0 {
+            return Ok(());
+        }
         self.budget.charge(&self.payer, bytes)?;
         self.held.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
@@ -137,7 +148,7 @@ mod tests {
 
     #[test]
     fn bytes_are_charged_as_they_arrive_and_returned_on_drop() {
-        let budget = Arc::new(BodyBudget::new(100, 60));
+        let budget = Arc::new(BodyBudget::new(100, 60, 50));
         let acme = tenant("acme");
         let charge = Charge::new(budget.clone(), acme.clone());
         // A declared length costs nothing: only what arrived is held.
@@ -145,13 +156,18 @@ mod tests {
         charge.add(10).unwrap();
         charge.add(15).unwrap();
         assert_eq!(budget.held(&acme), (25, 25));
+        // Past the largest collected body (50) a streamed upload's pieces
+        // are passed on, not held: no more is charged.
+        charge.add(40).unwrap();
+        charge.add(40).unwrap();
+        assert_eq!(budget.held(&acme), (50, 50));
         drop(charge);
         assert_eq!(budget.held(&acme), (0, 0));
     }
 
     #[test]
     fn one_tenant_holds_at_most_its_share() {
-        let budget = Arc::new(BodyBudget::new(100, 40));
+        let budget = Arc::new(BodyBudget::new(100, 40, 50));
         let (abuse, victim) = (tenant("abuse"), tenant("victim"));
         let first = Charge::new(budget.clone(), abuse.clone());
         let second = Charge::new(budget.clone(), abuse.clone());
@@ -175,7 +191,7 @@ mod tests {
 
     #[test]
     fn the_share_is_never_above_the_total() {
-        let budget = Arc::new(BodyBudget::new(50, 500));
+        let budget = Arc::new(BodyBudget::new(50, 500, 500));
         let charge = Charge::new(budget.clone(), tenant("acme"));
         charge.add(50).unwrap();
         assert_eq!(charge.add(1), Err(Refused::Tenant { limit: 50 }));

@@ -96,8 +96,7 @@ impl Gate {
             return None;
         }
         let unproven_cap = self.limits.max_connections - self.limits.reserved;
-        if state.open.len() >= self.limits.max_connections || state.unproven.len() >= unproven_cap
-        {
+        if state.open.len() >= self.limits.max_connections || state.unproven.len() >= unproven_cap {
             let oldest = state.unproven.first().copied()?;
             if let Some(open) = state.remove(oldest) {
                 tracing::debug!(peer = %open.peer, %peer, "closing the oldest unproven connection to make room");
@@ -185,7 +184,12 @@ mod tests {
         IpAddr::from([127, 0, 0, last])
     }
 
-    fn gate(max_connections: usize, per_peer: usize, reserved: usize, per_tenant: usize) -> Arc<Gate> {
+    fn gate(
+        max_connections: usize,
+        per_peer: usize,
+        reserved: usize,
+        per_tenant: usize,
+    ) -> Arc<Gate> {
         Arc::new(Gate::new(GateLimits {
             max_connections,
             per_peer,
@@ -202,7 +206,10 @@ mod tests {
         assert!(gate.admit(ip(2)).is_none(), "third from one peer refused");
         assert!(gate.admit(ip(3)).is_some(), "another peer admitted");
         drop(first);
-        assert!(gate.admit(ip(2)).is_some(), "a closed connection frees its place");
+        assert!(
+            gate.admit(ip(2)).is_some(),
+            "a closed connection frees its place"
+        );
     }
 
     #[test]
@@ -235,8 +242,14 @@ mod tests {
         for round in 0..20u8 {
             attackers.push(gate.admit(ip(10 + round % 5)).unwrap());
         }
-        assert!(!proven.evicted.is_cancelled(), "the proven connection stays");
-        let open = attackers.iter().filter(|t| !t.evicted.is_cancelled()).count();
+        assert!(
+            !proven.evicted.is_cancelled(),
+            "the proven connection stays"
+        );
+        let open = attackers
+            .iter()
+            .filter(|t| !t.evicted.is_cancelled())
+            .count();
         assert_eq!(open, 3, "unproven connections hold max - reserved");
         // A newcomer still gets in, and keeps its place once proven.
         let victim = gate.admit(ip(8)).unwrap();

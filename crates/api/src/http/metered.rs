@@ -38,8 +38,15 @@ pub(super) struct BodyPace {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum BodyCut {
     Budget(Refused),
-    Stalled { received: u64, declared: Option<u64> },
-    TooSlow { received: u64, declared: Option<u64>, elapsed: Duration },
+    Stalled {
+        received: u64,
+        declared: Option<u64>,
+    },
+    TooSlow {
+        received: u64,
+        declared: Option<u64>,
+        elapsed: Duration,
+    },
 }
 
 /// Where a body records why it was cut, for the transport to answer.

@@ -122,9 +122,7 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
         service: services.sandboxes,
         agents: services.agents,
         tokens,
-        streams: Arc::new(StreamSlots::new(
-            options.connections.max_streams_per_tenant,
-        )),
+        streams: Arc::new(StreamSlots::new(options.connections.max_streams_per_tenant)),
     };
     routes()
         .router
@@ -292,6 +290,7 @@ pub async fn run(
         listener,
         app,
         options.connections.clone(),
+        options.max_body_bytes,
         tokens,
         shutdown.clone(),
     ));

@@ -99,7 +99,10 @@ mod tests {
         let slots = Arc::new(StreamSlots::new(2));
         let abuse = TenantId::parse("abuse").unwrap();
         let victim = TenantId::parse("victim").unwrap();
-        let first = holding(futures_util::stream::pending::<()>(), slots.take(&abuse).unwrap());
+        let first = holding(
+            futures_util::stream::pending::<()>(),
+            slots.take(&abuse).unwrap(),
+        );
         let second = slots.take(&abuse).unwrap();
         let refused = slots.take(&abuse).unwrap_err();
         assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
@@ -114,7 +117,10 @@ mod tests {
         // A stream's body dropped (its client went away) frees its place.
         drop(first);
         assert_eq!(slots.open(&abuse), 1);
-        let ended = holding(futures_util::stream::iter([1, 2]), slots.take(&abuse).unwrap());
+        let ended = holding(
+            futures_util::stream::iter([1, 2]),
+            slots.take(&abuse).unwrap(),
+        );
         assert_eq!(ended.collect::<Vec<_>>().await, [1, 2]);
         drop(second);
         assert_eq!(slots.open(&abuse), 0);

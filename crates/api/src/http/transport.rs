@@ -106,6 +106,7 @@ pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    max_body_bytes: usize,
     tokens: Arc<Tokens>,
     shutdown: CancellationToken,
 ) {
@@ -113,6 +114,7 @@ pub(super) async fn serve(
     let bodies = Arc::new(BodyBudget::new(
         limits.max_body_memory_bytes,
         limits.max_body_memory_per_tenant_bytes,
+        max_body_bytes,
     ));
     let mut connections = JoinSet::new();
     loop {
