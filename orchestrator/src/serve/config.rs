@@ -797,6 +797,16 @@ mod tests {
         assert_eq!(streams.sandbox_buffer_bytes, 1 << 20);
     }
 
+    /// The sample's `[http]` shows the defaults, and they hold together.
+    #[test]
+    fn the_sample_http_section_is_the_defaults() {
+        let sample = include_str!("../../../deploy/paddock.toml");
+        let config: ServeConfig = toml::from_str(sample).unwrap();
+        let http = config.connection_limits().unwrap();
+        let built_in = ConnectionLimits::default();
+        assert_eq!(format!("{http:?}"), format!("{built_in:?}"));
+    }
+
     #[test]
     fn mistakes_are_refused() {
         assert!(toml::from_str::<ServeConfig>("idle_timeout = 5").is_err());
