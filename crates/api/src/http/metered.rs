@@ -55,13 +55,13 @@ pub(super) type CutSlot = Arc<OnceLock<BodyCut>>;
 #[derive(Debug, thiserror::Error)]
 pub(super) enum BodyError {
     #[error("reading the request body")]
-    Read(#[source] hyper::Error),
+    Read(#[source] axum::BoxError),
     #[error("request body cut: {0:?}")]
     Cut(BodyCut),
 }
 
-pub(super) struct MeteredBody {
-    inner: Incoming,
+pub(super) struct MeteredBody<B = Incoming> {
+    inner: B,
     charge: Arc<Charge>,
     cut: CutSlot,
     pace: BodyPace,
@@ -71,8 +71,8 @@ pub(super) struct MeteredBody {
     timer: Pin<Box<Sleep>>,
 }
 
-impl MeteredBody {
-    pub fn new(inner: Incoming, charge: Arc<Charge>, cut: CutSlot, pace: BodyPace) -> Self {
+impl<B: Body> MeteredBody<B> {
+    pub fn new(inner: B, charge: Arc<Charge>, cut: CutSlot, pace: BodyPace) -> Self {
         let now = Instant::now();
         let mut body = Self {
             inner,
@@ -114,7 +114,11 @@ impl MeteredBody {
     }
 }
 
-impl Body for MeteredBody {
+impl<B> Body for MeteredBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
     type Data = Bytes;
     type Error = BodyError;
 
@@ -138,7 +142,7 @@ impl Body for MeteredBody {
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
-            Poll::Ready(Some(Err(err))) => Poll::Ready(Some(Err(BodyError::Read(err)))),
+            Poll::Ready(Some(Err(err))) => Poll::Ready(Some(Err(BodyError::Read(err.into())))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
                 if this.timer.as_mut().poll(cx).is_pending() {
@@ -243,5 +247,141 @@ impl BodyCut {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         super::headers::harden(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::BodyExt;
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::http::body_budget::BodyBudget;
+
+    /// A body fed piece by piece from the test.
+    struct Fed(mpsc::Receiver<Bytes>);
+
+    impl Body for Fed {
+        type Data = Bytes;
+        type Error = Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            self.0
+                .poll_recv(cx)
+                .map(|piece| piece.map(|b| Ok(Frame::data(b))))
+        }
+    }
+
+    const PACE: BodyPace = BodyPace {
+        stall: Duration::from_secs(2),
+        min_rate: 100,
+    };
+
+    fn metered(
+        total: usize,
+    ) -> (
+        mpsc::Sender<Bytes>,
+        MeteredBody<Fed>,
+        CutSlot,
+        Arc<BodyBudget>,
+    ) {
+        let (tx, rx) = mpsc::channel(8);
+        let budget = Arc::new(BodyBudget::new(total, total, usize::MAX));
+        let charge = Arc::new(Charge::new(budget.clone(), None));
+        let cut: CutSlot = Arc::default();
+        let body = MeteredBody::new(Fed(rx), charge, cut.clone(), PACE);
+        (tx, body, cut, budget)
+    }
+
+    /// A byte every second never stalls, yet the body is cut once the grace
+    /// (2 s) plus 1 s per 100 bytes is spent.
+    #[tokio::test(start_paused = true)]
+    async fn a_dripped_body_is_cut_after_its_grace() {
+        let (tx, mut body, cut, _) = metered(1000);
+        let started = Instant::now();
+        tokio::spawn(async move {
+            loop {
+                if tx.send(Bytes::from_static(b"x")).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        let mut received = 0;
+        let error = loop {
+            match body.frame().await {
+                Some(Ok(_)) => received += 1,
+                Some(Err(err)) => break err,
+                None => panic!("the body ended"),
+            }
+        };
+        let took = started.elapsed();
+        assert!(
+            matches!(error, BodyError::Cut(BodyCut::TooSlow { .. })),
+            "{error:?}"
+        );
+        assert_eq!(received, 3, "bytes at 0, 1 and 2 s");
+        // 2 s of grace + 3 bytes at 100 bytes/s: 2.03 s.
+        assert!(
+            took >= Duration::from_millis(2030) && took < Duration::from_millis(2100),
+            "{took:?}"
+        );
+        assert!(matches!(
+            cut.get(),
+            Some(BodyCut::TooSlow { received: 3, .. })
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_stops_is_cut_after_the_stall_limit() {
+        let (tx, mut body, cut, _) = metered(100_000);
+        // 1000 bytes earn 10 s past the grace; the stall limit comes first.
+        tx.send(Bytes::from(vec![b'x'; 1000])).await.unwrap();
+        assert!(body.frame().await.unwrap().is_ok());
+        let started = Instant::now();
+        let error = body.frame().await.unwrap().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                BodyError::Cut(BodyCut::Stalled { received: 1000, .. })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        let response = cut.get().unwrap().response(PACE);
+        assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(response.headers()[header::CONNECTION], "close");
+        drop(tx);
+    }
+
+    /// A body that keeps its pace arrives whole; its charge is held until
+    /// the charge drops.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_at_pace_arrives_and_one_past_the_budget_is_refused() {
+        let (tx, body, cut, budget) = metered(500);
+        tokio::spawn(async move {
+            for _ in 0..4 {
+                tx.send(Bytes::from(vec![b'x'; 100])).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(900)).await;
+            }
+        });
+        let bytes = body.collect().await.unwrap().to_bytes();
+        assert_eq!(bytes.len(), 400);
+        assert!(cut.get().is_none());
+
+        let (tx, mut body, cut, _) = metered(150);
+        tx.send(Bytes::from(vec![b'x'; 100])).await.unwrap();
+        tx.send(Bytes::from(vec![b'x'; 100])).await.unwrap();
+        assert!(body.frame().await.unwrap().is_ok());
+        assert!(body.frame().await.unwrap().is_err());
+        let response = cut.get().unwrap().response(PACE);
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+        drop(budget);
     }
 }
