@@ -40,12 +40,15 @@ struct Held {
 }
 
 impl BodyBudget {
+    /// A share below one largest body would refuse such a body always: it
+    /// is raised to that (the config refuses it at start).
     pub fn new(total: usize, per_tenant: usize, per_body: usize) -> Self {
         let total = total.max(1);
+        let per_body = per_body.max(1);
         Self {
             total,
-            per_tenant: per_tenant.clamp(1, total),
-            per_body: per_body.max(1),
+            per_tenant: per_tenant.max(per_body.min(total)).clamp(1, total),
+            per_body,
             held: Mutex::default(),
         }
     }
@@ -167,7 +170,7 @@ mod tests {
 
     #[test]
     fn one_tenant_holds_at_most_its_share() {
-        let budget = Arc::new(BodyBudget::new(100, 40, 50));
+        let budget = Arc::new(BodyBudget::new(100, 40, 40));
         let (abuse, victim) = (tenant("abuse"), tenant("victim"));
         let first = Charge::new(budget.clone(), abuse.clone());
         let second = Charge::new(budget.clone(), abuse.clone());
