@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use paddock_api::Tokens;
-use paddock_api::http::ConnectionLimits;
+use paddock_api::http::{ConnectionLimits, DEFAULT_MAX_BODY_BYTES};
 use paddock_api::service::{
     HostTotals, LimitsPolicy, OperatorSecret, Quota, Quotas, SecretCatalog, SecretGrant,
     ServiceConfig,
@@ -326,14 +326,29 @@ pub struct HttpSection {
     pub max_connections: Option<usize>,
     /// Open connections from one peer address (default 256).
     pub max_connections_per_peer: Option<usize>,
+    /// Places only connections that carried a valid token may hold
+    /// (default an eighth of `max_connections`).
+    pub reserved_connections: Option<usize>,
+    /// Connections one tenant's token keeps its place on (default a
+    /// sixteenth of `max_connections`, at least 1).
+    pub max_connections_per_tenant: Option<usize>,
     /// Seconds a client has to send a request's headers (default 10).
     pub header_timeout_secs: Option<u64>,
-    /// Seconds to wait for the next piece of a request body (default 30).
+    /// Seconds to wait for the next piece of a request body, and the grace
+    /// before the minimum rate counts (default 30).
     pub body_timeout_secs: Option<u64>,
+    /// Bytes a second a body must average after the grace (default 16384).
+    pub body_min_bytes_per_sec: Option<u64>,
     /// Seconds without a byte either way before a connection closes (default 120).
     pub idle_timeout_secs: Option<u64>,
     /// Request body bytes held at once over all requests (default 256 MiB).
     pub max_body_memory_bytes: Option<usize>,
+    /// The same for one tenant's requests (default a quarter of
+    /// `max_body_memory_bytes`, at least `max_body_bytes`).
+    pub max_body_memory_per_tenant_bytes: Option<usize>,
+    /// Event, process output and streamed exec streams open at once per
+    /// tenant (default 256).
+    pub max_streams_per_tenant: Option<usize>,
 }
 
 /// `[streams]`: defaults in [`StreamLimits::default`].
@@ -602,6 +617,18 @@ impl ServeConfig {
         if let Some(max) = http.max_connections_per_peer {
             limits.max_connections_per_peer = positive("http.max_connections_per_peer", max)?;
         }
+        let total = limits.max_connections;
+        limits.reserved_connections = http.reserved_connections.unwrap_or(total / 8);
+        if limits.reserved_connections >= total {
+            bail!(
+                "http.reserved_connections ({}) must be below http.max_connections ({total})",
+                limits.reserved_connections
+            );
+        }
+        limits.max_connections_per_tenant = match http.max_connections_per_tenant {
+            Some(max) => positive("http.max_connections_per_tenant", max)?,
+            None => (total / 16).max(1),
+        };
         if let Some(secs) = http.header_timeout_secs {
             limits.header_read_timeout = positive_secs("http.header_timeout_secs", secs)?;
         }
@@ -611,8 +638,36 @@ impl ServeConfig {
         if let Some(secs) = http.idle_timeout_secs {
             limits.idle_timeout = positive_secs("http.idle_timeout_secs", secs)?;
         }
+        if let Some(rate) = http.body_min_bytes_per_sec {
+            if rate == 0 {
+                bail!("http.body_min_bytes_per_sec must be above 0");
+            }
+            limits.body_min_bytes_per_sec = rate;
+        }
         if let Some(bytes) = http.max_body_memory_bytes {
             limits.max_body_memory_bytes = positive("http.max_body_memory_bytes", bytes)?;
+        }
+        let total = limits.max_body_memory_bytes;
+        let largest = self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        limits.max_body_memory_per_tenant_bytes = match http.max_body_memory_per_tenant_bytes {
+            Some(share) => positive("http.max_body_memory_per_tenant_bytes", share)?,
+            None => (total / 4).max(largest).min(total),
+        };
+        let share = limits.max_body_memory_per_tenant_bytes;
+        if share > total {
+            bail!(
+                "http.max_body_memory_per_tenant_bytes ({share}) is above \
+                 http.max_body_memory_bytes ({total})"
+            );
+        }
+        if share < largest.min(total) {
+            bail!(
+                "http.max_body_memory_per_tenant_bytes ({share}) is below max_body_bytes \
+                 ({largest}): a body of the largest size allowed could never be held"
+            );
+        }
+        if let Some(max) = http.max_streams_per_tenant {
+            limits.max_streams_per_tenant = positive("http.max_streams_per_tenant", max)?;
         }
         Ok(limits)
     }
@@ -763,6 +818,8 @@ mod tests {
             max_connections = 100
             max_connections_per_peer = 10
             header_timeout_secs = 3
+            reserved_connections = 20
+            max_streams_per_tenant = 8
 
             [streams]
             slow_reader = "drop"
@@ -842,6 +899,12 @@ mod tests {
         assert_eq!(http.max_connections, 100);
         assert_eq!(http.max_connections_per_peer, 10);
         assert_eq!(http.header_read_timeout, Duration::from_secs(3));
+        assert_eq!(http.reserved_connections, 20);
+        assert_eq!(http.max_streams_per_tenant, 8);
+        assert_eq!(http.max_connections_per_tenant, 6, "a sixteenth of 100");
+        // The body share defaults to a quarter of the budget, at least one
+        // body of max_body_bytes (1 MiB here).
+        assert_eq!(http.max_body_memory_per_tenant_bytes, 64 << 20);
         assert_eq!(
             http.idle_timeout,
             ConnectionLimits::default().idle_timeout,
@@ -850,6 +913,16 @@ mod tests {
         let streams = config.stream_limits().unwrap();
         assert_eq!(streams.slow_reader, SlowReader::Drop);
         assert_eq!(streams.sandbox_buffer_bytes, 1 << 20);
+    }
+
+    /// The sample's `[http]` shows the defaults, and they hold together.
+    #[test]
+    fn the_sample_http_section_is_the_defaults() {
+        let sample = include_str!("../../../deploy/paddock.toml");
+        let config: ServeConfig = toml::from_str(sample).unwrap();
+        let http = config.connection_limits().unwrap();
+        let built_in = ConnectionLimits::default();
+        assert_eq!(format!("{http:?}"), format!("{built_in:?}"));
     }
 
     #[test]
@@ -867,6 +940,31 @@ mod tests {
         assert!(toml::from_str::<ServeConfig>("[streams]\nslow_reader = \"later\"").is_err());
         let no_peers: ServeConfig = toml::from_str("[http]\nmax_connections_per_peer = 0").unwrap();
         assert!(no_peers.connection_limits().is_err());
+        for bad in [
+            "[http]\nmax_connections = 10\nreserved_connections = 10",
+            "[http]\nbody_min_bytes_per_sec = 0",
+            "[http]\nmax_streams_per_tenant = 0",
+            "[http]\nmax_body_memory_per_tenant_bytes = 1048576",
+            "[http]\nmax_body_memory_bytes = 1048576\nmax_body_memory_per_tenant_bytes = 2097152",
+        ] {
+            let config: ServeConfig = toml::from_str(bad).unwrap();
+            assert!(config.connection_limits().is_err(), "{bad}");
+        }
+        let defaults = ServeConfig::default().connection_limits().unwrap();
+        let built_in = ConnectionLimits::default();
+        assert_eq!(
+            (
+                defaults.reserved_connections,
+                defaults.max_connections_per_tenant,
+                defaults.max_body_memory_per_tenant_bytes
+            ),
+            (
+                built_in.reserved_connections,
+                built_in.max_connections_per_tenant,
+                built_in.max_body_memory_per_tenant_bytes
+            ),
+            "the derived defaults are the built-in ones"
+        );
         let zero: ServeConfig = toml::from_str("idle_timeout_secs = 0").unwrap();
         assert!(zero.service_config("n".into(), "/w".into()).is_err());
         assert!(

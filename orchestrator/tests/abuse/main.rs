@@ -4,6 +4,7 @@
 //! to `paddock`.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+mod bodies;
 #[path = "../common/mod.rs"]
 mod common;
 mod connections;

@@ -113,6 +113,18 @@ impl Tokens {
         }
         found
     }
+
+    /// The tenant of a request's `Authorization: Bearer` header, when it
+    /// carries a valid token (the handlers' [`Caller`], and the transport's
+    /// connection and body accounting, read it alike).
+    pub fn tenant_of(&self, headers: &axum::http::HeaderMap) -> Option<&TenantId> {
+        let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+        let (scheme, token) = value.split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        self.tenant_for(token.trim())
+    }
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -130,18 +142,9 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(ApiError::unauthorized)?;
-        let (scheme, token) = header.split_once(' ').ok_or_else(ApiError::unauthorized)?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(ApiError::unauthorized());
-        }
         state
             .tokens
-            .tenant_for(token.trim())
+            .tenant_of(&parts.headers)
             .map(|tenant| Caller(tenant.clone()))
             .ok_or_else(ApiError::unauthorized)
     }

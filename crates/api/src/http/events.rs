@@ -26,10 +26,12 @@ use paddock_runtime::EventStream;
 use paddock_runtime::events::{Event as TypedEvent, payload_json};
 use serde::Deserialize;
 
+use super::error::Body as ErrorBody;
 use super::extract::{ApiPath, ApiQuery};
 use super::openapi::SseEvent;
 use super::runs::run_id;
 use super::sessions::session_id;
+use super::streams::holding;
 use super::{ApiError, AppState, Caller};
 use crate::service::{AgentError, AgentService};
 
@@ -61,7 +63,8 @@ const PAGE: u32 = 500;
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "runs",
     summary = "A session's events as server-sent events, from a sequence number on, then live",
     params(("id" = SessionId, Path), EventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
-    responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream")))]
+    responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream"),
+        (status = 429, description = "the tenant has `http.max_streams_per_tenant` streams open (`too_many_streams`)", body = ErrorBody)))]
 pub(super) async fn stream(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -72,6 +75,7 @@ pub(super) async fn stream(
     let id = session_id(&id)?;
     let after = after_seq(&headers, query.after)?;
     let agents = state.agents()?;
+    let slot = state.streams.take(&tenant)?;
     let closing = agents.closing();
     let body = if query.until == Some(Until::CaughtUp) {
         agents.get_session(&tenant, &id).await?;
@@ -81,7 +85,7 @@ pub(super) async fn stream(
         let stop_after_finish = query.until == Some(Until::RunFinished);
         sse_events(events, stop_after_finish).boxed()
     };
-    let body = body.take_until(closing.cancelled_owned());
+    let body = holding(body.take_until(closing.cancelled_owned()), slot);
     Ok(Sse::new(body)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response())
@@ -128,7 +132,8 @@ pub(super) struct RunEventsQuery {
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
     summary = "One run's events as server-sent events, ending after its `run.finished`",
     params(("id" = RunId, Path), RunEventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
-    responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream")))]
+    responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream"),
+        (status = 429, description = "the tenant has `http.max_streams_per_tenant` streams open (`too_many_streams`)", body = ErrorBody)))]
 pub(super) async fn run_stream(
     State(state): State<AppState>,
     Caller(tenant): Caller,
@@ -139,9 +144,13 @@ pub(super) async fn run_stream(
     let id = run_id(&id)?;
     let after = after_seq(&headers, query.after)?;
     let agents = state.agents()?;
+    let slot = state.streams.take(&tenant)?;
     let closing = agents.closing();
     let events = agents.run_events(&tenant, &id, after).await?;
-    let body = sse_events(events, true).take_until(closing.cancelled_owned());
+    let body = holding(
+        sse_events(events, true).take_until(closing.cancelled_owned()),
+        slot,
+    );
     Ok(Sse::new(body)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response())

@@ -26,6 +26,7 @@ use serde_json::json;
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, sandbox_id};
 use super::openapi::SseEvent;
+use super::streams::holding;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::ExecCommand;
 use crate::service::{ExecResult, ExecStream, ExitView, SandboxService};
@@ -48,6 +49,7 @@ use crate::text::ChunkEncoder;
         (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`), or the guest refused: `already_exists`, `directory_not_empty`", body = ErrorBody),
         (status = 413, description = "the body is larger than the server accepts (`payload_too_large`), or the guest's answer would be (`too_large`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+        (status = 429, description = "the tenant has `http.max_streams_per_tenant` streams open (with `Accept: text/event-stream`) (`too_many_streams`)", body = ErrorBody),
     ))]
 pub(super) async fn exec(
     State(state): State<AppState>,
@@ -58,8 +60,9 @@ pub(super) async fn exec(
 ) -> Result<Response, ApiError> {
     let id = sandbox_id(&id)?;
     if wants_event_stream(&headers) {
+        let slot = state.streams.take(&tenant)?;
         let stream = state.service.exec_stream(&tenant, &id, command).await?;
-        let events = sse_events(state.service.clone(), stream);
+        let events = holding(sse_events(state.service.clone(), stream), slot);
         let keep_alive = KeepAlive::new().interval(Duration::from_secs(15));
         return Ok(Sse::new(events).keep_alive(keep_alive).into_response());
     }

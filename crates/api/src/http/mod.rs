@@ -6,6 +6,7 @@
 
 mod agent_error;
 mod auth;
+mod body_budget;
 mod checkpoints;
 mod doctor;
 mod egress;
@@ -14,15 +15,18 @@ mod events;
 mod exec;
 mod extract;
 mod files;
+mod gate;
 mod headers;
 mod memory;
 mod meta;
+mod metered;
 mod openapi;
 mod processes;
 mod runs;
 mod sandboxes;
 mod sessions;
 mod snapshots;
+mod streams;
 mod terminal;
 mod transport;
 mod workspace_archive;
@@ -40,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 pub use auth::{Caller, MIN_TOKEN_LEN, TokenError, Tokens};
 pub use error::ApiError;
 pub use openapi::{OPENAPI, document};
+pub use streams::StreamSlots;
 pub use transport::ConnectionLimits;
 
 use crate::service::{AgentService, SandboxService};
@@ -91,6 +96,8 @@ pub struct AppState {
     pub service: Arc<SandboxService>,
     pub agents: Option<Arc<AgentService>>,
     pub tokens: Arc<Tokens>,
+    /// Long-lived streams open per tenant (`http.max_streams_per_tenant`).
+    pub streams: Arc<StreamSlots>,
 }
 
 impl AppState {
@@ -107,11 +114,15 @@ impl AppState {
 }
 
 pub fn router(services: impl Into<Services>, tokens: Tokens, options: &HttpOptions) -> Router {
-    let services = services.into();
+    router_with(services.into(), Arc::new(tokens), options)
+}
+
+fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -> Router {
     let state = AppState {
         service: services.sandboxes,
         agents: services.agents,
-        tokens: Arc::new(tokens),
+        tokens,
+        streams: Arc::new(StreamSlots::new(options.connections.max_streams_per_tenant)),
     };
     routes()
         .router
@@ -273,12 +284,14 @@ pub async fn run(
     let agents = services.agents.clone();
     let expiry = service.spawn_expiry();
     let blob_sweeper = service.spawn_blob_sweeper();
-    let app = router(services, tokens, &options);
+    let tokens = Arc::new(tokens);
+    let app = router_with(services, tokens.clone(), &options);
     let mut server = tokio::spawn(transport::serve(
         listener,
         app,
         options.connections.clone(),
         options.max_body_bytes,
+        tokens,
         shutdown.clone(),
     ));
     let served = tokio::select! {

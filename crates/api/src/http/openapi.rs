@@ -233,6 +233,19 @@ fn add_common_answers(op: &mut Operation) {
             "the body is larger than the server accepts (`payload_too_large`)",
         );
         invalid.push("a value the server refuses (`invalid_request`)");
+        answer(
+            op,
+            "408",
+            "the body did not keep pace (`body_timeout`): a piece at least every \
+             `http.body_timeout_secs`, all of it within that plus 1 s per \
+             `http.body_min_bytes_per_sec` bytes; the connection closes",
+        );
+        answer(
+            op,
+            "429",
+            "this tenant's requests in progress hold its share of request body memory \
+             (`body_budget_exceeded`, with `Retry-After`)",
+        );
     }
     if !invalid.is_empty() {
         answer(op, "400", &invalid.join("; "));
@@ -251,8 +264,9 @@ fn add_common_answers(op: &mut Operation) {
         op,
         "503",
         "the database is unavailable (`database_unavailable`), the server is shutting down \
-         (`shutting_down`), a sandbox could not start (`sandbox_start_failed`), or (session and \
-         run routes) the server runs no agents (`agents_unavailable`)",
+         (`shutting_down`), a sandbox could not start (`sandbox_start_failed`), (session and run \
+         routes) the server runs no agents (`agents_unavailable`), or (routes with a body) the \
+         server holds as many request bodies as it may (`busy`, with `Retry-After`)",
     );
 }
 

@@ -24,6 +24,7 @@ use super::error::Body as ErrorBody;
 use super::events::last_event_id;
 use super::extract::{ApiJson, ApiPath, ApiQuery, sandbox_id};
 use super::openapi::SseEvent;
+use super::streams::holding;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::ResizeTerminal;
 use crate::service::{ExitView, ProcessFollow, SandboxService};
@@ -47,6 +48,7 @@ pub(super) struct StreamQuery {
         (status = 400, description = "unknown process or bad offset (`bad_request`)", body = ErrorBody),
         (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`)", body = ErrorBody),
         (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+        (status = 429, description = "the tenant has `http.max_streams_per_tenant` streams open (`too_many_streams`)", body = ErrorBody),
     ))]
 pub(super) async fn stream(
     State(state): State<AppState>,
@@ -57,11 +59,12 @@ pub(super) async fn stream(
 ) -> Result<Response, ApiError> {
     let id = sandbox_id(&id)?;
     let offset = last_event_id(&headers, query.offset, "an output offset")?;
+    let slot = state.streams.take(&tenant)?;
     let follow = state
         .service
         .follow_process(&tenant, &id, handle, offset)
         .await?;
-    let events = output_events(state.service.clone(), follow);
+    let events = holding(output_events(state.service.clone(), follow), slot);
     let keep_alive = KeepAlive::new().interval(Duration::from_secs(15));
     Ok(Sse::new(events).keep_alive(keep_alive).into_response())
 }

@@ -1,50 +1,67 @@
 //! Accepting connections and driving HTTP/1 on each, with the hygiene a
-//! public listener needs: a cap on open connections (globally and per peer
-//! address) where refusing is just closing the socket; header, body and idle
-//! timeouts; and a budget for request bodies held in memory at once.
+//! public listener needs: caps on open connections (globally and per peer
+//! address, with a share kept for requests with a valid token, `gate`) where
+//! refusing is just closing the socket; header and idle timeouts; request
+//! bodies charged to a budget as they arrive and held to a pace (`metered`).
 
-use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, Response, StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tower_http::timeout::TimeoutBody;
 use tower_service::Service;
 
-use super::ApiError;
+use super::Tokens;
+use super::body_budget::{BodyBudget, Charge};
+use super::gate::{Gate, GateLimits, Ticket};
+use super::metered::{BodyPace, MeteredBody};
 
-/// Bounds on the connections one server holds.
+/// Bounds on the connections one server holds (`[http]` of the config;
+/// docs/api.md has each key).
 #[derive(Debug, Clone)]
 pub struct ConnectionLimits {
-    /// Open connections at once; past it new ones are closed on accept.
+    /// Open connections at once; past it the oldest connection without a
+    /// proven token is closed, or the new one when there is none.
     pub max_connections: usize,
     /// Open connections from one peer address at once.
     pub max_connections_per_peer: usize,
+    /// Places of `max_connections` that only connections which carried a
+    /// valid token may hold (the gate closes the oldest other one instead).
+    pub reserved_connections: usize,
+    /// Connections one tenant's token keeps its place on; past it the
+    /// tenant's further connections are treated as without a token.
+    pub max_connections_per_tenant: usize,
     /// Time a client has to send a request's headers.
     pub header_read_timeout: Duration,
-    /// Longest wait for the next piece of a request body.
+    /// Longest wait for the next piece of a request body, and the grace
+    /// before `body_min_bytes_per_sec` counts.
     pub body_read_timeout: Duration,
+    /// After the grace a body must have averaged this many bytes a second
+    /// (its deadline: the grace plus 1 s per this many bytes received).
+    pub body_min_bytes_per_sec: u64,
     /// A connection on which no byte moved either way for this long is closed
     /// (an event stream's keep-alives count; a reader that stopped does not).
     pub idle_timeout: Duration,
-    /// Request body bytes held by the requests in progress, summed; a request
-    /// whose body does not fit gets 503 at once.
+    /// Request body bytes held by the requests in progress, summed, charged
+    /// as they arrive; a piece that does not fit gets 503 `busy`.
     pub max_body_memory_bytes: usize,
+    /// The same for one tenant's requests (and for all requests without a
+    /// valid token together); past it 429 `body_budget_exceeded`.
+    pub max_body_memory_per_tenant_bytes: usize,
+    /// Streams open at once per tenant (`streams`).
+    pub max_streams_per_tenant: usize,
 }
 
 impl Default for ConnectionLimits {
@@ -52,10 +69,33 @@ impl Default for ConnectionLimits {
         Self {
             max_connections: 4096,
             max_connections_per_peer: 256,
+            reserved_connections: 512,
+            max_connections_per_tenant: 256,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            body_min_bytes_per_sec: 16 << 10,
             idle_timeout: Duration::from_secs(120),
             max_body_memory_bytes: 256 << 20,
+            max_body_memory_per_tenant_bytes: 64 << 20,
+            max_streams_per_tenant: 256,
+        }
+    }
+}
+
+impl ConnectionLimits {
+    fn gate(&self) -> GateLimits {
+        GateLimits {
+            max_connections: self.max_connections,
+            per_peer: self.max_connections_per_peer,
+            reserved: self.reserved_connections,
+            per_tenant: self.max_connections_per_tenant,
+        }
+    }
+
+    fn pace(&self) -> BodyPace {
+        BodyPace {
+            stall: self.body_read_timeout,
+            min_rate: self.body_min_bytes_per_sec,
         }
     }
 }
@@ -67,11 +107,13 @@ pub(super) async fn serve(
     app: Router,
     limits: ConnectionLimits,
     max_body_bytes: usize,
+    tokens: Arc<Tokens>,
     shutdown: CancellationToken,
 ) {
-    let gate = Arc::new(Gate::new(&limits));
+    let gate = Arc::new(Gate::new(limits.gate()));
     let bodies = Arc::new(BodyBudget::new(
         limits.max_body_memory_bytes,
+        limits.max_body_memory_per_tenant_bytes,
         max_body_bytes,
     ));
     let mut connections = JoinSet::new();
@@ -99,25 +141,36 @@ pub(super) async fn serve(
         if let Err(err) = tcp.set_nodelay(true) {
             tracing::debug!(error = %err, "setting TCP_NODELAY");
         }
-        let app = app.clone();
+        let shared = Shared {
+            app: app.clone(),
+            tokens: tokens.clone(),
+            gate: gate.clone(),
+            bodies: bodies.clone(),
+        };
         let limits = limits.clone();
-        let bodies = bodies.clone();
         let shutdown = shutdown.clone();
         connections.spawn(async move {
-            serve_connection(tcp, peer, app, &limits, bodies, shutdown).await;
-            drop(ticket);
+            serve_connection(tcp, peer, shared, &limits, Arc::new(ticket), shutdown).await;
         });
     }
     drop(listener);
     while connections.join_next().await.is_some() {}
 }
 
+/// What every connection's requests share.
+struct Shared {
+    app: Router,
+    tokens: Arc<Tokens>,
+    gate: Arc<Gate>,
+    bodies: Arc<BodyBudget>,
+}
+
 async fn serve_connection(
     tcp: TcpStream,
     peer: SocketAddr,
-    app: Router,
+    shared: Shared,
     limits: &ConnectionLimits,
-    bodies: Arc<BodyBudget>,
+    ticket: Arc<Ticket>,
     shutdown: CancellationToken,
 ) {
     let activity = Arc::new(Activity::new());
@@ -125,19 +178,30 @@ async fn serve_connection(
         inner: tcp,
         activity: activity.clone(),
     });
-    let body_timeout = limits.body_read_timeout;
+    let pace = limits.pace();
     let activity_in_service = activity.clone();
+    let evicted = ticket.evicted.clone();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        let mut app = app.clone();
-        let bodies = bodies.clone();
+        let mut app = shared.app.clone();
         let busy_request = activity_in_service.begin();
+        // The headers are read: a valid token proves the connection, and
+        // names whose share of the body budget the body is charged to.
+        let payer = shared.tokens.tenant_of(request.headers()).cloned();
+        if let Some(tenant) = &payer {
+            shared.gate.prove(&ticket, tenant);
+        }
+        let charge = Arc::new(Charge::new(shared.bodies.clone(), payer));
+        let cut = Arc::new(OnceLock::new());
+        let request = request
+            .map(|body| Body::new(MeteredBody::new(body, charge.clone(), cut.clone(), pace)));
         async move {
-            let Some(permit) = bodies.reserve(&request) else {
-                return Ok::<_, std::convert::Infallible>(busy());
-            };
-            let request = request.map(|body| Body::new(TimeoutBody::new(body_timeout, body)));
             let response = app.call(request).await;
-            drop(permit);
+            let response = match cut.get() {
+                Some(cut) => Ok(cut.response(pace)),
+                None => response,
+            };
+            // The handler held the body's bytes until now.
+            drop(charge);
             drop(busy_request);
             response
         }
@@ -160,6 +224,10 @@ async fn serve_connection(
                 }
                 return;
             }
+            () = evicted.cancelled() => {
+                tracing::debug!(%peer, "connection closed to make room for another");
+                return;
+            }
             () = shutdown.cancelled(), if !draining => {
                 draining = true;
                 connection.as_mut().graceful_shutdown();
@@ -170,110 +238,6 @@ async fn serve_connection(
                     return;
                 }
             }
-        }
-    }
-}
-
-fn busy() -> Response<Body> {
-    let mut response = ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "busy",
-        "the server holds as many request bodies as it may; retry shortly",
-    )
-    .into_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-    super::headers::harden(response)
-}
-
-/// The connection caps: one ticket per open connection.
-#[derive(Debug)]
-struct Gate {
-    global: Arc<Semaphore>,
-    per_peer: usize,
-    peers: Arc<Mutex<HashMap<IpAddr, usize>>>,
-}
-
-#[derive(Debug)]
-struct Ticket {
-    _global: OwnedSemaphorePermit,
-    peer: IpAddr,
-    peers: Arc<Mutex<HashMap<IpAddr, usize>>>,
-}
-
-impl Gate {
-    fn new(limits: &ConnectionLimits) -> Self {
-        Self {
-            global: Arc::new(Semaphore::new(
-                limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
-            )),
-            per_peer: limits.max_connections_per_peer.max(1),
-            peers: Arc::default(),
-        }
-    }
-
-    fn admit(&self, peer: IpAddr) -> Option<Ticket> {
-        let global = self.global.clone().try_acquire_owned().ok()?;
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        let open = peers.entry(peer).or_insert(0);
-        if *open >= self.per_peer {
-            return None;
-        }
-        *open += 1;
-        Some(Ticket {
-            _global: global,
-            peer,
-            peers: self.peers.clone(),
-        })
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(open) = peers.get_mut(&self.peer) {
-            *open -= 1;
-            if *open == 0 {
-                peers.remove(&self.peer);
-            }
-        }
-    }
-}
-
-/// Request bodies held in memory at once, by their declared (or largest
-/// allowed) size.
-#[derive(Debug)]
-struct BodyBudget {
-    bytes: Arc<Semaphore>,
-    max_body: u32,
-}
-
-impl BodyBudget {
-    fn new(total: usize, max_body: usize) -> Self {
-        let total = total.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
-        Self {
-            bytes: Arc::new(Semaphore::new(total)),
-            max_body: u32::try_from(max_body.min(total)).unwrap_or(u32::MAX),
-        }
-    }
-
-    /// None when the body does not fit now; Some(None) for a request without one.
-    fn reserve(&self, request: &Request<Incoming>) -> Option<Option<OwnedSemaphorePermit>> {
-        let declared = request
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let chunked = request.headers().contains_key(header::TRANSFER_ENCODING);
-        let cost = match declared {
-            Some(0) | None if !chunked => return Some(None),
-            Some(len) => u32::try_from(len).unwrap_or(u32::MAX).min(self.max_body),
-            None => self.max_body,
-        };
-        match self.bytes.clone().try_acquire_many_owned(cost.max(1)) {
-            Ok(permit) => Some(Some(permit)),
-            Err(_) => None,
         }
     }
 }
@@ -383,31 +347,5 @@ impl AsyncWrite for Watched {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_gate_caps_each_peer_and_the_total() {
-        let gate = Gate::new(&ConnectionLimits {
-            max_connections: 3,
-            max_connections_per_peer: 2,
-            ..ConnectionLimits::default()
-        });
-        let a: IpAddr = "127.0.0.2".parse().unwrap();
-        let b: IpAddr = "127.0.0.3".parse().unwrap();
-        let first = gate.admit(a).unwrap();
-        let _second = gate.admit(a).unwrap();
-        assert!(gate.admit(a).is_none(), "third from one peer refused");
-        let _other = gate.admit(b).unwrap();
-        assert!(gate.admit(b).is_none(), "global cap reached");
-        drop(first);
-        assert!(
-            gate.admit(a).is_some(),
-            "a closed connection frees its place"
-        );
     }
 }
