@@ -32,6 +32,7 @@ mod snapshots;
 mod terminal;
 mod views;
 mod workspace_archive;
+mod write_probe;
 mod writer;
 
 use std::collections::HashMap;
@@ -73,7 +74,7 @@ pub use snapshots::{
 pub use terminal::ProcessFollow;
 pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
-    ProcessView, SandboxView, SearchView, StoredSpec, WorkspaceView,
+    ProcessView, SandboxView, SearchView, StoreWrites, StoredSpec, WorkspaceView,
 };
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
@@ -102,6 +103,8 @@ pub struct SandboxService {
     quotas: quota::QuotaLedger,
     /// Cancelled when the service shuts down: no new sandbox after that.
     shutdown: CancellationToken,
+    /// Health's check that the store takes writes.
+    write_probe: write_probe::WriteProbe,
 }
 
 impl SandboxService {
@@ -122,6 +125,7 @@ impl SandboxService {
             live: Mutex::new(HashMap::new()),
             creating: Mutex::new(0),
             shutdown,
+            write_probe: write_probe::WriteProbe::default(),
         })
     }
 
@@ -160,9 +164,12 @@ impl SandboxService {
     /// work).
     pub async fn health(&self, tenant: &TenantId) -> views::Health {
         let database = self.store.ping().await.is_ok();
-        if !database {
+        let database_writes = if database {
+            self.write_probe.check(&self.store).await
+        } else {
             tracing::warn!("health: the store does not answer");
-        }
+            StoreWrites::Failed
+        };
         let mut backends = Vec::new();
         for entry in self.backends.entries() {
             let checked = entry.backend.check().await;
@@ -179,6 +186,7 @@ impl SandboxService {
                 name: self.store.engine().to_owned(),
                 ok: database,
             },
+            database_writes,
             backend: ComponentHealth {
                 name: self.backends.default_entry().label(),
                 ok: backends.iter().all(|b| b.ok) && !self.shutdown.is_cancelled(),

@@ -9,6 +9,7 @@ pub(crate) mod bus;
 pub(crate) mod journal;
 mod payload;
 pub(crate) mod pipeline;
+pub(crate) mod store_wait;
 pub(crate) mod stream;
 
 pub(crate) use payload::cap_text;
@@ -17,6 +18,7 @@ pub use payload::{
     ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta, ModelMessage,
     OUTPUT_CHUNK_CAP, OUTPUT_LIVE_CAP, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress,
     RESULT_EVENT_CAP, ResumeBudget, RunFinished, RunStarted, RunStateChanged, SandboxReady,
-    SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, SubagentPhase, SubagentStatus,
-    ToolCallEvent, ToolOutputChunk, ToolResultEvent, Transient, UserMessage, payload_json,
+    SandboxStopped, SnapshotLimitHit, SnapshotLimitKind, StoreWaiting, SubagentPhase,
+    SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, Transient, UserMessage,
+    payload_json,
 };
