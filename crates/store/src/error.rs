@@ -8,6 +8,7 @@ use sqlx::error::ErrorKind;
 pub(crate) fn db(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |e| {
         if is_full(&e) {
+            crate::probe::saw_full();
             tracing::warn!(operation, error = %e, "the store has no space left to write");
             StoreError::Full {
                 operation,

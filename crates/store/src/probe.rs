@@ -10,9 +10,19 @@
 //! fails. The probe therefore also reads the free space of the file system
 //! holding the database file, and counts less than [`MIN_FREE_BYTES`] as
 //! full. Postgres' disk is the server's, not ours to look at: there the
-//! commit (which flushes its WAL) is the probe.
+//! commit (which flushes its WAL) is the probe, and that is not enough
+//! either: the upsert is a HOT update inside a page it already has, and
+//! its WAL record fits in a segment already allocated, so it commits on a
+//! full disk while any write needing a new block fails (measured: the
+//! loop-fs test's 64 KiB events failed `disk_full`, the probe passed). So
+//! the probe also fails while any write of this process failed for lack of
+//! space less than [`FULL_MEMORY`] ago: a run waiting for space retries at
+//! least every second, which keeps it fresh, and health turns ok within
+//! [`FULL_MEMORY`] of the last refused write.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use paddock_core::store::StoreError;
 
@@ -26,6 +36,25 @@ pub(crate) const PROBE_RESOURCE: &str = "store:write-probe";
 /// turn of a run writes a few pages of events and messages, and the WAL
 /// grows in pages of 4 KiB.
 pub(crate) const MIN_FREE_BYTES: u64 = 1 << 20;
+
+/// How long a write refused for lack of space counts against the probe.
+pub(crate) const FULL_MEMORY: Duration = Duration::from_secs(2);
+
+/// When (ms since the epoch) a write of this process last failed for lack
+/// of space; 0 for never. Process-wide: a server holds one store.
+static LAST_FULL_MS: AtomicU64 = AtomicU64::new(0);
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Notes a write refused for lack of space (see [`FULL_MEMORY`]).
+pub(crate) fn saw_full() {
+    LAST_FULL_MS.store(now_ms(), Ordering::Relaxed);
+}
 
 pub(crate) async fn probe_write(store: &SqlStore) -> Result<(), StoreError> {
     const OP: &str = "probe_write";
@@ -51,8 +80,16 @@ pub(crate) async fn probe_write(store: &SqlStore) -> Result<(), StoreError> {
     .bind(store.clock.now().as_millis())
     .execute(&store.pool)
     .await
-    .map(drop)
-    .map_err(db(OP))
+    .map_err(db(OP))?;
+    let last = LAST_FULL_MS.load(Ordering::Relaxed);
+    let ago = now_ms().saturating_sub(last);
+    if last != 0 && ago < FULL_MEMORY.as_millis() as u64 {
+        return Err(StoreError::Full {
+            operation: OP,
+            source: format!("a write failed for lack of space {ago} ms ago").into(),
+        });
+    }
+    Ok(())
 }
 
 /// Bytes an unprivileged writer may still use on the file system holding

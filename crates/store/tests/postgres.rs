@@ -375,7 +375,9 @@ impl ClusterOnLoop {
             });
         let Some(bin) = bin else {
             if std::env::var("PADDOCK_REQUIRE_LOOP").as_deref() == Ok("1") {
-                anyhow::bail!("PADDOCK_REQUIRE_LOOP=1 but no Postgres under /usr/lib/postgresql (scripts/postgres-test.sh installs it)");
+                anyhow::bail!(
+                    "PADDOCK_REQUIRE_LOOP=1 but no Postgres under /usr/lib/postgresql (scripts/postgres-test.sh installs it)"
+                );
             }
             eprintln!("SKIPPED: {what}: no Postgres under /usr/lib/postgresql");
             return Ok(None);
@@ -383,9 +385,13 @@ impl ClusterOnLoop {
         let Some(fs) = contract::loop_fs::LoopFs::mount_or_skip(what, 160)? else {
             return Ok(None);
         };
-        let side = tempfile::Builder::new().prefix("paddock-pg-loop").tempdir()?;
+        let side = tempfile::Builder::new()
+            .prefix("paddock-pg-loop")
+            .tempdir()?;
         for dir in [fs.path(), side.path()] {
-            run(std::process::Command::new("chown").arg("postgres:postgres").arg(dir))?;
+            run(std::process::Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(dir))?;
         }
         let data = fs.path().join("data");
         run(std::process::Command::new("runuser")
@@ -393,8 +399,19 @@ impl ClusterOnLoop {
             .arg(bin.join("initdb"))
             .arg("-D")
             .arg(&data)
-            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--wal-segsize=1"]))?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--wal-segsize=1",
+            ]))?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
         let options = format!(
             "-p {port} -k {} -c listen_addresses=127.0.0.1 -c shared_buffers=16MB \
              -c max_wal_size=8MB -c min_wal_size=2MB",
@@ -408,7 +425,12 @@ impl ClusterOnLoop {
             .arg("-l")
             .arg(side.path().join("server.log"))
             .args(["-w", "-t", "60", "-o", &options, "start"]))?;
-        Ok(Some(ClusterOnLoop { bin, fs, side, port }))
+        Ok(Some(ClusterOnLoop {
+            bin,
+            fs,
+            side,
+            port,
+        }))
     }
 
     fn url(&self) -> String {
@@ -437,7 +459,10 @@ impl Drop for ClusterOnLoop {
 fn run(command: &mut std::process::Command) -> anyhow::Result<()> {
     let out = command.output()?;
     if !out.status.success() {
-        anyhow::bail!("{command:?}: {}", String::from_utf8_lossy(&out.stderr).trim());
+        anyhow::bail!(
+            "{command:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(())
 }

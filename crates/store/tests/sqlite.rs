@@ -131,9 +131,12 @@ async fn a_full_disk_fails_writes_then_they_work_again() -> anyhow::Result<()> {
     };
     let url = format!("sqlite://{}/paddock.db?mode=rwc", fs.path().display());
     let store = Arc::new(SqlStore::open(&url).await?);
-    let result =
-        contract::full_disk::a_full_disk_fails_writes_then_they_work_again(store.clone(), &fs, false)
-            .await;
+    let result = contract::full_disk::a_full_disk_fails_writes_then_they_work_again(
+        store.clone(),
+        &fs,
+        false,
+    )
+    .await;
     store.close().await;
     result
 }
