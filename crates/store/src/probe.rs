@@ -104,5 +104,5 @@ fn free_bytes(file: &Path) -> Result<u64, StoreError> {
         operation: "probe_write",
         source: format!("statvfs {}: {e}", at.display()).into(),
     })?;
-    Ok(u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size())))
+    Ok(stat.blocks_available().saturating_mul(stat.fragment_size()))
 }
