@@ -129,3 +129,105 @@ impl StoreWait {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    fn full() -> StoreError {
+        StoreError::Full {
+            operation: "append_event",
+            source: "database or disk is full".into(),
+        }
+    }
+
+    /// A write that fails `Full` `fails` times, then lands.
+    fn flaky(
+        fails: usize,
+    ) -> (
+        Arc<AtomicUsize>,
+        impl Fn() -> std::future::Ready<Result<u32, StoreError>>,
+    ) {
+        let tries = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&tries);
+        (tries, move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(if n < fails { Err(full()) } else { Ok(7) })
+        })
+    }
+
+    #[tokio::test]
+    async fn a_write_waits_out_a_full_disk_and_lands_saying_so() {
+        let wait = StoreWait::new(CancellationToken::new(), Duration::from_secs(60));
+        let said = Mutex::new(Vec::new());
+        let (tries, attempt) = flaky(3);
+        let done = wait
+            .retry("append_event", |w| said.lock().unwrap().push(w), attempt)
+            .await;
+        assert_eq!(done.unwrap(), 7);
+        assert_eq!(tries.load(Ordering::SeqCst), 4);
+        let said = said.into_inner().unwrap();
+        assert_eq!(said.len(), 2);
+        assert!(said[0].waiting && said[0].error.as_deref().unwrap().contains("no space left"));
+        // 100 + 200 + 400 ms of pauses
+        assert!(
+            !said[1].waiting && said[1].waited_ms >= 700,
+            "{:?}",
+            said[1]
+        );
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_write_fails_full() {
+        let wait = StoreWait::new(CancellationToken::new(), Duration::from_millis(1500));
+        let (tries, attempt) = flaky(usize::MAX);
+        let started = Instant::now();
+        let done = wait.retry("append_event", |_| {}, attempt).await;
+        assert!(matches!(done, Err(StoreError::Full { .. })), "{done:?}");
+        assert!(started.elapsed() >= Duration::from_millis(1500));
+        // 100, 200, 400, 800 ms, then the last 0 ms of the bound
+        assert!(tries.load(Ordering::SeqCst) >= 5, "{tries:?}");
+    }
+
+    #[tokio::test]
+    async fn a_cancel_ends_the_wait_but_not_the_end_record() {
+        let cancel = CancellationToken::new();
+        let wait = StoreWait::new(cancel.clone(), Duration::from_secs(60));
+        cancel.cancel();
+        let (tries, attempt) = flaky(usize::MAX);
+        let done = wait.retry("append_event", |_| {}, attempt).await;
+        assert!(matches!(done, Err(StoreError::Full { .. })));
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+
+        // recording the end waits for space whatever the cancel
+        wait.ending();
+        let (tries, attempt) = flaky(2);
+        let done = wait.retry("update_run", |_| {}, attempt).await;
+        assert_eq!(done.unwrap(), 7);
+        assert_eq!(tries.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn other_errors_are_not_waited_for() {
+        let wait = StoreWait::new(CancellationToken::new(), Duration::from_secs(60));
+        let tries = AtomicUsize::new(0);
+        let done: Result<(), _> = wait
+            .retry(
+                "append_event",
+                |_| panic!("nothing to say"),
+                || {
+                    tries.fetch_add(1, Ordering::SeqCst);
+                    std::future::ready(Err(StoreError::Invalid {
+                        field: "x",
+                        reason: "y".into(),
+                    }))
+                },
+            )
+            .await;
+        assert!(matches!(done, Err(StoreError::Invalid { .. })));
+        assert_eq!(tries.load(Ordering::SeqCst), 1);
+    }
+}
