@@ -186,3 +186,80 @@ fn a_full_disk_mid_run_holds_the_run_and_the_same_server_recovers() -> Result<()
     drop(server);
     Ok(())
 }
+
+/// Cancelling a run that waits for space: the wait ends at once, and the
+/// run's end (failed, naming the full disk) is recorded as soon as space
+/// returns, on the same server; the cancel answers then, with the run as it
+/// ended, and the session takes a new run.
+#[test]
+fn a_run_waiting_for_space_is_cancelled_and_its_end_recorded_once_space_returns() -> Result<()> {
+    let Some(fs) = LoopFs::mount_or_skip("the full-disk cancel test", 128)? else {
+        return Ok(());
+    };
+    let rt = runtime();
+    let model = rt.block_on(ModelServer::start(vec![
+        Turn::call("run_command", json!({"command": "echo never"})).held(),
+        Turn::text("Done."),
+    ]))?;
+    let data = fs.path().join("data");
+    std::fs::create_dir(&data)?;
+    let server = Server::start(
+        &data,
+        &format!("model_base_urls = [{:?}]\n", model.base_url),
+    )?;
+    rt.block_on(async {
+        let workspace = post(&server, "/v1/workspaces", json!({"name": "disk"})).await?;
+        let session = post(&server, "/v1/sessions", json!({"workspace": workspace["id"]})).await?;
+        let session_id = session["id"].as_str().context("session id")?.to_owned();
+        let run = post(
+            &server,
+            &format!("/v1/sessions/{session_id}/runs"),
+            json!({"goal": "say hello", "model": {"spec": "openai:scripted", "base_url": model.base_url}}),
+        )
+        .await?;
+        let run_id = run["id"].as_str().context("run id")?.to_owned();
+        model.wait_requests(1, Duration::from_secs(60)).await?;
+        fs.fill()?;
+        model.release(0);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(run_state(&server, &run_id).await?["finished_at"].is_null());
+
+        let cancel = {
+            let path = format!("/v1/runs/{run_id}/cancel");
+            let started = Instant::now();
+            let request = server.request("POST", &path, "");
+            let freeing = async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                fs.free()
+            };
+            let (answer, freed) = tokio::join!(request, freeing);
+            freed?;
+            let (status, body) = answer?;
+            println!("cancel answered {status} after {:?}", started.elapsed());
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str::<Value>(&body)?
+        };
+        // the write the cancel cut short was dropped: the run ends failed,
+        // saying why (see runtime/src/events/store_wait.rs), and that end
+        // is what is stored
+        assert_eq!(cancel["state"], "failed", "{cancel}");
+        let error = cancel["error"].as_str().unwrap_or_default();
+        assert!(error.contains("no space left to write"), "{cancel}");
+        let stored = run_state(&server, &run_id).await?;
+        assert_eq!(stored["state"], "failed", "{stored}");
+        assert_eq!(stored["error"], cancel["error"], "{stored}");
+        assert!(!stored["finished_at"].is_null(), "{stored}");
+        // the session takes a new run: nothing stuck
+        let (status, body) = server
+            .request(
+                "POST",
+                &format!("/v1/sessions/{session_id}/runs"),
+                &json!({"goal": "again", "model": {"scripted": {"turns": [{"text": "ok"}]}}}).to_string(),
+            )
+            .await?;
+        assert_eq!(status, 202, "{body}");
+        Ok::<_, anyhow::Error>(())
+    })?;
+    drop(server);
+    Ok(())
+}

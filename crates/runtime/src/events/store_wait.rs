@@ -14,11 +14,16 @@
 //! The wait is bounded by `RuntimeConfig::store_full_wait` (60 s by
 //! default): past it the write fails and the run ends `failed`
 //! (`infrastructure_error`, the error naming the full disk). Cancelling the
-//! run ends the wait at once. The writes that record the run's end (its
-//! row, `run.review`, `run.finished`) wait for space too, within the same
-//! bound but whatever the cancel; if the disk is still full after that,
-//! the row keeps its last state, the session lease expires, and recovery
-//! marks the run `interrupted`, from where it is resumed once space is back.
+//! run ends the wait at once: the write is dropped, and since a run's
+//! writes are pipelined and the first failed one stops its writer, the run
+//! ends `failed` with the reason ("recording the run failed: ... no space
+//! left to write"), not `cancelled`. The writes that record the run's end
+//! (session memory, `sandbox.stopped`, its row, `run.review`,
+//! `run.finished`) wait for space too, within the same bound but whatever
+//! the cancel, so a cancel answers once space is back (or the bound
+//! passed); if the disk is still full after that, the row keeps its last
+//! state, the session lease expires, and recovery marks the run
+//! `interrupted`, from where it is resumed once space is back.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
