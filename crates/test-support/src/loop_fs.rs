@@ -115,8 +115,8 @@ impl LoopFs {
 impl Drop for LoopFs {
     fn drop(&mut self) {
         // lazily: a process that still holds a file there lets go later
+        // then `dir` (the image, the mount point) is removed
         let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
-        let _ = self.dir.path();
     }
 }
 

@@ -1,6 +1,7 @@
 //! A run's writer: every write a run makes goes through here, carrying the
 //! session lease (the store refuses it once the lease was taken over), and
 //! every event is appended to the store before it is published on the bus.
+//! A run's journal waits out a full disk at each write (`store_wait.rs`).
 
 use std::sync::Arc;
 
