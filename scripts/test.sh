@@ -57,6 +57,10 @@ echo "==> web console (scripts/console-setup.sh)"
 bash scripts/console-setup.sh
 export PADDOCK_REQUIRE_BROWSER=1
 
+# The full-disk tests (the store's on SQLite and Postgres, the abuse test)
+# mount a small ext4 image on a loop device: here they must not skip.
+export PADDOCK_REQUIRE_LOOP=1
+
 # A fresh CI machine may have little disk, and every test binary here is
 # statically linked: build without incremental caches (a one-off build gains
 # nothing from them) and without debug info (panics still name file and line),

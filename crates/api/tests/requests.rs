@@ -76,6 +76,7 @@ async fn every_route_needs_a_valid_token(db: Db) -> Result<()> {
     assert_eq!(health["status"], "ok");
     assert_eq!(health["backend"], json!({"name": "native", "status": "ok"}));
     assert_eq!(health["database"]["status"], "ok");
+    assert_eq!(health["database"]["writable"], true);
     assert_eq!(health["sandboxes"], 1);
     server.stop().await?;
     Ok(())

@@ -27,6 +27,10 @@ pub struct RuntimeConfig {
     pub network: paddock_proto::NetworkBounds,
     /// How long a session lease lasts without renewal; a run renews it every third of this.
     pub lease_ttl: Duration,
+    /// How long a run waits for space when a write finds the store's disk
+    /// full (`StoreError::Full`) before it fails; cancelling ends the wait
+    /// at once. See `events/store_wait.rs`.
+    pub store_full_wait: Duration,
     /// How end-of-run and fork snapshots are packed.
     pub snapshot: SnapshotSettings,
     pub subagents: SubagentSettings,
@@ -62,6 +66,7 @@ impl RuntimeConfig {
             sandbox: SandboxSpec::default(),
             network: paddock_proto::NetworkBounds::default(),
             lease_ttl: Duration::from_secs(30),
+            store_full_wait: Duration::from_secs(60),
             snapshot: SnapshotSettings::default(),
             subagents: SubagentSettings::default(),
             prices: Prices::default(),

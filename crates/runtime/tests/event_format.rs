@@ -25,7 +25,8 @@ use paddock_runtime::events::{
     ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta, ModelMessage,
     OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, ResumeBudget, RunFinished,
     RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
-    SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
+    StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent,
+    UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -176,6 +177,14 @@ const STORED: &[(&str, &str)] = &[
     (
         "tool.output",
         r#"{"call_id":"call_1","tool":"run_command","stream":"stdout","text":"ok 1 - héllo\n","truncated":false}"#,
+    ),
+    (
+        "store.waiting",
+        r#"{"operation":"append_event","waiting":true,"error":"no space left to write during append_event: database or disk is full","waited_ms":0}"#,
+    ),
+    (
+        "store.waiting",
+        r#"{"operation":"append_event","waiting":false,"waited_ms":2150}"#,
     ),
     (
         "run.started",
@@ -611,6 +620,22 @@ fn written() -> Vec<Event> {
             truncated: false,
         }
         .into(),
+        StoreWaiting {
+            operation: "append_event".into(),
+            waiting: true,
+            error: Some(
+                "no space left to write during append_event: database or disk is full".into(),
+            ),
+            waited_ms: 0,
+        }
+        .into(),
+        StoreWaiting {
+            operation: "append_event".into(),
+            waiting: false,
+            error: None,
+            waited_ms: 2150,
+        }
+        .into(),
         RunStarted {
             goal: "Spend little".into(),
             success_criteria: vec![],
@@ -807,7 +832,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 21);
+    assert_eq!(Event::KINDS.len(), 22);
 }
 
 #[test]
@@ -847,6 +872,7 @@ fn payload_types_name_their_stored_kinds() {
         UserMessage::KIND,
         ModelDelta::KIND,
         ToolOutputChunk::KIND,
+        StoreWaiting::KIND,
     ];
     assert_eq!(
         kinds,
@@ -872,6 +898,7 @@ fn payload_types_name_their_stored_kinds() {
             "user.message",
             "model.delta",
             "tool.output",
+            "store.waiting",
         ]
     );
 }

@@ -3,11 +3,18 @@
 use paddock_core::store::StoreError;
 use sqlx::error::ErrorKind;
 
-/// Maps a sqlx error of `operation`: unreachable database -> `Unavailable`,
-/// anything else -> `Database`.
+/// Maps a sqlx error of `operation`: no room to write -> `Full`,
+/// unreachable database -> `Unavailable`, anything else -> `Database`.
 pub(crate) fn db(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |e| {
-        if is_unavailable(&e) {
+        if is_full(&e) {
+            crate::probe::saw_full();
+            tracing::warn!(operation, error = %e, "the store has no space left to write");
+            StoreError::Full {
+                operation,
+                source: Box::new(e),
+            }
+        } else if is_unavailable(&e) {
             StoreError::Unavailable {
                 operation,
                 source: Box::new(e),
@@ -18,6 +25,31 @@ pub(crate) fn db(operation: &'static str) -> impl FnOnce(sqlx::Error) -> StoreEr
                 source: Box::new(e),
             }
         }
+    }
+}
+
+/// SQLite's primary result code for "database or disk is full".
+const SQLITE_FULL: i64 = 13;
+/// Postgres' `disk_full` (class 53, insufficient resources).
+const PG_DISK_FULL: &str = "53100";
+
+/// Whether `e` says the file system under the database is full: SQLite's
+/// `SQLITE_FULL` (its extended codes keep the primary one in the low byte),
+/// Postgres' `disk_full`, or an I/O error `ENOSPC`.
+pub(crate) fn is_full(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(io) => io.kind() == std::io::ErrorKind::StorageFull,
+        sqlx::Error::Database(d) => {
+            let code = d.code();
+            let code = code.as_deref();
+            if d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                code.and_then(|c| c.parse::<i64>().ok())
+                    .is_some_and(|extended| extended & 0xff == SQLITE_FULL)
+            } else {
+                code == Some(PG_DISK_FULL)
+            }
+        }
+        _ => false,
     }
 }
 

@@ -21,6 +21,7 @@ mod migrations;
 mod open;
 mod plans;
 mod port;
+mod probe;
 mod quarantine;
 mod records;
 mod rows;

@@ -1,5 +1,6 @@
 //! Opening a store: pool, per-connection settings, migrations.
 
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,9 @@ pub struct SqlStore {
     pub(crate) pool: AnyPool,
     pub(crate) engine: Engine,
     pub(crate) clock: Arc<dyn Clock>,
+    /// The SQLite database file (None for Postgres and in-memory SQLite):
+    /// where the write probe looks for free space.
+    pub(crate) sqlite_file: Option<PathBuf>,
 }
 
 impl SqlStore {
@@ -86,6 +90,9 @@ impl SqlStore {
             .test_before_acquire(false)
             .before_acquire(move |conn, meta| {
                 Box::pin(async move {
+                    if left_in_transaction(conn) {
+                        return Ok(false);
+                    }
                     if needs_ping(engine, meta.idle_for) {
                         conn.ping().await?;
                     }
@@ -109,6 +116,7 @@ impl SqlStore {
             pool,
             engine,
             clock: options.clock,
+            sqlite_file: sqlite_file(engine, url),
         })
     }
 
@@ -126,6 +134,47 @@ impl SqlStore {
             .await
             .map_err(crate::error::db(operation))
     }
+}
+
+/// Whether a connection came back to the pool still counted inside a
+/// transaction; the pool then closes it and hands out (or opens) another.
+///
+/// This is what broke the store on a full disk. A write that fails with
+/// `SQLITE_FULL` (or `SQLITE_IOERR`, `SQLITE_NOMEM`, `SQLITE_BUSY`) may make
+/// SQLite roll the transaction back on its own. sqlx does not see that: the
+/// dropped transaction queues its `ROLLBACK`, SQLite answers "no transaction
+/// is active", and sqlx's depth counter stays at 1 for good. Every later
+/// `begin_with` on that connection then failed with "begin_with at non-zero
+/// transaction depth", even after space was freed, until a restart. One
+/// check here covers every write path: the queued rollback ran before the
+/// connection went idle (the pool's release ping goes through the same
+/// worker after it), so the counter read here is final. On Postgres the
+/// counter is kept by sqlx itself and a failed commit leaves it right; the
+/// check costs an atomic load.
+fn left_in_transaction(conn: &mut sqlx::AnyConnection) -> bool {
+    let stuck = conn.is_in_transaction();
+    if stuck {
+        tracing::warn!(
+            "a pooled store connection was left inside a transaction (its rollback failed); \
+             closing it"
+        );
+    }
+    stuck
+}
+
+/// The file of a `sqlite:` URL (`sqlite://PATH?..` or `sqlite:PATH`), unless
+/// it is in memory.
+fn sqlite_file(engine: Engine, url: &str) -> Option<PathBuf> {
+    if engine != Engine::Sqlite {
+        return None;
+    }
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or(rest);
+    if path.is_empty() || path.contains(":memory:") || url.contains("mode=memory") {
+        return None;
+    }
+    Some(PathBuf::from(path))
 }
 
 /// A Postgres connection idle for longer than this is pinged before it is
@@ -189,6 +238,20 @@ mod tests {
         assert!(!needs_ping(Engine::Postgres, Duration::from_millis(10)));
         assert!(!needs_ping(Engine::Postgres, PING_AFTER_IDLE));
         assert!(needs_ping(Engine::Postgres, Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn the_sqlite_file_is_found_in_its_url() {
+        assert_eq!(
+            sqlite_file(Engine::Sqlite, "sqlite:///var/lib/p.db?mode=rwc"),
+            Some(PathBuf::from("/var/lib/p.db"))
+        );
+        assert_eq!(
+            sqlite_file(Engine::Sqlite, "sqlite:p.db"),
+            Some(PathBuf::from("p.db"))
+        );
+        assert_eq!(sqlite_file(Engine::Sqlite, "sqlite::memory:"), None);
+        assert_eq!(sqlite_file(Engine::Postgres, "postgres://h/db"), None);
     }
 
     #[test]

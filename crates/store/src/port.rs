@@ -42,6 +42,10 @@ impl Store for SqlStore {
             .map_err(db("ping"))
     }
 
+    async fn probe_write(&self) -> Result<(), StoreError> {
+        crate::probe::probe_write(self).await
+    }
+
     async fn close(&self) {
         self.pool.close().await;
     }

@@ -344,3 +344,156 @@ async fn parked_write(factory: &PgFactory) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A Postgres cluster of its own whose data directory is on a loop-mounted
+/// file system (initdb and pg_ctl as the `postgres` user, found as
+/// scripts/postgres-test.sh finds them), stopped on drop.
+struct ClusterOnLoop {
+    bin: std::path::PathBuf,
+    fs: contract::loop_fs::LoopFs,
+    /// The socket directory and the server log, off the loop file system.
+    side: tempfile::TempDir,
+    port: u16,
+}
+
+impl ClusterOnLoop {
+    /// None (after saying SKIPPED why) without loop devices or Postgres.
+    fn start() -> anyhow::Result<Option<ClusterOnLoop>> {
+        let what = "the Postgres full-disk test";
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|b| b.join("initdb").exists())
+            .max_by_key(|b| {
+                b.parent()
+                    .and_then(|v| v.file_name())
+                    .and_then(|v| v.to_str())
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(0)
+            });
+        let Some(bin) = bin else {
+            if std::env::var("PADDOCK_REQUIRE_LOOP").as_deref() == Ok("1") {
+                anyhow::bail!(
+                    "PADDOCK_REQUIRE_LOOP=1 but no Postgres under /usr/lib/postgresql (scripts/postgres-test.sh installs it)"
+                );
+            }
+            eprintln!("SKIPPED: {what}: no Postgres under /usr/lib/postgresql");
+            return Ok(None);
+        };
+        let Some(fs) = contract::loop_fs::LoopFs::mount_or_skip(what, 160)? else {
+            return Ok(None);
+        };
+        let side = tempfile::Builder::new()
+            .prefix("paddock-pg-loop")
+            .tempdir()?;
+        for dir in [fs.path(), side.path()] {
+            run(std::process::Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(dir))?;
+        }
+        let data = fs.path().join("data");
+        run(std::process::Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(bin.join("initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--wal-segsize=1",
+            ]))?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c shared_buffers=16MB \
+             -c max_wal_size=8MB -c min_wal_size=2MB",
+            side.path().display()
+        );
+        run(std::process::Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(&data)
+            .arg("-l")
+            .arg(side.path().join("server.log"))
+            .args(["-w", "-t", "60", "-o", &options, "start"]))?;
+        Ok(Some(ClusterOnLoop {
+            bin,
+            fs,
+            side,
+            port,
+        }))
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.side.path().join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl Drop for ClusterOnLoop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.fs.path().join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
+
+fn run(command: &mut std::process::Command) -> anyhow::Result<()> {
+    let out = command.output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{command:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The database of a cluster on a small loop-mounted file system that
+/// fills mid-use (root, loop devices and Postgres binaries; reported
+/// SKIPPED otherwise, a failure with `PADDOCK_REQUIRE_LOOP=1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_writes_then_they_work_again() -> anyhow::Result<()> {
+    let Some(cluster) = ClusterOnLoop::start()? else {
+        return Ok(());
+    };
+    let store = Arc::new(
+        SqlStore::open_with(
+            &cluster.url(),
+            StoreOptions {
+                max_connections: 4,
+                ..StoreOptions::default()
+            },
+        )
+        .await?,
+    );
+    let result = contract::full_disk::a_full_disk_fails_writes_then_they_work_again(
+        store.clone(),
+        &cluster.fs,
+        true,
+    )
+    .await;
+    store.close().await;
+    if result.is_err() {
+        eprintln!("server log:\n{}", cluster.log_tail());
+    }
+    result
+}

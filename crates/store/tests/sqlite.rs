@@ -119,3 +119,24 @@ async fn a_read_only_file_fails_writes_without_hanging() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The database on a small loop-mounted file system that fills mid-use
+/// (root and loop devices; reported SKIPPED otherwise, a failure with
+/// `PADDOCK_REQUIRE_LOOP=1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_writes_then_they_work_again() -> anyhow::Result<()> {
+    let Some(fs) = contract::loop_fs::LoopFs::mount_or_skip("the SQLite full-disk test", 32)?
+    else {
+        return Ok(());
+    };
+    let url = format!("sqlite://{}/paddock.db?mode=rwc", fs.path().display());
+    let store = Arc::new(SqlStore::open(&url).await?);
+    let result = contract::full_disk::a_full_disk_fails_writes_then_they_work_again(
+        store.clone(),
+        &fs,
+        false,
+    )
+    .await;
+    store.close().await;
+    result
+}

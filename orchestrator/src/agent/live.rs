@@ -114,6 +114,12 @@ impl Screen {
             }
             Event::ModelDelta(ModelDelta::ToolArguments { .. }) => {}
             Event::ToolOutput(chunk) => self.output(out, &chunk),
+            Event::StoreWaiting(_) => {
+                if let Some(line) = render::human_event(event) {
+                    self.end_line(out);
+                    let _ = writeln!(out, "{}", printable(&line));
+                }
+            }
             _ => {}
         }
     }

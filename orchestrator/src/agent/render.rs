@@ -152,6 +152,14 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             pruned.bytes_freed
         )),
         // shown live on a terminal only (agent::live)
+        Event::StoreWaiting(waiting) if waiting.waiting => Some(format!(
+            "[store] cannot write ({}): the run waits for space",
+            waiting.error.as_deref().unwrap_or("disk full")
+        )),
+        Event::StoreWaiting(waiting) => Some(format!(
+            "[store] writes again after {} ms: the run goes on",
+            waiting.waited_ms
+        )),
         Event::ModelDelta(_) | Event::ToolOutput(_) => None,
         Event::UserMessage(message) => Some(indent_rest(
             &format!("[you] {}", message.message.trim()),

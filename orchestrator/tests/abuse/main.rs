@@ -8,6 +8,7 @@ mod bodies;
 #[path = "../common/mod.rs"]
 mod common;
 mod connections;
+mod disk;
 mod runs;
 mod storage;
 mod support;

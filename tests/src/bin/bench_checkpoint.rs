@@ -92,6 +92,7 @@ fn main() -> Result<()> {
     let options = CaptureOptions {
         excludes: Vec::new(),
         limits: unlimited(),
+        disk_budget: None,
     };
     let pack_options = PackOptions {
         excludes: Vec::new(),

@@ -97,6 +97,17 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
             ..
         } => (StatusCode::BAD_REQUEST, "invalid_request"),
         RuntimeError::Store {
+            source: StoreError::Full { .. },
+            ..
+        } => {
+            tracing::error!(op, error = %error_chain(&err), "the store has no space left");
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_full",
+                "the server's storage is full; nothing was written, try again later",
+            );
+        }
+        RuntimeError::Store {
             source: StoreError::Unavailable { .. },
             ..
         } => {

@@ -182,6 +182,17 @@ impl From<ServiceError> for ApiError {
                 )
             }
             ServiceError::Store {
+                source: StoreError::Full { operation, .. },
+                ..
+            } => {
+                tracing::error!(operation, "the store has no space left to write");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "storage_full",
+                    "the server's storage is full; nothing was written, try again later",
+                )
+            }
+            ServiceError::Store {
                 source: StoreError::Unavailable { operation, .. },
                 ..
             } => {

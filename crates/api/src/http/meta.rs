@@ -11,7 +11,7 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::ApiError;
 use super::openapi::OPENAPI;
-use crate::service::{BackendHealth, ComponentHealth};
+use crate::service::{BackendHealth, ComponentHealth, StoreWrites};
 
 /// What `GET /v1/health` answers.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -19,7 +19,7 @@ pub(super) struct HealthView {
     status: Overall,
     /// Only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
-    database: Option<ComponentView>,
+    database: Option<DatabaseView>,
     /// Only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
     backend: Option<ComponentView>,
@@ -48,6 +48,45 @@ struct ComponentView {
     /// `sqlite`, `postgres`, `native`, ...
     name: String,
     status: ComponentStatus,
+}
+
+/// The store: whether it answers, and whether it takes a write.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+struct DatabaseView {
+    /// `sqlite` or `postgres`.
+    name: String,
+    /// `ok`; `unavailable` (it does not answer); `full` (it answers, but
+    /// its file system has no space left to write); `cannot_write` (it
+    /// answers, but a write failed or did not commit within 0.7 s).
+    status: DatabaseStatus,
+    /// Whether a write committed just now (a probe row, at most one probe
+    /// per 0.5 s whoever asks).
+    writable: bool,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+enum DatabaseStatus {
+    Ok,
+    Unavailable,
+    Full,
+    CannotWrite,
+}
+
+impl DatabaseView {
+    fn of(database: &ComponentHealth, writes: StoreWrites) -> Self {
+        let status = match (database.ok, writes) {
+            (false, _) => DatabaseStatus::Unavailable,
+            (true, StoreWrites::Ok) => DatabaseStatus::Ok,
+            (true, StoreWrites::Full) => DatabaseStatus::Full,
+            (true, StoreWrites::Failed) => DatabaseStatus::CannotWrite,
+        };
+        Self {
+            name: database.name.clone(),
+            status,
+            writable: database.ok && writes == StoreWrites::Ok,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -92,9 +131,9 @@ impl From<&ComponentHealth> for ComponentView {
 
 /// Without a valid token: 200 `{"status": "up"}`, nothing more (the server
 /// answers; what it runs on and how many sandboxes it holds are not for
-/// anonymous callers). With one: 200 when the database answers and the
-/// backend can make sandboxes, else 503, with which component is down, never
-/// why (the log does).
+/// anonymous callers). With one: 200 when the database answers and takes a
+/// write and the backend can make sandboxes, else 503, with which component
+/// is down (and a full disk said as such), never more of why (the log does).
 #[utoipa::path(get, path = "/v1/health", tag = "meta", security(()),
     summary = "Server status (no auth): `up` without a token, database and backend with a valid one",
     responses(
@@ -123,7 +162,7 @@ pub(super) async fn health(
     };
     let body = HealthView {
         status: overall,
-        database: Some((&health.database).into()),
+        database: Some(DatabaseView::of(&health.database, health.database_writes)),
         backend: Some((&health.backend).into()),
         backends: Some(health.backends.iter().map(BackendView::from).collect()),
         sandboxes: Some(health.sandboxes),

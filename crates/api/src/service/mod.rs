@@ -33,6 +33,7 @@ mod snapshots;
 mod terminal;
 mod views;
 mod workspace_archive;
+mod write_probe;
 mod writer;
 
 use std::collections::HashMap;
@@ -78,7 +79,7 @@ pub use snapshots::{
 pub use terminal::ProcessFollow;
 pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
-    ProcessView, SandboxView, SearchView, StoredSpec, WorkspaceView,
+    ProcessView, SandboxView, SearchView, StoreWrites, StoredSpec, WorkspaceView,
 };
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
@@ -112,6 +113,8 @@ pub struct SandboxService {
     disk: disk_quota::DiskLedger,
     /// Cancelled when the service shuts down: no new sandbox after that.
     shutdown: CancellationToken,
+    /// Health's check that the store takes writes.
+    write_probe: write_probe::WriteProbe,
 }
 
 impl SandboxService {
@@ -134,6 +137,7 @@ impl SandboxService {
             run_sandboxes: std::sync::atomic::AtomicUsize::new(0),
             disk: disk_quota::DiskLedger::default(),
             shutdown,
+            write_probe: write_probe::WriteProbe::default(),
         })
     }
 
@@ -172,9 +176,12 @@ impl SandboxService {
     /// work).
     pub async fn health(&self, tenant: &TenantId) -> views::Health {
         let database = self.store.ping().await.is_ok();
-        if !database {
+        let database_writes = if database {
+            self.write_probe.check(&self.store).await
+        } else {
             tracing::warn!("health: the store does not answer");
-        }
+            StoreWrites::Failed
+        };
         let mut backends = Vec::new();
         for entry in self.backends.entries() {
             let checked = entry.backend.check().await;
@@ -191,6 +198,7 @@ impl SandboxService {
                 name: self.store.engine().to_owned(),
                 ok: database,
             },
+            database_writes,
             backend: ComponentHealth {
                 name: self.backends.default_entry().label(),
                 ok: backends.iter().all(|b| b.ok) && !self.shutdown.is_cancelled(),

@@ -242,7 +242,10 @@ pub struct SearchView {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
+    /// `ok`: the database answers reads.
     pub database: ComponentHealth,
+    /// Whether it took a write just now (see `write_probe.rs`).
+    pub database_writes: StoreWrites,
     /// The default backend; ok when every enabled backend is.
     pub backend: ComponentHealth,
     /// Each backend (`name` or `name:image`) a sandbox request may pick.
@@ -253,8 +256,20 @@ pub struct Health {
 
 impl Health {
     pub fn is_ok(&self) -> bool {
-        self.database.ok && self.backend.ok
+        self.database.ok && self.database_writes == StoreWrites::Ok && self.backend.ok
     }
+}
+
+/// What the store's write probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreWrites {
+    /// A write committed.
+    Ok,
+    /// No space left on the database's file system.
+    Full,
+    /// The write failed otherwise, or did not commit in time.
+    Failed,
 }
 
 /// One enabled backend: whether it can make sandboxes. How full its warm

@@ -66,6 +66,16 @@ pub enum StoreError {
         #[source]
         source: BoxError,
     },
+    /// The database has no room to write: the file system holding it is
+    /// full (SQLite `SQLITE_FULL`, Postgres `53100 disk_full`, `ENOSPC`).
+    /// Nothing of the failed write was kept; the same write succeeds once
+    /// space is freed, without a restart.
+    #[error("no space left to write during {operation}")]
+    Full {
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
     #[error("database error during {operation}")]
     Database {
         operation: &'static str,

@@ -59,6 +59,11 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn now(&self) -> Timestamp;
     /// Checks that the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
+    /// Checks that the database takes a write now: commits a small write
+    /// (one probe row, overwritten each time) and, where the store knows
+    /// its file system (SQLite), that it has room left. [`StoreError::Full`]
+    /// when it has none.
+    async fn probe_write(&self) -> Result<(), StoreError>;
     /// Closes every connection; later calls fail with [`StoreError::Unavailable`].
     async fn close(&self);
 

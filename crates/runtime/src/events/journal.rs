@@ -1,6 +1,7 @@
 //! A run's writer: every write a run makes goes through here, carrying the
 //! session lease (the store refuses it once the lease was taken over), and
 //! every event is appended to the store before it is published on the bus.
+//! A run's journal waits out a full disk at each write (`store_wait.rs`).
 
 use std::sync::Arc;
 
@@ -14,7 +15,9 @@ use paddock_core::store::{
 
 use crate::error::RuntimeError;
 use crate::events::bus::EventBus;
-use crate::events::{EventPayload, Transient, UserMessage};
+use crate::events::store_wait::StoreWait;
+use crate::events::{EventPayload, StoreWaiting, Transient, UserMessage};
+use crate::util::error_chain;
 
 /// An event payload encoded for the store, under its type's kind.
 #[derive(Debug)]
@@ -47,6 +50,9 @@ pub(crate) struct Journal {
     /// Held from an event's append to its publication, so events reach the
     /// bus in sequence order even when parallel tool calls emit them.
     order: tokio::sync::Mutex<()>,
+    /// A run's journal waits out a full disk (see `store_wait.rs`); others
+    /// (a rewind, recovery) fail at once.
+    wait: Option<StoreWait>,
 }
 
 impl Journal {
@@ -59,7 +65,48 @@ impl Journal {
             run: run.id.clone(),
             lease,
             order: tokio::sync::Mutex::new(()),
+            wait: None,
         }
+    }
+
+    /// Makes every write wait for space when it finds the store's disk full,
+    /// up to `max`, unless `cancel` fires first.
+    pub(crate) fn waiting_for_space(
+        mut self,
+        cancel: tokio_util::sync::CancellationToken,
+        max: std::time::Duration,
+    ) -> Self {
+        self.wait = Some(StoreWait::new(cancel, max));
+        self
+    }
+
+    /// The writes from now on record the run's end: they wait for space
+    /// whatever the cancel (still within the bound).
+    pub(crate) fn ending(&self) {
+        if let Some(wait) = &self.wait {
+            wait.ending();
+        }
+    }
+
+    /// Runs one store write, waiting out a full disk when this journal
+    /// does; the error names `operation`.
+    async fn write<T, F, Fut>(&self, operation: &'static str, attempt: F) -> Result<T, RuntimeError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, paddock_core::store::StoreError>>,
+    {
+        let done = match &self.wait {
+            Some(wait) => {
+                let say = |waiting: StoreWaiting| {
+                    if let Err(err) = self.publish_transient(&waiting) {
+                        tracing::warn!(error = %error_chain(&err), "publishing store.waiting");
+                    }
+                };
+                wait.retry(operation, say, attempt).await
+            }
+            None => attempt().await,
+        };
+        done.map_err(RuntimeError::store(operation))
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn Store> {
@@ -86,10 +133,10 @@ impl Journal {
         let event = self.new_event(Encoded::of(payload)?);
         let _order = self.order.lock().await;
         let stored = self
-            .store
-            .append_event(&self.lease, &self.tenant, &event)
-            .await
-            .map_err(RuntimeError::store("append_event"))?;
+            .write("append_event", || {
+                self.store.append_event(&self.lease, &self.tenant, &event)
+            })
+            .await?;
         self.bus.publish(&stored);
         Ok(stored)
     }
@@ -126,10 +173,10 @@ impl Journal {
             .collect();
         let _order = self.order.lock().await;
         let stored = self
-            .store
-            .append_events(&self.lease, &self.tenant, &events)
-            .await
-            .map_err(RuntimeError::store("append_events"))?;
+            .write("append_events", || {
+                self.store.append_events(&self.lease, &self.tenant, &events)
+            })
+            .await?;
         for event in &stored {
             self.bus.publish(event);
         }
@@ -146,24 +193,21 @@ impl Journal {
     }
 
     pub(crate) async fn create_run(&self, run: &Run) -> Result<(), RuntimeError> {
-        self.store
-            .create_run(&self.lease, run)
+        self.write("create_run", || self.store.create_run(&self.lease, run))
             .await
-            .map_err(RuntimeError::store("create_run"))
     }
 
     pub(crate) async fn update_run(&self, update: &RunUpdate) -> Result<Run, RuntimeError> {
-        self.store
-            .update_run(&self.lease, &self.tenant, &self.run, update)
-            .await
-            .map_err(RuntimeError::store("update_run"))
+        self.write("update_run", || {
+            self.store
+                .update_run(&self.lease, &self.tenant, &self.run, update)
+        })
+        .await
     }
 
     pub(crate) async fn create_goal(&self, goal: &Goal) -> Result<(), RuntimeError> {
-        self.store
-            .create_goal(&self.lease, goal)
+        self.write("create_goal", || self.store.create_goal(&self.lease, goal))
             .await
-            .map_err(RuntimeError::store("create_goal"))
     }
 
     pub(crate) async fn set_goal_status(
@@ -171,10 +215,11 @@ impl Journal {
         goal: &GoalId,
         status: GoalStatus,
     ) -> Result<Goal, RuntimeError> {
-        self.store
-            .set_goal_status(&self.lease, &self.tenant, goal, status)
-            .await
-            .map_err(RuntimeError::store("set_goal_status"))
+        self.write("set_goal_status", || {
+            self.store
+                .set_goal_status(&self.lease, &self.tenant, goal, status)
+        })
+        .await
     }
 
     pub(crate) async fn append_message(
@@ -182,10 +227,10 @@ impl Journal {
         message: Message,
     ) -> Result<StoredMessage, RuntimeError> {
         let stored = self.stored_message(message);
-        self.store
-            .append_message(&self.lease, &stored)
-            .await
-            .map_err(RuntimeError::store("append_message"))
+        self.write("append_message", || {
+            self.store.append_message(&self.lease, &stored)
+        })
+        .await
     }
 
     /// `message` as this run appends it (the store assigns its `seq`).
@@ -231,16 +276,16 @@ impl Journal {
             .collect::<Result<Vec<_>, RuntimeError>>()?;
         let _order = self.order.lock().await;
         let delivered = self
-            .store
-            .deliver_steering_messages(
-                &self.lease,
-                &self.tenant,
-                &self.session,
-                &self.run,
-                &deliveries,
-            )
-            .await
-            .map_err(RuntimeError::store("deliver_steering_messages"))?;
+            .write("deliver_steering_messages", || {
+                self.store.deliver_steering_messages(
+                    &self.lease,
+                    &self.tenant,
+                    &self.session,
+                    &self.run,
+                    &deliveries,
+                )
+            })
+            .await?;
         Ok(delivered
             .into_iter()
             .map(|delivered| {
@@ -256,10 +301,11 @@ impl Journal {
         &self,
         how: SteeringClose,
     ) -> Result<SteeringClosed, RuntimeError> {
-        self.store
-            .close_steering(&self.lease, &self.tenant, &self.session, &self.run, how)
-            .await
-            .map_err(RuntimeError::store("close_steering"))
+        self.write("close_steering", || {
+            self.store
+                .close_steering(&self.lease, &self.tenant, &self.session, &self.run, how)
+        })
+        .await
     }
 
     /// Records a compaction of this run's session (stamped with this run).
@@ -267,10 +313,10 @@ impl Journal {
         &self,
         compaction: Compaction,
     ) -> Result<Compaction, RuntimeError> {
-        self.store
-            .record_compaction(&self.lease, &compaction)
-            .await
-            .map_err(RuntimeError::store("record_compaction"))
+        self.write("record_compaction", || {
+            self.store.record_compaction(&self.lease, &compaction)
+        })
+        .await
     }
 
     /// Replaces the session's memory.
@@ -285,10 +331,10 @@ impl Journal {
             memory,
             updated_at: self.store.now(),
         };
-        self.store
-            .put_session_memory(&self.lease, &stored)
-            .await
-            .map_err(RuntimeError::store("put_session_memory"))
+        self.write("put_session_memory", || {
+            self.store.put_session_memory(&self.lease, &stored)
+        })
+        .await
     }
 
     pub(crate) fn run_id(&self) -> &RunId {
@@ -296,20 +342,18 @@ impl Journal {
     }
 
     pub(crate) async fn save_plan(&self, plan: &Plan) -> Result<Plan, RuntimeError> {
-        self.store
-            .save_plan(&self.lease, plan)
+        self.write("save_plan", || self.store.save_plan(&self.lease, plan))
             .await
-            .map_err(RuntimeError::store("save_plan"))
     }
 
     pub(crate) async fn record_invocation(
         &self,
         invocation: &ToolInvocation,
     ) -> Result<(), RuntimeError> {
-        self.store
-            .record_tool_invocation(&self.lease, invocation)
-            .await
-            .map_err(RuntimeError::store("record_tool_invocation"))
+        self.write("record_tool_invocation", || {
+            self.store.record_tool_invocation(&self.lease, invocation)
+        })
+        .await
     }
 
     pub(crate) async fn finish_invocation(
@@ -317,11 +361,12 @@ impl Journal {
         id: &ToolInvocationId,
         outcome: &ToolOutcome,
     ) -> Result<(), RuntimeError> {
-        self.store
-            .finish_tool_invocation(&self.lease, &self.tenant, id, outcome)
-            .await
-            .map(drop)
-            .map_err(RuntimeError::store("finish_tool_invocation"))
+        self.write("finish_tool_invocation", || {
+            self.store
+                .finish_tool_invocation(&self.lease, &self.tenant, id, outcome)
+        })
+        .await
+        .map(drop)
     }
 
     /// Gives the session lease up; failures are only logged (it expires anyway).

@@ -9,6 +9,7 @@ pub(crate) mod bus;
 pub(crate) mod journal;
 mod payload;
 pub(crate) mod pipeline;
+pub(crate) mod store_wait;
 pub(crate) mod stream;
 
 pub(crate) use payload::cap_text;
@@ -18,6 +19,6 @@ pub use payload::{
     ModelMessage, OUTPUT_CHUNK_CAP, OUTPUT_LIVE_CAP, OtherEvent, ParentMessage, PlanTask,
     PlanUpdated, Progress, RESULT_EVENT_CAP, ResumeBudget, RunFinished, RunStarted,
     RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
-    SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent, Transient,
-    UserMessage, payload_json,
+    StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent,
+    Transient, UserMessage, payload_json,
 };

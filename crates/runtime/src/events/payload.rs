@@ -491,8 +491,25 @@ pub struct ToolOutputChunk {
     pub truncated: bool,
 }
 
+/// `store.waiting` (transient): a write of the run found the store's disk
+/// full and the run waits for space (`waiting: true`), or the write landed
+/// after the wait and the run goes on (`waiting: false`). Transient because
+/// nothing can be stored while the disk is full.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreWaiting {
+    /// The store operation waiting (`append_event`, `update_run`, ...).
+    pub operation: String,
+    pub waiting: bool,
+    /// Why, when the wait starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How long it waited, when it ends.
+    pub waited_ms: u64,
+}
+
 impl Transient for ModelDelta {}
 impl Transient for ToolOutputChunk {}
+impl Transient for StoreWaiting {}
 
 /// The kinds: each payload type's [`EventPayload`] impl and its variant of
 /// [`Event`], from one line per kind.
@@ -589,6 +606,8 @@ event_kinds! {
     ModelDelta(ModelDelta) = "model.delta",
     /// Transient: output of a running command.
     ToolOutput(ToolOutputChunk) = "tool.output",
+    /// Transient: the run waits for space on the store's disk, or goes on.
+    StoreWaiting(StoreWaiting) = "store.waiting",
 }
 
 impl Event {

@@ -258,6 +258,8 @@ impl Driver {
     /// write of the loop is done when this returns.
     pub(crate) async fn run(mut self) -> (Ending, RunUsage) {
         let ending = self.drive().await;
+        // what follows records the end: a cancel no longer cuts its waits for space
+        self.journal.ending();
         self.leave_memory(&ending).await;
         let usage = self.usage;
         let ending = match self.pipe.close().await {

@@ -118,6 +118,8 @@ pub(crate) async fn finish(
     usage: RunUsage,
     place: SnapshotPlace,
 ) -> Run {
+    // the end is recorded even when a cancel cut a wait for space short
+    journal.ending();
     let source = SnapshotSource {
         tenant: run.tenant.clone(),
         workspace: place.workspace,

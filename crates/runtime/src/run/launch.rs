@@ -166,12 +166,14 @@ impl Runtime {
                 }
             }
         };
-        let journal = Arc::new(Journal::new(
-            Arc::clone(store),
-            Arc::clone(&shared.bus),
-            &run,
-            lease,
-        ));
+        let cancel = options
+            .parent_cancel
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let journal = Arc::new(
+            Journal::new(Arc::clone(store), Arc::clone(&shared.bus), &run, lease)
+                .waiting_for_space(cancel.clone(), shared.config.store_full_wait),
+        );
         let release_early = |journal: Arc<Journal>| {
             let writer = writer.clone();
             async move {
@@ -291,10 +293,6 @@ impl Runtime {
             tracing::warn!(error = %error_chain(&err), "recording the run's start checkpoint");
         }
 
-        let cancel = options
-            .parent_cancel
-            .as_ref()
-            .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let (done_tx, done_rx) = watch::channel(None);
         shared.active().insert(
             run.id.clone(),

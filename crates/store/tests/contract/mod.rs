@@ -8,8 +8,11 @@ pub mod agent_rows;
 pub mod batches;
 pub mod cases;
 pub mod checkpoints;
+pub mod full_disk;
 pub mod history;
 pub mod leases;
+#[path = "../../../test-support/src/loop_fs.rs"]
+pub mod loop_fs;
 pub mod memory;
 pub mod proxy;
 pub mod quarantine;
