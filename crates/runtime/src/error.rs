@@ -35,6 +35,20 @@ pub enum RuntimeError {
         holder: String,
         until: Timestamp,
     },
+    /// A session or workspace is still in use: a fork reads the session's
+    /// history, one of its runs has not ended, or a live session works in
+    /// the workspace.
+    #[error("{entity} {id} cannot be deleted: {reason}")]
+    InUse {
+        entity: &'static str,
+        id: String,
+        reason: String,
+    },
+    /// Checkpoints of the tenant were being taken for longer than a
+    /// deletion waits to decide which files go, or a deletion held a
+    /// checkpoint up for longer than it waits.
+    #[error("checkpoint files of the tenant are busy; try again")]
+    CheckpointsBusy,
     #[error("session {session} is archived")]
     SessionArchived { session: SessionId },
     #[error("invalid request: {reason}")]

@@ -11,6 +11,7 @@
 mod checkpoints;
 mod config;
 mod context;
+mod deletion;
 mod error;
 pub mod events;
 mod memory;
@@ -30,6 +31,7 @@ pub use checkpoints::{CheckpointDiff, FileChange, Rewound};
 pub use config::{
     MemoryReview, OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SubagentSettings,
 };
+pub use deletion::SessionDeleted;
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
 pub use memory::NewMemory;

@@ -59,6 +59,15 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::SessionArchived { .. } => (StatusCode::CONFLICT, "session_archived"),
         RuntimeError::WorkspaceChanged { .. } => (StatusCode::CONFLICT, "workspace_changed"),
         RuntimeError::NoUndo { .. } => (StatusCode::CONFLICT, "no_undo"),
+        RuntimeError::InUse { entity, .. } => (
+            StatusCode::CONFLICT,
+            if *entity == "workspace" {
+                "workspace_in_use"
+            } else {
+                "session_in_use"
+            },
+        ),
+        RuntimeError::CheckpointsBusy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")
         }

@@ -9,6 +9,7 @@
 //! every backend shares with its sandbox (a bind mount for native, docker
 //! and gVisor; 9p for a microVM), while the run's tools are not running.
 
+pub(crate) mod collect_lock;
 mod ops;
 mod rewind;
 mod safety;
@@ -162,6 +163,9 @@ impl Checkpointer {
         reason: CheckpointReason,
     ) -> Result<Option<Capture>, RuntimeError> {
         let started = Instant::now();
+        let collect = collect_lock::capturing(&self.tenant)
+            .await
+            .ok_or(RuntimeError::CheckpointsBusy)?;
         let captured = capture_stored(
             &self.blobs,
             &self.dir,
@@ -208,6 +212,7 @@ impl Checkpointer {
             manifest,
             hashed_files: stats.hashed_files,
             started,
+            _collect: collect,
         }))
     }
 
@@ -247,6 +252,9 @@ pub(crate) struct Capture {
     manifest: Manifest,
     hashed_files: u64,
     started: Instant,
+    /// Keeps the tenant's blob collection out until the row is written
+    /// ([`collect_lock`]).
+    _collect: tokio::sync::OwnedRwLockReadGuard<()>,
 }
 
 /// Whether two manifests record the same tree (stat aside).
