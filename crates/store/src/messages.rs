@@ -160,7 +160,12 @@ pub(crate) async fn history(
     let mut chain: Vec<(SessionId, Option<SharedHistory>)> = Vec::new();
     let mut current = session.clone();
     loop {
-        let row = sessions::get(store, tenant, &current).await?;
+        let row = match sessions::get(store, tenant, &current).await {
+            Ok(row) => row,
+            // no such session of this tenant: no history, as for one without messages
+            Err(StoreError::NotFound { .. }) if chain.is_empty() => return Ok(Vec::new()),
+            Err(err) => return Err(err),
+        };
         let share = row.shared_history.zip(row.forked_from);
         chain.push((current, share.as_ref().map(|(h, _)| *h)));
         let Some((_, parent)) = share else { break };

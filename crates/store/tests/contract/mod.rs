@@ -8,6 +8,7 @@ pub mod agent_rows;
 pub mod batches;
 pub mod cases;
 pub mod checkpoints;
+pub mod forks;
 pub mod history;
 pub mod leases;
 pub mod memory;
@@ -183,6 +184,8 @@ macro_rules! contract_tests {
             steering::a_resumed_run_takes_over_the_waiting_messages_once,
             steering::a_steering_message_is_delivered_with_its_history_entry_once,
             steering::steering_ids_count_per_run,
+            forks::forks_share_their_parents_history_and_rewinds_stay_apart,
+            forks::deleting_a_session_removes_its_rows_and_frees_only_its_blobs,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
