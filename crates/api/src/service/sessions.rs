@@ -451,13 +451,26 @@ impl AgentService {
         id: &SessionId,
         force: bool,
     ) -> Result<SessionDeleted, AgentError> {
-        if force {
-            self.cancel_unfinished(tenant, id).await?;
+        if !force {
+            return self
+                .runtime
+                .delete_session(tenant, id)
+                .await
+                .map_err(AgentError::runtime("delete_session"));
         }
-        self.runtime
-            .delete_session(tenant, id)
-            .await
-            .map_err(AgentError::runtime("delete_session"))
+        self.cancel_unfinished(tenant, id).await?;
+        // a cancelled run lets go of its session just after it ends
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        loop {
+            match self.runtime.delete_session(tenant, id).await {
+                Err(RuntimeError::InUse { .. } | RuntimeError::SessionBusy { .. })
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                done => return done.map_err(AgentError::runtime("delete_session")),
+            }
+        }
     }
 
     /// Cancels the session's unfinished runs and waits until they end.
