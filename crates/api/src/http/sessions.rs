@@ -156,7 +156,7 @@ pub(super) struct SessionDeletedView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub(super) enum DeleteAnswer {
-    Archived(SessionView),
+    Archived(Box<SessionView>),
     Deleted(SessionDeletedView),
 }
 
@@ -197,9 +197,9 @@ pub(super) async fn archive(
                 "force is for purge=true (archiving never cancels a run)",
             ));
         }
-        return Ok(Json(DeleteAnswer::Archived(
+        return Ok(Json(DeleteAnswer::Archived(Box::new(
             agents.archive_session(&tenant, &id).await?,
-        )));
+        ))));
     }
     let deleted = agents.delete_session(&tenant, &id, query.force).await?;
     Ok(Json(DeleteAnswer::Deleted(SessionDeletedView {

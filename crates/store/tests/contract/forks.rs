@@ -266,7 +266,7 @@ pub async fn deleting_a_session_removes_its_rows_and_frees_only_its_blobs(
     s.create_checkpoint(
         &lease,
         &checkpoint(&parent, &run, &p_manifest, s),
-        &[p_file.clone()],
+        std::slice::from_ref(&p_file),
     )
     .await?;
 
@@ -288,7 +288,7 @@ pub async fn deleting_a_session_removes_its_rows_and_frees_only_its_blobs(
         .create_checkpoint(
             &lease,
             &checkpoint(&parent, &run, &"6".repeat(64), s),
-            &[shared.clone()],
+            std::slice::from_ref(&shared),
         )
         .await?;
 
@@ -320,8 +320,8 @@ pub async fn deleting_a_session_removes_its_rows_and_frees_only_its_blobs(
     );
 
     let plan = s.plan_session_delete(&fx.tenant, &child.id).await?;
-    assert_eq!(plan.sessions, [child.id.clone()]);
-    assert_eq!(plan.checkpoints, [child_checkpoint.id.clone()]);
+    assert_eq!(plan.sessions, std::slice::from_ref(&child.id));
+    assert_eq!(plan.checkpoints, std::slice::from_ref(&child_checkpoint.id));
     let mut owned = plan.owned_blobs.clone();
     owned.sort();
     assert_eq!(owned, [shared.clone(), c_file.clone()]);
