@@ -137,15 +137,29 @@ async fn rewind_to_first(server: &TestServer, session: &str) -> Result<()> {
     let (status, list) =
         send(server.a(Method::GET, &format!("/v1/sessions/{session}/checkpoints"))).await?;
     ensure!(status == StatusCode::OK, "{status} {list}");
-    let first = list["checkpoints"][0]["id"].clone();
-    let (status, rewound) = send(
-        server
-            .a(Method::POST, &format!("/v1/sessions/{session}/rewind"))
-            .json(&json!({"checkpoint": first, "force": true})),
-    )
-    .await?;
-    ensure!(status == StatusCode::OK, "{status} {rewound}");
-    Ok(())
+    rewind(server, session, list["checkpoints"][0]["id"].clone()).await
+}
+
+/// Rewinds to `checkpoint` (forced); a run that just ended may hold its
+/// session a moment longer (`session_busy`), so that is tried again.
+async fn rewind(server: &TestServer, session: &str, checkpoint: Value) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, rewound) = send(
+            server
+                .a(Method::POST, &format!("/v1/sessions/{session}/rewind"))
+                .json(&json!({"checkpoint": checkpoint, "force": true})),
+        )
+        .await?;
+        if status == StatusCode::OK {
+            return Ok(());
+        }
+        ensure!(
+            rewound["error"]["code"] == "session_busy" && tokio::time::Instant::now() < deadline,
+            "{status} {rewound}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn raw(server: &TestServer) -> Result<sqlx::AnyPool> {
@@ -404,13 +418,7 @@ async fn deleting_a_session_frees_what_only_it_used_and_a_workspace_goes_when_ar
         .and_then(|all| all.last())
         .context("a checkpoint")?["id"]
         .clone();
-    let (status, rewound) = send(
-        server
-            .a(Method::POST, &format!("/v1/sessions/{parent}/rewind"))
-            .json(&json!({"checkpoint": last, "force": true})),
-    )
-    .await?;
-    assert_eq!(status, StatusCode::OK, "{rewound}");
+    rewind(&server, &parent, last).await?;
     assert_eq!(
         std::fs::read_to_string(workspace_dir(&server, &ws).join("shared.txt"))?,
         shared_text
