@@ -23,16 +23,18 @@ CREATE INDEX sessions_forked_from ON sessions (tenant_id, forked_from);
 -- the tenant's checkpoints that names it when that one is deleted; NULL once
 -- no checkpoint row is known to name it but the row must stay: rows from
 -- before this migration (legacy = 1) may be what keeps another tenant's copy.
-ALTER TABLE checkpoint_blobs ADD COLUMN tenant_id TEXT;
-UPDATE checkpoint_blobs b SET tenant_id = c.tenant_id FROM checkpoints c
-    WHERE c.id = b.checkpoint_id;
-ALTER TABLE checkpoint_blobs ALTER COLUMN tenant_id SET NOT NULL;
-ALTER TABLE checkpoint_blobs ADD COLUMN legacy INTEGER NOT NULL DEFAULT 0
-    CHECK (legacy IN (0, 1));
-UPDATE checkpoint_blobs SET legacy = 1;
-ALTER TABLE checkpoint_blobs ALTER COLUMN checkpoint_id DROP NOT NULL;
-ALTER TABLE checkpoint_blobs DROP CONSTRAINT checkpoint_blobs_pkey;
-ALTER TABLE checkpoint_blobs ADD PRIMARY KEY (tenant_id, blob_hash);
+CREATE TABLE checkpoint_blobs_0014 (
+    tenant_id      TEXT NOT NULL,
+    blob_hash      TEXT NOT NULL,
+    checkpoint_id  TEXT REFERENCES checkpoints (id),
+    legacy         INTEGER NOT NULL DEFAULT 0 CHECK (legacy IN (0, 1)),
+    PRIMARY KEY (tenant_id, blob_hash)
+);
+INSERT INTO checkpoint_blobs_0014 (tenant_id, blob_hash, checkpoint_id, legacy)
+    SELECT c.tenant_id, b.blob_hash, b.checkpoint_id, 1
+    FROM checkpoint_blobs b JOIN checkpoints c ON c.id = b.checkpoint_id;
+DROP TABLE checkpoint_blobs;
+ALTER TABLE checkpoint_blobs_0014 RENAME TO checkpoint_blobs;
 -- The blob collection asks by hash alone (a row of any tenant keeps a blob).
 CREATE INDEX checkpoint_blobs_hash ON checkpoint_blobs (blob_hash);
 CREATE INDEX checkpoint_blobs_checkpoint ON checkpoint_blobs (checkpoint_id);
