@@ -245,6 +245,19 @@ pub async fn forks_share_their_parents_history_and_rewinds_stay_apart(
     // a fork of a fork reads through both
     let grandchild = fork(s, &fx, one, "grandchild").await?;
     assert_eq!(visible(s, &grandchild).await?, expected);
+
+    // a fork made before 0014 holds a copy: it reads that copy alone
+    let mut copied = Session::new(fx.tenant.clone(), fx.workspace.id.clone(), "copy", s.now());
+    copied.forked_from = Some(parent.id.clone());
+    s.create_session(&copied).await?;
+    assert_eq!(
+        s.get_session(&fx.tenant, &copied.id).await?.shared_history,
+        None
+    );
+    let copy_lease = lease_session(s, &copied, "node/a").await?;
+    s.append_message(&copy_lease, &say(&copied, &run, "copied".into(), s))
+        .await?;
+    assert_eq!(visible(s, &copied).await?.len(), 1);
     Ok(())
 }
 
