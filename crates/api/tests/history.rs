@@ -349,6 +349,18 @@ async fn deleting_a_session_frees_what_only_it_used_and_a_workspace_goes_when_ar
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["error"]["code"], "session_in_use", "{refused}");
     assert!(refused.to_string().contains(&child), "{refused}");
+    // force cancels runs; it does not wait for forks to go
+    let started = std::time::Instant::now();
+    expect_error(
+        server.a(
+            Method::DELETE,
+            &format!("/v1/sessions/{parent}?purge=true&force=true"),
+        ),
+        StatusCode::CONFLICT,
+        "session_in_use",
+    )
+    .await?;
+    assert!(started.elapsed() < Duration::from_secs(10));
 
     // a run in progress: refused, then cancelled and deleted with force
     let slow = start(

@@ -56,10 +56,9 @@ impl Runtime {
             .find(|(_, active)| active.session == *id)
             .map(|(run, _)| run.clone());
         if let Some(run) = running_here {
-            return Err(RuntimeError::InUse {
-                entity: "session",
-                id: id.to_string(),
-                reason: format!("run {run} is in progress: cancel it first"),
+            return Err(RuntimeError::RunInProgress {
+                session: id.clone(),
+                run,
             });
         }
         let lease = store

@@ -44,6 +44,10 @@ pub enum RuntimeError {
         id: String,
         reason: String,
     },
+    /// A run of the session is in progress on this node: it cannot be
+    /// deleted until the run ends.
+    #[error("session {session} cannot be deleted: run {run} is in progress; cancel it first")]
+    RunInProgress { session: SessionId, run: RunId },
     /// Checkpoints of the tenant were being taken for longer than a
     /// deletion waits to decide which files go, or a deletion held a
     /// checkpoint up for longer than it waits.

@@ -67,6 +67,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
                 "session_in_use"
             },
         ),
+        RuntimeError::RunInProgress { .. } => (StatusCode::CONFLICT, "session_in_use"),
         RuntimeError::CheckpointsBusy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")

@@ -463,7 +463,7 @@ impl AgentService {
         let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
         loop {
             match self.runtime.delete_session(tenant, id).await {
-                Err(RuntimeError::InUse { .. } | RuntimeError::SessionBusy { .. })
+                Err(RuntimeError::RunInProgress { .. } | RuntimeError::SessionBusy { .. })
                     if tokio::time::Instant::now() < deadline =>
                 {
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
