@@ -147,7 +147,7 @@ pub enum Command {
     /// One run: show, cancel, list its subagent runs, print its events
     /// (local data dir, or the server of --server).
     Runs(RunsCli),
-    /// Agent sessions: list, show, rename, archive, fork, read events
+    /// Agent sessions: list, show, rename, archive, delete, fork, read events
     /// (local data dir, or the server of --server).
     Session(SessionCli),
     /// Project memory kept across sessions: list, search, add, show,
@@ -625,8 +625,23 @@ pub enum SessionCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Fork a session: a copy of its history and of its workspace, as it is
-    /// now or as one of its runs left it; prints the new session's id.
+    /// Delete a session for good: its runs, events, history, checkpoints and
+    /// the checkpoint files no other session uses (its workspace stays).
+    /// Refused while a session was forked from it or a run of it has not ended.
+    Delete {
+        /// The session (ses_...).
+        id: String,
+        /// With --server: cancel its unfinished runs first.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        data: DataDirArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fork a session: its workspace as it is now or as one of its runs
+    /// left it, sharing its history; prints the new session's id.
     Fork {
         /// The session to fork (ses_...).
         id: String,

@@ -478,7 +478,7 @@ fn json_output_is_one_object_per_line_and_a_result() -> Result<()> {
 }
 
 #[test]
-fn sessions_show_runs_continue_fork_and_archive() -> Result<()> {
+fn sessions_show_runs_continue_fork_archive_and_delete() -> Result<()> {
     let fx = Fixture::new()?;
     let ws = fx.workspace.to_string_lossy().into_owned();
     let out = fx.run_goal(&["--json"])?;
@@ -574,6 +574,19 @@ fn sessions_show_runs_continue_fork_and_archive() -> Result<()> {
         "{}",
         text(&out.stderr)
     );
+
+    // Delete: refused while the fork reads the session's history, naming
+    // the fork; the fork goes, then the session.
+    let out = fx.paddock(&["session", "delete", &session]).output()?;
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains(fork_id), "{}", text(&out.stderr));
+    let deleted = fx.json(&["session", "delete", fork_id, "--json"])?;
+    assert_eq!(deleted["sessions"][0], fork_id);
+    let deleted = fx.json(&["session", "delete", &session, "--json"])?;
+    assert_eq!(deleted["sessions"][0], session.as_str());
+    assert!(deleted["checkpoints"].as_u64() > Some(0), "{deleted}");
+    let all = fx.json(&["session", "ls", "--json"])?;
+    assert_eq!(all["sessions"], Value::Array(vec![]));
     Ok(())
 }
 

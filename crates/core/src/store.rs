@@ -71,7 +71,8 @@ pub use memory::{
 pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
 pub use quarantine::QuarantinedRow;
 pub use records::{
-    SandboxRecord, SandboxState, Session, SessionStatus, SnapshotRecord, Tenant, Workspace,
+    SandboxRecord, SandboxState, Session, SessionDeletion, SessionStatus, SharedHistory,
+    SnapshotRecord, Tenant, Workspace,
 };
 pub use run::{
     NewEvent, Run, RunEvent, RunState, RunUpdate, ToolInvocation, ToolOutcome, ToolStatus,

@@ -35,6 +35,24 @@ pub enum RuntimeError {
         holder: String,
         until: Timestamp,
     },
+    /// A session or workspace is still in use: a fork reads the session's
+    /// history, one of its runs has not ended, or a live session works in
+    /// the workspace.
+    #[error("{entity} {id} cannot be deleted: {reason}")]
+    InUse {
+        entity: &'static str,
+        id: String,
+        reason: String,
+    },
+    /// A run of the session is in progress on this node: it cannot be
+    /// deleted until the run ends.
+    #[error("session {session} cannot be deleted: run {run} is in progress; cancel it first")]
+    RunInProgress { session: SessionId, run: RunId },
+    /// Checkpoints of the tenant were being taken for longer than a
+    /// deletion waits to decide which files go, or a deletion held a
+    /// checkpoint up for longer than it waits.
+    #[error("checkpoint files of the tenant are busy; try again")]
+    CheckpointsBusy,
     #[error("session {session} is archived")]
     SessionArchived { session: SessionId },
     #[error("invalid request: {reason}")]

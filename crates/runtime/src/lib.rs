@@ -11,6 +11,7 @@
 mod checkpoints;
 mod config;
 mod context;
+mod deletion;
 mod error;
 pub mod events;
 mod memory;
@@ -32,6 +33,7 @@ pub use config::{
     OwnerProbe, RuntimeConfig, RuntimeDeps, SnapshotSettings, SteeringSettings, StorageSettings,
     SubagentSettings,
 };
+pub use deletion::SessionDeleted;
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
 pub use memory::NewMemory;

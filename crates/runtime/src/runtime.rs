@@ -72,19 +72,13 @@ pub(crate) struct Shared {
     /// The tenant disk quota, once the API installed it
     /// ([`Runtime::set_disk_guard`]).
     pub(crate) disk_guard: std::sync::OnceLock<Arc<dyn crate::config::DiskGuard>>,
-    /// Per tenant: checkpoint captures hold it shared from storing their
-    /// blobs until their row is written, the collection of the tenant's
-    /// blobs exclusive (checkpoints/retention.rs).
-    pub(crate) blob_locks: crate::checkpoints::BlobLocks,
 }
 
 impl Shared {
-    /// What bounds the checkpoints of `tenant`: the quota, the per-session
-    /// cap and the tenant's blob lock.
-    pub(crate) fn storage(&self, tenant: &TenantId) -> crate::checkpoints::Storage {
+    /// What bounds checkpoints: the tenant disk quota and the per-session cap.
+    pub(crate) fn storage(&self) -> crate::checkpoints::Storage {
         crate::checkpoints::Storage {
             guard: self.disk_guard.get().cloned(),
-            lock: self.blob_locks.of(tenant),
             max_per_session: self.config.storage.max_checkpoints_per_session,
         }
     }
@@ -126,7 +120,6 @@ impl Runtime {
                 active: Mutex::new(HashMap::new()),
                 admission: std::sync::OnceLock::new(),
                 disk_guard: std::sync::OnceLock::new(),
-                blob_locks: crate::checkpoints::BlobLocks::default(),
             }),
         })
     }

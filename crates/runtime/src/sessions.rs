@@ -1,12 +1,13 @@
 //! Sessions: create, list, rename, archive, and fork (from now or from the
-//! end of an earlier run, into a new workspace directory).
+//! end of an earlier run, into a new workspace directory, sharing the
+//! history).
 
 use std::path::Path;
 
 use paddock_core::ids::{GoalId, RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{
-    Goal, Lease, Page, Session, SessionPatch, SessionStatus, SnapshotRecord, StoreError,
-    StoredMessage, Workspace,
+    Goal, HistoryPoint, Lease, Page, Session, SessionPatch, SessionStatus, SharedHistory,
+    SnapshotRecord, StoreError, Workspace,
 };
 
 use crate::error::RuntimeError;
@@ -159,8 +160,9 @@ impl Runtime {
 
     /// A new session with its own workspace directory, restored from the
     /// end snapshot of `at_run` (or from a fresh snapshot of the session's
-    /// workspace when `at_run` is None), and a copy of the history, goals and
-    /// plan up to that point.
+    /// workspace when `at_run` is None), sharing the source's history up to
+    /// that point (not a copy: see [`SharedHistory`]), with a copy of its
+    /// goals and plan then.
     pub async fn fork_session(
         &self,
         tenant: &TenantId,
@@ -219,11 +221,12 @@ impl Runtime {
         let mut session = Session::new(tenant.clone(), workspace.id.clone(), title, store.now());
         session.forked_from = Some(source.id.clone());
         session.forked_at_run = at_run.cloned();
+        session.shared_history = Some(self.history_share(&source, at_run, None).await?);
         store
             .create_session(&session)
             .await
             .map_err(RuntimeError::store("create_session"))?;
-        self.copy_history(&source, &session, at_run, None).await?;
+        self.copy_goals_and_plan(&source, &session, at_run).await?;
         tracing::info!(
             session_id = %session.id,
             forked_from = %source.id,
@@ -259,41 +262,44 @@ impl Runtime {
         Ok(workspace)
     }
 
-    /// Copies messages, goals and the plan of `source` (through `at_run`,
-    /// and messages through the point `through`, a checkpoint's) to `fork`,
-    /// keeping their original run ids; messages a rewind took out of the
-    /// history as of that point are not copied. Run ids are time-ordered,
+    /// The part of `source`'s history a fork from it shares: through
+    /// `at_run` (every message of that run and the runs before it) and
+    /// through the point `through` (a checkpoint's), as of that point or,
+    /// without one, as of now (the store fixes "now" when it records the fork).
+    pub(crate) async fn history_share(
+        &self,
+        source: &Session,
+        at_run: Option<&RunId>,
+        through: Option<HistoryPoint>,
+    ) -> Result<SharedHistory, RuntimeError> {
+        let at = through.unwrap_or(HistoryPoint::NOW);
+        let upto_seq = match at_run {
+            None => at.message_seq,
+            Some(run) => self
+                .shared
+                .store
+                .list_messages(&source.tenant, &source.id, Some(run))
+                .await
+                .map_err(RuntimeError::store("list_messages"))?
+                .last()
+                .map_or(0, |m| m.seq)
+                .min(at.message_seq),
+        };
+        Ok(SharedHistory { upto_seq, at })
+    }
+
+    /// Copies the goals and the plan of `source` (through `at_run`) to
+    /// `fork`, keeping their original run ids. Run ids are time-ordered,
     /// so "through `at_run`" is "run id <= at_run".
-    pub(crate) async fn copy_history(
+    pub(crate) async fn copy_goals_and_plan(
         &self,
         source: &Session,
         fork: &Session,
         at_run: Option<&RunId>,
-        through: Option<paddock_core::store::HistoryPoint>,
     ) -> Result<(), RuntimeError> {
-        let through_seq = through.map(|point| point.message_seq);
         let store = &self.shared.store;
         let tenant = &source.tenant;
         let upto = |run: &RunId| at_run.is_none_or(|at| run.as_str() <= at.as_str());
-        let messages = store
-            .list_messages(tenant, &source.id, at_run)
-            .await
-            .map_err(RuntimeError::store("list_messages"))?;
-        let rewinds = store
-            .list_rewinds(tenant, &source.id)
-            .await
-            .map_err(RuntimeError::store("list_rewinds"))?;
-        let messages: Vec<StoredMessage> = messages
-            .into_iter()
-            .filter(|m| through_seq.is_none_or(|limit| m.seq <= limit))
-            .filter(|m| {
-                paddock_core::store::visible_messages(
-                    &rewinds,
-                    through.unwrap_or(paddock_core::store::HistoryPoint::NOW),
-                    m.seq,
-                )
-            })
-            .collect();
         let goals = store
             .list_goals(tenant, &source.id)
             .await
@@ -313,17 +319,6 @@ impl Runtime {
             .await
             .map_err(RuntimeError::store("acquire_lease"))?;
         let copied = async {
-            for message in messages {
-                let copy = StoredMessage {
-                    session: fork.id.clone(),
-                    seq: 0,
-                    ..message
-                };
-                store
-                    .append_message(&lease, &copy)
-                    .await
-                    .map_err(RuntimeError::store("append_message"))?;
-            }
             for goal in goals.into_iter().filter(|g| upto(&g.run)) {
                 let copy = Goal {
                     id: GoalId::generate(),

@@ -119,9 +119,10 @@ async fn insert(
     }
     for hash in blobs {
         sqlx::query(
-            "INSERT INTO checkpoint_blobs (blob_hash, checkpoint_id) VALUES ($1, $2) \
-             ON CONFLICT (blob_hash) DO NOTHING",
+            "INSERT INTO checkpoint_blobs (tenant_id, blob_hash, checkpoint_id) \
+             VALUES ($1, $2, $3) ON CONFLICT (tenant_id, blob_hash) DO NOTHING",
         )
+        .bind(c.tenant.as_str())
         .bind(hash)
         .bind(c.id.as_str())
         .execute(&mut *conn)

@@ -9,6 +9,7 @@
 
 mod checkpoints;
 mod compactions;
+mod deletion;
 mod engine;
 mod error;
 mod events;

@@ -2,10 +2,11 @@
 
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::model::{Message, Role};
-use paddock_core::store::{Lease, StoreError, StoredMessage};
+use paddock_core::store::{Lease, SharedHistory, StoreError, StoredMessage, visible_messages};
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
+use crate::checkpoints;
 use crate::error::{db, is_foreign_key_violation, to_i64, to_json};
 use crate::fence;
 use crate::open::SqlStore;
@@ -100,10 +101,14 @@ pub(crate) async fn insert(
     })
 }
 
+/// Most sessions one history reads through: a fork of a fork of ... of a
+/// session. A fork deeper than this is refused when it is made.
+pub(crate) const MAX_SHARED_DEPTH: usize = 32;
+
 /// The history in order. With `through_run`, the messages of that run and of the
 /// runs before it: run ids sort by creation time and a session's runs follow one
 /// another, so that is every message whose run id sorts at or before it. A fork
-/// keeps its copied messages' original (older) runs, so the rule holds there too.
+/// keeps its parent's messages' original (older) runs, so the rule holds there too.
 pub(crate) async fn list(
     store: &SqlStore,
     tenant: &TenantId,
@@ -111,44 +116,23 @@ pub(crate) async fn list(
     through_run: Option<&RunId>,
 ) -> Result<Vec<StoredMessage>, StoreError> {
     const OP: &str = "list_messages";
-    let rows = match through_run {
-        None => {
-            sqlx::query(concat!(
-                "SELECT ",
-                message_columns!(),
-                " FROM messages WHERE tenant_id = $1 AND session_id = $2 ORDER BY seq"
-            ))
-            .bind(tenant.as_str())
-            .bind(session.as_str())
-            .fetch_all(&store.pool)
-            .await
-        }
-        Some(run) => {
-            let mut conn = store.pool.acquire().await.map_err(db(OP))?;
-            require(
-                &mut conn,
-                OP,
-                "run",
-                RUN_EXISTS,
-                tenant.as_str(),
-                run.as_str(),
-            )
-            .await?;
-            sqlx::query(concat!(
-                "SELECT ",
-                message_columns!(),
-                " FROM messages WHERE tenant_id = $1 AND session_id = $2 AND run_id <= $3 \
-                 ORDER BY seq"
-            ))
-            .bind(tenant.as_str())
-            .bind(session.as_str())
-            .bind(run.as_str())
-            .fetch_all(&mut *conn)
-            .await
-        }
+    if let Some(run) = through_run {
+        let mut conn = store.pool.acquire().await.map_err(db(OP))?;
+        require(
+            &mut conn,
+            OP,
+            "run",
+            RUN_EXISTS,
+            tenant.as_str(),
+            run.as_str(),
+        )
+        .await?;
     }
-    .map_err(db(OP))?;
-    quarantine::read_rows(store, Table::Messages, &rows, read_message).await
+    let mut history = history(store, tenant, session).await?;
+    if let Some(run) = through_run {
+        history.retain(|m| m.run.as_str() <= run.as_str());
+    }
+    Ok(history)
 }
 
 /// The messages with `seq > after_seq`, in order.
@@ -158,18 +142,73 @@ pub(crate) async fn list_after(
     session: &SessionId,
     after_seq: u64,
 ) -> Result<Vec<StoredMessage>, StoreError> {
-    const OP: &str = "list_messages_after";
+    let mut history = history(store, tenant, session).await?;
+    history.retain(|m| m.seq > after_seq);
+    Ok(history)
+}
+
+/// The session's whole history: for a fork that shares its parent's, the
+/// part of the parent's history it shares ([`SharedHistory`], read the same
+/// way, so through every fork above it) followed by its own messages; the
+/// parent's messages are given as the fork's. Otherwise its own messages.
+pub(crate) async fn history(
+    store: &SqlStore,
+    tenant: &TenantId,
+    session: &SessionId,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    // the session, then each parent whose history the one before shares
+    let mut chain: Vec<(SessionId, Option<SharedHistory>)> = Vec::new();
+    let mut current = session.clone();
+    loop {
+        let row = match sessions::get(store, tenant, &current).await {
+            Ok(row) => row,
+            // no such session of this tenant: no history, as for one without messages
+            Err(StoreError::NotFound { .. }) if chain.is_empty() => return Ok(Vec::new()),
+            Err(err) => return Err(err),
+        };
+        let share = row.shared_history.zip(row.forked_from);
+        chain.push((current, share.as_ref().map(|(h, _)| *h)));
+        let Some((_, parent)) = share else { break };
+        if chain.len() > MAX_SHARED_DEPTH {
+            return Err(StoreError::Invalid {
+                field: "forked_from",
+                reason: format!("more than {MAX_SHARED_DEPTH} forks deep"),
+            });
+        }
+        current = parent;
+    }
+    let mut view: Vec<StoredMessage> = Vec::new();
+    let mut below: Option<&SessionId> = None;
+    for (id, share) in chain.iter().rev() {
+        if let (Some(share), Some(parent)) = (share, below) {
+            let rewinds = checkpoints::list_rewinds(store, tenant, parent).await?;
+            view.retain(|m| m.seq <= share.upto_seq && visible_messages(&rewinds, share.at, m.seq));
+        }
+        view.extend(own(store, tenant, id).await?);
+        below = Some(id);
+    }
+    for message in &mut view {
+        message.session = session.clone();
+    }
+    Ok(view)
+}
+
+/// The messages stored under the session itself, in order.
+async fn own(
+    store: &SqlStore,
+    tenant: &TenantId,
+    session: &SessionId,
+) -> Result<Vec<StoredMessage>, StoreError> {
     let rows = sqlx::query(concat!(
         "SELECT ",
         message_columns!(),
-        " FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq"
+        " FROM messages WHERE tenant_id = $1 AND session_id = $2 ORDER BY seq"
     ))
     .bind(tenant.as_str())
     .bind(session.as_str())
-    .bind(to_i64("after_seq", after_seq)?)
     .fetch_all(&store.pool)
     .await
-    .map_err(db(OP))?;
+    .map_err(db("list_messages"))?;
     quarantine::read_rows(store, Table::Messages, &rows, read_message).await
 }
 

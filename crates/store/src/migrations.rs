@@ -42,7 +42,8 @@ const SQLITE: &[Embedded] = embed!(
     "0009_steering_closed.sql",
     "0010_agent_memory_proposed.sql",
     "0011_steering_seq.sql",
-    "0012_rewind_event_position.sql"
+    "0012_rewind_event_position.sql",
+    "0013_shared_history.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -57,7 +58,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0009_steering_closed.sql",
     "0010_agent_memory_proposed.sql",
     "0011_steering_seq.sql",
-    "0012_rewind_event_position.sql"
+    "0012_rewind_event_position.sql",
+    "0013_shared_history.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

@@ -11,17 +11,17 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
     NewEvent, Page, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord,
-    SandboxState, Session, SessionPatch, SnapshotFilter, SnapshotRecord, SteeringCaps,
-    SteeringClose, SteeringClosed, SteeringDelivered, SteeringDelivery, SteeringMessage, Store,
-    StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome,
-    Workspace,
+    SandboxState, Session, SessionDeletion, SessionPatch, SnapshotFilter, SnapshotRecord,
+    SteeringCaps, SteeringClose, SteeringClosed, SteeringDelivered, SteeringDelivery,
+    SteeringMessage, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
+    ToolInvocation, ToolOutcome, Workspace,
 };
 
 use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
-    checkpoints, compactions, events, goals, leases, memories, messages, plans, quarantine,
-    records, runs, sessions, snapshots, steering, tools, usage,
+    checkpoints, compactions, deletion, events, goals, leases, memories, messages, plans,
+    quarantine, records, runs, sessions, snapshots, steering, tools, usage,
 };
 
 #[async_trait]
@@ -447,6 +447,30 @@ impl Store for SqlStore {
         id: &CheckpointId,
     ) -> Result<Checkpoint, StoreError> {
         checkpoints::get(self, tenant, id).await
+    }
+
+    async fn plan_session_delete(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+    ) -> Result<SessionDeletion, StoreError> {
+        deletion::plan(self, tenant, id).await
+    }
+
+    async fn list_checkpoint_manifests(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<(CheckpointId, SessionId, String)>, StoreError> {
+        deletion::checkpoint_manifests(self, tenant).await
+    }
+
+    async fn delete_sessions(
+        &self,
+        tenant: &TenantId,
+        deletion: &SessionDeletion,
+        keep: &[(String, CheckpointId)],
+    ) -> Result<Vec<String>, StoreError> {
+        deletion::delete(self, tenant, deletion, keep).await
     }
 
     async fn list_checkpoints(

@@ -57,6 +57,14 @@ impl<'r> Reader<'r> {
         u64::try_from(value).map_err(|_| self.corrupt(column, format!("negative {value}")))
     }
 
+    pub(crate) fn opt_count(&self, column: &str) -> Result<Option<u64>, StoreError> {
+        self.opt_int(column)?
+            .map(|value| {
+                u64::try_from(value).map_err(|_| self.corrupt(column, format!("negative {value}")))
+            })
+            .transpose()
+    }
+
     pub(crate) fn time(&self, column: &str) -> Result<Timestamp, StoreError> {
         self.int(column).map(Timestamp::from_millis)
     }

@@ -2,11 +2,14 @@
 //! session (optionally at one of its runs), or spawned for a subagent run.
 
 use paddock_core::ids::{RunId, SessionId, TenantId, WorkspaceId};
-use paddock_core::store::{Page, Session, SessionPatch, SessionStatus, StoreError};
+use paddock_core::store::{
+    HistoryPoint, Page, Session, SessionPatch, SessionStatus, SharedHistory, StoreError,
+};
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use crate::error::{db, insert_error, to_i64};
+use crate::messages::MAX_SHARED_DEPTH;
 use crate::open::SqlStore;
 use crate::records::{SESSION_EXISTS, WORKSPACE_EXISTS, page_after, page_limit, require};
 use crate::rows::{Reader, known};
@@ -15,7 +18,8 @@ use crate::runs::{self, RUN_EXISTS};
 macro_rules! session_columns {
     () => {
         "id, tenant_id, workspace_id, title, status, forked_from, forked_at_run_id, \
-         parent_run_id, created_at, updated_at"
+         parent_run_id, created_at, updated_at, history_upto_seq, history_at_message_seq, \
+         history_at_event_seq"
     };
 }
 
@@ -74,10 +78,26 @@ pub(crate) async fn create(store: &SqlStore, s: &Session) -> Result<(), StoreErr
     if let Some(run) = &s.parent_run {
         require(&mut tx, OP, "run", RUN_EXISTS, tenant, run.as_str()).await?;
     }
+    let shared = match (&s.shared_history, &s.forked_from) {
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(StoreError::Invalid {
+                field: "shared_history",
+                reason: "only a fork shares a history (forked_from is unset)".to_owned(),
+            });
+        }
+        (Some(history), Some(parent)) => {
+            Some(resolve_shared(&mut tx, OP, s.tenant.as_str(), parent, *history).await?)
+        }
+    };
+    // a fork sharing its parent's history numbers its own messages after
+    // the parent's last one at the fork
+    let first_message_seq = shared.map_or(0, |(_, parent_last)| parent_last);
+    let shared = shared.map(|(history, _)| history);
     sqlx::query(concat!(
         "INSERT INTO sessions (",
         session_columns!(),
-        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ", last_message_seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
     ))
     .bind(s.id.as_str())
     .bind(tenant)
@@ -89,10 +109,90 @@ pub(crate) async fn create(store: &SqlStore, s: &Session) -> Result<(), StoreErr
     .bind(s.parent_run.as_ref().map(|r| r.as_str()))
     .bind(s.created_at.as_millis())
     .bind(s.updated_at.as_millis())
+    .bind(
+        shared
+            .map(|h| to_i64("history_upto_seq", h.upto_seq))
+            .transpose()?,
+    )
+    .bind(
+        shared
+            .map(|h| to_i64("history_at_message_seq", h.at.message_seq))
+            .transpose()?,
+    )
+    .bind(
+        shared
+            .map(|h| to_i64("history_at_event_seq", h.at.event_seq))
+            .transpose()?,
+    )
+    .bind(to_i64("last_message_seq", first_message_seq)?)
     .execute(&mut *tx)
     .await
     .map_err(insert_error(OP, "session", s.id.to_string()))?;
     tx.commit().await.map_err(db(OP))
+}
+
+/// The fork's share of `parent`'s history as stored: a point of NOW (in
+/// either part) becomes where the parent stands, and the share ends there
+/// at the latest; with the parent's last message number.
+async fn resolve_shared(
+    conn: &mut AnyConnection,
+    op: &'static str,
+    tenant: &str,
+    parent: &SessionId,
+    asked: SharedHistory,
+) -> Result<(SharedHistory, u64), StoreError> {
+    let row = sqlx::query(
+        "SELECT id, last_message_seq, last_event_seq FROM sessions WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant)
+    .bind(parent.as_str())
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db(op))?
+    .ok_or_else(|| not_found(parent))?;
+    let r = Reader::new(&row, "session", "id");
+    let (last_message, last_event) = (r.count("last_message_seq")?, r.count("last_event_seq")?);
+    // how many sessions a read of the fork's history goes through
+    let mut depth = 1;
+    let mut above = Some(parent.clone());
+    while let Some(id) = above {
+        depth += 1;
+        if depth > MAX_SHARED_DEPTH {
+            return Err(StoreError::Invalid {
+                field: "forked_from",
+                reason: format!(
+                    "a fork shares the history of at most {MAX_SHARED_DEPTH} sessions above it"
+                ),
+            });
+        }
+        let row = sqlx::query(
+            "SELECT forked_from, history_upto_seq FROM sessions WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant)
+        .bind(id.as_str())
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db(op))?;
+        above = match row {
+            Some(row) => {
+                let r = Reader::new(&row, "session", "forked_from");
+                match r.opt_count("history_upto_seq")? {
+                    Some(_) => r.opt_parsed("forked_from", SessionId::parse)?,
+                    None => None,
+                }
+            }
+            None => None,
+        };
+    }
+    let at = HistoryPoint {
+        message_seq: asked.at.message_seq.min(last_message),
+        event_seq: asked.at.event_seq.min(last_event),
+    };
+    let history = SharedHistory {
+        upto_seq: asked.upto_seq.min(at.message_seq),
+        at,
+    };
+    Ok((history, last_message))
 }
 
 pub(crate) async fn get(
@@ -230,7 +330,27 @@ fn read_session(row: &AnyRow) -> Result<Session, StoreError> {
         forked_from: r.opt_parsed("forked_from", SessionId::parse)?,
         forked_at_run: r.opt_parsed("forked_at_run_id", RunId::parse)?,
         parent_run: r.opt_parsed("parent_run_id", RunId::parse)?,
+        shared_history: read_shared(&r)?,
         created_at: r.time("created_at")?,
         updated_at: r.time("updated_at")?,
     })
+}
+
+/// The fork's share of its parent's history, if it has one (all three
+/// columns are set together).
+fn read_shared(r: &Reader<'_>) -> Result<Option<SharedHistory>, StoreError> {
+    let (Some(upto_seq), Some(message_seq), Some(event_seq)) = (
+        r.opt_count("history_upto_seq")?,
+        r.opt_count("history_at_message_seq")?,
+        r.opt_count("history_at_event_seq")?,
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some(SharedHistory {
+        upto_seq,
+        at: HistoryPoint {
+            message_seq,
+            event_seq,
+        },
+    }))
 }

@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 #[derive(Debug)]
 pub struct LoopFs {
     /// Holds the image and the mount point; removed after the unmount.
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     mount: PathBuf,
 }
 
@@ -58,7 +58,7 @@ impl LoopFs {
             .args(["-o", "loop"])
             .arg(&image)
             .arg(&mount))?;
-        Ok(LoopFs { dir, mount })
+        Ok(LoopFs { _dir: dir, mount })
     }
 
     /// Where the file system is mounted.
@@ -115,7 +115,7 @@ impl LoopFs {
 impl Drop for LoopFs {
     fn drop(&mut self) {
         // lazily: a process that still holds a file there lets go later
-        // then `dir` (the image, the mount point) is removed
+        // then `_dir` (the image, the mount point) is removed
         let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
     }
 }

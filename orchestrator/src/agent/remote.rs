@@ -12,8 +12,8 @@ use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
 use super::exit::EXIT_CANCELLED;
 use super::render::Format;
 use super::session::{
-    print_forked, print_said, print_session, print_session_event, print_sessions, print_show,
-    steer_target,
+    print_deleted, print_forked, print_said, print_session, print_session_event, print_sessions,
+    print_show, steer_target,
 };
 use crate::cli::SessionCommand;
 use crate::client::ApiClient;
@@ -67,6 +67,16 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
         SessionCommand::Archive { id, json, .. } => {
             let request = api.request(Method::DELETE, &format!("/v1/sessions/{}", segment(&id)));
             print_session(&serde_json::from_value(api.json(request).await?)?, json)?;
+        }
+        SessionCommand::Delete {
+            id, force, json, ..
+        } => {
+            let mut path = format!("/v1/sessions/{}?purge=true", segment(&id));
+            if force {
+                path.push_str("&force=true");
+            }
+            let deleted = api.json(api.request(Method::DELETE, &path)).await?;
+            print_deleted(&deleted, json)?;
         }
         SessionCommand::Fork {
             id,

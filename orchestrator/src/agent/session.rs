@@ -44,6 +44,7 @@ pub async fn session(
         | SessionCommand::Show { data, .. }
         | SessionCommand::Rename { data, .. }
         | SessionCommand::Archive { data, .. }
+        | SessionCommand::Delete { data, .. }
         | SessionCommand::Fork { data, .. }
         | SessionCommand::Checkpoints { data, .. }
         | SessionCommand::Rewind { data, .. }
@@ -120,6 +121,19 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
             let id = session_id(&id)?;
             let session = runtime.archive_session(tenant, &id).await?;
             print_session(&session_view(&session), json)?;
+        }
+        SessionCommand::Delete {
+            id, force, json, ..
+        } => {
+            if force {
+                bail!(
+                    "--force cancels runs on a server (--server); stop a local run with Ctrl-C \
+                     in its terminal"
+                );
+            }
+            let id = session_id(&id)?;
+            let deleted = runtime.delete_session(tenant, &id).await?;
+            print_deleted(&serde_json::to_value(&deleted)?, json)?;
         }
         SessionCommand::Fork {
             id,
@@ -405,6 +419,33 @@ pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()
             println!("{:<36}  {}", "", printable(&line));
         }
     }
+    Ok(())
+}
+
+/// What a session deletion removed (the runtime's `SessionDeleted`, or the
+/// API's answer, which has the sessions under `deleted`).
+pub fn print_deleted(deleted: &serde_json::Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(deleted);
+    }
+    let sessions = deleted
+        .get("sessions")
+        .or_else(|| deleted.get("deleted"))
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let first = sessions.first().and_then(|s| s.as_str()).unwrap_or("?");
+    let count = |key: &str| deleted[key].as_u64().unwrap_or(0);
+    println!(
+        "deleted {first}{}: {} checkpoints, {} files ({} bytes) freed",
+        match sessions.len().saturating_sub(1) {
+            0 => String::new(),
+            n => format!(" and {n} subagent sessions"),
+        },
+        count("checkpoints"),
+        count("blobs_removed"),
+        count("bytes_freed"),
+    );
     Ok(())
 }
 

@@ -9,6 +9,7 @@ mod bodies;
 mod common;
 mod connections;
 mod disk;
+mod forks;
 mod runs;
 mod storage;
 mod support;

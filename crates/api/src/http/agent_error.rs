@@ -73,6 +73,16 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::WorkspaceChanged { .. } => (StatusCode::CONFLICT, "workspace_changed"),
         RuntimeError::NoUndo { .. } => (StatusCode::CONFLICT, "no_undo"),
         RuntimeError::DiskQuota { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "disk_quota_exceeded"),
+        RuntimeError::InUse { entity, .. } => (
+            StatusCode::CONFLICT,
+            if *entity == "workspace" {
+                "workspace_in_use"
+            } else {
+                "session_in_use"
+            },
+        ),
+        RuntimeError::RunInProgress { .. } => (StatusCode::CONFLICT, "session_in_use"),
+        RuntimeError::CheckpointsBusy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
         RuntimeError::Invalid { .. } | RuntimeError::RunNotInSession { .. } => {
             (StatusCode::BAD_REQUEST, "invalid_request")
         }

@@ -98,11 +98,11 @@ pub(super) async fn get_workspace(
 
 #[utoipa::path(delete, path = "/v1/workspaces/{id}", tag = "workspaces",
     summary = "Delete a workspace",
-    description = "Deletes the workspace row and, when the server made it, its directory. Stopped sandboxes and snapshots keep their rows with `workspace` set to null.",
+    description = "Deletes the workspace row and, when the server made it, its directory. Stopped sandboxes and snapshots keep their rows with `workspace` set to null. Its archived sessions are deleted with it (`DELETE /v1/sessions/{id}?purge=true`); a session not archived keeps it (409 `workspace_in_use`, naming the sessions).",
     params(("id" = WorkspaceId, Path)),
     responses(
         (status = 200, description = "the deleted workspace", body = WorkspaceView),
-        (status = 409, description = "a session works in it or a running sandbox uses it (`conflict`)", body = ErrorBody),
+        (status = 409, description = "a session not archived works in it (`workspace_in_use`), one of its archived sessions was forked into another workspace (`session_in_use`), or a running sandbox uses it (`conflict`)", body = ErrorBody),
     ))]
 pub(super) async fn delete_workspace(
     State(state): State<AppState>,
@@ -110,6 +110,9 @@ pub(super) async fn delete_workspace(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<WorkspaceView>, ApiError> {
     let id = workspace_id(&id)?;
+    if let Some(agents) = &state.agents {
+        agents.delete_workspace_sessions(&tenant, &id).await?;
+    }
     Ok(Json(state.service.delete_workspace(&tenant, &id).await?))
 }
 

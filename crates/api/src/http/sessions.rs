@@ -1,4 +1,4 @@
-//! Agent sessions: create, list by workspace, get, rename or archive, fork,
+//! Agent sessions: create, list by workspace, get, rename, archive or delete, fork,
 //! and their runs (list, start).
 
 use axum::Json;
@@ -126,26 +126,88 @@ pub(super) async fn update(
     ))
 }
 
-/// Archives the session; its runs and events stay readable.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DeleteQuery {
+    /// Delete the session for good instead of archiving it.
+    #[serde(default)]
+    purge: bool,
+    /// With `purge`: cancel the session's unfinished runs first (and wait
+    /// up to 30 s for them to end) instead of refusing.
+    #[serde(default)]
+    force: bool,
+}
+
+/// What `DELETE ...?purge=true` removed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct SessionDeletedView {
+    /// The session, then the sessions of the subagents its runs spawned.
+    #[schema(value_type = Vec<String>)]
+    deleted: Vec<SessionId>,
+    checkpoints: u64,
+    /// Checkpoint files (and manifests) no other checkpoint names, removed
+    /// from the tenant's blob store.
+    blobs_removed: u64,
+    bytes_freed: u64,
+}
+
+/// The archived session, or what a purge removed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub(super) enum DeleteAnswer {
+    Archived(Box<SessionView>),
+    Deleted(SessionDeletedView),
+}
+
+/// Archives the session (its runs and events stay readable), or with
+/// `purge=true` deletes it.
 #[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
-    summary = "Archive a session (nothing is removed)",
-    description = "The same as `PATCH {\"archived\": true}`, and idempotent. DELETE does not \
-remove the session: `GET` still answers it (`status: archived`) and lists still show it, its \
+    summary = "Archive a session, or delete it for good with `purge=true`",
+    description = "Without `purge`: the same as `PATCH {\"archived\": true}`, and idempotent. \
+Nothing is removed: `GET` still answers it (`status: archived`) and lists still show it, its \
 runs and events stay readable, and it takes no new run (409 `session_archived`). Archiving is \
 for good (`PATCH {\"archived\": false}` is 400); fork the session to go on. Refused while one \
-of its runs is in progress (409 `session_busy`).",
-    params(("id" = SessionId, Path)),
+of its runs is in progress (409 `session_busy`).\n\n\
+With `purge=true`: deletes the session and the sessions of the subagents its runs spawned, with \
+their runs, events, messages, steering, goals, plan, checkpoints and rewinds, and the checkpoint \
+files no other checkpoint names (a file another session's checkpoint names stays). Its \
+workspace stays (`DELETE /v1/workspaces/{id}`); snapshots stay, without the session. Refused \
+(409 `session_in_use`, naming them) while a run of it has not ended (give `force=true` to cancel \
+them first) or while a session was forked from it (a fork reads its history from its parent: \
+delete the forks first).",
+    params(("id" = SessionId, Path), DeleteQuery),
     responses(
-        (status = 200, description = "the session, archived", body = SessionView),
-        (status = 409, description = "the session is archived (`session_archived`) or runs already (`session_busy`), or a conflicting write (`conflict`)", body = ErrorBody),
+        (status = 200, description = "the session, archived; or, with `purge`, what was deleted", body = DeleteAnswer),
+        (status = 409, description = "the session is archived (`session_archived`) or runs already (`session_busy`), it is forked or has unfinished runs (`session_in_use`, with `purge`), or a conflicting write (`conflict`)", body = ErrorBody),
     ))]
 pub(super) async fn archive(
     State(state): State<AppState>,
     Caller(tenant): Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<SessionView>, ApiError> {
+    ApiQuery(query): ApiQuery<DeleteQuery>,
+) -> Result<Json<DeleteAnswer>, ApiError> {
     let id = session_id(&id)?;
-    Ok(Json(state.agents()?.archive_session(&tenant, &id).await?))
+    let agents = state.agents()?;
+    if !query.purge {
+        if query.force {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "force is for purge=true (archiving never cancels a run)",
+            ));
+        }
+        return Ok(Json(DeleteAnswer::Archived(Box::new(
+            agents.archive_session(&tenant, &id).await?,
+        ))));
+    }
+    let deleted = agents.delete_session(&tenant, &id, query.force).await?;
+    Ok(Json(DeleteAnswer::Deleted(SessionDeletedView {
+        deleted: deleted.sessions,
+        checkpoints: deleted.checkpoints,
+        blobs_removed: deleted.blobs_removed,
+        bytes_freed: deleted.bytes_freed,
+    })))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions",

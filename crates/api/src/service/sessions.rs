@@ -15,7 +15,7 @@ use paddock_proto::{NetworkPolicy, NetworkRefused};
 use paddock_runtime::subagents::ModelsByKey;
 use paddock_runtime::{
     ChangesDecision, EventStream, ResumeRun, RunBackend, RunHandle, Runtime, RuntimeError,
-    StartRun, SubagentModels,
+    SessionDeleted, StartRun, SubagentModels,
 };
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
@@ -448,6 +448,132 @@ impl AgentService {
             return Ok(SessionView::from(&session));
         }
         Ok(SessionView::from(&self.archive(tenant, id).await?))
+    }
+
+    /// Deletes the session for good (see [`Runtime::delete_session`]); with
+    /// `force`, its unfinished runs are cancelled first and waited for (at
+    /// most [`CANCEL_WAIT`]).
+    pub async fn delete_session(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+        force: bool,
+    ) -> Result<SessionDeleted, AgentError> {
+        if !force {
+            return self
+                .runtime
+                .delete_session(tenant, id)
+                .await
+                .map_err(AgentError::runtime("delete_session"));
+        }
+        self.cancel_unfinished(tenant, id).await?;
+        // a cancelled run lets go of its session just after it ends
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        loop {
+            match self.runtime.delete_session(tenant, id).await {
+                Err(RuntimeError::RunInProgress { .. } | RuntimeError::SessionBusy { .. })
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                done => return done.map_err(AgentError::runtime("delete_session")),
+            }
+        }
+    }
+
+    /// Cancels the session's unfinished runs and waits until they end.
+    async fn cancel_unfinished(&self, tenant: &TenantId, id: &SessionId) -> Result<(), AgentError> {
+        let unfinished = |runs: Vec<Run>| -> Vec<RunId> {
+            runs.into_iter()
+                .filter(|run| !run.state.is_terminal())
+                .map(|run| run.id)
+                .collect()
+        };
+        let list = || async {
+            self.runtime
+                .list_runs(tenant, id)
+                .await
+                .map_err(AgentError::runtime("list_runs"))
+        };
+        for run in unfinished(list().await?) {
+            match self.runtime.cancel_run(tenant, &run).await {
+                Ok(_) | Err(RuntimeError::RunNotActive { .. }) => {}
+                Err(err) => return Err(AgentError::runtime("cancel_run")(err)),
+            }
+        }
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        while !unfinished(list().await?).is_empty() {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(AgentError::runtime("delete_session")(RuntimeError::InUse {
+                    entity: "session",
+                    id: id.to_string(),
+                    reason: format!(
+                        "its runs did not end within {} s of being cancelled",
+                        CANCEL_WAIT.as_secs()
+                    ),
+                }));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
+    /// Before a workspace is deleted: refused (409 `workspace_in_use`,
+    /// naming them) while a session in it is not archived; otherwise its
+    /// archived sessions are deleted ([`Runtime::delete_session`], refused
+    /// while one has forks elsewhere). The sandbox service then deletes the
+    /// workspace.
+    pub async fn delete_workspace_sessions(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+    ) -> Result<(), AgentError> {
+        let mut sessions = Vec::new();
+        let mut page = Page {
+            after: None,
+            limit: MAX_PAGE,
+        };
+        loop {
+            let batch = self
+                .runtime
+                .list_sessions(tenant, Some(id), &page)
+                .await
+                .map_err(AgentError::runtime("list_sessions"))?;
+            let Some(last) = batch.last() else { break };
+            page.after = Some(last.id.to_string());
+            sessions.extend(batch);
+        }
+        let live: Vec<String> = sessions
+            .iter()
+            .filter(|s| s.status != SessionStatus::Archived)
+            .map(|s| s.id.to_string())
+            .collect();
+        if !live.is_empty() {
+            let shown = live.iter().take(10).cloned().collect::<Vec<_>>().join(", ");
+            let more = live.len().saturating_sub(10);
+            return Err(AgentError::runtime("delete_workspace")(
+                RuntimeError::InUse {
+                    entity: "workspace",
+                    id: id.to_string(),
+                    reason: format!(
+                        "sessions not archived work in it: {shown}{}; archive or delete them first",
+                        if more > 0 {
+                            format!(" and {more} more")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                },
+            ));
+        }
+        for session in &sessions {
+            match self.runtime.delete_session(tenant, &session.id).await {
+                // deleted with its parent session (a subagent's)
+                Ok(_) | Err(RuntimeError::NotFound { .. }) => {}
+                Err(err) => return Err(AgentError::runtime("delete_session")(err)),
+            }
+        }
+        Ok(())
     }
 
     async fn archive(&self, tenant: &TenantId, id: &SessionId) -> Result<Session, AgentError> {
@@ -1000,3 +1126,6 @@ fn title_or(title: Option<&str>, default: &str) -> Result<String, AgentError> {
     }
     Ok(title.to_owned())
 }
+
+/// Longest a forced deletion waits for the runs it cancelled to end.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use super::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
     NewEvent, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState,
-    Session, SessionPatch, SnapshotRecord, SteeringCaps, SteeringClose, SteeringClosed,
-    SteeringDelivered, SteeringDelivery, SteeringMessage, StoreError, StoredMessage,
-    StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    Session, SessionDeletion, SessionPatch, SnapshotRecord, SteeringCaps, SteeringClose,
+    SteeringClosed, SteeringDelivered, SteeringDelivery, SteeringMessage, StoreError,
+    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
@@ -387,6 +387,33 @@ pub trait Store: Send + Sync + fmt::Debug {
         tenant: &TenantId,
         id: &CheckpointId,
     ) -> Result<Checkpoint, StoreError>;
+    /// What deleting the session `id` removes: it and its subagents'
+    /// sessions, their checkpoints and the blobs those stored first.
+    /// Refused (`Conflict`) while a session outside it was forked from one
+    /// in it (a fork reads its parent's history and runs), or while one of
+    /// their runs has not ended.
+    async fn plan_session_delete(
+        &self,
+        tenant: &TenantId,
+        id: &SessionId,
+    ) -> Result<SessionDeletion, StoreError>;
+    /// Every checkpoint of the tenant with its session and manifest hash.
+    async fn list_checkpoint_manifests(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<(CheckpointId, SessionId, String)>, StoreError>;
+    /// Deletes what `deletion` planned, in one transaction, refused
+    /// (`Conflict`) when the plan no longer holds. The rows of its owned
+    /// blobs named in `keep` move to the checkpoint given there, rows from
+    /// before migration 0013 stay without a checkpoint, the others go.
+    /// Returns the blobs no row keeps any more: the owned ones removed and
+    /// the deleted checkpoints' manifests no remaining checkpoint names.
+    async fn delete_sessions(
+        &self,
+        tenant: &TenantId,
+        deletion: &SessionDeletion,
+        keep: &[(String, CheckpointId)],
+    ) -> Result<Vec<String>, StoreError>;
     /// The session's checkpoints, oldest first.
     async fn list_checkpoints(
         &self,

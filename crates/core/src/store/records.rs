@@ -98,8 +98,42 @@ pub struct Session {
     pub forked_at_run: Option<RunId>,
     /// Set on a subagent's session: the parent run that spawned it.
     pub parent_run: Option<RunId>,
+    /// Set on a fork that reads the history of `forked_from` instead of
+    /// holding a copy (every fork made since migration 0013).
+    #[serde(skip)]
+    pub shared_history: Option<SharedHistory>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// What deleting a session removes, planned by
+/// [`super::Store::plan_session_delete`] and done by
+/// [`super::Store::delete_sessions`], which checks the plan still holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionDeletion {
+    /// The session asked for, then the sessions of the subagents its runs
+    /// (and theirs) spawned.
+    pub sessions: Vec<SessionId>,
+    /// The checkpoints of those sessions.
+    pub checkpoints: Vec<crate::ids::CheckpointId>,
+    /// The file blobs one of those checkpoints stored first (so holds the
+    /// row that keeps them from the blob collection).
+    pub owned_blobs: Vec<String>,
+}
+
+/// The part of its parent's (`forked_from`) history a fork reads as its
+/// own beginning: the parent's messages with `seq <= upto_seq` that were in
+/// the parent's history as of `at` ([`super::visible_messages`] over the
+/// parent's rewinds). The fork's own messages are numbered after the
+/// parent's last one at the fork, so the two never share a number, and
+/// neither a later rewind of the parent nor one of the fork changes what
+/// the other reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedHistory {
+    pub upto_seq: u64,
+    /// [`super::HistoryPoint::NOW`] when the fork is created: the store
+    /// replaces it with the parent's position then.
+    pub at: super::HistoryPoint,
 }
 
 impl Session {
@@ -118,6 +152,7 @@ impl Session {
             forked_from: None,
             forked_at_run: None,
             parent_run: None,
+            shared_history: None,
             created_at: now,
             updated_at: now,
         }

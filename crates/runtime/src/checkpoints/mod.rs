@@ -9,6 +9,7 @@
 //! every backend shares with its sandbox (a bind mount for native, docker
 //! and gVisor; 9p for a microVM), while the run's tools are not running.
 
+pub(crate) mod collect_lock;
 mod ops;
 mod retention;
 mod rewind;
@@ -29,7 +30,7 @@ use crate::events::{CheckpointCreated, CheckpointsPruned};
 use crate::util::error_chain;
 
 pub use ops::{CheckpointDiff, FileChange};
-pub(crate) use retention::{BlobLocks, Storage};
+pub(crate) use retention::Storage;
 pub use rewind::Rewound;
 pub(crate) use safety::{Baseline, Guarded, guard, name_paths};
 
@@ -197,10 +198,9 @@ impl Checkpointer {
     ) -> Result<Option<Capture>, RuntimeError> {
         let started = Instant::now();
         // held until the row is written: the collection keeps what it names
-        let hold = match &self.storage {
-            Some(storage) => Some(Arc::clone(&storage.lock).read_owned().await),
-            None => None,
-        };
+        let hold = collect_lock::capturing(&self.tenant)
+            .await
+            .ok_or(RuntimeError::CheckpointsBusy)?;
         let mut options = self.options.clone();
         let guard = self.storage.as_ref().and_then(|s| s.guard.clone());
         let disk = match &guard {
@@ -328,8 +328,9 @@ pub(crate) struct Capture {
     manifest: Manifest,
     hashed_files: u64,
     started: Instant,
-    /// The tenant's blob lock, shared, until the capture is recorded or dropped.
-    _hold: Option<tokio::sync::OwnedRwLockReadGuard<()>>,
+    /// Keeps the tenant's blob collection out until the row is written
+    /// ([`collect_lock`]).
+    _hold: tokio::sync::OwnedRwLockReadGuard<()>,
 }
 
 /// The refusal of a capture that does not fit what the quota leaves.

@@ -236,17 +236,20 @@ impl Runtime {
         let mut session = Session::new(tenant.clone(), workspace.id.clone(), title, store.now());
         session.forked_from = Some(source.id.clone());
         session.forked_at_run = Some(checkpoint.run.clone());
+        session.shared_history = Some(
+            self.history_share(
+                &source,
+                Some(&checkpoint.run),
+                Some(HistoryPoint::of(&checkpoint)),
+            )
+            .await?,
+        );
         store
             .create_session(&session)
             .await
             .map_err(RuntimeError::store("create_session"))?;
-        self.copy_history(
-            &source,
-            &session,
-            Some(&checkpoint.run),
-            Some(HistoryPoint::of(&checkpoint)),
-        )
-        .await?;
+        self.copy_goals_and_plan(&source, &session, Some(&checkpoint.run))
+            .await?;
         tracing::info!(
             session_id = %session.id,
             forked_from = %source.id,

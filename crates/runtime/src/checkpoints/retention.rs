@@ -6,7 +6,7 @@
 //! The collection marks every blob named by a manifest of any checkpoint of
 //! the tenant (the store de-duplicates content per tenant, so one blob may
 //! serve many sessions) and removes the others. A capture holds the
-//! tenant's [`BlobLocks`] entry shared from before it stores its first blob
+//! tenant's [`super::collect_lock`] shared from before it stores its first blob
 //! until its row is written (or it fails); the collection holds it
 //! exclusive while it marks and removes, so it never removes a blob that a
 //! capture in this process found already stored and is about to name. A
@@ -14,41 +14,24 @@
 //! began ([`BlobStore::delete_if_written_before`]), which covers a commit
 //! of the same content by another process.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use paddock_core::blob::{BlobKey, BlobStore};
 use paddock_core::ids::{CheckpointId, SessionId, TenantId};
 use paddock_core::store::{CheckpointReason, Lease, Store};
-use tokio::sync::RwLock;
 
 use super::{blocking, load_manifest};
 use crate::config::DiskGuard;
 use crate::error::RuntimeError;
 use crate::events::CheckpointsPruned;
 
-/// One lock per tenant over its part of the blob store.
-#[derive(Debug, Default)]
-pub(crate) struct BlobLocks(Mutex<HashMap<TenantId, Arc<RwLock<()>>>>);
-
-impl BlobLocks {
-    pub(crate) fn of(&self, tenant: &TenantId) -> Arc<RwLock<()>> {
-        let mut locks = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(locks.entry(tenant.clone()).or_default())
-    }
-}
-
 /// What bounds a checkpointer's storage.
 #[derive(Debug, Clone)]
 pub(crate) struct Storage {
     /// The tenant disk quota; None: not enforced here (no API).
     pub(crate) guard: Option<Arc<dyn DiskGuard>>,
-    /// The tenant's entry of [`BlobLocks`].
-    pub(crate) lock: Arc<RwLock<()>>,
     /// Checkpoints a session keeps.
     pub(crate) max_per_session: u32,
 }
@@ -145,7 +128,9 @@ pub(crate) async fn collect(
     storage: &Storage,
     tenant: &TenantId,
 ) -> Result<Collected, RuntimeError> {
-    let _exclusive = Arc::clone(&storage.lock).write_owned().await;
+    let _exclusive = super::collect_lock::collecting(tenant)
+        .await
+        .ok_or(RuntimeError::CheckpointsBusy)?;
     let began = SystemTime::now();
     let manifests = store
         .checkpoint_manifests(tenant)

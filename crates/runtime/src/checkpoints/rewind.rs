@@ -123,7 +123,7 @@ impl Runtime {
             },
         )
         .await
-        .with_storage(shared.storage(tenant));
+        .with_storage(shared.storage());
         // what the rewind would overwrite, checked and captured under the leases
         let guarded = match self.latest_checkpoint(&session).await {
             Ok(latest) => {

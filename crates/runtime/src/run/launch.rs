@@ -196,7 +196,7 @@ impl Runtime {
                 Some(
                     Checkpointer::new(store, &shared.blobs, self.capture_options(), place)
                         .await
-                        .with_storage(shared.storage(tenant)),
+                        .with_storage(shared.storage()),
                 )
             }
             _ => None,

@@ -8,6 +8,7 @@ pub mod agent_rows;
 pub mod batches;
 pub mod cases;
 pub mod checkpoints;
+pub mod forks;
 pub mod full_disk;
 pub mod history;
 pub mod leases;
@@ -188,6 +189,8 @@ macro_rules! contract_tests {
             steering::a_steering_message_is_delivered_with_its_history_entry_once,
             steering::steering_ids_count_per_run,
             steering::steering_is_capped_per_run_in_count_and_size,
+            forks::forks_share_their_parents_history_and_rewinds_stay_apart,
+            forks::deleting_a_session_removes_its_rows_and_frees_only_its_blobs,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
