@@ -75,6 +75,16 @@ async fn run(server: &TestServer, session: &str, model: Value) -> Result<Value> 
     wait_run(server, &id).await
 }
 
+/// A server whose runs may ask the tokens a big history's turns take.
+fn big_history_setup(db: Db, data: &std::path::Path) -> Setup {
+    let mut setup = Setup::new(db, data);
+    setup.budget_max = Some(paddock_core::store::Budgets {
+        max_tokens: 40_000_000,
+        ..paddock_runtime::DEFAULT_BUDGET_MAX
+    });
+    setup
+}
+
 async fn start(server: &TestServer, session: &str, model: Value) -> Result<String> {
     let (status, run) = send(
         server
@@ -221,7 +231,7 @@ async fn seed(server: &TestServer, session: &str, run: &str) -> Result<()> {
 
 async fn eight_forks_of_a_big_history_share_it_and_go_on_apart(db: Db) -> Result<()> {
     let data = tempfile::tempdir()?;
-    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let server = TestServer::start(big_history_setup(db, data.path())).await?;
     let pool = raw(&server).await?;
     let ws = workspace(&server, "big").await?;
     let parent = create_session(&server, &ws).await?;
@@ -316,7 +326,7 @@ async fn deleting_a_session_frees_what_only_it_used_and_a_workspace_goes_when_ar
     db: Db,
 ) -> Result<()> {
     let data = tempfile::tempdir()?;
-    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let server = TestServer::start(big_history_setup(db, data.path())).await?;
     let blobs = server
         .setup
         .data_dir
