@@ -13,7 +13,7 @@ mod common;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::{Db, Setup, TestServer, expect_error, send};
+use common::{Db, Setup, TestServer, expect_error, send, wait_run_ended};
 use paddock_api::service::{Quota, Quotas};
 use paddock_core::store::Budgets;
 use paddock_test_support::model_server::{ModelServer, Turn};
@@ -54,19 +54,7 @@ fn run_body(model: &ModelServer) -> Value {
 }
 
 async fn wait_run(server: &TestServer, id: &str) -> Result<Value> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let (status, run) = send(server.a(Method::GET, &format!("/v1/runs/{id}"))).await?;
-        ensure!(status == StatusCode::OK, "{status} {run}");
-        if matches!(
-            run["state"].as_str(),
-            Some("completed" | "cancelled" | "failed" | "interrupted" | "awaiting_user")
-        ) {
-            return Ok(run);
-        }
-        ensure!(tokio::time::Instant::now() < deadline, "run {id}: {run}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_run_ended(server, id, WAIT).await
 }
 
 /// The runs of a session, as listed.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::{Db, Setup, TestServer, expect_error, send};
+use common::{Db, Setup, TestServer, expect_error, send, wait_run_ended};
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::model::Message;
 use paddock_core::store::{HistoryPoint, Lease, StoredMessage, visible_messages};
@@ -99,22 +99,7 @@ async fn start(server: &TestServer, session: &str, model: Value) -> Result<Strin
 }
 
 async fn wait_run(server: &TestServer, id: &str) -> Result<Value> {
-    let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
-    loop {
-        let (status, run) = send(server.a(Method::GET, &format!("/v1/runs/{id}"))).await?;
-        ensure!(status == StatusCode::OK, "{status} {run}");
-        if matches!(
-            run["state"].as_str(),
-            Some("completed" | "cancelled" | "failed" | "interrupted" | "awaiting_user")
-        ) {
-            return Ok(run);
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "run {id} did not end: {run}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_run_ended(server, id, RUN_TIMEOUT).await
 }
 
 async fn fork(server: &TestServer, session: &str) -> Result<String> {

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::{Db, Setup, TestServer, send};
+use common::{Db, Setup, TestServer, send, wait_run_ended};
 use paddock_core::ids::SessionId;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -35,18 +35,7 @@ async fn finished_run(server: &TestServer, session: &str, goal: &str) -> Result<
     .await?;
     ensure!(status == StatusCode::ACCEPTED, "{status} {run}");
     let id = run["id"].as_str().context("run id")?.to_owned();
-    let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
-    loop {
-        let (_, run) = send(server.a(Method::GET, &format!("/v1/runs/{id}"))).await?;
-        if matches!(
-            run["state"].as_str(),
-            Some("completed" | "cancelled" | "failed" | "interrupted" | "awaiting_user")
-        ) {
-            return Ok(run);
-        }
-        ensure!(tokio::time::Instant::now() < deadline, "{run}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_run_ended(server, &id, RUN_TIMEOUT).await
 }
 
 /// The sequence numbers of the session's stored events, read over SSE.

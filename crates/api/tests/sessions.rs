@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use common::events::EventReader;
-use common::{Db, Setup, TestServer, expect_error, guest_processes, send};
+use common::{Db, Setup, TestServer, expect_error, guest_processes, send, wait_run_ended};
 use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::Store;
 use reqwest::{Method, StatusCode};
@@ -102,22 +102,7 @@ async fn start_run(server: &TestServer, session: &str, body: Value) -> Result<Va
 
 /// Polls the run until it ended.
 async fn wait_run(server: &TestServer, id: &str) -> Result<Value> {
-    let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
-    loop {
-        let (status, run) = send(server.a(Method::GET, &format!("/v1/runs/{id}"))).await?;
-        ensure!(status == StatusCode::OK, "{status} {run}");
-        if matches!(
-            run["state"].as_str(),
-            Some("completed" | "cancelled" | "failed" | "interrupted" | "awaiting_user")
-        ) {
-            return Ok(run);
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "run {id} did not end: {run}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_run_ended(server, id, RUN_TIMEOUT).await
 }
 
 async fn sessions_are_created_listed_renamed_and_archived(db: Db) -> Result<()> {

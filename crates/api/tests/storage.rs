@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::{Db, Setup, TestServer, send};
+use common::{Db, Setup, TestServer, send, wait_run_ended};
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::store::RunEvent;
 use reqwest::{Method, StatusCode};
@@ -101,21 +101,7 @@ async fn run_commands(server: &TestServer, workspace: &str, commands: &[String])
     .await?;
     ensure!(status == StatusCode::ACCEPTED, "{status} {run}");
     let id = run["id"].as_str().unwrap().to_owned();
-    let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
-    loop {
-        let (_, run) = send(server.a(Method::GET, &format!("/v1/runs/{id}"))).await?;
-        if matches!(
-            run["state"].as_str(),
-            Some("completed" | "cancelled" | "failed" | "interrupted" | "awaiting_user")
-        ) {
-            return Ok(run);
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "run did not end: {run}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_run_ended(server, &id, RUN_TIMEOUT).await
 }
 
 async fn events_of(server: &TestServer, run: &Value, kind: &str) -> Result<Vec<Value>> {

@@ -198,7 +198,7 @@ impl SandboxService {
     }
 
     /// What the tenant holds now, by kind: a full walk of its directories
-    /// and a fresh read of its rows ([`SandboxService::disk_use`] is the
+    /// and a fresh read of its rows (`SandboxService::disk_use` is the
     /// cached, one-at-a-time way in, whose rows may be a minute old).
     pub async fn measure_disk(&self, tenant: &TenantId) -> Result<DiskUsage, ServiceError> {
         self.measure(tenant, true).await

@@ -452,7 +452,7 @@ impl AgentService {
 
     /// Deletes the session for good (see [`Runtime::delete_session`]); with
     /// `force`, its unfinished runs are cancelled first and waited for (at
-    /// most [`CANCEL_WAIT`]).
+    /// most `CANCEL_WAIT`).
     pub async fn delete_session(
         &self,
         tenant: &TenantId,

@@ -385,6 +385,27 @@ pub async fn send(request: RequestBuilder) -> Result<(StatusCode, Value)> {
     Ok((status, json))
 }
 
+/// Polls `GET /v1/runs/{id}` until the run ended (or waits for the user);
+/// fails past `within`.
+pub async fn wait_run_ended(server: &TestServer, id: &str, within: Duration) -> Result<Value> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let (status, run) = send(server.a(reqwest::Method::GET, &format!("/v1/runs/{id}"))).await?;
+        anyhow::ensure!(status == StatusCode::OK, "{status} {run}");
+        if matches!(
+            run["state"].as_str(),
+            Some("completed" | "cancelled" | "failed" | "interrupted" | "awaiting_user")
+        ) {
+            return Ok(run);
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "run {id} did not end within {within:?}: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Asserts an error answer: status and code.
 pub async fn expect_error(
     request: RequestBuilder,
