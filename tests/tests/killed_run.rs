@@ -15,12 +15,21 @@ use paddock_tests::run::wait_until;
 
 const MARKER: &str = "sleep 4343";
 
+/// Temporary workspaces of CLI sandboxes: each CLI process keeps its own
+/// in its owner directory (`TMP/paddock-cli.ID/paddock-sb-*`).
 fn paddock_temp_dirs() -> BTreeSet<PathBuf> {
-    fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("paddock-sb-"))
-        .map(|e| e.path())
+    let named = |dir: PathBuf, prefix: &str| -> Vec<PathBuf> {
+        fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .map(|e| e.path())
+            .collect()
+    };
+    named(std::env::temp_dir(), "paddock-cli.")
+        .into_iter()
+        .flat_map(|owner| named(owner, "paddock-sb-"))
         .collect()
 }
 

@@ -21,12 +21,12 @@ use paddock_core::store::{
 };
 use paddock_proto::EgressDecision;
 use paddock_runtime::events::{
-    BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, ContextCompacted,
-    ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta, ModelMessage,
-    OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, ResumeBudget, RunFinished,
-    RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
-    StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent,
-    UserMessage,
+    BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, CheckpointsPruned,
+    ContextCompacted, ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta,
+    ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, ResumeBudget,
+    RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
+    SnapshotLimitKind, StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk,
+    ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -185,6 +185,10 @@ const STORED: &[(&str, &str)] = &[
     (
         "store.waiting",
         r#"{"operation":"append_event","waiting":false,"waited_ms":2150}"#,
+    ),
+    (
+        "checkpoints.pruned",
+        r#"{"checkpoints":["ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4"],"kept":50,"max_per_session":50,"blobs_removed":3,"bytes_freed":61440}"#,
     ),
     (
         "run.started",
@@ -636,6 +640,16 @@ fn written() -> Vec<Event> {
             waited_ms: 2150,
         }
         .into(),
+        CheckpointsPruned {
+            checkpoints: vec![
+                CheckpointId::parse("ckpt_0193a1b2c3d47e5f8a9b0c1d2e3f4ab4").unwrap(),
+            ],
+            kept: 50,
+            max_per_session: 50,
+            blobs_removed: 3,
+            bytes_freed: 61_440,
+        }
+        .into(),
         RunStarted {
             goal: "Spend little".into(),
             success_criteria: vec![],
@@ -832,7 +846,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 22);
+    assert_eq!(Event::KINDS.len(), 23);
 }
 
 #[test]
@@ -873,6 +887,7 @@ fn payload_types_name_their_stored_kinds() {
         ModelDelta::KIND,
         ToolOutputChunk::KIND,
         StoreWaiting::KIND,
+        CheckpointsPruned::KIND,
     ];
     assert_eq!(
         kinds,
@@ -899,6 +914,7 @@ fn payload_types_name_their_stored_kinds() {
             "model.delta",
             "tool.output",
             "store.waiting",
+            "checkpoints.pruned",
         ]
     );
 }
