@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use anyhow::{Context, Result, ensure};
 use common::{Db, Setup, TestServer, send, wait_run_ended};
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::store::RunEvent;
+use paddock_test_support::disk_use::du;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -28,26 +28,6 @@ on_both_databases!(
 );
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// Blocks under `dir` as `du` counts them (st_blocks, symlinks not
-/// followed): independent of the server's own accounting.
-fn du(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(meta) = entry.metadata() else { continue };
-            total += meta.blocks() * 512;
-            if meta.is_dir() {
-                pending.push(entry.path());
-            }
-        }
-    }
-    total
-}
 
 /// Everything of tenant a's on disk: its workspace and its blob part.
 fn tenant_du(server: &TestServer, workspace: &str) -> u64 {

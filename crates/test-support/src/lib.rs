@@ -11,6 +11,7 @@
 //! `PADDOCK_UNCONFINED=1` against the unconfined guest, where a caller opts
 //! in with [`StackConfig::unconfined`]).
 
+pub mod disk_use;
 pub mod loop_fs;
 pub mod model_server;
 

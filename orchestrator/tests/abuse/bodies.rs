@@ -326,43 +326,6 @@ async fn half_open(server: &Server, source: IpAddr) -> Result<TcpStream> {
     Ok(tcp)
 }
 
-/// A kept-alive connection on which `token` (or no token) was answered.
-async fn kept_alive_as(server: &Server, token: Option<&str>, source: IpAddr) -> Result<TcpStream> {
-    let mut tcp = server.connect_from(source).await?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    tcp.write_all(format!("GET /v1/health HTTP/1.1\r\nHost: paddock\r\n{auth}\r\n").as_bytes())
-        .await?;
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            let n = tcp.read(&mut buf).await?;
-            anyhow::ensure!(n > 0, "closed before answering");
-            seen.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&seen);
-            if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().to_owned())
-                    })
-                    .and_then(|v| v.parse().ok())
-                    .context("no content-length")?;
-                if body.len() >= len {
-                    return Ok(());
-                }
-            }
-        }
-    })
-    .await
-    .context("no answer within 5 s")??;
-    Ok(tcp)
-}
-
 /// Peers on 17 loopback addresses, each under the per-peer cap, fill the
 /// global cap (24) with half-sent headers and kept-alive connections
 /// without a token, the attacking tenant adds kept-alive connections with
@@ -384,7 +347,10 @@ fn peers_filling_the_connection_cap_do_not_lock_out_a_token() -> Result<()> {
         for peer in 1..=17u8 {
             let source = IpAddr::from([127, 0, 8, peer]);
             held.push(half_open(server, source).await?);
-            if let Ok(tcp) = kept_alive_as(server, None, source).await {
+            if let Ok(tcp) = server
+                .kept_alive_as(None, source, Duration::from_secs(5))
+                .await
+            {
                 held.push(tcp);
             }
         }
@@ -392,7 +358,10 @@ fn peers_filling_the_connection_cap_do_not_lock_out_a_token() -> Result<()> {
         for peer in 1..=4u8 {
             for _ in 0..2 {
                 let source = IpAddr::from([127, 0, 9, peer]);
-                if let Ok(tcp) = kept_alive_as(server, Some(&server.token), source).await {
+                if let Ok(tcp) = server
+                    .kept_alive_as(Some(&server.token), source, Duration::from_secs(5))
+                    .await
+                {
                     proven.push(tcp);
                 }
             }

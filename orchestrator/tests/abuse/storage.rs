@@ -4,7 +4,6 @@
 //! 10%; the other tenant answers in under a second and keeps its files;
 //! the server stays under 512 MiB.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -13,28 +12,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::*;
+use paddock_test_support::disk_use::du;
 
 const RSS_FLOOR: u64 = 512 << 20;
 const LATENCY_FLOOR: Duration = Duration::from_secs(1);
-
-/// Blocks under `dir` as `du` counts them, symlinks not followed.
-fn du(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(meta) = entry.metadata() else { continue };
-            total += meta.blocks() * 512;
-            if meta.is_dir() {
-                pending.push(entry.path());
-            }
-        }
-    }
-    total
-}
 
 /// The attacking tenant's files: its workspaces and its part of the blob store.
 fn attacker_du(data: &Path, workspaces: &[String]) -> u64 {

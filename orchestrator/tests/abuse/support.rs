@@ -85,12 +85,27 @@ impl Server {
     /// A connection the server has surely accepted: one keep-alive request
     /// answered on it, and it stays open.
     pub async fn kept_alive_from(&self, source: IpAddr) -> Result<TcpStream> {
+        self.kept_alive_as(None, source, Duration::from_secs(20))
+            .await
+    }
+
+    /// [`Self::kept_alive_from`] with `token` (or none) on its request,
+    /// answered within `within`.
+    pub async fn kept_alive_as(
+        &self,
+        token: Option<&str>,
+        source: IpAddr,
+        within: Duration,
+    ) -> Result<TcpStream> {
         let mut tcp = self.connect_from(source).await?;
-        tcp.write_all(b"GET /v1/health HTTP/1.1\r\nHost: paddock\r\n\r\n")
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        tcp.write_all(format!("GET /v1/health HTTP/1.1\r\nHost: paddock\r\n{auth}\r\n").as_bytes())
             .await?;
         let mut seen = Vec::new();
         let mut buf = [0u8; 4096];
-        let answered = tokio::time::timeout(Duration::from_secs(20), async {
+        let answered = tokio::time::timeout(within, async {
             loop {
                 let n = tcp.read(&mut buf).await?;
                 if n == 0 {
@@ -115,7 +130,7 @@ impl Server {
             }
         })
         .await;
-        answered.context("no answer within 20 s")??;
+        answered.with_context(|| format!("no answer within {within:?}"))??;
         Ok(tcp)
     }
 
