@@ -130,10 +130,21 @@ mod tests {
         std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         let path = CString::new(script.as_os_str().as_encoded_bytes()).unwrap();
-        let err = spawner
-            .spawn(&path, &[c("s")], &[], [fd, fd, fd])
-            .unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(libc::ENOEXEC));
+        // Another test thread forking while `write` held the file open leaves
+        // a copy of that descriptor in its child until the child execs, and
+        // the kernel answers ETXTBSY meanwhile: retry that window away.
+        let mut err = None;
+        for _ in 0..100 {
+            let e = spawner
+                .spawn(&path, &[c("s")], &[], [fd, fd, fd])
+                .unwrap_err();
+            if e.raw_os_error() != Some(libc::ETXTBSY) {
+                err = Some(e);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(err.unwrap().raw_os_error(), Some(libc::ENOEXEC));
         // Nothing since `new` changed a disposition: the resets still cover
         // every signal that is not SIG_DFL.
         assert_eq!(crate::sys::signals_not_default().unwrap(), spawner.resets());
