@@ -767,3 +767,60 @@ async fn a_local_run_uses_the_backend_of_its_flag() -> Result<()> {
     );
     Ok(())
 }
+
+/// Whether `backend` can run here by `paddock sandbox info`; prints why not
+/// (or panics when PADDOCK_REQUIRE_BACKENDS names it).
+fn runs_here(backend: &str, test: &str) -> bool {
+    let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .args(["sandbox", "info", "--json"])
+        .output()
+        .unwrap();
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let state = info["backends"][backend].as_str().unwrap_or("unknown");
+    if state == "available" {
+        return true;
+    }
+    let required = std::env::var("PADDOCK_REQUIRE_BACKENDS")
+        .is_ok_and(|list| list.split(',').any(|b| b.trim() == backend));
+    assert!(!required, "{test}: {backend} is required: {state}");
+    eprintln!("SKIPPED {test} [{backend}]: {state}");
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_workspace_has_the_servers_cap_on_every_backend() -> Result<()> {
+    const TEST: &str = "a_temporary_workspace_has_the_servers_cap_on_every_backend";
+    let kinds: Vec<&str> = ["native", "docker", "gvisor", "microvm"]
+        .into_iter()
+        .filter(|kind| runs_here(kind, TEST))
+        .collect();
+    let mut config =
+        String::from("temporary_workspace_bytes = 8388608\nallow_downgrade = [\"landlock\"]\n");
+    for kind in &kinds {
+        config.push_str(&format!("[[backends]]\nkind = \"{kind}\"\n"));
+    }
+    let (_server, client, _node, _data) = start(&config, &[], "tmpcap")?;
+    // Writes past the cap fail with ENOSPC inside; what fits is kept.
+    let fill = "dd if=/dev/zero of=/workspace/fits bs=1M count=4 2>/dev/null && echo fits; \
+                dd if=/dev/zero of=/workspace/big bs=1M count=16 2>&1 | grep -o 'No space left' | head -1; \
+                df -B1 --output=size /workspace | tail -1 | tr -d ' '";
+    for kind in &kinds {
+        let view = client.create(json!({"backend": kind})).await?;
+        let id = view["id"].as_str().unwrap();
+        assert_eq!(view["limits"]["workspace_bytes"], 8 << 20, "{kind}: {view}");
+        let out = client.sh(id, fill).await?;
+        assert_eq!(out, format!("fits\nNo space left\n{}\n", 8 << 20), "{kind}");
+        // A request's own quota wins over the default.
+        let own = client
+            .create(json!({"backend": kind, "limits": {"workspace_bytes": 16 << 20}}))
+            .await?;
+        let size = client
+            .sh(
+                own["id"].as_str().unwrap(),
+                "df -B1 --output=size /workspace | tail -1 | tr -d ' '",
+            )
+            .await?;
+        assert_eq!(size, format!("{}\n", 16 << 20), "{kind}");
+    }
+    Ok(())
+}

@@ -12,7 +12,7 @@ use nix::mount::{MsFlags, mount};
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
 use paddock_proto::{
     CgroupEnforcement, DowngradeLayer, Enforcement, NetworkPolicy, SandboxLimits, VmEnforcement,
-    WORKSPACE_MOUNT,
+    WORKSPACE_MOUNT, WorkspaceQuotaEnforcement,
 };
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +51,10 @@ pub struct MicroVmSpec {
     pub vm: VmEnforcement,
     #[serde(default)]
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
+    /// The workspace was made for this sandbox and starts empty: under a
+    /// workspace quota it is a tmpfs in the VM instead of the 9p share.
+    #[serde(default)]
+    pub temporary_workspace: bool,
 }
 
 impl MicroVmSpec {
@@ -76,10 +80,11 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     let scope = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
     let writable_paths = validate::scope_rels(&scope);
     let allowed = |layer| spec.allow_downgrade.contains(&layer);
-    // The workspace is a 9p share of a host directory: no quota holds it.
+    // A host directory's 9p share holds no quota; a temporary workspace
+    // under one is a tmpfs in the VM's RAM instead (the memory limit).
     let quota = workspace_quota::plan(
         &spec.limits,
-        false,
+        spec.temporary_workspace,
         spec.read_only,
         !writable_paths.is_empty(),
         allowed,
@@ -90,7 +95,16 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             reason: "the microvm guest must be the VM's init (PID 1)".to_owned(),
         });
     }
-    mount_workspace(spec.read_only, &scope)?;
+    let workspace_transport = match &quota.tmpfs {
+        Some(tmpfs) => {
+            mount_workspace_tmpfs(tmpfs, spec.uid, spec.gid)?;
+            "tmpfs".to_owned()
+        }
+        None => {
+            mount_workspace(spec.read_only, &scope)?;
+            spec.vm.workspace_transport.clone()
+        }
+    };
     mount_tmp(spec.limits.tmp_bytes)?;
     mount_devpts()?;
     // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
@@ -135,10 +149,32 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             namespaces: Vec::new(),
             vm: Some(VmEnforcement {
                 kernel,
+                workspace_transport,
                 ..spec.vm.clone()
             }),
         },
     )
+}
+
+/// A temporary workspace under a quota: a tmpfs of its sizes at /workspace,
+/// owned by the workspace owner; the host's directory stays empty.
+fn mount_workspace_tmpfs(
+    tmpfs: &WorkspaceQuotaEnforcement,
+    uid: u32,
+    gid: u32,
+) -> Result<(), JailError> {
+    let options = format!(
+        "mode=0755,size={},nr_inodes={},uid={uid},gid={gid}",
+        tmpfs.bytes, tmpfs.inodes
+    );
+    mount(
+        Some("tmpfs"),
+        WORKSPACE_MOUNT,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(options.as_str()),
+    )
+    .map_err(|e| JailError::mount("mount the workspace tmpfs", WORKSPACE_MOUNT, e.into()))
 }
 
 /// The workspace share at /workspace. Read-only sandboxes get a share QEMU
@@ -264,6 +300,7 @@ mod tests {
             limits: SandboxLimits::default(),
             uid: 100_000,
             gid: 100_000,
+            temporary_workspace: true,
             cgroup: None,
             vm: VmEnforcement {
                 accelerator: "tcg".to_owned(),

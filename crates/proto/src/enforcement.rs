@@ -130,7 +130,8 @@ pub struct VmEnforcement {
     pub memory_bytes: u64,
     /// The guest kernel's release (`uname -r` inside).
     pub kernel: String,
-    /// How the workspace reaches the VM (`virtio-9p`).
+    /// How the workspace reaches the VM: `virtio-9p` (a host directory), or
+    /// `tmpfs` (a temporary workspace under a quota, in the VM's RAM).
     pub workspace_transport: String,
 }
 

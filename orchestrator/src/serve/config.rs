@@ -40,6 +40,9 @@ pub struct ServeConfig {
     /// snapshot archives and an estimate of its database rows, counted in
     /// blocks), checked on every write path (default 32 GiB).
     pub tenant_disk_quota_bytes: Option<u64>,
+    /// The size cap of a writable temporary workspace whose request asks
+    /// no workspace quota (default 1 GiB; 0: none).
+    pub temporary_workspace_bytes: Option<u64>,
     /// Checkpoints one session keeps; past it the oldest tool-batch ones
     /// are pruned (default 50, at least 2).
     pub max_checkpoints_per_session: Option<u32>,
@@ -584,6 +587,11 @@ impl ServeConfig {
         config.limits = LimitsPolicy {
             default: self.default_limits.clone().unwrap_or(defaults.default),
             max: self.max_limits.clone().unwrap_or(defaults.max),
+            temporary_workspace_bytes: match self.temporary_workspace_bytes {
+                Some(0) => None,
+                Some(bytes) => Some(bytes),
+                None => defaults.temporary_workspace_bytes,
+            },
         };
         config.allow_downgrade = self.allow_downgrade.clone();
         config.quotas = self.quotas.quotas(&HostTotals::read());

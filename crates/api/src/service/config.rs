@@ -106,7 +106,7 @@ impl ServiceConfig {
             None,
             false,
             NetworkPolicy::None,
-            self.limits.default.clone(),
+            self.limits.for_workspace(self.limits.default.clone(), true),
         )
     }
 
@@ -125,6 +125,37 @@ pub struct LimitsPolicy {
     pub default: SandboxLimits,
     /// Ceilings; `None` in an optional field means no ceiling of that kind.
     pub max: SandboxLimits,
+    /// The size cap a writable temporary workspace gets when its request
+    /// asks no workspace quota (None: none, the host's disk is the limit).
+    /// It makes the workspace a tmpfs charged to the sandbox's memory on
+    /// every tier, so no tenant fills the host's disk through a sandbox.
+    pub temporary_workspace_bytes: Option<u64>,
+}
+
+/// The default [`LimitsPolicy::temporary_workspace_bytes`]: 1 GiB.
+pub const DEFAULT_TEMPORARY_WORKSPACE_BYTES: u64 = 1 << 30;
+
+impl LimitsPolicy {
+    /// `limits` with the temporary-workspace cap when the workspace is a
+    /// writable temporary one whose request asked no quota, within the
+    /// `workspace_bytes` ceiling.
+    pub fn for_workspace(
+        &self,
+        mut limits: SandboxLimits,
+        temporary_writable: bool,
+    ) -> SandboxLimits {
+        if temporary_writable
+            && limits.workspace_bytes.is_none()
+            && limits.workspace_inodes.is_none()
+        {
+            limits.workspace_bytes =
+                match (self.temporary_workspace_bytes, self.max.workspace_bytes) {
+                    (Some(cap), Some(max)) => Some(cap.min(max)),
+                    (cap, _) => cap,
+                };
+        }
+        limits
+    }
 }
 
 /// CPU a sandbox gets when neither the request nor the operator names any:
@@ -147,6 +178,7 @@ impl Default for LimitsPolicy {
                 workspace_bytes: None,
                 workspace_inodes: None,
             },
+            temporary_workspace_bytes: Some(DEFAULT_TEMPORARY_WORKSPACE_BYTES),
         }
     }
 }

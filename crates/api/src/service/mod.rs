@@ -339,7 +339,10 @@ impl SandboxService {
         let entry = self
             .backends
             .choose(command.backend.as_deref(), command.image.as_deref())?;
-        let limits = command.limits.resolve(&self.config.limits)?;
+        let limits = self.config.limits.for_workspace(
+            command.limits.resolve(&self.config.limits)?,
+            command.workspace.is_none() && !command.read_only,
+        );
         let workspace_dir = match &command.workspace {
             Some(id) => {
                 self.store

@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::io::SyncIoBridge;
 
 use super::commands::{CreateSandbox, CreateWorkspace, LimitsRequest};
-use super::{SandboxService, SandboxView, ServiceError, StoredSpec, destroy_quietly};
+use super::{SandboxService, SandboxView, ServiceError, StoredSpec, destroy_quietly, quota};
 use paddock_proto::{NetworkPolicy, error_chain};
 use paddock_snapshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, SnapshotError, snapshot_record};
 
@@ -577,7 +577,7 @@ impl SandboxService {
         if command.read_only {
             // The guest of a read-only sandbox cannot write its workspace:
             // the files go in first, through a short-lived sandbox.
-            self.fill_workspace(workspace, snapshot, &mut source, command)
+            self.fill_workspace(tenant, workspace, snapshot, &mut source, command)
                 .await?;
             return self.create_sandbox_from(tenant, create, origin).await;
         }
@@ -599,6 +599,7 @@ impl SandboxService {
     /// restore as any other, with the owners a sandbox of this backend sees.
     async fn fill_workspace(
         &self,
+        tenant: &TenantId,
         workspace: &WorkspaceId,
         snapshot: &SnapshotRecord,
         source: &mut SharedArchive,
@@ -607,20 +608,21 @@ impl SandboxService {
         let entry = self
             .backends
             .choose(command.backend.as_deref(), command.image.as_deref())?;
+        let limits = command.limits.resolve(&self.config.limits)?;
+        // Admitted as any sandbox of the tenant (slot and quotas); being
+        // unrecorded, its slot and reservation count it until it is gone.
+        let (_slot, _reservation) = self.admit(tenant, quota::Grant::of(&limits)).await?;
         let spec = self.config.sandbox_spec(
             Some(self.workspace_dir(workspace).await?),
             false,
             NetworkPolicy::None,
-            command.limits.resolve(&self.config.limits)?,
+            limits,
         );
-        let sandbox = {
-            let _slot = self.reserve_slot()?;
-            entry
-                .backend
-                .create(spec)
-                .await
-                .map_err(ServiceError::CreateSandbox)?
-        };
+        let sandbox = entry
+            .backend
+            .create(spec)
+            .await
+            .map_err(ServiceError::CreateSandbox)?;
         let id = sandbox.info().id.clone();
         let guest = sandbox.guest();
         let imported = guest.snapshot_import(import_limits(snapshot), source).await;

@@ -14,10 +14,9 @@
 //! The wait is bounded by `RuntimeConfig::store_full_wait` (60 s by
 //! default): past it the write fails and the run ends `failed`
 //! (`infrastructure_error`, the error naming the full disk). Cancelling the
-//! run ends the wait at once: the write is dropped, and since a run's
-//! writes are pipelined and the first failed one stops its writer, the run
-//! ends `failed` with the reason ("recording the run failed: ... no space
-//! left to write"), not `cancelled`. The writes that record the run's end
+//! run ends the wait at once: the write is dropped (a run's writes are
+//! pipelined and the first failed one stops its writer), and the run ends
+//! `cancelled`, as asked. The writes that record the run's end
 //! (session memory, `sandbox.stopped`, its row, `run.review`,
 //! `run.finished`) wait for space too, within the same bound but whatever
 //! the cancel, so a cancel answers once space is back (or the bound

@@ -266,6 +266,10 @@ impl Driver {
             Ok(()) => ending,
             Err(err) => match ending {
                 failed @ Ending::Failed { .. } => failed,
+                // the cancel cut a write short (see events/store_wait.rs)
+                Ending::Cancelled if matches!(err, RuntimeError::Journal { .. }) => {
+                    Ending::Cancelled
+                }
                 _ => Ending::Failed {
                     reason: EndReason::InfrastructureError,
                     error: error_chain(&err),
@@ -293,6 +297,11 @@ impl Driver {
             Stop::End(ending) => ending,
             Stop::Interrupted(Interrupt::WallClock) => Ending::budget(self.wall_clock_exceeded()),
             Stop::Interrupted(Interrupt::Cancelled) => self.cancelling().await,
+            // A write the cancel cut short (a full store's wait ends at a
+            // cancel): the run was cancelled, not failed.
+            Stop::Error(RuntimeError::Journal { .. }) if self.ctx.cancel.is_cancelled() => {
+                self.cancelling().await
+            }
             Stop::Error(err) => Ending::Failed {
                 reason: EndReason::InfrastructureError,
                 error: error_chain(&err),

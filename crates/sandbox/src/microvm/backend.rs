@@ -290,6 +290,7 @@ impl MicroVmBackend {
                 workspace_transport: "virtio-9p".to_owned(),
             },
             allow_downgrade: spec.allow_downgrade.clone(),
+            temporary_workspace: teardown.temp_workspace.is_some(),
         };
         match self
             .start(&plan, &socket, guest_spec, &vm_limits, &mut teardown)
