@@ -96,6 +96,8 @@ impl TestHost {
         body_bytes: Option<usize>,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> anyhow::Result<Self> {
+        static REAPED: std::sync::Once = std::sync::Once::new();
+        REAPED.call_once(reap_dead_processes_hosts);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         anyhow::ensure!(n < 63, "at most 63 test hosts per process");
         let slot = u8::try_from(n * 4).context("slot")?;
@@ -341,4 +343,28 @@ fn dns_answer(table: &Mutex<HashMap<String, VecDeque<Ipv4Addr>>>, bytes: &[u8]) 
         None => reply.metadata.response_code = ResponseCode::NXDomain,
     }
     reply.to_vec().ok()
+}
+
+/// Removes the test hosts of test processes that died without dropping
+/// them (a killed run): they hold the same addresses this process takes.
+/// Deleting a namespace removes its veth pair.
+fn reap_dead_processes_hosts() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        let Some(pid) = name
+            .strip_prefix("pdk-th-")
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            eprintln!("removing {name}, left by the dead test process {pid}");
+            let _ = ip(&["netns", "del", name]);
+        }
+    }
 }
