@@ -20,7 +20,7 @@
 //! Bounded: the socket's buffer (an overflow is counted, not fatal), at
 //! most [`MAX_OPEN`] connections remembered between NEW and DESTROY, and
 //! the decision channel, which drops and counts when full
-//! ([`crate::connect::Ctx::record`]).
+//! ([`crate::proxy::connect::Ctx::record`]).
 //!
 //! The messages are parsed here (nlmsghdr, nfgenmsg, nested attributes),
 //! every length checked against what was received.
@@ -38,7 +38,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::connect::Shared;
+use crate::proxy::connect::Shared;
 use crate::{EgressDecision, EgressError};
 
 /// NFLOG groups the sandboxes' rules log to (the upper half: tools such as
