@@ -90,7 +90,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         && backend_args.kind() == crate::backend::BackendKind::Native
         && !backend_args.unconfined
     {
-        let pool = backend_args.egress().nat_pool;
+        let pool = args.egress.config().nat_pool;
         if let Err(err) = pool.check_against_host().await {
             logging::note(format_args!(
                 "paddock: {} (or forbid it with [network] max)",
@@ -105,6 +105,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     crate::owners::claim_server(&placement, &kinds, backend_args).await;
     let (backends, backend, pools) = enable_backends(
         backend_args,
+        args.egress.config(),
         &sections,
         config.backend,
         &placement,
@@ -234,6 +235,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
 /// the pools.
 async fn enable_backends(
     backend_args: &BackendArgs,
+    egress: paddock_egress::EgressConfig,
     sections: &[config::BackendSection],
     default: Option<crate::backend::BackendKind>,
     placement: &Placement,
@@ -245,6 +247,7 @@ async fn enable_backends(
     for section in sections {
         let backend = crate::backend::connect(
             backend_args,
+            egress.clone(),
             Some(section.kind),
             section.image.as_deref(),
             placement,

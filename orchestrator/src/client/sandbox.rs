@@ -13,12 +13,7 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
         return Ok(crate::agent::EXIT_USAGE);
     }
     let mut limits = Map::new();
-    for (key, value) in [
-        ("memory_bytes", args.memory),
-        ("pids", args.pids),
-        ("cpu_millis", args.cpus),
-        ("tmp_bytes", args.tmp_size),
-    ] {
+    for (key, value) in args.limits.request_fields() {
         if let Some(v) = value {
             limits.insert(key.to_owned(), json!(v));
         }

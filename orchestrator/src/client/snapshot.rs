@@ -225,7 +225,7 @@ async fn ls(client: &ApiClient, json: bool) -> anyhow::Result<u8> {
 
 async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::Result<u8> {
     let mut limits = Map::new();
-    for (key, value) in [("memory_bytes", args.memory), ("pids", args.pids)] {
+    for (key, value) in args.limits.request_fields() {
         if let Some(v) = value {
             limits.insert(key.to_owned(), json!(v));
         }
