@@ -8,7 +8,7 @@
 //! by host filter rules; the DNS at 127.0.0.1 inside relays to the
 //! operator's resolver, and the explicit proxy stays for secrets. Its
 //! connections and the guard's refusals are decisions too, read from
-//! netlink (`nat/log.rs`: NFLOG and conntrack events).
+//! netlink (`nat/log/`: NFLOG and conntrack events).
 //!
 //! Per connection: the policy is checked against the name or IP literal the
 //! sandbox asked for, the proxy resolves the name itself, the address guard

@@ -16,7 +16,7 @@
 //!
 //! Each refusal of the guard is logged to the sandbox's NFLOG group first
 //! (its chain, and a rule of its own in `PADDOCK-IN`), which
-//! `nat/log.rs` reads as a denied decision.
+//! `nat/log/` reads as a denied decision.
 //!
 //! The per-sandbox rules carry the comment `paddock-nat OWNER SANDBOX`, so
 //! that [`reap`] finds what a killed server left behind, and only its own.
