@@ -7,7 +7,7 @@
 //! config and packets and conntrack's tuples, but not the conntrack id
 //! (`CTA_ID`) nor the byte counters (`CTA_COUNTERS_*`) a decision is made
 //! of, which would still be parsed here from its untyped attributes; the
-//! few dozen lines below stay smaller than that crate and its four
+//! ~150 lines here stay smaller than that crate and its four
 //! dependencies.
 
 use std::net::Ipv4Addr;
