@@ -47,7 +47,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         }
     };
 
-    let data = &args.data_dir;
+    let data = &args.data.data_dir;
     for dir in [
         data.clone(),
         data.join("workspaces"),
@@ -266,7 +266,8 @@ fn configure(args: &ServeArgs, backend_args: &BackendArgs) -> anyhow::Result<Con
             node_name(&std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default())
         }
     };
-    let service_config = config.service_config(node.clone(), args.data_dir.join("workspaces"))?;
+    let service_config =
+        config.service_config(node.clone(), args.data.data_dir.join("workspaces"))?;
     let sections = config.backend_sections(
         backend_args.kind(),
         backend_args.image.as_deref(),

@@ -108,6 +108,23 @@ impl EgressArgs {
     }
 }
 
+/// The network of a sandbox a command makes, here (`sandbox run`) or on a
+/// server (`sandbox create`, `snapshot restore|fork`).
+#[derive(Debug, Clone, Args)]
+pub struct NetworkArgs {
+    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
+    /// only those, through the egress proxy; full: any host through the
+    /// same proxy (never the host's own network or services).
+    #[arg(
+        long = "network",
+        id = "network",
+        value_name = "POLICY",
+        default_value = "none",
+        value_parser = parse_network
+    )]
+    pub policy: NetworkPolicy,
+}
+
 /// The resource limits of a sandbox a command makes, here (`sandbox run`)
 /// or on a server (`sandbox create`, `snapshot restore|fork`). Left out:
 /// the defaults named, or on a server the server's.

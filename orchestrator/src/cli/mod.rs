@@ -20,8 +20,8 @@ use clap::{Parser, Subcommand};
 use crate::logging::LogFormat;
 
 pub use common::{
-    BackendArgs, DEFAULT_DATA_DIR, DataDirArgs, EgressArgs, Layer, LimitArgs, RmArgs, SecretArg,
-    ServerArgs, ServerBackendArgs,
+    BackendArgs, DEFAULT_DATA_DIR, DataDirArgs, EgressArgs, Layer, LimitArgs, NetworkArgs, RmArgs,
+    SecretArg, ServerArgs, ServerBackendArgs,
 };
 pub use doctor::DoctorCli;
 pub use files::{FilesCli, FilesCommand};
@@ -159,7 +159,7 @@ mod tests {
         ]);
         assert_eq!(args.workspace, Some(PathBuf::from("/w")));
         assert!(args.read_only && args.json);
-        assert_eq!(args.network, NetworkPolicy::Full);
+        assert_eq!(args.network.policy, NetworkPolicy::Full);
         assert_eq!(
             (
                 args.limits.memory,
@@ -178,7 +178,7 @@ mod tests {
         let args = run_args(&["paddock", "sandbox", "run", "-e", "A=b=c", "ls", "-la"]);
         assert_eq!(args.command, ["ls", "-la"]);
         assert_eq!(args.env, [("A".to_owned(), "b=c".to_owned())]);
-        assert_eq!(args.network, NetworkPolicy::None);
+        assert_eq!(args.network.policy, NetworkPolicy::None);
     }
 
     #[test]

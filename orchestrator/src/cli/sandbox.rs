@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use paddock_proto::NetworkPolicy;
 
-use super::common::{parse_env, parse_network, parse_secret, parse_secret_arg};
+use super::common::{parse_env, parse_secret, parse_secret_arg};
 use super::{
-    BackendArgs, EgressArgs, Layer, LimitArgs, RmArgs, SecretArg, ServerArgs, ServerBackendArgs,
+    BackendArgs, EgressArgs, Layer, LimitArgs, NetworkArgs, RmArgs, SecretArg, ServerArgs,
+    ServerBackendArgs,
 };
 use crate::size::{parse_bytes, parse_seconds_ms};
 
@@ -89,11 +89,8 @@ pub struct CreateArgs {
     /// Mount the workspace read-only.
     #[arg(long)]
     pub read_only: bool,
-    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
-    /// only those, through the egress proxy; full: any host through the
-    /// same proxy (never the host's own network or services).
-    #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
-    pub network: NetworkPolicy,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// A secret injected at egress (repeatable): `NAME`, a secret the
     /// server's config defines and grants to your tenant, or
     /// `NAME@HOST[,HOST...][=HEADER]` with the value from this
@@ -168,11 +165,8 @@ pub struct RunArgs {
     /// directory; a trailing '/' always means a directory). Repeatable.
     #[arg(long = "writable", value_name = "PATH")]
     pub writable: Vec<String>,
-    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
-    /// only those, through the egress proxy; full: any host through the
-    /// same proxy (never the host's own network or services).
-    #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
-    pub network: NetworkPolicy,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// A secret injected at egress (repeatable): NAME@HOST[,HOST...] with
     /// an optional =HEADER, the one header the value goes in: a name
     /// ("X-Api-Key") or a template ("Authorization: Bearer {{secret}}");

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{BackendArgs, EgressArgs};
+use super::{BackendArgs, DataDirArgs, EgressArgs};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -19,14 +19,8 @@ pub struct ServeArgs {
         value_name = "URL"
     )]
     pub database: Option<String>,
-    /// State directory: database, workspaces/, tmp/.
-    #[arg(
-        long,
-        env = "PADDOCK_DATA_DIR",
-        default_value = "/var/lib/paddock",
-        value_name = "DIR"
-    )]
-    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub data: DataDirArgs,
     /// TOML configuration: tokens, timeouts, limits (see docs/api.md).
     #[arg(long, env = "PADDOCK_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,

@@ -2,12 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
-use paddock_proto::NetworkPolicy;
-
-use super::common::parse_network;
-use super::{LimitArgs, RmArgs, ServerArgs, ServerBackendArgs};
+use super::{LimitArgs, NetworkArgs, RmArgs, ServerArgs, ServerBackendArgs};
 use crate::size::parse_bytes;
+use clap::{Args, Subcommand};
 
 /// `paddock snapshot` and the server it talks to.
 #[derive(Debug, Args)]
@@ -98,11 +95,8 @@ pub enum SnapshotCommand {
 pub struct RestoreArgs {
     /// The snapshot (snap_...).
     pub id: String,
-    /// none: loopback only; `allow:HOST[:PORT],...` (`*.suffix` allowed):
-    /// only those, through the egress proxy; full: any host through the
-    /// same proxy (never the host's own network or services).
-    #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_network)]
-    pub network: NetworkPolicy,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// The sandboxes' workspaces are read-only (files restored first).

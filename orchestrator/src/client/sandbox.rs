@@ -8,7 +8,8 @@ use crate::cli::{CreateArgs, LsArgs, RmArgs};
 
 pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> {
     // the server's rule, checked before asking it
-    if let Err(err) = paddock_proto::check_secrets_network(args.secrets.len(), &args.network) {
+    if let Err(err) = paddock_proto::check_secrets_network(args.secrets.len(), &args.network.policy)
+    {
         eprintln!("paddock: --secret: {err}");
         return Ok(crate::agent::EXIT_USAGE);
     }
@@ -21,7 +22,7 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
     let mut body = json!({
         "workspace": args.workspace,
         "read_only": args.read_only,
-        "network": args.network,
+        "network": args.network.policy,
         "limits": limits,
     });
     if !args.secrets.is_empty() {

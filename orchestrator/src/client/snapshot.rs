@@ -232,7 +232,7 @@ async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::R
     }
     let mut body = json!({
         "count": count,
-        "network": args.network,
+        "network": args.network.policy,
         "limits": limits,
         "read_only": args.read_only,
     });

@@ -119,7 +119,7 @@ fn usage_error(args: &RunArgs) -> Option<anyhow::Error> {
         ));
     }
     // the API's rule (paddock_proto::check_secrets_network)
-    paddock_proto::check_secrets_network(args.secrets.len(), &args.network)
+    paddock_proto::check_secrets_network(args.secrets.len(), &args.network.policy)
         .err()
         .map(|err| anyhow::anyhow!("--secret: {err}"))
 }
@@ -131,7 +131,7 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
         workspace: args.workspace.clone(),
         read_only: args.read_only,
         writable_paths: args.writable.clone(),
-        network: args.network.clone(),
+        network: args.network.policy.clone(),
         limits: SandboxLimits {
             memory_bytes: args
                 .limits
