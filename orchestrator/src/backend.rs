@@ -80,6 +80,7 @@ impl Placement {
 /// The backend `args` name (or `kind` when given), connected and checked.
 pub async fn connect(
     args: &BackendArgs,
+    egress: paddock_egress::EgressConfig,
     kind: Option<BackendKind>,
     image: Option<&str>,
     placement: &Placement,
@@ -95,7 +96,7 @@ pub async fn connect(
             config.temp_root = placement.temp_root.clone();
             config.stream_limits = placement.stream_limits.clone();
             config.id_pool = placement.id_pool;
-            config.egress = args.egress();
+            config.egress = egress;
             Arc::new(NativeBackend::new(config))
         }
         BackendKind::Docker | BackendKind::Gvisor => {
@@ -137,7 +138,15 @@ pub async fn connect(
 pub async fn availability(args: &BackendArgs) -> Vec<(BackendKind, Option<String>)> {
     let mut rows = Vec::new();
     for kind in BackendKind::ALL {
-        let checked = match connect(args, Some(kind), None, &Placement::standalone()).await {
+        let checked = match connect(
+            args,
+            paddock_egress::EgressConfig::default(),
+            Some(kind),
+            None,
+            &Placement::standalone(),
+        )
+        .await
+        {
             Ok(backend) => backend.check().await.map_err(|e| format!("{e:#}")),
             Err(e) => Err(format!("{e:#}")),
         };

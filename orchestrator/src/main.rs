@@ -81,12 +81,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             let backend = args.backend.clone();
             agent::run(*args, &backend).await
         }
-        Command::Session(session) => {
-            agent::session(session.command, &session.backend, &session.server).await
-        }
-        Command::Memory(memory) => {
-            agent::memory(memory.command, &memory.backend, &memory.server).await
-        }
+        Command::Session(session) => agent::session(session.command, &session.server).await,
+        Command::Memory(memory) => agent::memory(memory.command, &memory.server).await,
         Command::Doctor(doctor) => agent::doctor(doctor).await,
         Command::Runs(runs) => agent::runs(runs).await,
         Command::Process(process) => {

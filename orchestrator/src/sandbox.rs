@@ -24,7 +24,14 @@ pub async fn dispatch(command: SandboxCommand) -> anyhow::Result<u8> {
                 &args.backend,
                 &std::env::temp_dir(),
             )?;
-            let backend = crate::backend::connect(&args.backend, None, None, &placement).await?;
+            let backend = crate::backend::connect(
+                &args.backend,
+                args.egress.config(),
+                None,
+                None,
+                &placement,
+            )
+            .await?;
             run::run(*args, &*backend).await
         }
         SandboxCommand::Info(args) => match &args.id {

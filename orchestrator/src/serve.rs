@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use paddock_api::http::{DEFAULT_MAX_BODY_BYTES, HttpOptions};
+use paddock_api::http::HttpOptions;
 use paddock_api::service::{AgentService, BackendEntry, Backends, ModelPolicy};
 use paddock_api::{SandboxService, Services, Tokens};
 use paddock_core::blob::BlobStore;
@@ -26,13 +26,20 @@ use crate::agent::EXIT_USAGE;
 use crate::backend::Placement;
 use crate::cli::{BackendArgs, ServeArgs};
 use crate::logging;
-use config::{ServeConfig, TOKENS_ENV};
+use config::{Checked, ServeConfig, TOKENS_ENV};
 pub(crate) use config::{WarmPoolArg, node_name};
 
 pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Result<u8> {
     // A bad config file, token list or node name is a usage error (exit 2),
     // not a failure of paddock (125).
-    let (config, tokens, node) = match configure(&args) {
+    let Configured {
+        config,
+        checked,
+        tokens,
+        node,
+        mut service_config,
+        sections,
+    } = match configure(&args, backend_args) {
         Ok(configured) => configured,
         Err(err) => {
             logging::note(format_args!("paddock: {err:#}"));
@@ -40,7 +47,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         }
     };
 
-    let data = &args.data_dir;
+    let data = &args.data.data_dir;
     for dir in [
         data.clone(),
         data.join("workspaces"),
@@ -63,34 +70,17 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         cgroup_parent: format!("paddock/{node}"),
         temp_root: Some(data.join("tmp")),
         owns_workspaces: true,
-        stream_limits: config.stream_limits()?,
+        stream_limits: checked.streams.clone(),
         id_pool: config.id_pool,
     };
     let root = CancellationToken::new();
-    let configured = config
-        .service_config(node.clone(), data.join("workspaces"))
-        .and_then(|service| {
-            let sections = config.backend_sections(
-                backend_args.kind(),
-                backend_args.image.as_deref(),
-                &args.warm_pool,
-            )?;
-            Ok((service, sections))
-        });
-    let (mut service_config, sections) = match configured {
-        Ok(configured) => configured,
-        Err(err) => {
-            logging::note(format_args!("paddock: {err:#}"));
-            return Ok(EXIT_USAGE);
-        }
-    };
     // A tenant may be given network full: its NAT pool must not shadow a
     // route of this host (fail at start, not at the first sandbox).
     if service_config.network.max == paddock_proto::NetworkPolicy::Full
         && backend_args.kind() == crate::backend::BackendKind::Native
         && !backend_args.unconfined
     {
-        let pool = backend_args.egress().nat_pool;
+        let pool = args.egress.config().nat_pool;
         if let Err(err) = pool.check_against_host().await {
             logging::note(format_args!(
                 "paddock: {} (or forbid it with [network] max)",
@@ -105,6 +95,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     crate::owners::claim_server(&placement, &kinds, backend_args).await;
     let (backends, backend, pools) = enable_backends(
         backend_args,
+        args.egress.config(),
         &sections,
         config.backend,
         &placement,
@@ -118,38 +109,11 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     service_config.blobs = Some(blobs.clone());
     // Runs get the sandboxes the operator configured for the API's.
     let mut runtime_config = RuntimeConfig::new(node.clone(), data.join("workspaces"));
-    runtime_config.prices = match crate::agent::parse_prices(&config.prices) {
-        Ok(prices) => prices,
-        Err(err) => {
-            logging::note(format_args!("paddock: prices: {err}"));
-            return Ok(EXIT_USAGE);
-        }
-    };
-    runtime_config.storage = match config.storage_settings() {
-        Ok(settings) => settings,
-        Err(err) => {
-            logging::note(format_args!("paddock: {err:#}"));
-            return Ok(EXIT_USAGE);
-        }
-    };
-    runtime_config.snapshot = match config.snapshot_settings() {
-        Ok(settings) => settings,
-        Err(err) => {
-            logging::note(format_args!("paddock: {err:#}"));
-            return Ok(EXIT_USAGE);
-        }
-    };
-    let runs = config
-        .runs
-        .budget_max()
-        .and_then(|max| Ok((max, config.runs.steering()?)));
-    (runtime_config.budget_max, runtime_config.steering) = match runs {
-        Ok(runs) => runs,
-        Err(err) => {
-            logging::note(format_args!("paddock: {err:#}"));
-            return Ok(EXIT_USAGE);
-        }
-    };
+    runtime_config.prices = checked.prices;
+    runtime_config.storage = checked.storage;
+    runtime_config.snapshot = checked.snapshot;
+    runtime_config.budget_max = checked.budget_max;
+    runtime_config.steering = checked.steering;
     runtime_config.network = service_config.network.clone();
     runtime_config.sandbox = SandboxSpec {
         limits: service_config.limits.default.clone(),
@@ -212,10 +176,10 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     tracing::info!(%address, node, engine = store.engine(), "serving");
     tokio::spawn(stop_on_signal(root.clone()));
 
-    let connections = config.connection_limits()?;
+    let connections = checked.connections;
     raise_fd_limit(connections.max_connections);
     let options = HttpOptions {
-        max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        max_body_bytes: checked.max_body_bytes,
         connections,
     };
     let services = Services {
@@ -234,6 +198,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
 /// the pools.
 async fn enable_backends(
     backend_args: &BackendArgs,
+    egress: paddock_egress::EgressConfig,
     sections: &[config::BackendSection],
     default: Option<crate::backend::BackendKind>,
     placement: &Placement,
@@ -245,6 +210,7 @@ async fn enable_backends(
     for section in sections {
         let backend = crate::backend::connect(
             backend_args,
+            egress.clone(),
             Some(section.kind),
             section.image.as_deref(),
             placement,
@@ -277,9 +243,21 @@ async fn enable_backends(
     Ok((backends, backend, pools))
 }
 
-/// The config file, the tokens and the node name.
-fn configure(args: &ServeArgs) -> anyhow::Result<(ServeConfig, Tokens, String)> {
+/// The config file and what it sets, checked, with the tokens, the node
+/// name and the backends to enable: every mistake in them is found here,
+/// before anything is opened.
+struct Configured {
+    config: ServeConfig,
+    checked: Checked,
+    tokens: Tokens,
+    node: String,
+    service_config: paddock_api::service::ServiceConfig,
+    sections: Vec<config::BackendSection>,
+}
+
+fn configure(args: &ServeArgs, backend_args: &BackendArgs) -> anyhow::Result<Configured> {
     let config = ServeConfig::load(args.config.as_deref())?;
+    let checked = config.check()?;
     let tokens = config.tokens(std::env::var(TOKENS_ENV).ok().as_deref())?;
     let node = match args.node.as_ref().or(config.node.as_ref()) {
         Some(name) if node_name(name) == *name => name.clone(),
@@ -288,7 +266,21 @@ fn configure(args: &ServeArgs) -> anyhow::Result<(ServeConfig, Tokens, String)> 
             node_name(&std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default())
         }
     };
-    Ok((config, tokens, node))
+    let service_config =
+        config.service_config(node.clone(), args.data.data_dir.join("workspaces"))?;
+    let sections = config.backend_sections(
+        backend_args.kind(),
+        backend_args.image.as_deref(),
+        &args.warm_pool,
+    )?;
+    Ok(Configured {
+        config,
+        checked,
+        tokens,
+        node,
+        service_config,
+        sections,
+    })
 }
 
 async fn stop_on_signal(root: CancellationToken) {

@@ -346,5 +346,55 @@ fn serve_config_errors_exit_2() -> Result<()> {
         assert_eq!(out.status.code(), Some(2), "serve {args:?}: {stderr}");
         assert!(stderr.starts_with("paddock: "), "serve {args:?}: {stderr}");
     }
+    // Every section's mistake is found at start, before the store is
+    // opened or the listener bound, and the message names its key.
+    for (toml, key) in [
+        ("[http]\nmax_connections = 0\n", "http.max_connections"),
+        (
+            "[http]\nmax_connections = 8\nreserved_connections = 8\n",
+            "http.reserved_connections",
+        ),
+        (
+            "[streams]\nstream_buffer_bytes = 0\n",
+            "streams.stream_buffer_bytes",
+        ),
+        ("[snapshot]\nmax_files = 0\n", "snapshot.max_files"),
+        ("[runs]\nmax_turns = 0\n", "runs.max_turns"),
+        (
+            "max_checkpoints_per_session = 1\n",
+            "max_checkpoints_per_session",
+        ),
+        ("prices = [\"no-price\"]\n", "prices"),
+        ("[network]\nmax = \"sometimes\"\n", "network.max"),
+        ("idle_timeout_secs = 0\n", "idle_timeout_secs"),
+        ("[http]\nmax_connection = 5\n", "max_connection"),
+    ] {
+        let data = tempfile::tempdir()?;
+        let file = data.path().join("paddock.toml");
+        std::fs::write(&file, toml)?;
+        let state = data.path().join("state");
+        let out = Command::new(PADDOCK)
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(&state)
+            .env("PADDOCK_TOKENS", "cli:a-token-of-enough-length")
+            .env_remove("PADDOCK_DATABASE_URL")
+            .env_remove("PADDOCK_CONFIG")
+            .stdin(Stdio::null())
+            .output()?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{toml}: {stderr}");
+        assert!(
+            stderr.starts_with("paddock: ") && stderr.contains(key),
+            "{toml}: stderr should name {key}: {stderr}"
+        );
+        assert!(!stdout.contains("listening"), "{toml}: {stdout}");
+        assert!(
+            !state.join("paddock.db").exists(),
+            "{toml}: the store was opened"
+        );
+    }
     Ok(())
 }

@@ -8,7 +8,7 @@
 //! by host filter rules; the DNS at 127.0.0.1 inside relays to the
 //! operator's resolver, and the explicit proxy stays for secrets. Its
 //! connections and the guard's refusals are decisions too, read from
-//! netlink (`nat_log.rs`: NFLOG and conntrack events).
+//! netlink (`nat/log/`: NFLOG and conntrack events).
 //!
 //! Per connection: the policy is checked against the name or IP literal the
 //! sandbox asked for, the proxy resolves the name itself, the address guard
@@ -17,23 +17,14 @@
 //! connected to (unless the operator listed the address), and only then it
 //! connects. Every decision is reported ([`EgressDecision`]).
 
-mod connect;
 mod decision;
-mod dns;
 #[cfg(test)]
 mod doc_check;
 pub mod guard;
 mod guarded;
-mod http;
 pub mod nat;
-mod nat_log;
 pub mod netns;
-mod opening;
-mod relay;
-mod resolve;
-mod secrets;
-mod tls;
-mod transparent;
+mod proxy;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -50,10 +41,11 @@ pub use decision::{DECISION_QUEUE, EgressDecision};
 pub use nat::{Nat, NatPool};
 pub use netns::Netns;
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
-pub use resolve::Resolver;
-pub use tls::{SYSTEM_BUNDLE, TlsSetupError};
+pub use proxy::resolve::Resolver;
+pub use proxy::tls::{SYSTEM_BUNDLE, TlsSetupError};
 
-use connect::{Ctx, Shared};
+use proxy::connect::{Ctx, Shared};
+use proxy::{dns, http, secrets, tls, transparent};
 
 /// The operator's egress settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,7 +156,7 @@ pub struct Egress {
     /// `full`: the host side of its routed way out.
     nat: Option<Nat>,
     /// `full`: what reads its connections and refusals as decisions.
-    nat_log: Option<nat_log::Watcher>,
+    nat_log: Option<nat::log::Watcher>,
     tasks: Vec<JoinHandle<()>>,
     /// The sandbox's CA certificate when it has secrets.
     ca_pem: Option<String>,
@@ -202,7 +194,7 @@ impl Egress {
         let routed = policy == NetworkPolicy::Full;
         let (netns, nat, log) = if routed {
             // The socket first: the rules name the NFLOG group it bound.
-            let log = nat_log::NatLog::open(nat::seed(sandbox_id)).await?;
+            let log = nat::log::NatLog::open(nat::seed(sandbox_id)).await?;
             let netns = Netns::create_routed(sandbox_id).await?;
             match Nat::attach(
                 &netns,

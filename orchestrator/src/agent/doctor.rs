@@ -34,13 +34,7 @@ pub async fn doctor(cli: DoctorCli) -> anyhow::Result<u8> {
         )?;
         list.rows
     } else {
-        let local = Local::open(
-            &cli.data,
-            &cli.backend,
-            Sandboxes::NotNeeded,
-            Prices::default(),
-        )
-        .await?;
+        let local = Local::open(&cli.data, Sandboxes::NotNeeded, Prices::default()).await?;
         let rows = local.runtime.quarantined(None, MAX_PAGE).await;
         local.close().await;
         rows?.iter().map(QuarantineView::from).collect()

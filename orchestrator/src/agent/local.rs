@@ -16,7 +16,7 @@ use paddock_store::SqlStore;
 
 use super::owner;
 use crate::backend::Placement;
-use crate::cli::{BackendArgs, DataDirArgs};
+use crate::cli::{BackendArgs, DataDirArgs, EgressArgs};
 use crate::owners::Role;
 
 /// The tenant everything made on this machine without a server belongs to.
@@ -37,17 +37,18 @@ pub struct Local {
 }
 
 /// Whether the command will start sandboxes (then the guest binary must exist).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sandboxes {
-    Needed,
+/// Whether the command makes sandboxes here, and then how.
+#[derive(Debug, Clone, Copy)]
+pub enum Sandboxes<'a> {
+    Needed(&'a BackendArgs, &'a EgressArgs),
+    /// Reading sessions, runs or memory: a native backend never started.
     NotNeeded,
 }
 
 impl Local {
     pub async fn open(
         data: &DataDirArgs,
-        backend_args: &BackendArgs,
-        sandboxes: Sandboxes,
+        sandboxes: Sandboxes<'_>,
         prices: Prices,
     ) -> anyhow::Result<Self> {
         let dir = &data.data_dir;
@@ -69,12 +70,13 @@ impl Local {
             })
             .await?;
 
-        let guest_bin = match (
-            locate_guest_bin(backend_args.guest_bin.as_deref()),
-            sandboxes,
-        ) {
+        let explicit = match sandboxes {
+            Sandboxes::Needed(backend_args, _) => backend_args.guest_bin.as_deref(),
+            Sandboxes::NotNeeded => None,
+        };
+        let guest_bin = match (locate_guest_bin(explicit), sandboxes) {
             (Ok(path), _) => path,
-            (Err(err), Sandboxes::Needed) => {
+            (Err(err), Sandboxes::Needed(..)) => {
                 return Err(err).context("locating the paddock-guest binary");
             }
             // Listing sessions makes no sandbox: a missing guest does not matter.
@@ -84,21 +86,20 @@ impl Local {
             &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
         );
         let backend: Arc<dyn SandboxBackend> = match sandboxes {
-            Sandboxes::Needed => {
+            Sandboxes::Needed(backend_args, egress) => {
                 // This process's own cgroup parent, node label and directory,
                 // recorded so that the next command reaps them after a crash.
                 let placement = Placement {
                     owns_workspaces: true,
                     ..crate::owners::claim(Role::Run, "run", backend_args, &dir.join("tmp"))?
                 };
-                crate::backend::connect(backend_args, None, None, &placement).await?
+                crate::backend::connect(backend_args, egress.config(), None, None, &placement)
+                    .await?
             }
             Sandboxes::NotNeeded => {
                 let mut native = NativeConfig::new(guest_bin);
-                native.unconfined = backend_args.unconfined;
                 native.cgroup_parent = CGROUP_PARENT.to_owned();
                 native.temp_root = Some(dir.join("tmp"));
-                native.egress = backend_args.egress();
                 Arc::new(NativeBackend::new(native))
             }
         };

@@ -18,7 +18,7 @@ use super::exit::EXIT_USAGE;
 use super::local::{Local, Sandboxes};
 use super::remote::segment;
 use super::session::registered_workspace;
-use crate::cli::{BackendArgs, MemoryCommand, ServerArgs};
+use crate::cli::{MemoryCommand, ServerArgs};
 use crate::client::{ApiClient, ServerError, print_json};
 use crate::printable::printable;
 
@@ -67,11 +67,7 @@ fn is_bad_input(err: &anyhow::Error) -> bool {
     })
 }
 
-pub async fn memory(
-    command: MemoryCommand,
-    backend: &BackendArgs,
-    server: &ServerArgs,
-) -> anyhow::Result<u8> {
+pub async fn memory(command: MemoryCommand, server: &ServerArgs) -> anyhow::Result<u8> {
     let result = if server.server.is_some() {
         match ApiClient::from_args(server, "memory") {
             Ok(api) => remote_command(&api, command).await,
@@ -86,7 +82,7 @@ pub async fn memory(
             | MemoryCommand::Approve { data, .. }
             | MemoryCommand::Rm { data, .. } => data.clone(),
         };
-        let local = Local::open(&data, backend, Sandboxes::NotNeeded, Prices::default()).await?;
+        let local = Local::open(&data, Sandboxes::NotNeeded, Prices::default()).await?;
         let result = local_command(&local, command).await;
         local.close().await;
         result

@@ -63,8 +63,7 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     prepared.start.require_checkpoint = !args.yes;
     let local = Local::open(
         &args.data,
-        backend,
-        Sandboxes::Needed,
+        Sandboxes::Needed(backend, &args.egress),
         prepared.prices.clone(),
     )
     .await?;
@@ -107,7 +106,7 @@ async fn resume(
             return Ok(EXIT_USAGE);
         }
     };
-    let local = Local::open(&args.data, backend, Sandboxes::Needed, prices).await?;
+    let local = Local::open(&args.data, Sandboxes::Needed(backend, &args.egress), prices).await?;
     local.recover().await;
     let session = match local.runtime.get_run(&local.tenant, &id).await {
         Ok(run) => local.runtime.get_session(&local.tenant, &run.session).await,

@@ -27,7 +27,7 @@ use super::remote::segment;
 use super::remote_run::{get_run, settled};
 use super::render::{self, Format};
 use super::session::{print_session_event, run_view, run_views};
-use crate::cli::{BackendArgs, RunsCli, RunsCommand};
+use crate::cli::{RunsCli, RunsCommand};
 use crate::client::sse::EventSource;
 use crate::client::{ApiClient, print_json};
 use crate::printable::printable;
@@ -50,18 +50,7 @@ pub async fn runs(cli: RunsCli) -> anyhow::Result<u8> {
         }
         RunsCommand::Events { run, .. } => run.data.clone(),
     };
-    // Reading runs makes no sandbox: the default backend, never started.
-    let backend = BackendArgs {
-        guest_bin: None,
-        unconfined: false,
-        backend: None,
-        image: None,
-        egress_resolver: None,
-        egress_allow_private: Vec::new(),
-        egress_ca: Vec::new(),
-        egress_nat_pool: None,
-    };
-    let local = Local::open(&data, &backend, Sandboxes::NotNeeded, Prices::default()).await?;
+    let local = Local::open(&data, Sandboxes::NotNeeded, Prices::default()).await?;
     // A run whose process died is shown interrupted, never active.
     local.recover().await;
     let result = local_command(&local, cli.command).await;

@@ -20,7 +20,7 @@ use super::exit::{EXIT_CANCELLED, EXIT_USAGE};
 use super::local::{Local, Sandboxes};
 use super::remote;
 use super::render::{self, Format};
-use crate::cli::{BackendArgs, ServerArgs, SessionCommand};
+use crate::cli::{ServerArgs, SessionCommand};
 use crate::client::{ApiClient, print_json};
 use crate::printable::printable;
 use crate::sandbox::signals::TermSignals;
@@ -30,11 +30,7 @@ use crate::sandbox::signals::TermSignals;
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
 const EVENTS_PAGE: u32 = 500;
 
-pub async fn session(
-    command: SessionCommand,
-    backend: &BackendArgs,
-    server: &ServerArgs,
-) -> anyhow::Result<u8> {
+pub async fn session(command: SessionCommand, server: &ServerArgs) -> anyhow::Result<u8> {
     if server.server.is_some() {
         let api = ApiClient::from_args(server, "session")?;
         return remote::session(&api, command).await;
@@ -52,7 +48,7 @@ pub async fn session(
         | SessionCommand::Say { data, .. }
         | SessionCommand::Events { data, .. } => data.clone(),
     };
-    let local = Local::open(&data, backend, Sandboxes::NotNeeded, Prices::default()).await?;
+    let local = Local::open(&data, Sandboxes::NotNeeded, Prices::default()).await?;
     // A run whose process died is shown interrupted, never active.
     local.recover().await;
     let result = local_command(&local, command).await;

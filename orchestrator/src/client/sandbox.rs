@@ -8,17 +8,13 @@ use crate::cli::{CreateArgs, LsArgs, RmArgs};
 
 pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> {
     // the server's rule, checked before asking it
-    if let Err(err) = paddock_proto::check_secrets_network(args.secrets.len(), &args.network) {
+    if let Err(err) = paddock_proto::check_secrets_network(args.secrets.len(), &args.network.policy)
+    {
         eprintln!("paddock: --secret: {err}");
         return Ok(crate::agent::EXIT_USAGE);
     }
     let mut limits = Map::new();
-    for (key, value) in [
-        ("memory_bytes", args.memory),
-        ("pids", args.pids),
-        ("cpu_millis", args.cpus),
-        ("tmp_bytes", args.tmp_size),
-    ] {
+    for (key, value) in args.limits.request_fields() {
         if let Some(v) = value {
             limits.insert(key.to_owned(), json!(v));
         }
@@ -26,7 +22,7 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
     let mut body = json!({
         "workspace": args.workspace,
         "read_only": args.read_only,
-        "network": args.network,
+        "network": args.network.policy,
         "limits": limits,
     });
     if !args.secrets.is_empty() {

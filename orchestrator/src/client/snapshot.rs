@@ -225,14 +225,14 @@ async fn ls(client: &ApiClient, json: bool) -> anyhow::Result<u8> {
 
 async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::Result<u8> {
     let mut limits = Map::new();
-    for (key, value) in [("memory_bytes", args.memory), ("pids", args.pids)] {
+    for (key, value) in args.limits.request_fields() {
         if let Some(v) = value {
             limits.insert(key.to_owned(), json!(v));
         }
     }
     let mut body = json!({
         "count": count,
-        "network": args.network,
+        "network": args.network.policy,
         "limits": limits,
         "read_only": args.read_only,
     });

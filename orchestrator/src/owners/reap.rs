@@ -170,12 +170,15 @@ async fn reap_backend(owned: &OwnedBackend) -> anyhow::Result<OrphanReport> {
         unconfined: false,
         backend: Some(owned.kind),
         image: owned.image.clone(),
-        egress_resolver: None,
-        egress_allow_private: Vec::new(),
-        egress_ca: Vec::new(),
-        egress_nat_pool: None,
     };
-    let backend = crate::backend::connect(&args, None, None, &owned.placement()).await?;
+    let backend = crate::backend::connect(
+        &args,
+        paddock_egress::EgressConfig::default(),
+        None,
+        None,
+        &owned.placement(),
+    )
+    .await?;
     Ok(backend.reap_orphans(&[]).await?)
 }
 

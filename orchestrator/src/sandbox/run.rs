@@ -119,7 +119,7 @@ fn usage_error(args: &RunArgs) -> Option<anyhow::Error> {
         ));
     }
     // the API's rule (paddock_proto::check_secrets_network)
-    paddock_proto::check_secrets_network(args.secrets.len(), &args.network)
+    paddock_proto::check_secrets_network(args.secrets.len(), &args.network.policy)
         .err()
         .map(|err| anyhow::anyhow!("--secret: {err}"))
 }
@@ -131,12 +131,15 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
         workspace: args.workspace.clone(),
         read_only: args.read_only,
         writable_paths: args.writable.clone(),
-        network: args.network.clone(),
+        network: args.network.policy.clone(),
         limits: SandboxLimits {
-            memory_bytes: args.memory.map_or(defaults.memory_bytes, no_limit_if_zero),
-            pids: args.pids.map_or(defaults.pids, no_limit_if_zero),
-            cpu_millis: args.cpus.or(defaults.cpu_millis),
-            tmp_bytes: args.tmp_size.unwrap_or(defaults.tmp_bytes),
+            memory_bytes: args
+                .limits
+                .memory
+                .map_or(defaults.memory_bytes, no_limit_if_zero),
+            pids: args.limits.pids.map_or(defaults.pids, no_limit_if_zero),
+            cpu_millis: args.limits.cpus.or(defaults.cpu_millis),
+            tmp_bytes: args.limits.tmp_size.unwrap_or(defaults.tmp_bytes),
             open_files: defaults.open_files,
             workspace_bytes: args.workspace_size,
             workspace_inodes: args.workspace_inodes,

@@ -53,7 +53,14 @@ pub async fn shell(args: ShellArgs) -> anyhow::Result<u8> {
                 &args.backend,
                 &std::env::temp_dir(),
             )?;
-            let backend = crate::backend::connect(&args.backend, None, None, &placement).await?;
+            let backend = crate::backend::connect(
+                &args.backend,
+                paddock_egress::EgressConfig::default(),
+                None,
+                None,
+                &placement,
+            )
+            .await?;
             if let Some(dir) = &args.workspace
                 && !dir.is_dir()
             {

@@ -28,7 +28,7 @@ use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 
 use crate::EgressDecision;
-use crate::connect::Shared;
+use crate::proxy::connect::Shared;
 
 /// The first address handed out, and how many names one sandbox may hold.
 const BASE: u32 = u32::from_be_bytes([198, 18, 0, 1]);

@@ -3,7 +3,7 @@
 //! a TLS ClientHello must name the host the connection was admitted for
 //! (its SNI, read with rustls' server-side `Acceptor`, which stops at the
 //! ClientHello), an HTTP request must too (its Host header and absolute
-//! URL, [`crate::secrets::forward_head`]'s rule, and no secret's
+//! URL, [`crate::proxy::secrets::forward_head`]'s rule, and no secret's
 //! placeholder), and it is forwarded with `Connection: close`, so a server
 //! answers that one request only. What the server says first (SSH, SMTP)
 //! or what is neither TLS nor HTTP carries no name the proxy can read and
@@ -15,9 +15,9 @@ use paddock_proto::Target;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::relay::splice;
+use crate::proxy::relay::splice;
 
-use crate::secrets::{Admitted, Secrets, forward_head};
+use crate::proxy::secrets::{Admitted, Secrets, forward_head};
 
 /// How long the client may take to send its whole ClientHello or head.
 const OPENING_TIMEOUT: Duration = Duration::from_secs(10);

@@ -3,7 +3,7 @@
 //! certificate is installed in the sandbox's trust store), the proxy
 //! answers a CONNECT to a secret's host with a leaf certificate of that
 //! CA, checks the server name the sandbox sent, reads the one request of
-//! the connection, checks and rewrites it ([`crate::secrets`]: the value in
+//! the connection, checks and rewrites it ([`crate::proxy::secrets`]: the value in
 //! the secret's header of a request to the admitted host, or a 403) and
 //! forwards it over TLS verified against
 //! the system's roots and the operator's (`EgressConfig::extra_roots`),
@@ -26,8 +26,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::relay::copy;
-use crate::secrets::{Admitted, Scan, Secrets, forward_head};
+use crate::proxy::relay::copy;
+use crate::proxy::secrets::{Admitted, Scan, Secrets, forward_head};
 
 /// The system's CA bundle (Debian's), trusted for upstreams and copied
 /// into the sandbox's bundle beside its own CA.
@@ -171,7 +171,7 @@ impl Interceptor {
                 Ok(Ok(client)) => client,
             };
         let sni = client.get_ref().1.server_name().map(str::to_owned);
-        if let Err(why) = crate::opening::check_sni(sni.as_deref(), host) {
+        if let Err(why) = crate::proxy::opening::check_sni(sni.as_deref(), host) {
             return served.refused(why);
         }
         let read = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_head(&mut client)).await;

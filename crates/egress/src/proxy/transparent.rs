@@ -2,7 +2,7 @@
 //! ignores the proxy variables): the original destination is read back from
 //! conntrack; an address the in-sandbox DNS handed out stands for its name,
 //! any other is an IP literal. What the program sends first must name that
-//! host ([`crate::opening`]: its TLS server name, its HTTP Host). Refused
+//! host ([`crate::proxy::opening`]: its TLS server name, its HTTP Host). Refused
 //! connections are closed (an HTTP one after a 403 saying why).
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -12,9 +12,9 @@ use nix::sys::socket::{getsockopt, sockopt};
 use paddock_proto::Target;
 use tokio::net::TcpStream;
 
-use crate::connect::{Outcome, Refusal, Shared};
-use crate::opening::relay;
-use crate::secrets::Admitted;
+use crate::proxy::connect::{Outcome, Refusal, Shared};
+use crate::proxy::opening::relay;
+use crate::proxy::secrets::Admitted;
 
 pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
     let started = Instant::now();
@@ -52,7 +52,7 @@ pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
                 Err(refused) => {
                     let refusal = Refusal::Denied(refused.why);
                     if refused.http {
-                        let _ = crate::http::refuse(&mut client, &refusal).await;
+                        let _ = crate::proxy::http::refuse(&mut client, &refusal).await;
                     }
                     outcome.denied(&ctx, &refusal);
                 }
@@ -60,7 +60,7 @@ pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
         }
         Err(refusal) => {
             if port == 80 {
-                let _ = crate::http::refuse(&mut client, &refusal).await;
+                let _ = crate::proxy::http::refuse(&mut client, &refusal).await;
             }
             outcome.denied(&ctx, &refusal);
         }

@@ -9,10 +9,10 @@ use paddock_proto::Target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::connect::{Outcome, Refusal, Shared};
-use crate::opening::{plain_request, relay};
-use crate::relay::splice;
-use crate::secrets::Admitted;
+use crate::proxy::connect::{Outcome, Refusal, Shared};
+use crate::proxy::opening::{plain_request, relay};
+use crate::proxy::relay::splice;
+use crate::proxy::secrets::Admitted;
 
 /// The most a request head may take, and how long it may take to arrive.
 const MAX_HEAD: usize = 16 * 1024;

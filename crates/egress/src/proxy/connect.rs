@@ -11,10 +11,10 @@ use paddock_proto::{NetworkPolicy, Target};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use crate::dns::FakeNames;
 use crate::guard::{self, HostNetworks};
-use crate::secrets::Secrets;
-use crate::tls::Interceptor;
+use crate::proxy::dns::FakeNames;
+use crate::proxy::secrets::Secrets;
+use crate::proxy::tls::Interceptor;
 use crate::{EgressConfig, EgressDecision};
 
 /// Why a connection was not made.
@@ -163,8 +163,8 @@ impl Outcome<'_> {
 
     /// An intercepted connection's end: its bytes, and why it stopped
     /// early (refused by the secrets' rule: denied; failed: allowed).
-    pub(crate) fn served(self, ctx: &Ctx, served: crate::tls::Served) {
-        use crate::tls::Stopped;
+    pub(crate) fn served(self, ctx: &Ctx, served: crate::proxy::tls::Served) {
+        use crate::proxy::tls::Stopped;
         let (allowed, reason) = match served.stopped {
             None => (true, None),
             Some(Stopped::Refused(why)) => (false, Some(why)),

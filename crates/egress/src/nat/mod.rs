@@ -16,12 +16,14 @@
 //!
 //! Each refusal of the guard is logged to the sandbox's NFLOG group first
 //! (its chain, and a rule of its own in `PADDOCK-IN`), which
-//! `nat_log.rs` reads as a denied decision.
+//! `nat/log/` reads as a denied decision.
 //!
 //! The per-sandbox rules carry the comment `paddock-nat OWNER SANDBOX`, so
 //! that [`reap`] finds what a killed server left behind, and only its own.
 //! Every change to the host's rules and addresses is made under one file
 //! lock, so servers on one host never pick the same /30.
+
+pub(crate) mod log;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -603,7 +605,7 @@ async fn shared_chains_missing(filter: &mut String, nat: &mut String) -> Result<
 fn host_log_rule(veth: &str, comment: &str, group: u16) -> String {
     format!(
         "-i {veth} -m comment --comment \"{comment}\" -j NFLOG --nflog-group {group} --nflog-prefix {}",
-        crate::nat_log::PREFIX_HOST
+        crate::nat::log::PREFIX_HOST
     )
 }
 
@@ -647,7 +649,7 @@ fn sandbox_rules(
             filter.push_str(&format!("-A {chain} -d {v4}/32 -j ACCEPT\n"));
         }
     }
-    let prefix = crate::nat_log::PREFIX_GUARD;
+    let prefix = crate::nat::log::PREFIX_GUARD;
     for range in refused {
         filter.push_str(&format!(
             "-A {chain} -d {range} -j NFLOG --nflog-group {nflog_group} --nflog-prefix {prefix}\n\

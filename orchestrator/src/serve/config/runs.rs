@@ -1,0 +1,70 @@
+//! `[runs]`: the bound on a run request's budgets and the caps on a run's
+//! steering messages.
+
+use anyhow::bail;
+use serde::Deserialize;
+
+/// `[runs]`: the most budgets a run request may ask (`max_turns`, default
+/// 500; `max_tokens`, 20,000,000; `max_tool_calls`, 2,000;
+/// `max_wall_clock_secs`, 21,600; `max_cost_micro_usd`, none), a request
+/// over one refused with 400 and a budget left at its default lowered to
+/// the bound; and the caps on one run's steering messages
+/// (`max_steering_messages`, default 50; `max_steering_message_chars`,
+/// 32,000, the most there is; `max_steering_total_chars`, 100,000), a
+/// message over one refused (429 `steering_limit`, or 400 for one
+/// message's size).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsSection {
+    pub max_turns: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_tool_calls: Option<u32>,
+    pub max_wall_clock_secs: Option<u64>,
+    pub max_cost_micro_usd: Option<u64>,
+    pub max_steering_messages: Option<u32>,
+    pub max_steering_message_chars: Option<usize>,
+    pub max_steering_total_chars: Option<u64>,
+}
+
+impl RunsSection {
+    /// The bound on a run request's budgets; every field above 0.
+    pub fn budget_max(&self) -> anyhow::Result<paddock_core::store::Budgets> {
+        let d = paddock_runtime::DEFAULT_BUDGET_MAX;
+        for (field, value) in [
+            ("max_turns", self.max_turns.map(u64::from)),
+            ("max_tokens", self.max_tokens),
+            ("max_tool_calls", self.max_tool_calls.map(u64::from)),
+            ("max_wall_clock_secs", self.max_wall_clock_secs),
+            ("max_cost_micro_usd", self.max_cost_micro_usd),
+        ] {
+            if value == Some(0) {
+                bail!("runs.{field} must be more than 0");
+            }
+        }
+        Ok(paddock_core::store::Budgets {
+            max_turns: self.max_turns.unwrap_or(d.max_turns),
+            max_tokens: self.max_tokens.unwrap_or(d.max_tokens),
+            max_tool_calls: self.max_tool_calls.unwrap_or(d.max_tool_calls),
+            max_wall_clock_ms: self
+                .max_wall_clock_secs
+                .map_or(d.max_wall_clock_ms, |s| s.saturating_mul(1000)),
+            max_cost_micro_usd: self.max_cost_micro_usd.or(d.max_cost_micro_usd),
+        })
+    }
+
+    /// The caps on one run's steering, checked.
+    pub fn steering(&self) -> anyhow::Result<paddock_runtime::SteeringSettings> {
+        let d = paddock_runtime::SteeringSettings::default();
+        let settings = paddock_runtime::SteeringSettings {
+            max_messages: self.max_steering_messages.unwrap_or(d.max_messages),
+            max_message_chars: self
+                .max_steering_message_chars
+                .unwrap_or(d.max_message_chars),
+            max_total_chars: self.max_steering_total_chars.unwrap_or(d.max_total_chars),
+        };
+        settings
+            .validate()
+            .map_err(|reason| anyhow::anyhow!("runs: {reason}"))?;
+        Ok(settings)
+    }
+}
