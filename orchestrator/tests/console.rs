@@ -138,7 +138,10 @@ fn the_console_drives_a_session_end_to_end_in_a_real_browser() -> Result<()> {
         .env("PADDOCK_TOKEN", TOKEN)
         .env("ARTIFACTS", &artifacts);
     if std::env::var("PADDOCK_RECORD_ANSWERS").as_deref() == Ok("1") {
-        e2e.env("RECORD_ANSWERS", web_dir().join("tests/fixtures/answers.json"));
+        e2e.env(
+            "RECORD_ANSWERS",
+            web_dir().join("tests/fixtures/answers.json"),
+        );
     }
     let output = e2e.output().context("running node tests/e2e.mjs")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
