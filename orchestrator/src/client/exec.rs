@@ -193,8 +193,18 @@ mod tests {
 
     #[test]
     fn an_exit_event_ends_the_stream() {
-        let block = "event: exit\ndata: {\"exit_code\":5,\"signal\":null,\"timed_out\":false}\n\n";
-        assert_eq!(handle_event(block).unwrap(), Some(5));
+        // the data as the server writes it: an ExitView
+        let exit = ExitView {
+            exit_code: Some(5),
+            ..ExitView::default()
+        };
+        let block = format!(
+            "event: exit\ndata: {}\n\n",
+            serde_json::to_string(&exit).unwrap()
+        );
+        assert_eq!(handle_event(&block).unwrap(), Some(5));
+        // an exit event that is not an ExitView is an error, not a guess
+        assert!(handle_event("event: exit\ndata: {\"exit_code\":5}\n\n").is_err());
         assert_eq!(handle_event(":keep-alive\n\n").unwrap(), None);
         assert!(
             handle_event(
