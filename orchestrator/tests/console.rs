@@ -9,6 +9,12 @@
 //! Needs chromium and the console's npm packages (scripts/console-setup.sh
 //! installs both). Without them the test says it skipped and why, unless
 //! PADDOCK_REQUIRE_BROWSER=1 (scripts/test.sh sets it): then it fails.
+//!
+//! The browser test checks every request the console sends and every answer
+//! it gets against the OpenAPI document the server serves; with
+//! PADDOCK_RECORD_ANSWERS=1 it also records those answers into
+//! crates/console/web/tests/fixtures/answers.json, which the contract test
+//! here checks against the document the code generates now.
 
 mod common;
 
@@ -38,6 +44,51 @@ fn missing_prerequisite() -> Option<String> {
         );
     }
     None
+}
+
+/// Skips (or, under PADDOCK_REQUIRE_BROWSER=1, fails) a test that needs node
+/// when node is not installed: Some(result) to return.
+fn without_node(what: &str) -> Option<Result<()>> {
+    if Command::new("node").arg("--version").output().is_ok() {
+        return None;
+    }
+    if std::env::var("PADDOCK_REQUIRE_BROWSER").as_deref() == Ok("1") {
+        return Some(Err(anyhow::anyhow!(
+            "PADDOCK_REQUIRE_BROWSER=1 but node is not installed"
+        )));
+    }
+    eprintln!("SKIPPED: {what}: node is not installed");
+    Some(Ok(()))
+}
+
+/// The console's recorded server answers (web/tests/fixtures/answers.json)
+/// against the OpenAPI document as this build generates it, and every route
+/// its source calls against the document's routes (web/tests/contract.test.mjs):
+/// needs node only.
+#[test]
+fn the_recorded_answers_fit_the_current_openapi_document() -> Result<()> {
+    if let Some(result) = without_node("the console contract test") {
+        return result;
+    }
+    let dir = tempfile::tempdir()?;
+    let document = dir.path().join("openapi.json");
+    std::fs::write(&document, paddock_api::http::OPENAPI.as_bytes())?;
+    let output = Command::new("node")
+        .args(["--test", "tests/contract.test.mjs"])
+        .current_dir(web_dir())
+        .env("OPENAPI_FILE", &document)
+        .output()
+        .context("running node --test tests/contract.test.mjs")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "the console contract test failed: {stdout}"
+    );
+    assert!(stdout.contains("# fail 0"), "{stdout}");
+    assert!(stdout.contains("# pass 4"), "{stdout}");
+    Ok(())
 }
 
 /// The session view's handling of live events (web/tests/session.test.mjs),
@@ -80,14 +131,19 @@ fn the_console_drives_a_session_end_to_end_in_a_real_browser() -> Result<()> {
     let tenant = unique("console");
     let server = ServerProcess::start(data.path(), &unique("node"), &format!("{tenant}:{TOKEN}"))?;
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/console-artifacts");
-    let output = Command::new("node")
-        .arg("tests/e2e.mjs")
+    let mut e2e = Command::new("node");
+    e2e.arg("tests/e2e.mjs")
         .current_dir(web_dir())
         .env("PADDOCK_URL", &server.url)
         .env("PADDOCK_TOKEN", TOKEN)
-        .env("ARTIFACTS", &artifacts)
-        .output()
-        .context("running node tests/e2e.mjs")?;
+        .env("ARTIFACTS", &artifacts);
+    if std::env::var("PADDOCK_RECORD_ANSWERS").as_deref() == Ok("1") {
+        e2e.env(
+            "RECORD_ANSWERS",
+            web_dir().join("tests/fixtures/answers.json"),
+        );
+    }
+    let output = e2e.output().context("running node tests/e2e.mjs")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     print!("{stdout}");
     eprint!("{}", String::from_utf8_lossy(&output.stderr));

@@ -8,30 +8,24 @@ use paddock_api::service::QuarantineView;
 use paddock_core::model::Prices;
 use paddock_core::store::MAX_PAGE;
 use reqwest::Method;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::local::{Local, Sandboxes};
 use crate::cli::DoctorCli;
 use crate::client::{ApiClient, print_json};
 use crate::printable::printable;
+use paddock_api::http::QuarantineList;
 
 /// Longest reason and raw content shown in the table (`--json` has them whole).
 const REASON_CHARS: usize = 100;
 const RAW_CHARS: usize = 160;
 
-#[derive(Deserialize)]
-struct QuarantineList {
-    rows: Vec<QuarantineView>,
-}
-
 pub async fn doctor(cli: DoctorCli) -> anyhow::Result<u8> {
     let rows = if cli.server.server.is_some() {
         let api = ApiClient::from_args(&cli.server, "doctor")?;
-        let list: QuarantineList = serde_json::from_value(
-            api.json(api.request(Method::GET, "/v1/doctor/quarantine"))
-                .await?,
-        )?;
+        let list: QuarantineList = api
+            .answer(api.request(Method::GET, "/v1/doctor/quarantine"))
+            .await?;
         list.rows
     } else {
         let local = Local::open(&cli.data, Sandboxes::NotNeeded, Prices::default()).await?;

@@ -5,13 +5,13 @@
 
 use std::path::PathBuf;
 
+use paddock_api::http::MemoryList;
 use paddock_api::service::{AddMemory, AgentError, MemoryView, WidenMemory};
 use paddock_core::ids::{MemoryId, WorkspaceId};
 use paddock_core::model::Prices;
 use paddock_core::store::{MemoryFilter, MemoryKind, StoreError};
 use paddock_runtime::RuntimeError;
 use reqwest::Method;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::exit::EXIT_USAGE;
@@ -232,11 +232,6 @@ async fn local_command(local: &Local, command: MemoryCommand) -> anyhow::Result<
     Ok(0)
 }
 
-#[derive(Deserialize)]
-struct MemoryList {
-    memories: Vec<MemoryView>,
-}
-
 /// With --server, --workspace names the server's workspace by id.
 fn remote_workspace(dir: Option<PathBuf>) -> anyhow::Result<Option<String>> {
     let Some(dir) = dir else {
@@ -270,10 +265,9 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
             if proposed {
                 query.push(("proposed", "true".to_owned()));
             }
-            let list: MemoryList = serde_json::from_value(
-                api.json(api.request(Method::GET, "/v1/memory").query(&query))
-                    .await?,
-            )?;
+            let list: MemoryList = api
+                .answer(api.request(Method::GET, "/v1/memory").query(&query))
+                .await?;
             print_list(&list.memories, json)?;
         }
         MemoryCommand::Search {
@@ -291,10 +285,9 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
             if let Some(ws) = remote_workspace(workspace)? {
                 query.push(("workspace", ws));
             }
-            let list: MemoryList = serde_json::from_value(
-                api.json(api.request(Method::GET, "/v1/memory").query(&query))
-                    .await?,
-            )?;
+            let list: MemoryList = api
+                .answer(api.request(Method::GET, "/v1/memory").query(&query))
+                .await?;
             print_list(&list.memories, json)?;
         }
         MemoryCommand::Add {
@@ -313,17 +306,15 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
                 "workspace": remote_workspace(workspace)?,
                 "supersedes": supersedes,
             });
-            let view: MemoryView = serde_json::from_value(
-                api.json(api.request(Method::POST, "/v1/memory").json(&body))
-                    .await?,
-            )?;
+            let view: MemoryView = api
+                .answer(api.request(Method::POST, "/v1/memory").json(&body))
+                .await?;
             print_one(&view, json)?;
         }
         MemoryCommand::Show { id, json, .. } => {
             let id = memory_id(&id)?;
             let path = format!("/v1/memory/{}", segment(id.as_str()));
-            let view: MemoryView =
-                serde_json::from_value(api.json(api.request(Method::GET, &path)).await?)?;
+            let view: MemoryView = api.answer(api.request(Method::GET, &path)).await?;
             print_one(&view, json)?;
         }
         MemoryCommand::Approve {
@@ -335,7 +326,7 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
             if tenant {
                 request = request.query(&[("widen", WidenMemory::Tenant)]);
             }
-            let view: MemoryView = serde_json::from_value(api.json(request).await?)?;
+            let view: MemoryView = api.answer(request).await?;
             print_one(&view, json)?;
         }
         MemoryCommand::Rm { id, .. } => {

@@ -2,10 +2,11 @@
 //! commands as HTTP requests; events come over SSE.
 
 use anyhow::bail;
-use paddock_api::service::{CheckpointView, RunView, SessionView, SteeringView};
+use paddock_api::http::{CheckpointList, RunList, SessionList};
+use paddock_api::service::sessions::UpdateSession;
+use paddock_api::service::{SessionView, SteerRun, SteeringView};
 use paddock_core::ids::RunId;
 use reqwest::Method;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
@@ -19,16 +20,6 @@ use crate::cli::SessionCommand;
 use crate::client::ApiClient;
 use crate::client::sse::EventSource;
 use crate::sandbox::signals::TermSignals;
-
-#[derive(Deserialize)]
-struct SessionList {
-    sessions: Vec<SessionView>,
-}
-
-#[derive(Deserialize)]
-struct RunList {
-    runs: Vec<RunView>,
-}
 
 pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result<u8> {
     match command {
@@ -45,15 +36,14 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
                 }
                 request = request.query(&[("workspace", id)]);
             }
-            let list: SessionList = serde_json::from_value(api.json(request).await?)?;
+            let list: SessionList = api.answer(request).await?;
             print_sessions(&list.sessions, json)?;
         }
         SessionCommand::Show { id, json, .. } => {
             let session = get_session(api, &id).await?;
-            let runs: RunList = serde_json::from_value(
-                api.json(api.request(Method::GET, &format!("/v1/sessions/{}/runs", segment(&id))))
-                    .await?,
-            )?;
+            let runs: RunList = api
+                .answer(api.request(Method::GET, &format!("/v1/sessions/{}/runs", segment(&id))))
+                .await?;
             print_show(&session, &runs.runs, json)?;
         }
         SessionCommand::Rename {
@@ -61,12 +51,15 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
         } => {
             let request = api
                 .request(Method::PATCH, &format!("/v1/sessions/{}", segment(&id)))
-                .json(&json!({ "title": title }));
-            print_session(&serde_json::from_value(api.json(request).await?)?, json)?;
+                .json(&UpdateSession {
+                    title: Some(title),
+                    archived: None,
+                });
+            print_session(&api.answer(request).await?, json)?;
         }
         SessionCommand::Archive { id, json, .. } => {
             let request = api.request(Method::DELETE, &format!("/v1/sessions/{}", segment(&id)));
-            print_session(&serde_json::from_value(api.json(request).await?)?, json)?;
+            print_session(&api.answer(request).await?, json)?;
         }
         SessionCommand::Delete {
             id, force, json, ..
@@ -89,14 +82,12 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
             let request = api
                 .request(Method::POST, &format!("/v1/sessions/{}/fork", segment(&id)))
                 .json(&json!({ "at_run": at_run, "at_checkpoint": at, "title": title }));
-            print_forked(&serde_json::from_value(api.json(request).await?)?, json)?;
+            print_forked(&api.answer(request).await?, json)?;
         }
         SessionCommand::Checkpoints { id, json, .. } => {
             let path = format!("/v1/sessions/{}/checkpoints", segment(&id));
-            let list = api.json(api.request(Method::GET, &path)).await?;
-            let checkpoints: Vec<CheckpointView> =
-                serde_json::from_value(list["checkpoints"].clone())?;
-            print_checkpoints(&checkpoints, json)?;
+            let list: CheckpointList = api.answer(api.request(Method::GET, &path)).await?;
+            print_checkpoints(&list.checkpoints, json)?;
         }
         SessionCommand::Rewind {
             id,
@@ -111,7 +102,7 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
                     &format!("/v1/sessions/{}/rewind", segment(&id)),
                 )
                 .json(&json!({ "checkpoint": to, "force": force }));
-            let rewound = serde_json::from_value(api.json(request).await?)?;
+            let rewound = api.answer(request).await?;
             print_rewind(&rewound, json, &api.server_flag())?;
         }
         SessionCommand::Diff {
@@ -127,30 +118,29 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
             let request = api
                 .request(Method::GET, &format!("/v1/sessions/{}/diff", segment(&id)))
                 .query(&query);
-            print_diff(&serde_json::from_value(api.json(request).await?)?, json)?;
+            print_diff(&api.answer(request).await?, json)?;
         }
         SessionCommand::Say { id, text, json, .. } => {
-            let run = match RunId::parse(&id) {
-                Ok(run) => run,
-                Err(_) => {
-                    let runs: RunList =
-                        serde_json::from_value(
-                            api.json(api.request(
+            let run =
+                match RunId::parse(&id) {
+                    Ok(run) => run,
+                    Err(_) => {
+                        let runs: RunList = api
+                            .answer(api.request(
                                 Method::GET,
                                 &format!("/v1/sessions/{}/runs", segment(&id)),
                             ))
-                            .await?,
-                        )?;
-                    steer_target(&id, runs.runs.iter().map(|r| (&r.id, r.state)))?
-                }
-            };
+                            .await?;
+                        steer_target(&id, runs.runs.iter().map(|r| (&r.id, r.state)))?
+                    }
+                };
             let request = api
                 .request(
                     Method::POST,
                     &format!("/v1/runs/{}/messages", segment(run.as_str())),
                 )
-                .json(&json!({ "text": text }));
-            let said: SteeringView = serde_json::from_value(api.json(request).await?)?;
+                .json(&SteerRun { text });
+            let said: SteeringView = api.answer(request).await?;
             print_said(&run, said.id, json)?;
         }
         SessionCommand::Events {
@@ -168,10 +158,8 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
 }
 
 async fn get_session(api: &ApiClient, id: &str) -> anyhow::Result<SessionView> {
-    let value = api
-        .json(api.request(Method::GET, &format!("/v1/sessions/{}", segment(id))))
-        .await?;
-    Ok(serde_json::from_value(value)?)
+    api.answer(api.request(Method::GET, &format!("/v1/sessions/{}", segment(id))))
+        .await
 }
 
 /// Streams the session's events over SSE; without `follow`, stops once the

@@ -5,17 +5,23 @@
 //! renderer as a local run, and so does the result; Ctrl-C cancels it on the
 //! server. Nothing ever runs here.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use paddock_api::service::sessions::ResumedView;
-use paddock_api::service::{RunView, SessionView, WorkspaceView};
+use paddock_api::service::commands::SnapshotLimitsRequest;
+use paddock_api::service::sessions::{
+    CreateSession, ResumeRunCommand, ResumedView, StartRunCommand,
+};
+use paddock_api::service::{ModelChoice, RunView, SessionView, SteerRun, WorkspaceView};
+use paddock_core::ids::WorkspaceId;
 use paddock_core::model::ProviderKind;
+use paddock_proto::NetworkPolicy;
 use paddock_runtime::events::Event;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
@@ -29,7 +35,7 @@ use super::run::{
 use super::typed::{TypedLines, next_line};
 use crate::cli::{BackendArgs, GoalArgs};
 use crate::client::sse::EventSource;
-use crate::client::{ApiClient, ServerError, backend_fields, secrets_field, upload_dir};
+use crate::client::{ApiClient, ServerError, backend_choice, secret_refs, upload_dir};
 use crate::logging;
 use crate::sandbox::signals::TermSignals;
 
@@ -53,6 +59,23 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+/// What only some runs ask for, in a new run's request and a resume's
+/// alike: per-child models and snapshot limits.
+#[derive(Debug, Default)]
+struct Extra {
+    subagent_models: BTreeMap<String, ModelChoice>,
+    snapshot_limits: Option<SnapshotLimitsRequest>,
+}
+
+/// A new run's sandbox, as the caller named it (None: the server's).
+#[derive(Debug, Default)]
+struct SandboxChoice {
+    backend: Option<String>,
+    image: Option<String>,
+    network: Option<NetworkPolicy>,
+    secrets: Vec<paddock_api::service::SecretRef>,
+}
+
 /// `backend`: `--backend`/`--image`, sent as the run's (the server picks
 /// among the backends it enabled).
 pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
@@ -66,7 +89,7 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
                     .to_owned(),
             ));
         }
-        let (model, mut extra) = model_and_extra(&args)?;
+        let (model, extra) = model_and_extra(&args)?;
         if let Some(id) = &args.resume {
             if !args.secrets.is_empty() {
                 return Err(Failure::Usage(
@@ -84,15 +107,17 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
                 paddock_proto::check_secrets_network(args.secrets.len(), network)
                     .map_err(|err| Failure::Usage(format!("--secret: {err}")))?;
             }
-            extra.insert("secrets".to_owned(), secrets_field(&args.secrets));
         }
-        extra.extend(backend_fields(backend.backend, backend.image.as_deref()));
-        if let Some(network) = &args.network {
-            extra.insert("network".to_owned(), json!(network));
-        }
+        let (backend, image) = backend_choice(backend.backend, backend.image.as_deref());
+        let sandbox = SandboxChoice {
+            backend,
+            image,
+            network: args.network.clone(),
+            secrets: secret_refs(&args.secrets),
+        };
         let request = request(&args).map_err(Failure::Usage)?;
         let session = session_for(&api, &args).await?;
-        let run = start(&api, &session, &request, model, extra).await?;
+        let run = start(&api, &session, &request, model, extra, sandbox).await?;
         Ok::<_, Failure>((session, run))
     };
     let (session, run) = match started.await {
@@ -108,22 +133,21 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
 
 /// `--model` as the API takes it, and the fields only some runs ask for
 /// (per-child models, snapshot limits).
-fn model_and_extra(args: &GoalArgs) -> Result<(Value, serde_json::Map<String, Value>), Failure> {
+fn model_and_extra(args: &GoalArgs) -> Result<(ModelChoice, Extra), Failure> {
     let mut model = model_choice(&args.model, args.base_url.as_deref()).map_err(Failure::Usage)?;
     if let Some(window) = args.context_window {
         // the server checks it as it checks a request's
-        model["context_window"] = Value::from(window);
+        model.context_window = Some(window);
     }
-    let mut extra = serde_json::Map::new();
-    if let Some(models) = subagent_choices(args).map_err(Failure::Usage)? {
-        extra.insert("subagent_models".to_owned(), models);
-    }
-    if let Some(limits) = snapshot_limits(args).map_err(Failure::Usage)? {
-        extra.insert(
-            "snapshot_limits".to_owned(),
-            json!({ "max_files": limits.max_files, "max_bytes": limits.max_bytes }),
-        );
-    }
+    let extra = Extra {
+        subagent_models: subagent_choices(args).map_err(Failure::Usage)?,
+        snapshot_limits: snapshot_limits(args)
+            .map_err(Failure::Usage)?
+            .map(|limits| SnapshotLimitsRequest {
+                max_files: Some(limits.max_files),
+                max_bytes: Some(limits.max_bytes),
+            }),
+    };
     Ok((model, extra))
 }
 
@@ -132,19 +156,28 @@ async fn resume(
     api: &ApiClient,
     args: &GoalArgs,
     id: &str,
-    model: Value,
-    extra: serde_json::Map<String, Value>,
+    model: ModelChoice,
+    extra: Extra,
 ) -> Result<(SessionView, RunView), Failure> {
-    let mut body = json!({ "model": model, "force": args.force });
-    if budget_flags_given(args) {
-        body["budgets"] = json!(budgets(args).map_err(Failure::Usage)?);
-    }
-    if let Value::Object(fields) = &mut body {
-        fields.extend(extra);
-    }
+    let budgets = if budget_flags_given(args) {
+        Some(budgets(args).map_err(Failure::Usage)?)
+    } else {
+        None
+    };
+    let body = ResumeRunCommand {
+        model,
+        budgets,
+        subagent_models: extra.subagent_models,
+        instructions: None,
+        snapshot_limits: extra.snapshot_limits,
+        force: args.force,
+    };
     let path = format!("/v1/runs/{}/resume", segment(id));
-    let resumed: ResumedView = match api.json(api.request(Method::POST, &path).json(&body)).await {
-        Ok(run) => serde_json::from_value(run).context("the resumed run")?,
+    let resumed: ResumedView = match api
+        .answer(api.request(Method::POST, &path).json(&body))
+        .await
+    {
+        Ok(run) => run,
         Err(err) => return Err(caller_error(err, &format!("--resume {id}"))),
     };
     if let (Some(safety), Some(undo)) = (&resumed.safety_checkpoint, &resumed.undo) {
@@ -157,16 +190,15 @@ async fn resume(
     let run = resumed.run;
     let path = format!("/v1/sessions/{}", segment(run.session.as_str()));
     let session = api
-        .json(api.request(Method::GET, &path))
+        .answer(api.request(Method::GET, &path))
         .await
         .map_err(|err| caller_error(err, "the resumed run's session"))?;
-    let session = serde_json::from_value(session).context("the resumed run's session")?;
     Ok((session, run))
 }
 
 /// The model of `--model` as the API takes it: a scripted file is sent
 /// inline (the server never reads a file of the caller's).
-fn model_choice(spec: &str, base_url: Option<&str>) -> Result<Value, String> {
+fn model_choice(spec: &str, base_url: Option<&str>) -> Result<ModelChoice, String> {
     let config = paddock_models::parse_spec(spec).map_err(|e| format!("--model: {e}"))?;
     if config.provider == ProviderKind::Scripted {
         if base_url.is_some() {
@@ -176,29 +208,31 @@ fn model_choice(spec: &str, base_url: Option<&str>) -> Result<Value, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("--model {spec}: {e}"))?;
         let script: Value = serde_json::from_str(&text)
             .map_err(|e| format!("--model {spec}: not a JSON script: {e}"))?;
-        return Ok(json!({ "scripted": script }));
+        return Ok(ModelChoice {
+            scripted: Some(script),
+            spec: None,
+            base_url: None,
+            context_window: None,
+        });
     }
-    let mut choice = json!({ "spec": spec });
-    if let Some(url) = base_url {
-        choice["base_url"] = Value::from(url.trim());
-    }
-    Ok(choice)
+    Ok(ModelChoice {
+        scripted: None,
+        spec: Some(spec.to_owned()),
+        base_url: base_url.map(|url| url.trim().to_owned()),
+        context_window: None,
+    })
 }
 
 /// `--subagent-model` as the API's `subagent_models`: each child's model,
 /// scripted files sent inline like `--model`'s.
-fn subagent_choices(args: &GoalArgs) -> Result<Option<Value>, String> {
-    let entries = subagent_entries(args)?;
-    if entries.is_empty() {
-        return Ok(None);
-    }
-    let mut choices = serde_json::Map::new();
-    for entry in entries {
+fn subagent_choices(args: &GoalArgs) -> Result<BTreeMap<String, ModelChoice>, String> {
+    let mut choices = BTreeMap::new();
+    for entry in subagent_entries(args)? {
         let choice =
             model_choice(entry.spec, entry.base_url).map_err(|e| format!("{}: {e}", entry.flag))?;
         choices.insert(entry.key.to_owned(), choice);
     }
-    Ok(Some(Value::Object(choices)))
+    Ok(choices)
 }
 
 /// `--session`, or a new session in the uploaded workspace (or in the
@@ -213,26 +247,30 @@ async fn session_for(api: &ApiClient, args: &GoalArgs) -> Result<SessionView, Fa
             ));
         }
         let path = format!("/v1/sessions/{}", segment(id));
-        return match api.json(api.request(Method::GET, &path)).await {
-            Ok(session) => Ok(serde_json::from_value(session).context("the session")?),
-            Err(err) => Err(caller_error(err, &format!("--session {id}"))),
-        };
+        return api
+            .answer(api.request(Method::GET, &path))
+            .await
+            .map_err(|err| caller_error(err, &format!("--session {id}")));
     }
     let workspace = match &args.workspace {
-        Some(dir) if is_workspace_id(dir) => dir.to_string_lossy().into_owned(),
+        Some(dir) if is_workspace_id(dir) => {
+            let id = dir.to_string_lossy();
+            WorkspaceId::parse(&id)
+                .map_err(|err| Failure::Usage(format!("creating a session: {err}")))?
+        }
         other => {
             let dir = canonical_dir(other.as_deref().unwrap_or(Path::new(".")))
                 .map_err(Failure::Usage)?;
-            upload(api, &dir).await?.id.to_string()
+            upload(api, &dir).await?.id
         }
     };
-    let request = api
-        .request(Method::POST, "/v1/sessions")
-        .json(&json!({ "workspace": workspace, "title": title(args.goal.as_deref().unwrap_or_default()) }));
-    match api.json(request).await {
-        Ok(session) => Ok(serde_json::from_value(session).context("the new session")?),
-        Err(err) => Err(caller_error(err, "creating a session")),
-    }
+    let body = CreateSession {
+        workspace,
+        title: Some(title(args.goal.as_deref().unwrap_or_default())),
+    };
+    api.answer(api.request(Method::POST, "/v1/sessions").json(&body))
+        .await
+        .map_err(|err| caller_error(err, "creating a session"))
 }
 
 /// A server workspace id rather than a directory: `ws_...` with no such
@@ -265,25 +303,28 @@ async fn start(
     api: &ApiClient,
     session: &SessionView,
     request: &Request,
-    model: Value,
-    extra: serde_json::Map<String, Value>,
+    model: ModelChoice,
+    extra: Extra,
+    sandbox: SandboxChoice,
 ) -> Result<RunView, Failure> {
-    let mut body = json!({
-        "goal": request.goal,
-        "success_criteria": request.success_criteria,
-        "mode": request.mode,
-        "budgets": request.budgets,
-        "model": model,
-    });
-    // What only some runs ask for: per-child models, snapshot limits, a backend.
-    if let Value::Object(fields) = &mut body {
-        fields.extend(extra);
-    }
+    let body = StartRunCommand {
+        goal: request.goal.clone(),
+        success_criteria: request.success_criteria.clone(),
+        mode: Some(request.mode),
+        budgets: Some(request.budgets),
+        model,
+        subagent_models: extra.subagent_models,
+        instructions: None,
+        snapshot_limits: extra.snapshot_limits,
+        backend: sandbox.backend,
+        image: sandbox.image,
+        network: sandbox.network,
+        secrets: sandbox.secrets,
+    };
     let path = format!("/v1/sessions/{}/runs", segment(session.id.as_str()));
-    match api.json(api.request(Method::POST, &path).json(&body)).await {
-        Ok(run) => Ok(serde_json::from_value(run).context("the started run")?),
-        Err(err) => Err(caller_error(err, "starting the run")),
-    }
+    api.answer(api.request(Method::POST, &path).json(&body))
+        .await
+        .map_err(|err| caller_error(err, "starting the run"))
 }
 
 /// Prints the run's events until its `run.finished`, then its result.
@@ -329,8 +370,8 @@ async fn drive(
                 frame = source.next() => frame,
                 Some(line) = next_line(&mut typed) => {
                     let path = format!("/v1/runs/{}/messages", segment(run.id.as_str()));
-                    let request = api.request(Method::POST, &path).json(&serde_json::json!({ "text": line }));
-                    if let Err(err) = api.json(request).await {
+                    let request = api.request(Method::POST, &path).json(&SteerRun { text: line });
+                    if let Err(err) = api.answer::<paddock_api::service::SteeringView>(request).await {
                         logging::note(format_args!("paddock: not sent: {err:#}"));
                     }
                     continue;
@@ -345,7 +386,7 @@ async fn drive(
                     let (api, id) = (api.clone(), run.id.clone());
                     tokio::spawn(async move {
                         let path = format!("/v1/runs/{}/cancel", segment(id.as_str()));
-                        if let Err(err) = api.json(api.request(Method::POST, &path)).await {
+                        if let Err(err) = api.answer::<RunView>(api.request(Method::POST, &path)).await {
                             logging::note(format_args!("paddock: cancelling run {id}: {err:#}"));
                         }
                     });
@@ -436,7 +477,9 @@ pub(super) async fn settled(api: &ApiClient, id: &str) -> anyhow::Result<RunView
 
 pub(super) async fn get_run(api: &ApiClient, id: &str) -> anyhow::Result<RunView> {
     let path = format!("/v1/runs/{}", segment(id));
-    serde_json::from_value(api.json(api.request(Method::GET, &path)).await?).context("the run")
+    api.answer(api.request(Method::GET, &path))
+        .await
+        .context("the run")
 }
 
 fn ended(run: &RunView) -> bool {

@@ -10,13 +10,13 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use paddock_api::http::ChildRuns;
 use paddock_api::service::RunView;
 use paddock_core::ids::RunId;
 use paddock_core::model::Prices;
 use paddock_core::store::{Lease, RunState};
 use paddock_runtime::events::Event;
 use reqwest::Method;
-use serde::Deserialize;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -190,11 +190,6 @@ async fn local_events(
     }
 }
 
-#[derive(Deserialize)]
-struct RunList {
-    runs: Vec<RunView>,
-}
-
 async fn remote(api: &ApiClient, command: RunsCommand) -> anyhow::Result<u8> {
     match command {
         RunsCommand::Show(args) => {
@@ -202,13 +197,13 @@ async fn remote(api: &ApiClient, command: RunsCommand) -> anyhow::Result<u8> {
         }
         RunsCommand::Children(args) => {
             let path = format!("/v1/runs/{}/children", segment(&args.id));
-            let list: RunList =
-                serde_json::from_value(api.json(api.request(Method::GET, &path)).await?)?;
+            let list: ChildRuns = api.answer(api.request(Method::GET, &path)).await?;
             print_runs(&list.runs, args.json)?;
         }
         RunsCommand::Cancel(args) => {
             let path = format!("/v1/runs/{}/cancel", segment(&args.id));
-            api.json(api.request(Method::POST, &path)).await?;
+            api.answer::<RunView>(api.request(Method::POST, &path))
+                .await?;
             // The server answers once its cancel took; the row may lag a moment.
             let run = settled(api, &args.id).await?;
             print_cancelled(&run, args.json)?;

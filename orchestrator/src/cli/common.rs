@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use paddock_api::service::commands::LimitsRequest;
 use paddock_core::sandbox::DowngradeLayer;
 use paddock_proto::NetworkPolicy;
 
@@ -149,14 +150,15 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
-    /// The limits given, by their name in a server request's `limits`.
-    pub fn request_fields(&self) -> [(&'static str, Option<u64>); 4] {
-        [
-            ("memory_bytes", self.memory),
-            ("pids", self.pids),
-            ("cpu_millis", self.cpus),
-            ("tmp_bytes", self.tmp_size),
-        ]
+    /// The limits given, as a server request's `limits`.
+    pub fn request(&self) -> LimitsRequest {
+        LimitsRequest {
+            memory_bytes: self.memory,
+            pids: self.pids,
+            cpu_millis: self.cpus,
+            tmp_bytes: self.tmp_size,
+            ..LimitsRequest::default()
+        }
     }
 }
 

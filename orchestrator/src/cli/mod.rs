@@ -423,14 +423,15 @@ mod tests {
         else {
             panic!("not a restore");
         };
+        let limits = restore.limits.request();
         assert_eq!(
-            restore.limits.request_fields(),
-            [
-                ("memory_bytes", None),
-                ("pids", None),
-                ("cpu_millis", Some(500)),
-                ("tmp_bytes", Some(64 << 20)),
-            ]
+            (
+                limits.memory_bytes,
+                limits.pids,
+                limits.cpu_millis,
+                limits.tmp_bytes
+            ),
+            (None, None, Some(500), Some(64 << 20))
         );
     }
 

@@ -5,8 +5,11 @@ use std::io::{Read, Write};
 
 use anyhow::{Context, bail};
 use futures_util::StreamExt;
+use paddock_api::http::{ErrorBody, OutputChunk};
+use paddock_api::service::commands::ExecCommand;
+use paddock_api::service::{ExecResult, ExitView};
+use paddock_api::text::Encoding;
 use reqwest::Method;
-use serde_json::{Value, json};
 
 use super::{ApiClient, ServerError, encode_path, print_json};
 use crate::cli::ExecArgs;
@@ -30,29 +33,30 @@ pub async fn exec(client: &ApiClient, args: ExecArgs) -> anyhow::Result<u8> {
 }
 
 async fn stream_or_json(client: &ApiClient, args: ExecArgs) -> anyhow::Result<u8> {
-    let mut body = json!({
-        "argv": args.command,
-        "env": args.env.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-        "cwd": args.cwd,
-        "timeout_ms": args.timeout,
-    });
+    let mut body = ExecCommand {
+        argv: args.command,
+        env: args.env.into_iter().collect(),
+        cwd: args.cwd,
+        timeout_ms: args.timeout,
+        ..ExecCommand::default()
+    };
     if args.stdin {
         let mut data = Vec::new();
         std::io::stdin()
             .read_to_end(&mut data)
             .context("reading stdin")?;
-        body["stdin_base64"] = json!(base64_encode(&data));
+        body.stdin_base64 = Some(base64_encode(&data));
     }
     let url = format!("/v1/sandboxes/{}/exec", encode_path(&args.id));
     if args.json {
-        let result = client
-            .json(client.request(Method::POST, &url).json(&body))
+        let result: ExecResult = client
+            .answer(client.request(Method::POST, &url).json(&body))
             .await?;
         print_json(&result)?;
-        note_exit(&result);
-        return Ok(exit_code(&result));
+        note_exit(&result.exit);
+        return Ok(exit_code(&result.exit));
     }
-    body["output_encoding"] = json!("base64");
+    body.output_encoding = Encoding::Base64;
     let response = client
         .send(
             client
@@ -89,10 +93,10 @@ fn handle_event(block: &str) -> anyhow::Result<Option<u8>> {
     if event.is_empty() {
         return Ok(None); // a keep-alive comment
     }
-    let data: Value = serde_json::from_str(&data).context("an unreadable event")?;
     match event {
         "stdout" | "stderr" => {
-            let bytes = base64_decode(data["data"].as_str().unwrap_or_default())?;
+            let chunk: OutputChunk = serde_json::from_str(&data).context("an unreadable event")?;
+            let bytes = base64_decode(&chunk.data)?;
             if event == "stdout" {
                 let mut out = std::io::stdout().lock();
                 out.write_all(&bytes)?;
@@ -103,16 +107,17 @@ fn handle_event(block: &str) -> anyhow::Result<Option<u8>> {
             Ok(None)
         }
         "exit" => {
-            note_exit(&data);
-            Ok(Some(exit_code(&data)))
+            let exit: ExitView = serde_json::from_str(&data).context("an unreadable event")?;
+            note_exit(&exit);
+            Ok(Some(exit_code(&exit)))
         }
-        "error" => Err(ServerError {
-            status: None,
-            code: data["error"]["code"].as_str().unwrap_or("error").to_owned(),
-            message: data["error"]["message"]
-                .as_str()
-                .unwrap_or("the command failed")
-                .to_owned(),
+        "error" => Err(match serde_json::from_str::<ErrorBody>(&data) {
+            Ok(body) => ServerError::from_body(None, body),
+            Err(_) => ServerError {
+                status: None,
+                code: "error".to_owned(),
+                message: "the command failed".to_owned(),
+            },
         }
         .into()),
         _ => Ok(None),
@@ -120,18 +125,18 @@ fn handle_event(block: &str) -> anyhow::Result<Option<u8>> {
 }
 
 /// Says on stderr what the exit code alone does not, as `sandbox run` does.
-fn note_exit(result: &Value) {
-    if result["timed_out"] == true {
+fn note_exit(exit: &ExitView) {
+    if exit.timed_out {
         logging::note(format_args!(
             "paddock: the command ran past its timeout and was killed"
         ));
     }
-    if result["truncated"] == true {
+    if exit.truncated {
         logging::note(format_args!(
             "paddock: the output went past the server's cap; the rest was dropped"
         ));
     }
-    if result["oom_killed"] == true {
+    if exit.oom_killed {
         logging::note(format_args!(
             "paddock: {}",
             crate::sandbox::exit::oom_sentence(None, "--memory when creating the sandbox")
@@ -140,13 +145,13 @@ fn note_exit(result: &Value) {
 }
 
 /// The exit code, 128 + the signal, or 124 when the timeout killed it.
-pub(crate) fn exit_code(result: &Value) -> u8 {
-    if result["timed_out"] == true {
+pub(crate) fn exit_code(exit: &ExitView) -> u8 {
+    if exit.timed_out {
         return EXIT_TIMED_OUT;
     }
-    match (result["exit_code"].as_i64(), result["signal"].as_i64()) {
+    match (exit.exit_code, exit.signal) {
         (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
-        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+        (None, Some(signal)) => u8::try_from(128 + i64::from(signal)).unwrap_or(255),
         (None, None) => crate::EXIT_PADDOCK_FAILED,
     }
 }
@@ -171,18 +176,35 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_shell() {
-        assert_eq!(exit_code(&json!({"exit_code": 3, "timed_out": false})), 3);
-        assert_eq!(exit_code(&json!({"exit_code": null, "signal": 9})), 137);
+        let exit = |exit_code, signal, timed_out| ExitView {
+            exit_code,
+            signal,
+            timed_out,
+            ..ExitView::default()
+        };
+        assert_eq!(exit_code(&exit(Some(3), None, false)), 3);
+        assert_eq!(exit_code(&exit(None, Some(9), false)), 137);
+        assert_eq!(exit_code(&exit(None, Some(9), true)), 124);
         assert_eq!(
-            exit_code(&json!({"exit_code": null, "signal": 9, "timed_out": true})),
-            124
+            exit_code(&exit(None, None, false)),
+            crate::EXIT_PADDOCK_FAILED
         );
     }
 
     #[test]
     fn an_exit_event_ends_the_stream() {
-        let block = "event: exit\ndata: {\"exit_code\":5,\"signal\":null,\"timed_out\":false}\n\n";
-        assert_eq!(handle_event(block).unwrap(), Some(5));
+        // the data as the server writes it: an ExitView
+        let exit = ExitView {
+            exit_code: Some(5),
+            ..ExitView::default()
+        };
+        let block = format!(
+            "event: exit\ndata: {}\n\n",
+            serde_json::to_string(&exit).unwrap()
+        );
+        assert_eq!(handle_event(&block).unwrap(), Some(5));
+        // an exit event that is not an ExitView is an error, not a guess
+        assert!(handle_event("event: exit\ndata: {\"exit_code\":5}\n\n").is_err());
         assert_eq!(handle_event(":keep-alive\n\n").unwrap(), None);
         assert!(
             handle_event(

@@ -4,8 +4,9 @@ use std::io::Write;
 
 use anyhow::Context;
 use futures_util::StreamExt;
+use paddock_api::http::{Listing, Written};
+use paddock_proto::FileKind;
 use reqwest::Method;
-use serde_json::Value;
 
 use super::{ApiClient, encode_path, print_json};
 use crate::cli::FilesCommand;
@@ -60,8 +61,8 @@ pub async fn files(client: &ApiClient, command: FilesCommand) -> anyhow::Result<
             if let Some(mode) = mode {
                 request = request.query(&[("mode", mode)]);
             }
-            let written = client.json(request).await?;
-            eprintln!("{} bytes written to {path}", written["bytes"]);
+            let written: Written = client.answer(request).await?;
+            eprintln!("{} bytes written to {path}", written.bytes);
             Ok(0)
         }
         FilesCommand::Ls { id, dir, json } => {
@@ -70,26 +71,27 @@ pub async fn files(client: &ApiClient, command: FilesCommand) -> anyhow::Result<
             if let Some(dir) = &dir {
                 request = request.query(&[("dir", dir)]);
             }
-            let listing = client.json(request).await?;
+            let listing: Listing = client.answer(request).await?;
             if json {
                 return print_json(&listing).map(|()| 0);
             }
-            for entry in listing["entries"].as_array().into_iter().flatten() {
-                let kind = match entry["kind"].as_str() {
-                    Some("dir") => "d",
-                    Some("symlink") => "l",
-                    Some("file") => "-",
-                    _ => "?",
+            for entry in &listing.entries {
+                let kind = match entry.kind {
+                    FileKind::Dir => "d",
+                    FileKind::Symlink => "l",
+                    FileKind::File => "-",
+                    FileKind::Other => "?",
                 };
-                let mode = entry["mode"].as_u64().unwrap_or(0);
-                let link = match &entry["link_target"] {
-                    Value::String(target) => format!(" -> {}", printable(target)),
-                    _ => String::new(),
+                let mode = entry.mode;
+                let link = match &entry.link_target {
+                    Some(target) => format!(" -> {}", printable(target)),
+                    None => String::new(),
                 };
+                // The size unpadded, as this line has always printed it.
                 println!(
-                    "{kind}{mode:04o} {:>12} {}{link}",
-                    entry["size"],
-                    printable(entry["name"].as_str().unwrap_or_default())
+                    "{kind}{mode:04o} {} {}{link}",
+                    entry.size,
+                    printable(&entry.name)
                 );
             }
             Ok(0)

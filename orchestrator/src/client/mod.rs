@@ -11,8 +11,10 @@ pub mod sse;
 mod workspace;
 
 use anyhow::{Context, bail};
+use paddock_api::http::ErrorBody;
 use reqwest::{Method, RequestBuilder, Response};
-use serde_json::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 pub use files::files;
 pub use process::process;
@@ -74,7 +76,7 @@ impl ApiClient {
     }
 
     /// Sends and answers the response when its status is a success; otherwise
-    /// the server's `{error: {code, message}}` as the error.
+    /// the server's [`ErrorBody`] as the error.
     pub async fn send(&self, request: RequestBuilder) -> anyhow::Result<Response> {
         let response = request.send().await.map_err(|err| {
             if err.is_connect() {
@@ -90,29 +92,32 @@ impl ApiClient {
             return Ok(response);
         }
         let status = response.status();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        match (
-            body["error"]["code"].as_str(),
-            body["error"]["message"].as_str(),
-        ) {
-            (Some(code), Some(message)) => Err(ServerError {
-                status: Some(status.as_u16()),
-                code: code.to_owned(),
-                message: message.to_owned(),
-            }
-            .into()),
-            _ => bail!("the server answered HTTP {status}"),
+        let body = response.bytes().await.unwrap_or_default();
+        match serde_json::from_slice::<ErrorBody>(&body) {
+            Ok(body) => Err(ServerError::from_body(Some(status.as_u16()), body).into()),
+            Err(_) => bail!("the server answered HTTP {status}"),
         }
     }
 
-    pub async fn json(&self, request: RequestBuilder) -> anyhow::Result<Value> {
+    /// Sends, and decodes a success's body as the server's type `T` for it.
+    pub async fn answer<T: DeserializeOwned>(&self, request: RequestBuilder) -> anyhow::Result<T> {
         let response = self.send(request).await?;
-        response.json().await.context("reading the server's answer")
+        let body = response
+            .bytes()
+            .await
+            .context("reading the server's answer")?;
+        serde_json::from_slice(&body).context("reading the server's answer")
+    }
+
+    /// An answer as untyped JSON, for the agent commands not yet moved to
+    /// [`ApiClient::answer`].
+    pub async fn json(&self, request: RequestBuilder) -> anyhow::Result<serde_json::Value> {
+        self.answer(request).await
     }
 }
 
-/// The server's `{error: {code, message}}` answer (a response's, or an
-/// event's in a stream, which has no status of its own).
+/// The server's [`ErrorBody`] answer (a response's, or an event's in a
+/// stream, which has no status of its own).
 #[derive(Debug)]
 pub struct ServerError {
     pub status: Option<u16>,
@@ -131,19 +136,32 @@ impl std::fmt::Display for ServerError {
 
 impl std::error::Error for ServerError {}
 
+impl ServerError {
+    pub fn from_body(status: Option<u16>, body: ErrorBody) -> Self {
+        Self {
+            status,
+            code: body.error.code,
+            message: body.error.message,
+        }
+    }
+}
+
 /// `... rm ID...`: DELETEs each id's `path`, printing `line` for each deleted
-/// one (or, with `json`, one array of what the server answered) and an error
-/// per failure; exits 125 when any failed, after trying them all.
-pub async fn delete_each(
+/// one (or, with `json`, one array of what the server answered, a `T` each)
+/// and an error per failure; exits 125 when any failed, after trying them all.
+pub async fn delete_each<T: DeserializeOwned + Serialize>(
     client: &ApiClient,
     args: &crate::cli::RmArgs,
     path: impl Fn(&str) -> String,
-    line: impl Fn(&str, &Value) -> String,
+    line: impl Fn(&str, &T) -> String,
 ) -> anyhow::Result<u8> {
-    let mut results = Vec::new();
+    let mut results: Vec<T> = Vec::new();
     let mut failed = false;
     for id in &args.ids {
-        match client.json(client.request(Method::DELETE, &path(id))).await {
+        match client
+            .answer::<T>(client.request(Method::DELETE, &path(id)))
+            .await
+        {
             Ok(deleted) => {
                 if !args.json {
                     println!("{}", line(id, &deleted));
@@ -157,7 +175,7 @@ pub async fn delete_each(
         }
     }
     if args.json {
-        print_json(&Value::Array(results))?;
+        print_json(&results)?;
     }
     Ok(if failed {
         crate::EXIT_PADDOCK_FAILED
@@ -166,40 +184,42 @@ pub async fn delete_each(
     })
 }
 
-/// The `backend` and `image` fields of a request that makes sandboxes on a
-/// server, for those the caller named (the server picks the rest).
-pub fn backend_fields(
+/// `--backend` and `--image` as the `backend` and `image` of a request that
+/// makes sandboxes on a server (None: the server picks).
+pub fn backend_choice(
     backend: Option<crate::backend::BackendKind>,
     image: Option<&str>,
-) -> serde_json::Map<String, Value> {
-    let mut fields = serde_json::Map::new();
-    if let Some(kind) = backend {
-        fields.insert("backend".to_owned(), Value::from(kind.name()));
-    }
-    if let Some(image) = image {
-        fields.insert("image".to_owned(), Value::from(image));
-    }
-    fields
+) -> (Option<String>, Option<String>) {
+    (
+        backend.map(|kind| kind.name().to_owned()),
+        image.map(str::to_owned),
+    )
 }
 
 /// `--secret` as a request's `secrets`: a server's by name, a local one
 /// with its value (taken from this environment).
-pub fn secrets_field(secrets: &[crate::cli::SecretArg]) -> Value {
+pub fn secret_refs(secrets: &[crate::cli::SecretArg]) -> Vec<paddock_api::service::SecretRef> {
     use paddock_api::service::{SecretRef, SuppliedSecret};
-    let asked: Vec<SecretRef> = secrets
+    secrets
         .iter()
         .map(|secret| match secret {
             crate::cli::SecretArg::Server(name) => SecretRef::Named(name.clone()),
             crate::cli::SecretArg::Local(spec) => SecretRef::Supplied(SuppliedSecret::from(spec)),
         })
-        .collect();
-    serde_json::json!(asked)
+        .collect()
 }
 
-/// Prints JSON, pretty.
-pub fn print_json(value: &Value) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+/// Prints an answer as JSON, pretty, its keys sorted (as `--json` always
+/// printed them).
+pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    let value = serde_json::to_value(value)?;
+    println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(())
+}
+
+/// A field of an answer in a table: `-` for none.
+pub fn cell(value: Option<impl std::fmt::Display>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
 /// Percent-encodes one path for a URL, keeping its slashes.

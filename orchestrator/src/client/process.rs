@@ -6,8 +6,10 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use anyhow::Context;
+use paddock_api::http::ProcessList;
+use paddock_api::service::commands::{SendSignal, SignalName, StartProcess, WriteStdin};
+use paddock_api::service::{ProcessOutputView, ProcessView};
 use reqwest::Method;
-use serde_json::{Value, json};
 
 use super::exec::{base64_decode, base64_encode, exit_code};
 use super::{ApiClient, encode_path, print_json};
@@ -30,52 +32,50 @@ pub async fn process(client: &ApiClient, command: ProcessCommand) -> anyhow::Res
             json,
             command,
         } => {
-            let body = json!({
-                "argv": command,
-                "cwd": cwd,
-                "env": env.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
-                "timeout_ms": timeout,
-            });
-            let started = client
-                .json(client.request(Method::POST, &processes(&id)).json(&body))
+            let body = StartProcess {
+                argv: command,
+                cwd,
+                env: env.into_iter().collect(),
+                timeout_ms: timeout,
+                ..StartProcess::default()
+            };
+            let started: ProcessView = client
+                .answer(client.request(Method::POST, &processes(&id)).json(&body))
                 .await?;
             if json {
                 print_json(&started)?;
             } else {
-                println!("{}", started["handle"]);
+                println!("{}", started.handle);
             }
             Ok(0)
         }
         ProcessCommand::Ls { id, json } => {
-            let list = client
-                .json(client.request(Method::GET, &processes(&id)))
+            let list: ProcessList = client
+                .answer(client.request(Method::GET, &processes(&id)))
                 .await?;
             if json {
                 print_json(&list)?;
                 return Ok(0);
             }
-            let all = list["processes"].as_array().cloned().unwrap_or_default();
+            let all = list.processes;
             if all.is_empty() {
                 println!("no processes");
                 return Ok(0);
             }
             println!("{:<7}  {:<7}  {:<12}  COMMAND", "HANDLE", "PID", "STATE");
             for p in &all {
-                let state = if p["running"].as_bool().unwrap_or(false) {
+                let state = if p.running {
                     "running".to_owned()
                 } else {
-                    format!("exited {}", exit_code(&p["exit"]))
+                    format!("exited {}", exit_of(p.exit.as_ref()))
                 };
-                let command: Vec<&str> = p["command"]
-                    .as_array()
-                    .map(|c| c.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
+                // The handle and pid unpadded, as this line has always printed them.
                 println!(
-                    "{:<7}  {:<7}  {:<12}  {}",
-                    p["handle"],
-                    p["pid"],
+                    "{}  {}  {:<12}  {}",
+                    p.handle,
+                    p.pid,
                     state,
-                    printable(&command.join(" "))
+                    printable(&p.command.join(" "))
                 );
             }
             Ok(0)
@@ -104,7 +104,11 @@ pub async fn process(client: &ApiClient, command: ProcessCommand) -> anyhow::Res
                         .context("reading stdin")?;
                 }
             }
-            let body = json!({ "data_base64": base64_encode(&data), "eof": eof });
+            let body = WriteStdin {
+                data: None,
+                data_base64: Some(base64_encode(&data)),
+                eof,
+            };
             let path = format!("{}/{handle}/stdin", processes(&id));
             client
                 .send(client.request(Method::POST, &path).json(&body))
@@ -113,15 +117,15 @@ pub async fn process(client: &ApiClient, command: ProcessCommand) -> anyhow::Res
         }
         ProcessCommand::Signal { id, handle, signal } => {
             let signal = match signal.parse::<i32>() {
-                Ok(number) => Value::from(number),
-                Err(_) => Value::from(signal),
+                Ok(number) => SignalName::Number(number),
+                Err(_) => SignalName::Name(signal),
             };
             let path = format!("{}/{handle}/signal", processes(&id));
             client
                 .send(
                     client
                         .request(Method::POST, &path)
-                        .json(&json!({ "signal": signal })),
+                        .json(&SendSignal { signal }),
                 )
                 .await?;
             Ok(0)
@@ -150,25 +154,24 @@ async fn output(
             ("offset", offset.to_string()),
             ("encoding", "base64".to_owned()),
         ];
-        let page = client
-            .json(client.request(Method::GET, &path).query(&query))
+        let page: ProcessOutputView = client
+            .answer(client.request(Method::GET, &path).query(&query))
             .await?;
-        if page["dropped"].as_u64().unwrap_or(0) > offset {
+        if page.dropped > offset {
             eprintln!(
                 "paddock: output before byte {} is no longer kept",
-                page["offset"]
+                page.offset
             );
         }
-        let bytes = base64_decode(page["data"].as_str().unwrap_or_default())?;
+        let bytes = base64_decode(&page.data)?;
         stdout.write_all(&bytes)?;
         stdout.flush()?;
-        let next = page["next_offset"].as_u64().unwrap_or(offset);
-        let running = page["running"].as_bool().unwrap_or(false);
+        let next = page.next_offset;
         if !follow {
             return Ok(0);
         }
-        if !running && next == offset {
-            return Ok(exit_code(&page["exit"]));
+        if !page.running && next == offset {
+            return Ok(exit_of(page.exit.as_ref()));
         }
         offset = next;
         if !bytes.is_empty() {
@@ -181,6 +184,11 @@ async fn output(
             }
         }
     }
+}
+
+/// The exit code of a process that ended (125 for one with no exit).
+fn exit_of(exit: Option<&paddock_api::service::ExitView>) -> u8 {
+    exit.map_or(crate::EXIT_PADDOCK_FAILED, exit_code)
 }
 
 fn processes(id: &str) -> String {

@@ -1,9 +1,14 @@
 //! `paddock sandbox create|ls|info ID|rm ID` against a server.
 
+use anyhow::Context;
+use paddock_api::http::SandboxList;
+use paddock_api::service::SandboxView;
+use paddock_api::service::commands::CreateSandbox;
+use paddock_core::ids::WorkspaceId;
 use reqwest::Method;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use super::{ApiClient, print_json};
+use super::{ApiClient, cell, print_json};
 use crate::cli::{CreateArgs, LsArgs, RmArgs};
 
 pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> {
@@ -13,40 +18,36 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
         eprintln!("paddock: --secret: {err}");
         return Ok(crate::agent::EXIT_USAGE);
     }
-    let mut limits = Map::new();
-    for (key, value) in args.limits.request_fields() {
-        if let Some(v) = value {
-            limits.insert(key.to_owned(), json!(v));
-        }
-    }
-    let mut body = json!({
-        "workspace": args.workspace,
-        "read_only": args.read_only,
-        "network": args.network.policy,
-        "limits": limits,
-    });
-    if !args.secrets.is_empty() {
-        body["secrets"] = super::secrets_field(&args.secrets);
-    }
-    if let Value::Object(fields) = &mut body {
-        fields.extend(super::backend_fields(
-            args.backend.backend,
-            args.backend.image.as_deref(),
-        ));
-    }
-    let sandbox = client
-        .json(client.request(Method::POST, "/v1/sandboxes").json(&body))
+    let workspace = args
+        .workspace
+        .as_deref()
+        .map(|id| WorkspaceId::parse(id).with_context(|| format!("--workspace {id}")))
+        .transpose()?;
+    let (backend, image) =
+        super::backend_choice(args.backend.backend, args.backend.image.as_deref());
+    let body = CreateSandbox {
+        workspace,
+        limits: args.limits.request(),
+        network: args.network.policy,
+        read_only: args.read_only,
+        backend,
+        image,
+        secrets: super::secret_refs(&args.secrets),
+        console: false,
+    };
+    let sandbox: SandboxView = client
+        .answer(client.request(Method::POST, "/v1/sandboxes").json(&body))
         .await?;
     if args.json {
         print_json(&sandbox)?;
     } else {
-        println!("{}", sandbox["id"].as_str().unwrap_or_default());
+        println!("{}", sandbox.id);
     }
     Ok(0)
 }
 
 pub async fn ls(client: &ApiClient, args: LsArgs) -> anyhow::Result<u8> {
-    let mut all = Vec::new();
+    let mut all: Vec<SandboxView> = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let mut query: Vec<(&str, String)> = vec![("limit", "1000".to_owned())];
@@ -56,17 +57,17 @@ pub async fn ls(client: &ApiClient, args: LsArgs) -> anyhow::Result<u8> {
         if let Some(after) = &after {
             query.push(("after", after.clone()));
         }
-        let page = client
-            .json(client.request(Method::GET, "/v1/sandboxes").query(&query))
+        let page: SandboxList = client
+            .answer(client.request(Method::GET, "/v1/sandboxes").query(&query))
             .await?;
-        all.extend(page["sandboxes"].as_array().cloned().unwrap_or_default());
-        match page["next_after"].as_str() {
-            Some(next) => after = Some(next.to_owned()),
+        all.extend(page.sandboxes);
+        match page.next_after {
+            Some(next) => after = Some(next.to_string()),
             None => break,
         }
     }
     if args.json {
-        return print_json(&Value::Array(all)).map(|()| 0);
+        return print_json(&all).map(|()| 0);
     }
     println!(
         "{:<35}  {:<8}  {:<24}  {:<36}  RUN",
@@ -75,19 +76,19 @@ pub async fn ls(client: &ApiClient, args: LsArgs) -> anyhow::Result<u8> {
     for sandbox in &all {
         println!(
             "{:<35}  {:<8}  {:<24}  {:<36}  {}",
-            text(&sandbox["id"]),
-            text(&sandbox["state"]),
-            text(&sandbox["created_at"]),
-            text(&sandbox["workspace"]),
-            text(&sandbox["run"]),
+            sandbox.id.to_string(),
+            sandbox.state.as_str(),
+            sandbox.created_at,
+            cell(sandbox.workspace.as_ref()),
+            cell(sandbox.run.as_ref()),
         );
     }
     Ok(0)
 }
 
 pub async fn info(client: &ApiClient, id: &str, json: bool) -> anyhow::Result<u8> {
-    let sandbox = client
-        .json(client.request(
+    let sandbox: SandboxView = client
+        .answer(client.request(
             Method::GET,
             &format!("/v1/sandboxes/{}", super::encode_path(id)),
         ))
@@ -95,11 +96,13 @@ pub async fn info(client: &ApiClient, id: &str, json: bool) -> anyhow::Result<u8
     if json {
         return print_json(&sandbox).map(|()| 0);
     }
-    let Some(fields) = sandbox.as_object() else {
+    // Every field of the answer, one a line (an object's fields as
+    // `name.field`), in the order `--json` prints them.
+    let Value::Object(fields) = serde_json::to_value(&sandbox)? else {
         return print_json(&sandbox).map(|()| 0);
     };
     let width = fields.keys().map(String::len).max().unwrap_or(0);
-    for (key, value) in fields {
+    for (key, value) in &fields {
         match value {
             Value::Object(inner) => {
                 for (k, v) in inner {
@@ -118,12 +121,13 @@ pub async fn rm(client: &ApiClient, args: RmArgs) -> anyhow::Result<u8> {
         client,
         &args,
         |id| format!("/v1/sandboxes/{}", super::encode_path(id)),
-        |id, sandbox| format!("{id} {}", text(&sandbox["state"])),
+        |id, sandbox: &SandboxView| format!("{id} {}", sandbox.state.as_str()),
     )
     .await
 }
 
-fn text(value: &Value) -> String {
+/// One value of the document `info` prints: `-` for null, a string bare.
+pub(super) fn text(value: &Value) -> String {
     match value {
         Value::Null => "-".to_owned(),
         Value::String(s) => s.clone(),

@@ -7,11 +7,15 @@ use std::path::Path;
 
 use anyhow::Context;
 use futures_util::StreamExt;
+use paddock_api::http::{Restored, SnapshotList};
+use paddock_api::service::{CreateSnapshot, RestoreSnapshot, SnapshotView};
+use paddock_core::ids::SessionId;
 use reqwest::Method;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-use super::{ApiClient, encode_path, print_json};
+use super::sandbox::text;
+use super::{ApiClient, cell, encode_path, print_json};
 use crate::cli::{RestoreArgs, RmArgs, SnapshotCommand};
 use progress::{Progress, amount};
 
@@ -25,16 +29,20 @@ pub async fn snapshot(client: &ApiClient, command: SnapshotCommand) -> anyhow::R
             session,
             json,
         } => {
-            let body = json!({
-                "excludes": excludes,
-                "max_files": max_files,
-                "max_bytes": max_bytes,
-                "session": session,
-            });
+            let session = session
+                .as_deref()
+                .map(|id| SessionId::parse(id).with_context(|| format!("--session {id}")))
+                .transpose()?;
+            let body = CreateSnapshot {
+                excludes,
+                max_files,
+                max_bytes,
+                session,
+            };
             let path = format!("/v1/sandboxes/{}/snapshots", encode_path(&sandbox));
             let progress = Progress::spinner(format!("snapshotting {sandbox}"), json);
-            let snapshot = match client
-                .json(client.request(Method::POST, &path).json(&body))
+            let snapshot: SnapshotView = match client
+                .answer(client.request(Method::POST, &path).json(&body))
                 .await
             {
                 Ok(snapshot) => snapshot,
@@ -43,27 +51,27 @@ pub async fn snapshot(client: &ApiClient, command: SnapshotCommand) -> anyhow::R
                     return Err(err);
                 }
             };
-            let raw = snapshot["bytes_raw"].as_u64().unwrap_or(0);
             let elapsed = progress.elapsed();
             progress.finish(format!(
                 "snapshot {}: {} entries, {}, packed to {}",
-                text(&snapshot["id"]),
-                text(&snapshot["file_count"]),
-                amount(raw, elapsed),
-                indicatif::HumanBytes(snapshot["bytes_compressed"].as_u64().unwrap_or(0)),
+                snapshot.id,
+                snapshot.file_count,
+                amount(snapshot.bytes_raw, elapsed),
+                indicatif::HumanBytes(snapshot.bytes_compressed),
             ));
             print_id(&snapshot, json)
         }
         SnapshotCommand::Ls { json } => ls(client, json).await,
         SnapshotCommand::Info { id, json } => {
-            let snapshot = client
-                .json(client.request(Method::GET, &snapshot_path(&id)))
+            let snapshot: SnapshotView = client
+                .answer(client.request(Method::GET, &snapshot_path(&id)))
                 .await?;
             if json {
                 return print_json(&snapshot).map(|()| 0);
             }
-            if let Some(fields) = snapshot.as_object() {
-                for (key, value) in fields {
+            // Every field of the answer, one a line, in the order `--json` prints them.
+            if let Value::Object(fields) = serde_json::to_value(&snapshot)? {
+                for (key, value) in &fields {
                     println!("{key:<18}  {}", text(value));
                 }
             }
@@ -119,7 +127,7 @@ async fn export(client: &ApiClient, id: &str, file: &Path, json: bool) -> anyhow
         file.display()
     ));
     if json {
-        print_json(&json!({"id": id, "file": file, "bytes": bytes}))?;
+        print_json(&Exported { bytes, file, id })?;
     }
     Ok(0)
 }
@@ -155,7 +163,7 @@ async fn import(
         .header("content-type", "application/zstd")
         .header("content-length", size)
         .body(reqwest::Body::wrap_stream(stream));
-    let snapshot = match client.json(request).await {
+    let snapshot: SnapshotView = match client.answer(request).await {
         Ok(snapshot) => snapshot,
         Err(err) => {
             progress.abandon();
@@ -166,8 +174,8 @@ async fn import(
     progress.finish(format!(
         "imported {} as {} ({} entries)",
         amount(size, elapsed),
-        text(&snapshot["id"]),
-        text(&snapshot["file_count"]),
+        snapshot.id,
+        snapshot.file_count,
     ));
     print_id(&snapshot, json)
 }
@@ -176,34 +184,42 @@ fn snapshot_path(id: &str) -> String {
     format!("/v1/snapshots/{}", encode_path(id))
 }
 
-fn print_id(value: &Value, json: bool) -> anyhow::Result<u8> {
+fn print_id(snapshot: &SnapshotView, json: bool) -> anyhow::Result<u8> {
     if json {
-        print_json(value)?;
+        print_json(snapshot)?;
     } else {
-        println!("{}", value["id"].as_str().unwrap_or_default());
+        println!("{}", snapshot.id);
     }
     Ok(0)
 }
 
+/// What `snapshot export --json` prints (the client's own, not an answer).
+#[derive(serde::Serialize)]
+struct Exported<'a> {
+    bytes: u64,
+    file: &'a Path,
+    id: &'a str,
+}
+
 async fn ls(client: &ApiClient, json: bool) -> anyhow::Result<u8> {
-    let mut all = Vec::new();
+    let mut all: Vec<SnapshotView> = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let mut query: Vec<(&str, String)> = vec![("limit", "1000".to_owned())];
         if let Some(after) = &after {
             query.push(("after", after.clone()));
         }
-        let page = client
-            .json(client.request(Method::GET, "/v1/snapshots").query(&query))
+        let page: SnapshotList = client
+            .answer(client.request(Method::GET, "/v1/snapshots").query(&query))
             .await?;
-        all.extend(page["snapshots"].as_array().cloned().unwrap_or_default());
-        match page["next_after"].as_str() {
-            Some(next) => after = Some(next.to_owned()),
+        all.extend(page.snapshots);
+        match page.next_after {
+            Some(next) => after = Some(next.to_string()),
             None => break,
         }
     }
     if json {
-        return print_json(&Value::Array(all)).map(|()| 0);
+        return print_json(&all).map(|()| 0);
     }
     println!(
         "{:<38}  {:>7}  {:>12}  {:<24}  {:<38}  PARENT",
@@ -212,42 +228,34 @@ async fn ls(client: &ApiClient, json: bool) -> anyhow::Result<u8> {
     for s in &all {
         println!(
             "{:<38}  {:>7}  {:>12}  {:<24}  {:<38}  {}",
-            text(&s["id"]),
-            text(&s["file_count"]),
-            text(&s["bytes_compressed"]),
-            text(&s["created_at"]),
-            text(&s["source_sandbox"]),
-            text(&s["parent"]),
+            s.id.to_string(),
+            s.file_count,
+            s.bytes_compressed,
+            s.created_at,
+            cell(s.source_sandbox.as_ref()),
+            cell(s.parent.as_ref()),
         );
     }
     Ok(0)
 }
 
 async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::Result<u8> {
-    let mut limits = Map::new();
-    for (key, value) in args.limits.request_fields() {
-        if let Some(v) = value {
-            limits.insert(key.to_owned(), json!(v));
-        }
-    }
-    let mut body = json!({
-        "count": count,
-        "network": args.network.policy,
-        "limits": limits,
-        "read_only": args.read_only,
-    });
-    if let Value::Object(fields) = &mut body {
-        fields.extend(super::backend_fields(
-            args.backend.backend,
-            args.backend.image.as_deref(),
-        ));
-    }
+    let (backend, image) =
+        super::backend_choice(args.backend.backend, args.backend.image.as_deref());
+    let body = RestoreSnapshot {
+        count,
+        limits: args.limits.request(),
+        network: args.network.policy,
+        read_only: args.read_only,
+        backend,
+        image,
+    };
     let path = format!("{}/restore", snapshot_path(&args.id));
     // The size, for the summary (and an early "not found").
-    let snapshot = client
-        .json(client.request(Method::GET, &snapshot_path(&args.id)))
+    let snapshot: SnapshotView = client
+        .answer(client.request(Method::GET, &snapshot_path(&args.id)))
         .await?;
-    let raw = snapshot["bytes_raw"].as_u64().unwrap_or(0);
+    let raw = snapshot.bytes_raw;
     let progress = Progress::spinner(
         format!(
             "restoring {} ({}) into {count} sandbox{}",
@@ -257,8 +265,8 @@ async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::R
         ),
         args.json,
     );
-    let restored = match client
-        .json(client.request(Method::POST, &path).json(&body))
+    let restored: Restored = match client
+        .answer(client.request(Method::POST, &path).json(&body))
         .await
     {
         Ok(restored) => restored,
@@ -276,23 +284,15 @@ async fn restore(client: &ApiClient, args: RestoreArgs, count: u32) -> anyhow::R
     if args.json {
         return print_json(&restored).map(|()| 0);
     }
-    for sandbox in restored["sandboxes"].as_array().into_iter().flatten() {
-        println!("{}", text(&sandbox["id"]));
+    for sandbox in &restored.sandboxes {
+        println!("{}", sandbox.id);
     }
     Ok(0)
 }
 
 async fn rm(client: &ApiClient, args: RmArgs) -> anyhow::Result<u8> {
-    super::delete_each(client, &args, snapshot_path, |id, _| {
+    super::delete_each(client, &args, snapshot_path, |id, _: &SnapshotView| {
         format!("{id} deleted")
     })
     .await
-}
-
-fn text(value: &Value) -> String {
-    match value {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }

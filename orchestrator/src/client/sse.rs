@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use futures_util::{Stream, StreamExt};
-use paddock_core::ids::{RunId, SessionId, TenantId};
+use paddock_api::http::EventEnvelope;
+use paddock_core::ids::{SessionId, TenantId};
 use paddock_core::store::{RunEvent, Timestamp};
 use reqwest::Method;
-use serde_json::Value;
 
 use super::ApiClient;
 
@@ -27,11 +27,11 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// The stored event this frame carries (`id: <seq>`, `data: {"run", "payload"}`),
-    /// None for a frame without a sequence number.
+    /// The stored event this frame carries (`id: <seq>`, `data`: an
+    /// [`EventEnvelope`]), None for a frame without a sequence number.
     pub fn run_event(&self, session: &SessionId) -> Option<RunEvent> {
         let seq = self.id.as_deref()?.parse::<u64>().ok()?;
-        self.event_at(session, seq)
+        self.event_at(session, seq, self.envelope())
     }
 
     /// The transient event (`model.delta`, `tool.output`) this frame
@@ -40,25 +40,41 @@ impl Frame {
         if self.id.is_some() || self.event.is_empty() {
             return None;
         }
-        let data: Value = serde_json::from_str(&self.data).ok()?;
-        (data["seq"].as_u64() == Some(0)).then_some(())?;
-        self.event_at(session, 0)
+        let data = self.envelope()?;
+        (data.seq == 0).then_some(())?;
+        self.event_at(session, 0, Some(data))
     }
 
-    fn event_at(&self, session: &SessionId, seq: u64) -> Option<RunEvent> {
-        let data: Value = serde_json::from_str(&self.data).unwrap_or(Value::Null);
+    /// The frame's data as the server wrote it; None when it is not one.
+    fn envelope(&self) -> Option<EventEnvelope> {
+        serde_json::from_str(&self.data).ok()
+    }
+
+    /// The event at `seq`; unreadable data becomes a null payload of an
+    /// unknown run at time 0 (the kind still tells a reader what it was).
+    fn event_at(
+        &self,
+        session: &SessionId,
+        seq: u64,
+        data: Option<EventEnvelope>,
+    ) -> Option<RunEvent> {
+        let (run, payload, created_at) = match data {
+            Some(data) => (
+                data.run,
+                data.payload.to_string(),
+                Timestamp::parse_rfc3339(&data.created_at),
+            ),
+            None => (None, "null".to_owned(), None),
+        };
         Some(RunEvent {
             // The caller's own tenant, which the API never names.
             tenant: TenantId::parse("remote").ok()?,
             session: session.clone(),
             seq,
-            run: data["run"].as_str().and_then(|r| RunId::parse(r).ok()),
+            run,
             kind: self.event.clone(),
-            payload: data["payload"].to_string(),
-            created_at: data["created_at"]
-                .as_str()
-                .and_then(Timestamp::parse_rfc3339)
-                .unwrap_or(Timestamp::from_millis(0)),
+            payload,
+            created_at: created_at.unwrap_or(Timestamp::from_millis(0)),
         })
     }
 }
@@ -169,6 +185,8 @@ impl EventSource {
 
 #[cfg(test)]
 mod tests {
+    use paddock_core::ids::RunId;
+
     use super::*;
 
     #[test]

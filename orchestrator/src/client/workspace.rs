@@ -7,10 +7,11 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use futures_util::StreamExt;
+use paddock_api::http::WorkspaceList;
 use paddock_api::service::WorkspaceView;
+use paddock_api::service::commands::CreateWorkspace;
 use paddock_snapshot::{PackOptions, SnapshotError, UnpackOptions};
 use reqwest::Method;
-use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use super::{ApiClient, encode_path, print_json};
@@ -27,13 +28,15 @@ pub async fn workspace(client: &ApiClient, command: WorkspaceCommand) -> anyhow:
                     upload_dir(client, &dir, name.as_deref()).await?
                 }
                 None => {
-                    let body = json!({ "name": name.unwrap_or_else(|| "workspace".to_owned()) });
+                    let body = CreateWorkspace {
+                        name: name.unwrap_or_else(|| "workspace".to_owned()),
+                    };
                     let request = client.request(Method::POST, "/v1/workspaces").json(&body);
-                    serde_json::from_value(client.json(request).await?)?
+                    client.answer(request).await?
                 }
             };
             if json {
-                print_json(&serde_json::to_value(&view)?)?;
+                print_json(&view)?;
             } else {
                 println!("{}", view.id);
             }
@@ -113,29 +116,33 @@ pub async fn upload_dir(
         .header("content-type", "application/zstd")
         .header("content-length", size)
         .body(reqwest::Body::wrap_stream(stream));
-    let view = client.json(request).await?;
-    serde_json::from_value(view).context("the new workspace")
+    client.answer(request).await.context("the new workspace")
 }
 
 async fn ls(client: &ApiClient, json: bool) -> anyhow::Result<u8> {
-    let mut all: Vec<Value> = Vec::new();
+    let mut all: Vec<WorkspaceView> = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let mut query: Vec<(&str, String)> = vec![("limit", "1000".to_owned())];
         if let Some(after) = &after {
             query.push(("after", after.clone()));
         }
-        let page = client
-            .json(client.request(Method::GET, "/v1/workspaces").query(&query))
+        let page: WorkspaceList = client
+            .answer(client.request(Method::GET, "/v1/workspaces").query(&query))
             .await?;
-        all.extend(page["workspaces"].as_array().cloned().unwrap_or_default());
-        match page["next_after"].as_str() {
-            Some(next) => after = Some(next.to_owned()),
+        all.extend(page.workspaces);
+        match page.next_after {
+            Some(next) => after = Some(next.to_string()),
             None => break,
         }
     }
     if json {
-        print_json(&json!({ "workspaces": all }))?;
+        /// What `--json` prints: every page's workspaces in one list.
+        #[derive(serde::Serialize)]
+        struct All {
+            workspaces: Vec<WorkspaceView>,
+        }
+        print_json(&All { workspaces: all })?;
         return Ok(0);
     }
     if all.is_empty() {
@@ -146,9 +153,9 @@ async fn ls(client: &ApiClient, json: bool) -> anyhow::Result<u8> {
     for w in &all {
         println!(
             "{:<36}  {:<24}  {}",
-            w["id"].as_str().unwrap_or_default(),
-            w["created_at"].as_str().unwrap_or_default(),
-            crate::printable::printable(w["name"].as_str().unwrap_or_default())
+            w.id.as_str(),
+            w.created_at,
+            crate::printable::printable(&w.name)
         );
     }
     Ok(0)
@@ -214,7 +221,7 @@ async fn rm(client: &ApiClient, args: RmArgs) -> anyhow::Result<u8> {
         client,
         &args,
         |id| format!("/v1/workspaces/{}", encode_path(id)),
-        |id, _| format!("{id} deleted"),
+        |id, _: &WorkspaceView| format!("{id} deleted"),
     )
     .await
 }

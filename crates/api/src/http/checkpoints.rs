@@ -14,9 +14,9 @@ use super::sessions::session_id;
 use super::{ApiError, AppState, Caller};
 use crate::service::{CheckpointDiffView, CheckpointView, RewindSession, RewindView};
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct CheckpointList {
-    checkpoints: Vec<CheckpointView>,
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CheckpointList {
+    pub checkpoints: Vec<CheckpointView>,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -3,14 +3,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ApiError, AppState, Caller};
 use crate::service::QuarantineView;
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct QuarantineList {
-    rows: Vec<QuarantineView>,
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct QuarantineList {
+    pub rows: Vec<QuarantineView>,
 }
 
 #[utoipa::path(get, path = "/v1/doctor/quarantine", tag = "doctor",

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use paddock_core::sandbox::GuestError;
 use paddock_core::store::StoreError;
 use paddock_proto::{ErrorCode, error_chain};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::service::ServiceError;
 
@@ -20,19 +20,20 @@ pub struct ApiError {
 }
 
 /// The body of every error answer (and of an SSE `error` event).
-#[derive(Serialize, utoipa::ToSchema)]
-#[schema(as = ErrorBody)]
-pub(super) struct Body<'a> {
-    error: Detail<'a>,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
-#[schema(as = ErrorDetail)]
-struct Detail<'a> {
+/// The name the route annotations use for [`ErrorBody`].
+pub(super) use self::ErrorBody as Body;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
     /// Stable and machine-readable: `invalid_request`, `sandbox_not_found`, ...
-    code: &'a str,
+    pub code: String,
     /// For people; its wording may change.
-    message: &'a str,
+    pub message: String,
 }
 
 impl ApiError {
@@ -78,19 +79,23 @@ impl ApiError {
 
     /// The JSON document of this error, as the body carries it.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({"error": {"code": self.code, "message": self.message}})
+        serde_json::json!(self.body())
+    }
+
+    /// The body this error is answered with.
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message.clone(),
+            },
+        }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body {
-            error: Detail {
-                code: self.code,
-                message: &self.message,
-            },
-        };
-        let mut response = (self.status, Json(body)).into_response();
+        let mut response = (self.status, Json(self.body())).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()

@@ -24,7 +24,7 @@ use paddock_core::ids::{RunId, SessionId, TenantId};
 use paddock_core::store::RunEvent;
 use paddock_runtime::EventStream;
 use paddock_runtime::events::{Event as TypedEvent, payload_json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::error::Body as ErrorBody;
 use super::extract::{ApiPath, ApiQuery};
@@ -53,6 +53,20 @@ pub(super) struct EventsQuery {
 enum Until {
     RunFinished,
     CaughtUp,
+}
+
+/// The data of one event on a session's or a run's stream. Fields are in
+/// alphabetical order, as the wire has always had them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EventEnvelope {
+    /// When it was stored (RFC 3339, UTC).
+    pub created_at: String,
+    /// The event's payload, as its kind defines it.
+    pub payload: serde_json::Value,
+    /// The run it belongs to; null for a session's own events.
+    pub run: Option<RunId>,
+    /// Its sequence number in the session; 0 for a transient event.
+    pub seq: u64,
 }
 
 /// Events read from the store per query for `until=caught_up`.
@@ -227,12 +241,12 @@ fn to_sse(event: &RunEvent) -> Event {
         .collect();
     let payload = payload_json(&event.payload);
     // serde_json writes one line: raw line breaks in strings are escaped.
-    let data = serde_json::json!({
-        "seq": event.seq,
-        "run": event.run,
-        "created_at": event.created_at.to_string(),
-        "payload": payload,
-    });
+    let data = EventEnvelope {
+        created_at: event.created_at.to_string(),
+        payload,
+        run: event.run.clone(),
+        seq: event.seq,
+    };
     let sse = if event.is_transient() {
         // never stored: no id, so a client's Last-Event-ID stays the last
         // stored event's and resuming stays exact
@@ -240,7 +254,7 @@ fn to_sse(event: &RunEvent) -> Event {
     } else {
         Event::default().id(event.seq.to_string())
     };
-    sse.event(kind).data(data.to_string())
+    sse.event(kind).data(serde_json::json!(data).to_string())
 }
 
 #[cfg(test)]

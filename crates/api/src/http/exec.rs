@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use paddock_core::sandbox::{ExecEvent, SandboxId};
 use paddock_proto::OutputStream;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::error::Body as ErrorBody;
@@ -31,6 +32,20 @@ use super::{ApiError, AppState, Caller};
 use crate::service::commands::ExecCommand;
 use crate::service::{ExecResult, ExecStream, ExitView, SandboxService};
 use crate::text::ChunkEncoder;
+
+/// The data of an exec stream's `started` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ExecStarted {
+    /// The command's pid inside the sandbox.
+    pub pid: u32,
+}
+
+/// The data of an exec stream's `stdout` or `stderr` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct OutputChunk {
+    /// The bytes, written as the request's `output_encoding` asked.
+    pub data: String,
+}
 
 /// One JSON answer, or with `Accept: text/event-stream` server-sent events:
 /// `started` `{"pid"}`, `stdout`/`stderr` `{"data"}`, then `exit` (an
@@ -119,7 +134,9 @@ impl SseState {
     async fn next_events(&mut self) {
         let service = self.service.clone();
         match service.next_exec_event(&mut self.exec).await {
-            Ok(Some(ExecEvent::Started { pid })) => self.push("started", json!({"pid": pid})),
+            Ok(Some(ExecEvent::Started { pid })) => {
+                self.push("started", json!(ExecStarted { pid }))
+            }
             Ok(Some(ExecEvent::Output { stream, data })) => {
                 let (name, encoder) = match stream {
                     OutputStream::Stdout => ("stdout", &mut self.stdout),
@@ -127,7 +144,7 @@ impl SseState {
                 };
                 let text = encoder.push(&data);
                 if !text.is_empty() {
-                    self.push(name, json!({"data": text}));
+                    self.push(name, json!(OutputChunk { data: text }));
                 }
             }
             Ok(Some(ExecEvent::Exited(exit))) => {
@@ -136,7 +153,7 @@ impl SseState {
                     ("stderr", self.stderr.finish()),
                 ] {
                     if !rest.is_empty() {
-                        self.push(name, json!({"data": rest}));
+                        self.push(name, json!(OutputChunk { data: rest }));
                     }
                 }
                 self.push("exit", json!(ExitView::from(&exit)));

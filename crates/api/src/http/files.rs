@@ -65,24 +65,24 @@ pub(super) struct ListQuery {
     dir: Option<String>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct Written {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Written {
     /// For display: bytes not in UTF-8 as `\xNN`.
-    path: String,
+    pub path: String,
     /// The path's raw bytes in standard base64, only when it is not UTF-8.
     #[serde(skip_serializing_if = "Option::is_none")]
-    path_bytes: Option<String>,
-    bytes: u64,
+    pub path_bytes: Option<String>,
+    pub bytes: u64,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct Listing {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Listing {
     /// For display: bytes not in UTF-8 as `\xNN`.
-    dir: String,
+    pub dir: String,
     /// The directory's raw bytes in standard base64, only when it is not UTF-8.
     #[serde(skip_serializing_if = "Option::is_none")]
-    dir_bytes: Option<String>,
-    entries: Vec<FileEntry>,
+    pub dir_bytes: Option<String>,
+    pub entries: Vec<FileEntry>,
 }
 
 /// The file's bytes (or the asked range), streamed in chunks.

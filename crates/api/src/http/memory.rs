@@ -47,9 +47,9 @@ pub(super) struct ApproveQuery {
     widen: Option<WidenMemory>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct MemoryList {
-    memories: Vec<MemoryView>,
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MemoryList {
+    pub memories: Vec<MemoryView>,
 }
 
 fn memory_id(raw: &str) -> Result<MemoryId, ApiError> {

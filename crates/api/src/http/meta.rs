@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::Caller;
@@ -14,59 +14,59 @@ use super::openapi::OPENAPI;
 use crate::service::{BackendHealth, ComponentHealth, StoreWrites};
 
 /// What `GET /v1/health` answers.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct HealthView {
-    status: Overall,
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct HealthView {
+    pub status: Overall,
     /// Only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
-    database: Option<DatabaseView>,
+    pub database: Option<DatabaseView>,
     /// Only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
-    backend: Option<ComponentView>,
+    pub backend: Option<ComponentView>,
     /// Every backend a sandbox request may name (`name` or `name:image`),
     /// in the operator's order; only with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
-    backends: Option<Vec<BackendView>>,
+    pub backends: Option<Vec<BackendView>>,
     /// The caller's tenant's sandboxes running on this node (never the
     /// node's total: other tenants' work is not the caller's to see); only
     /// with a token.
     #[serde(skip_serializing_if = "Option::is_none")]
-    sandboxes: Option<usize>,
+    pub sandboxes: Option<usize>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-enum Overall {
+pub enum Overall {
     /// The answer without a token: the server is up.
     Up,
     Ok,
     Degraded,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct ComponentView {
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ComponentView {
     /// `sqlite`, `postgres`, `native`, ...
-    name: String,
-    status: ComponentStatus,
+    pub name: String,
+    pub status: ComponentStatus,
 }
 
 /// The store: whether it answers, and whether it takes a write.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct DatabaseView {
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DatabaseView {
     /// `sqlite` or `postgres`.
-    name: String,
+    pub name: String,
     /// `ok`; `unavailable` (it does not answer); `full` (it answers, but
     /// its file system has no space left to write); `cannot_write` (it
     /// answers, but a write failed or did not commit within 0.7 s).
-    status: DatabaseStatus,
+    pub status: DatabaseStatus,
     /// Whether a write committed just now (a probe row, at most one probe
     /// per 0.5 s whoever asks).
-    writable: bool,
+    pub writable: bool,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-enum DatabaseStatus {
+pub enum DatabaseStatus {
     Ok,
     Unavailable,
     Full,
@@ -89,11 +89,11 @@ impl DatabaseView {
     }
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct BackendView {
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BackendView {
     /// `native`, or `docker:IMAGE` / `gvisor:IMAGE`.
-    name: String,
-    status: ComponentStatus,
+    pub name: String,
+    pub status: ComponentStatus,
 }
 
 impl From<&BackendHealth> for BackendView {
@@ -109,9 +109,9 @@ impl From<&BackendHealth> for BackendView {
     }
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-enum ComponentStatus {
+pub enum ComponentStatus {
     Ok,
     Unavailable,
 }

@@ -42,9 +42,24 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{Caller, MIN_TOKEN_LEN, TokenError, Tokens};
-pub use error::ApiError;
+pub use checkpoints::CheckpointList;
+pub use doctor::QuarantineList;
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use events::EventEnvelope;
+pub use exec::{ExecStarted, OutputChunk};
+pub use files::{Listing, Written};
+pub use memory::MemoryList;
+pub use meta::{
+    BackendView, ComponentStatus, ComponentView, DatabaseStatus, DatabaseView, HealthView, Overall,
+};
 pub use openapi::{OPENAPI, document};
+pub use processes::ProcessList;
+pub use runs::{ChildRuns, DecideChanges, Decision};
+pub use sandboxes::{SandboxList, WorkspaceList};
+pub use sessions::{DeleteAnswer, RunList, SessionDeletedView, SessionList};
+pub use snapshots::{Restored, SnapshotList};
 pub use streams::StreamSlots;
+pub use terminal::TerminalOutput;
 pub use transport::ConnectionLimits;
 
 use crate::service::{AgentService, SandboxService};

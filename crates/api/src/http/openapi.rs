@@ -87,7 +87,15 @@ use super::{
         memory::approve,
         doctor::quarantine,
     ),
-    components(schemas(ErrorBody)),
+    // the data of server-sent events, which no route's body names
+    components(schemas(
+        ErrorBody,
+        super::events::EventEnvelope,
+        super::exec::ExecStarted,
+        super::exec::OutputChunk,
+        super::terminal::TerminalOutput,
+        crate::service::ExitView,
+    )),
     security(("bearer" = [])),
     modifiers(&CommonAnswers),
 )]

@@ -14,9 +14,9 @@ use crate::service::commands::{SendSignal, StartProcess, WriteStdin};
 use crate::service::{ProcessOutputView, ProcessView};
 use crate::text::Encoding;
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct ProcessList {
-    processes: Vec<ProcessView>,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ProcessList {
+    pub processes: Vec<ProcessView>,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -12,6 +12,7 @@ use super::extract::{ApiJson, ApiPath};
 use super::{ApiError, AppState, Caller};
 use crate::service::sessions::{ResumeRunCommand, ResumedView};
 use crate::service::{RunView, SteerRun, SteeringView};
+use serde::{Deserialize, Serialize};
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs",
     summary = "Get a run",
@@ -114,17 +115,17 @@ pub(super) async fn children(
 }
 
 /// What a person decides on a build subagent's change set.
-#[derive(Debug, Clone, Copy, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub(super) enum Decision {
+pub enum Decision {
     Apply,
     Reject,
 }
 
-#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct DecideChanges {
-    decision: Decision,
+pub struct DecideChanges {
+    pub decision: Decision,
 }
 
 /// Applies or rejects a finished build subagent's change set into the
@@ -158,9 +159,9 @@ pub(super) async fn decide_changes(
     Ok(Json(result))
 }
 
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub(super) struct ChildRuns {
-    runs: Vec<RunView>,
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ChildRuns {
+    pub runs: Vec<RunView>,
 }
 
 pub(super) fn run_id(raw: &str) -> Result<RunId, ApiError> {

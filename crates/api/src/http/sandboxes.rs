@@ -29,18 +29,18 @@ pub(super) struct ListQuery {
     limit: Option<u32>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct SandboxList {
-    sandboxes: Vec<SandboxView>,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SandboxList {
+    pub sandboxes: Vec<SandboxView>,
     /// Pass as `after` for the next page; absent on the last page.
-    next_after: Option<SandboxId>,
+    pub next_after: Option<SandboxId>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct WorkspaceList {
-    workspaces: Vec<WorkspaceView>,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WorkspaceList {
+    pub workspaces: Vec<WorkspaceView>,
     /// Pass as `after` for the next page; absent on the last page.
-    next_after: Option<WorkspaceId>,
+    pub next_after: Option<WorkspaceId>,
 }
 
 #[utoipa::path(post, path = "/v1/workspaces", tag = "workspaces",

@@ -28,16 +28,16 @@ pub(super) struct ListQuery {
     limit: Option<u32>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct SessionList {
-    sessions: Vec<SessionView>,
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionView>,
     /// Pass as `after` for the next page; absent on the last page.
-    next_after: Option<SessionId>,
+    pub next_after: Option<SessionId>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct RunList {
-    runs: Vec<RunView>,
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunList {
+    pub runs: Vec<RunView>,
 }
 
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions",
@@ -140,22 +140,22 @@ pub(super) struct DeleteQuery {
 }
 
 /// What `DELETE ...?purge=true` removed.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct SessionDeletedView {
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SessionDeletedView {
     /// The session, then the sessions of the subagents its runs spawned.
     #[schema(value_type = Vec<String>)]
-    deleted: Vec<SessionId>,
-    checkpoints: u64,
+    pub deleted: Vec<SessionId>,
+    pub checkpoints: u64,
     /// Checkpoint files (and manifests) no other checkpoint names, removed
     /// from the tenant's blob store.
-    blobs_removed: u64,
-    bytes_freed: u64,
+    pub blobs_removed: u64,
+    pub bytes_freed: u64,
 }
 
 /// The archived session, or what a purge removed.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
-pub(super) enum DeleteAnswer {
+pub enum DeleteAnswer {
     Archived(Box<SessionView>),
     Deleted(SessionDeletedView),
 }

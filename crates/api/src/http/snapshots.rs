@@ -33,16 +33,16 @@ pub(super) struct ListQuery {
     limit: Option<u32>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct SnapshotList {
-    snapshots: Vec<SnapshotView>,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SnapshotList {
+    pub snapshots: Vec<SnapshotView>,
     /// Pass as `after` for the next page; absent on the last page.
-    next_after: Option<SnapshotId>,
+    pub next_after: Option<SnapshotId>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(super) struct Restored {
-    sandboxes: Vec<SandboxView>,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Restored {
+    pub sandboxes: Vec<SandboxView>,
 }
 
 #[utoipa::path(post, path = "/v1/sandboxes/{id}/snapshots", tag = "snapshots",

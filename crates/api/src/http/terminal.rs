@@ -17,7 +17,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use paddock_core::sandbox::SandboxId;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::error::Body as ErrorBody;
@@ -69,6 +69,18 @@ pub(super) async fn stream(
     Ok(Sse::new(events).keep_alive(keep_alive).into_response())
 }
 
+/// The data of a process stream's `output` event (its `id` is the offset
+/// to resume after).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TerminalOutput {
+    /// The bytes from `offset` on, standard base64.
+    pub data_base64: String,
+    /// Bytes before `offset` that the bounded buffer no longer holds.
+    pub dropped: u64,
+    /// Offset of the first byte of `data_base64` in the whole output.
+    pub offset: u64,
+}
+
 fn output_events(
     service: Arc<SandboxService>,
     follow: ProcessFollow,
@@ -84,10 +96,10 @@ fn output_events(
                             .event("output")
                             .id(out.next_offset.to_string())
                             .data(
-                                json!({
-                                    "offset": out.offset,
-                                    "data_base64": Encoding::Base64.encode(&out.data),
-                                    "dropped": out.dropped,
+                                json!(TerminalOutput {
+                                    data_base64: Encoding::Base64.encode(&out.data),
+                                    dropped: out.dropped,
+                                    offset: out.offset,
                                 })
                                 .to_string(),
                             );

@@ -12,7 +12,7 @@ use super::RunView;
 use super::sessions::{AgentError, AgentService};
 
 /// `POST /v1/sessions/{id}/rewind`
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RewindSession {
     /// The checkpoint of the session to go back to.

@@ -51,7 +51,7 @@ impl From<&MemoryRecord> for MemoryView {
 }
 
 /// Add a memory record.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddMemory {
     pub kind: MemoryKind,

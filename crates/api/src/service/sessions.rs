@@ -125,7 +125,7 @@ impl From<ModelChoiceError> for AgentError {
 }
 
 /// `POST /v1/sessions`
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
     pub workspace: WorkspaceId,
@@ -134,7 +134,7 @@ pub struct CreateSession {
 }
 
 /// `PATCH /v1/sessions/{id}`
-#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateSession {
     #[serde(default)]
@@ -144,7 +144,7 @@ pub struct UpdateSession {
 }
 
 /// `POST /v1/sessions/{id}/fork`
-#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForkSession {
     /// Fork from the end of this run of the session (default: its latest state).
@@ -158,7 +158,7 @@ pub struct ForkSession {
 }
 
 /// `POST /v1/runs/{id}/messages`: a message for the run's next model turn.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SteerRun {
     #[schema(example = "use the v2 API instead")]
@@ -175,7 +175,7 @@ pub struct SteeringView {
 }
 
 /// `POST /v1/sessions/{id}/runs`
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRunCommand {
     pub goal: String,
@@ -226,7 +226,7 @@ pub struct StartRunCommand {
 /// allows); the model is chosen again (as for a new run). A run that had
 /// secrets is not resumed here: they were never stored, and the API takes
 /// none.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResumeRunCommand {
     pub model: ModelChoice,

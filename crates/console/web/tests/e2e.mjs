@@ -3,10 +3,18 @@
 // the scripted model. Started by orchestrator/tests/console.rs with
 // PADDOCK_URL, PADDOCK_TOKEN and ARTIFACTS (a directory for screenshots).
 // Exits non-zero with the failing step's message.
+//
+// Every request the console sends and every answer it gets (bodies, and
+// the events of the streams that end) is checked against the OpenAPI
+// document the server serves (openapi.mjs); with RECORD_ANSWERS=FILE they
+// are written there as well, one per route and status: the recorded
+// answers of fixtures/answers.json that contract.test.mjs and
+// session.test.mjs read.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { checkExchange, framesOf, operationFor } from './openapi.mjs';
 
 const url = process.env.PADDOCK_URL;
 const token = process.env.PADDOCK_TOKEN;
@@ -28,9 +36,64 @@ async function apiCall(method, path, body, raw = false) {
 
 /** The session's stored events, counted from the server's own stream. */
 async function storedEvents(sessionId) {
-  const res = await fetch(`${url}/v1/sessions/${sessionId}/events?until=caught_up`, { headers: { Authorization: `Bearer ${token}` } });
+  const path = `/v1/sessions/${sessionId}/events?until=caught_up`;
+  const res = await fetch(`${url}${path}`, { headers: { Authorization: `Bearer ${token}` } });
   const text = await res.text();
+  // the stream the console reads, whole: recorded and checked like its own
+  const frames = framesOf(text);
+  observed({ method: 'GET', path, status: res.status, events: frames });
+  // and the first run's own stream (the subagents panel reads children's),
+  // which ends after its run.finished
+  const run = frames.map((frame) => JSON.parse(frame.data).run).find(Boolean);
+  if (run) {
+    const runPath = `/v1/runs/${run}/events`;
+    const runRes = await fetch(`${url}${runPath}`, { headers: { Authorization: `Bearer ${token}` } });
+    observed({ method: 'GET', path: runPath, status: runRes.status, events: framesOf(await runRes.text()) });
+  }
   return [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+}
+
+// The OpenAPI document as this server serves it, and what the console sent
+// and got, checked against it.
+const servedDoc = await (await fetch(`${url}/v1/openapi.json`)).json();
+const exchanges = [];
+const contractErrors = [];
+const observing = [];
+
+function observed(exchange) {
+  contractErrors.push(...checkExchange(servedDoc, exchange));
+  exchanges.push(exchange);
+}
+
+/** One finished browser request under /v1 as an exchange. */
+async function observe(request) {
+  const where = new URL(request.url());
+  if (!where.pathname.startsWith('/v1/') || where.pathname === '/v1/openapi.json') return;
+  const response = await request.response();
+  if (!response) return;
+  const exchange = { method: request.method(), path: where.pathname + where.search, status: response.status() };
+  const sent = request.headers()['content-type'] ?? '';
+  if (sent.startsWith('application/json') && request.postData()) exchange.request = JSON.parse(request.postData());
+  const answer = response.headers()['content-type'] ?? '';
+  try {
+    if (answer.startsWith('application/json')) exchange.response = await response.json();
+    else if (answer.startsWith('text/event-stream')) exchange.events = framesOf(await response.text());
+  } catch {
+    return; // the body went with the page (a reload, a closed tab)
+  }
+  observed(exchange);
+}
+
+/** The exchanges to keep as fixtures: one per route and status (a stream's longest). */
+function fixtures() {
+  const kept = new Map();
+  for (const exchange of exchanges) {
+    const found = operationFor(servedDoc, exchange.method, exchange.path.split('?')[0]);
+    const key = `${exchange.method} ${found?.template ?? exchange.path} ${exchange.status}`;
+    const before = kept.get(key);
+    if (!before || (exchange.events?.length ?? 0) > (before.events?.length ?? 0)) kept.set(key, { route: key, ...exchange });
+  }
+  return [...kept.values()].sort((a, b) => a.route.localeCompare(b.route));
 }
 
 const script = {
@@ -82,6 +145,7 @@ const step = async (name, body) => {
 
 try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  context.on('requestfinished', (request) => observing.push(observe(request)));
   const page = await context.newPage();
   const consoleErrors = [];
   page.on('pageerror', (err) => consoleErrors.push(err.message));
@@ -462,6 +526,17 @@ try {
   });
 
   assert.deepEqual(consoleErrors, [], 'the page threw');
+
+  await step('every request the console sent and answer it got fits the served OpenAPI document', async () => {
+    await Promise.allSettled(observing);
+    assert.ok(exchanges.length >= 20, `only ${exchanges.length} exchanges observed`);
+    assert.deepEqual(contractErrors, [], 'the console and the OpenAPI document disagree');
+    if (process.env.RECORD_ANSWERS) {
+      const recorded = { about: 'Answers of a real paddock serve to the web console, recorded by tests/e2e.mjs (RECORD_ANSWERS); checked against the current OpenAPI document by contract.test.mjs.', exchanges: fixtures() };
+      writeFileSync(process.env.RECORD_ANSWERS, `${JSON.stringify(recorded, null, 2)}\n`);
+      console.log(`recorded ${recorded.exchanges.length} answers to ${process.env.RECORD_ANSWERS}`);
+    }
+  });
 } catch (err) {
   console.log(err.stack);
   if (failures.length === 0) failures.push(`outside a step: ${err.message}`);

@@ -1,16 +1,25 @@
 // The session view (src/session.js) under live events, without a browser:
 // transient events (model.delta, tool.output) build what is under way, the
 // stored events replace it in place, and a view built from the stored events
-// alone (a reload) is the same once they are in. Run by
-// orchestrator/tests/console.rs with `node --test`.
+// alone (a reload) is the same once they are in. A real server's recorded
+// stream (fixtures/answers.json, see e2e.mjs) is replayed too, and the
+// events made up here must have the fields the server's events of their
+// kind have. Run by orchestrator/tests/console.rs with `node --test`.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { LIVE_OUTPUT_CAP, apply, applyLive, emptyView, isTransient } from '../src/session.js';
+import { readFileSync } from 'node:fs';
+import { LIVE_OUTPUT_CAP, apply, applyLive, emptyView, eventOfFrame, isTransient } from '../src/session.js';
 
+const recorded = JSON.parse(readFileSync(new URL('./fixtures/answers.json', import.meta.url), 'utf8'));
 const RUN = 'run_1';
 let seq = 0;
-const stored = (kind, payload) => ({ seq: (seq += 1), run: RUN, created_at: '', kind, payload });
-const live = (kind, payload) => ({ seq: 0, run: RUN, created_at: '', kind, payload });
+const madeUp = [];
+const made = (event) => {
+  madeUp.push(event);
+  return event;
+};
+const stored = (kind, payload) => made({ seq: (seq += 1), run: RUN, created_at: '', kind, payload });
+const live = (kind, payload) => made({ seq: 0, run: RUN, created_at: '', kind, payload });
 
 /** What a person sees of the stage: type, text or tool and status. */
 function stage(view) {
@@ -128,4 +137,59 @@ test('a call\'s live output keeps its tail within the cap', () => {
   assert.equal(item.output.length, LIVE_OUTPUT_CAP);
   assert.ok(item.output.endsWith('END'));
   assert.equal(item.outputCut, true);
+});
+
+/** The recorded session stream: the longest the fixtures hold. */
+function recordedStream() {
+  const exchange = recorded.exchanges.find((e) => e.route.startsWith('GET /v1/sessions/{id}/events ') && e.events?.length > 0);
+  assert.ok(exchange, 'fixtures/answers.json holds no session event stream');
+  return exchange.events.filter((frame) => frame.event !== 'error');
+}
+
+test('a recorded session stream builds its runs to the end, and a resume changes nothing', () => {
+  const frames = recordedStream();
+  const view = emptyView();
+  for (const frame of frames) {
+    if (isTransient(frame)) applyLive(view, eventOfFrame(frame));
+    else apply(view, eventOfFrame(frame));
+  }
+  const kept = frames.filter((frame) => !isTransient(frame));
+  assert.equal(view.events.length, kept.length, 'every stored event applied once');
+  assert.equal(view.lastSeq, Number(kept.at(-1).id));
+  assert.deepEqual(view.events.map((e) => e.seq), kept.map((_, i) => i + 1), 'in order, none missing');
+  // the e2e's scripted run: its calls in order, each answered, then its end
+  const tools = stage(view).filter(([type]) => type === 'tool').map(([, tool, status]) => [tool, status]);
+  assert.deepEqual(tools.map(([tool]) => tool), ['update_plan', 'write_file', 'run_command', 'update_plan', 'complete_task']);
+  assert.ok(tools.every(([, status]) => status === 'succeeded'), JSON.stringify(tools));
+  assert.ok(stage(view).some(([type]) => type === 'finished'), 'the run finished');
+  const run = view.runs.get(view.lastRun);
+  assert.equal(run.goal, 'Write hello.txt with a greeting');
+  // a resumed stream repeats events: nothing changes
+  const before = stage(view);
+  for (const frame of kept) apply(view, eventOfFrame(frame));
+  assert.deepEqual(stage(view), before);
+  assert.deepEqual(stage(replay(kept.map(eventOfFrame))), before, 'a reload builds the same stage');
+});
+
+test('the events made up above have only fields the server\'s recorded events of their kind have', () => {
+  const fields = new Map();
+  for (const frame of recordedStream()) {
+    const { kind, payload } = eventOfFrame(frame);
+    if (payload === null || typeof payload !== 'object') continue;
+    const known = fields.get(kind) ?? new Set();
+    for (const key of Object.keys(payload)) known.add(key);
+    fields.set(kind, known);
+  }
+  const unknown = [];
+  let checked = 0;
+  for (const event of madeUp) {
+    const known = fields.get(event.kind);
+    if (!known) continue; // a kind the recorded run did not send
+    checked += 1;
+    for (const key of Object.keys(event.payload)) {
+      if (!known.has(key)) unknown.push(`${event.kind}.${key}`);
+    }
+  }
+  assert.ok(checked >= 10, `only ${checked} made-up events of recorded kinds`);
+  assert.deepEqual([...new Set(unknown)], []);
 });

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use paddock_api::http::{ProcessList, TerminalOutput};
+use paddock_api::service::commands::{ResizeTerminal, StartProcess, WriteStdin};
+use paddock_api::service::{ExitView, ProcessView};
 use paddock_core::sandbox::GuestOps;
 use paddock_proto::{ExecSpec, PtySize};
 use reqwest::Method;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::client::sse::EventSource;
@@ -49,19 +51,18 @@ pub enum Step {
 impl Link {
     pub async fn start_remote(api: ApiClient, id: &str, spec: &ExecSpec) -> anyhow::Result<Self> {
         let processes = format!("/v1/sandboxes/{id}/processes");
-        let body = json!({
-            "argv": spec.argv,
-            "shell": spec.shell,
-            "cwd": spec.cwd,
-            "env": spec.env,
-            "pty": spec.pty,
-        });
-        let started = api
-            .json(api.request(Method::POST, &processes).json(&body))
+        let body = StartProcess {
+            argv: spec.argv.clone(),
+            shell: spec.shell.clone(),
+            cwd: spec.cwd.clone(),
+            env: spec.env.clone(),
+            timeout_ms: None,
+            pty: spec.pty,
+        };
+        let started: ProcessView = api
+            .answer(api.request(Method::POST, &processes).json(&body))
             .await?;
-        let handle = started["handle"]
-            .as_u64()
-            .context("the server's answer has no process handle")?;
+        let handle = started.handle;
         Ok(Self::Remote {
             api,
             path: format!("{processes}/{handle}"),
@@ -71,15 +72,11 @@ impl Link {
     /// A running terminal process the server already has.
     pub async fn attach_remote(api: ApiClient, id: &str, handle: u64) -> anyhow::Result<Self> {
         let processes = format!("/v1/sandboxes/{id}/processes");
-        let list = api.json(api.request(Method::GET, &processes)).await?;
-        let found = list["processes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["handle"].as_u64() == Some(handle));
+        let list: ProcessList = api.answer(api.request(Method::GET, &processes)).await?;
+        let found = list.processes.into_iter().find(|p| p.handle == handle);
         match found {
             None => bail!("sandbox {id} has no process {handle}"),
-            Some(p) if p["pty"] != true => {
+            Some(p) if !p.pty => {
                 bail!("process {handle} has no terminal (it was not started by `sandbox shell`)")
             }
             Some(_) => Ok(Self::Remote {
@@ -101,7 +98,11 @@ impl Link {
     pub async fn write(&self, data: &[u8]) -> anyhow::Result<()> {
         match self {
             Self::Remote { api, path } => {
-                let body = json!({ "data_base64": base64_encode(data) });
+                let body = WriteStdin {
+                    data: None,
+                    data_base64: Some(base64_encode(data)),
+                    eof: false,
+                };
                 api.send(
                     api.request(Method::POST, &format!("{path}/stdin"))
                         .json(&body),
@@ -119,7 +120,10 @@ impl Link {
     pub async fn resize(&self, size: PtySize) -> anyhow::Result<()> {
         match self {
             Self::Remote { api, path } => {
-                let body = json!({ "rows": size.rows, "cols": size.cols });
+                let body = ResizeTerminal {
+                    rows: size.rows,
+                    cols: size.cols,
+                };
                 api.send(
                     api.request(Method::POST, &format!("{path}/resize"))
                         .json(&body),
@@ -205,10 +209,11 @@ async fn follow(
 ) -> anyhow::Result<Option<Step>> {
     let mut events = EventSource::open(api, stream, &[("offset", offset.to_string())]).await?;
     while let Some(frame) = events.next().await? {
-        let data: Value = serde_json::from_str(&frame.data).unwrap_or(Value::Null);
         match frame.event.as_str() {
             "output" => {
-                let bytes = base64_decode(data["data_base64"].as_str().unwrap_or_default())?;
+                let output: TerminalOutput =
+                    serde_json::from_str(&frame.data).context("an unreadable output event")?;
+                let bytes = base64_decode(&output.data_base64)?;
                 if let Some(next) = frame.id.as_deref().and_then(|id| id.parse().ok()) {
                     *offset = next;
                 }
@@ -216,7 +221,11 @@ async fn follow(
                     return Ok(Some(Step::Exited(0)));
                 }
             }
-            "exit" => return Ok(Some(Step::Exited(exit_code(&data)))),
+            "exit" => {
+                let code = serde_json::from_str::<ExitView>(&frame.data)
+                    .map_or(crate::EXIT_PADDOCK_FAILED, |exit| exit_code(&exit));
+                return Ok(Some(Step::Exited(code)));
+            }
             _ => {}
         }
     }
