@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::io::SyncIoBridge;
 
 use super::commands::{CreateSandbox, CreateWorkspace, LimitsRequest};
-use super::{SandboxService, SandboxView, ServiceError, StoredSpec, destroy_quietly};
+use super::{SandboxService, SandboxView, ServiceError, destroy_quietly};
 use paddock_proto::{NetworkPolicy, error_chain};
 use paddock_snapshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, SnapshotError, snapshot_record};
 
@@ -278,8 +278,7 @@ impl SandboxService {
         tenant: &TenantId,
         sandbox: &SandboxRecord,
     ) -> Result<Option<SnapshotId>, ServiceError> {
-        let spec: Option<StoredSpec> = serde_json::from_str(&sandbox.spec).ok();
-        let Some(parent) = spec.and_then(|spec| spec.restored_from) else {
+        let Some(parent) = sandbox.spec.restored_from.clone() else {
             return Ok(None);
         };
         match self.store.get_snapshot(tenant, &parent).await {
