@@ -5,7 +5,7 @@ use paddock_core::ids::TenantId;
 use paddock_core::store::{MAX_PAGE, QuarantinedRow};
 use serde::{Deserialize, Serialize};
 
-use super::sessions::{AgentError, AgentService};
+use super::{AgentError, AgentService};
 
 /// One quarantined row as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

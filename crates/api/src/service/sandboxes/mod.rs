@@ -10,25 +10,18 @@
 //! destroys the rest; [`SandboxService::reconcile`] cleans up after a crash.
 
 mod admission;
-mod agent_views;
 mod backends;
-pub mod checkpoints;
 pub mod commands;
 mod config;
 mod console;
 mod disk_quota;
-pub mod doctor;
 mod error;
 mod expiry;
 mod live;
-pub mod memory;
-pub mod models;
 mod ops;
 mod quota;
 mod reconcile;
-mod run_writer;
 pub mod secrets;
-pub mod sessions;
 mod snapshots;
 mod terminal;
 mod views;
@@ -48,20 +41,13 @@ use paddock_core::store::{
 };
 use tokio_util::sync::CancellationToken;
 
-pub use agent_views::{RunView, SessionView};
 pub use backends::{BackendEntry, BackendRefused, Backends, BackendsError, KNOWN_BACKENDS};
-pub use checkpoints::{
-    CheckpointDiffView, CheckpointView, FileChangeView, RewindSession, RewindView,
-};
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
 pub use disk_quota::DiskUsage;
-pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
-pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
-pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use quota::{
     CPU_OVERCOMMIT, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, HostTotals, Quota, QuotaScope,
@@ -72,7 +58,6 @@ pub use secrets::{
     DuplicateSecret, OperatorSecret, SecretCatalog, SecretGrant, SecretRef, SecretRefused,
     SuppliedSecret,
 };
-pub use sessions::{AgentError, AgentService, SteerRun, SteeringView};
 pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
     MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,
@@ -84,6 +69,7 @@ pub use views::{
 };
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
+pub(super) use admission::RunAdmission;
 use commands::{CreateSandbox, CreateWorkspace};
 use live::Live;
 
