@@ -51,8 +51,10 @@ mod lease;
 mod memory;
 mod port;
 mod quarantine;
+mod recorded_spec;
 mod records;
 mod run;
+mod writer;
 
 pub use agent::{
     Budgets, CriterionReview, EndReason, Goal, GoalStatus, Plan, Review, RunMode, RunUsage,
@@ -70,6 +72,7 @@ pub use memory::{
 };
 pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
 pub use quarantine::QuarantinedRow;
+pub use recorded_spec::RecordedSpec;
 pub use records::{
     SandboxRecord, SandboxState, Session, SessionDeletion, SessionStatus, SharedHistory,
     SnapshotRecord, Tenant, Workspace,
@@ -77,3 +80,4 @@ pub use records::{
 pub use run::{
     NewEvent, Run, RunEvent, RunState, RunUpdate, ToolInvocation, ToolOutcome, ToolStatus,
 };
+pub use writer::{WriterLeaseError, acquire_writer, release_dead_writer};

@@ -6,7 +6,10 @@
 //! and goals, project memory records and a session's memory. A run is
 //! referred to by its session's other rows, so a corrupt one is copied to the
 //! quarantine, left in place and skipped by the listings (a read of that one
-//! run is still an error). A corrupt session or plan is an error.
+//! run is still an error). A sandbox is referred to by its snapshots and by
+//! the process that may still run: a corrupt one (a `spec` that does not
+//! read) is treated as a run is, and a read of that one sandbox copies it
+//! too before failing. A corrupt session or plan is an error.
 
 use paddock_core::ids::TenantId;
 use paddock_core::store::{MAX_PAGE, QuarantinedRow, StoreError};
@@ -27,6 +30,7 @@ pub(crate) enum Table {
     SessionMemories,
     Goals,
     Runs,
+    Sandboxes,
 }
 
 impl Table {
@@ -38,6 +42,7 @@ impl Table {
             Table::SessionMemories => "session_memories",
             Table::Goals => "goals",
             Table::Runs => "runs",
+            Table::Sandboxes => "sandboxes",
         }
     }
 
@@ -47,7 +52,9 @@ impl Table {
             Table::Messages | Table::RunEvents => {
                 &[("session_id", KeyType::Text), ("seq", KeyType::Int)]
             }
-            Table::Memories | Table::Goals | Table::Runs => &[("id", KeyType::Text)],
+            Table::Memories | Table::Goals | Table::Runs | Table::Sandboxes => {
+                &[("id", KeyType::Text)]
+            }
             Table::SessionMemories => &[("session_id", KeyType::Text)],
         }
     }
@@ -60,7 +67,7 @@ impl Table {
             Table::Memories => "DELETE FROM memories WHERE id = $1",
             Table::SessionMemories => "DELETE FROM session_memories WHERE session_id = $1",
             Table::Goals => "DELETE FROM goals WHERE id = $1",
-            Table::Runs => return None,
+            Table::Runs | Table::Sandboxes => return None,
         })
     }
 }
@@ -108,6 +115,22 @@ pub(crate) async fn read_optional<T>(
     Ok(read_rows(store, table, std::slice::from_ref(&row), read)
         .await?
         .pop())
+}
+
+/// Reads the one row a lookup found with `read`; a row that is
+/// [`StoreError::Corrupt`] is quarantined (as [`read_rows`] does) and its
+/// error returned: the caller asked for that row.
+pub(crate) async fn read_one<T>(
+    store: &SqlStore,
+    table: Table,
+    row: &AnyRow,
+    read: impl Fn(&AnyRow) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let read = read(row);
+    if let Err(StoreError::Corrupt { reason, .. }) = &read {
+        quarantine(store, table, row, reason).await;
+    }
+    read
 }
 
 /// Moves `row` of `table` to `quarantined_rows` in one transaction (a run

@@ -8,8 +8,9 @@ use paddock_core::store::{
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
-use crate::error::{db, insert_error};
+use crate::error::{db, insert_error, to_json};
 use crate::open::SqlStore;
+use crate::quarantine::{self, Table};
 use crate::rows::{Reader, known};
 
 /// Fails with `NotFound { entity, id }` unless `sql` (taking `$1` = tenant,
@@ -288,6 +289,7 @@ macro_rules! sandbox_columns {
 
 pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Result<(), StoreError> {
     const OP: &str = "create_sandbox";
+    let spec = to_json("spec", &sb.spec)?;
     let mut tx = store.begin_write(OP).await?;
     let tenant = sb.tenant.as_str();
     require(&mut tx, OP, "tenant", TENANT_EXISTS, tenant, tenant).await?;
@@ -313,7 +315,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     .bind(&sb.backend)
     .bind(&sb.node)
     .bind(sb.state.as_str())
-    .bind(&sb.spec)
+    .bind(spec)
     .bind(sb.pid.map(i64::from))
     .bind(sb.created_at.as_millis())
     .bind(sb.updated_at.as_millis())
@@ -342,7 +344,7 @@ pub(crate) async fn get_sandbox(
     .await
     .map_err(db("get_sandbox"))?;
     match row {
-        Some(row) => read_sandbox(&row),
+        Some(row) => quarantine::read_one(store, Table::Sandboxes, &row, read_sandbox).await,
         None => Err(sandbox_not_found(id)),
     }
 }
@@ -373,7 +375,7 @@ pub(crate) async fn list_sandboxes(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_sandboxes"))?;
-    rows.iter().map(read_sandbox).collect()
+    quarantine::read_rows(store, Table::Sandboxes, &rows, read_sandbox).await
 }
 
 pub(crate) async fn set_sandbox_state(
@@ -405,7 +407,7 @@ pub(crate) async fn set_sandbox_state(
         .await
         .map_err(db("set_sandbox_state"))?;
     match row {
-        Some(row) => read_sandbox(&row),
+        Some(row) => quarantine::read_one(store, Table::Sandboxes, &row, read_sandbox).await,
         None => Err(sandbox_not_found(id)),
     }
 }
@@ -444,7 +446,7 @@ pub(crate) async fn list_node_sandboxes(
     .fetch_all(&store.pool)
     .await
     .map_err(db("list_node_sandboxes"))?;
-    rows.iter().map(read_sandbox).collect()
+    quarantine::read_rows(store, Table::Sandboxes, &rows, read_sandbox).await
 }
 
 fn read_sandbox(row: &AnyRow) -> Result<SandboxRecord, StoreError> {
@@ -464,7 +466,7 @@ fn read_sandbox(row: &AnyRow) -> Result<SandboxRecord, StoreError> {
         backend: r.text("backend")?,
         node: r.text("node")?,
         state: r.parsed("state", known(SandboxState::parse))?,
-        spec: r.text("spec")?,
+        spec: r.json("spec")?,
         pid,
         created_at: r.time("created_at")?,
         updated_at: r.time("updated_at")?,

@@ -61,9 +61,9 @@ pub struct SandboxRecord {
     /// Orchestrator node that owns the process; reconciliation looks at its own.
     pub node: String,
     pub state: SandboxState,
-    /// The sandbox's spec (limits, network, read-only) as a JSON document; the
-    /// store keeps it opaque.
-    pub spec: String,
+    /// What the sandbox was started with (limits, network, read-only),
+    /// stored as JSON and read back typed.
+    pub spec: super::RecordedSpec,
     /// Host pid of the sandbox's init process while it runs.
     pub pid: Option<u32>,
     pub created_at: Timestamp,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use paddock_core::ids::{RunId, TenantId, WorkspaceId};
 use paddock_core::sandbox::{GuestOps, Sandbox, SandboxBackend, SandboxId, SandboxSpec};
-use paddock_core::store::{SandboxRecord, SandboxState, Store};
+use paddock_core::store::{RecordedSpec, SandboxRecord, SandboxState, Store};
 
 use super::AdmissionGrant;
 use crate::error::RuntimeError;
@@ -89,14 +89,15 @@ impl RunSandbox {
                 spec.writable_paths = paths;
             }
         }
-        let sandbox =
-            backend
-                .create(spec.clone())
-                .await
-                .map_err(|source| RuntimeError::Sandbox {
-                    run: run.clone(),
-                    source,
-                })?;
+        // Without the host path: the record is shown over the API.
+        let recorded = RecordedSpec::of(&spec);
+        let sandbox = backend
+            .create(spec)
+            .await
+            .map_err(|source| RuntimeError::Sandbox {
+                run: run.clone(),
+                source,
+            })?;
         if let Some(grant) = grant.as_mut() {
             grant.started(&sandbox.info().id);
         }
@@ -108,12 +109,7 @@ impl RunSandbox {
             backend: backend.name().to_owned(),
             node: node.to_owned(),
             state: SandboxState::Running,
-            // Without the host path: the record is shown over the API.
-            spec: serde_json::to_string(&SandboxSpec {
-                workspace: None,
-                ..spec.clone()
-            })
-            .unwrap_or_default(),
+            spec: recorded,
             pid: sandbox.host_pid(),
             created_at: now,
             updated_at: now,

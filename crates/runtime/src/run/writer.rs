@@ -1,14 +1,13 @@
-//! One writer per workspace. A run whose sandbox may write the workspace
-//! holds the workspace lease (`workspace:<id>`, the store's fenced lease,
-//! owner `NODE/RUN` like its session lease) from before its sandbox starts
-//! until it ended; a second writer, a run or a read-write sandbox of the
-//! API, is refused naming the holder. Read-only runs take no lease.
+//! A run's side of the one-writer-per-workspace lease
+//! ([`paddock_core::store::acquire_writer`]): a run whose sandbox may write
+//! the workspace holds it (owner `NODE/RUN` like its session lease) from
+//! before its sandbox starts until it ended. Read-only runs take none.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::ids::WorkspaceId;
-use paddock_core::store::{Lease, Store, StoreError};
+use paddock_core::store::{Lease, Store, WriterLeaseError};
 
 use crate::error::RuntimeError;
 use crate::util::error_chain;
@@ -20,18 +19,19 @@ pub(crate) async fn acquire(
     owner: &str,
     ttl: Duration,
 ) -> Result<Lease, RuntimeError> {
-    store
-        .acquire_lease(&Lease::workspace_resource(workspace), owner, ttl)
+    paddock_core::store::acquire_writer(store.as_ref(), workspace, owner, ttl)
         .await
         .map_err(|err| match err {
-            StoreError::LeaseHeld {
-                owner, expires_at, ..
+            WriterLeaseError::Held {
+                workspace,
+                holder,
+                until,
             } => RuntimeError::WorkspaceBusy {
-                workspace: workspace.clone(),
-                holder: owner,
-                until: expires_at,
+                workspace,
+                holder,
+                until,
             },
-            err => RuntimeError::store("acquire_lease")(err),
+            WriterLeaseError::Store { source, .. } => RuntimeError::store("acquire_lease")(source),
         })
 }
 
@@ -42,27 +42,12 @@ pub(crate) async fn release(store: &Arc<dyn Store>, lease: &Lease) {
     }
 }
 
-/// Frees the writer lease a dead driver (`owner`) left on the workspace, so
-/// the next writer need not wait for it to expire; another holder's lease
-/// is left alone.
+/// Frees the writer lease a dead driver (`owner`) left on the workspace;
+/// a failure is only logged.
 pub(crate) async fn release_dead(store: &Arc<dyn Store>, workspace: &WorkspaceId, owner: &str) {
-    let resource = Lease::workspace_resource(workspace);
-    match store.get_lease(&resource).await {
-        Ok(Some(held)) if held.owner == owner => {
-            // acquiring as the same owner hands over its lease, then it is given up
-            match store
-                .acquire_lease(&resource, owner, Duration::from_secs(1))
-                .await
-            {
-                Ok(lease) => release(store, &lease).await,
-                Err(err) => {
-                    tracing::warn!(%resource, error = %error_chain(&err), "taking over a dead writer's lease");
-                }
-            }
-        }
-        Ok(_) => {}
-        Err(err) => {
-            tracing::warn!(%resource, error = %error_chain(&err), "reading the workspace lease");
-        }
+    if let Err(err) =
+        paddock_core::store::release_dead_writer(store.as_ref(), workspace, owner).await
+    {
+        tracing::warn!(workspace_id = %workspace, error = %error_chain(&err), "freeing a dead writer's lease");
     }
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::ids::{RunId, SnapshotId, TenantId, ToolInvocationId, WorkspaceId};
-use paddock_core::sandbox::SandboxId;
+use paddock_core::sandbox::{SandboxId, SandboxSpec};
 use paddock_core::store::{
-    NewEvent, Page, Run, RunState, RunUpdate, SandboxRecord, SandboxState, Session, SessionStatus,
-    SnapshotFilter, SnapshotRecord, Store, StoreError, Tenant, ToolInvocation, ToolOutcome,
-    ToolStatus, Workspace,
+    NewEvent, Page, RecordedSpec, Run, RunState, RunUpdate, SandboxRecord, SandboxState, Session,
+    SessionStatus, SnapshotFilter, SnapshotRecord, Store, StoreError, Tenant, ToolInvocation,
+    ToolOutcome, ToolStatus, Workspace,
 };
 
 use super::{
@@ -38,7 +38,7 @@ fn sandbox(
         backend: "native".to_owned(),
         node: node.to_owned(),
         state: SandboxState::Running,
-        spec: r#"{"network":"none","read_only":false}"#.to_owned(),
+        spec: RecordedSpec::of(&SandboxSpec::default()),
         pid: Some(4242),
         created_at: store.now(),
         updated_at: store.now(),

@@ -17,6 +17,7 @@ pub mod loop_fs;
 pub mod memory;
 pub mod proxy;
 pub mod quarantine;
+pub mod sandbox_specs;
 pub mod steering;
 pub mod upgrade;
 
@@ -182,6 +183,7 @@ macro_rules! contract_tests {
             checkpoints::checkpoints_record_the_session_position_and_keep_their_blobs,
             checkpoints::pruning_keeps_starts_rewind_targets_and_the_latest,
             quarantine::corrupt_rows_are_quarantined_and_skipped,
+            sandbox_specs::old_sandbox_specs_read_and_a_bad_one_is_quarantined,
             steering::steering_messages_are_taken_once_by_the_lease_holder,
             steering::closing_the_queue_takes_what_waits_and_refuses_later_posts,
             steering::a_post_racing_the_close_is_taken_or_refused,

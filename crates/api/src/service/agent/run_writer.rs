@@ -9,7 +9,7 @@ use std::future::Future;
 use paddock_core::ids::TenantId;
 use paddock_runtime::RuntimeError;
 
-use super::sessions::{AgentError, AgentService};
+use super::{AgentError, AgentService};
 
 impl AgentService {
     /// Runs `start` (a run's start or resume); if the workspace's writer is

@@ -9,7 +9,7 @@ use paddock_core::store::{
 use paddock_runtime::NewMemory;
 use serde::{Deserialize, Serialize};
 
-use super::sessions::{AgentError, AgentService};
+use super::{AgentError, AgentService};
 
 /// Most records one listing or search returns.
 pub const MEMORY_PAGE_MAX: u32 = 200;

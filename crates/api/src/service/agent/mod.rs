@@ -3,6 +3,21 @@
 //! validation, views without internals), and the runs it started, so a
 //! graceful shutdown can cancel them.
 
+pub mod checkpoints;
+pub mod doctor;
+pub mod memory;
+pub mod models;
+mod run_writer;
+mod views;
+
+pub use checkpoints::{
+    CheckpointDiffView, CheckpointView, FileChangeView, RewindSession, RewindView,
+};
+pub use doctor::QuarantineView;
+pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
+pub use models::{ModelChoice, ModelPolicy};
+pub use views::{RunView, SessionView};
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -21,11 +36,10 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::SandboxService;
-use super::agent_views::{RunView, SessionView};
-use super::backends::{BackendRefused, Backends};
-use super::models::{ModelChoice, ModelChoiceError, ModelPolicy};
+use super::sandboxes::RunAdmission;
 use super::secrets::{SecretCatalog, SecretRef, SecretRefused};
+use super::{BackendRefused, Backends, SandboxService};
+use models::ModelChoiceError;
 
 /// Longest goal, title and instructions accepted, in characters.
 const MAX_GOAL_CHARS: usize = 20_000;
@@ -299,7 +313,7 @@ impl AgentService {
     ) -> Arc<Self> {
         // every run's and subagent's sandbox passes the sandboxes' own
         // slot and quota check (one ledger)
-        let admission = super::admission::RunAdmission::new(Arc::clone(&sandboxes));
+        let admission = RunAdmission::new(Arc::clone(&sandboxes));
         if !runtime.admit_sandboxes_through(Arc::new(admission)) {
             tracing::warn!("the runtime already had a sandbox admission; it is kept");
         }
@@ -746,7 +760,7 @@ impl AgentService {
             run: RunView::new(&run, run.usage),
             undo: safety_checkpoint
                 .as_ref()
-                .map(|safety| super::checkpoints::undo_command(&run.session, safety)),
+                .map(|safety| checkpoints::undo_command(&run.session, safety)),
             safety_checkpoint,
         })
     }

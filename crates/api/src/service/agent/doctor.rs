@@ -5,14 +5,14 @@ use paddock_core::ids::TenantId;
 use paddock_core::store::{MAX_PAGE, QuarantinedRow};
 use serde::{Deserialize, Serialize};
 
-use super::sessions::{AgentError, AgentService};
+use super::{AgentError, AgentService};
 
 /// One quarantined row as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct QuarantineView {
     /// The table the row was moved out of (`messages`, `run_events`,
-    /// `goals`, `memories`, `session_memories`; a `runs` row is copied and
-    /// left in place, since other rows refer to it).
+    /// `goals`, `memories`, `session_memories`; a `runs` or `sandboxes` row
+    /// is copied and left in place, since other rows refer to it).
     pub table: String,
     /// The row's key in that table, e.g. `session_id=ses_... seq=4`.
     pub key: String,

@@ -1,6 +1,6 @@
 //! Checkpoints over the API: list a session's, rewind it to one, diff two
 //! (or one and the workspace now). A fork at a checkpoint is
-//! [`super::sessions::ForkSession::at_checkpoint`].
+//! [`super::ForkSession::at_checkpoint`].
 
 use paddock_core::ids::{CheckpointId, RunId, SessionId, TenantId, WorkspaceId};
 use paddock_core::store::{Checkpoint, CheckpointReason};
@@ -9,7 +9,7 @@ use paddock_snapshot::checkpoint::{ChangeKind, Node};
 use serde::{Deserialize, Serialize};
 
 use super::RunView;
-use super::sessions::{AgentError, AgentService};
+use super::{AgentError, AgentService};
 
 /// `POST /v1/sessions/{id}/rewind`
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]

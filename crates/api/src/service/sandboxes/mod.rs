@@ -10,25 +10,18 @@
 //! destroys the rest; [`SandboxService::reconcile`] cleans up after a crash.
 
 mod admission;
-mod agent_views;
 mod backends;
-pub mod checkpoints;
 pub mod commands;
 mod config;
 mod console;
 mod disk_quota;
-pub mod doctor;
 mod error;
 mod expiry;
 mod live;
-pub mod memory;
-pub mod models;
 mod ops;
 mod quota;
 mod reconcile;
-mod run_writer;
 pub mod secrets;
-pub mod sessions;
 mod snapshots;
 mod terminal;
 mod views;
@@ -43,24 +36,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use paddock_core::ids::{TenantId, WorkspaceId};
 use paddock_core::sandbox::{GuestError, SandboxId};
 use paddock_core::store::{
-    Clock, MAX_PAGE, Page, SandboxRecord, SandboxState, Store, SystemClock, Tenant, Workspace,
+    Clock, MAX_PAGE, Page, RecordedSpec, SandboxRecord, SandboxState, Store, SystemClock, Tenant,
+    Workspace,
 };
 use tokio_util::sync::CancellationToken;
 
-pub use agent_views::{RunView, SessionView};
 pub use backends::{BackendEntry, BackendRefused, Backends, BackendsError, KNOWN_BACKENDS};
-pub use checkpoints::{
-    CheckpointDiffView, CheckpointView, FileChangeView, RewindSession, RewindView,
-};
 pub use config::{
     DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
 };
 pub use disk_quota::DiskUsage;
-pub use doctor::QuarantineView;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
-pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
-pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
 pub use quota::{
     CPU_OVERCOMMIT, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, HostTotals, Quota, QuotaScope,
@@ -71,7 +58,6 @@ pub use secrets::{
     DuplicateSecret, OperatorSecret, SecretCatalog, SecretGrant, SecretRef, SecretRefused,
     SuppliedSecret,
 };
-pub use sessions::{AgentError, AgentService, SteerRun, SteeringView};
 pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,
     MAX_SNAPSHOT_FILES, RestoreSnapshot, SnapshotArchive, SnapshotView,
@@ -79,10 +65,11 @@ pub use snapshots::{
 pub use terminal::ProcessFollow;
 pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
-    ProcessView, SandboxView, SearchView, StoreWrites, StoredSpec, WorkspaceView,
+    ProcessView, SandboxView, SearchView, StoreWrites, WorkspaceView,
 };
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
+pub(super) use admission::RunAdmission;
 use commands::{CreateSandbox, CreateWorkspace};
 use live::Live;
 
@@ -353,23 +340,17 @@ impl SandboxService {
             }
             None => None,
         };
-        let stored = StoredSpec {
-            read_only: command.read_only,
-            network: command.network.clone(),
-            limits: limits.clone(),
-            restored_from,
-            image: entry.image.clone(),
-            console: command.console,
-        };
-        let stored = serde_json::to_string(&stored).map_err(|source| ServiceError::Encode {
-            what: "sandbox spec",
-            source,
-        })?;
         let (_slot, grant) = self.admit(tenant, quota::Grant::of(&limits)).await?;
         let mut spec =
             self.config
                 .sandbox_spec(workspace_dir, command.read_only, command.network, limits);
         spec.secrets = secrets;
+        let stored = RecordedSpec {
+            restored_from,
+            image: entry.image.clone(),
+            console: command.console,
+            ..RecordedSpec::of(&spec)
+        };
         let sandbox = entry
             .backend
             .create(spec)
@@ -635,14 +616,7 @@ impl SandboxService {
             .into_iter()
             .filter(|r| !live.contains_key(&r.id))
             .map(|r| {
-                let grant = recorded_limits(&r.spec).map_or(
-                    // A record whose limits cannot be read counts as one sandbox.
-                    quota::Grant {
-                        sandboxes: 1,
-                        ..quota::Grant::default()
-                    },
-                    |l| quota::Grant::recorded(&l),
-                );
+                let grant = quota::Grant::recorded(&r.spec.limits);
                 (r.id, r.tenant, grant)
             })
             .collect())
@@ -694,18 +668,6 @@ async fn destroy_quietly(sandbox: Box<dyn paddock_core::sandbox::Sandbox>) {
     if let Err(err) = sandbox.destroy().await {
         tracing::warn!(sandbox_id = %id, error = %err, "destroying sandbox");
     }
-}
-
-/// The `limits` of a record's spec (the service's `StoredSpec` and the
-/// runtime's `SandboxSpec` both carry them).
-fn recorded_limits(spec: &str) -> Option<paddock_core::sandbox::SandboxLimits> {
-    #[derive(serde::Deserialize)]
-    struct WithLimits {
-        limits: paddock_core::sandbox::SandboxLimits,
-    }
-    serde_json::from_str::<WithLimits>(spec)
-        .ok()
-        .map(|w| w.limits)
 }
 
 fn page(after: Option<String>, limit: Option<u32>) -> Result<Page, ServiceError> {

@@ -118,12 +118,6 @@ pub enum ServiceError {
         #[source]
         source: std::io::Error,
     },
-    #[error("encoding {what}")]
-    Encode {
-        what: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
 }
 
 impl From<super::secrets::SecretRefused> for ServiceError {

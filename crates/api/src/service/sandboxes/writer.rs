@@ -1,14 +1,12 @@
-//! One writer per workspace, for the sandboxes of the API: a read-write
-//! sandbox over a workspace holds the workspace lease (`workspace:<id>`,
-//! owner `NODE/SANDBOX`), renewed by the expiry task and given up when the
-//! sandbox is retired; the runtime's runs take the same lease, so a second
-//! writer of either kind is refused naming the holder. Read-only sandboxes
-//! take none.
+//! A sandbox's side of the one-writer-per-workspace lease
+//! ([`paddock_core::store::acquire_writer`]): a read-write sandbox over a
+//! workspace holds it (owner `NODE/SANDBOX`), renewed by the expiry task
+//! and given up when the sandbox is retired. Read-only sandboxes take none.
 
 use std::time::Duration;
 
 use paddock_core::ids::WorkspaceId;
-use paddock_core::store::{Lease, Store, StoreError, Timestamp};
+use paddock_core::store::{Lease, Store, Timestamp, WriterLeaseError};
 
 use super::ServiceError;
 
@@ -28,17 +26,14 @@ pub(super) async fn acquire(
     ttl: Duration,
     describe: impl FnOnce(&str, Timestamp) -> String,
 ) -> Result<Lease, ServiceError> {
-    store
-        .acquire_lease(&Lease::workspace_resource(workspace), owner, ttl)
+    paddock_core::store::acquire_writer(store, workspace, owner, ttl)
         .await
         .map_err(|err| match err {
-            StoreError::LeaseHeld {
-                owner, expires_at, ..
-            } => ServiceError::WorkspaceBusy {
+            WriterLeaseError::Held { holder, until, .. } => ServiceError::WorkspaceBusy {
                 workspace: workspace.to_string(),
-                held_by: describe(&owner, expires_at),
+                held_by: describe(&holder, until),
             },
-            err => ServiceError::store("acquire_lease")(err),
+            WriterLeaseError::Store { source, .. } => ServiceError::store("acquire_lease")(source),
         })
 }
 

@@ -10,24 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::text::Encoding;
 
-/// The part of a sandbox's spec kept in its record (never a host path).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredSpec {
-    pub read_only: bool,
-    pub network: NetworkPolicy,
-    pub limits: SandboxLimits,
-    /// The snapshot the sandbox's workspace was restored from: the parent
-    /// of the snapshots taken in it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restored_from: Option<SnapshotId>,
-    /// The container image (docker and gvisor sandboxes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
-    /// A console sandbox (kept alive by its page; see `CreateSandbox::console`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub console: bool,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WorkspaceView {
     pub id: WorkspaceId,
@@ -90,26 +72,26 @@ impl SandboxView {
         keepalive_until: Option<Timestamp>,
         idle_timeout: std::time::Duration,
     ) -> Self {
-        let spec: Option<StoredSpec> = serde_json::from_str(&record.spec).ok();
+        let spec = &record.spec;
         let last_active = last_active.unwrap_or(record.last_active_at);
         Self {
             id: record.id.clone(),
             workspace: record.workspace.clone(),
             state: record.state,
             backend: record.backend.clone(),
-            image: spec.as_ref().and_then(|s| s.image.clone()),
+            image: spec.image.clone(),
             node: record.node.clone(),
-            read_only: spec.as_ref().is_some_and(|s| s.read_only),
-            network: spec.as_ref().map(|s| s.network.clone()).unwrap_or_default(),
-            restored_from: spec.as_ref().and_then(|s| s.restored_from.clone()),
-            limits: spec.as_ref().map(|s| s.limits.clone()).unwrap_or_default(),
+            read_only: spec.read_only,
+            network: spec.network.clone(),
+            restored_from: spec.restored_from.clone(),
+            limits: spec.limits.clone(),
             created_at: record.created_at.to_string(),
             last_active_at: last_active.to_string(),
             expires_at: record.expires_at.map(|t| t.to_string()),
             idle_expires_at: (record.state == SandboxState::Running && record.run.is_none())
                 .then(|| last_active.saturating_add(idle_timeout).to_string()),
             run: record.run.clone(),
-            console: spec.as_ref().is_some_and(|s| s.console),
+            console: spec.console,
             keepalive_until: keepalive_until
                 .filter(|_| record.state == SandboxState::Running)
                 .map(|t| t.to_string()),
