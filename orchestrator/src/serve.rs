@@ -142,8 +142,12 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     let runs = config
         .runs
         .budget_max()
-        .and_then(|max| Ok((max, config.runs.steering()?)));
-    (runtime_config.budget_max, runtime_config.steering) = match runs {
+        .and_then(|max| Ok((max, config.runs.steering()?, config.runs.queue()?)));
+    (
+        runtime_config.budget_max,
+        runtime_config.steering,
+        runtime_config.queue,
+    ) = match runs {
         Ok(runs) => runs,
         Err(err) => {
             logging::note(format_args!("paddock: {err:#}"));
@@ -202,6 +206,8 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         service.clone(),
         root.child_token(),
     );
+    // runs a stop left queued wait again (or fail, naming why they cannot)
+    agents.take_up_queued().await?;
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

@@ -43,7 +43,8 @@ const SQLITE: &[Embedded] = embed!(
     "0010_agent_memory_proposed.sql",
     "0011_steering_seq.sql",
     "0012_rewind_event_position.sql",
-    "0013_shared_history.sql"
+    "0013_shared_history.sql",
+    "0014_queued_runs.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -59,7 +60,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0010_agent_memory_proposed.sql",
     "0011_steering_seq.sql",
     "0012_rewind_event_position.sql",
-    "0013_shared_history.sql"
+    "0013_shared_history.sql",
+    "0014_queued_runs.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

@@ -24,6 +24,7 @@ mod live;
 pub mod memory;
 pub mod models;
 mod ops;
+mod queued_runs;
 mod quota;
 mod reconcile;
 mod run_writer;
@@ -71,6 +72,7 @@ pub use secrets::{
     DuplicateSecret, OperatorSecret, SecretCatalog, SecretGrant, SecretRef, SecretRefused,
     SuppliedSecret,
 };
+pub use queued_runs::TakenUp;
 pub use sessions::{AgentError, AgentService, SteerRun, SteeringView};
 pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,

@@ -175,7 +175,7 @@ pub struct SteeringView {
 }
 
 /// `POST /v1/sessions/{id}/runs`
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRunCommand {
     pub goal: String,
@@ -665,10 +665,12 @@ impl AgentService {
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
+        // kept in a queued run's `run.queued` (queued_runs.rs)
+        let record = self.queue_record(&command);
         let start = self.validate(tenant, command)?;
         let handle = self
             .taking_over_console(tenant, "start_run", || {
-                self.runtime.start_run(tenant, session, start.clone())
+                self.start_or_queue(tenant, session, start.clone(), record.clone())
             })
             .await?;
         let run = handle.run.clone();
@@ -763,7 +765,7 @@ impl AgentService {
     }
 
     /// Keeps the run's task until it ends, so a shutdown can cancel it.
-    fn track(self: &Arc<Self>, tenant: &TenantId, handle: RunHandle) {
+    pub(super) fn track(self: &Arc<Self>, tenant: &TenantId, handle: RunHandle) {
         let id = handle.run.id.clone();
         let this = Arc::clone(self);
         let run_id = id.clone();
@@ -786,7 +788,7 @@ impl AgentService {
         );
     }
 
-    fn validate(
+    pub(super) fn validate(
         &self,
         tenant: &TenantId,
         command: StartRunCommand,
@@ -1037,6 +1039,8 @@ impl AgentService {
     /// moment the shutdown token is cancelled.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        // queued runs stay queued for the next start (not cancelled below)
+        self.runtime.let_go_of_queued();
         let runs: Vec<(RunId, TenantId)> = self
             .active_map()
             .iter()

@@ -18,7 +18,7 @@ pub use payload::{
     ContextCompacted, ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta,
     ModelMessage, OUTPUT_CHUNK_CAP, OUTPUT_LIVE_CAP, OtherEvent, ParentMessage, PlanTask,
     PlanUpdated, Progress, RESULT_EVENT_CAP, ResumeBudget, RunFinished, RunStarted,
-    RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
+    RunQueued, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
     StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent,
     Transient, UserMessage, payload_json,
 };
