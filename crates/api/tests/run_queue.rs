@@ -162,7 +162,8 @@ async fn a_queued_run_starts_when_the_slot_frees_and_a_subagent_is_not_queued(
     assert_eq!(queued[0].0, "run.queued");
     let reason = queued[0].1["reason"].as_str().unwrap_or_default();
     assert!(
-        reason.starts_with("tenant quota ") && reason.ends_with(" exceeded: 1 in use of 1, 1 asked"),
+        reason.starts_with("tenant quota ")
+            && reason.ends_with(" exceeded: 1 in use of 1, 1 asked"),
         "{reason}"
     );
     assert_eq!(queued[0].1["ahead"], 0);
@@ -237,7 +238,8 @@ async fn a_queued_run_is_cancelled_and_a_full_queue_is_refused(db: Db) -> Result
         message.contains("run queue is full") && message.contains("max_queued_per_tenant"),
         "{refused}"
     );
-    let (_, runs) = send(server.a(Method::GET, &format!("/v1/sessions/{third_session}/runs"))).await?;
+    let (_, runs) =
+        send(server.a(Method::GET, &format!("/v1/sessions/{third_session}/runs"))).await?;
     assert_eq!(runs["runs"], json!([]), "{runs}");
     // a session with a queued run is busy
     expect_error(
@@ -252,7 +254,8 @@ async fn a_queued_run_is_cancelled_and_a_full_queue_is_refused(db: Db) -> Result
     )
     .await?;
 
-    let (status, cancelled) = send(server.a(Method::POST, &format!("/v1/runs/{}/cancel", id(&second)))).await?;
+    let (status, cancelled) =
+        send(server.a(Method::POST, &format!("/v1/runs/{}/cancel", id(&second)))).await?;
     assert_eq!(status, StatusCode::OK, "{cancelled}");
     assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["end_reason"], "cancelled", "{cancelled}");
@@ -263,7 +266,8 @@ async fn a_queued_run_is_cancelled_and_a_full_queue_is_refused(db: Db) -> Result
     // the queue has room again
     let third = start(&server, &third_session, &model).await?;
     assert_eq!(third["state"], "queued", "{third}");
-    let (status, _) = send(server.a(Method::POST, &format!("/v1/runs/{}/cancel", id(&third)))).await?;
+    let (status, _) =
+        send(server.a(Method::POST, &format!("/v1/runs/{}/cancel", id(&third)))).await?;
     assert_eq!(status, StatusCode::OK);
     model.release(0);
     let ended = wait_run_ended(&server, &id(&first), WAIT).await?;

@@ -24,9 +24,9 @@ use paddock_runtime::events::{
     BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, CheckpointsPruned,
     ContextCompacted, ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta,
     ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, ResumeBudget,
-    RunFinished, RunQueued, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
-    SnapshotLimitKind, StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk,
-    ToolResultEvent, UserMessage,
+    RunFinished, RunQueued, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
+    SnapshotLimitHit, SnapshotLimitKind, StoreWaiting, SubagentPhase, SubagentStatus,
+    ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -353,7 +353,9 @@ fn written() -> Vec<Event> {
             reason: "tenant quota runs exceeded: 1 in use of 1, 1 asked".into(),
             ahead: 0,
             max_wait_ms: 900_000,
-            request: Some(json!({"goal": "Make the tests pass", "model": {"spec": "openai:gpt-4o"}})),
+            request: Some(
+                json!({"goal": "Make the tests pass", "model": {"spec": "openai:gpt-4o"}}),
+            ),
         }
         .into(),
         RunQueued {

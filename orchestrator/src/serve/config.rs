@@ -439,7 +439,9 @@ impl RunsSection {
                 Some(WhenFullName::Refuse) => paddock_runtime::WhenFull::Refuse,
                 Some(WhenFullName::Queue) => paddock_runtime::WhenFull::Queue,
             },
-            max_queued_per_tenant: self.max_queued_per_tenant.unwrap_or(d.max_queued_per_tenant),
+            max_queued_per_tenant: self
+                .max_queued_per_tenant
+                .unwrap_or(d.max_queued_per_tenant),
             max_wait: self
                 .max_queue_wait_secs
                 .map_or(d.max_wait, std::time::Duration::from_secs),

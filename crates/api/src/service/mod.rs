@@ -63,6 +63,7 @@ pub use live::ActivityGuard;
 pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
 pub use models::{ModelChoice, ModelPolicy};
 pub use ops::ExecStream;
+pub use queued_runs::TakenUp;
 pub use quota::{
     CPU_OVERCOMMIT, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, HostTotals, Quota, QuotaScope,
     Quotas,
@@ -72,7 +73,6 @@ pub use secrets::{
     DuplicateSecret, OperatorSecret, SecretCatalog, SecretGrant, SecretRef, SecretRefused,
     SuppliedSecret,
 };
-pub use queued_runs::TakenUp;
 pub use sessions::{AgentError, AgentService, SteerRun, SteeringView};
 pub use snapshots::{
     BlobSweep, CreateSnapshot, ImportSnapshot, MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES,

@@ -109,7 +109,9 @@ impl AgentService {
                     tracing::info!(run_id = %run.id, "a queued run is held by another process");
                     taken.skipped += 1;
                 }
-                Err(err @ (RuntimeError::Invalid { .. } | RuntimeError::SessionArchived { .. })) => {
+                Err(
+                    err @ (RuntimeError::Invalid { .. } | RuntimeError::SessionArchived { .. }),
+                ) => {
                     self.fail_queued(&run, &err.to_string(), &mut taken).await;
                 }
                 Err(err) => {
@@ -144,10 +146,11 @@ impl AgentService {
                     .to_owned(),
             );
         }
-        self.validate(tenant, kept.command).map_err(|err| match err {
-            AgentError::Invalid { field, reason } => format!("{field}: {reason}"),
-            other => other.to_string(),
-        })
+        self.validate(tenant, kept.command)
+            .map_err(|err| match err {
+                AgentError::Invalid { field, reason } => format!("{field}: {reason}"),
+                other => other.to_string(),
+            })
     }
 
     async fn fail_queued(&self, run: &paddock_core::store::Run, reason: &str, taken: &mut TakenUp) {

@@ -39,11 +39,11 @@ use crate::error::RuntimeError;
 use crate::tools::WriteScope;
 
 pub use admission::{AdmissionAsk, AdmissionGrant, AdmissionRefused, SandboxAdmission};
+pub(crate) use family_budget::FamilyBudget;
+pub(crate) use gate::{Admission, Gate};
 pub use launch::QueuedRun;
 pub(crate) use queue::RunQueue;
 pub use queue::{MAX_QUEUE_WAIT, MAX_QUEUED_PER_TENANT, QueueSettings, WhenFull};
-pub(crate) use family_budget::FamilyBudget;
-pub(crate) use gate::{Admission, Gate};
 pub use resume::ResumeRun;
 pub(crate) use writer::{
     acquire as acquire_writer, release as release_writer, release_dead as release_dead_writer,

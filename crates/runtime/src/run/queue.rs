@@ -115,9 +115,7 @@ impl RunQueue {
         let mut lines = self.lines();
         let line = lines.entry(tenant.clone()).or_default();
         if line.len() >= max {
-            return Err(QueueFull {
-                queued: line.len(),
-            });
+            return Err(QueueFull { queued: line.len() });
         }
         line.push_back(run.clone());
         Ok(())

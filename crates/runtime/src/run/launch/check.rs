@@ -137,11 +137,9 @@ pub(super) async fn admit(
     };
     match admission.admit(ask).await {
         Ok(grant) => Ok(Admitted::Granted(Some(grant))),
-        Err(source) if queueing && admission.can_wait(source.as_ref()) => {
-            Ok(Admitted::Queue {
-                reason: source.to_string(),
-            })
-        }
+        Err(source) if queueing && admission.can_wait(source.as_ref()) => Ok(Admitted::Queue {
+            reason: source.to_string(),
+        }),
         Err(source) => {
             tracing::info!(run_id = %run.id, tenant = %run.tenant, reason = %source, "run not admitted");
             Err(RuntimeError::NotAdmitted { source })

@@ -64,8 +64,13 @@ pub(super) async fn claim(
         .as_ref()
         .map_or_else(CancellationToken::new, CancellationToken::child_token);
     let journal = Arc::new(
-        Journal::new(Arc::clone(&shared.store), Arc::clone(&shared.bus), run, lease)
-            .waiting_for_space(cancel.clone(), shared.config.store_full_wait),
+        Journal::new(
+            Arc::clone(&shared.store),
+            Arc::clone(&shared.bus),
+            run,
+            lease,
+        )
+        .waiting_for_space(cancel.clone(), shared.config.store_full_wait),
     );
     Ok(Claimed { journal, cancel })
 }

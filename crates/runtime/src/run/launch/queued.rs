@@ -42,7 +42,10 @@ enum Turn {
     Admitted(Option<Box<dyn AdmissionGrant>>),
     Cancelled,
     /// Waited past the longest wait; the last refusal says why.
-    TimedOut { waited: Duration, last: String },
+    TimedOut {
+        waited: Duration,
+        last: String,
+    },
     /// A refusal that waiting cannot change.
     Refused(AdmissionRefused),
     /// The runtime let go of its queue (a shutdown): the run stays queued.
@@ -215,7 +218,10 @@ impl Runtime {
             active.remove(id);
         }
         if !ids.is_empty() {
-            tracing::info!(runs = ids.len(), "queued runs left queued for the next start");
+            tracing::info!(
+                runs = ids.len(),
+                "queued runs left queued for the next start"
+            );
         }
     }
 }
@@ -258,7 +264,13 @@ async fn wait_then_drive(
                 run.tenant
             );
             tracing::info!(run_id = %run.id, error, "queued run timed out");
-            end_early(&journal, RunState::Failed, EndReason::QueueTimeout, Some(error)).await;
+            end_early(
+                &journal,
+                RunState::Failed,
+                EndReason::QueueTimeout,
+                Some(error),
+            )
+            .await;
             true
         }
         Turn::Refused(refused) => {
