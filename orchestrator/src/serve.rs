@@ -114,6 +114,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     runtime_config.snapshot = checked.snapshot;
     runtime_config.budget_max = checked.budget_max;
     runtime_config.steering = checked.steering;
+    runtime_config.queue = checked.queue;
     runtime_config.network = service_config.network.clone();
     runtime_config.sandbox = SandboxSpec {
         limits: service_config.limits.default.clone(),
@@ -166,6 +167,8 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         service.clone(),
         root.child_token(),
     );
+    // runs a stop left queued wait again (or fail, naming why they cannot)
+    agents.take_up_queued().await?;
 
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

@@ -19,7 +19,8 @@ pub use agent as sessions;
 pub use agent::{
     AddMemory, AgentError, AgentService, CheckpointDiffView, CheckpointView, FileChangeView,
     MemoryQuery, MemoryView, ModelChoice, ModelPolicy, QuarantineView, RewindSession, RewindView,
-    RunView, SessionView, SteerRun, SteeringView, WidenMemory, checkpoints, doctor, memory, models,
+    RunView, SessionView, SteerRun, SteeringView, TakenUp, WidenMemory, checkpoints, doctor,
+    memory, models,
 };
 pub use sandboxes::{
     ActivityGuard, BackendEntry, BackendHealth, BackendRefused, Backends, BackendsError, BlobSweep,

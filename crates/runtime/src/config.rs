@@ -50,6 +50,9 @@ pub struct RuntimeConfig {
     /// the lease expires (a local `paddock run` killed with SIGKILL): recovery
     /// then takes the session over at once. None: only expiry counts.
     pub owner_probe: Option<Arc<dyn OwnerProbe>>,
+    /// What a root run that finds no sandbox slot does: refused (the
+    /// default) or queued, and the queue's bounds (`[runs] when_full`).
+    pub queue: crate::run::QueueSettings,
 }
 
 /// Knows whether the process of a lease owner still runs.
@@ -75,6 +78,7 @@ impl RuntimeConfig {
             budget_max: DEFAULT_BUDGET_MAX,
             storage: StorageSettings::default(),
             owner_probe: None,
+            queue: crate::run::QueueSettings::default(),
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use paddock_core::blob::BlobError;
-use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, WorkspaceId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, TenantId, WorkspaceId};
 use paddock_core::sandbox::SandboxError;
 use paddock_core::store::{StoreError, Timestamp};
 use paddock_snapshot::SnapshotError;
@@ -168,6 +168,12 @@ pub enum RuntimeError {
         #[source]
         source: crate::run::AdmissionRefused,
     },
+    /// The tenant's run queue holds the most runs it may
+    /// (`runs.max_queued_per_tenant`); nothing of the run was recorded.
+    #[error(
+        "tenant {tenant}'s run queue is full: {queued} runs queued, the most runs.max_queued_per_tenant allows"
+    )]
+    QueueFull { tenant: TenantId, queued: usize },
     /// A steering message over one of the run's steering caps.
     #[error("run {run}: {reason}")]
     SteeringLimit { run: RunId, reason: String },

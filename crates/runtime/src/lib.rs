@@ -39,7 +39,8 @@ pub use events::stream::EventStream;
 pub use memory::NewMemory;
 pub use recover::{RecoveryReport, SkippedRun};
 pub use run::{
-    AdmissionAsk, AdmissionGrant, AdmissionRefused, ResumeRun, RunBackend, RunHandle,
-    SandboxAdmission, StartRun, SubagentModels,
+    AdmissionAsk, AdmissionGrant, AdmissionRefused, MAX_QUEUE_WAIT, MAX_QUEUED_PER_TENANT,
+    QueueSettings, QueuedRun, ResumeRun, RunBackend, RunHandle, SandboxAdmission, StartRun,
+    SubagentModels, WhenFull,
 };
 pub use runtime::{ChangesDecided, ChangesDecision, Runtime};

@@ -59,7 +59,12 @@ impl Runtime {
             .map_err(RuntimeError::store("list_unfinished_runs"))?;
         let mut report = RecoveryReport::default();
         for run in unfinished {
-            if run.state == RunState::AwaitingUser || shared.active().contains_key(&run.id) {
+            // a queued run never started: it stays queued for the front end to
+            // take up again (`Runtime::queued_runs`)
+            if run.state == RunState::AwaitingUser
+                || run.state == RunState::Queued
+                || shared.active().contains_key(&run.id)
+            {
                 continue;
             }
             let resource = Lease::session_resource(&run.session);

@@ -72,6 +72,8 @@ pub(crate) struct Shared {
     /// The tenant disk quota, once the API installed it
     /// ([`Runtime::set_disk_guard`]).
     pub(crate) disk_guard: std::sync::OnceLock<Arc<dyn crate::config::DiskGuard>>,
+    /// Root runs waiting for a sandbox slot (`RuntimeConfig::queue`).
+    pub(crate) queue: crate::run::RunQueue,
 }
 
 impl Shared {
@@ -120,6 +122,7 @@ impl Runtime {
                 active: Mutex::new(HashMap::new()),
                 admission: std::sync::OnceLock::new(),
                 disk_guard: std::sync::OnceLock::new(),
+                queue: crate::run::RunQueue::default(),
             }),
         })
     }

@@ -24,9 +24,9 @@ use paddock_runtime::events::{
     BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, CheckpointsPruned,
     ContextCompacted, ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta,
     ModelMessage, OtherEvent, ParentMessage, PlanTask, PlanUpdated, Progress, ResumeBudget,
-    RunFinished, RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit,
-    SnapshotLimitKind, StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk,
-    ToolResultEvent, UserMessage,
+    RunFinished, RunQueued, RunStarted, RunStateChanged, SandboxReady, SandboxStopped,
+    SnapshotLimitHit, SnapshotLimitKind, StoreWaiting, SubagentPhase, SubagentStatus,
+    ToolCallEvent, ToolOutputChunk, ToolResultEvent, UserMessage,
 };
 use serde_json::json;
 use support::Harness;
@@ -56,6 +56,14 @@ const STORED: &[(&str, &str)] = &[
     (
         "run.state",
         r#"{"state":"awaiting_user","usage":{"turns":3,"input_tokens":1200,"output_tokens":340,"tool_calls":5,"wall_clock_ms":8123}}"#,
+    ),
+    (
+        "run.queued",
+        r#"{"reason":"tenant quota runs exceeded: 1 in use of 1, 1 asked","ahead":0,"max_wait_ms":900000,"request":{"goal":"Make the tests pass","model":{"spec":"openai:gpt-4o"}}}"#,
+    ),
+    (
+        "run.queued",
+        r#"{"reason":"1 earlier run(s) of tenant acme wait for a slot","ahead":1,"max_wait_ms":60000}"#,
     ),
     (
         "sandbox.ready",
@@ -339,6 +347,22 @@ fn written() -> Vec<Event> {
         RunStateChanged {
             state: RunState::AwaitingUser,
             usage: usage(3, 1200, 340, 5, 8123),
+        }
+        .into(),
+        RunQueued {
+            reason: "tenant quota runs exceeded: 1 in use of 1, 1 asked".into(),
+            ahead: 0,
+            max_wait_ms: 900_000,
+            request: Some(
+                json!({"goal": "Make the tests pass", "model": {"spec": "openai:gpt-4o"}}),
+            ),
+        }
+        .into(),
+        RunQueued {
+            reason: "1 earlier run(s) of tenant acme wait for a slot".into(),
+            ahead: 1,
+            max_wait_ms: 60_000,
+            request: None,
         }
         .into(),
         SandboxReady {
@@ -846,7 +870,7 @@ fn every_kind_has_a_stored_fixture() {
     let stored: BTreeSet<&str> = STORED.iter().map(|(kind, _)| *kind).collect();
     let typed: BTreeSet<&str> = Event::KINDS.iter().copied().collect();
     assert_eq!(stored, typed);
-    assert_eq!(Event::KINDS.len(), 23);
+    assert_eq!(Event::KINDS.len(), 24);
 }
 
 #[test]
@@ -867,6 +891,7 @@ fn payload_types_name_their_stored_kinds() {
     let kinds = [
         RunStarted::KIND,
         RunStateChanged::KIND,
+        RunQueued::KIND,
         SandboxReady::KIND,
         SandboxStopped::KIND,
         EgressDecisionEvent::KIND,
@@ -894,6 +919,7 @@ fn payload_types_name_their_stored_kinds() {
         [
             "run.started",
             "run.state",
+            "run.queued",
             "sandbox.ready",
             "sandbox.stopped",
             "egress.decision",

@@ -43,7 +43,8 @@ const SQLITE: &[Embedded] = embed!(
     "0010_agent_memory_proposed.sql",
     "0011_steering_seq.sql",
     "0012_rewind_event_position.sql",
-    "0013_shared_history.sql"
+    "0013_shared_history.sql",
+    "0014_queued_runs.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -59,7 +60,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0010_agent_memory_proposed.sql",
     "0011_steering_seq.sql",
     "0012_rewind_event_position.sql",
-    "0013_shared_history.sql"
+    "0013_shared_history.sql",
+    "0014_queued_runs.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {
@@ -151,16 +153,30 @@ mod tests {
 
     #[test]
     fn both_engines_create_the_same_tables() {
+        // the tables each engine ends with, its files applied in order (a
+        // table SQLite rebuilds is created twice and dropped once)
         let tables = |engine| {
-            let mut names: Vec<String> = embedded(engine)
-                .iter()
-                .flat_map(|m| m.sql.lines())
-                .filter_map(|l| l.strip_prefix("CREATE TABLE "))
-                .filter_map(|l| l.split_whitespace().next())
-                .map(str::to_owned)
-                .collect();
-            names.sort();
-            names
+            let mut names = std::collections::BTreeSet::new();
+            let name = |rest: &str| {
+                rest.split_whitespace()
+                    .next()
+                    .map(|n| n.trim_end_matches(';').to_owned())
+            };
+            for line in embedded(engine).iter().flat_map(|m| m.sql.lines()) {
+                if let Some(created) = line.strip_prefix("CREATE TABLE ").and_then(name) {
+                    names.insert(created);
+                } else if let Some(dropped) = line.strip_prefix("DROP TABLE ").and_then(name) {
+                    names.remove(&dropped);
+                } else if let Some((from, to)) = line
+                    .strip_prefix("ALTER TABLE ")
+                    .and_then(|rest| rest.split_once(" RENAME TO "))
+                    && let (Some(from), Some(to)) = (name(from), name(to))
+                {
+                    names.remove(&from);
+                    names.insert(to);
+                }
+            }
+            names.into_iter().collect::<Vec<String>>()
         };
         let sqlite = tables(Engine::Sqlite);
         assert_eq!(sqlite, tables(Engine::Postgres));

@@ -70,6 +70,12 @@ pub fn human_event(event: &RunEvent) -> Option<String> {
             first_line(&started.goal)
         )),
         Event::EgressDecision(egress) => Some(egress_line(&egress)),
+        Event::RunQueued(queued) => Some(format!(
+            "[queued] waiting for a sandbox slot ({} ahead, at most {} s): {}",
+            queued.ahead,
+            queued.max_wait_ms / 1000,
+            queued.reason
+        )),
         Event::RunState(changed) => match changed.state {
             state @ (RunState::Cancelling | RunState::AwaitingUser) => {
                 Some(format!("[state] {state}"))

@@ -10,6 +10,7 @@ mod common;
 mod connections;
 mod disk;
 mod forks;
+mod queue;
 mod runs;
 mod storage;
 mod support;

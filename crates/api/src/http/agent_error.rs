@@ -93,6 +93,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
         RuntimeError::RunFinished { .. } => (StatusCode::CONFLICT, "run_finished"),
         RuntimeError::SteeringLimit { .. } => (StatusCode::TOO_MANY_REQUESTS, "steering_limit"),
+        RuntimeError::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "queue_full"),
         RuntimeError::NotResumable { .. } => (StatusCode::CONFLICT, "run_not_resumable"),
         RuntimeError::Sandbox { .. } => {
             tracing::error!(op, error = %error_chain(&err), "starting a run's sandbox");

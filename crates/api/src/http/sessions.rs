@@ -249,12 +249,12 @@ pub(super) async fn list_runs(
     params(("id" = SessionId, Path)),
     request_body = StartRunCommand,
     responses(
-        (status = 202, description = "started", body = RunView),
+        (status = 202, description = "started, or `queued` where the server queues runs that find no slot (`[runs] when_full = \"queue\"`)", body = RunView),
         (status = 400, description = "a bad id or body, or a model the server does not allow (`model_not_allowed`); a caller's secret that is not valid, or secrets with network none (`invalid_request`)", body = ErrorBody),
         (status = 403, description = "a network beyond what the server allows tenants (`network_not_allowed`), or a secret the server does not grant to this tenant (`secret_not_allowed`)", body = ErrorBody),
         (status = 409, description = "the session is archived (`session_archived`) or runs already (`session_busy`), a build run's workspace has another writer (`workspace_busy`, naming it), or a conflicting write (`conflict`)", body = ErrorBody),
         (status = 422, description = "the body does not fit the request type (`invalid_request`), or the model cannot be provided here (`model_unavailable`)", body = ErrorBody),
-        (status = 429, description = "the run's sandbox has no slot: a tenant or node quota (`quota_exceeded`, naming it: `sandboxes`, `runs`, ...) or the node's `max_sandboxes` (`too_many_sandboxes`); no run is recorded", body = ErrorBody),
+        (status = 429, description = "the run's sandbox has no slot: a tenant or node quota (`quota_exceeded`, naming it: `sandboxes`, `runs`, ...) or the node's `max_sandboxes` (`too_many_sandboxes`), where the server refuses such runs; the tenant's run queue is full (`queue_full`), where it queues them; no run is recorded", body = ErrorBody),
     ))]
 pub(super) async fn start_run(
     State(state): State<AppState>,

@@ -147,6 +147,8 @@ pub struct Setup {
     pub steering: Option<paddock_runtime::SteeringSettings>,
     /// The bound on a run request's budgets; None: the default.
     pub budget_max: Option<paddock_core::store::Budgets>,
+    /// What a run that finds no slot does; None: the default (refused).
+    pub queue: Option<paddock_runtime::QueueSettings>,
 }
 
 impl Setup {
@@ -167,6 +169,7 @@ impl Setup {
             subagents: None,
             steering: None,
             budget_max: None,
+            queue: None,
         }
     }
 
@@ -254,6 +257,9 @@ impl TestServer {
         if let Some(max) = setup.budget_max {
             runtime_config.budget_max = max;
         }
+        if let Some(queue) = setup.queue {
+            runtime_config.queue = queue;
+        }
         if let Some(max) = setup.max_checkpoints {
             runtime_config.storage.max_checkpoints_per_session = max;
         }
@@ -276,6 +282,8 @@ impl TestServer {
             service.clone(),
             shutdown.child_token(),
         );
+        // as `paddock serve` does: the runs a stop left queued wait again
+        agents.take_up_queued().await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let options = HttpOptions {

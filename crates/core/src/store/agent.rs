@@ -62,6 +62,9 @@ text_enum!(
         InfrastructureError => "infrastructure_error",
         /// The process driving the run died; found at the next start.
         Interrupted => "interrupted",
+        /// The run waited for a sandbox slot in its tenant's queue longer
+        /// than the operator allows (`runs.max_queue_wait_secs`).
+        QueueTimeout => "queue_timeout",
     }
 );
 

@@ -7,9 +7,12 @@ use super::agent::{Budgets, EndReason, Review, RunMode, RunUsage, SubagentProfil
 use crate::ids::{RunId, SessionId, SnapshotId, TenantId, ToolInvocationId};
 
 text_enum!(
-    /// The run state machine: preparing -> planning -> acting -> observing /
-    /// verifying -> completed, with the side exits below.
+    /// The run state machine: (queued ->) preparing -> planning -> acting ->
+    /// observing / verifying -> completed, with the side exits below.
     RunState {
+        /// Waiting for a sandbox slot of its tenant or node (only where the
+        /// operator asks for queueing); starts as `preparing` when it gets one.
+        Queued => "queued",
         Preparing => "preparing",
         Planning => "planning",
         Acting => "acting",

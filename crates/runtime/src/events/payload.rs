@@ -103,6 +103,24 @@ pub struct RunStateChanged {
     pub usage: RunUsage,
 }
 
+/// `run.queued`: the run is recorded `queued`: no sandbox slot was free
+/// (where the operator asks for queueing); it starts (`run.started`) when
+/// one frees, or ends with `run.finished`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunQueued {
+    /// Why it has no slot: the refusal naming the quota, or the runs of
+    /// its tenant queued before it.
+    pub reason: String,
+    /// Runs of its tenant ahead of it in the queue when it joined.
+    pub ahead: u64,
+    /// The longest it waits before it fails (`queue_timeout`).
+    pub max_wait_ms: u64,
+    /// What the front end needs to start it again after a restart (the
+    /// API's request, with no secret value in it); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+}
+
 /// `sandbox.ready`: the run's sandbox answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SandboxReady {
@@ -574,6 +592,8 @@ event_kinds! {
     RunStarted(RunStarted) = "run.started",
     /// The run moved to another state.
     RunState(RunStateChanged) = "run.state",
+    /// The run waits for a sandbox slot.
+    RunQueued(RunQueued) = "run.queued",
     SandboxReady(SandboxReady) = "sandbox.ready",
     SandboxStopped(SandboxStopped) = "sandbox.stopped",
     /// Connections of the run's sandbox through its egress proxy (coalesced, bounded).

@@ -43,6 +43,15 @@ pub trait SandboxAdmission: Send + Sync + fmt::Debug {
         &self,
         ask: AdmissionAsk<'_>,
     ) -> Result<Box<dyn AdmissionGrant>, AdmissionRefused>;
+
+    /// Whether `refused` (an answer of [`SandboxAdmission::admit`]) may
+    /// change by waiting: slots in use that a run or sandbox ending frees.
+    /// Where the operator asks for queueing, such a root run is queued
+    /// instead of refused; any other refusal is final (the default).
+    fn can_wait(&self, refused: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+        let _ = refused;
+        false
+    }
 }
 
 /// A slot held for a run's sandbox; dropping it gives the slot back.

@@ -170,32 +170,38 @@ enum Admit {
     End(ToolResult, Ending),
 }
 
+/// Where the loop records: the run's journal, the pipeline that writes
+/// through it in order, and whether a lease was lost (which stops the run).
 #[derive(Debug)]
-pub(crate) struct Driver {
+struct Output {
     journal: Arc<Journal>,
     pipe: Pipeline,
-    registry: Arc<ToolRegistry>,
+    lease_lost: Arc<AtomicBool>,
+}
+
+/// What the model is asked with: the provider, the system prompt, the
+/// tool schemas, the history and its compactor, the price of its usage and
+/// a subagent's messages from its parent.
+#[derive(Debug)]
+struct ModelSide {
     provider: Arc<dyn ModelProvider>,
-    run: Run,
-    criteria: Vec<String>,
-    ctx: ToolContext,
     system: String,
     schemas: Vec<ToolSchema>,
     history: Vec<Message>,
     compactor: Compactor,
-    usage: RunUsage,
-    started: Instant,
-    deadline: Instant,
-    lease_lost: Arc<AtomicBool>,
-    guard: RepeatGuard,
-    evidence: Evidence,
-    calls: u64,
-    completion: Option<Completion>,
-    question: Option<String>,
-    inbox: Option<mpsc::UnboundedReceiver<String>>,
-    family: Arc<FamilyBudget>,
     price: Option<Price>,
-    memory: Option<(MemoryPlace, MemoryReview)>,
+    inbox: Option<mpsc::UnboundedReceiver<String>>,
+}
+
+/// How the model's calls run: the tools and their context, the repeat
+/// guard, the count of calls, checkpoints after a batch, and what a resume
+/// runs again.
+#[derive(Debug)]
+struct ToolSide {
+    registry: Arc<ToolRegistry>,
+    ctx: ToolContext,
+    guard: RepeatGuard,
+    calls: u64,
     checkpoints: Option<Checkpointer>,
     resume: Option<ResumeTail>,
     /// The keys of the calls a resume runs again, by call id, taken as
@@ -203,55 +209,97 @@ pub(crate) struct Driver {
     replay_keys: HashMap<String, ToolInvocationId>,
 }
 
+/// What the run spends: its usage, its clock and deadline, and the budget
+/// it shares with its family.
+#[derive(Debug)]
+struct Spend {
+    usage: RunUsage,
+    started: Instant,
+    deadline: Instant,
+    family: Arc<FamilyBudget>,
+}
+
+/// What the run is for and what it has shown: the run and its criteria,
+/// the evidence its review reads, how it completed or what it asked, and
+/// where a root run leaves what it learned.
+#[derive(Debug)]
+struct GoalSide {
+    run: Run,
+    criteria: Vec<String>,
+    evidence: Evidence,
+    completion: Option<Completion>,
+    question: Option<String>,
+    memory: Option<(MemoryPlace, MemoryReview)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Driver {
+    out: Output,
+    model: ModelSide,
+    tools: ToolSide,
+    spend: Spend,
+    goal: GoalSide,
+}
+
 impl Driver {
     pub(crate) fn new(parts: DriverParts) -> Self {
         let own = deadline_after(parts.started, parts.run.budgets.max_wall_clock_ms);
         let deadline = own.min(parts.family.deadline());
         Self {
-            pipe: Pipeline::spawn(Arc::clone(&parts.journal)),
-            journal: parts.journal,
-            registry: parts.registry,
-            compactor: Compactor::new(parts.provider.context_profile(), parts.context),
-            provider: parts.provider,
-            usage: parts.run.usage,
-            run: parts.run,
-            criteria: parts.criteria,
-            ctx: parts.ctx,
-            system: parts.system,
-            schemas: parts.schemas,
-            history: parts.history,
-            started: parts.started,
-            deadline,
-            lease_lost: parts.lease_lost,
-            guard: RepeatGuard::default(),
-            evidence: Evidence::default(),
-            calls: 0,
-            completion: None,
-            question: None,
-            inbox: parts.inbox,
-            family: parts.family,
-            price: parts.price,
-            memory: parts.memory,
-            checkpoints: parts.checkpoints,
-            resume: parts.resume,
-            replay_keys: HashMap::new(),
+            out: Output {
+                pipe: Pipeline::spawn(Arc::clone(&parts.journal)),
+                journal: parts.journal,
+                lease_lost: parts.lease_lost,
+            },
+            model: ModelSide {
+                compactor: Compactor::new(parts.provider.context_profile(), parts.context),
+                provider: parts.provider,
+                system: parts.system,
+                schemas: parts.schemas,
+                history: parts.history,
+                price: parts.price,
+                inbox: parts.inbox,
+            },
+            tools: ToolSide {
+                registry: parts.registry,
+                ctx: parts.ctx,
+                guard: RepeatGuard::default(),
+                calls: 0,
+                checkpoints: parts.checkpoints,
+                resume: parts.resume,
+                replay_keys: HashMap::new(),
+            },
+            spend: Spend {
+                usage: parts.run.usage,
+                started: parts.started,
+                deadline,
+                family: parts.family,
+            },
+            goal: GoalSide {
+                run: parts.run,
+                criteria: parts.criteria,
+                evidence: Evidence::default(),
+                completion: None,
+                question: None,
+                memory: parts.memory,
+            },
         }
     }
 
     pub(super) fn history(&self) -> &[Message] {
-        &self.history
+        &self.model.history
     }
 
     pub(super) fn run_goal(&self) -> String {
-        self.run.goal.clone()
+        self.goal.run.goal.clone()
     }
 
     pub(super) fn journal(&self) -> &Journal {
-        &self.journal
+        &self.out.journal
     }
 
     pub(super) fn memory(&self) -> Option<(MemoryPlace, MemoryReview)> {
-        self.memory.clone()
+        self.goal.memory.clone()
     }
 
     /// Drives the run to its end; never fails (failures are endings). Every
@@ -259,10 +307,10 @@ impl Driver {
     pub(crate) async fn run(mut self) -> (Ending, RunUsage) {
         let ending = self.drive().await;
         // what follows records the end: a cancel no longer cuts its waits for space
-        self.journal.ending();
+        self.out.journal.ending();
         self.leave_memory(&ending).await;
-        let usage = self.usage;
-        let ending = match self.pipe.close().await {
+        let usage = self.spend.usage;
+        let ending = match self.out.pipe.close().await {
             Ok(()) => ending,
             Err(err) => match ending {
                 failed @ Ending::Failed { .. } => failed,
@@ -280,7 +328,7 @@ impl Driver {
     }
 
     async fn drive(&mut self) -> Ending {
-        let resumed = match self.resume.take() {
+        let resumed = match self.tools.resume.take() {
             Some(tail) => self.answer_unanswered(tail).await,
             None => Ok(()),
         };
@@ -299,7 +347,7 @@ impl Driver {
             Stop::Interrupted(Interrupt::Cancelled) => self.cancelling().await,
             // A write the cancel cut short (a full store's wait ends at a
             // cancel): the run was cancelled, not failed.
-            Stop::Error(RuntimeError::Journal { .. }) if self.ctx.cancel.is_cancelled() => {
+            Stop::Error(RuntimeError::Journal { .. }) if self.tools.ctx.cancel.is_cancelled() => {
                 self.cancelling().await
             }
             Stop::Error(err) => Ending::Failed {
@@ -310,7 +358,7 @@ impl Driver {
     }
 
     async fn cancelling(&mut self) -> Ending {
-        if self.lease_lost.load(Ordering::SeqCst) {
+        if self.out.lease_lost.load(Ordering::SeqCst) {
             return Ending::Failed {
                 reason: EndReason::InfrastructureError,
                 error: "the session lease was taken over by another driver".to_owned(),
@@ -323,51 +371,52 @@ impl Driver {
     }
 
     fn tick(&mut self) {
-        self.usage.wall_clock_ms =
-            u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.spend.usage.wall_clock_ms =
+            u64::try_from(self.spend.started.elapsed().as_millis()).unwrap_or(u64::MAX);
     }
 
     fn wall_clock_exceeded(&self) -> Exceeded {
-        let own = deadline_after(self.started, self.run.budgets.max_wall_clock_ms);
-        if self.family.deadline() < own {
+        let own = deadline_after(self.spend.started, self.goal.run.budgets.max_wall_clock_ms);
+        if self.spend.family.deadline() < own {
             return Exceeded {
                 budget: Budget::WallClock,
                 scope: Scope::Family,
-                used: self.family.spent().wall_clock_ms,
-                limit: self.family.limits().max_wall_clock_ms,
+                used: self.spend.family.spent().wall_clock_ms,
+                limit: self.spend.family.limits().max_wall_clock_ms,
             };
         }
         Exceeded {
             budget: Budget::WallClock,
             scope: Scope::Run,
-            used: self.usage.wall_clock_ms,
-            limit: self.run.budgets.max_wall_clock_ms,
+            used: self.spend.usage.wall_clock_ms,
+            limit: self.goal.run.budgets.max_wall_clock_ms,
         }
     }
 
     async fn set_state(&mut self, state: RunState) -> Result<(), RuntimeError> {
         self.tick();
         let update = RunUpdate {
-            usage: Some(self.usage),
+            usage: Some(self.spend.usage),
             ..RunUpdate::state(state)
         };
         let changed = RunStateChanged {
             state,
-            usage: self.usage,
+            usage: self.spend.usage,
         };
-        self.pipe.update_run(update).await?;
-        self.pipe.emit(&changed).await?;
+        self.out.pipe.update_run(update).await?;
+        self.out.pipe.emit(&changed).await?;
         Ok(())
     }
 
     async fn turns(&mut self) -> Result<Ending, Stop> {
         loop {
-            if self.ctx.cancel.is_cancelled() {
+            if self.tools.ctx.cancel.is_cancelled() {
                 return Err(Stop::Interrupted(Interrupt::Cancelled));
             }
             self.tick();
-            self.family
-                .reserve_turn((&self.run.budgets, &self.usage))
+            self.spend
+                .family
+                .reserve_turn((&self.goal.run.budgets, &self.spend.usage))
                 .map_err(|e| Stop::End(Ending::budget(e)))?;
             self.set_state(RunState::Planning).await?;
             self.read_inbox().await?;
@@ -375,16 +424,16 @@ impl Driver {
 
             let (response, compacted) = self.model_turn().await?;
             let message = response.to_message();
-            self.history.push(message.clone());
+            self.model.history.push(message.clone());
             let event = ModelMessage {
-                turn: self.usage.turns,
+                turn: self.spend.usage.turns,
                 text: response.text.clone(),
                 tool_calls: response.tool_calls.clone(),
                 usage: response.usage,
                 compacted,
             };
-            self.pipe.append_message(message).await?;
-            self.pipe.emit(&event).await?;
+            self.out.pipe.append_message(message).await?;
+            self.out.pipe.emit(&event).await?;
             if response.tool_calls.is_empty() {
                 let stopped = Ending::Stopped {
                     text: response.text,
@@ -399,21 +448,22 @@ impl Driver {
             let mutating = self.any_mutating(&response.tool_calls);
             let (results, stop) = self.act(&response.tool_calls).await;
             let message = Message::tool_results(results);
-            self.history.push(message.clone());
+            self.model.history.push(message.clone());
             if mutating {
                 self.append_with_checkpoint(message).await?;
             } else {
-                self.pipe.append_message(message).await?;
+                self.out.pipe.append_message(message).await?;
             }
             if let Some(stop) = stop {
                 return Err(stop);
             }
-            let ending = if let Some(completion) = self.completion.take() {
+            let ending = if let Some(completion) = self.goal.completion.take() {
                 self.set_state(RunState::Verifying).await?;
-                let review = review::review(&completion, &self.criteria, &self.evidence);
+                let review = review::review(&completion, &self.goal.criteria, &self.goal.evidence);
                 Some(Ending::Completed(review))
             } else {
-                self.question
+                self.goal
+                    .question
                     .take()
                     .map(|question| Ending::AwaitingUser { question })
             };
@@ -430,7 +480,8 @@ impl Driver {
     /// Whether any of `calls` is of a tool that may change the workspace.
     fn any_mutating(&self, calls: &[ToolCall]) -> bool {
         calls.iter().any(|call| {
-            self.registry
+            self.tools
+                .registry
                 .get(&call.name)
                 .is_some_and(|tool| tool.contract().access == Access::Mutating)
         })
@@ -443,11 +494,11 @@ impl Driver {
     /// checkpoint that fails is logged and the results are appended alone;
     /// the run goes on.
     async fn append_with_checkpoint(&mut self, message: Message) -> Result<(), RuntimeError> {
-        let Some(checkpoints) = self.checkpoints.as_mut() else {
-            return self.pipe.append_message(message).await;
+        let Some(checkpoints) = self.tools.checkpoints.as_mut() else {
+            return self.out.pipe.append_message(message).await;
         };
         // the batch's invocations and results are on record first
-        self.pipe.barrier().await?;
+        self.out.pipe.barrier().await?;
         let failed = |err: &RuntimeError| {
             tracing::warn!(error = %error_chain(err), "checkpointing the workspace after a tool batch");
             CheckpointFailed {
@@ -456,24 +507,24 @@ impl Driver {
             }
         };
         let capture = match checkpoints.capture(CheckpointReason::ToolBatch).await {
-            Ok(None) => return self.pipe.append_message(message).await,
+            Ok(None) => return self.out.pipe.append_message(message).await,
             Ok(Some(capture)) => capture,
             Err(err) => {
                 // on record before the results that run ahead of the last checkpoint
-                self.pipe.emit(&failed(&err)).await?;
-                return self.pipe.append_message(message).await;
+                self.out.pipe.emit(&failed(&err)).await?;
+                return self.out.pipe.append_message(message).await;
             }
         };
-        let stored = self.journal.stored_message(message.clone());
+        let stored = self.out.journal.stored_message(message.clone());
         match checkpoints
-            .record_with_message(self.journal.lease(), &stored, capture)
+            .record_with_message(self.out.journal.lease(), &stored, capture)
             .await
         {
             Ok(event) => {
-                self.pipe.emit(&event).await?;
+                self.out.pipe.emit(&event).await?;
                 // past the session's cap, the oldest go (said in an event)
-                match checkpoints.prune(self.journal.lease()).await {
-                    Ok(Some(pruned)) => self.pipe.emit(&pruned).await,
+                match checkpoints.prune(self.out.journal.lease()).await {
+                    Ok(Some(pruned)) => self.out.pipe.emit(&pruned).await,
                     Ok(None) => Ok(()),
                     Err(err) => {
                         tracing::warn!(error = %error_chain(&err), "pruning the session's checkpoints");
@@ -482,8 +533,8 @@ impl Driver {
                 }
             }
             Err(err) => {
-                self.pipe.emit(&failed(&err)).await?;
-                self.pipe.append_message(message).await
+                self.out.pipe.emit(&failed(&err)).await?;
+                self.out.pipe.append_message(message).await
             }
         }
     }
@@ -491,7 +542,7 @@ impl Driver {
     /// A resumed run first answers the calls its predecessor left without
     /// results, by their tools' replay policy (run/resume.rs).
     async fn answer_unanswered(&mut self, tail: ResumeTail) -> Result<(), Stop> {
-        let registry = Arc::clone(&self.registry);
+        let registry = Arc::clone(&self.tools.registry);
         let answers = resume::plan(tail, |name| registry.get(name).map(|t| t.contract()));
         if answers.is_empty() {
             return Ok(());
@@ -501,7 +552,7 @@ impl Driver {
             .filter_map(|a| match a {
                 Answer::Rerun(call, key) => {
                     if let Some(key) = key {
-                        self.replay_keys.insert(call.id.clone(), key.clone());
+                        self.tools.replay_keys.insert(call.id.clone(), key.clone());
                     }
                     Some(call.clone())
                 }
@@ -516,7 +567,7 @@ impl Driver {
                 Answer::Rerun(..) => results.extend(ran.next()),
                 Answer::Given(result, event) => {
                     if let Some(event) = event {
-                        self.pipe.emit(&event).await?;
+                        self.out.pipe.emit(&event).await?;
                     }
                     results.push(result);
                 }
@@ -524,12 +575,12 @@ impl Driver {
         }
         let mutating = self.any_mutating(&rerun);
         let message = Message::tool_results(results);
-        self.history.push(message.clone());
+        self.model.history.push(message.clone());
         if mutating {
             // what was done again is checkpointed with its results, as any batch
             self.append_with_checkpoint(message).await?;
         } else {
-            self.pipe.append_message(message).await?;
+            self.out.pipe.append_message(message).await?;
         }
         match stop {
             Some(stop) => Err(stop),
@@ -539,18 +590,18 @@ impl Driver {
 
     /// Messages the parent sent since the last turn join the history.
     async fn read_inbox(&mut self) -> Result<(), RuntimeError> {
-        while let Some(text) = self.inbox.as_mut().and_then(|rx| rx.try_recv().ok()) {
+        while let Some(text) = self.model.inbox.as_mut().and_then(|rx| rx.try_recv().ok()) {
             let message = Message::user(format!("Message from your parent agent:\n{text}"));
-            self.history.push(message.clone());
-            self.pipe.append_message(message).await?;
-            self.pipe.emit(&ParentMessage { message: text }).await?;
+            self.model.history.push(message.clone());
+            self.out.pipe.append_message(message).await?;
+            self.out.pipe.emit(&ParentMessage { message: text }).await?;
         }
         Ok(())
     }
 
     /// Steering messages the user sent since the last turn join the history.
     async fn read_steering(&mut self) -> Result<(), RuntimeError> {
-        let waiting = self.journal.waiting_steering().await?;
+        let waiting = self.out.journal.waiting_steering().await?;
         self.deliver(waiting).await.map(drop)
     }
 
@@ -562,10 +613,10 @@ impl Driver {
         if waiting.is_empty() {
             return Ok(false);
         }
-        self.pipe.barrier().await?;
-        let delivered = self.journal.deliver_steering(waiting).await?;
+        self.out.pipe.barrier().await?;
+        let delivered = self.out.journal.deliver_steering(waiting).await?;
         let any = !delivered.is_empty();
-        self.history.extend(delivered);
+        self.model.history.extend(delivered);
         Ok(any)
     }
 
@@ -578,13 +629,17 @@ impl Driver {
     /// reports what waits undelivered (steering.rs).
     async fn end_unless_spoken_to(&mut self, ending: Ending) -> Result<Option<Ending>, Stop> {
         self.tick();
-        let can_go_on = !self.ctx.cancel.is_cancelled()
-            && Instant::now() < self.deadline
-            && self.family.has_turn((&self.run.budgets, &self.usage));
+        let can_go_on = !self.tools.ctx.cancel.is_cancelled()
+            && Instant::now() < self.spend.deadline
+            && self
+                .spend
+                .family
+                .has_turn((&self.goal.run.budgets, &self.spend.usage));
         if !can_go_on {
             return Ok(Some(ending));
         }
         let closed = self
+            .out
             .journal
             .close_steering(SteeringClose::UnlessWaiting)
             .await?;
@@ -607,14 +662,14 @@ impl Driver {
     async fn model_turn(&mut self) -> Result<(ModelResponse, bool), Stop> {
         let summarised = self.summarise_if_needed().await?;
         let mut request = ModelRequest {
-            system: Some(self.system.clone()),
-            messages: self.history.clone(),
-            tools: self.schemas.clone(),
+            system: Some(self.model.system.clone()),
+            messages: self.model.history.clone(),
+            tools: self.model.schemas.clone(),
             max_tokens: None,
             temperature: None,
             purpose: Default::default(),
         };
-        let limit = self.compactor.profile().compaction_threshold();
+        let limit = self.model.compactor.profile().compaction_threshold();
         let compaction = compact::compact(&mut request, limit);
         if compaction.shortened > 0 {
             tracing::debug!(
@@ -624,19 +679,19 @@ impl Driver {
                 "compacted the model request"
             );
         }
-        let model_cancel = self.ctx.cancel.child_token();
-        let stream = self.provider.stream(&request, model_cancel.clone());
-        let turn = self.usage.turns + 1;
-        let collected = live::collect(stream, &self.journal, turn);
-        let outcome = guarded(&self.ctx.cancel, self.deadline, collected).await;
+        let model_cancel = self.tools.ctx.cancel.child_token();
+        let stream = self.model.provider.stream(&request, model_cancel.clone());
+        let turn = self.spend.usage.turns + 1;
+        let collected = live::collect(stream, &self.out.journal, turn);
+        let outcome = guarded(&self.tools.ctx.cancel, self.spend.deadline, collected).await;
         model_cancel.cancel();
         if !matches!(outcome, Ok(Ok(_))) {
             // no answer, no turn: the family counts what its members count
-            self.family.release_turn();
+            self.spend.family.release_turn();
         }
         let response = match outcome {
             Err(interrupt) => return Err(Stop::Interrupted(interrupt)),
-            Ok(Err(ModelError::Cancelled)) if self.ctx.cancel.is_cancelled() => {
+            Ok(Err(ModelError::Cancelled)) if self.tools.ctx.cancel.is_cancelled() => {
                 return Err(Stop::Interrupted(Interrupt::Cancelled));
             }
             Ok(Err(err)) => {
@@ -656,12 +711,20 @@ impl Driver {
                     .map(|c| estimate_tokens(&c.arguments.to_string()))
                     .sum::<u64>(),
         });
-        self.usage.turns += 1;
-        self.usage.input_tokens = self.usage.input_tokens.saturating_add(usage.input_tokens);
-        self.usage.output_tokens = self.usage.output_tokens.saturating_add(usage.output_tokens);
-        let cost = self.price.map_or(0, |price| price.cost(&usage));
-        self.usage.cost_micro_usd = self.usage.cost_micro_usd.saturating_add(cost);
-        self.family.charge(&usage, cost);
+        self.spend.usage.turns += 1;
+        self.spend.usage.input_tokens = self
+            .spend
+            .usage
+            .input_tokens
+            .saturating_add(usage.input_tokens);
+        self.spend.usage.output_tokens = self
+            .spend
+            .usage
+            .output_tokens
+            .saturating_add(usage.output_tokens);
+        let cost = self.model.price.map_or(0, |price| price.cost(&usage));
+        self.spend.usage.cost_micro_usd = self.spend.usage.cost_micro_usd.saturating_add(cost);
+        self.spend.family.charge(&usage, cost);
         Ok((response, summarised || compaction.shortened > 0))
     }
 
@@ -669,37 +732,40 @@ impl Driver {
     /// summary call spent counts towards the run's tokens.
     async fn summarise_if_needed(&mut self) -> Result<bool, RuntimeError> {
         let fixed = ModelRequest {
-            system: Some(self.system.clone()),
-            tools: self.schemas.clone(),
+            system: Some(self.model.system.clone()),
+            tools: self.model.schemas.clone(),
             ..ModelRequest::default()
         }
         .estimate_tokens();
         let env = compactor::Env {
-            provider: self.provider.as_ref(),
-            journal: &self.journal,
-            pipe: &self.pipe,
-            goal: &self.run.goal,
-            cancel: &self.ctx.cancel,
-            deadline: self.deadline,
+            provider: self.model.provider.as_ref(),
+            journal: &self.out.journal,
+            pipe: &self.out.pipe,
+            goal: &self.goal.run.goal,
+            cancel: &self.tools.ctx.cancel,
+            deadline: self.spend.deadline,
         };
         let Some(done) = self
+            .model
             .compactor
-            .compact_if_needed(&env, &mut self.history, fixed)
+            .compact_if_needed(&env, &mut self.model.history, fixed)
             .await?
         else {
             return Ok(false);
         };
-        self.usage.input_tokens = self
+        self.spend.usage.input_tokens = self
+            .spend
             .usage
             .input_tokens
             .saturating_add(done.usage.input_tokens);
-        self.usage.output_tokens = self
+        self.spend.usage.output_tokens = self
+            .spend
             .usage
             .output_tokens
             .saturating_add(done.usage.output_tokens);
-        let cost = self.price.map_or(0, |price| price.cost(&done.usage));
-        self.usage.cost_micro_usd = self.usage.cost_micro_usd.saturating_add(cost);
-        self.family.charge(&done.usage, cost);
+        let cost = self.model.price.map_or(0, |price| price.cost(&done.usage));
+        self.spend.usage.cost_micro_usd = self.spend.usage.cost_micro_usd.saturating_add(cost);
+        self.spend.family.charge(&done.usage, cost);
         Ok(true)
     }
 
@@ -712,6 +778,7 @@ impl Driver {
         let mut stop = None;
         for (index, call) in calls.iter().enumerate() {
             let mutating = self
+                .tools
                 .registry
                 .get(&call.name)
                 .is_some_and(|tool| tool.contract().access == Access::Mutating);
@@ -763,20 +830,21 @@ impl Driver {
     /// Checks one call (budget, repeat guard, known tool) and records it.
     async fn admit(&mut self, index: usize, call: &ToolCall) -> Result<Admit, Stop> {
         self.tick();
-        self.family
-            .reserve_tool_call((&self.run.budgets, &self.usage))
+        self.spend
+            .family
+            .reserve_tool_call((&self.goal.run.budgets, &self.spend.usage))
             .map_err(|e| Stop::End(Ending::budget(e)))?;
-        self.usage.tool_calls += 1;
-        self.calls += 1;
-        let store_now = self.journal.store().now();
+        self.spend.usage.tool_calls += 1;
+        self.tools.calls += 1;
+        let store_now = self.out.journal.store().now();
         let invocation = ToolInvocation::start(
-            &self.run,
+            &self.goal.run,
             call.name.as_str(),
             call.arguments.to_string(),
             store_now,
         );
         // a call run again keeps the key of the call it repeats
-        let replayed = self.replay_keys.remove(&call.id);
+        let replayed = self.tools.replay_keys.remove(&call.id);
         let event = ToolCallEvent {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -786,8 +854,8 @@ impl Driver {
         };
         let invocation_id = invocation.id.clone();
         let key = replayed.unwrap_or_else(|| invocation_id.clone());
-        self.pipe.record_invocation(invocation).await?;
-        self.pipe.emit(&event).await?;
+        self.out.pipe.record_invocation(invocation).await?;
+        self.out.pipe.emit(&event).await?;
         let record = CallRecord {
             index,
             call_id: call.id.clone(),
@@ -795,10 +863,10 @@ impl Driver {
             invocation: invocation_id,
             key,
             started: Instant::now(),
-            step: self.calls,
+            step: self.tools.calls,
         };
 
-        let refusal = match self.guard.observe(&call.name, &call.arguments) {
+        let refusal = match self.tools.guard.observe(&call.name, &call.arguments) {
             Repeat::Run => None,
             Repeat::Hint(hint) => Some(Settled::refusal(CallStatus::Hint, "repeated_call", hint)),
             Repeat::Stop(error) => {
@@ -817,9 +885,12 @@ impl Driver {
                 ));
             }
         };
-        let refusal = match (refusal, self.registry.get(&call.name)) {
+        let refusal = match (refusal, self.tools.registry.get(&call.name)) {
             (Some(settled), _) => Err(settled),
-            (None, None) => Err(Settled::from_result(Err(self.registry.missing(&call.name)))),
+            (None, None) => Err(Settled::from_result(Err(self
+                .tools
+                .registry
+                .missing(&call.name)))),
             // the policy is checked where the call runs (tools::execute)
             (None, Some(tool)) => Ok(Arc::clone(tool)),
         };
@@ -827,7 +898,7 @@ impl Driver {
             Ok(tool) => {
                 if tool.contract().access == Access::Mutating {
                     // a call that changes things is on record before it runs
-                    self.pipe.barrier().await?;
+                    self.out.pipe.barrier().await?;
                 }
                 Ok(Admit::Run(Pending {
                     record,
@@ -852,14 +923,15 @@ impl Driver {
         let contexts: Vec<ToolContext> = pending
             .iter()
             .map(|p| {
-                self.ctx
+                self.tools
+                    .ctx
                     .for_call(&p.record.call_id, &p.record.tool, Some(&p.record.key))
             })
             .collect();
         let calls = pending.iter_mut().zip(&contexts).map(|(p, ctx)| {
             crate::tools::execute(p.tool.as_ref(), ctx, std::mem::take(&mut p.arguments))
         });
-        let outcome = guarded(&self.ctx.cancel, self.deadline, join_all(calls)).await;
+        let outcome = guarded(&self.tools.ctx.cancel, self.spend.deadline, join_all(calls)).await;
         match outcome {
             Ok(outputs) => {
                 for (p, output) in pending.into_iter().zip(outputs) {
@@ -922,13 +994,18 @@ impl Driver {
             truncated,
             duration_ms: u64::try_from(record.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
-        let now = self.journal.store().now();
-        self.pipe
+        let now = self.out.journal.store().now();
+        self.out
+            .pipe
             .finish_invocation(record.invocation.clone(), outcome, now)
             .await?;
-        self.pipe.emit(&event).await?;
-        let contract = self.registry.get(&record.tool).map(|tool| tool.contract());
-        self.evidence.record(&review::Call {
+        self.out.pipe.emit(&event).await?;
+        let contract = self
+            .tools
+            .registry
+            .get(&record.tool)
+            .map(|tool| tool.contract());
+        self.goal.evidence.record(&review::Call {
             step: record.step,
             tool: &record.tool,
             access: contract.map(|c| c.access),
@@ -949,7 +1026,7 @@ impl Driver {
             match effect {
                 Effect::FilesChanged { paths } => {
                     if !settled.is_error && !paths.is_empty() {
-                        self.guard.workspace_changed();
+                        self.tools.guard.workspace_changed();
                     }
                 }
                 Effect::CommandFinished { .. } => {}
@@ -960,13 +1037,15 @@ impl Driver {
                     let progress = Progress {
                         message: message.clone(),
                     };
-                    self.pipe.emit(&progress).await?;
+                    self.out.pipe.emit(&progress).await?;
                 }
                 Effect::AskUser { question } => {
-                    self.question.get_or_insert_with(|| question.clone());
+                    self.goal.question.get_or_insert_with(|| question.clone());
                 }
                 Effect::Complete(completion) => {
-                    self.completion.get_or_insert_with(|| completion.clone());
+                    self.goal
+                        .completion
+                        .get_or_insert_with(|| completion.clone());
                 }
             }
         }
@@ -978,11 +1057,11 @@ impl Driver {
         explanation: Option<String>,
         steps: &[PlanStep],
     ) -> Result<(), RuntimeError> {
-        let now = self.journal.store().now();
+        let now = self.out.journal.store().now();
         let plan = Plan {
-            tenant: self.run.tenant.clone(),
-            session: self.run.session.clone(),
-            run: self.run.id.clone(),
+            tenant: self.goal.run.tenant.clone(),
+            session: self.goal.run.session.clone(),
+            run: self.goal.run.id.clone(),
             version: 0,
             explanation,
             tasks: steps
@@ -991,12 +1070,12 @@ impl Driver {
                     key: step.id.clone(),
                     title: step.title.clone(),
                     status: step.status.into(),
-                    run: self.run.id.clone(),
+                    run: self.goal.run.id.clone(),
                     updated_at: now,
                 })
                 .collect(),
             created_at: now,
         };
-        self.pipe.save_plan(plan).await
+        self.out.pipe.save_plan(plan).await
     }
 }

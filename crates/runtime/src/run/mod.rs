@@ -12,6 +12,7 @@ mod history;
 mod launch;
 mod live;
 mod prompt;
+mod queue;
 mod remember;
 mod renew;
 mod repeat;
@@ -40,6 +41,9 @@ use crate::tools::WriteScope;
 pub use admission::{AdmissionAsk, AdmissionGrant, AdmissionRefused, SandboxAdmission};
 pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
+pub use launch::QueuedRun;
+pub(crate) use queue::RunQueue;
+pub use queue::{MAX_QUEUE_WAIT, MAX_QUEUED_PER_TENANT, QueueSettings, WhenFull};
 pub use resume::ResumeRun;
 pub(crate) use writer::{
     acquire as acquire_writer, release as release_writer, release_dead as release_dead_writer,
@@ -141,12 +145,16 @@ pub(crate) struct RunOptions {
     /// A resumed run: restore over changes made since the last checkpoint
     /// (`ResumeRun::force`).
     pub(crate) force_restore: bool,
+    /// What the front end needs to start the run again after a restart,
+    /// kept in `run.queued` when the run is queued
+    /// ([`crate::Runtime::start_run_recorded`]).
+    pub(crate) queue_record: Option<serde_json::Value>,
 }
 
 /// A started run. Dropping the handle does not stop the run.
 #[derive(Debug)]
 pub struct RunHandle {
-    /// The run as it was created (state `preparing`).
+    /// The run as it was created (state `preparing`, or `queued`).
     pub run: Run,
     /// A resumed run that restored its workspace over changes: the
     /// checkpoint that kept the workspace as it was (a rewind to it undoes

@@ -387,6 +387,8 @@ impl Family {
             resumed_from: None,
             resume_budget: None,
             force_restore: false,
+            // never queued (run/queue.rs): refused at once instead
+            queue_record: None,
         };
         let runtime = Runtime {
             shared: Arc::clone(shared),

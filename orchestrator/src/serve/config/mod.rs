@@ -239,6 +239,7 @@ pub struct Checked {
     pub snapshot: paddock_runtime::SnapshotSettings,
     pub budget_max: paddock_core::store::Budgets,
     pub steering: paddock_runtime::SteeringSettings,
+    pub queue: paddock_runtime::QueueSettings,
     pub prices: paddock_core::model::Prices,
 }
 
@@ -256,6 +257,7 @@ impl ServeConfig {
             snapshot: self.snapshot_settings()?,
             budget_max: self.runs.budget_max()?,
             steering: self.runs.steering()?,
+            queue: self.runs.queue()?,
             prices: crate::agent::parse_prices(&self.prices)
                 .map_err(|err| anyhow::anyhow!("prices: {err}"))?,
         })

@@ -12,7 +12,12 @@ use serde::Deserialize;
 /// (`max_steering_messages`, default 50; `max_steering_message_chars`,
 /// 32,000, the most there is; `max_steering_total_chars`, 100,000), a
 /// message over one refused (429 `steering_limit`, or 400 for one
-/// message's size).
+/// message's size). `when_full`: what a run whose sandbox finds no slot
+/// does, `refuse` (429, the default) or `queue` (recorded `queued`, started
+/// first in first out per tenant when a slot frees), with
+/// `max_queued_per_tenant` (default 16, at most 10,000; past it 429
+/// `queue_full`) and `max_queue_wait_secs` (default 900, 1 to 86,400;
+/// past it the run fails, `queue_timeout`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunsSection {
@@ -24,6 +29,17 @@ pub struct RunsSection {
     pub max_steering_messages: Option<u32>,
     pub max_steering_message_chars: Option<usize>,
     pub max_steering_total_chars: Option<u64>,
+    pub when_full: Option<WhenFullName>,
+    pub max_queued_per_tenant: Option<usize>,
+    pub max_queue_wait_secs: Option<u64>,
+}
+
+/// `[runs] when_full`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenFullName {
+    Refuse,
+    Queue,
 }
 
 impl RunsSection {
@@ -50,6 +66,28 @@ impl RunsSection {
                 .map_or(d.max_wall_clock_ms, |s| s.saturating_mul(1000)),
             max_cost_micro_usd: self.max_cost_micro_usd.or(d.max_cost_micro_usd),
         })
+    }
+
+    /// What a run that finds no slot does, and the queue's bounds, checked.
+    pub fn queue(&self) -> anyhow::Result<paddock_runtime::QueueSettings> {
+        let d = paddock_runtime::QueueSettings::default();
+        let settings = paddock_runtime::QueueSettings {
+            when_full: match self.when_full {
+                None => d.when_full,
+                Some(WhenFullName::Refuse) => paddock_runtime::WhenFull::Refuse,
+                Some(WhenFullName::Queue) => paddock_runtime::WhenFull::Queue,
+            },
+            max_queued_per_tenant: self
+                .max_queued_per_tenant
+                .unwrap_or(d.max_queued_per_tenant),
+            max_wait: self
+                .max_queue_wait_secs
+                .map_or(d.max_wait, std::time::Duration::from_secs),
+        };
+        settings
+            .validate()
+            .map_err(|reason| anyhow::anyhow!("runs.{reason}"))?;
+        Ok(settings)
     }
 
     /// The caps on one run's steering, checked.

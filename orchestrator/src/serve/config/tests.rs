@@ -495,3 +495,36 @@ fn check_finds_each_sections_mistake_and_names_its_key() {
         ConnectionLimits::default().max_connections
     );
 }
+
+/// `[runs]`: queueing is off unless asked for; its bounds are checked.
+#[test]
+fn runs_queue_when_asked_within_bounds() {
+    let config: ServeConfig = toml::from_str("").unwrap();
+    assert_eq!(
+        config.runs.queue().unwrap(),
+        paddock_runtime::QueueSettings::default()
+    );
+    assert_eq!(
+        config.runs.queue().unwrap().when_full,
+        paddock_runtime::WhenFull::Refuse
+    );
+    let config: ServeConfig = toml::from_str(
+        "[runs]\nwhen_full = \"queue\"\nmax_queued_per_tenant = 3\nmax_queue_wait_secs = 60\n",
+    )
+    .unwrap();
+    let queue = config.runs.queue().unwrap();
+    assert_eq!(queue.when_full, paddock_runtime::WhenFull::Queue);
+    assert_eq!(queue.max_queued_per_tenant, 3);
+    assert_eq!(queue.max_wait, std::time::Duration::from_secs(60));
+    for bad in [
+        "[runs]\nmax_queued_per_tenant = 0\n",
+        "[runs]\nmax_queued_per_tenant = 10001\n",
+        "[runs]\nmax_queue_wait_secs = 0\n",
+        "[runs]\nmax_queue_wait_secs = 86401\n",
+    ] {
+        let config: ServeConfig = toml::from_str(bad).unwrap();
+        assert!(config.runs.queue().is_err(), "{bad}");
+    }
+    assert!(toml::from_str::<ServeConfig>("[runs]\nwhen_full = \"wait\"\n").is_err());
+}
+}

@@ -7,6 +7,7 @@ pub mod checkpoints;
 pub mod doctor;
 pub mod memory;
 pub mod models;
+mod queued_runs;
 mod run_writer;
 mod views;
 
@@ -16,6 +17,7 @@ pub use checkpoints::{
 pub use doctor::QuarantineView;
 pub use memory::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
 pub use models::{ModelChoice, ModelPolicy};
+pub use queued_runs::TakenUp;
 pub use views::{RunView, SessionView};
 
 use std::collections::{BTreeMap, HashMap};
@@ -679,10 +681,12 @@ impl AgentService {
         if self.shutdown.is_cancelled() {
             return Err(AgentError::ShuttingDown);
         }
+        // kept in a queued run's `run.queued` (queued_runs.rs)
+        let record = self.queue_record(&command);
         let start = self.validate(tenant, command)?;
         let handle = self
             .taking_over_console(tenant, "start_run", || {
-                self.runtime.start_run(tenant, session, start.clone())
+                self.start_or_queue(tenant, session, start.clone(), record.clone())
             })
             .await?;
         let run = handle.run.clone();
@@ -777,7 +781,7 @@ impl AgentService {
     }
 
     /// Keeps the run's task until it ends, so a shutdown can cancel it.
-    fn track(self: &Arc<Self>, tenant: &TenantId, handle: RunHandle) {
+    pub(super) fn track(self: &Arc<Self>, tenant: &TenantId, handle: RunHandle) {
         let id = handle.run.id.clone();
         let this = Arc::clone(self);
         let run_id = id.clone();
@@ -800,7 +804,7 @@ impl AgentService {
         );
     }
 
-    fn validate(
+    pub(super) fn validate(
         &self,
         tenant: &TenantId,
         command: StartRunCommand,
@@ -1051,6 +1055,8 @@ impl AgentService {
     /// moment the shutdown token is cancelled.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
+        // queued runs stay queued for the next start (not cancelled below)
+        self.runtime.let_go_of_queued();
         let runs: Vec<(RunId, TenantId)> = self
             .active_map()
             .iter()

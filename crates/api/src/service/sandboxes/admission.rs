@@ -41,6 +41,16 @@ impl SandboxAdmission for RunAdmission {
             .map_err(|refused| Box::new(refused) as AdmissionRefused)?;
         Ok(Box::new(grant))
     }
+
+    /// Slots and quotas in use free up; a sandbox that asks more than a
+    /// quota holds in all, or any other refusal, never gets one.
+    fn can_wait(&self, refused: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+        match refused.downcast_ref::<ServiceError>() {
+            Some(ServiceError::TooManySandboxes { .. }) => true,
+            Some(ServiceError::QuotaExceeded { limit, asked, .. }) => asked <= limit,
+            _ => false,
+        }
+    }
 }
 
 impl SandboxService {
