@@ -527,4 +527,3 @@ fn runs_queue_when_asked_within_bounds() {
     }
     assert!(toml::from_str::<ServeConfig>("[runs]\nwhen_full = \"wait\"\n").is_err());
 }
-}
