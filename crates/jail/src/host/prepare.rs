@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use paddock_proto::{CgroupEnforcement, DowngradeLayer, LayerState, error_chain};
 use seccompiler::BpfProgram;
 
-use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
-use crate::id_pool::{self, IdBlock};
-use crate::ids::{self, Caller, IdPlan, Owner};
-use crate::layout::{self, LayoutInput, MountOp, RealHost};
-use crate::threads::{SingleThreaded, ensure_single_threaded};
-use crate::workspace_quota::{self, QuotaPlan};
-use crate::writable::{self, WritableMount};
-use crate::{JailError, JailSpec, idmap_mount, seccomp_bpf, sys, validate};
+use crate::host::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
+use crate::host::id_pool::{self, IdBlock};
+use crate::host::ids::{self, Caller, IdPlan, Owner};
+use crate::host::layout::{self, LayoutInput, MountOp, RealHost};
+use crate::host::workspace_quota::{self, QuotaPlan};
+use crate::host::writable::{self, WritableMount};
+use crate::process::threads::{SingleThreaded, ensure_single_threaded};
+use crate::{JailError, JailSpec, host::idmap_mount, seccomp::bpf as seccomp_bpf, sys, validate};
 
 #[derive(Debug)]
 pub(crate) struct Prepared {

@@ -11,9 +11,12 @@ use paddock_proto::{
     VmEnforcement,
 };
 
-use crate::threads::SingleThreaded;
-use crate::workspace_quota::QuotaPlan;
-use crate::{JailError, landlock_rules, rlimits, seccomp_bpf, seccomp_rules, sys};
+use crate::host::workspace_quota::QuotaPlan;
+use crate::process::threads::SingleThreaded;
+use crate::{
+    JailError, init::landlock_rules, init::rlimits, seccomp::bpf as seccomp_bpf,
+    seccomp::rules as seccomp_rules, sys,
+};
 
 /// What one guest's boundary is and asks for, as its spec and the checks
 /// before [`harden`] found it.

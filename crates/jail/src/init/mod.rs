@@ -1,18 +1,28 @@
 //! The sandbox init (PID 1 of the new pid namespace): waits for its id maps,
 //! becomes root inside, then applies every layer in order and reports what
-//! is in force.
+//! is in force. Its layers live beside it: the mounts ([`mount_ops`], with
+//! the sanitized /etc of [`etc`]), loopback ([`net`]), [`rlimits`],
+//! [`capabilities`], [`landlock_rules`] (also the guests' own), and the PID 1
+//! duties the guest keeps once serving ([`reaper`]).
+
+pub(crate) mod capabilities;
+pub(crate) mod etc;
+pub(crate) mod landlock_rules;
+pub(crate) mod mount_ops;
+pub(crate) mod net;
+pub(crate) mod reaper;
+pub(crate) mod rlimits;
 
 use std::os::fd::OwnedFd;
 
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
 use paddock_proto::{DowngradeLayer, Enforcement, LayerState};
 
-use crate::ids::IdPlan;
-use crate::prepare::Prepared;
-use crate::{
-    JailError, JailSpec, capabilities, landlock_rules, monitor, mount_ops, net, rlimits,
-    seccomp_bpf, seccomp_rules, sync, sys,
-};
+use crate::host::ids::IdPlan;
+use crate::host::prepare::Prepared;
+use crate::host::{monitor, sync};
+use crate::seccomp::{bpf as seccomp_bpf, rules as seccomp_rules};
+use crate::{JailError, JailSpec, sys};
 
 pub(crate) fn run(
     spec: &JailSpec,

@@ -12,11 +12,11 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{Gid, Pid, Uid, setresgid, setresuid};
 use paddock_proto::{Enforcement, error_chain};
 
-use crate::cgroup::SandboxCgroups;
-use crate::id_pool::IdBlock;
-use crate::ids::{IdPlan, Owner};
-use crate::prepare::Prepared;
-use crate::{JailError, JailSpec, init, sync, sys};
+use crate::host::cgroup::SandboxCgroups;
+use crate::host::id_pool::IdBlock;
+use crate::host::ids::{IdPlan, Owner};
+use crate::host::prepare::Prepared;
+use crate::{JailError, JailSpec, host::sync, init, sys};
 
 /// Namespaces of the sandbox init: clone flags and the names reported. The
 /// network namespace is always the sandbox's own: a fresh one, or the one the

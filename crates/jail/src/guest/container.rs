@@ -14,9 +14,9 @@ use paddock_proto::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::guest_hardening::{self, GuestLayers};
-use crate::threads::ensure_single_threaded;
-use crate::{JailError, capabilities, validate, workspace_quota};
+use crate::guest::hardening::{self as guest_hardening, GuestLayers};
+use crate::process::threads::ensure_single_threaded;
+use crate::{JailError, host::workspace_quota, init::capabilities, validate};
 
 /// What the docker backend asks of the guest it starts as a container's
 /// PID 1. Serialized by the host and written as the first frame on the

@@ -16,9 +16,11 @@ use paddock_proto::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::guest_hardening::{self, GuestLayers};
-use crate::threads::ensure_single_threaded;
-use crate::{JailError, capabilities, net, validate, workspace_quota, writable};
+use crate::guest::hardening::{self as guest_hardening, GuestLayers};
+use crate::process::threads::ensure_single_threaded;
+use crate::{
+    JailError, host::workspace_quota, host::writable, init::capabilities, init::net, validate,
+};
 
 /// The 9p mount tag of the workspace share (QEMU's `mount_tag`).
 pub const WORKSPACE_TAG: &str = "workspace";
