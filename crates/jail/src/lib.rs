@@ -20,8 +20,8 @@ mod sys;
 mod validate;
 
 pub use error::JailError;
-pub use guest::container::{ContainerSpec, enter_container};
-pub use guest::microvm::{GUEST_PORT, MicroVmSpec, WORKSPACE_TAG, enter_microvm};
+pub use guest::container::enter_container;
+pub use guest::microvm::enter_microvm;
 pub use host::cgroup::{HostCgroup, remove_cgroup_parent, remove_sandbox_cgroups};
 pub use host::id_pool::{IdBlock, allocate_block};
 pub use host::oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
@@ -33,7 +33,9 @@ pub use seccomp::bpf::CommandFilter;
 pub use seccomp::docker::docker_seccomp_profile;
 pub use seccomp::rules as seccomp_rules;
 pub use spec::{
-    CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError,
+    CA_BUNDLE_PATH, CA_BUNDLE_VARS, ContainerSpec, ContainerTier, GUEST_PORT, GuestSpec, IdMapping,
+    IdPool, JailSpec, JailTier, MAX_SPEC_FRAME, MicroVmSpec, MicroVmTier, SpecFrameError, Tier,
+    WORKSPACE_TAG,
 };
 
 use paddock_proto::Enforcement;

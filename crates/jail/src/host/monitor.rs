@@ -61,13 +61,13 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
             return Err(JailError::SyncSocket(e));
         }
     };
-    if let Some(path) = &spec.netns
+    if let Some(path) = &spec.tier.netns
         && let Err(e) = join_netns(path)
     {
         abandon(prepared.cgroups.as_ref());
         return Err(e);
     }
-    let (flags, _) = namespaces(spec.netns.is_some());
+    let (flags, _) = namespaces(spec.tier.netns.is_some());
     let cloned = match clone_as(prepared.ids.namespace_owner, flags, &prepared) {
         Ok(cloned) => cloned,
         Err(e) => {
@@ -98,7 +98,10 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
         abandon(prepared.cgroups.as_ref());
         return Err(e);
     }
-    let temporary = spec.temporary_workspace.then(|| spec.workspace.clone());
+    let temporary = spec
+        .tier
+        .temporary_workspace
+        .then(|| spec.tier.workspace.clone());
     supervise(
         pid,
         monitor_end,

@@ -1,230 +1,198 @@
-//! What the host asks of a sandbox. Serialized by the host and written as
-//! one frame (u32 little-endian length, then the JSON) at the start of the
-//! connection on the guest's fd 0, never on the command line: the sandbox's
-//! PID 1 is a clone of the monitor, so its `/proc/1/cmdline` would show the
-//! host paths and the cgroup parent the spec names.
+//! What the host asks of a sandbox's guest: one [`GuestSpec`] for every
+//! backend, the shared [`SandboxPolicy`] plus the part only that backend's
+//! tier has ([`Tier`]). Serialized by the host and written as one frame
+//! ([`frame`]: u32 little-endian length, then the JSON) at the start of the
+//! guest's connection (the native guest's fd 0, a container's attached stdin,
+//! a microVM's virtio-serial port), never on the command line or in the
+//! environment: the sandbox's PID 1 is a clone of the monitor, so its
+//! `/proc/1/cmdline` would show the host paths and the cgroup parent the spec
+//! names, and `ps` inside a container would show them too.
 
-use std::collections::BTreeSet;
+mod container;
+mod frame;
+mod microvm;
+mod native;
+
 use std::os::fd::AsFd;
-use std::path::PathBuf;
 
-use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxLimits};
+use paddock_proto::SandboxPolicy;
 use serde::{Deserialize, Serialize};
 
-/// Where a sandbox with secrets finds its CA bundle.
-pub const CA_BUNDLE_PATH: &str = "/etc/paddock-ca.pem";
+pub use container::ContainerTier;
+pub use frame::{MAX_SPEC_FRAME, SpecFrameError};
+pub use microvm::{GUEST_PORT, MicroVmTier, WORKSPACE_TAG};
+pub use native::{CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailTier};
 
-/// The variables naming the CA bundle, for the usual TLS clients (OpenSSL,
-/// curl, Python requests, Node, git).
-pub const CA_BUNDLE_VARS: &[&str] = &[
-    "SSL_CERT_FILE",
-    "CURL_CA_BUNDLE",
-    "REQUESTS_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "GIT_SSL_CAINFO",
-];
-
+/// One sandbox's guest spec: `T` is the tier's own part, [`Tier`] on the
+/// wire and one of its variants' types once the guest knows which.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JailSpec {
+pub struct GuestSpec<T> {
     /// Names the sandbox's cgroup, hostname and log fields.
     pub sandbox_id: String,
-    /// Host directory bound at /workspace.
-    pub workspace: PathBuf,
-    /// Mount /workspace read-only and make landlock read-only there too.
-    #[serde(default)]
-    pub read_only: bool,
-    /// A write scope: when not empty, /workspace is read-only except these
-    /// paths (relative to the workspace root, normalized, directories or
-    /// regular files), each bound read-write on top. They are resolved on
-    /// the host without following symlinks; a missing one is created as a
-    /// directory. Contradicts `read_only`.
-    #[serde(default)]
-    pub writable_paths: Vec<String>,
-    #[serde(default)]
-    pub network: NetworkPolicy,
-    /// A network namespace the host made (with its egress proxy listening
-    /// inside), joined by the sandbox instead of a fresh loopback-only one.
-    /// Required exactly when `network` has egress: the host owns it, so the
-    /// sandbox cannot change its routes or filter rules.
-    #[serde(default)]
-    pub netns: Option<PathBuf>,
-    /// Variables every command gets besides the proxy's: the placeholders
-    /// of the sandbox's secrets (never a value) and the CA bundle's paths.
-    #[serde(default)]
-    pub egress_env: Vec<(String, String)>,
-    /// The names and hosts of those secrets, for the enforcement report
-    /// (never a value: the jail never holds one).
-    #[serde(default)]
-    pub secrets: Vec<paddock_proto::SecretNotice>,
-    /// The sandbox's own CA (PEM), whose leaves the egress proxy shows for
-    /// its secrets' hosts: the jail writes it with the system's roots as
-    /// the bundle at [`CA_BUNDLE_PATH`].
-    #[serde(default)]
-    pub egress_ca: Option<String>,
-    #[serde(default)]
-    pub limits: SandboxLimits,
-    /// How sandbox uids map to host uids. None: the jail picks (a block of
-    /// `id_pool` when the caller is host root, its own uid otherwise).
-    #[serde(default)]
-    pub id_mapping: Option<IdMapping>,
-    /// Where host root takes each sandbox's own block of 65536 ids from
-    /// (locked for the sandbox's life under /run/paddock/ids). None: the
-    /// default pool ([`IdPool::default`]).
-    #[serde(default)]
-    pub id_pool: Option<IdPool>,
-    /// The workspace is a temporary directory made for this sandbox alone
-    /// (empty at start): a workspace quota is then enforced by a tmpfs at
-    /// /workspace, and the monitor removes the directory once the sandbox
-    /// has ended, so it goes even when the host process that made it was
-    /// killed.
-    #[serde(default)]
-    pub temporary_workspace: bool,
-    /// A root filesystem directory (built from images/) used instead of the
-    /// host's read-only system directories.
-    #[serde(default)]
-    pub rootfs: Option<PathBuf>,
-    /// Layers the operator allows to be missing. Anything else that cannot be
-    /// applied fails the sandbox.
-    #[serde(default)]
-    pub allow_downgrade: BTreeSet<DowngradeLayer>,
-    /// Parent cgroup name under each hierarchy.
-    #[serde(default = "default_cgroup_parent")]
-    pub cgroup_parent: String,
+    /// What the sandbox may do and hold, exactly as the caller asked it
+    /// (the container tier's write scope sorted and deduplicated).
+    pub policy: SandboxPolicy,
+    pub tier: T,
 }
 
-fn default_cgroup_parent() -> String {
-    "paddock".to_string()
+/// The backend-specific part of a guest spec: which tier made the
+/// isolation boundary, and what the guest must know of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Tier {
+    /// The native backend: the guest is the jail's monitor and makes it.
+    Jail(JailTier),
+    /// A container of the engine (docker or gVisor) made it.
+    Container(ContainerTier),
+    /// A QEMU microVM made it.
+    #[serde(rename = "microvm")]
+    MicroVm(MicroVmTier),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IdMapping {
-    /// First host uid/gid that sandbox id 0 maps to.
-    pub host_base: u32,
-    /// How many ids are mapped.
-    pub count: u32,
-}
-
-/// Host ids handed out in blocks of 65536, one block per sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IdPool {
-    /// First host id of the first block.
-    pub base: u32,
-    /// How many blocks; at most this many sandboxes run at once.
-    pub blocks: u32,
-}
-
-impl Default for IdPool {
-    /// 1024 blocks from host uid 100000 (up to 67,208,863).
-    fn default() -> Self {
-        Self {
-            base: 100_000,
-            blocks: 1024,
+impl Tier {
+    /// The guest subcommand this tier's spec is for.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Tier::Jail(_) => "jail",
+            Tier::Container(_) => "container",
+            Tier::MicroVm(_) => "microvm",
         }
     }
 }
 
-/// Largest spec frame a guest reads.
-pub const MAX_SPEC_FRAME: usize = 1 << 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SpecFrameError {
-    #[error("encoding the jail spec")]
-    Encode(#[source] serde_json::Error),
-    #[error("the jail spec is {len} bytes, more than the {MAX_SPEC_FRAME} allowed")]
-    TooLarge { len: usize },
-    #[error("reading the jail spec from fd 0")]
-    Read(#[source] std::io::Error),
-    #[error("the connection ended after {got} of the spec frame's {want} bytes")]
-    Truncated { got: usize, want: usize },
-    #[error("invalid spec")]
-    Decode(#[source] serde_json::Error),
+impl From<JailTier> for Tier {
+    fn from(tier: JailTier) -> Self {
+        Tier::Jail(tier)
+    }
 }
 
-impl JailSpec {
+impl From<ContainerTier> for Tier {
+    fn from(tier: ContainerTier) -> Self {
+        Tier::Container(tier)
+    }
+}
+
+impl From<MicroVmTier> for Tier {
+    fn from(tier: MicroVmTier) -> Self {
+        Tier::MicroVm(tier)
+    }
+}
+
+/// The native jail's spec.
+pub type JailSpec = GuestSpec<JailTier>;
+/// A container guest's spec.
+pub type ContainerSpec = GuestSpec<ContainerTier>;
+/// A microVM guest's spec.
+pub type MicroVmSpec = GuestSpec<MicroVmTier>;
+
+impl<T> GuestSpec<T> {
+    /// The same sandbox and policy with another tier part.
+    pub fn with_tier<U>(self, tier: U) -> GuestSpec<U> {
+        GuestSpec {
+            sandbox_id: self.sandbox_id,
+            policy: self.policy,
+            tier,
+        }
+    }
+
+    /// May `layer` be missing in this sandbox?
+    pub(crate) fn allowed(&self, layer: paddock_proto::DowngradeLayer) -> bool {
+        self.policy.allows_downgrade(layer)
+    }
+}
+
+impl<T: Clone + Into<Tier>> GuestSpec<T> {
     /// The frame the host writes first on the guest's connection.
     pub fn to_frame(&self) -> Result<Vec<u8>, SpecFrameError> {
-        encode_frame(self)
+        frame::encode_frame(&GuestSpec {
+            sandbox_id: self.sandbox_id.clone(),
+            policy: self.policy.clone(),
+            tier: self.tier.clone().into(),
+        })
+    }
+}
+
+impl GuestSpec<Tier> {
+    /// The sandbox and policy apart from the tier, to match on it.
+    pub fn split(self) -> (GuestSpec<()>, Tier) {
+        let tier = self.tier;
+        (
+            GuestSpec {
+                sandbox_id: self.sandbox_id,
+                policy: self.policy,
+                tier: (),
+            },
+            tier,
+        )
     }
 
     /// Reads one spec frame from `fd`, exactly: not a byte of what follows
     /// (the guest protocol) is consumed.
     pub fn read_frame(fd: impl AsFd) -> Result<Self, SpecFrameError> {
-        decode_frame(fd)
+        frame::decode_frame(fd)
     }
-}
-
-/// `value` as one spec frame: u32 little-endian length, then the JSON.
-pub(crate) fn encode_frame(value: &impl Serialize) -> Result<Vec<u8>, SpecFrameError> {
-    let json = serde_json::to_vec(value).map_err(SpecFrameError::Encode)?;
-    let len = u32::try_from(json.len())
-        .ok()
-        .filter(|_| json.len() <= MAX_SPEC_FRAME)
-        .ok_or(SpecFrameError::TooLarge { len: json.len() })?;
-    let mut frame = len.to_le_bytes().to_vec();
-    frame.extend(json);
-    Ok(frame)
-}
-
-/// One spec frame read from `fd` with plain read(2) calls, so no byte past
-/// it is taken from the connection.
-pub(crate) fn decode_frame<T: serde::de::DeserializeOwned>(
-    fd: impl AsFd,
-) -> Result<T, SpecFrameError> {
-    let fd = fd.as_fd();
-    let mut len = [0u8; 4];
-    read_exact(fd, &mut len)?;
-    let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_SPEC_FRAME {
-        return Err(SpecFrameError::TooLarge { len });
-    }
-    let mut json = vec![0u8; len];
-    read_exact(fd, &mut json)?;
-    serde_json::from_slice(&json).map_err(SpecFrameError::Decode)
-}
-
-fn read_exact(fd: std::os::fd::BorrowedFd<'_>, buf: &mut [u8]) -> Result<(), SpecFrameError> {
-    let mut got = 0;
-    while got < buf.len() {
-        match nix::unistd::read(fd, &mut buf[got..]) {
-            Ok(0) => {
-                return Err(SpecFrameError::Truncated {
-                    got,
-                    want: buf.len(),
-                });
-            }
-            Ok(n) => got += n,
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(SpecFrameError::Read(e.into())),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
     use std::io::Write;
+    use std::path::PathBuf;
+
+    use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxLimits, VmEnforcement};
 
     use super::*;
 
-    fn spec() -> JailSpec {
-        JailSpec {
-            sandbox_id: "sb-frame".to_owned(),
-            workspace: PathBuf::from("/host/secret/ws"),
-            temporary_workspace: true,
-            read_only: true,
+    fn policy() -> SandboxPolicy {
+        SandboxPolicy {
+            read_only: false,
             writable_paths: vec!["src".to_owned()],
             network: NetworkPolicy::None,
-            netns: None,
-            egress_env: Vec::new(),
-            secrets: Vec::new(),
-            egress_ca: None,
             limits: SandboxLimits::default(),
-            id_mapping: None,
-            id_pool: None,
-            rootfs: None,
-            allow_downgrade: BTreeSet::new(),
-            cgroup_parent: "tenant-parent".to_owned(),
+            allow_downgrade: BTreeSet::from([DowngradeLayer::Landlock]),
+        }
+    }
+
+    fn spec() -> GuestSpec<Tier> {
+        GuestSpec {
+            sandbox_id: "sb-frame".to_owned(),
+            policy: policy(),
+            tier: Tier::Jail(JailTier {
+                workspace: PathBuf::from("/host/secret/ws"),
+                temporary_workspace: true,
+                netns: None,
+                egress_env: Vec::new(),
+                secrets: Vec::new(),
+                egress_ca: None,
+                id_mapping: None,
+                id_pool: None,
+                rootfs: None,
+                cgroup_parent: "tenant-parent".to_owned(),
+            }),
+        }
+    }
+
+    fn microvm() -> MicroVmSpec {
+        GuestSpec {
+            sandbox_id: "sb-vm".to_owned(),
+            policy: SandboxPolicy {
+                read_only: true,
+                writable_paths: Vec::new(),
+                ..policy()
+            },
+            tier: MicroVmTier {
+                uid: 100_000,
+                gid: 100_000,
+                cgroup: None,
+                vm: VmEnforcement {
+                    accelerator: "tcg".to_owned(),
+                    accelerator_reason: "test".to_owned(),
+                    vcpus: 1,
+                    memory_bytes: 256 << 20,
+                    kernel: String::new(),
+                    workspace_transport: "virtio-9p".to_owned(),
+                },
+            },
         }
     }
 
@@ -235,10 +203,41 @@ mod tests {
         writer.write_all(&spec().to_frame().unwrap()).unwrap();
         writer.write_all(b"protocol bytes").unwrap();
         drop(writer);
-        assert_eq!(JailSpec::read_frame(&reader).unwrap(), spec());
+        assert_eq!(GuestSpec::read_frame(&reader).unwrap(), spec());
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut &reader, &mut rest).unwrap();
         assert_eq!(rest, "protocol bytes");
+    }
+
+    #[test]
+    fn a_tier_spec_is_framed_with_its_kind_and_read_back_as_that_tier() {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let mut write = std::fs::File::from(write);
+        write.write_all(&microvm().to_frame().unwrap()).unwrap();
+        write.write_all(b"protocol").unwrap();
+        drop(write);
+        let read_back = GuestSpec::read_frame(&read).unwrap();
+        assert_eq!(read_back.tier.mode(), "microvm");
+        assert_eq!(
+            read_back,
+            microvm().with_tier(Tier::MicroVm(microvm().tier))
+        );
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(read), &mut rest).unwrap();
+        assert_eq!(rest, b"protocol");
+    }
+
+    #[test]
+    fn the_policy_is_one_object_beside_the_tier() {
+        let json: serde_json::Value =
+            serde_json::from_slice(&spec().to_frame().unwrap()[4..]).unwrap();
+        assert_eq!(
+            json["policy"],
+            serde_json::to_value(policy()).unwrap(),
+            "{json}"
+        );
+        assert_eq!(json["tier"]["kind"], "jail");
+        assert_eq!(json["tier"]["cgroup_parent"], "tenant-parent");
     }
 
     #[test]
@@ -247,7 +246,7 @@ mod tests {
             let (reader, mut writer) = std::os::unix::net::UnixStream::pair().unwrap();
             writer.write_all(bytes).unwrap();
             drop(writer);
-            JailSpec::read_frame(&reader).unwrap_err()
+            GuestSpec::read_frame(&reader).unwrap_err()
         };
         assert!(matches!(
             read(&[10, 0, 0, 0, b'{']),

@@ -135,7 +135,7 @@ impl Runtime {
                     tenant,
                     run: &run.id,
                     subagent: options.parent_run.is_some(),
-                    limits: &shared.config.sandbox.limits,
+                    limits: &shared.config.sandbox.policy.limits,
                 };
                 match admission.admit(ask).await {
                     Ok(grant) => Some(grant),
@@ -515,11 +515,11 @@ async fn drive(shared: Arc<Shared>, launched: Launched, done: watch::Sender<Opti
         let sandbox = if admitted {
             let access =
                 WorkspaceAccess::of(run.mode == RunMode::Plan, options.write_scope.as_ref());
-            let template = paddock_core::sandbox::SandboxSpec {
-                network: network.clone(),
+            let mut template = paddock_core::sandbox::SandboxSpec {
                 secrets: request.secrets.clone(),
                 ..shared.config.sandbox.clone()
             };
+            template.policy.network = network.clone();
             Some(
                 RunSandbox::start(
                     run_backend(&shared, &request),
