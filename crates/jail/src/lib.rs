@@ -1,9 +1,25 @@
-//! Linux hardening primitives for the native sandbox.
+//! Linux hardening for every sandbox tier, sync code only.
 //!
-//! Sync code only; its `sys` module is the one place of the workspace's
-//! libraries allowed `unsafe` (every block carries a `// SAFETY:` comment).
-//! [`enter`] is called by `paddock-guest` in a fresh, single-threaded
-//! process and turns it into a sandbox: namespaces -> mounts -> pivot_root -> cgroup -> rlimits -> caps ->
+//! - `spec/`: the one guest spec frame every backend writes first
+//!   ([`GuestSpec`]: the shared [`paddock_proto::SandboxPolicy`] plus the
+//!   tier's own part, [`Tier`]).
+//! - `host/`: the native jail's host set-up, run by the monitor in the
+//!   host's namespaces (names, id maps and their pool, the idmapped
+//!   workspace, the mount plan, the write scope, the workspace quota,
+//!   cgroups and OOM counters, the clone), and the host probe.
+//! - `init/`: the sandbox init, PID 1 inside, and its layers in order:
+//!   mounts and pivot_root, /etc, loopback, rlimits, capabilities,
+//!   landlock; the reaper it stays as.
+//! - `seccomp/`: the allowlist with a reason per rule, its BPF and the
+//!   container engine's profile made from it.
+//! - `guest/`: the guest's own layers where a container engine or a microVM
+//!   made the boundary ([`enter_container`], [`enter_microvm`]).
+//! - `process/`: starting commands, terminals, the heap, the single-thread proof.
+//!
+//! Its `sys` module is the one place of the workspace's libraries allowed
+//! `unsafe` (every block carries a `// SAFETY:` comment). [`enter`] is called
+//! by `paddock-guest` in a fresh, single-threaded process and turns it into a
+//! sandbox: namespaces -> mounts -> pivot_root -> cgroup -> rlimits -> caps ->
 //! no_new_privs -> landlock -> seccomp. docs/security.md describes the result.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
