@@ -46,7 +46,7 @@ pub struct ServeArgs {
     pub workspace: PathBuf,
 }
 
-/// The spec itself (`paddock_jail::JailSpec`) is the first frame on fd 0,
+/// The spec itself (`paddock_jail::GuestSpec`, its tier `jail`) is the first frame on fd 0,
 /// never an argument: the sandbox's PID 1 shares this command line, and the
 /// spec names host paths.
 #[derive(Debug, Args)]
@@ -61,7 +61,7 @@ pub struct JailArgs {
     pub owner: Option<String>,
 }
 
-/// The spec (`paddock_jail::ContainerSpec`) is the first frame on the
+/// The spec (`paddock_jail::GuestSpec`, its tier `container`) is the first frame on the
 /// attached stdin, never an argument, as for `jail`.
 #[derive(Debug, Args)]
 pub struct ContainerArgs {
@@ -69,8 +69,8 @@ pub struct ContainerArgs {
     #[arg(long)]
     pub sandbox: String,
     /// Serve on this unix socket, which the host listens on (its directory
-    /// bound in), instead of the attached stdio; connected before the
-    /// guest confines itself.
+    /// bound in), instead of the attached stdio; connected once the guest
+    /// has confined itself.
     #[arg(long)]
     pub connect: Option<PathBuf>,
 }

@@ -19,6 +19,7 @@ mod microvm;
 mod processes;
 mod server;
 mod snapshot;
+mod startup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,11 +27,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use paddock_proto::{Enforcement, WORKSPACE_MOUNT, error_chain};
+use paddock_proto::{Enforcement, error_chain};
 use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::cli::{Cli, ContainerArgs, JailArgs, Mode, ServeArgs};
+use crate::cli::{Cli, Mode};
 use crate::exec::child::ChildExits;
 use crate::exec::spawner::Spawner;
 use crate::files::Workspace;
@@ -38,7 +39,7 @@ use crate::files::Workspace;
 /// sysexits: bad command line / input data.
 pub(crate) const EXIT_USAGE: u8 = 64;
 /// sysexits: the workspace directory is missing.
-const EXIT_NO_INPUT: u8 = 66;
+pub(crate) const EXIT_NO_INPUT: u8 = 66;
 /// sysexits: internal software error (jail setup, start-up).
 pub(crate) const EXIT_SOFTWARE: u8 = 70;
 
@@ -66,10 +67,8 @@ pub(crate) struct Startup {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let startup = match &cli.mode {
-        Mode::Serve(args) => prepare_serve(args),
-        Mode::Jail(args) => prepare_jail(args),
-        Mode::Container(args) => prepare_container(args),
-        Mode::Microvm => microvm::prepare(),
+        Mode::Serve(args) => startup::serve(args),
+        mode => startup::confined(mode),
     };
     let mut startup = match startup {
         Ok(startup) => startup,
@@ -89,132 +88,6 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_SOFTWARE)
         }
     }
-}
-
-fn prepare_serve(args: &ServeArgs) -> Result<Startup, u8> {
-    let root = std::fs::canonicalize(&args.workspace).map_err(|e| {
-        eprintln!("paddock-guest: workspace {}: {e}", args.workspace.display());
-        EXIT_NO_INPUT
-    })?;
-    // Outside a jail, orphans of our commands come to the reaper instead of
-    // the host's init.
-    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        eprintln!("paddock-guest: cannot become a child subreaper: {e}");
-    }
-    Ok(Startup {
-        root,
-        enforcement: Enforcement::unconfined(),
-        command_filter: None,
-        sandbox_id: None,
-        connection: host_connection(conn::take_connection())?,
-        egress_env: Vec::new(),
-        tier: isolation::Tier::Unconfined,
-        connection_sealed: false,
-    })
-}
-
-fn prepare_jail(args: &JailArgs) -> Result<Startup, u8> {
-    let spec = paddock_jail::JailSpec::read_frame(std::io::stdin()).map_err(|e| {
-        eprintln!("paddock-guest: {}", error_chain(&e));
-        EXIT_USAGE
-    })?;
-    if spec.sandbox_id != args.sandbox {
-        eprintln!(
-            "paddock-guest: invalid spec: it is for sandbox {}, the command line says {}",
-            spec.sandbox_id, args.sandbox
-        );
-        return Err(EXIT_USAGE);
-    }
-    // Before anything else: enter() needs a process with a single thread.
-    let enforcement = paddock_jail::enter(&spec).map_err(|e| {
-        eprintln!("paddock-guest: sandbox setup failed: {}", error_chain(&e));
-        EXIT_SOFTWARE
-    })?;
-    let command_filter = command_filter()?;
-    Ok(Startup {
-        root: PathBuf::from(WORKSPACE_MOUNT),
-        enforcement,
-        command_filter: Some(command_filter),
-        sandbox_id: Some(spec.sandbox_id),
-        connection: host_connection(conn::take_connection())?,
-        egress_env: spec.egress_env,
-        tier: isolation::Tier::Jail,
-        connection_sealed: false,
-    })
-}
-
-/// Commands lose openat2 on top of the sandbox filter (see CommandFilter).
-pub(crate) fn command_filter() -> Result<paddock_jail::CommandFilter, u8> {
-    paddock_jail::CommandFilter::new().map_err(|e| {
-        eprintln!(
-            "paddock-guest: building the command filter: {}",
-            error_chain(&e)
-        );
-        EXIT_SOFTWARE
-    })
-}
-
-fn prepare_container(args: &ContainerArgs) -> Result<Startup, u8> {
-    let spec = paddock_jail::ContainerSpec::read_frame(std::io::stdin()).map_err(|e| {
-        eprintln!(
-            "paddock-guest: reading the container spec: {}",
-            error_chain(&e)
-        );
-        EXIT_USAGE
-    })?;
-    if spec.sandbox_id != args.sandbox {
-        eprintln!(
-            "paddock-guest: invalid spec: it is for sandbox {}, the command line says {}",
-            spec.sandbox_id, args.sandbox
-        );
-        return Err(EXIT_USAGE);
-    }
-    // Before anything else: landlock and seccomp go on a single thread.
-    let enforcement = paddock_jail::enter_container(&spec).map_err(|e| {
-        eprintln!("paddock-guest: container setup failed: {}", error_chain(&e));
-        EXIT_SOFTWARE
-    })?;
-    // Connected once confined (hardening closes every inherited fd above
-    // stderr; landlock does not govern connecting to a socket, the seccomp
-    // table allows AF_UNIX): the host listens already.
-    let connection = match &args.connect {
-        Some(path) => std::os::unix::net::UnixStream::connect(path)
-            .and_then(|stream| stream.set_nonblocking(true).map(|()| stream))
-            .map(conn::Connection::Socket)
-            .map_err(|e| {
-                eprintln!(
-                    "paddock-guest: connecting to the host at {}: {e}",
-                    path.display()
-                );
-                EXIT_SOFTWARE
-            })?,
-        None => host_connection(conn::take_stdio(conn::Seal::ModeZero))?,
-    };
-    let command_filter = command_filter()?;
-    Ok(Startup {
-        root: PathBuf::from(WORKSPACE_MOUNT),
-        enforcement,
-        command_filter: Some(command_filter),
-        sandbox_id: Some(spec.sandbox_id),
-        connection,
-        egress_env: Vec::new(),
-        tier: if spec.engine == "gvisor" {
-            isolation::Tier::Gvisor
-        } else {
-            isolation::Tier::Docker
-        },
-        connection_sealed: args.connect.is_none(),
-    })
-}
-
-/// The connection taken, or its error printed (logging starts later).
-pub(crate) fn host_connection(
-    taken: anyhow::Result<conn::Connection>,
-) -> Result<conn::Connection, u8> {
-    taken.map_err(|e| {
-        eprintln!("paddock-guest: taking the host connection: {e:#}");
-        EXIT_SOFTWARE
-    })
 }
 
 fn init_logging(filter: &str) {

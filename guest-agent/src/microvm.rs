@@ -1,14 +1,15 @@
 //! Start-up as the init of a microVM: find the host's virtio-serial port by
-//! its name, read the spec frame from it, put it on fds 0 and 1 (the
-//! connection then is taken like a container's stdio), and enter the VM's
-//! layers.
+//! its name, read the spec frame from it and put the port on fds 0 and 1
+//! (the connection then is taken like a container's stdio, once the
+//! layers are entered: `startup::confined`).
 
 use std::fs::File;
 use std::path::PathBuf;
 
-use paddock_proto::{WORKSPACE_MOUNT, error_chain};
+use paddock_jail::{GuestSpec, Tier};
+use paddock_proto::error_chain;
 
-use crate::{EXIT_SOFTWARE, EXIT_USAGE, Startup, command_filter};
+use crate::{EXIT_SOFTWARE, EXIT_USAGE};
 
 const PORTS: &str = "/sys/class/virtio-ports";
 
@@ -27,7 +28,9 @@ fn find_port() -> std::io::Result<PathBuf> {
     ))
 }
 
-pub(crate) fn prepare() -> Result<Startup, u8> {
+/// The spec frame the host wrote first on the port, with the port then on
+/// fds 0 and 1.
+pub(crate) fn read_spec() -> Result<GuestSpec<Tier>, u8> {
     let fail = |what: &str, err: &dyn std::fmt::Display| {
         eprintln!("paddock-guest: {what}: {err}");
         EXIT_SOFTWARE
@@ -38,26 +41,11 @@ pub(crate) fn prepare() -> Result<Startup, u8> {
         .write(true)
         .open(&path)
         .map_err(|e| fail(&format!("opening {}", path.display()), &e))?;
-    let spec = paddock_jail::MicroVmSpec::read_frame(&port).map_err(|e| {
+    let spec = GuestSpec::read_frame(&port).map_err(|e| {
         eprintln!("paddock-guest: {}", error_chain(&e));
         EXIT_USAGE
     })?;
     nix::unistd::dup2_stdin(&port).map_err(|e| fail("putting the port on fd 0", &e))?;
     nix::unistd::dup2_stdout(&port).map_err(|e| fail("putting the port on fd 1", &e))?;
-    drop(port);
-    // Before anything else: landlock and seccomp go on a single thread.
-    let enforcement = paddock_jail::enter_microvm(&spec).map_err(|e| {
-        eprintln!("paddock-guest: microvm setup failed: {}", error_chain(&e));
-        EXIT_SOFTWARE
-    })?;
-    Ok(Startup {
-        root: PathBuf::from(WORKSPACE_MOUNT),
-        enforcement,
-        command_filter: Some(command_filter()?),
-        sandbox_id: Some(spec.sandbox_id),
-        connection: crate::host_connection(crate::conn::take_stdio(crate::conn::Seal::None))?,
-        egress_env: Vec::new(),
-        tier: crate::isolation::Tier::MicroVm,
-        connection_sealed: false,
-    })
+    Ok(spec)
 }

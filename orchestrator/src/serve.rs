@@ -14,7 +14,7 @@ use paddock_api::http::HttpOptions;
 use paddock_api::service::{AgentService, BackendEntry, Backends, ModelPolicy};
 use paddock_api::{SandboxService, Services, Tokens};
 use paddock_core::blob::BlobStore;
-use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
+use paddock_core::sandbox::{SandboxBackend, SandboxPolicy, SandboxSpec};
 use paddock_core::store::Store;
 use paddock_runtime::{Runtime, RuntimeConfig, RuntimeDeps};
 use paddock_sandbox::WarmPool;
@@ -116,11 +116,11 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     runtime_config.steering = checked.steering;
     runtime_config.queue = checked.queue;
     runtime_config.network = service_config.network.clone();
-    runtime_config.sandbox = SandboxSpec {
+    runtime_config.sandbox = SandboxSpec::with_policy(SandboxPolicy {
         limits: service_config.limits.default.clone(),
         allow_downgrade: service_config.allow_downgrade.clone(),
-        ..SandboxSpec::default()
-    };
+        ..SandboxPolicy::default()
+    });
     // A run names its backend among the same ones as a sandbox request,
     // and its secrets among the same operator's secrets.
     let run_backends = backends.clone();

@@ -140,7 +140,8 @@ pub fn give_to_sandbox(path: &Path) {
 /// The downgrades a backend needs on this host: gVisor has no landlock.
 pub fn spec_for(kind: Kind, mut spec: SandboxSpec) -> SandboxSpec {
     if kind == Kind::Gvisor {
-        spec.allow_downgrade
+        spec.policy
+            .allow_downgrade
             .insert(paddock_core::sandbox::DowngradeLayer::Landlock);
     }
     spec

@@ -17,8 +17,8 @@
 use std::time::Duration;
 
 use paddock_core::sandbox::{
-    GuestOps, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec, SnapshotExportOptions,
-    SnapshotImportOptions, WriteOptions,
+    GuestOps, Sandbox, SandboxBackend, SandboxLimits, SandboxPolicy, SandboxSpec,
+    SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
 };
 use paddock_proto::{ExecSpec, FsPath, LayerState};
 use paddock_tests::backends::{self, Kind};
@@ -195,13 +195,13 @@ fn one_sandbox_holding_every_inotify_instance_starves_no_other(
         let hog = create(
             kind,
             backend,
-            SandboxSpec {
+            SandboxSpec::with_policy(SandboxPolicy {
                 limits: SandboxLimits {
                     pids: Some(4096),
                     ..SandboxLimits::default()
                 },
-                ..SandboxSpec::default()
-            },
+                ..SandboxPolicy::default()
+            }),
         )
         .await;
         let hogs = max + 10;
@@ -262,12 +262,14 @@ fn writing_past_the_workspace_cap_fails_with_enospc_off_the_host(
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
     Box::pin(async move {
         let cap = 8 * MIB;
-        let capped = || SandboxSpec {
-            limits: SandboxLimits {
-                workspace_bytes: Some(cap),
-                ..SandboxLimits::default()
-            },
-            ..SandboxSpec::default()
+        let capped = || {
+            SandboxSpec::with_policy(SandboxPolicy {
+                limits: SandboxLimits {
+                    workspace_bytes: Some(cap),
+                    ..SandboxLimits::default()
+                },
+                ..SandboxPolicy::default()
+            })
         };
         let sb = create(kind, backend, capped()).await;
         let host_dir = sb.info().workspace.clone();

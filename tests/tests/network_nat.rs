@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use paddock_core::sandbox::SandboxSpec;
+use paddock_core::sandbox::{SandboxPolicy, SandboxSpec};
 use paddock_egress::{Egress, EgressConfig, EgressDecision};
 use paddock_proto::NetworkPolicy;
 use paddock_tests::backends::{self, Kind};
@@ -278,10 +278,10 @@ async fn icmp_goes_out_a_spoofed_source_does_not_and_sandboxes_cannot_reach_each
 async fn a_crashed_owners_full_sandbox_is_reaped_veth_rules_and_namespace() {
     require_root();
     let owner = backends::private_owner(Kind::Native).await;
-    let spec = SandboxSpec {
+    let spec = SandboxSpec::with_policy(SandboxPolicy {
         network: NetworkPolicy::Full,
-        ..SandboxSpec::default()
-    };
+        ..SandboxPolicy::default()
+    });
     let sb = owner.create(spec).await.unwrap();
     let sandbox = sb.info().id.clone();
     let before = network_state(Some(sandbox.as_str()));

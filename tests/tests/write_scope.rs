@@ -477,7 +477,7 @@ fn the_enforcement_report_shows_the_read_only_workspace_and_its_scope() {
 
 #[tokio::test]
 async fn guest_file_operations_follow_the_scope() {
-    use paddock_core::sandbox::{Sandbox, SandboxSpec, WriteOptions};
+    use paddock_core::sandbox::{Sandbox, SandboxPolicy, SandboxSpec, WriteOptions};
     use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
 
     require_root();
@@ -485,11 +485,14 @@ async fn guest_file_operations_follow_the_scope() {
     let backend = NativeBackend::new(NativeConfig::new(locate_guest_bin(None).unwrap()));
     let spec = SandboxSpec {
         workspace: Some(ws.path().to_path_buf()),
-        writable_paths: vec![
-            "src".to_owned(),
-            "notes.txt".to_owned(),
-            "docs/new.md".to_owned(),
-        ],
+        policy: SandboxPolicy {
+            writable_paths: vec![
+                "src".to_owned(),
+                "notes.txt".to_owned(),
+                "docs/new.md".to_owned(),
+            ],
+            ..SandboxPolicy::default()
+        },
         ..SandboxSpec::default()
     };
     let sb = backend.create_native(spec).await.unwrap();

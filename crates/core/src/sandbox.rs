@@ -26,5 +26,6 @@ pub use port::{Sandbox, SandboxBackend};
 // The sandbox-spec vocabulary is defined once in proto, shared with the jail.
 pub use paddock_proto::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,
+    SandboxPolicy,
 };
 pub use spec::{SandboxInfo, SandboxSpec};

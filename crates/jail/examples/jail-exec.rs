@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context, bail};
-use paddock_jail::{JailSpec, enter};
-use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxLimits};
+use paddock_jail::{JailSpec, JailTier, enter};
+use paddock_proto::{DowngradeLayer, NetworkPolicy, SandboxPolicy};
 
 const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -71,32 +71,30 @@ fn run() -> anyhow::Result<std::convert::Infallible> {
 fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
     let mut spec = JailSpec {
         sandbox_id: format!("jail-exec-{}", std::process::id()),
-        workspace: PathBuf::new(),
-        read_only: false,
-        writable_paths: Vec::new(),
-        network: NetworkPolicy::None,
-        netns: None,
-        egress_env: Vec::new(),
-        secrets: Vec::new(),
-        egress_ca: None,
-        limits: SandboxLimits::default(),
-        id_mapping: None,
-        id_pool: None,
-        temporary_workspace: false,
-        rootfs: None,
-        allow_downgrade: Default::default(),
-        cgroup_parent: "paddock".into(),
+        policy: SandboxPolicy::default(),
+        tier: JailTier {
+            workspace: PathBuf::new(),
+            netns: None,
+            egress_env: Vec::new(),
+            secrets: Vec::new(),
+            egress_ca: None,
+            id_mapping: None,
+            id_pool: None,
+            temporary_workspace: false,
+            rootfs: None,
+            cgroup_parent: "paddock".into(),
+        },
     };
     let mut print = false;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().with_context(|| format!("{arg} needs a value"));
         match arg.as_str() {
-            "--workspace" => spec.workspace = value()?.into(),
-            "--read-only" => spec.read_only = true,
-            "--writable" => spec.writable_paths.push(value()?),
+            "--workspace" => spec.tier.workspace = value()?.into(),
+            "--read-only" => spec.policy.read_only = true,
+            "--writable" => spec.policy.writable_paths.push(value()?),
             "--network" => {
-                spec.network = match value()?.as_str() {
+                spec.policy.network = match value()?.as_str() {
                     "none" => NetworkPolicy::None,
                     other => bail!(
                         "network {other}: only none here (egress needs the host's proxy: \
@@ -105,21 +103,21 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
                 }
             }
             "--id" => spec.sandbox_id = value()?,
-            "--rootfs" => spec.rootfs = Some(value()?.into()),
-            "--memory" => spec.limits.memory_bytes = Some(value()?.parse()?),
-            "--pids" => spec.limits.pids = Some(value()?.parse()?),
-            "--cpu-millis" => spec.limits.cpu_millis = Some(value()?.parse()?),
+            "--rootfs" => spec.tier.rootfs = Some(value()?.into()),
+            "--memory" => spec.policy.limits.memory_bytes = Some(value()?.parse()?),
+            "--pids" => spec.policy.limits.pids = Some(value()?.parse()?),
+            "--cpu-millis" => spec.policy.limits.cpu_millis = Some(value()?.parse()?),
             "--allow" => {
                 for layer in value()?.split(',') {
                     let layer: DowngradeLayer = serde_json::from_value(layer.into())
                         .with_context(|| format!("unknown layer {layer}"))?;
-                    spec.allow_downgrade.insert(layer);
+                    spec.policy.allow_downgrade.insert(layer);
                 }
             }
             "--print-enforcement" => print = true,
             "--" => {
                 let command: Vec<String> = it.collect();
-                if spec.workspace.as_os_str().is_empty() || command.is_empty() {
+                if spec.tier.workspace.as_os_str().is_empty() || command.is_empty() {
                     bail!("usage: jail-exec --workspace DIR [options] -- CMD [ARGS...]");
                 }
                 return Ok((spec, print, command));

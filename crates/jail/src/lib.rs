@@ -1,65 +1,58 @@
-//! Linux hardening primitives for the native sandbox.
+//! Linux hardening for every sandbox tier, sync code only.
 //!
-//! Sync code only; its `sys` module is the one place of the workspace's
-//! libraries allowed `unsafe` (every block carries a `// SAFETY:` comment).
-//! [`enter`] is called by `paddock-guest` in a fresh, single-threaded
-//! process and turns it into a sandbox: namespaces -> mounts -> pivot_root -> cgroup -> rlimits -> caps ->
+//! - `spec/`: the one guest spec frame every backend writes first
+//!   ([`GuestSpec`]: the shared [`paddock_proto::SandboxPolicy`] plus the
+//!   tier's own part, [`Tier`]).
+//! - `host/`: the native jail's host set-up, run by the monitor in the
+//!   host's namespaces (names, id maps and their pool, the idmapped
+//!   workspace, the mount plan, the write scope, the workspace quota,
+//!   cgroups and OOM counters, the clone), and the host probe.
+//! - `init/`: the sandbox init, PID 1 inside, and its layers in order:
+//!   mounts and pivot_root, /etc, loopback, rlimits, capabilities,
+//!   landlock; the reaper it stays as.
+//! - `seccomp/`: the allowlist with a reason per rule, its BPF and the
+//!   container engine's profile made from it.
+//! - `guest/`: the guest's own layers where a container engine or a microVM
+//!   made the boundary ([`enter_container`], [`enter_microvm`]).
+//! - `process/`: starting commands, terminals, the heap, the single-thread proof.
+//!
+//! Its `sys` module is the one place of the workspace's libraries allowed
+//! `unsafe` (every block carries a `// SAFETY:` comment). [`enter`] is called
+//! by `paddock-guest` in a fresh, single-threaded process and turns it into a
+//! sandbox: namespaces -> mounts -> pivot_root -> cgroup -> rlimits -> caps ->
 //! no_new_privs -> landlock -> seccomp. docs/security.md describes the result.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
-mod capabilities;
-mod cgroup;
-mod container;
-#[cfg(test)]
-mod doc_check;
-mod docker_seccomp;
 mod error;
-mod etc;
-mod guest_hardening;
-pub mod heap;
-mod id_pool;
-mod idmap_mount;
-mod ids;
+mod guest;
+mod host;
 mod init;
-mod landlock_rules;
-mod layout;
-mod microvm;
-mod monitor;
-mod mount_ops;
-mod net;
-mod oom;
-mod prepare;
-mod probe;
-pub mod pty;
-mod reaper;
-mod rlimits;
-mod seccomp_bpf;
-pub mod seccomp_rules;
-pub mod spawn;
+mod process;
+mod seccomp;
 mod spec;
-mod sync;
 // The system calls nix does not wrap safely: the only module allowed `unsafe`.
 #[allow(unsafe_code)]
 mod sys;
-mod threads;
 mod validate;
-mod workspace_quota;
-mod writable;
 
-pub use cgroup::{HostCgroup, remove_cgroup_parent, remove_sandbox_cgroups};
-pub use container::{ContainerSpec, enter_container};
-pub use docker_seccomp::docker_seccomp_profile;
 pub use error::JailError;
-pub use id_pool::{IdBlock, allocate_block};
-pub use microvm::{GUEST_PORT, MicroVmSpec, WORKSPACE_TAG, enter_microvm};
-pub use oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
-pub use probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
-pub use reaper::{ReaperError, fork_reaper};
-pub use seccomp_bpf::CommandFilter;
+pub use guest::container::enter_container;
+pub use guest::microvm::enter_microvm;
+pub use host::cgroup::{HostCgroup, remove_cgroup_parent, remove_sandbox_cgroups};
+pub use host::id_pool::{IdBlock, allocate_block};
+pub use host::oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
+pub use host::probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
+pub use host::workspace_quota::workspace_tmpfs;
+pub use init::reaper::{ReaperError, fork_reaper};
+pub use process::{heap, pty, spawn};
+pub use seccomp::bpf::CommandFilter;
+pub use seccomp::docker::docker_seccomp_profile;
+pub use seccomp::rules as seccomp_rules;
 pub use spec::{
-    CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailSpec, MAX_SPEC_FRAME, SpecFrameError,
+    CA_BUNDLE_PATH, CA_BUNDLE_VARS, ContainerSpec, ContainerTier, GUEST_PORT, GuestSpec, IdMapping,
+    IdPool, JailSpec, JailTier, MAX_SPEC_FRAME, MicroVmSpec, MicroVmTier, SpecFrameError, Tier,
+    WORKSPACE_TAG,
 };
-pub use workspace_quota::workspace_tmpfs;
 
 use paddock_proto::Enforcement;
 
@@ -81,6 +74,6 @@ use paddock_proto::Enforcement;
 /// must print it to stderr and exit non-zero; the monitor then exits with
 /// that status.
 pub fn enter(spec: &JailSpec) -> Result<Enforcement, JailError> {
-    let prepared = prepare::prepare(spec)?;
-    monitor::run(spec, prepared)
+    let prepared = host::prepare::prepare(spec)?;
+    host::monitor::run(spec, prepared)
 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::unistd::{ForkResult, Pid};
 
-use crate::threads::SingleThreaded;
+use crate::process::threads::SingleThreaded;
 
 pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
 pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;

@@ -99,6 +99,15 @@ pub(crate) struct ScopeEntry {
     pub missing: MissingScopePath,
 }
 
+/// What every tier checks of its spec first, trusting no caller: the
+/// sandbox id (it names paths and the hostname), the policy's limits, and
+/// its write scope ([`writable_paths`], whose entries are returned).
+pub(crate) fn spec<T>(spec: &crate::GuestSpec<T>) -> Result<Vec<ScopeEntry>, JailError> {
+    sandbox_id(&spec.sandbox_id)?;
+    limits(&spec.policy.limits)?;
+    writable_paths(&spec.policy.writable_paths, spec.policy.read_only)
+}
+
 /// The relative paths of `entries`, in order (what is mounted, ruled and
 /// reported).
 pub(crate) fn scope_rels(entries: &[ScopeEntry]) -> Vec<String> {

@@ -41,7 +41,7 @@ pub use network::{
 };
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS,
-    MissingScopePath, SandboxLimits, check_writable_paths, writable_path_parts,
+    MissingScopePath, SandboxLimits, SandboxPolicy, check_writable_paths, writable_path_parts,
 };
 pub use secret::{
     DEFAULT_SECRET_HEADER, InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretHeader, SecretNotice,

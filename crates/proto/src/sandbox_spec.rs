@@ -1,10 +1,67 @@
-//! The sandbox-spec vocabulary the host and the jail share: resource limits,
+//! The sandbox-spec vocabulary the host and the jail share: one
+//! [`SandboxPolicy`] (what a sandbox may do and hold), its resource limits,
 //! the hardening layers an operator may allow to be missing, and the check of
-//! a write scope. The host's `SandboxSpec` (core) and the jail's `JailSpec`
-//! are built from these types, and both run [`check_writable_paths`]: the
-//! host to refuse a request early, the jail because it trusts no caller.
+//! a write scope. The host's `SandboxSpec` (core) carries the policy, and so
+//! does the one spec frame every backend sends its guest (`paddock_jail::GuestSpec`);
+//! both sides run [`SandboxPolicy::validate`]'s checks: the host to refuse a
+//! request early, the jail because it trusts no caller.
+
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
+
+use crate::NetworkPolicy;
+
+/// What a sandbox may do and hold, declared once: the caller asks it in a
+/// `SandboxSpec`, every backend hands it to its guest unchanged inside the
+/// spec frame, and the guest (or the native jail) enforces it. A new policy
+/// field is added here and nowhere else; whichever backend cannot enforce it
+/// refuses the sandbox (fail closed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    /// The workspace is read-only inside the sandbox (mounts and landlock).
+    #[serde(default)]
+    pub read_only: bool,
+    /// A write scope. Empty: `read_only` alone decides. Otherwise the
+    /// workspace is read-only except these paths (directories or files,
+    /// relative to the workspace root, normalized: see
+    /// [`check_writable_paths`]), which stay writable, enforced by mounts
+    /// and landlock. Each must be a real directory or regular file reached
+    /// without any symlink, or missing: then a path ending in `/` or whose
+    /// last name has no extension is created as a directory, one with an
+    /// extension as an empty file (owned by the workspace owner;
+    /// [`MissingScopePath`]). Otherwise the sandbox does not start.
+    /// Contradicts `read_only`.
+    #[serde(default)]
+    pub writable_paths: Vec<String>,
+    /// Where the sandbox may connect (none by default).
+    #[serde(default)]
+    pub network: NetworkPolicy,
+    #[serde(default)]
+    pub limits: SandboxLimits,
+    /// Hardening layers the operator allows to be missing; any other layer
+    /// that cannot be applied fails the sandbox.
+    #[serde(default)]
+    pub allow_downgrade: BTreeSet<DowngradeLayer>,
+}
+
+impl SandboxPolicy {
+    /// Checks what can be checked without the workspace
+    /// ([`check_writable_paths`]: each writable path is relative to the
+    /// workspace root and normalized, there are at most
+    /// [`MAX_WRITABLE_PATHS`], and `read_only` is not asked together with
+    /// them; the network policy is well formed). Whether the paths are safe
+    /// on disk is the backend's check when it starts the sandbox.
+    pub fn validate(&self) -> Result<(), InvalidSandboxSpec> {
+        check_writable_paths(&self.writable_paths, self.read_only)?;
+        self.network.validate().map_err(InvalidSandboxSpec::Network)
+    }
+
+    /// May `layer` be missing?
+    pub fn allows_downgrade(&self, layer: DowngradeLayer) -> bool {
+        self.allow_downgrade.contains(&layer)
+    }
+}
 
 /// Resource limits of one sandbox. `None` means no limit of that kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

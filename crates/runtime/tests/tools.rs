@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use paddock_core::ids::{RunId, SessionId};
-use paddock_core::sandbox::{GuestOps, SandboxSpec, WriteOptions};
+use paddock_core::sandbox::{GuestOps, SandboxPolicy, SandboxSpec, WriteOptions};
 use paddock_core::store::RunMode;
 use paddock_runtime::tools::{
     Effect, RunCommand, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, WriteFile,
@@ -596,10 +596,10 @@ async fn search_finds_lines_and_names_and_leaves_out_dependencies() {
 
 #[tokio::test]
 async fn plan_mode_refuses_writes_at_the_policy_and_in_the_sandbox() {
-    let spec = SandboxSpec {
+    let spec = SandboxSpec::with_policy(SandboxPolicy {
         read_only: true,
-        ..SandboxSpec::default()
-    };
+        ..SandboxPolicy::default()
+    });
     let bench = Bench::start(spec, RunMode::Plan, None).await;
 
     // Layer 1, the tool policy: mutating tools are refused outright.

@@ -11,7 +11,6 @@ mod host_checks;
 mod orphans;
 mod sandbox;
 mod stdio;
-pub(crate) mod workspace;
 
 pub use backend::DockerBackend;
 pub use config::{DEFAULT_IMAGE, DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};

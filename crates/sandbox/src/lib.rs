@@ -15,6 +15,7 @@ mod docker;
 mod microvm;
 mod native;
 mod pool;
+mod shared;
 
 pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
 pub use docker::{
@@ -26,6 +27,6 @@ pub use microvm::{
 };
 pub use native::{
     GUEST_BIN_ENV, LocateGuestError, NativeBackend, NativeConfig, NativeSandbox, locate_guest_bin,
-    owner_tag,
 };
 pub use pool::WarmPool;
+pub use shared::host::owner_tag;

@@ -4,12 +4,9 @@
 mod backend;
 mod guest_bin;
 mod jail_spec;
-pub(crate) mod orphans;
+mod orphans;
 mod sandbox;
-mod stderr;
 
 pub use backend::{NativeBackend, NativeConfig};
 pub use guest_bin::{GUEST_BIN_ENV, LocateGuestError, locate_guest_bin};
-pub use orphans::owner_tag;
 pub use sandbox::NativeSandbox;
-pub(crate) use stderr::{StderrTail, forward as forward_stderr};

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use paddock_core::sandbox::{
-    ExecEvent, GuestError, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec,
+    ExecEvent, GuestError, Sandbox, SandboxBackend, SandboxLimits, SandboxPolicy, SandboxSpec,
 };
 use paddock_proto::{EgressDecision, Enforcement, ErrorCode, ExecSpec, ExitInfo, StdinMode};
 use serde::Serialize;
@@ -97,7 +97,7 @@ fn note_outcome(outcome: &Outcome, args: &RunArgs) {
                 ));
             }
             if exit.oom_killed {
-                let limit = sandbox_spec(args).limits.memory_bytes;
+                let limit = sandbox_spec(args).policy.limits.memory_bytes;
                 logging::note(format_args!(
                     "paddock: {}",
                     exit::oom_sentence(limit, "--memory")
@@ -129,22 +129,21 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
     let no_limit_if_zero = |v: u64| (v != 0).then_some(v);
     SandboxSpec {
         workspace: args.workspace.clone(),
-        read_only: args.read_only,
-        writable_paths: args.writable.clone(),
-        network: args.network.policy.clone(),
-        limits: SandboxLimits {
-            memory_bytes: args
-                .limits
-                .memory
-                .map_or(defaults.memory_bytes, no_limit_if_zero),
-            pids: args.limits.pids.map_or(defaults.pids, no_limit_if_zero),
-            cpu_millis: args.limits.cpus.or(defaults.cpu_millis),
-            tmp_bytes: args.limits.tmp_size.unwrap_or(defaults.tmp_bytes),
-            open_files: defaults.open_files,
-            workspace_bytes: args.workspace_size,
-            workspace_inodes: args.workspace_inodes,
+        policy: SandboxPolicy {
+            read_only: args.read_only,
+            writable_paths: args.writable.clone(),
+            network: args.network.policy.clone(),
+            limits: SandboxLimits {
+                memory_bytes: args.limits.memory.map_or(defaults.memory_bytes, no_limit_if_zero),
+                pids: args.limits.pids.map_or(defaults.pids, no_limit_if_zero),
+                cpu_millis: args.limits.cpus.or(defaults.cpu_millis),
+                tmp_bytes: args.limits.tmp_size.unwrap_or(defaults.tmp_bytes),
+                open_files: defaults.open_files,
+                workspace_bytes: args.workspace_size,
+                workspace_inodes: args.workspace_inodes,
+            },
+            allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
         },
-        allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
         secrets: args.secrets.clone(),
     }
 }

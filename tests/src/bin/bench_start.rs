@@ -224,7 +224,7 @@ fn engine_name(engine: Engine) -> &'static str {
 fn container_spec(engine: Engine) -> SandboxSpec {
     let mut spec = SandboxSpec::default();
     if engine == Engine::Gvisor {
-        spec.allow_downgrade.insert(DowngradeLayer::Landlock);
+        spec.policy.allow_downgrade.insert(DowngradeLayer::Landlock);
     }
     spec
 }

@@ -5,8 +5,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use paddock_core::sandbox::{
-    GuestOps, Sandbox, SandboxBackend, SandboxLimits, SandboxSpec, SnapshotExportOptions,
-    SnapshotImportOptions, WriteOptions,
+    GuestOps, Sandbox, SandboxBackend, SandboxLimits, SandboxPolicy, SandboxSpec,
+    SnapshotExportOptions, SnapshotImportOptions, WriteOptions,
 };
 use paddock_proto::{ErrorCode, ExecSpec, LayerState, PtySize};
 use paddock_tests::backends::{self, Kind};
@@ -445,10 +445,9 @@ pub fn read_only_workspace(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send 
         let ws = backends::workspace(ctx.kind);
         std::fs::write(ws.path().join("kept.txt"), b"original").unwrap();
         let sb = ctx
-            .create(SandboxSpec {
-                read_only: true,
-                ..in_workspace(&ws)
-            })
+            .create(in_workspace(&ws).map_policy(|p| {
+                p.read_only = true;
+            }))
             .await;
         let guest = sb.guest();
         let (code, out, _) = sh(&*guest, "cat kept.txt").await;
@@ -486,10 +485,9 @@ pub fn write_scope(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         // A missing directory (trailing '/') and a missing file, both made
         // at start; the file alone is writable in its directory.
         let sb = ctx
-            .create(SandboxSpec {
-                writable_paths: vec!["out/".to_owned(), "src/made.txt".to_owned()],
-                ..in_workspace(&ws)
-            })
+            .create(in_workspace(&ws).map_policy(|p| {
+                p.writable_paths = vec!["out/".to_owned(), "src/made.txt".to_owned()];
+            }))
             .await;
         let guest = sb.guest();
         let (code, _, err) = sh(&*guest, "echo built > out/result").await;
@@ -544,14 +542,13 @@ pub fn memory_and_tmp_limits(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Sen
         let ws = backends::workspace(ctx.kind);
         let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
         let sb = ctx
-            .create(SandboxSpec {
-                limits: SandboxLimits {
+            .create(in_workspace(&ws).map_policy(|p| {
+                p.limits = SandboxLimits {
                     memory_bytes: Some(256 * MIB),
                     tmp_bytes: 8 * MIB,
                     ..SandboxLimits::default()
-                },
-                ..in_workspace(&ws)
-            })
+                };
+            }))
             .await;
         let guest = sb.guest();
         let (code, _, _) = sh(
@@ -611,13 +608,12 @@ pub fn pids_limit(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
         let pids = 128;
         let sb = ctx
-            .create(SandboxSpec {
-                limits: SandboxLimits {
+            .create(in_workspace(&ws).map_policy(|p| {
+                p.limits = SandboxLimits {
                     pids: Some(pids),
                     ..SandboxLimits::default()
-                },
-                ..in_workspace(&ws)
-            })
+                };
+            }))
             .await;
         let guest = sb.guest();
         let spawned = guest
@@ -767,15 +763,14 @@ pub fn escape_battery(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>
         let targets = HostTargets::plant(ctx.kind.name());
         let pids = if ctx.kind == Kind::Gvisor { 128 } else { PIDS };
         let mut argv = targets.argv(battery, pids);
-        let spec = SandboxSpec {
-            limits: SandboxLimits {
+        let spec = in_workspace(&ws).map_policy(|p| {
+            p.limits = SandboxLimits {
                 memory_bytes: Some(MEMORY),
                 pids: Some(pids),
                 tmp_bytes: TMP,
                 ..SandboxLimits::default()
-            },
-            ..in_workspace(&ws)
-        };
+            };
+        });
         // gVisor's cgroup holds its sentry: a bomb kills the whole sandbox
         // (contained, but then no report), so each bomb runs in a sandbox of
         // its own there, and must end either blocked or with that sandbox dead.
@@ -881,10 +876,9 @@ pub fn warm_pool(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
             );
         }
         let other = pool
-            .create(SandboxSpec {
-                read_only: true,
-                ..profile.clone()
-            })
+            .create(profile.clone().map_policy(|p| {
+                p.read_only = true;
+            }))
             .await
             .unwrap();
         assert!(
@@ -1007,7 +1001,10 @@ pub fn pid_1_shows_no_spec(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send 
         let sb = ctx
             .create(SandboxSpec {
                 workspace: Some(ws.path().to_path_buf()),
-                writable_paths: vec!["out".to_owned()],
+                policy: SandboxPolicy {
+                    writable_paths: vec!["out".to_owned()],
+                    ..SandboxPolicy::default()
+                },
                 ..SandboxSpec::default()
             })
             .await;

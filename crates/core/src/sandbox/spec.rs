@@ -1,45 +1,25 @@
 //! What a caller asks of a sandbox, and what it got.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use paddock_proto::{
-    DowngradeLayer, InvalidSandboxSpec, NetworkPolicy, SandboxLimits, check_writable_paths,
-};
+use paddock_proto::{InvalidSandboxSpec, NetworkPolicy, SandboxLimits, SandboxPolicy};
 use serde::{Deserialize, Serialize};
 
 use super::SandboxId;
 
-/// A request for one sandbox.
+/// A request for one sandbox: where its workspace is, its policy, and the
+/// secrets its egress swaps in. The policy's fields sit at the top level of
+/// the JSON (flattened), as they always have.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxSpec {
     /// Host directory mounted at /workspace. None: the backend makes a fresh
     /// empty directory and removes it when the sandbox is destroyed.
     #[serde(default)]
     pub workspace: Option<PathBuf>,
-    /// The workspace is read-only inside the sandbox (mounts and landlock).
-    #[serde(default)]
-    pub read_only: bool,
-    /// A write scope. Empty: `read_only` alone decides. Otherwise the
-    /// workspace is read-only except these paths (directories or files,
-    /// relative to the workspace root, normalized: see
-    /// [`SandboxSpec::validate`]), which stay writable, enforced by mounts
-    /// and landlock. Each must be a real directory or regular file reached
-    /// without any symlink, or missing: then a path ending in `/` or whose
-    /// last name has no extension is created as a directory, one with an
-    /// extension as an empty file (owned by the
-    /// workspace owner; [`paddock_proto::MissingScopePath`]). Otherwise the
-    /// sandbox does not start. Contradicts `read_only`.
-    #[serde(default)]
-    pub writable_paths: Vec<String>,
-    #[serde(default)]
-    pub network: NetworkPolicy,
-    #[serde(default)]
-    pub limits: SandboxLimits,
-    /// Hardening layers the operator allows to be missing; any other layer
-    /// that cannot be applied fails the sandbox.
-    #[serde(default)]
-    pub allow_downgrade: BTreeSet<DowngradeLayer>,
+    /// What the sandbox may do and hold (the one declaration of it, shared
+    /// with every backend's guest).
+    #[serde(flatten)]
+    pub policy: SandboxPolicy,
     /// Secrets injected at egress (only placeholders inside). Never
     /// serialized: the spec is stored, the values must not be.
     #[serde(skip)]
@@ -47,15 +27,27 @@ pub struct SandboxSpec {
 }
 
 impl SandboxSpec {
+    /// A spec with `policy` and nothing else: a fresh temporary workspace,
+    /// no secrets.
+    pub fn with_policy(policy: SandboxPolicy) -> Self {
+        Self {
+            policy,
+            ..Self::default()
+        }
+    }
+
+    /// This spec with its policy changed by `change` (a request made from
+    /// a template).
+    pub fn map_policy(mut self, change: impl FnOnce(&mut SandboxPolicy)) -> Self {
+        change(&mut self.policy);
+        self
+    }
+
     /// Checks what can be checked without the workspace
-    /// ([`paddock_proto::check_writable_paths`]: each writable path is
-    /// relative to the workspace root and normalized, there are at most
-    /// [`super::MAX_WRITABLE_PATHS`], and `read_only` is not asked together with
-    /// them). Whether the paths are safe on disk is the backend's check when
-    /// it starts the sandbox.
+    /// ([`SandboxPolicy::validate`]). Whether the paths are safe on disk is
+    /// the backend's check when it starts the sandbox.
     pub fn validate(&self) -> Result<(), InvalidSandboxSpec> {
-        check_writable_paths(&self.writable_paths, self.read_only)?;
-        self.network.validate().map_err(InvalidSandboxSpec::Network)
+        self.policy.validate()
     }
 }
 
@@ -86,11 +78,11 @@ mod tests {
     use super::*;
 
     fn scoped(read_only: bool, paths: &[&str]) -> SandboxSpec {
-        SandboxSpec {
+        SandboxSpec::with_policy(SandboxPolicy {
             read_only,
             writable_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
-            ..SandboxSpec::default()
-        }
+            ..SandboxPolicy::default()
+        })
     }
 
     #[test]
@@ -172,8 +164,39 @@ mod tests {
     #[test]
     fn writable_paths_default_to_empty_in_json() {
         let spec: SandboxSpec = serde_json::from_str(r#"{"read_only": true}"#).unwrap();
-        assert!(spec.writable_paths.is_empty());
+        assert!(spec.policy.writable_paths.is_empty());
+        assert!(spec.policy.read_only);
         let spec: SandboxSpec = serde_json::from_str(r#"{"writable_paths": ["src"]}"#).unwrap();
-        assert_eq!(spec.writable_paths, ["src"]);
+        assert_eq!(spec.policy.writable_paths, ["src"]);
+    }
+
+    #[test]
+    fn the_policy_stays_at_the_top_level_of_the_stored_json() {
+        let spec = SandboxSpec {
+            workspace: Some(PathBuf::from("/ws")),
+            ..scoped(false, &["src"])
+        };
+        let json = serde_json::to_value(&spec).unwrap();
+        let mut keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "allow_downgrade",
+                "limits",
+                "network",
+                "read_only",
+                "workspace",
+                "writable_paths"
+            ]
+        );
+        assert_eq!(json["writable_paths"], serde_json::json!(["src"]));
+        let back: SandboxSpec = serde_json::from_value(json).unwrap();
+        assert_eq!(back, spec);
     }
 }

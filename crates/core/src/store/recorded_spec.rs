@@ -42,10 +42,10 @@ impl RecordedSpec {
     /// adds `restored_from`, `image` and `console`.
     pub fn of(spec: &SandboxSpec) -> Self {
         Self {
-            read_only: spec.read_only,
-            writable_paths: spec.writable_paths.clone(),
-            network: spec.network.clone(),
-            limits: spec.limits.clone(),
+            read_only: spec.policy.read_only,
+            writable_paths: spec.policy.writable_paths.clone(),
+            network: spec.policy.network.clone(),
+            limits: spec.policy.limits.clone(),
             restored_from: None,
             image: None,
             console: false,

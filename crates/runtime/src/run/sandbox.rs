@@ -82,11 +82,11 @@ impl RunSandbox {
         let mut spec = template.clone();
         spec.workspace = Some(dir);
         match access {
-            WorkspaceAccess::ReadWrite => spec.read_only = false,
-            WorkspaceAccess::ReadOnly => spec.read_only = true,
+            WorkspaceAccess::ReadWrite => spec.policy.read_only = false,
+            WorkspaceAccess::ReadOnly => spec.policy.read_only = true,
             WorkspaceAccess::Scoped(paths) => {
-                spec.read_only = false;
-                spec.writable_paths = paths;
+                spec.policy.read_only = false;
+                spec.policy.writable_paths = paths;
             }
         }
         // Without the host path: the record is shown over the API.

@@ -18,9 +18,10 @@ use super::container::{self, Request};
 use super::guest_socket::GuestSocket;
 use super::host_checks;
 use super::sandbox::{DockerSandbox, Teardown};
-use super::{stdio, workspace};
+use super::stdio;
 use crate::GuestClient;
-use crate::native::StderrTail;
+use crate::shared::stderr::StderrTail;
+use crate::shared::workspace;
 
 /// Below this the gVisor sentry (a Go program whose host threads the pids
 /// cgroup counts) cannot start.
@@ -74,7 +75,7 @@ impl DockerBackend {
         };
         tracing::debug!(sandbox_id = %id, backend = self.name(), "creating sandbox");
         spec.validate().map_err(|e| launch_error(Box::new(e)))?;
-        if spec.network.has_egress() {
+        if spec.policy.network.has_egress() {
             // Fail closed: a container's only network is its own loopback;
             // the egress proxy is wired into native sandboxes only.
             return Err(launch_error(
@@ -82,13 +83,13 @@ impl DockerBackend {
                     "the {} backend cannot enforce network {}: it has no egress proxy \
                      wiring yet; use network none here or the native backend",
                     self.name(),
-                    spec.network.label()
+                    spec.policy.network.label()
                 )
                 .into(),
             ));
         }
         if self.config.engine == Engine::Gvisor
-            && spec.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
+            && spec.policy.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
         {
             return Err(launch_error(
                 format!(
@@ -123,9 +124,9 @@ impl DockerBackend {
                 .as_ref()
                 .map_or(workspace::SANDBOX_UID, |block| block.mapping.host_base),
         )?;
-        let writable = workspace::writable_binds(&id, &workspace, &spec.writable_paths)?;
+        let writable = workspace::writable_binds(&id, &workspace, &spec.policy.writable_paths)?;
         let scope: Vec<String> = {
-            let mut paths = spec.writable_paths.clone();
+            let mut paths = spec.policy.writable_paths.clone();
             paths.sort();
             paths.dedup();
             paths
@@ -197,9 +198,9 @@ impl DockerBackend {
                     backend: self.name().to_owned(),
                     workspace: workspace.path,
                     workspace_is_temporary: teardown.temp_workspace.is_some(),
-                    read_only: spec.read_only,
-                    network: spec.network,
-                    limits: spec.limits,
+                    read_only: spec.policy.read_only,
+                    network: spec.policy.network,
+                    limits: spec.policy.limits,
                     agent_version: client.agent_version().to_owned(),
                     created_at_ms,
                 };
@@ -262,9 +263,9 @@ impl DockerBackend {
             .ok_or("the container has no process (it exited at once)")?;
         host_checks::check_namespaces(
             pid,
-            &container::host_checked(self.config.engine, &guest_spec.namespaces),
+            &container::host_checked(self.config.engine, &guest_spec.tier.namespaces),
         )?;
-        if let Some(asked) = &guest_spec.cgroup {
+        if let Some(asked) = &guest_spec.tier.cgroup {
             host_checks::check_cgroup(&self.config.cgroup_parent, container, asked)?;
         }
         // runc: the container's init runs as the block's ids on the host.
@@ -296,6 +297,7 @@ impl DockerBackend {
             .await
             .map_err(|_| format!("the guest did not answer the handshake within {timeout:?}"))??;
         if guest_spec
+            .tier
             .cgroup
             .as_ref()
             .is_some_and(|asked| asked.memory_bytes.is_some())

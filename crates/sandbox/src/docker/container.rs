@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigCgroupnsModeEnum};
 use paddock_core::sandbox::{SandboxId, SandboxSpec};
-use paddock_jail::ContainerSpec;
-use paddock_proto::{CgroupEnforcement, WORKSPACE_MOUNT, WorkspaceQuotaEnforcement};
+use paddock_jail::{ContainerSpec, ContainerTier, GuestSpec};
+use paddock_proto::{CgroupEnforcement, SandboxPolicy, WORKSPACE_MOUNT, WorkspaceQuotaEnforcement};
 
 use super::config::{DockerConfig, Engine, LABEL_BACKEND, LABEL_NODE, LABEL_SANDBOX};
 use super::guest_socket::GuestSocket;
-use super::workspace::Workspace;
+use crate::shared::workspace::Workspace;
 
 /// Where the host's guest binary appears inside (the image has the directory).
 pub(super) const GUEST_PATH: &str = "/opt/paddock/paddock-guest";
@@ -42,7 +42,7 @@ pub(super) fn host_checked(engine: Engine, reported: &[String]) -> Vec<String> {
 
 /// The cgroup limits asked of the engine (checked on the host after start).
 pub(super) fn cgroup_asked(spec: &SandboxSpec, parent: &str) -> Option<CgroupEnforcement> {
-    let limits = &spec.limits;
+    let limits = &spec.policy.limits;
     if limits.memory_bytes.is_none() && limits.pids.is_none() && limits.cpu_millis.is_none() {
         return None;
     }
@@ -62,17 +62,18 @@ pub(super) fn guest_spec(
     writable_paths: Vec<String>,
     temporary_workspace: bool,
 ) -> ContainerSpec {
-    ContainerSpec {
+    GuestSpec {
         sandbox_id: id.as_str().to_owned(),
-        engine: config.engine.backend_name().to_owned(),
-        read_only: spec.read_only,
-        writable_paths,
-        network: spec.network.clone(),
-        limits: spec.limits.clone(),
-        namespaces: namespaces(config.engine),
-        cgroup: cgroup_asked(spec, &config.cgroup_parent),
-        allow_downgrade: spec.allow_downgrade.clone(),
-        temporary_workspace,
+        policy: SandboxPolicy {
+            writable_paths,
+            ..spec.policy.clone()
+        },
+        tier: ContainerTier {
+            engine: config.engine.backend_name().to_owned(),
+            namespaces: namespaces(config.engine),
+            cgroup: cgroup_asked(spec, &config.cgroup_parent),
+            temporary_workspace,
+        },
     }
 }
 
@@ -100,7 +101,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         guest_socket,
         workspace_tmpfs,
     } = request;
-    let workspace_mode = if spec.read_only || !writable.is_empty() {
+    let workspace_mode = if spec.policy.read_only || !writable.is_empty() {
         "ro"
     } else {
         "rw"
@@ -110,7 +111,10 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
     // Scratch space, bounded; nosuid/nodev as every writable mount.
     let mut tmpfs = HashMap::from([(
         "/tmp".to_owned(),
-        format!("rw,nosuid,nodev,size={},mode=1777", spec.limits.tmp_bytes),
+        format!(
+            "rw,nosuid,nodev,size={},mode=1777",
+            spec.policy.limits.tmp_bytes
+        ),
     )]);
     match workspace_tmpfs {
         // A temporary workspace under a quota lives in the container's own
@@ -147,7 +151,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         ),
     ]);
     let seccomp = paddock_jail::docker_seccomp_profile().to_string();
-    let limits = &spec.limits;
+    let limits = &spec.policy.limits;
     let host_config = HostConfig {
         binds: Some(binds),
         // No capability at all, in any set: the guest checks it.
@@ -265,7 +269,10 @@ mod tests {
         let profile: serde_json::Value = serde_json::from_str(seccomp).unwrap();
         assert_eq!(profile, paddock_jail::docker_seccomp_profile());
         let tmp = &host.tmpfs.unwrap()["/tmp"];
-        assert!(tmp.contains(&format!("size={}", spec.limits.tmp_bytes)) && tmp.contains("nosuid"));
+        assert!(
+            tmp.contains(&format!("size={}", spec.policy.limits.tmp_bytes))
+                && tmp.contains("nosuid")
+        );
         assert_eq!(host.network_mode.as_deref(), Some("none"));
         assert_eq!(host.memory, Some(1 << 30));
         assert_eq!(host.memory_swap, host.memory, "no swap beyond the limit");
@@ -294,10 +301,10 @@ mod tests {
 
     #[test]
     fn a_write_scope_binds_the_workspace_read_only_with_its_paths_writable() {
-        let spec = SandboxSpec {
+        let spec = SandboxSpec::with_policy(paddock_proto::SandboxPolicy {
             writable_paths: vec!["out".to_owned()],
-            ..SandboxSpec::default()
-        };
+            ..paddock_proto::SandboxPolicy::default()
+        });
         let writable = [(PathBuf::from("/srv/ws/out"), "/workspace/out".to_owned())];
         let body = request_body(Engine::Gvisor, &spec, &writable);
         let host = body.host_config.unwrap();
@@ -312,13 +319,13 @@ mod tests {
     fn a_capped_temporary_workspace_is_the_engines_tmpfs_given_to_the_sandbox_ids() {
         let id = SandboxId::generate();
         let config = DockerConfig::new(Engine::Docker, PathBuf::from("/host/paddock-guest"));
-        let spec = SandboxSpec {
+        let spec = SandboxSpec::with_policy(paddock_proto::SandboxPolicy {
             limits: paddock_core::sandbox::SandboxLimits {
                 workspace_bytes: Some(8 << 20),
                 ..paddock_core::sandbox::SandboxLimits::default()
             },
-            ..SandboxSpec::default()
-        };
+            ..paddock_proto::SandboxPolicy::default()
+        });
         let workspace = Workspace {
             path: PathBuf::from("/tmp/paddock-x"),
             temporary: Some(tempfile::tempdir().unwrap()),
@@ -354,10 +361,7 @@ mod tests {
         );
         assert_eq!(body.user.as_deref(), Some("165536:165536"));
         // Read-only or write-scoped: the host's directory, as native.
-        let read_only = SandboxSpec {
-            read_only: true,
-            ..spec.clone()
-        };
+        let read_only = spec.clone().map_policy(|p| p.read_only = true);
         assert_eq!(workspace.tmpfs(&read_only), None);
         let persistent = Workspace {
             temporary: None,

@@ -59,7 +59,7 @@ pub(super) async fn reap(
     if let Some(root) = &config.temp_root {
         let root = root.clone();
         let found =
-            tokio::task::spawn_blocking(move || crate::native::orphans::temp_workspaces(&root))
+            tokio::task::spawn_blocking(move || crate::shared::host::temp_workspaces(&root))
                 .await??;
         for (sandbox, dir) in found {
             if keep.iter().any(|k| k.as_str() == sandbox) {

@@ -10,7 +10,7 @@ use paddock_core::sandbox::{BoxError, GuestOps, Sandbox, SandboxError, SandboxId
 use tokio::task::JoinHandle;
 
 use crate::GuestClient;
-use crate::native::StderrTail;
+use crate::shared::stderr::StderrTail;
 
 /// How often `destroy` looks whether the engine has removed the container.
 const GONE_POLL: Duration = Duration::from_millis(20);

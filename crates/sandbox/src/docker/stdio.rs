@@ -11,7 +11,7 @@ use paddock_core::sandbox::SandboxId;
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::task::JoinHandle;
 
-use crate::native::StderrTail;
+use crate::shared::stderr::StderrTail;
 
 /// Bytes buffered between the engine's stream and the client's reader.
 const PIPE_BYTES: usize = 256 << 10;

@@ -22,8 +22,9 @@ use super::config::MicroVmConfig;
 use super::qemu::{NAME_PREFIX, VmPlan};
 use super::sandbox::{MicroVmSandbox, Teardown};
 use crate::GuestClient;
-use crate::docker::workspace;
-use crate::native::{StderrTail, forward_stderr, owner_tag};
+use crate::shared::host::owner_tag;
+use crate::shared::stderr::{StderrTail, forward as forward_stderr};
+use crate::shared::workspace;
 
 const BACKEND: &str = "microvm";
 /// The smallest guest the image's kernel boots in with room for commands.
@@ -199,7 +200,7 @@ impl MicroVmBackend {
         };
         tracing::debug!(sandbox_id = %id, backend = BACKEND, "creating sandbox");
         spec.validate().map_err(|e| launch_error(Box::new(e)))?;
-        if spec.network != NetworkPolicy::None {
+        if spec.policy.network != NetworkPolicy::None {
             return Err(launch_error(
                 "a microvm sandbox has no network device: only network none is offered".into(),
             ));
@@ -216,16 +217,18 @@ impl MicroVmBackend {
         )?;
         // Checked on the host (no symlink, made if missing) before the VM
         // can touch the workspace; the guest binds them inside.
-        workspace::writable_binds(&id, &ws, &spec.writable_paths)?;
+        workspace::writable_binds(&id, &ws, &spec.policy.writable_paths)?;
         let (accelerator, accel_reason) = self.accelerator().await;
 
         let memory_bytes = spec
+            .policy
             .limits
             .memory_bytes
             .unwrap_or(self.config.default_memory_bytes);
         let memory_mib = (memory_bytes >> 20).max(MIN_GUEST_MIB);
         let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
         let vcpus = spec
+            .policy
             .limits
             .cpu_millis
             .map_or(1, |m| m.div_ceil(1000))
@@ -233,8 +236,8 @@ impl MicroVmBackend {
         let vm_limits = SandboxLimits {
             memory_bytes: Some((memory_mib << 20) + self.config.vmm_overhead_bytes),
             pids: Some(self.config.vmm_pids),
-            cpu_millis: spec.limits.cpu_millis,
-            ..spec.limits.clone()
+            cpu_millis: spec.policy.limits.cpu_millis,
+            ..spec.policy.limits.clone()
         };
 
         let vm_dir = self.owner_dir().join(id.as_str());
@@ -269,28 +272,26 @@ impl MicroVmBackend {
             (
                 paddock_jail::WORKSPACE_TAG.to_owned(),
                 ws.path.clone(),
-                spec.read_only,
+                spec.policy.read_only,
             ),
         ];
         let guest_spec = paddock_jail::MicroVmSpec {
             sandbox_id: id.as_str().to_owned(),
-            read_only: spec.read_only,
-            writable_paths: spec.writable_paths.clone(),
-            network: spec.network.clone(),
-            limits: spec.limits.clone(),
-            uid: ws.uid,
-            gid: ws.gid,
-            cgroup: None,
-            vm: VmEnforcement {
-                accelerator: accelerator.name().to_owned(),
-                accelerator_reason: accel_reason,
-                vcpus: plan.vcpus,
-                memory_bytes: memory_mib << 20,
-                kernel: String::new(),
-                workspace_transport: "virtio-9p".to_owned(),
+            policy: spec.policy.clone(),
+            tier: paddock_jail::MicroVmTier {
+                uid: ws.uid,
+                gid: ws.gid,
+                cgroup: None,
+                vm: VmEnforcement {
+                    accelerator: accelerator.name().to_owned(),
+                    accelerator_reason: accel_reason,
+                    vcpus: plan.vcpus,
+                    memory_bytes: memory_mib << 20,
+                    kernel: String::new(),
+                    workspace_transport: "virtio-9p".to_owned(),
+                },
+                temporary_workspace: teardown.temp_workspace.is_some(),
             },
-            allow_downgrade: spec.allow_downgrade.clone(),
-            temporary_workspace: teardown.temp_workspace.is_some(),
         };
         match self
             .start(&plan, &socket, guest_spec, &vm_limits, &mut teardown)
@@ -302,9 +303,9 @@ impl MicroVmBackend {
                     backend: BACKEND.to_owned(),
                     workspace: ws.path,
                     workspace_is_temporary: teardown.temp_workspace.is_some(),
-                    read_only: spec.read_only,
-                    network: spec.network,
-                    limits: spec.limits,
+                    read_only: spec.policy.read_only,
+                    network: spec.policy.network,
+                    limits: spec.policy.limits,
                     agent_version: client.agent_version().to_owned(),
                     created_at_ms,
                 };
@@ -345,7 +346,7 @@ impl MicroVmBackend {
             &guest_spec.sandbox_id,
             vm_limits,
         )?;
-        guest_spec.cgroup = Some(cgroup.report(vm_limits));
+        guest_spec.tier.cgroup = Some(cgroup.report(vm_limits));
         let mut child = Command::new(&self.config.qemu)
             .args(plan.args())
             .stdin(Stdio::null())

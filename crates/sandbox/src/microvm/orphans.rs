@@ -11,7 +11,7 @@ use paddock_core::sandbox::{BoxError, OrphanReport, SandboxId};
 
 use super::config::MicroVmConfig;
 use super::qemu::NAME_PREFIX;
-use crate::native::orphans::{sandbox_cgroups, temp_workspaces, wait_gone};
+use crate::shared::host::{sandbox_cgroups, temp_workspaces, wait_gone};
 
 pub(super) fn reap(
     config: &MicroVmConfig,

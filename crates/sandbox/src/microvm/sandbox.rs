@@ -10,7 +10,7 @@ use tokio::process::Child;
 use tokio::task::JoinHandle;
 
 use crate::GuestClient;
-use crate::native::StderrTail;
+use crate::shared::stderr::StderrTail;
 
 /// A microVM sandbox: the QEMU process, the connection to its guest, its
 /// cgroup, socket directory and temporary workspace. Dropping it without

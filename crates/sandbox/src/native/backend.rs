@@ -16,7 +16,7 @@ use tokio::process::{Child, Command};
 
 use super::jail_spec::jail_spec;
 use super::sandbox::{NativeSandbox, Teardown};
-use super::stderr::{self, StderrTail};
+use crate::shared::stderr::{self, StderrTail};
 use crate::{GuestClient, StreamLimits};
 
 #[derive(Debug, Clone)]
@@ -174,7 +174,8 @@ impl NativeBackend {
             Ok(client) => client,
             Err(source) => return Err(startup_failed(&mut teardown, &tail, source).await),
         };
-        if let (Some(parent), Some(_)) = (&teardown.cgroup_parent, spec.limits.memory_bytes) {
+        if let (Some(parent), Some(_)) = (&teardown.cgroup_parent, spec.policy.limits.memory_bytes)
+        {
             match paddock_jail::sandbox_oom_counter(parent, id.as_str()) {
                 Ok(Some(file)) => client.watch_oom(file),
                 Ok(None) => {}
@@ -189,9 +190,9 @@ impl NativeBackend {
             backend: "native".to_owned(),
             workspace,
             workspace_is_temporary: teardown.temp_workspace.is_some(),
-            read_only: spec.read_only,
-            network: spec.network,
-            limits: spec.limits,
+            read_only: spec.policy.read_only,
+            network: spec.policy.network,
+            limits: spec.policy.limits,
             agent_version: client.agent_version().to_owned(),
             created_at_ms,
         };
@@ -248,7 +249,7 @@ impl NativeBackend {
         let Some(root) = &self.config.temp_root else {
             return Ok(None);
         };
-        if !spec.network.has_egress() || self.config.unconfined {
+        if !spec.policy.network.has_egress() || self.config.unconfined {
             return Ok(None);
         }
         tempfile::Builder::new()
@@ -269,7 +270,7 @@ impl NativeBackend {
         id: &SandboxId,
         spec: &SandboxSpec,
     ) -> Result<Option<(Egress, EgressReceiver)>, SandboxError> {
-        if !spec.network.has_egress() {
+        if !spec.policy.network.has_egress() {
             return Ok(None);
         }
         if self.config.unconfined {
@@ -277,15 +278,15 @@ impl NativeBackend {
                 id: id.clone(),
                 source: format!(
                     "network {} cannot be enforced in unconfined mode (no namespaces)",
-                    spec.network.label()
+                    spec.policy.network.label()
                 )
                 .into(),
             });
         }
         Egress::start(
             id.as_str(),
-            &super::orphans::owner_tag(&self.config.cgroup_parent),
-            spec.network.clone(),
+            &crate::shared::host::owner_tag(&self.config.cgroup_parent),
+            spec.policy.network.clone(),
             spec.secrets.clone(),
             self.config.egress.clone(),
         )
@@ -363,7 +364,7 @@ impl NativeBackend {
                 .arg("--sandbox")
                 .arg(id.as_str())
                 .arg("--owner")
-                .arg(super::orphans::owner_tag(&self.config.cgroup_parent));
+                .arg(crate::shared::host::owner_tag(&self.config.cgroup_parent));
         }
         command
             // Nothing of the host's environment reaches the sandbox.
@@ -440,7 +441,7 @@ impl SandboxBackend for NativeBackend {
             // A `full` sandbox's host-side NAT (veth, rules) and namespace,
             // found by the owner tag in its rules' comments.
             let keep_refs: Vec<&str> = keep_ids.iter().map(String::as_str).collect();
-            let owner = super::orphans::owner_tag(&self.config.cgroup_parent);
+            let owner = crate::shared::host::owner_tag(&self.config.cgroup_parent);
             let nat_ids = paddock_egress::nat::reap(&owner, &keep_refs)
                 .await
                 .map_err(|e| SandboxError::ReapOrphans {

@@ -1,9 +1,10 @@
-//! Translates the core sandbox spec into the jail's spec.
+//! The native tier's guest spec: the request's policy as it is, with the
+//! host paths and ids only the jail's monitor sees.
 
 use std::path::PathBuf;
 
 use paddock_core::sandbox::{SandboxId, SandboxSpec};
-use paddock_jail::JailSpec;
+use paddock_jail::{GuestSpec, JailSpec, JailTier};
 
 use super::NativeConfig;
 
@@ -36,23 +37,21 @@ pub(super) fn jail_spec(
             .collect(),
         None => Vec::new(),
     };
-    JailSpec {
+    GuestSpec {
         sandbox_id: id.to_string(),
-        workspace,
-        read_only: spec.read_only,
-        writable_paths: spec.writable_paths.clone(),
-        network: spec.network.clone(),
-        netns,
-        egress_env,
-        secrets,
-        egress_ca: egress_ca.map(str::to_owned),
-        limits: spec.limits.clone(),
-        id_mapping: config.id_mapping,
-        id_pool: config.id_pool,
-        temporary_workspace,
-        rootfs: config.rootfs.clone(),
-        allow_downgrade: spec.allow_downgrade.clone(),
-        cgroup_parent: config.cgroup_parent.clone(),
+        policy: spec.policy.clone(),
+        tier: JailTier {
+            workspace,
+            netns,
+            egress_env,
+            secrets,
+            egress_ca: egress_ca.map(str::to_owned),
+            id_mapping: config.id_mapping,
+            id_pool: config.id_pool,
+            temporary_workspace,
+            rootfs: config.rootfs.clone(),
+            cgroup_parent: config.cgroup_parent.clone(),
+        },
     }
 }
 
@@ -60,7 +59,7 @@ pub(super) fn jail_spec(
 mod tests {
     use std::collections::BTreeSet;
 
-    use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
+    use paddock_core::sandbox::{DowngradeLayer, SandboxLimits, SandboxPolicy};
     use paddock_proto::NetworkPolicy;
 
     use super::*;
@@ -70,19 +69,24 @@ mod tests {
         let id = SandboxId::parse("sb-test").unwrap();
         let spec = SandboxSpec {
             workspace: None,
-            read_only: false,
-            writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
-            network: NetworkPolicy::Full,
-            limits: SandboxLimits {
-                memory_bytes: Some(512 << 20),
-                pids: None,
-                cpu_millis: Some(1500),
-                tmp_bytes: 1 << 20,
-                open_files: 64,
-                workspace_bytes: Some(8 << 20),
-                workspace_inodes: Some(100),
+            policy: SandboxPolicy {
+                read_only: false,
+                writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
+                network: NetworkPolicy::Full,
+                limits: SandboxLimits {
+                    memory_bytes: Some(512 << 20),
+                    pids: None,
+                    cpu_millis: Some(1500),
+                    tmp_bytes: 1 << 20,
+                    open_files: 64,
+                    workspace_bytes: Some(8 << 20),
+                    workspace_inodes: Some(100),
+                },
+                allow_downgrade: BTreeSet::from([
+                    DowngradeLayer::Landlock,
+                    DowngradeLayer::Cgroups,
+                ]),
             },
-            allow_downgrade: BTreeSet::from([DowngradeLayer::Landlock, DowngradeLayer::Cgroups]),
             secrets: vec![
                 paddock_proto::SecretSpec::new(
                     "API_KEY",
@@ -119,35 +123,39 @@ mod tests {
             jail,
             JailSpec {
                 sandbox_id: "sb-test".to_owned(),
-                workspace: PathBuf::from("/ws"),
-                read_only: false,
-                writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
-                network: NetworkPolicy::Full,
-                netns,
-                egress_env,
-                secrets: vec![paddock_proto::SecretNotice {
-                    name: "API_KEY".to_owned(),
-                    hosts: vec!["api.test".parse().unwrap()],
-                }],
-                egress_ca: Some("CA PEM".to_owned()),
-                limits: SandboxLimits {
-                    memory_bytes: Some(512 << 20),
-                    pids: None,
-                    cpu_millis: Some(1500),
-                    tmp_bytes: 1 << 20,
-                    open_files: 64,
-                    workspace_bytes: Some(8 << 20),
-                    workspace_inodes: Some(100),
+                policy: SandboxPolicy {
+                    read_only: false,
+                    writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
+                    network: NetworkPolicy::Full,
+                    limits: SandboxLimits {
+                        memory_bytes: Some(512 << 20),
+                        pids: None,
+                        cpu_millis: Some(1500),
+                        tmp_bytes: 1 << 20,
+                        open_files: 64,
+                        workspace_bytes: Some(8 << 20),
+                        workspace_inodes: Some(100),
+                    },
+                    allow_downgrade: BTreeSet::from([
+                        DowngradeLayer::Cgroups,
+                        DowngradeLayer::Landlock
+                    ]),
                 },
-                id_mapping: None,
-                id_pool: None,
-                temporary_workspace: true,
-                rootfs: None,
-                allow_downgrade: BTreeSet::from([
-                    DowngradeLayer::Cgroups,
-                    DowngradeLayer::Landlock
-                ]),
-                cgroup_parent: "paddock-test".to_owned(),
+                tier: JailTier {
+                    workspace: PathBuf::from("/ws"),
+                    netns,
+                    egress_env,
+                    secrets: vec![paddock_proto::SecretNotice {
+                        name: "API_KEY".to_owned(),
+                        hosts: vec!["api.test".parse().unwrap()],
+                    }],
+                    egress_ca: Some("CA PEM".to_owned()),
+                    id_mapping: None,
+                    id_pool: None,
+                    temporary_workspace: true,
+                    rootfs: None,
+                    cgroup_parent: "paddock-test".to_owned(),
+                },
             }
         );
     }

@@ -10,8 +10,8 @@ use paddock_core::sandbox::{
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
-use super::stderr::StderrTail;
 use crate::GuestClient;
+use crate::shared::stderr::StderrTail;
 
 /// How long a failed start waits for the guest's stderr to end.
 const STDERR_GRACE: Duration = Duration::from_millis(500);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use paddock_core::blob::BlobStore;
-use paddock_core::sandbox::{DowngradeLayer, SandboxLimits, SandboxSpec};
+use paddock_core::sandbox::{DowngradeLayer, SandboxLimits, SandboxPolicy, SandboxSpec};
 use paddock_proto::NetworkPolicy;
 
 use super::quota::Quotas;
@@ -89,11 +89,13 @@ impl ServiceConfig {
     ) -> SandboxSpec {
         SandboxSpec {
             workspace,
-            read_only,
-            writable_paths: Vec::new(),
-            network,
-            limits,
-            allow_downgrade: self.allow_downgrade.clone(),
+            policy: SandboxPolicy {
+                read_only,
+                writable_paths: Vec::new(),
+                network,
+                limits,
+                allow_downgrade: self.allow_downgrade.clone(),
+            },
             secrets: Vec::new(),
         }
     }

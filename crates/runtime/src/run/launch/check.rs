@@ -133,7 +133,7 @@ pub(super) async fn admit(
         tenant: &run.tenant,
         run: &run.id,
         subagent: options.parent_run.is_some(),
-        limits: &shared.config.sandbox.limits,
+        limits: &shared.config.sandbox.policy.limits,
     };
     match admission.admit(ask).await {
         Ok(grant) => Ok(Admitted::Granted(Some(grant))),

@@ -189,11 +189,11 @@ async fn start_sandbox(
         launched.run.mode == RunMode::Plan,
         launched.options.write_scope.as_ref(),
     );
-    let template = paddock_core::sandbox::SandboxSpec {
-        network: network_of(launched),
+    let mut template = paddock_core::sandbox::SandboxSpec {
         secrets: launched.request.secrets.clone(),
         ..shared.config.sandbox.clone()
     };
+    template.policy.network = network_of(launched);
     RunSandbox::start(
         run_backend(shared, &launched.request),
         &shared.store,

@@ -350,7 +350,7 @@ async fn wait_turn(shared: &Shared, run: &Run, claimed: &Claimed) -> Turn {
                 tenant: &run.tenant,
                 run: &run.id,
                 subagent: false,
-                limits: &shared.config.sandbox.limits,
+                limits: &shared.config.sandbox.policy.limits,
             };
             match admission.admit(ask).await {
                 // the grant goes back (dropped) when the queue closed meanwhile

@@ -14,9 +14,9 @@ use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sys::stat::Mode;
 
 use crate::JailError;
-use crate::layout::{Attrs, MountOp, Source};
+use crate::host::layout::{Attrs, MountOp, Source};
+use crate::host::writable::{self, WritableMount};
 use crate::sys;
-use crate::writable::{self, WritableMount};
 
 /// Where the host's root is parked between pivot_root and the detach.
 pub(crate) const OLD_ROOT: &str = "/.oldroot";

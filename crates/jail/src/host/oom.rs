@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cgroup::{CgroupMounts, Hierarchies};
+use crate::host::cgroup::{CgroupMounts, Hierarchies};
 use crate::{JailError, validate};
 
 /// The file counting the OOM kills of the memory cgroup `dir`.

@@ -5,9 +5,9 @@ use std::fs;
 
 use serde::Serialize;
 
-use crate::cgroup::{CgroupMounts, Hierarchies};
-use crate::landlock_rules::NEWEST_KNOWN_ABI;
-use crate::seccomp_bpf::{SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS};
+use crate::host::cgroup::{CgroupMounts, Hierarchies};
+use crate::init::landlock_rules::NEWEST_KNOWN_ABI;
+use crate::seccomp::bpf::{SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS};
 use crate::sys;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use paddock_proto::{CgroupEnforcement, DowngradeLayer, LayerState, error_chain};
 use seccompiler::BpfProgram;
 
-use crate::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
-use crate::id_pool::{self, IdBlock};
-use crate::ids::{self, Caller, IdPlan, Owner};
-use crate::layout::{self, LayoutInput, MountOp, RealHost};
-use crate::threads::{SingleThreaded, ensure_single_threaded};
-use crate::workspace_quota::{self, QuotaPlan};
-use crate::writable::{self, WritableMount};
-use crate::{JailError, JailSpec, idmap_mount, seccomp_bpf, sys, validate};
+use crate::host::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
+use crate::host::id_pool::{self, IdBlock};
+use crate::host::ids::{self, Caller, IdPlan, Owner};
+use crate::host::layout::{self, LayoutInput, MountOp, RealHost};
+use crate::host::workspace_quota::{self, QuotaPlan};
+use crate::host::writable::{self, WritableMount};
+use crate::process::threads::{SingleThreaded, ensure_single_threaded};
+use crate::{JailError, JailSpec, host::idmap_mount, seccomp::bpf as seccomp_bpf, sys, validate};
 
 #[derive(Debug)]
 pub(crate) struct Prepared {
@@ -48,14 +48,12 @@ pub(crate) struct Prepared {
 
 pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     let single = ensure_single_threaded()?;
-    validate::sandbox_id(&spec.sandbox_id)?;
-    validate::cgroup_parent(&spec.cgroup_parent)?;
-    validate::limits(&spec.limits)?;
-    validate::network(&spec.network, spec.netns.as_ref())?;
-    let scope = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let scope = validate::spec(spec)?;
+    validate::cgroup_parent(&spec.tier.cgroup_parent)?;
+    validate::network(&spec.policy.network, spec.tier.netns.as_ref())?;
     let writable_paths = validate::scope_rels(&scope);
-    let workspace = canonical_dir(&spec.workspace)?;
-    let rootfs = spec.rootfs.as_deref().map(canonical_dir).transpose()?;
+    let workspace = canonical_dir(&spec.tier.workspace)?;
+    let rootfs = spec.tier.rootfs.as_deref().map(canonical_dir).transpose()?;
     let meta = fs::metadata(&workspace).map_err(|source| JailError::ResolvePath {
         path: workspace.clone(),
         source,
@@ -70,11 +68,12 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     };
     // Host root gives each sandbox its own block unless the operator fixed
     // the mapping.
-    let id_block = match (caller.euid, spec.id_mapping) {
-        (0, None) => Some(id_pool::allocate_block(spec.id_pool)?),
+    let id_block = match (caller.euid, spec.tier.id_mapping) {
+        (0, None) => Some(id_pool::allocate_block(spec.tier.id_pool)?),
         _ => None,
     };
     let mapping = spec
+        .tier
         .id_mapping
         .or(id_block.as_ref().map(|block| block.mapping));
     let mut ids = ids::plan(caller, mapping, owner)?;
@@ -82,7 +81,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     // the workspace owner. Anyone else creates them as itself.
     let chown_to = (caller.euid == 0).then_some(owner);
     let resolved = writable::resolve_all(&workspace, &scope, chown_to)?;
-    let workspace_read_only = spec.read_only || !writable_paths.is_empty();
+    let workspace_read_only = spec.policy.read_only || !writable_paths.is_empty();
     let mut workspace_tree = None;
     let mut writable_trees: Vec<Option<OwnedFd>> = resolved.iter().map(|_| None).collect();
     if let Some(map) = ids.workspace_idmap {
@@ -93,11 +92,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
                 workspace_tree = Some(trees.workspace);
                 writable_trees = trees.writable.into_iter().map(Some).collect();
             }
-            Err(_)
-                if spec
-                    .allow_downgrade
-                    .contains(&DowngradeLayer::IdmappedWorkspace) =>
-            {
+            Err(_) if spec.allowed(DowngradeLayer::IdmappedWorkspace) => {
                 ids = ids::without_idmap(owner).ok_or_else(|| JailError::WorkspaceOwnedByRoot {
                     path: workspace.clone(),
                 })?;
@@ -120,16 +115,16 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         })
         .collect();
     let workspace_quota = workspace_quota::plan(
-        &spec.limits,
-        spec.temporary_workspace,
-        spec.read_only,
+        &spec.policy.limits,
+        spec.tier.temporary_workspace,
+        spec.policy.read_only,
         !writable_paths.is_empty(),
-        |layer| spec.allow_downgrade.contains(&layer),
+        |layer| spec.allowed(layer),
     )?;
     let hostname = validate::hostname(&spec.sandbox_id);
     let system_root = rootfs.as_deref().unwrap_or(Path::new("/"));
     // the system's roots (of the image, when there is one) and the sandbox's CA
-    let ca_bundle = spec.egress_ca.as_ref().map(|ca| {
+    let ca_bundle = spec.tier.egress_ca.as_ref().map(|ca| {
         let system =
             std::fs::read_to_string(system_root.join(SYSTEM_CA_BUNDLE)).unwrap_or_default();
         format!("{system}\n{ca}")
@@ -139,11 +134,11 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             system_root,
             workspace: &workspace,
             workspace_idmapped: workspace_tree.is_some(),
-            read_only: spec.read_only,
+            read_only: spec.policy.read_only,
             writable_paths: &writable_paths,
-            egress_dns: spec.network.has_egress(),
+            egress_dns: spec.policy.network.has_egress(),
             ca_bundle: ca_bundle.as_deref(),
-            tmp_bytes: spec.limits.tmp_bytes,
+            tmp_bytes: spec.policy.limits.tmp_bytes,
             hostname: &hostname,
             workspace_tmpfs: workspace_quota.tmpfs.as_ref().map(|t| (t.bytes, t.inodes)),
         },
@@ -151,7 +146,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
     );
     let seccomp = seccomp_bpf::compile_table()?;
     let (cgroups, cgroup_state) = setup_cgroups(spec)?;
-    let cgroup_report = cgroups.as_ref().map(|c| c.report(&spec.limits));
+    let cgroup_report = cgroups.as_ref().map(|c| c.report(&spec.policy.limits));
     Ok(Prepared {
         single,
         ids,
@@ -183,15 +178,19 @@ fn canonical_dir(path: &Path) -> Result<PathBuf, JailError> {
 
 /// Creates and joins the sandbox cgroups; nothing when no limit is asked.
 fn setup_cgroups(spec: &JailSpec) -> Result<(Option<SandboxCgroups>, LayerState), JailError> {
-    let limits = &spec.limits;
+    let limits = &spec.policy.limits;
     if limits.memory_bytes.is_none() && limits.pids.is_none() && limits.cpu_millis.is_none() {
         return Ok((None, LayerState::NotRequested));
     }
     let attempt = || -> Result<SandboxCgroups, JailError> {
         let mounts = CgroupMounts::read()?;
         let hierarchies = Hierarchies::choose(&mounts, &mounts.v2_controllers());
-        let cgroups =
-            SandboxCgroups::create(&hierarchies, &spec.cgroup_parent, &spec.sandbox_id, limits)?;
+        let cgroups = SandboxCgroups::create(
+            &hierarchies,
+            &spec.tier.cgroup_parent,
+            &spec.sandbox_id,
+            limits,
+        )?;
         if let Err(e) = cgroups.join_self() {
             let _ = cgroups.leave_and_remove();
             return Err(e);
@@ -200,12 +199,19 @@ fn setup_cgroups(spec: &JailSpec) -> Result<(Option<SandboxCgroups>, LayerState)
     };
     match attempt() {
         Ok(cgroups) => Ok((Some(cgroups), LayerState::Enforced)),
-        Err(e) if spec.allow_downgrade.contains(&DowngradeLayer::Cgroups) => Ok((
-            None,
-            LayerState::Downgraded {
-                reason: error_chain(&e),
-            },
-        )),
+        Err(e)
+            if spec
+                .policy
+                .allow_downgrade
+                .contains(&DowngradeLayer::Cgroups) =>
+        {
+            Ok((
+                None,
+                LayerState::Downgraded {
+                    reason: error_chain(&e),
+                },
+            ))
+        }
         Err(e) => Err(e),
     }
 }

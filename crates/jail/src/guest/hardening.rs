@@ -4,32 +4,31 @@
 //! jail, then the report of what is in force. The container and microVM
 //! guests differ only in what they check or set up before it.
 
-use std::collections::BTreeSet;
-
 use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
+    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, SandboxLimits, SandboxPolicy,
     VmEnforcement,
 };
 
-use crate::threads::SingleThreaded;
-use crate::workspace_quota::QuotaPlan;
-use crate::{JailError, landlock_rules, rlimits, seccomp_bpf, seccomp_rules, sys};
+use crate::host::workspace_quota::QuotaPlan;
+use crate::process::threads::SingleThreaded;
+use crate::{
+    JailError, init::landlock_rules, init::rlimits, seccomp::bpf as seccomp_bpf,
+    seccomp::rules as seccomp_rules, sys,
+};
 
 /// What one guest's boundary is and asks for, as its spec and the checks
 /// before [`harden`] found it.
 #[derive(Debug)]
 pub(crate) struct GuestLayers<'a> {
-    pub read_only: bool,
-    /// The validated write scope, relative to /workspace.
+    /// The sandbox's policy, as its spec carries it.
+    pub policy: &'a SandboxPolicy,
+    /// The policy's write scope validated, relative to /workspace.
     pub writable_paths: Vec<String>,
-    pub network: &'a NetworkPolicy,
-    pub limits: &'a SandboxLimits,
     /// The cgroup the host put the sandbox in, as the backend read it.
     pub cgroup: Option<&'a CgroupEnforcement>,
     /// Why the limits would go unenforced without that cgroup: the error's
     /// detail (or the downgrade's reason, when cgroups may be downgraded).
     pub no_cgroup: String,
-    pub allow_downgrade: &'a BTreeSet<DowngradeLayer>,
     pub quota: QuotaPlan,
     /// The uid and gid maps as (inside, outside, count), where the guest
     /// can tell them (a runc container runs in the host's user namespace).
@@ -48,15 +47,15 @@ pub(crate) fn harden(
     single: &SingleThreaded,
     layers: GuestLayers<'_>,
 ) -> Result<Enforcement, JailError> {
-    let allowed = |layer| layers.allow_downgrade.contains(&layer);
-    rlimits::apply(layers.limits)?;
+    let allowed = |layer| layers.policy.allows_downgrade(layer);
+    rlimits::apply(&layers.policy.limits)?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
     if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
         return Err(JailError::NoNewPrivs(std::io::Error::other(
             "no_new_privs reads back as unset",
         )));
     }
-    let cgroup_state = match (layers.cgroup, limits_requested(layers.limits)) {
+    let cgroup_state = match (layers.cgroup, limits_requested(&layers.policy.limits)) {
         (Some(_), _) => LayerState::Enforced,
         (None, false) => LayerState::NotRequested,
         (None, true) if allowed(DowngradeLayer::Cgroups) => LayerState::Downgraded {
@@ -70,7 +69,7 @@ pub(crate) fn harden(
         }
     };
     let (landlock_abi, landlock) = landlock_rules::enforce(
-        layers.read_only,
+        layers.policy.read_only,
         &layers.writable_paths,
         sys::landlock_abi(),
         allowed(DowngradeLayer::Landlock),
@@ -87,9 +86,9 @@ pub(crate) fn harden(
         // The boundary's own root (the engine's pivot_root into the image,
         // the VM's initramfs), checked or made read-only before this.
         pivot_root: LayerState::Enforced,
-        read_only_workspace: layers.read_only || !layers.writable_paths.is_empty(),
+        read_only_workspace: layers.policy.read_only || !layers.writable_paths.is_empty(),
         writable_paths: layers.writable_paths,
-        network: layers.network.clone(),
+        network: layers.policy.network.clone(),
         // a container or a VM is refused any egress
         egress_path: None,
         // no egress proxy reaches a container or a VM, so no secret either

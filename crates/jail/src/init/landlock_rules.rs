@@ -144,7 +144,7 @@ pub(crate) fn rules(read_only: bool, writable: &[String]) -> Vec<FsRule> {
     table.extend(writable.iter().map(|rel| {
         FsRule {
             path: Cow::Owned(
-                crate::writable::sandbox_path(rel)
+                crate::host::writable::sandbox_path(rel)
                     .to_string_lossy()
                     .into_owned(),
             ),

@@ -17,9 +17,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
-use crate::ids::WorkspaceIdmap;
+use crate::host::ids::WorkspaceIdmap;
+use crate::process::threads::SingleThreaded;
 use crate::sys;
-use crate::threads::SingleThreaded;
 
 /// The detached, idmapped trees the init mounts.
 #[derive(Debug)]

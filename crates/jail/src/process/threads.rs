@@ -15,7 +15,7 @@ pub(crate) enum Threads {
 }
 
 pub(crate) fn count_threads() -> std::io::Result<Threads> {
-    let threads = crate::reaper::thread_count()?;
+    let threads = crate::init::reaper::thread_count()?;
     Ok(if threads == 1 {
         Threads::One(SingleThreaded(()))
     } else {

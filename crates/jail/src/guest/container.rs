@@ -4,102 +4,48 @@
 //! rlimits, no_new_privs, landlock and the same seccomp table as the native
 //! jail, and reports what is in force.
 
-use std::collections::BTreeSet;
-
 use nix::sys::statfs::{TMPFS_MAGIC, statfs};
 use nix::sys::statvfs::{FsFlags, statvfs};
 use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, NetworkPolicy, SandboxLimits,
-    WORKSPACE_MOUNT, WorkspaceQuotaEnforcement,
+    DowngradeLayer, Enforcement, LayerState, NetworkPolicy, WORKSPACE_MOUNT,
+    WorkspaceQuotaEnforcement,
 };
-use serde::{Deserialize, Serialize};
 
-use crate::guest_hardening::{self, GuestLayers};
-use crate::threads::ensure_single_threaded;
-use crate::{JailError, capabilities, validate, workspace_quota};
-
-/// What the docker backend asks of the guest it starts as a container's
-/// PID 1. Serialized by the host and written as the first frame on the
-/// container's attached stdin (as the native `JailSpec`), never in argv or
-/// the environment: `ps` inside would show them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContainerSpec {
-    pub sandbox_id: String,
-    /// "docker" or "gvisor": which engine made the container.
-    pub engine: String,
-    #[serde(default)]
-    pub read_only: bool,
-    /// Validated write scope, relative to /workspace (bound read-write by the engine).
-    #[serde(default)]
-    pub writable_paths: Vec<String>,
-    #[serde(default)]
-    pub network: NetworkPolicy,
-    #[serde(default)]
-    pub limits: SandboxLimits,
-    /// Namespaces the engine was asked for; the backend checks them from the
-    /// host before the handshake and fails the sandbox when one is missing.
-    #[serde(default)]
-    pub namespaces: Vec<String>,
-    /// The container's cgroup limits as the backend read them on the host
-    /// (None when the engine gave no cgroup); checked before the handshake.
-    #[serde(default)]
-    pub cgroup: Option<CgroupEnforcement>,
-    #[serde(default)]
-    pub allow_downgrade: BTreeSet<DowngradeLayer>,
-    /// The workspace was made for this sandbox and starts empty: a
-    /// workspace quota is then the engine's size-limited tmpfs at
-    /// /workspace (as the native jail's), checked here.
-    #[serde(default)]
-    pub temporary_workspace: bool,
-}
-
-impl ContainerSpec {
-    /// The frame the host writes first on the container's stdin.
-    pub fn to_frame(&self) -> Result<Vec<u8>, crate::SpecFrameError> {
-        crate::spec::encode_frame(self)
-    }
-
-    /// Reads the spec frame from `fd` and nothing after it.
-    pub fn read_frame(fd: impl std::os::fd::AsFd) -> Result<Self, crate::SpecFrameError> {
-        crate::spec::decode_frame(fd)
-    }
-}
+use crate::guest::hardening::{self as guest_hardening, GuestLayers};
+use crate::process::threads::ensure_single_threaded;
+use crate::spec::ContainerSpec;
+use crate::{JailError, host::workspace_quota, init::capabilities, validate};
 
 /// Applies the guest's layers in the calling process (single-threaded,
 /// checked) and reports every layer. An error means a layer is missing
 /// and its downgrade was not allowed: the caller prints it and exits.
 pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     let single = ensure_single_threaded()?;
-    validate::sandbox_id(&spec.sandbox_id)?;
-    validate::limits(&spec.limits)?;
-    let writable_paths = validate::scope_rels(&validate::writable_paths(
-        &spec.writable_paths,
-        spec.read_only,
-    )?);
-    let allowed = |layer| spec.allow_downgrade.contains(&layer);
+    let writable_paths = validate::scope_rels(&validate::spec(spec)?);
+    let allowed = |layer| spec.allowed(layer);
     // A temporary workspace with a quota is the engine's tmpfs (checked
     // below); any other is a bind of a host directory that no tmpfs or
     // project quota holds, so a quota there is refused unless downgraded.
     let mut quota = workspace_quota::plan(
-        &spec.limits,
-        spec.temporary_workspace,
-        spec.read_only,
+        &spec.policy.limits,
+        spec.tier.temporary_workspace,
+        spec.policy.read_only,
         !writable_paths.is_empty(),
         allowed,
     )?;
 
-    if spec.namespaces.iter().any(|n| n == "pid") && nix::unistd::getpid().as_raw() != 1 {
+    if spec.tier.namespaces.iter().any(|n| n == "pid") && nix::unistd::getpid().as_raw() != 1 {
         return Err(missing(
             "pid namespace",
             "the guest is not PID 1 of the container",
         ));
     }
     check_read_only_root()?;
-    check_tmp(spec.limits.tmp_bytes)?;
+    check_tmp(spec.policy.limits.tmp_bytes)?;
     if let Some(asked) = quota.tmpfs.take() {
         let (held, state) = check_workspace_tmpfs(
             &asked,
-            spec.limits.workspace_inodes.is_some(),
+            spec.policy.limits.workspace_inodes.is_some(),
             allowed(DowngradeLayer::WorkspaceQuota),
         )?;
         quota.tmpfs = Some(held);
@@ -109,12 +55,12 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     // the host's (the backend checked them from the host). gVisor's sentry
     // shows the same identity map inside but runs as its own host user,
     // which the guest cannot see.
-    let (uid_map, gid_map) = if spec.engine == "docker" {
+    let (uid_map, gid_map) = if spec.tier.engine == "docker" {
         host_ids()?
     } else {
         (None, None)
     };
-    if spec.network == NetworkPolicy::None {
+    if spec.policy.network == NetworkPolicy::None {
         check_loopback_only()?;
     }
     // The engine dropped every capability (cap-drop ALL, a non-root user):
@@ -123,20 +69,17 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     guest_hardening::harden(
         &single,
         GuestLayers {
-            read_only: spec.read_only,
+            policy: &spec.policy,
             writable_paths,
-            network: &spec.network,
-            limits: &spec.limits,
-            cgroup: spec.cgroup.as_ref(),
+            cgroup: spec.tier.cgroup.as_ref(),
             no_cgroup: format!(
                 "the {} engine gave the container no cgroup limits",
-                spec.engine
+                spec.tier.engine
             ),
-            allow_downgrade: &spec.allow_downgrade,
             quota,
             uid_map,
             gid_map,
-            namespaces: spec.namespaces.clone(),
+            namespaces: spec.tier.namespaces.clone(),
             vm: None,
         },
     )

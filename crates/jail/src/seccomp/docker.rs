@@ -1,6 +1,6 @@
 //! The container engine's seccomp profile (docker's JSON format), generated
 //! from the same allowlist the native jail and the guest compile
-//! (seccomp_rules.rs), so there is one list of allowed calls with its reasons.
+//! (seccomp/rules.rs), so there is one list of allowed calls with its reasons.
 //!
 //! Default deny (EPERM, as [`DEFAULT_DENY`]); every allowed call an ALLOW
 //! entry with its reason, a call limited in its arguments one entry per
@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use crate::seccomp_rules::{ALLOWED, Allowed, Check, DEFAULT_DENY, Deny, REFUSED};
+use crate::seccomp::rules::{ALLOWED, Allowed, Check, DEFAULT_DENY, Deny, REFUSED};
 
 /// The profile, ready for `--security-opt seccomp=<json>`.
 pub fn docker_seccomp_profile() -> Value {

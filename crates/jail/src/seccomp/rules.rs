@@ -1,6 +1,6 @@
 //! The seccomp policy as tables: an **allowlist** with a reason per entry,
-//! default deny. seccomp_bpf.rs compiles it; the x86_64 architecture check and
-//! the x32 rule live there. docs/security.md names every entry (doc_check.rs).
+//! default deny. seccomp/bpf.rs compiles it; the x86_64 architecture check and
+//! the x32 rule live there. docs/security.md names every entry (seccomp/doc_check.rs).
 //!
 //! The tables' shape, for anyone generating another format from them (a
 //! Docker/OCI seccomp profile, for instance):

@@ -22,7 +22,7 @@ use seccompiler::{
 };
 
 use crate::JailError;
-use crate::seccomp_rules::{
+use crate::seccomp::rules::{
     ALLOWED, Allowed, COMMAND_RULES, Check, DEFAULT_DENY, Deny, REFUSED, Refused,
 };
 

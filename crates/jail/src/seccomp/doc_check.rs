@@ -1,8 +1,10 @@
 //! docs/security.md must name every rule the code applies.
 
-use crate::{etc, landlock_rules, layout, rlimits, seccomp_rules};
+use crate::host::layout;
+use crate::init::{etc, landlock_rules, rlimits};
+use crate::seccomp::rules as seccomp_rules;
 
-const DOC: &str = include_str!("../../../docs/security.md");
+const DOC: &str = include_str!("../../../../docs/security.md");
 
 fn doc() -> String {
     // Table cells escape the pipes of labels such as `mknod(S_IFCHR|S_IFBLK)`.

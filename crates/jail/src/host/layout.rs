@@ -1,12 +1,12 @@
 //! The sandbox's mount layout as data. The monitor plans it on the host side
 //! before the clone (looking at which host entries exist); the sandbox init
 //! applies it in its new mount namespace after pivoting into a fresh tmpfs
-//! root (mount_ops.rs). Paths are sandbox paths; [`Source::Host`] paths are
+//! root (init/mount_ops.rs). Paths are sandbox paths; [`Source::Host`] paths are
 //! read through the old root.
 
 use std::path::{Path, PathBuf};
 
-use crate::etc;
+use crate::init::etc;
 
 /// mount_setattr restrictions to add to a mount.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -29,10 +29,13 @@ impl Workspace {
         &self,
         spec: &paddock_core::sandbox::SandboxSpec,
     ) -> Option<paddock_proto::WorkspaceQuotaEnforcement> {
-        if self.temporary.is_none() || spec.read_only || !spec.writable_paths.is_empty() {
+        if self.temporary.is_none()
+            || spec.policy.read_only
+            || !spec.policy.writable_paths.is_empty()
+        {
             return None;
         }
-        paddock_jail::workspace_tmpfs(&spec.limits)
+        paddock_jail::workspace_tmpfs(&spec.policy.limits)
     }
 }
 

@@ -25,7 +25,7 @@ use nix::unistd::{Gid, Uid, fchownat};
 
 use paddock_proto::MissingScopePath;
 
-use crate::ids::Owner;
+use crate::host::ids::Owner;
 use crate::validate::ScopeEntry;
 use crate::{JailError, sys};
 

@@ -12,11 +12,11 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{Gid, Pid, Uid, setresgid, setresuid};
 use paddock_proto::{Enforcement, error_chain};
 
-use crate::cgroup::SandboxCgroups;
-use crate::id_pool::IdBlock;
-use crate::ids::{IdPlan, Owner};
-use crate::prepare::Prepared;
-use crate::{JailError, JailSpec, init, sync, sys};
+use crate::host::cgroup::SandboxCgroups;
+use crate::host::id_pool::IdBlock;
+use crate::host::ids::{IdPlan, Owner};
+use crate::host::prepare::Prepared;
+use crate::{JailError, JailSpec, host::sync, init, sys};
 
 /// Namespaces of the sandbox init: clone flags and the names reported. The
 /// network namespace is always the sandbox's own: a fresh one, or the one the
@@ -61,13 +61,13 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
             return Err(JailError::SyncSocket(e));
         }
     };
-    if let Some(path) = &spec.netns
+    if let Some(path) = &spec.tier.netns
         && let Err(e) = join_netns(path)
     {
         abandon(prepared.cgroups.as_ref());
         return Err(e);
     }
-    let (flags, _) = namespaces(spec.netns.is_some());
+    let (flags, _) = namespaces(spec.tier.netns.is_some());
     let cloned = match clone_as(prepared.ids.namespace_owner, flags, &prepared) {
         Ok(cloned) => cloned,
         Err(e) => {
@@ -98,7 +98,10 @@ pub(crate) fn run(spec: &JailSpec, prepared: Prepared) -> Result<Enforcement, Ja
         abandon(prepared.cgroups.as_ref());
         return Err(e);
     }
-    let temporary = spec.temporary_workspace.then(|| spec.workspace.clone());
+    let temporary = spec
+        .tier
+        .temporary_workspace
+        .then(|| spec.tier.workspace.clone());
     supervise(
         pid,
         monitor_end,

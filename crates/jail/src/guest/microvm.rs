@@ -5,69 +5,18 @@
 //! workspace's owner without any capability, then applies rlimits,
 //! no_new_privs, landlock and the same seccomp table as the native jail.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use nix::mount::{MsFlags, mount};
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
-use paddock_proto::{
-    CgroupEnforcement, DowngradeLayer, Enforcement, NetworkPolicy, SandboxLimits, VmEnforcement,
-    WORKSPACE_MOUNT, WorkspaceQuotaEnforcement,
+use paddock_proto::{Enforcement, VmEnforcement, WORKSPACE_MOUNT, WorkspaceQuotaEnforcement};
+
+use crate::guest::hardening::{self as guest_hardening, GuestLayers};
+use crate::process::threads::ensure_single_threaded;
+use crate::spec::{MicroVmSpec, WORKSPACE_TAG};
+use crate::{
+    JailError, host::workspace_quota, host::writable, init::capabilities, init::net, validate,
 };
-use serde::{Deserialize, Serialize};
-
-use crate::guest_hardening::{self, GuestLayers};
-use crate::threads::ensure_single_threaded;
-use crate::{JailError, capabilities, net, validate, workspace_quota, writable};
-
-/// The 9p mount tag of the workspace share (QEMU's `mount_tag`).
-pub const WORKSPACE_TAG: &str = "workspace";
-
-/// The name of the virtio-serial port the host talks to the guest on.
-pub const GUEST_PORT: &str = "org.paddock.guest";
-
-/// What the microvm backend asks of the guest it boots as the VM's init.
-/// Sent by the host as the first frame on the virtio-serial port.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MicroVmSpec {
-    pub sandbox_id: String,
-    #[serde(default)]
-    pub read_only: bool,
-    /// Validated write scope, relative to /workspace.
-    #[serde(default)]
-    pub writable_paths: Vec<String>,
-    #[serde(default)]
-    pub network: NetworkPolicy,
-    #[serde(default)]
-    pub limits: SandboxLimits,
-    /// The workspace owner on the host: the guest's commands run as it, so
-    /// what they write over 9p is the owner's (QEMU itself runs as it too).
-    pub uid: u32,
-    pub gid: u32,
-    /// The QEMU process's cgroup on the host, as the backend wrote it.
-    #[serde(default)]
-    pub cgroup: Option<CgroupEnforcement>,
-    /// The VM as the host started it; the guest fills in its kernel.
-    pub vm: VmEnforcement,
-    #[serde(default)]
-    pub allow_downgrade: BTreeSet<DowngradeLayer>,
-    /// The workspace was made for this sandbox and starts empty: under a
-    /// workspace quota it is a tmpfs in the VM instead of the 9p share.
-    #[serde(default)]
-    pub temporary_workspace: bool,
-}
-
-impl MicroVmSpec {
-    /// The frame the host writes first on the guest's port.
-    pub fn to_frame(&self) -> Result<Vec<u8>, crate::SpecFrameError> {
-        crate::spec::encode_frame(self)
-    }
-
-    /// Reads one spec frame from `fd`, exactly: the protocol follows it.
-    pub fn read_frame(fd: impl std::os::fd::AsFd) -> Result<Self, crate::SpecFrameError> {
-        crate::spec::decode_frame(fd.as_fd())
-    }
-}
 
 const NINEP_OPTIONS: &str = "trans=virtio,version=9p2000.L,msize=262144,cache=none";
 
@@ -75,17 +24,15 @@ const NINEP_OPTIONS: &str = "trans=virtio,version=9p2000.L,msize=262144,cache=no
 /// the calling process (single-threaded, checked), reporting every layer.
 pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     let single = ensure_single_threaded()?;
-    validate::sandbox_id(&spec.sandbox_id)?;
-    validate::limits(&spec.limits)?;
-    let scope = validate::writable_paths(&spec.writable_paths, spec.read_only)?;
+    let scope = validate::spec(spec)?;
     let writable_paths = validate::scope_rels(&scope);
-    let allowed = |layer| spec.allow_downgrade.contains(&layer);
+    let allowed = |layer| spec.allowed(layer);
     // A host directory's 9p share holds no quota; a temporary workspace
     // under one is a tmpfs in the VM's RAM instead (the memory limit).
     let quota = workspace_quota::plan(
-        &spec.limits,
-        spec.temporary_workspace,
-        spec.read_only,
+        &spec.policy.limits,
+        spec.tier.temporary_workspace,
+        spec.policy.read_only,
         !writable_paths.is_empty(),
         allowed,
     )?;
@@ -97,18 +44,18 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     }
     let workspace_transport = match &quota.tmpfs {
         Some(tmpfs) => {
-            mount_workspace_tmpfs(tmpfs, spec.uid, spec.gid)?;
+            mount_workspace_tmpfs(tmpfs, spec.tier.uid, spec.tier.gid)?;
             "tmpfs".to_owned()
         }
         None => {
-            mount_workspace(spec.read_only, &scope)?;
-            spec.vm.workspace_transport.clone()
+            mount_workspace(spec.policy.read_only, &scope)?;
+            spec.tier.vm.workspace_transport.clone()
         }
     };
-    mount_tmp(spec.limits.tmp_bytes)?;
+    mount_tmp(spec.policy.limits.tmp_bytes)?;
     mount_devpts()?;
     // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
-    if let Some(pids) = spec.limits.pids {
+    if let Some(pids) = spec.policy.limits.pids {
         guest_pids_cgroup(pids)?;
     }
     // Nothing else in the VM is writable: the initramfs root goes read-only.
@@ -125,7 +72,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     let kernel = nix::sys::utsname::uname()
         .map(|u| u.release().to_string_lossy().into_owned())
         .unwrap_or_default();
-    capabilities::drop_all_becoming(spec.uid, spec.gid, |uid, gid| {
+    capabilities::drop_all_becoming(spec.tier.uid, spec.tier.gid, |uid, gid| {
         setgroups(&[]).map_err(std::io::Error::from)?;
         setresgid(Gid::from_raw(gid), Gid::from_raw(gid), Gid::from_raw(gid))
             .map_err(std::io::Error::from)?;
@@ -135,13 +82,10 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     guest_hardening::harden(
         &single,
         GuestLayers {
-            read_only: spec.read_only,
+            policy: &spec.policy,
             writable_paths,
-            network: &spec.network,
-            limits: &spec.limits,
-            cgroup: spec.cgroup.as_ref(),
+            cgroup: spec.tier.cgroup.as_ref(),
             no_cgroup: "the host put the VM's QEMU process in no cgroup".to_owned(),
-            allow_downgrade: &spec.allow_downgrade,
             quota,
             uid_map: None,
             gid_map: None,
@@ -150,7 +94,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             vm: Some(VmEnforcement {
                 kernel,
                 workspace_transport,
-                ..spec.vm.clone()
+                ..spec.tier.vm.clone()
             }),
         },
     )
@@ -282,44 +226,4 @@ fn mount_tmp(tmp_bytes: u64) -> Result<(), JailError> {
         Some(format!("size={tmp_bytes},mode=1777").as_str()),
     )
     .map_err(|e| JailError::mount("mount the /tmp tmpfs", "/tmp", e.into()))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::Write;
-
-    use super::*;
-
-    #[test]
-    fn the_spec_frame_round_trips_and_leaves_what_follows() {
-        let spec = MicroVmSpec {
-            sandbox_id: "sb-vm".to_owned(),
-            read_only: true,
-            writable_paths: Vec::new(),
-            network: NetworkPolicy::None,
-            limits: SandboxLimits::default(),
-            uid: 100_000,
-            gid: 100_000,
-            temporary_workspace: true,
-            cgroup: None,
-            vm: VmEnforcement {
-                accelerator: "tcg".to_owned(),
-                accelerator_reason: "test".to_owned(),
-                vcpus: 1,
-                memory_bytes: 256 << 20,
-                kernel: String::new(),
-                workspace_transport: "virtio-9p".to_owned(),
-            },
-            allow_downgrade: BTreeSet::new(),
-        };
-        let (read, write) = nix::unistd::pipe().unwrap();
-        let mut write = std::fs::File::from(write);
-        write.write_all(&spec.to_frame().unwrap()).unwrap();
-        write.write_all(b"protocol").unwrap();
-        drop(write);
-        assert_eq!(MicroVmSpec::read_frame(&read).unwrap(), spec);
-        let mut rest = Vec::new();
-        std::io::Read::read_to_end(&mut std::fs::File::from(read), &mut rest).unwrap();
-        assert_eq!(rest, b"protocol");
-    }
 }

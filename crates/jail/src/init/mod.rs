@@ -1,18 +1,28 @@
 //! The sandbox init (PID 1 of the new pid namespace): waits for its id maps,
 //! becomes root inside, then applies every layer in order and reports what
-//! is in force.
+//! is in force. Its layers live beside it: the mounts ([`mount_ops`], with
+//! the sanitized /etc of [`etc`]), loopback ([`net`]), [`rlimits`],
+//! [`capabilities`], [`landlock_rules`] (also the guests' own), and the PID 1
+//! duties the guest keeps once serving ([`reaper`]).
+
+pub(crate) mod capabilities;
+pub(crate) mod etc;
+pub(crate) mod landlock_rules;
+pub(crate) mod mount_ops;
+pub(crate) mod net;
+pub(crate) mod reaper;
+pub(crate) mod rlimits;
 
 use std::os::fd::OwnedFd;
 
 use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
 use paddock_proto::{DowngradeLayer, Enforcement, LayerState};
 
-use crate::ids::IdPlan;
-use crate::prepare::Prepared;
-use crate::{
-    JailError, JailSpec, capabilities, landlock_rules, monitor, mount_ops, net, rlimits,
-    seccomp_bpf, seccomp_rules, sync, sys,
-};
+use crate::host::ids::IdPlan;
+use crate::host::prepare::Prepared;
+use crate::host::{monitor, sync};
+use crate::seccomp::{bpf as seccomp_bpf, rules as seccomp_rules};
+use crate::{JailError, JailSpec, sys};
 
 pub(crate) fn run(
     spec: &JailSpec,
@@ -39,12 +49,12 @@ pub(crate) fn run(
         name: prepared.hostname.clone(),
         source: e.into(),
     })?;
-    if spec.netns.is_none() {
+    if spec.tier.netns.is_none() {
         net::loopback_up().map_err(JailError::LoopbackUp)?;
     }
     mount_ops::pivot_into_fresh_root()?;
     mount_ops::apply(&prepared.layout, prepared.workspace_tree, prepared.writable)?;
-    rlimits::apply(&spec.limits)?;
+    rlimits::apply(&spec.policy.limits)?;
     capabilities::drop_all()?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
     if !nix::sys::prctl::get_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))? {
@@ -52,9 +62,9 @@ pub(crate) fn run(
             "no_new_privs reads back as unset",
         )));
     }
-    let allowed = |layer| spec.allow_downgrade.contains(&layer);
+    let allowed = |layer| spec.allowed(layer);
     let (landlock_abi, landlock) = landlock_rules::enforce(
-        spec.read_only,
+        spec.policy.read_only,
         &prepared.writable_paths,
         prepared.landlock_abi,
         allowed(DowngradeLayer::Landlock),
@@ -66,15 +76,15 @@ pub(crate) fn run(
     sys::close_from(3).map_err(JailError::CloseFds)?;
     let (seccomp_allowed, seccomp_denied) = seccomp_rules::report(seccomp.is_enforced());
     Ok(Enforcement {
-        namespaces: monitor::namespaces(spec.netns.is_some()).1,
+        namespaces: monitor::namespaces(spec.tier.netns.is_some()).1,
         uid_map: Some(prepared.ids.uid.as_tuple()),
         gid_map: Some(prepared.ids.gid.as_tuple()),
         pivot_root: LayerState::Enforced,
-        read_only_workspace: spec.read_only || !prepared.writable_paths.is_empty(),
+        read_only_workspace: spec.policy.read_only || !prepared.writable_paths.is_empty(),
         writable_paths: prepared.writable_paths,
-        network: spec.network.clone(),
-        egress_path: spec.network.egress_path().map(str::to_owned),
-        secrets: spec.secrets.clone(),
+        network: spec.policy.network.clone(),
+        egress_path: spec.policy.network.egress_path().map(str::to_owned),
+        secrets: spec.tier.secrets.clone(),
         cgroup: prepared.cgroup_report,
         cgroup_state: prepared.cgroup_state,
         rlimits: LayerState::Enforced,

@@ -10,8 +10,8 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, getpid, getppid};
 
+use crate::process::threads::{Threads, count_threads};
 use crate::sys;
-use crate::threads::{Threads, count_threads};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReaperError {
