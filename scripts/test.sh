@@ -78,7 +78,10 @@ echo "==> cargo build --workspace"
 cargo build --workspace
 
 # Schema-driven fuzzing of a served API against its OpenAPI document
-# (schemathesis from PyPI; bounded in examples and time).
+# (schemathesis from PyPI; bounded in examples and time). First the tests of
+# how it tells a crash of the tool from a finding about the server.
+echo "==> python3 scripts/fuzz_verdict_test.py"
+python3 scripts/fuzz_verdict_test.py
 echo "==> scripts/fuzz-api.sh"
 bash scripts/fuzz-api.sh
 
