@@ -87,7 +87,10 @@ bash scripts/fuzz-api.sh
 
 # The store and API contract suites run on SQLite and on a real Postgres:
 # postgres-test.sh installs Debian's postgresql if needed, starts a throwaway
-# cluster on a loopback port and exports PADDOCK_TEST_POSTGRES_URL.
+# cluster on a loopback port and exports PADDOCK_TEST_POSTGRES_URL. Every
+# test that needs Postgres must run here (paddock_test_support::require: a
+# test whose PADDOCK_REQUIRE_* need is missing fails instead of skipping).
+export PADDOCK_REQUIRE_POSTGRES=1
 echo "==> cargo test --workspace (with a throwaway PostgreSQL)"
 log=$(mktemp /tmp/paddock-test.XXXXXX.log)
 trap 'rm -f "$log"' EXIT

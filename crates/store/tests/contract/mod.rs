@@ -17,6 +17,8 @@ pub mod loop_fs;
 pub mod memory;
 pub mod proxy;
 pub mod quarantine;
+#[path = "../../../test-support/src/require.rs"]
+pub mod require;
 pub mod steering;
 pub mod upgrade;
 
