@@ -142,8 +142,13 @@ mod tests {
             "{stderr}"
         );
         let failed = probe(Some("1"));
-        let stdout = String::from_utf8_lossy(&failed.stdout);
-        assert!(!failed.status.success(), "{stdout}");
-        assert!(stdout.contains("PADDOCK_REQUIRE_POSTGRES"), "{stdout}");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&failed.stdout),
+            String::from_utf8_lossy(&failed.stderr)
+        );
+        assert!(!failed.status.success(), "{said}");
+        assert!(said.contains("PADDOCK_REQUIRE_POSTGRES"), "{said}");
+        assert!(!said.contains("SKIPPED"), "{said}");
     }
 }
