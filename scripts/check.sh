@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The checks that need no root: formatting, clippy with warnings denied, the
-# API docs with warnings denied, and the unit tests (the `--lib` and `--bins`
+# API docs with warnings denied, no unused dependency (cargo-machete, a pinned
+# version installed from crates.io into target/tools when missing), the crate
+# graph in docs/architecture.md against `cargo metadata`, and the unit tests (the `--lib` and `--bins`
 # tests, which touch no namespace, cgroup or database server). Run it before
 # every commit; scripts/test.sh runs it first, then the whole suite as root.
 set -euo pipefail
@@ -22,6 +24,21 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 echo "==> cargo doc --workspace --no-deps (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+# Unused dependencies: cargo-machete reads the sources, so it needs no build.
+# A dependency it cannot see used (one only a macro names) is listed under
+# [package.metadata.cargo-machete] ignored, with the reason beside it.
+machete_version=0.9.1
+machete=target/tools/bin/cargo-machete
+if [ "$("$machete" --version 2>/dev/null)" != "$machete_version" ]; then
+    echo "==> installing cargo-machete $machete_version into target/tools"
+    cargo install --locked --quiet --root target/tools cargo-machete --version "$machete_version"
+fi
+echo "==> cargo machete (no unused dependency)"
+"$machete"
+
+echo "==> scripts/crate_graph.py (docs/architecture.md's crate graph is cargo metadata's)"
+python3 scripts/crate_graph.py
 
 # A unit test that needs root (chown, say) ends in `_as_root`; off root it is
 # skipped here, and named, and scripts/test.sh runs it as root.

@@ -78,13 +78,19 @@ echo "==> cargo build --workspace"
 cargo build --workspace
 
 # Schema-driven fuzzing of a served API against its OpenAPI document
-# (schemathesis from PyPI; bounded in examples and time).
+# (schemathesis from PyPI; bounded in examples and time). First the tests of
+# how it tells a crash of the tool from a finding about the server.
+echo "==> python3 scripts/fuzz_verdict_test.py"
+python3 scripts/fuzz_verdict_test.py
 echo "==> scripts/fuzz-api.sh"
 bash scripts/fuzz-api.sh
 
 # The store and API contract suites run on SQLite and on a real Postgres:
 # postgres-test.sh installs Debian's postgresql if needed, starts a throwaway
-# cluster on a loopback port and exports PADDOCK_TEST_POSTGRES_URL.
+# cluster on a loopback port and exports PADDOCK_TEST_POSTGRES_URL. Every
+# test that needs Postgres must run here (paddock_test_support::require: a
+# test whose PADDOCK_REQUIRE_* need is missing fails instead of skipping).
+export PADDOCK_REQUIRE_POSTGRES=1
 echo "==> cargo test --workspace (with a throwaway PostgreSQL)"
 log=$(mktemp /tmp/paddock-test.XXXXXX.log)
 trap 'rm -f "$log"' EXIT

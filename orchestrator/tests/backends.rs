@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use common::{ServerProcess, unique};
+use paddock_test_support::require::{self, Need};
 use serde_json::{Value, json};
 
 const LABEL_NODE: &str = "org.paddock.node";
@@ -45,10 +46,11 @@ fn available(backend: &str, test: &str) -> bool {
         }
     };
     let Some(reason) = reason else { return true };
-    let required = std::env::var("PADDOCK_REQUIRE_BACKENDS")
-        .is_ok_and(|list| list.split(',').any(|b| b.trim() == backend));
-    assert!(!required, "{test}: {backend} is required: {reason}");
-    eprintln!("SKIPPED {test} [{backend}]: {reason}");
+    require::skip_or_panic(
+        Need::Backend(backend),
+        &format!("{test} [{backend}]"),
+        &reason,
+    );
     false
 }
 

@@ -21,8 +21,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use common::{ServerProcess, unique};
+use paddock_test_support::require::{self, Need};
 
 const TOKEN: &str = "console-e2e-token-0123456789";
 
@@ -96,10 +97,11 @@ fn the_recorded_answers_fit_the_current_openapi_document() -> Result<()> {
 #[test]
 fn the_session_view_replaces_live_events_with_the_stored_ones() -> Result<()> {
     if Command::new("node").arg("--version").output().is_err() {
-        if std::env::var("PADDOCK_REQUIRE_BROWSER").as_deref() == Ok("1") {
-            bail!("PADDOCK_REQUIRE_BROWSER=1 but node is not installed");
-        }
-        eprintln!("SKIPPED: the session view test: node is not installed");
+        require::skip_or_fail(
+            Need::Browser,
+            "the session view test",
+            "node is not installed",
+        )?;
         return Ok(());
     }
     let output = Command::new("node")
@@ -121,10 +123,7 @@ fn the_session_view_replaces_live_events_with_the_stored_ones() -> Result<()> {
 #[test]
 fn the_console_drives_a_session_end_to_end_in_a_real_browser() -> Result<()> {
     if let Some(reason) = missing_prerequisite() {
-        if std::env::var("PADDOCK_REQUIRE_BROWSER").as_deref() == Ok("1") {
-            bail!("PADDOCK_REQUIRE_BROWSER=1 but {reason}");
-        }
-        eprintln!("SKIPPED: the console browser test: {reason}");
+        require::skip_or_fail(Need::Browser, "the console browser test", &reason)?;
         return Ok(());
     }
     let data = tempfile::tempdir()?;

@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use common::{PADDOCK, ServerProcess, processes_with, unique, wait_until};
+use paddock_test_support::require::{self, Need};
 use serde_json::Value;
 
 /// Where paddock records owners (owners.rs).
@@ -257,10 +258,11 @@ fn available(backend: &str, test: &str) -> bool {
     if state == "available" {
         return true;
     }
-    let required = std::env::var("PADDOCK_REQUIRE_BACKENDS")
-        .is_ok_and(|list| list.split(',').any(|b| b.trim() == backend));
-    assert!(!required, "{test}: {backend} is required: {state}");
-    eprintln!("SKIPPED {test} [{backend}]: {state}");
+    require::skip_or_panic(
+        Need::Backend(backend),
+        &format!("{test} [{backend}]"),
+        &state,
+    );
     false
 }
 

@@ -92,26 +92,17 @@ pub async fn connect(kind: Kind) -> Result<Box<dyn SandboxBackend>, String> {
     Ok(backend)
 }
 
-fn required(kind: Kind) -> bool {
-    std::env::var("PADDOCK_REQUIRE_BACKENDS")
-        .is_ok_and(|list| list.split(',').any(|b| b.trim() == kind.name()))
-}
-
 /// The backend for a test, or None after printing why it is skipped.
-/// Panics instead when the run requires this backend.
+/// Panics instead when the run requires this backend
+/// (`paddock_test_support::require`).
 pub async fn for_test(kind: Kind, test: &str) -> Option<Box<dyn SandboxBackend>> {
     match connect(kind).await {
         Ok(backend) => Some(backend),
-        Err(reason) if required(kind) => {
-            panic!(
-                "{test}: the {} backend is required but unavailable: {reason}",
-                kind.name()
-            )
-        }
         Err(reason) => {
-            eprintln!(
-                "SKIPPED {test} [{}]: backend unavailable: {reason}",
-                kind.name()
+            paddock_test_support::require::skip_or_panic(
+                paddock_test_support::require::Need::Backend(kind.name()),
+                &format!("{test} [{}]", kind.name()),
+                &format!("backend unavailable: {reason}"),
             );
             None
         }

@@ -935,6 +935,81 @@ fn id_patterns_refuse_what_the_server_refuses() -> Result<()> {
     Ok(())
 }
 
+/// The "not blank" patterns of the text fields the server trims (a steering
+/// message, a goal, a memory and its search words) match exactly the strings
+/// whose `trim()` leaves something: the document and the server agree on
+/// every kind of whitespace, so the fuzzer's positive_data_acceptance check
+/// holds for them (scripts/fuzz-api.sh).
+#[test]
+fn not_blank_patterns_are_what_trim_leaves_non_empty() -> Result<()> {
+    let doc = document()?;
+    let schemas = &doc["components"]["schemas"];
+    let q = operations(&doc)
+        .into_iter()
+        .find(|(method, path, _)| method == "get" && path == "/v1/memory")
+        .and_then(|(_, _, op)| {
+            op["parameters"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"] == "q")
+                .map(|p| p["schema"]["pattern"].clone())
+        });
+    let patterns = [
+        (
+            "SteerRun.text",
+            schemas["SteerRun"]["properties"]["text"]["pattern"].clone(),
+        ),
+        (
+            "StartRunCommand.goal",
+            schemas["StartRunCommand"]["properties"]["goal"]["pattern"].clone(),
+        ),
+        (
+            "AddMemory.text",
+            schemas["AddMemory"]["properties"]["text"]["pattern"].clone(),
+        ),
+        ("GET /v1/memory q", q.unwrap_or(Value::Null)),
+    ];
+    let mut candidates: Vec<String> = [
+        "",
+        "a",
+        " a ",
+        "\t\n",
+        "\u{85}",
+        "\u{a0}",
+        "\u{1680}",
+        "\u{2000}",
+        "\u{200a}",
+        "\u{200b}",
+        "\u{2028}",
+        "\u{202f}",
+        "\u{205f}",
+        "\u{3000}",
+        "\u{feff}",
+        "\u{b}\u{c}",
+        "\u{1c}",
+        "\u{0}",
+        "x\u{3000}",
+        "\u{85}\u{85}y",
+    ]
+    .map(String::from)
+    .to_vec();
+    candidates.extend((0u32..0x3100).filter_map(char::from_u32).map(String::from));
+    for (field, pattern) in patterns {
+        let pattern = pattern
+            .as_str()
+            .unwrap_or_else(|| panic!("{field}: no pattern in the document"));
+        let regex = regex::Regex::new(pattern)?;
+        for candidate in &candidates {
+            assert_eq!(
+                regex.is_match(candidate),
+                !candidate.trim().is_empty(),
+                "{field}: pattern {pattern} and trim() disagree on {candidate:?}"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Over HTTP: an id the pattern refuses is a 400 `invalid_id`, one it
 /// admits reaches the lookup (404).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

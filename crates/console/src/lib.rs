@@ -1,6 +1,6 @@
 //! The web console: the assets `crates/console/web` builds (Vite, committed
 //! in `crates/console/dist`, checked against their sources by
-//! `scripts/console-check.sh`), compiled into the binary and served at `/`
+//! `scripts/console-setup.sh`), compiled into the binary and served at `/`
 //! by `paddock serve`. The console talks to the server only through the
 //! public `/v1` API with the tenant token it was given, so it can do nothing
 //! a client of the API could not.

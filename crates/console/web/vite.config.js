@@ -1,7 +1,7 @@
 import { defineConfig } from 'vite';
 
 // Built assets are committed (crates/console/dist) and embedded in the
-// paddock binary; scripts/console-check.sh rebuilds them and fails when they
+// paddock binary; scripts/console-setup.sh rebuilds them and fails when they
 // differ from what is committed.
 export default defineConfig({
   base: '/',

@@ -348,14 +348,10 @@ async fn memory_survives_a_restart_on_sqlite() {
 
 #[tokio::test]
 async fn memory_survives_a_restart_on_postgres() {
-    let Ok(url) = std::env::var("PADDOCK_TEST_POSTGRES_URL") else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "PADDOCK_TEST_POSTGRES_URL is not set under CI"
-        );
-        eprintln!(
-            "skipped: PADDOCK_TEST_POSTGRES_URL is not set (scripts/postgres-test.sh sets it)"
-        );
+    let Some(url) =
+        paddock_test_support::require::postgres_url("memory_survives_a_restart_on_postgres")
+            .unwrap()
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,10 @@
 //! Linux namespaces: it launches `paddock-guest jail` (the jail monitor) with
 //! one end of a socketpair as its stdin and talks to the guest over the other.
 //! [`DockerBackend`] implements it with containers of the Docker Engine (runc
-//! or gVisor), the same guest as PID 1 over the container's attached stdio.
+//! or gVisor), the same guest as PID 1: its spec frame goes in on the
+//! container's attached stdin; under runc the guest then speaks over a unix
+//! socket the host listens on, bound into the container, under gVisor over
+//! the attached stdio (`docker/guest_socket.rs` says why).
 //! [`MicroVmBackend`] with QEMU microVMs, the guest as the VM's init over a
 //! virtio-serial port.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]

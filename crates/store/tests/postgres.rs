@@ -1,12 +1,12 @@
 //! The Store contract on a real Postgres server, each test in its own schema.
 //!
 //! The server comes from `PADDOCK_TEST_POSTGRES_URL` (scripts/postgres-test.sh
-//! starts a throwaway cluster and sets it). Unset, these tests fail under CI and
-//! are skipped with a note elsewhere.
+//! starts a throwaway cluster and sets it). Unset, these tests fail where the run
+//! requires Postgres (`PADDOCK_REQUIRE_POSTGRES=1`, which scripts/test.sh sets,
+//! or CI) and are SKIPPED with the reason elsewhere.
 
 mod contract;
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -21,8 +21,6 @@ use sqlx::{Connection, Executor, PgConnection};
 
 use contract::StoreFactory;
 use contract::proxy::Proxy;
-
-const URL_VAR: &str = "PADDOCK_TEST_POSTGRES_URL";
 
 struct PgFactory {
     server_url: String,
@@ -73,25 +71,10 @@ impl StoreFactory for PgFactory {
     }
 }
 
-/// A fresh schema on the test server, or None (skip) when no server is configured
-/// outside CI.
+/// A fresh schema on the test server, or None (skip, said) when no server is
+/// configured and the run does not require one (`contract::require`).
 async fn postgres() -> anyhow::Result<Option<PgFactory>> {
-    let Ok(server_url) = std::env::var(URL_VAR) else {
-        if std::env::var_os("CI").is_some() {
-            anyhow::bail!(
-                "{URL_VAR} is not set but CI is: run the store tests through \
-                 scripts/postgres-test.sh, which starts a throwaway Postgres"
-            );
-        }
-        // Straight to stderr, past the test harness's capture, once per binary.
-        static NOTE: std::sync::Once = std::sync::Once::new();
-        NOTE.call_once(|| {
-            let _ = writeln!(
-                std::io::stderr(),
-                "note: {URL_VAR} is not set, skipping the Postgres store tests \
-                 (scripts/postgres-test.sh starts a server and runs them)"
-            );
-        });
+    let Some(server_url) = contract::require::postgres_url("a Postgres store test")? else {
         return Ok(None);
     };
     let schema = format!(
@@ -374,12 +357,11 @@ impl ClusterOnLoop {
                     .unwrap_or(0)
             });
         let Some(bin) = bin else {
-            if std::env::var("PADDOCK_REQUIRE_LOOP").as_deref() == Ok("1") {
-                anyhow::bail!(
-                    "PADDOCK_REQUIRE_LOOP=1 but no Postgres under /usr/lib/postgresql (scripts/postgres-test.sh installs it)"
-                );
-            }
-            eprintln!("SKIPPED: {what}: no Postgres under /usr/lib/postgresql");
+            contract::require::skip_or_fail(
+                contract::require::Need::Postgres,
+                what,
+                "no Postgres under /usr/lib/postgresql (scripts/postgres-test.sh installs it)",
+            )?;
             return Ok(None);
         };
         let Some(fs) = contract::loop_fs::LoopFs::mount_or_skip(what, 160)? else {

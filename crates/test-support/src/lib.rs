@@ -4,6 +4,10 @@
 //! and a local blob store. The runtime's tests and benches and the API's
 //! tests build their `Runtime` / services over one [`Stack`].
 //!
+//! [`require`] is the one rule for a test whose prerequisite (Postgres, a
+//! backend, the browser, loop devices) is missing: skip, or fail where the
+//! run requires it.
+//!
 //! [`model_server`] is a local model endpoint that speaks OpenAI's streaming
 //! wire format from a script and records what it was asked.
 //!
@@ -14,6 +18,7 @@
 pub mod disk_use;
 pub mod loop_fs;
 pub mod model_server;
+pub mod require;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,10 +3,11 @@
 //! ballast file and freed again. Needs root and loop devices; without them
 //! [`LoopFs::mount_or_skip`] says why and the test reports itself skipped,
 //! unless `PADDOCK_REQUIRE_LOOP=1` (scripts/test.sh sets it), which makes
-//! that a failure.
+//! that a failure (the rule of `require.rs`).
 //!
 //! Plain std and `mount`/`umount`/`mkfs.ext4` commands only, so crates
-//! below this one (the store's tests) can include the file by path.
+//! below this one (the store's tests) can include the file by path, beside
+//! `require.rs` as its sibling module.
 
 use std::fs::File;
 use std::io::Write;
@@ -32,12 +33,11 @@ impl LoopFs {
         match Self::mount(mib) {
             Ok(fs) => Ok(Some(fs)),
             Err(err) => {
-                if std::env::var("PADDOCK_REQUIRE_LOOP").as_deref() == Ok("1") {
-                    bail!(
-                        "PADDOCK_REQUIRE_LOOP=1 but a loop file system cannot be mounted: {err:#}"
-                    );
-                }
-                eprintln!("SKIPPED: {what}: a loop file system cannot be mounted: {err:#}");
+                super::require::skip_or_fail(
+                    super::require::Need::Loop,
+                    what,
+                    &format!("a loop file system cannot be mounted: {err:#}"),
+                )?;
                 Ok(None)
             }
         }

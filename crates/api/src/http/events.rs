@@ -76,7 +76,7 @@ const PAGE: u32 = 500;
 /// a failure midway ends the stream with an `error` event (an error body).
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "runs",
     summary = "A session's events as server-sent events, from a sequence number on, then live",
-    params(("id" = SessionId, Path), EventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
+    params(("id" = SessionId, Path), EventsQuery, ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "Resume after this sequence number (wins over `after`).")),
     responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream"),
         (status = 429, description = "the tenant has `http.max_streams_per_tenant` streams open (`too_many_streams`)", body = ErrorBody)))]
 pub(super) async fn stream(
@@ -145,7 +145,7 @@ pub(super) struct RunEventsQuery {
 /// `run.finished`; a finished run's stream ends once its events were sent.
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "runs",
     summary = "One run's events as server-sent events, ending after its `run.finished`",
-    params(("id" = RunId, Path), RunEventsQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number (wins over `after`).")),
+    params(("id" = RunId, Path), RunEventsQuery, ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "Resume after this sequence number (wins over `after`).")),
     responses((status = 200, description = "the event stream", body = SseEvent, content_type = "text/event-stream"),
         (status = 429, description = "the tenant has `http.max_streams_per_tenant` streams open (`too_many_streams`)", body = ErrorBody)))]
 pub(super) async fn run_stream(

@@ -40,8 +40,8 @@ pub(super) struct ReadQuery {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WriteQuery {
-    /// Permission bits in octal (`644`).
-    #[param(pattern = "^[0-7]{1,11}$")]
+    /// Permission bits in octal (`644`), at most 7777.
+    #[param(pattern = "^0*[0-7]{1,4}$")]
     mode: Option<String>,
     /// Create missing parent directories (default true).
     parents: Option<bool>,
@@ -62,6 +62,7 @@ pub(super) struct DeleteQuery {
 pub(super) struct ListQuery {
     /// The directory to list, relative to /workspace (default `.`);
     /// percent-encoded bytes (`%FF`) name one not in UTF-8.
+    #[param(min_length = 1)]
     dir: Option<String>,
 }
 

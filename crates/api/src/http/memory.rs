@@ -18,6 +18,9 @@ use crate::service::{AddMemory, MemoryQuery, MemoryView, WidenMemory};
 pub(super) struct ListQuery {
     /// Search words: the records are ranked by relevance and recency.
     /// Without it, the records are listed newest first.
+    #[param(
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     q: Option<String>,
     /// The tenant's records and this workspace's (default: all of the tenant's).
     #[param(value_type = Option<WorkspaceId>)]

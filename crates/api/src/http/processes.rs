@@ -27,6 +27,7 @@ pub(super) struct OutputQuery {
     #[serde(default)]
     offset: u64,
     /// Most bytes to return (at most 4 MiB).
+    #[param(minimum = 1, maximum = 4194304)]
     max_bytes: Option<u64>,
     /// How the bytes are written into `data` (default `text`).
     #[serde(default)]

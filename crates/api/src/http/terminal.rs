@@ -42,7 +42,7 @@ pub(super) struct StreamQuery {
 #[utoipa::path(get, path = "/v1/sandboxes/{id}/processes/{handle}/stream", tag = "processes",
     summary = "Follow a process's output live (a terminal's screen), as server-sent events",
     params(("id" = SandboxId, Path), ("handle" = u64, Path, description = "The handle its start answered."), StreamQuery,
-        ("Last-Event-ID" = Option<u64>, Header, description = "Resume at this output offset (wins over `offset`).")),
+        ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "Resume at this output offset (wins over `offset`).")),
     responses(
         (status = 200, description = "`output` events, then `exit`", body = SseEvent, content_type = "text/event-stream"),
         (status = 400, description = "unknown process or bad offset (`bad_request`)", body = ErrorBody),

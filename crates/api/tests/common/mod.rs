@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub const POSTGRES_ENV: &str = "PADDOCK_TEST_POSTGRES_URL";
+pub const POSTGRES_ENV: &str = paddock_test_support::require::POSTGRES_URL;
 
 /// Which database a scenario runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,23 +32,23 @@ pub enum Db {
 }
 
 impl Db {
-    /// The Postgres URL, or None (and a note) when the variable is unset.
-    pub fn available(self) -> bool {
+    /// Whether this database is there to run `test` on: Postgres is when
+    /// PADDOCK_TEST_POSTGRES_URL is set; without it the variant is SKIPPED
+    /// with the reason, or fails where the run requires Postgres
+    /// (`paddock_test_support::require`).
+    pub fn available(self, test: &str) -> Result<bool> {
         match self {
-            Db::Sqlite => true,
-            Db::Postgres => {
-                let set = std::env::var(POSTGRES_ENV).is_ok_and(|v| !v.is_empty());
-                if !set {
-                    eprintln!("{POSTGRES_ENV} is not set: skipping the Postgres variant");
-                }
-                set
-            }
+            Db::Sqlite => Ok(true),
+            Db::Postgres => Ok(paddock_test_support::require::postgres_url(&format!(
+                "{test} [postgres]"
+            ))?
+            .is_some()),
         }
     }
 }
 
-/// Runs a scenario `async fn name(db: Db) -> Result<()>` on SQLite and, when
-/// PADDOCK_TEST_POSTGRES_URL is set, on Postgres.
+/// Runs a scenario `async fn name(db: Db) -> Result<()>` on SQLite and on
+/// Postgres (skipped, or failed where required, without PADDOCK_TEST_POSTGRES_URL).
 #[macro_export]
 macro_rules! on_both_databases {
     ($($name:ident),+ $(,)?) => {
@@ -64,7 +64,7 @@ macro_rules! on_both_databases {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() -> anyhow::Result<()> {
-                    if !$crate::common::Db::Postgres.available() {
+                    if !$crate::common::Db::Postgres.available(stringify!($name))? {
                         return Ok(());
                     }
                     super::$name($crate::common::Db::Postgres).await

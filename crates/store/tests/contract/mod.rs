@@ -18,6 +18,8 @@ pub mod memory;
 pub mod proxy;
 pub mod quarantine;
 pub mod sandbox_specs;
+#[path = "../../../test-support/src/require.rs"]
+pub mod require;
 pub mod steering;
 pub mod upgrade;
 

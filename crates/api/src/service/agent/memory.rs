@@ -56,6 +56,9 @@ impl From<&MemoryRecord> for MemoryView {
 pub struct AddMemory {
     pub kind: MemoryKind,
     /// At most 2000 characters.
+    #[schema(
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub text: String,
     /// Default: `workspace` when `workspace` is given, `project` when
     /// `project` is, else `tenant`.

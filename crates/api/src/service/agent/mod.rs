@@ -177,7 +177,10 @@ pub struct ForkSession {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SteerRun {
-    #[schema(example = "use the v2 API instead")]
+    #[schema(
+        example = "use the v2 API instead",
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub text: String,
 }
 
@@ -194,6 +197,10 @@ pub struct SteeringView {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRunCommand {
+    #[schema(
+        max_length = 20000,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     pub goal: String,
     #[serde(default)]
     pub success_criteria: Vec<String>,

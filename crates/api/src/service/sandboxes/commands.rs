@@ -304,7 +304,9 @@ pub struct StartProcess {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeTerminal {
+    #[schema(minimum = 1, maximum = 1000)]
     pub rows: u16,
+    #[schema(minimum = 1, maximum = 1000)]
     pub cols: u16,
 }
 

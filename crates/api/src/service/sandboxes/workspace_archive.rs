@@ -37,11 +37,11 @@ pub struct ImportWorkspace {
     pub name: Option<String>,
     /// Most entries the archive may hold.
     #[serde(default)]
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 1000000)]
     pub max_files: Option<u64>,
     /// Most file bytes before compression.
     #[serde(default)]
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 8589934592_u64)]
     pub max_bytes: Option<u64>,
 }
 
@@ -54,11 +54,11 @@ pub struct ImportWorkspace {
 pub struct ExportWorkspace {
     /// Most entries the archive may hold.
     #[serde(default)]
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 1000000)]
     pub max_files: Option<u64>,
     /// Most file bytes before compression.
     #[serde(default)]
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 8589934592_u64)]
     pub max_bytes: Option<u64>,
 }
 

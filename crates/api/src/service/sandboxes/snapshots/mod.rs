@@ -68,8 +68,10 @@ pub struct CreateSnapshot {
     #[serde(default)]
     pub excludes: Vec<String>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000000)]
     pub max_files: Option<u64>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 8589934592_u64)]
     pub max_bytes: Option<u64>,
     /// The agent session the snapshot belongs to, recorded on its row.
     #[serde(default)]
@@ -81,6 +83,7 @@ pub struct CreateSnapshot {
 pub struct RestoreSnapshot {
     /// How many sandboxes to make (more than one is a fork).
     #[serde(default = "one")]
+    #[schema(minimum = 1, maximum = 16)]
     pub count: u32,
     #[serde(default)]
     pub limits: LimitsRequest,
