@@ -1,7 +1,7 @@
 //! `Exec`: exit status, signals, streaming, stdin, timeouts, caps.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! File operations, and every way a path could try to leave the workspace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Background processes: start, list, read from an offset, write, signal, wait.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Guest, argv, shell};
 use paddock_proto::{ErrorCode, ExecSpec, ExitInfo, Reply, Request, StdinMode};

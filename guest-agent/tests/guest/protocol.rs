@@ -1,7 +1,7 @@
 //! Handshake, info, malformed frames and the end of a connection.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! and the exit code is the shell's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Snapshot export and import over the protocol, between two serve-mode guests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};

@@ -8,7 +8,7 @@
 //! PADDOCK_REQUIRE_BACKENDS names the backend.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! files get|put|ls, human and --json output, exit codes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 

@@ -10,7 +10,7 @@
 //! installs both). Without them the test says it skipped and why, unless
 //! PADDOCK_REQUIRE_BROWSER=1 (scripts/test.sh sets it): then it fails.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

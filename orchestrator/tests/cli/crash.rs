@@ -3,7 +3,7 @@
 //! the sandboxes it ran as lost. SIGTERM stops it cleanly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -171,7 +171,7 @@ fn serve_refuses_to_start_without_tokens() -> Result<()> {
         .env_remove("PADDOCK_TOKENS")
         .env_remove("PADDOCK_CONFIG")
         .output()?;
-    // A config error: usage (2), as every other one (tests/client.rs).
+    // A config error: usage (2), as every other one (tests/cli/client.rs).
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no API tokens"), "{stderr}");

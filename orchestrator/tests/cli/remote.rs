@@ -7,7 +7,7 @@
 //! `paddock-guest` built next to `paddock`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

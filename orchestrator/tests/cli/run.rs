@@ -4,7 +4,7 @@
 //! root and `paddock-guest` built next to `paddock`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -6,7 +6,7 @@
 //! on this host. Needs root and `paddock-guest` built next to `paddock`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::io::{Read, Write};

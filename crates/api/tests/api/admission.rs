@@ -8,7 +8,7 @@
 //! OpenAI's wire format, SQLite and Postgres.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! the server (API, errors, fallbacks, the console) says `nosniff`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use anyhow::Result;
 use common::{Db, Setup, TestServer, send};

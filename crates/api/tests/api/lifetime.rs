@@ -3,7 +3,7 @@
 //! idle and too-old sandboxes expire.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

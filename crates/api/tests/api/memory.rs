@@ -4,7 +4,7 @@
 //! what is wrong.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use anyhow::{Context, Result, ensure};
 use common::{Db, Setup, TestServer, expect_error, send};

@@ -5,7 +5,7 @@
 //! and taken back or brought back by a rewind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! `GET /v1/doctor/quarantine` lists them for their tenant only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! naming the quota, and a destroyed sandbox gives its grant back.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use anyhow::Result;
 use common::{Db, Setup, TestServer, expect_error, send};

@@ -3,7 +3,7 @@
 //! OpenAPI document against the router.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -127,8 +127,8 @@ async fn tenants_never_see_each_other(db: Db) -> Result<()> {
 
     // Every route that names a's sandbox answers b "not found", and nothing happens.
     for (method, template) in paddock_api::http::registered_routes() {
-        // Snapshot, session and run ids are not sandbox ids; tests/snapshots.rs
-        // and tests/sessions.rs cover them.
+        // Snapshot, session and run ids are not sandbox ids; tests/api/snapshots.rs
+        // and tests/api/sessions.rs cover them.
         if !template.contains("{id}")
             || template.starts_with("/v1/workspaces")
             || template.starts_with("/v1/snapshots")

@@ -3,7 +3,7 @@
 //! Each runs on SQLite and, with PADDOCK_TEST_POSTGRES_URL set, on Postgres.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

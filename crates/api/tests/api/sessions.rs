@@ -4,7 +4,7 @@
 //! resumed after a disconnect with every event exactly once, in order.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! collection (shared blobs, the grace period, deletes racing reads).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

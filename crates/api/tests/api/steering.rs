@@ -6,7 +6,7 @@
 //! before what they end in, without ids, and are never stored.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! and its exit code; all with the tenant's bearer token.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

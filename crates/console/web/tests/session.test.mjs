@@ -2,7 +2,7 @@
 // transient events (model.delta, tool.output) build what is under way, the
 // stored events replace it in place, and a view built from the stored events
 // alone (a reload) is the same once they are in. Run by
-// orchestrator/tests/console.rs with `node --test`.
+// orchestrator/tests/cli/console.rs with `node --test`.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { LIVE_OUTPUT_CAP, apply, applyLive, emptyView, isTransient } from '../src/session.js';

@@ -1,7 +1,7 @@
 //! The Anthropic provider against a local server speaking the Messages
 //! streaming format.
 
-mod support;
+use crate::support;
 
 use paddock_core::model::{
     Message, ModelConfig, ModelError, ModelEvent, ModelProvider, ModelRequest, ModelResponse,

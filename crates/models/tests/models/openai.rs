@@ -1,7 +1,7 @@
 //! The OpenAI-compatible provider against a local server speaking the chat
 //! completions streaming format.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

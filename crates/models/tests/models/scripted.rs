@@ -1,6 +1,6 @@
 //! The scripted provider: turns consumed in order, clear errors.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! so a fan-out of six children cannot spend six copies of it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! (files in the store itself) still diff, fork and rewind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! diffs, content stored once, and a hostile manifest refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fs;

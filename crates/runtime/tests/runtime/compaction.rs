@@ -7,7 +7,7 @@
 //! new one over the same database.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use paddock_core::model::{
     ContentPart, ContextProfile, Message, ModelRequest, RequestPurpose, Role,

@@ -6,7 +6,7 @@
 //! event stream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

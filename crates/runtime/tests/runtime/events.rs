@@ -3,7 +3,7 @@
 //! while a run is still producing them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use futures_util::StreamExt;
 use paddock_core::store::RunState;

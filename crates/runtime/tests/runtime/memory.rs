@@ -9,7 +9,7 @@
 //! proposes how the workspace is checked.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

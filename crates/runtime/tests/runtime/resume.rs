@@ -4,7 +4,7 @@
 //! resumed, refused with why.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! plan mode at both layers, every budget, and the repeat guard.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

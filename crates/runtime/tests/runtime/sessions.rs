@@ -3,7 +3,7 @@
 //! recovery of runs whose driver died.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

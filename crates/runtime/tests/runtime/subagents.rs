@@ -6,7 +6,7 @@
 //! midway, and no child workspace directory left behind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

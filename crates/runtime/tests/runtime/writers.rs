@@ -4,7 +4,7 @@
 //! plan-mode run reads it, and the lease is free once the run ended.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

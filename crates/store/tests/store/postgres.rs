@@ -4,7 +4,7 @@
 //! starts a throwaway cluster and sets it). Unset, these tests fail under CI and
 //! are skipped with a note elsewhere.
 
-mod contract;
+use crate::contract;
 
 use std::io::Write;
 use std::net::SocketAddr;

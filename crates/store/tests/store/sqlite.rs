@@ -1,6 +1,6 @@
 //! The Store contract on SQLite (a fresh file per test), plus SQLite specifics.
 
-mod contract;
+use crate::contract;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! The Store contract: one suite, run against every engine (tests/sqlite.rs,
-//! tests/postgres.rs). Each case gets a fresh, empty database from a
+//! The Store contract: one suite, run against every engine (tests/store/sqlite.rs,
+//! tests/store/postgres.rs). Each case gets a fresh, empty database from a
 //! [`StoreFactory`] and may open several independent stores on it.
 
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
@@ -12,7 +12,7 @@ pub mod forks;
 pub mod full_disk;
 pub mod history;
 pub mod leases;
-#[path = "../../../test-support/src/loop_fs.rs"]
+#[path = "../../../../test-support/src/loop_fs.rs"]
 pub mod loop_fs;
 pub mod memory;
 pub mod proxy;

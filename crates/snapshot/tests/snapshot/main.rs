@@ -1,0 +1,14 @@
+//! Snapshots, checkpoints and the blob store, one module per area, in one
+//! test binary.
+
+mod common;
+
+mod blob_store;
+mod capture;
+mod checkpoint;
+mod fork;
+mod hostile;
+mod limits;
+mod manifest;
+mod memory;
+mod roundtrip;
