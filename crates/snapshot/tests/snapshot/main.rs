@@ -1,6 +1,8 @@
 //! Snapshots, checkpoints and the blob store, one module per area, in one
 //! test binary.
 
+// as when each test file included it under its own allow
+#[allow(clippy::unwrap_used)]
 mod common;
 
 mod blob_store;
