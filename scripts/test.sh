@@ -22,7 +22,7 @@ command -v unshare >/dev/null || missing+=(util-linux)
 command -v setsid >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v truncate >/dev/null || missing+=(coreutils)
-# The seccomp allowlist's workload test (tests/tests/workloads.rs).
+# The seccomp allowlist's workload test (tests/tests/scenarios/workloads.rs).
 command -v python3 >/dev/null || missing+=(python3)
 command -v git >/dev/null || missing+=(git)
 command -v gcc >/dev/null || missing+=(gcc libc6-dev)

@@ -1,7 +1,7 @@
 // The recorded answers (fixtures/answers.json: a real `paddock serve`'s
 // answers to the console, written by e2e.mjs with RECORD_ANSWERS) against
 // the server's OpenAPI document as the code now generates it (OPENAPI_FILE,
-// written by orchestrator/tests/console.rs): when a type changes on the
+// written by orchestrator/tests/cli/console.rs): when a type changes on the
 // server, this fails until the answers are recorded again and the console
 // is checked against them. And every route the console's source calls is
 // one the document has, with that method. Run with `node --test`.

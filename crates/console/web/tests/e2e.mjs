@@ -1,6 +1,6 @@
 // The console end to end in a real browser: Debian's chromium, headless,
 // driven by playwright-core against a real `paddock serve` whose runs use
-// the scripted model. Started by orchestrator/tests/console.rs with
+// the scripted model. Started by orchestrator/tests/cli/console.rs with
 // PADDOCK_URL, PADDOCK_TOKEN and ARTIFACTS (a directory for screenshots).
 // Exits non-zero with the failing step's message.
 //

@@ -4,7 +4,7 @@
 // alone (a reload) is the same once they are in. A real server's recorded
 // stream (fixtures/answers.json, see e2e.mjs) is replayed too, and the
 // events made up here must have the fields the server's events of their
-// kind have. Run by orchestrator/tests/console.rs with `node --test`.
+// kind have. Run by orchestrator/tests/cli/console.rs with `node --test`.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

@@ -7,7 +7,7 @@
 //! the event itself (`RunEvent::run`), not repeated in the payloads.
 //!
 //! The stored form is what `serde_json` writes for the payload type (the
-//! `kind` column and the payload JSON); `tests/event_format.rs` pins it
+//! `kind` column and the payload JSON); `tests/runtime/event_format.rs` pins it
 //! with events as they were stored before the types were read back.
 
 use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, ToolInvocationId};

@@ -1,0 +1,23 @@
+//! The HTTP API's scenarios against a real server, one module per area,
+//! in one test binary.
+
+#[macro_use]
+mod common;
+
+mod admission;
+mod floor;
+mod history;
+mod leaks;
+mod lifetime;
+mod memory;
+mod names;
+mod quarantine;
+mod quotas;
+mod run_queue;
+mod requests;
+mod scenarios;
+mod sessions;
+mod snapshots;
+mod steering;
+mod storage;
+mod terminal;
