@@ -61,11 +61,13 @@ mod tests {
     fn a_spec_keeps_what_the_record_shows_and_no_host_path() {
         let spec = SandboxSpec {
             workspace: Some("/srv/ws".into()),
-            read_only: false,
-            writable_paths: vec!["src".into()],
-            network: NetworkPolicy::Full,
             ..SandboxSpec::default()
-        };
+        }
+        .map_policy(|policy| {
+            policy.read_only = false;
+            policy.writable_paths = vec!["src".into()];
+            policy.network = NetworkPolicy::Full;
+        });
         let recorded = RecordedSpec::of(&spec);
         assert_eq!(
             recorded,
