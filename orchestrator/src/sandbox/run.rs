@@ -134,7 +134,10 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
             writable_paths: args.writable.clone(),
             network: args.network.policy.clone(),
             limits: SandboxLimits {
-                memory_bytes: args.limits.memory.map_or(defaults.memory_bytes, no_limit_if_zero),
+                memory_bytes: args
+                    .limits
+                    .memory
+                    .map_or(defaults.memory_bytes, no_limit_if_zero),
                 pids: args.limits.pids.map_or(defaults.pids, no_limit_if_zero),
                 cpu_millis: args.limits.cpus.or(defaults.cpu_millis),
                 tmp_bytes: args.limits.tmp_size.unwrap_or(defaults.tmp_bytes),

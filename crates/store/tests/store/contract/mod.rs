@@ -17,9 +17,9 @@ pub mod loop_fs;
 pub mod memory;
 pub mod proxy;
 pub mod quarantine;
-pub mod sandbox_specs;
 #[path = "../../../../test-support/src/require.rs"]
 pub mod require;
+pub mod sandbox_specs;
 pub mod steering;
 pub mod upgrade;
 
