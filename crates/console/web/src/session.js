@@ -17,7 +17,8 @@ export const TRANSIENT = new Set(['model.delta', 'tool.output']);
 /** Characters of a running call's live output the page keeps (the tail). */
 export const LIVE_OUTPUT_CAP = 64 * 1024;
 
-const ACTIVE = new Set(['preparing', 'planning', 'acting', 'observing', 'verifying', 'cancelling']);
+// queued: waiting for a slot, cancellable like a running run
+const ACTIVE = new Set(['queued', 'preparing', 'planning', 'acting', 'observing', 'verifying', 'cancelling']);
 
 export function isActive(state) {
   return ACTIVE.has(state);

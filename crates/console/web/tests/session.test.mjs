@@ -8,7 +8,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { LIVE_OUTPUT_CAP, apply, applyLive, emptyView, eventOfFrame, isTransient } from '../src/session.js';
+import { LIVE_OUTPUT_CAP, apply, applyLive, emptyView, eventOfFrame, isActive, isTransient } from '../src/session.js';
 
 const recorded = JSON.parse(readFileSync(new URL('./fixtures/answers.json', import.meta.url), 'utf8'));
 const RUN = 'run_1';
@@ -192,4 +192,11 @@ test('the events made up above have only fields the server\'s recorded events of
   }
   assert.ok(checked >= 10, `only ${checked} made-up events of recorded kinds`);
   assert.deepEqual([...new Set(unknown)], []);
+});
+
+test('a queued run is active: the view offers to cancel it', () => {
+  assert.equal(isActive('queued'), true);
+  for (const ended of ['completed', 'failed', 'cancelled', 'interrupted']) {
+    assert.equal(isActive(ended), false, ended);
+  }
 });
