@@ -119,9 +119,13 @@ mod tests {
 
     /// This test binary again, running the probe with a chosen environment.
     fn probe(require: Option<&str>) -> std::process::Output {
+        // this module's test path in whichever binary includes the file
+        // (the crate's own, or a suite's `#[path]` module), crate name off
+        let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+        let probe = format!("{module}::probe_postgres_url");
         let mut child = Command::new(std::env::current_exe().unwrap());
         child
-            .args(["--exact", "require::tests::probe_postgres_url", "--ignored"])
+            .args(["--exact", probe.as_str(), "--ignored"])
             .args(["--nocapture", "--test-threads=1"])
             .env_remove(POSTGRES_URL)
             .env_remove("CI")

@@ -44,11 +44,15 @@ async fn sh(server: &TestServer, id: &str, script: &str) -> Result<String> {
     Ok(out["stdout"].as_str().unwrap_or_default().to_owned())
 }
 
-const LISTING: &str = "find . -mindepth 1 -printf '%p %y %m %s %l\\n' | sort; \
+/// A directory's size is its file system's (a temporary workspace is a
+/// tmpfs, a restored one the host's directory), not the snapshot's: "-".
+const LISTING: &str = "find . -mindepth 1 \\( -type d -printf '%p %y %m - %l\\n' \
+                       -o -printf '%p %y %m %s %l\\n' \\) | sort; \
                        find . -type f -exec md5sum {} + | sort";
 
 /// Like [`LISTING`], with mtimes and names that need quoting.
-const FULL_LISTING: &str = "find . -mindepth 1 -printf '%p|%y|%m|%s|%l|%T@\\n' | sort; \
+const FULL_LISTING: &str = "find . -mindepth 1 \\( -type d -printf '%p|%y|%m|-|%l|%T@\\n' \
+                            -o -printf '%p|%y|%m|%s|%l|%T@\\n' \\) | sort; \
                             find . -type f -print0 | xargs -0 md5sum | sort";
 
 /// Exec that must fail; answers its stderr.
