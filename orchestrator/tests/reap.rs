@@ -16,8 +16,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{PADDOCK, ServerProcess, processes_with, unique, wait_until};
-use paddock_test_support::require::{self, Need};
+use common::{PADDOCK, ServerProcess, backend_runs_here, processes_with, unique, wait_until};
 use serde_json::Value;
 
 /// Where paddock records owners (owners.rs).
@@ -243,29 +242,6 @@ fn record_of(pid: u32) -> Option<(PathBuf, Value)> {
     })
 }
 
-/// Whether this host runs `backend` (`paddock sandbox info`); prints why
-/// not, or panics when PADDOCK_REQUIRE_BACKENDS names it.
-fn available(backend: &str, test: &str) -> bool {
-    let out = Command::new(PADDOCK)
-        .args(["sandbox", "info", "--json"])
-        .output()
-        .unwrap();
-    let info: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    let state = info["backends"][backend]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_owned();
-    if state == "available" {
-        return true;
-    }
-    require::skip_or_panic(
-        Need::Backend(backend),
-        &format!("{test} [{backend}]"),
-        &state,
-    );
-    false
-}
-
 /// `paddock sandbox run` of a shell that says it is up, then sleeps.
 fn sandbox_run(backend: &str, network: &str, cwd: &Path) -> Command {
     let mut command = Command::new(PADDOCK);
@@ -418,7 +394,7 @@ fn native_network_full_reaped_by_serve() {
 
 #[test]
 fn docker_network_none() {
-    if !available("docker", "docker_network_none") {
+    if !backend_runs_here("docker", "docker_network_none") {
         return;
     }
     let cwd = tempfile::tempdir().unwrap();
@@ -432,7 +408,7 @@ fn docker_network_none() {
 
 #[test]
 fn gvisor_network_none() {
-    if !available("gvisor", "gvisor_network_none") {
+    if !backend_runs_here("gvisor", "gvisor_network_none") {
         return;
     }
     let cwd = tempfile::tempdir().unwrap();
@@ -446,7 +422,7 @@ fn gvisor_network_none() {
 
 #[test]
 fn microvm_network_none() {
-    if !available("microvm", "microvm_network_none") {
+    if !backend_runs_here("microvm", "microvm_network_none") {
         return;
     }
     let cwd = tempfile::tempdir().unwrap();

@@ -770,31 +770,12 @@ async fn a_local_run_uses_the_backend_of_its_flag() -> Result<()> {
     Ok(())
 }
 
-/// Whether `backend` can run here by `paddock sandbox info`; prints why not
-/// (or panics when PADDOCK_REQUIRE_BACKENDS names it).
-fn runs_here(backend: &str, test: &str) -> bool {
-    let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
-        .args(["sandbox", "info", "--json"])
-        .output()
-        .unwrap();
-    let info: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    let state = info["backends"][backend].as_str().unwrap_or("unknown");
-    if state == "available" {
-        return true;
-    }
-    let required = std::env::var("PADDOCK_REQUIRE_BACKENDS")
-        .is_ok_and(|list| list.split(',').any(|b| b.trim() == backend));
-    assert!(!required, "{test}: {backend} is required: {state}");
-    eprintln!("SKIPPED {test} [{backend}]: {state}");
-    false
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporary_workspace_has_the_servers_cap_on_every_backend() -> Result<()> {
     const TEST: &str = "a_temporary_workspace_has_the_servers_cap_on_every_backend";
     let kinds: Vec<&str> = ["native", "docker", "gvisor", "microvm"]
         .into_iter()
-        .filter(|kind| runs_here(kind, TEST))
+        .filter(|kind| common::backend_runs_here(kind, TEST))
         .collect();
     let mut config =
         String::from("temporary_workspace_bytes = 8388608\nallow_downgrade = [\"landlock\"]\n");

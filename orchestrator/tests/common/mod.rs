@@ -206,3 +206,27 @@ pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     }
     check()
 }
+
+/// Whether this host runs `backend` (`paddock sandbox info`); prints why
+/// not, or panics when PADDOCK_REQUIRE_BACKENDS names it.
+pub fn backend_runs_here(backend: &str, test: &str) -> bool {
+    let out = Command::new(PADDOCK)
+        .args(["sandbox", "info", "--json"])
+        .output()
+        .unwrap();
+    let info: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    let state = info["backends"][backend]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_owned();
+    if state == "available" {
+        return true;
+    }
+    paddock_test_support::require::skip_or_panic(
+        paddock_test_support::require::Need::Backend(backend),
+        &format!("{test} [{backend}]"),
+        &state,
+    );
+    false
+}
