@@ -201,11 +201,11 @@ impl ServeConfig {
         config.limits = LimitsPolicy {
             default: self.default_limits.clone().unwrap_or(defaults.default),
             max: self.max_limits.clone().unwrap_or(defaults.max),
-            temporary_workspace_bytes: match self.temporary_workspace_bytes {
-                Some(0) => None,
-                Some(bytes) => Some(bytes),
-                None => defaults.temporary_workspace_bytes,
-            },
+            temporary_workspace_bytes: self
+                .temporary_workspace_bytes
+                .map_or(defaults.temporary_workspace_bytes, |bytes| {
+                    (bytes != 0).then_some(bytes)
+                }),
         };
         config.allow_downgrade = self.allow_downgrade.clone();
         config.quotas = self.quotas.quotas(&HostTotals::read());

@@ -150,11 +150,9 @@ impl LimitsPolicy {
             && limits.workspace_bytes.is_none()
             && limits.workspace_inodes.is_none()
         {
-            limits.workspace_bytes =
-                match (self.temporary_workspace_bytes, self.max.workspace_bytes) {
-                    (Some(cap), Some(max)) => Some(cap.min(max)),
-                    (cap, _) => cap,
-                };
+            limits.workspace_bytes = self
+                .temporary_workspace_bytes
+                .map(|cap| self.max.workspace_bytes.map_or(cap, |max| cap.min(max)));
         }
         limits
     }
@@ -182,5 +180,38 @@ impl Default for LimitsPolicy {
             },
             temporary_workspace_bytes: Some(DEFAULT_TEMPORARY_WORKSPACE_BYTES),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writable_temporary_workspace_gets_the_cap_within_the_ceiling() {
+        let mut policy = LimitsPolicy::default();
+        let none = SandboxLimits::default();
+        let capped = policy.for_workspace(none.clone(), true);
+        assert_eq!(
+            capped.workspace_bytes,
+            Some(DEFAULT_TEMPORARY_WORKSPACE_BYTES)
+        );
+        // a named, read-only or write-scoped workspace keeps what it asked
+        assert_eq!(policy.for_workspace(none.clone(), false), none);
+        // a request's own quota wins
+        let own = SandboxLimits {
+            workspace_inodes: Some(100),
+            ..none.clone()
+        };
+        assert_eq!(policy.for_workspace(own.clone(), true), own);
+        // within the ceiling
+        policy.max.workspace_bytes = Some(1 << 20);
+        assert_eq!(
+            policy.for_workspace(none.clone(), true).workspace_bytes,
+            Some(1 << 20)
+        );
+        // off
+        policy.temporary_workspace_bytes = None;
+        assert_eq!(policy.for_workspace(none.clone(), true), none);
     }
 }
