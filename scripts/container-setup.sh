@@ -43,7 +43,22 @@ if [ "$restart" = yes ] && [ -e /var/run/docker.pid ] && kill -0 "$(cat /var/run
     kill "$(cat /var/run/docker.pid)"
     for _ in $(seq 1 60); do [ -e /var/run/docker.pid ] || break; sleep 0.5; done
 fi
+# A machine restored from an image (or a killed dockerd) leaves its pid files
+# behind, and dockerd then refuses to start ("pid file found"). A pid file
+# whose process is not a live dockerd (or containerd) is stale: remove it.
+remove_stale_pid_file() {
+    local file=$1 program=$2 pid
+    [ -e "$file" ] || return 0
+    pid=$(cat "$file" 2>/dev/null || true)
+    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$program" ]; then
+        return 0
+    fi
+    echo "==> removing stale $file (pid ${pid:-none} is not a running $program)"
+    rm -f "$file"
+}
 if ! "$docker_cli" version >/dev/null 2>&1; then
+    remove_stale_pid_file /var/run/docker.pid dockerd
+    remove_stale_pid_file /var/run/docker/containerd/containerd.pid containerd
     echo "==> starting dockerd (log: /var/log/paddock-dockerd.log)"
     setsid /usr/sbin/dockerd >>/var/log/paddock-dockerd.log 2>&1 </dev/null &
     for _ in $(seq 1 120); do
