@@ -5,6 +5,8 @@
 # `.ci/run` calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/step.sh
+source scripts/step.sh
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "scripts/test.sh: must run as root (the sandbox scenario tests create" \
@@ -32,7 +34,7 @@ command -v zstd >/dev/null || missing+=(zstd)
 command -v iptables-restore >/dev/null || missing+=(iptables)
 command -v curl >/dev/null || missing+=(curl)
 if [ "${#missing[@]}" -gt 0 ]; then
-    echo "==> installing ${missing[*]}"
+    step "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
@@ -41,19 +43,19 @@ fi
 # The container tier (docker.io + runsc from Debian, dockerd started in the
 # background, the sandbox image built from Debian packages): the conformance
 # suite runs every backend, and must not skip one here.
-echo "==> container tier (scripts/container-setup.sh)"
+step "container tier (scripts/container-setup.sh)"
 bash scripts/container-setup.sh
 
 # The microvm tier: qemu-system-x86 and the image (a Debian kernel and an
 # initramfs from Debian packages, kept in /var/lib/paddock/microvm and rebuilt
 # only when a package version or the recipe changes; about 20 s when it is).
-echo "==> microvm tier (images/microvm-image.sh)"
+step "microvm tier (images/microvm-image.sh)"
 bash images/microvm-image.sh
 export PADDOCK_REQUIRE_BACKENDS=native,docker,gvisor,microvm
 
 # The web console: chromium, the npm packages, and its committed build
 # checked against its sources; the browser test must not skip here.
-echo "==> web console (scripts/console-setup.sh)"
+step "web console (scripts/console-setup.sh)"
 bash scripts/console-setup.sh
 export PADDOCK_REQUIRE_BROWSER=1
 
@@ -67,22 +69,22 @@ export PADDOCK_REQUIRE_LOOP=1
 # which together take the target directory from about 2x to 1x its code.
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=0
-echo "==> disk before the build: $(df -h --output=avail . | tail -1 | tr -d ' ') free"
+step "disk before the build: $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 
 # Formatting, clippy, the API docs and the unit tests: the root-free checks.
 bash scripts/check.sh
 
 # The scenario tests drive the built binaries (paddock, paddock-guest and the
 # tests crate's helpers) from target/<triple>/debug: build them first.
-echo "==> cargo build --workspace"
+step "cargo build --workspace"
 cargo build --workspace
 
 # Schema-driven fuzzing of a served API against its OpenAPI document
 # (schemathesis from PyPI; bounded in examples and time). First the tests of
 # how it tells a crash of the tool from a finding about the server.
-echo "==> python3 scripts/fuzz_verdict_test.py"
+step "python3 scripts/fuzz_verdict_test.py"
 python3 scripts/fuzz_verdict_test.py
-echo "==> scripts/fuzz-api.sh"
+step "scripts/fuzz-api.sh"
 bash scripts/fuzz-api.sh
 
 # The store and API contract suites run on SQLite and on a real Postgres:
@@ -91,7 +93,7 @@ bash scripts/fuzz-api.sh
 # test that needs Postgres must run here (paddock_test_support::require: a
 # test whose PADDOCK_REQUIRE_* need is missing fails instead of skipping).
 export PADDOCK_REQUIRE_POSTGRES=1
-echo "==> cargo test --workspace (with a throwaway PostgreSQL)"
+step "cargo test --workspace (with a throwaway PostgreSQL)"
 log=$(mktemp /tmp/paddock-test.XXXXXX.log)
 trap 'rm -f "$log"' EXIT
 status=0
@@ -99,7 +101,7 @@ bash scripts/postgres-test.sh cargo test --workspace --no-fail-fast 2>&1 | tee "
 
 # cargo prints one "test result:" line per test binary, the last one usually a
 # doc-test run with nothing in it: close with the totals over all of them.
-echo "==> disk after the tests: $(df -h --output=avail . | tail -1 | tr -d ' ') free, target $(du -sh target | cut -f1)"
+step "disk after the tests: $(df -h --output=avail . | tail -1 | tr -d ' ') free, target $(du -sh target | cut -f1)"
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
 exit "$status"
