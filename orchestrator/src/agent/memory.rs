@@ -12,7 +12,6 @@ use paddock_core::model::Prices;
 use paddock_core::store::{MemoryFilter, MemoryKind, StoreError};
 use paddock_runtime::RuntimeError;
 use reqwest::Method;
-use serde_json::json;
 
 use super::exit::EXIT_USAGE;
 use super::local::{Local, Sandboxes};
@@ -233,17 +232,17 @@ async fn local_command(local: &Local, command: MemoryCommand) -> anyhow::Result<
 }
 
 /// With --server, --workspace names the server's workspace by id.
-fn remote_workspace(dir: Option<PathBuf>) -> anyhow::Result<Option<String>> {
+fn remote_workspace(dir: Option<PathBuf>) -> anyhow::Result<Option<WorkspaceId>> {
     let Some(dir) = dir else {
         return Ok(None);
     };
     let id = dir.to_string_lossy().into_owned();
-    if WorkspaceId::parse(&id).is_err() {
-        return Err(bad(format!(
+    match WorkspaceId::parse(&id) {
+        Ok(id) => Ok(Some(id)),
+        Err(_) => Err(bad(format!(
             "with --server, --workspace takes a workspace id (ws_...), not a directory: {id:?}"
-        )));
+        ))),
     }
-    Ok(Some(id))
 }
 
 async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Result<u8> {
@@ -257,7 +256,7 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
         } => {
             let mut query: Vec<(&str, String)> = vec![("limit", "200".to_owned())];
             if let Some(ws) = remote_workspace(workspace)? {
-                query.push(("workspace", ws));
+                query.push(("workspace", ws.to_string()));
             }
             if let Some(kind) = parse_kind(kind.as_deref())? {
                 query.push(("kind", kind.as_str().to_owned()));
@@ -283,7 +282,7 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
             let mut query: Vec<(&str, String)> =
                 vec![("q", words), ("limit", limit(most, 10)?.to_string())];
             if let Some(ws) = remote_workspace(workspace)? {
-                query.push(("workspace", ws));
+                query.push(("workspace", ws.to_string()));
             }
             let list: MemoryList = api
                 .answer(api.request(Method::GET, "/v1/memory").query(&query))
@@ -300,12 +299,14 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
         } => {
             let kind = parse_kind(Some(&kind))?.unwrap_or(MemoryKind::Fact);
             let supersedes = supersedes.as_deref().map(memory_id).transpose()?;
-            let body = json!({
-                "kind": kind,
-                "text": text,
-                "workspace": remote_workspace(workspace)?,
-                "supersedes": supersedes,
-            });
+            let body = AddMemory {
+                kind,
+                text,
+                scope: None,
+                workspace: remote_workspace(workspace)?,
+                project: None,
+                supersedes,
+            };
             let view: MemoryView = api
                 .answer(api.request(Method::POST, "/v1/memory").json(&body))
                 .await?;
@@ -341,7 +342,9 @@ async fn remote_command(api: &ApiClient, command: MemoryCommand) -> anyhow::Resu
 
 fn print_list(records: &[MemoryView], json: bool) -> anyhow::Result<()> {
     if json {
-        return print_json(&json!({ "memories": records }));
+        return print_json(&MemoryList {
+            memories: records.to_vec(),
+        });
     }
     if records.is_empty() {
         println!("no memory");

@@ -1,20 +1,19 @@
 //! `paddock session ...` against a server (`--server URL`): the same
 //! commands as HTTP requests; events come over SSE.
 
-use anyhow::bail;
-use paddock_api::http::{CheckpointList, RunList, SessionList};
-use paddock_api::service::sessions::UpdateSession;
-use paddock_api::service::{SessionView, SteerRun, SteeringView};
-use paddock_core::ids::RunId;
+use anyhow::{Context, bail};
+use paddock_api::http::{CheckpointList, RunList, SessionDeletedView, SessionList};
+use paddock_api::service::sessions::{ForkSession, UpdateSession};
+use paddock_api::service::{RewindSession, SessionView, SteerRun, SteeringView};
+use paddock_core::ids::{CheckpointId, RunId};
 use reqwest::Method;
-use serde_json::json;
 
 use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
 use super::exit::EXIT_CANCELLED;
 use super::render::Format;
 use super::session::{
-    print_deleted, print_forked, print_said, print_session, print_session_event, print_sessions,
-    print_show, steer_target,
+    fork_point, print_deleted, print_forked, print_said, print_session, print_session_event,
+    print_sessions, print_show, steer_target,
 };
 use crate::cli::SessionCommand;
 use crate::client::ApiClient;
@@ -68,8 +67,9 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
             if force {
                 path.push_str("&force=true");
             }
-            let deleted = api.json(api.request(Method::DELETE, &path)).await?;
-            print_deleted(&deleted, json)?;
+            let deleted: SessionDeletedView =
+                api.answer(api.request(Method::DELETE, &path)).await?;
+            print_deleted(&deleted, &deleted, json)?;
         }
         SessionCommand::Fork {
             id,
@@ -79,9 +79,14 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
             json,
             ..
         } => {
+            let (at_checkpoint, at_run) = fork_point(at.as_deref(), at_run.as_deref())?;
             let request = api
                 .request(Method::POST, &format!("/v1/sessions/{}/fork", segment(&id)))
-                .json(&json!({ "at_run": at_run, "at_checkpoint": at, "title": title }));
+                .json(&ForkSession {
+                    at_run,
+                    at_checkpoint,
+                    title,
+                });
             print_forked(&api.answer(request).await?, json)?;
         }
         SessionCommand::Checkpoints { id, json, .. } => {
@@ -101,7 +106,10 @@ pub async fn session(api: &ApiClient, command: SessionCommand) -> anyhow::Result
                     Method::POST,
                     &format!("/v1/sessions/{}/rewind", segment(&id)),
                 )
-                .json(&json!({ "checkpoint": to, "force": force }));
+                .json(&RewindSession {
+                    checkpoint: CheckpointId::parse(&to).context("--to")?,
+                    force,
+                });
             let rewound = api.answer(request).await?;
             print_rewind(&rewound, json, &api.server_flag())?;
         }

@@ -10,14 +10,13 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use paddock_api::http::ChildRuns;
+use paddock_api::http::{ChildRuns, RunList};
 use paddock_api::service::RunView;
 use paddock_core::ids::RunId;
 use paddock_core::model::Prices;
 use paddock_core::store::{Lease, RunState};
 use paddock_runtime::events::Event;
 use reqwest::Method;
-use serde_json::json;
 use tokio::time::Instant;
 
 use super::exit::EXIT_CANCELLED;
@@ -304,7 +303,9 @@ fn print_run(run: &RunView, json: bool) -> anyhow::Result<()> {
 
 fn print_runs(runs: &[RunView], json: bool) -> anyhow::Result<()> {
     if json {
-        return print_json(&json!({ "runs": runs }));
+        return print_json(&RunList {
+            runs: runs.to_vec(),
+        });
     }
     if runs.is_empty() {
         println!("no runs");

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use paddock_api::http::SessionDeletedView;
 use paddock_api::service::sessions::fork_title;
 use paddock_api::service::{CheckpointDiffView, CheckpointView, RewindView, RunView, SessionView};
 use paddock_core::ids::{CheckpointId, RunId, SessionId};
@@ -13,6 +14,7 @@ use paddock_core::model::Prices;
 use paddock_core::store::{MAX_PAGE, Page, Run, RunState, Session};
 use paddock_runtime::events::Event;
 use paddock_runtime::{Runtime, RuntimeError};
+use serde::Serialize;
 use serde_json::json;
 
 use super::checkpoints::{print_checkpoints, print_diff, print_rewind};
@@ -129,7 +131,7 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
             }
             let id = session_id(&id)?;
             let deleted = runtime.delete_session(tenant, &id).await?;
-            print_deleted(&serde_json::to_value(&deleted)?, json)?;
+            print_deleted(&SessionDeletedView::from(&deleted), &deleted, json)?;
         }
         SessionCommand::Fork {
             id,
@@ -140,16 +142,7 @@ async fn local_command(local: &Local, command: SessionCommand) -> anyhow::Result
             ..
         } => {
             let id = session_id(&id)?;
-            let at = at
-                .as_deref()
-                .map(CheckpointId::parse)
-                .transpose()
-                .context("--at")?;
-            let at_run = at_run
-                .as_deref()
-                .map(RunId::parse)
-                .transpose()
-                .context("--at-run")?;
+            let (at, at_run) = fork_point(at.as_deref(), at_run.as_deref())?;
             let title = match title {
                 Some(title) if !title.trim().is_empty() => title.trim().to_owned(),
                 Some(_) => bail!("the title is empty"),
@@ -418,31 +411,43 @@ pub fn print_sessions(sessions: &[SessionView], json: bool) -> anyhow::Result<()
     Ok(())
 }
 
-/// What a session deletion removed (the runtime's `SessionDeleted`, or the
-/// API's answer, which has the sessions under `deleted`).
-pub fn print_deleted(deleted: &serde_json::Value, json: bool) -> anyhow::Result<()> {
+/// What a session deletion removed; with `json`, `answer` as it came (the
+/// runtime's `SessionDeleted` here, the API's `SessionDeletedView` from a
+/// server, which has the sessions under `deleted`).
+pub fn print_deleted(
+    deleted: &SessionDeletedView,
+    answer: &impl Serialize,
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
-        return print_json(deleted);
+        return print_json(answer);
     }
-    let sessions = deleted
-        .get("sessions")
-        .or_else(|| deleted.get("deleted"))
-        .and_then(serde_json::Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let first = sessions.first().and_then(|s| s.as_str()).unwrap_or("?");
-    let count = |key: &str| deleted[key].as_u64().unwrap_or(0);
+    let first = deleted
+        .deleted
+        .first()
+        .map_or("?", |session| session.as_str());
     println!(
         "deleted {first}{}: {} checkpoints, {} files ({} bytes) freed",
-        match sessions.len().saturating_sub(1) {
+        match deleted.deleted.len().saturating_sub(1) {
             0 => String::new(),
             n => format!(" and {n} subagent sessions"),
         },
-        count("checkpoints"),
-        count("blobs_removed"),
-        count("bytes_freed"),
+        deleted.checkpoints,
+        deleted.blobs_removed,
+        deleted.bytes_freed,
     );
     Ok(())
+}
+
+/// `--at` and `--at-run` of `session fork` as ids (a checkpoint, a run),
+/// each error naming its flag and the value.
+pub fn fork_point(
+    at: Option<&str>,
+    at_run: Option<&str>,
+) -> anyhow::Result<(Option<CheckpointId>, Option<RunId>)> {
+    let at = at.map(CheckpointId::parse).transpose().context("--at")?;
+    let at_run = at_run.map(RunId::parse).transpose().context("--at-run")?;
+    Ok((at, at_run))
 }
 
 pub fn print_session(session: &SessionView, json: bool) -> anyhow::Result<()> {
@@ -524,4 +529,31 @@ pub fn print_show(session: &SessionView, runs: &[RunView], json: bool) -> anyhow
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn fork_points_parse_and_name_the_flag_and_value_they_refuse() {
+        assert_eq!(fork_point(None, None).unwrap(), (None, None));
+        let checkpoint = CheckpointId::generate();
+        let run = RunId::generate();
+        assert_eq!(
+            fork_point(Some(checkpoint.as_str()), Some(run.as_str())).unwrap(),
+            (Some(checkpoint), Some(run))
+        );
+        let at = fork_point(Some("cp_nope"), None).unwrap_err();
+        assert!(
+            format!("{at:#}").starts_with("--at: invalid checkpoint id \"cp_nope\""),
+            "{at:#}"
+        );
+        let at_run = fork_point(None, Some("nope")).unwrap_err();
+        assert!(
+            format!("{at_run:#}").starts_with("--at-run: invalid run id \"nope\""),
+            "{at_run:#}"
+        );
+    }
 }

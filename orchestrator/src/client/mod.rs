@@ -108,12 +108,6 @@ impl ApiClient {
             .context("reading the server's answer")?;
         serde_json::from_slice(&body).context("reading the server's answer")
     }
-
-    /// An answer as untyped JSON, for the agent commands not yet moved to
-    /// [`ApiClient::answer`].
-    pub async fn json(&self, request: RequestBuilder) -> anyhow::Result<serde_json::Value> {
-        self.answer(request).await
-    }
 }
 
 /// The server's [`ErrorBody`] answer (a response's, or an event's in a

@@ -292,6 +292,72 @@ fn a_run_on_a_server_uploads_streams_and_prints_as_a_local_run() -> Result<()> {
     Ok(())
 }
 
+/// The session commands that send a body or read an answer of the
+/// server's own types: fork (`ForkSession`), rewind (`RewindSession`),
+/// delete (`SessionDeletedView`); a malformed id is refused here, naming
+/// the flag and the value, before anything is sent.
+#[test]
+fn session_fork_rewind_and_delete_on_a_server() -> Result<()> {
+    let fx = Fixture::new(true)?;
+    let ws = fx.workspace.to_string_lossy().into_owned();
+    let model = trajectory();
+    let out =
+        fx.run_goal(&mut fx.paddock(&["run", GOAL, "--workspace", &ws, "--model", &model]))?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (session, run) = ids(&text(&out.stdout));
+
+    for (args, said) in [
+        (
+            vec!["session", "fork", &session, "--at-run", "nope"],
+            "--at-run: invalid run id \"nope\"",
+        ),
+        (
+            vec!["session", "fork", &session, "--at", "cp_nope"],
+            "--at: invalid checkpoint id \"cp_nope\"",
+        ),
+        (
+            vec!["session", "rewind", &session, "--to", "nope"],
+            "--to: invalid checkpoint id \"nope\"",
+        ),
+    ] {
+        let out = fx.paddock(&args).output()?;
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(said),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+
+    let fork = fx.json(fx.paddock(&["session", "fork", &session, "--at-run", &run, "--json"]))?;
+    assert_eq!(fork["forked_from"], session.as_str(), "{fork}");
+    assert_eq!(fork["forked_at_run"], run.as_str(), "{fork}");
+    let fork_id = fork["id"].as_str().unwrap().to_owned();
+
+    let checkpoints = fx.json(fx.paddock(&["session", "checkpoints", &session, "--json"]))?;
+    let checkpoint = checkpoints[0]["id"].as_str().unwrap().to_owned();
+    let rewound = fx.json(fx.paddock(&[
+        "session",
+        "rewind",
+        &session,
+        "--to",
+        &checkpoint,
+        "--force",
+        "--json",
+    ]))?;
+    assert_eq!(rewound["to"], checkpoint.as_str(), "{rewound}");
+    assert_eq!(rewound["run"]["state"], "completed", "{rewound}");
+
+    let deleted = fx.json(fx.paddock(&["session", "delete", &fork_id, "--json"]))?;
+    assert_eq!(deleted["deleted"][0], fork_id.as_str(), "{deleted}");
+    let human = fx.ok(fx.paddock(&["session", "delete", &session]))?;
+    assert!(
+        human.starts_with(&format!("deleted {session}: ")) && human.contains(" checkpoints, "),
+        "{human}"
+    );
+    Ok(())
+}
+
 fn read_until(
     child: &mut Child,
     needle: &str,

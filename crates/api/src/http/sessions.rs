@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use paddock_core::ids::{SessionId, WorkspaceId};
+use paddock_runtime::SessionDeleted;
 use serde::{Deserialize, Serialize};
 
 use super::error::Body as ErrorBody;
@@ -152,6 +153,17 @@ pub struct SessionDeletedView {
     pub bytes_freed: u64,
 }
 
+impl From<&SessionDeleted> for SessionDeletedView {
+    fn from(deleted: &SessionDeleted) -> Self {
+        Self {
+            deleted: deleted.sessions.clone(),
+            checkpoints: deleted.checkpoints,
+            blobs_removed: deleted.blobs_removed,
+            bytes_freed: deleted.bytes_freed,
+        }
+    }
+}
+
 /// The archived session, or what a purge removed.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
@@ -202,12 +214,9 @@ pub(super) async fn archive(
         ))));
     }
     let deleted = agents.delete_session(&tenant, &id, query.force).await?;
-    Ok(Json(DeleteAnswer::Deleted(SessionDeletedView {
-        deleted: deleted.sessions,
-        checkpoints: deleted.checkpoints,
-        blobs_removed: deleted.blobs_removed,
-        bytes_freed: deleted.bytes_freed,
-    })))
+    Ok(Json(DeleteAnswer::Deleted(SessionDeletedView::from(
+        &deleted,
+    ))))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions",

@@ -1,7 +1,7 @@
 //! Sessions and runs as the API answers them: plain data with RFC 3339 times,
 //! without the tenant (the caller's own).
 
-use paddock_core::ids::{RunId, SessionId, SnapshotId, WorkspaceId};
+use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, WorkspaceId};
 use paddock_core::store::{
     Budgets, EndReason, Review, Run, RunMode, RunState, RunUsage, Session, SessionMemory,
     SessionStatus, SubagentProfile,
@@ -99,4 +99,27 @@ impl RunView {
             finished_at: r.finished_at.map(|t| t.to_string()),
         }
     }
+}
+
+/// A steering message as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SteeringView {
+    pub id: u64,
+    pub run: RunId,
+    pub text: String,
+    pub created_at: String,
+}
+
+/// A resumed run as it started, and how to undo its restore when it
+/// overwrote changes.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ResumedView {
+    #[serde(flatten)]
+    pub run: RunView,
+    /// The checkpoint that kept the workspace as it was before the restore
+    /// (None: the workspace was what the last checkpoint recorded, so
+    /// nothing was overwritten).
+    pub safety_checkpoint: Option<CheckpointId>,
+    /// What undoes the restore: the rewind to `safety_checkpoint`.
+    pub undo: Option<String>,
 }
