@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::error::RuntimeError;
 use crate::events::RunFinished;
-use crate::events::journal::Journal;
+use crate::events::journal::{Encoded, Journal};
 use crate::runtime::Runtime;
 use crate::util::error_chain;
 
@@ -160,12 +160,13 @@ async fn interrupt(
         end_reason: Some(EndReason::Interrupted),
         ..RunUpdate::state(RunState::Interrupted)
     };
-    let updated = journal.update_run(&update).await?;
+    // the run's usage is not changed by the update: its end event can be
+    // written with it, in one transaction
     let finished = RunFinished {
         state: RunState::Interrupted,
         end_reason: EndReason::Interrupted,
-        usage: updated.usage,
-        total_usage: crate::usage::total(store, &updated).await.ok(),
+        usage: run.usage,
+        total_usage: crate::usage::total(store, run).await.ok(),
         error: Some(error),
         verdict: None,
         question: None,
@@ -174,9 +175,9 @@ async fn interrupt(
         snapshot_limit: None,
         undelivered: crate::steering::close_for_end(journal).await,
     };
-    if let Err(err) = journal.emit(&finished).await {
-        tracing::warn!(run_id = %run.id, error = %error_chain(&err), "recording the interrupted run's event");
-    }
+    journal
+        .update_run_emitting(&update, vec![Encoded::of(&finished)?])
+        .await?;
     close_calls_in_flight(store, journal, run).await;
     Ok(())
 }

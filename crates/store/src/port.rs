@@ -197,6 +197,17 @@ impl Store for SqlStore {
         runs::update(self, lease, tenant, id, update).await
     }
 
+    async fn update_run_with_events(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        id: &RunId,
+        update: &RunUpdate,
+        events: &[NewEvent],
+    ) -> Result<(Run, Vec<RunEvent>), StoreError> {
+        runs::update_with_events(self, lease, tenant, id, update, events).await
+    }
+
     async fn get_run(&self, tenant: &TenantId, id: &RunId) -> Result<Run, StoreError> {
         runs::get(self, tenant, id).await
     }

@@ -2,12 +2,14 @@
 
 use paddock_core::ids::{RunId, SessionId, SnapshotId, TenantId};
 use paddock_core::store::{
-    EndReason, Lease, Run, RunMode, RunState, RunUpdate, StoreError, SubagentProfile,
+    EndReason, Lease, NewEvent, Run, RunEvent, RunMode, RunState, RunUpdate, StoreError,
+    SubagentProfile,
 };
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
 
 use crate::error::{db, insert_error, to_json};
+use crate::events;
 use crate::fence;
 use crate::open::SqlStore;
 use crate::quarantine::{self, Table};
@@ -142,6 +144,23 @@ pub(crate) async fn update(
     id: &RunId,
     update: &RunUpdate,
 ) -> Result<Run, StoreError> {
+    update_with_events(store, lease, tenant, id, update, &[])
+        .await
+        .map(|(run, _)| run)
+}
+
+/// [`update`], and `events` of the run's session appended in the same
+/// transaction: a reader who sees the new state sees the events too (a run's
+/// end and its `run.finished`), and an update refused (the run already
+/// ended, the lease lost) stores none of them.
+pub(crate) async fn update_with_events(
+    store: &SqlStore,
+    lease: &Lease,
+    tenant: &TenantId,
+    id: &RunId,
+    update: &RunUpdate,
+    events: &[NewEvent],
+) -> Result<(Run, Vec<RunEvent>), StoreError> {
     const OP: &str = "update_run";
     let usage = update
         .usage
@@ -199,8 +218,19 @@ pub(crate) async fn update(
     .await
     .map_err(db(OP))?;
     let run = read_run(&row)?;
+    if let Some(other) = events.iter().find(|e| e.session != current.session) {
+        return Err(StoreError::Invalid {
+            field: "events",
+            reason: format!(
+                "an update of run {id} (session {}) holds an event of session {}",
+                current.session, other.session
+            ),
+        });
+    }
+    let stored = events::sequence(&mut tx, OP, tenant, events, now).await?;
+    events::insert_all(&mut tx, &stored).await.map_err(db(OP))?;
     tx.commit().await.map_err(db(OP))?;
-    Ok(run)
+    Ok((run, stored))
 }
 
 pub(crate) async fn get(

@@ -170,6 +170,18 @@ pub trait Store: Send + Sync + fmt::Debug {
         id: &RunId,
         update: &RunUpdate,
     ) -> Result<Run, StoreError>;
+    /// `update_run`, and `events` (of the run's session) appended in the
+    /// same transaction, so that whoever reads the new state finds the
+    /// events too (a run's end and its `run.finished`), and a refused
+    /// update (the run already ended: `Conflict`) stores none of them.
+    async fn update_run_with_events(
+        &self,
+        lease: &Lease,
+        tenant: &TenantId,
+        id: &RunId,
+        update: &RunUpdate,
+        events: &[NewEvent],
+    ) -> Result<(Run, Vec<RunEvent>), StoreError>;
     async fn get_run(&self, tenant: &TenantId, id: &RunId) -> Result<Run, StoreError>;
     async fn list_runs(
         &self,

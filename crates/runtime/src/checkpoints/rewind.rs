@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::{Baseline, Checkpointer, Place, guard, load_manifest};
 use crate::error::RuntimeError;
-use crate::events::journal::Journal;
+use crate::events::journal::{Encoded, Journal};
 use crate::events::{RunFinished, RunStarted};
 use crate::run::{acquire_writer, release_writer};
 use crate::runtime::Runtime;
@@ -234,13 +234,12 @@ impl Runtime {
             snapshot_limit: None,
             undelivered: crate::steering::close_for_end(&journal).await,
         };
-        let ended = match journal.update_run(&update).await {
-            Ok(ended) => {
-                if let Err(err) = journal.emit(&finished).await {
-                    tracing::warn!(error = %error_chain(&err), "recording the rewind's end");
-                }
-                Some(ended)
-            }
+        let recorded = async {
+            let finished = Encoded::of(&finished)?;
+            journal.update_run_emitting(&update, vec![finished]).await
+        };
+        let ended = match recorded.await {
+            Ok(ended) => Some(ended),
             Err(err) => {
                 tracing::warn!(error = %error_chain(&err), "recording the rewind's end");
                 None

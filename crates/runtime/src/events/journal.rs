@@ -205,6 +205,37 @@ impl Journal {
         .await
     }
 
+    /// Updates the run and appends `events` in one store write, then
+    /// publishes them: a reader who sees the new state finds the events too
+    /// (a run's end with its `run.finished`), and an update the store
+    /// refuses (the run already ended) records none of them.
+    pub(crate) async fn update_run_emitting(
+        &self,
+        update: &RunUpdate,
+        events: Vec<Encoded>,
+    ) -> Result<Run, RuntimeError> {
+        let events: Vec<NewEvent> = events
+            .into_iter()
+            .map(|event| self.new_event(event))
+            .collect();
+        let _order = self.order.lock().await;
+        let (run, stored) = self
+            .write("update_run", || {
+                self.store.update_run_with_events(
+                    &self.lease,
+                    &self.tenant,
+                    &self.run,
+                    update,
+                    &events,
+                )
+            })
+            .await?;
+        for event in &stored {
+            self.bus.publish(event);
+        }
+        Ok(run)
+    }
+
     pub(crate) async fn create_goal(&self, goal: &Goal) -> Result<(), RuntimeError> {
         self.write("create_goal", || self.store.create_goal(&self.lease, goal))
             .await

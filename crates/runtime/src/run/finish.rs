@@ -14,7 +14,7 @@ use paddock_core::store::{
 use super::driver::Ending;
 use super::review::without_completion;
 use crate::events::RunFinished;
-use crate::events::journal::Journal;
+use crate::events::journal::{Encoded, Journal};
 use crate::runtime::Shared;
 use crate::util::error_chain;
 use crate::workspace::{self, SnapshotSource};
@@ -164,32 +164,23 @@ pub(crate) async fn finish(
         review: Some(outcome.review.clone()),
         end_snapshot: end_snapshot.clone(),
     };
-    let finished = match journal.update_run(&update).await {
-        Ok(finished) => finished,
-        Err(err) => {
-            tracing::error!(error = %error_chain(&err), "recording the end of the run");
-            Run {
-                state: update.state,
-                error: update.error.clone(),
-                usage,
-                end_reason: update.end_reason,
-                review: update.review.clone(),
-                end_snapshot: end_snapshot.clone(),
-                ..run
-            }
-        }
+    let ended = Run {
+        state: update.state,
+        error: update.error.clone(),
+        usage,
+        end_reason: update.end_reason,
+        review: update.review.clone(),
+        end_snapshot: end_snapshot.clone(),
+        ..run
     };
     // The children ended (and were recorded) before the parent finishes.
-    let total_usage = match crate::usage::total(&*shared.store, &finished).await {
+    let total_usage = match crate::usage::total(&*shared.store, &ended).await {
         Ok(total) => Some(total),
         Err(err) => {
             tracing::warn!(error = %error_chain(&err), "reading the subagents' usage");
             None
         }
     };
-    if let Err(err) = journal.emit(&outcome.review).await {
-        tracing::warn!(error = %error_chain(&err), "recording the review event");
-    }
     let event = RunFinished {
         state: outcome.state,
         end_reason: outcome.end_reason,
@@ -203,10 +194,19 @@ pub(crate) async fn finish(
         snapshot_limit,
         undelivered,
     };
-    if let Err(err) = journal.emit(&event).await {
-        tracing::warn!(error = %error_chain(&err), "recording the run.finished event");
+    // the end, its review and its run.finished in one write: a reader who
+    // sees the run ended finds both events
+    let recorded = async {
+        let events = vec![Encoded::of(&outcome.review)?, Encoded::of(&event)?];
+        journal.update_run_emitting(&update, events).await
+    };
+    match recorded.await {
+        Ok(finished) => finished,
+        Err(err) => {
+            tracing::error!(error = %error_chain(&err), "recording the end of the run");
+            ended
+        }
     }
-    finished
 }
 
 #[cfg(test)]

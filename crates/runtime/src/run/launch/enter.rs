@@ -22,7 +22,7 @@ use super::{Launched, run_backend};
 use crate::checkpoints::{Checkpointer, Place};
 use crate::context::{self, ContextBase};
 use crate::error::RuntimeError;
-use crate::events::journal::Journal;
+use crate::events::journal::{Encoded, Journal};
 use crate::events::{CheckpointFailed, RunFinished, RunStarted};
 use crate::runtime::{Runtime, Shared};
 use crate::util::error_chain;
@@ -393,10 +393,11 @@ pub(super) async fn end_early(
         snapshot_limit: None,
         undelivered: crate::steering::close_for_end(journal).await,
     };
-    if let Err(e) = journal.update_run(&update).await {
-        tracing::warn!(error = %error_chain(&e), "recording a run that ended before it started");
-    }
-    if let Err(e) = journal.emit(&finished).await {
+    let recorded = async {
+        let finished = Encoded::of(&finished)?;
+        journal.update_run_emitting(&update, vec![finished]).await
+    };
+    if let Err(e) = recorded.await {
         tracing::warn!(error = %error_chain(&e), "recording a run that ended before it started");
     }
 }

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use paddock_core::ids::{RunId, SnapshotId};
 use paddock_core::store::{
-    Budgets, CriterionReview, EndReason, Page, Review, Run, RunMode, RunState, RunUpdate, RunUsage,
-    Session, SessionPatch, SessionStatus, SubagentProfile, Verdict, Workspace,
+    Budgets, CriterionReview, EndReason, NewEvent, Page, Review, Run, RunEvent, RunMode, RunState,
+    RunUpdate, RunUsage, Session, SessionPatch, SessionStatus, StoreError, SubagentProfile,
+    Verdict, Workspace,
 };
 
 use super::{
@@ -516,6 +517,118 @@ pub async fn child_and_unfinished_runs(f: &dyn StoreFactory) -> anyhow::Result<(
             theirs.id.clone(),
             resumed.id.clone()
         ]
+    );
+    Ok(())
+}
+
+/// A run's end and its events are one write: the new state and the events
+/// are stored together, and an update the store refuses (the run already
+/// ended, another session's event, a stale lease) stores neither.
+pub async fn a_runs_end_and_its_events_are_one_write(f: &dyn StoreFactory) -> anyhow::Result<()> {
+    let store = f.open(clock()).await?;
+    let acme = fixture(&*store, "acme").await?;
+    let other = fixture(&*store, "other-session").await?;
+    let t = &acme.tenant;
+    let lease = lease_session(&*store, &acme.session, "node-a").await?;
+    let run = Run::new(t.clone(), acme.session.id.clone(), "end it", store.now());
+    store.create_run(&lease, &run).await?;
+    let event = |session: &Session, kind: &str| NewEvent {
+        session: session.id.clone(),
+        run: Some(run.id.clone()),
+        kind: kind.to_owned(),
+        payload: "{}".to_owned(),
+    };
+    let end = RunUpdate {
+        end_reason: Some(EndReason::Completed),
+        ..RunUpdate::state(RunState::Completed)
+    };
+
+    // an event of another session: refused, the run left as it was
+    assert_invalid(
+        store
+            .update_run_with_events(
+                &lease,
+                t,
+                &run.id,
+                &end,
+                &[
+                    event(&acme.session, "run.review"),
+                    event(&other.session, "x"),
+                ],
+            )
+            .await,
+        "events",
+    );
+    assert_eq!(store.get_run(t, &run.id).await?.state, RunState::Preparing);
+    assert!(store.list_run_events(t, &run.id, 0, 10).await?.is_empty());
+
+    let (ended, stored) = store
+        .update_run_with_events(
+            &lease,
+            t,
+            &run.id,
+            &end,
+            &[
+                event(&acme.session, "run.review"),
+                event(&acme.session, "run.finished"),
+            ],
+        )
+        .await?;
+    assert_eq!(ended.state, RunState::Completed);
+    assert_eq!(store.get_run(t, &run.id).await?, ended);
+    let kinds = |events: &[RunEvent]| -> Vec<(u64, String)> {
+        events.iter().map(|e| (e.seq, e.kind.clone())).collect()
+    };
+    let expected = vec![(1, "run.review".to_owned()), (2, "run.finished".to_owned())];
+    assert_eq!(kinds(&stored), expected);
+    assert_eq!(
+        kinds(&store.list_run_events(t, &run.id, 0, 10).await?),
+        expected
+    );
+
+    // a second end (two writers racing to end one run): a conflict, and no
+    // second run.finished
+    assert_conflict(
+        store
+            .update_run_with_events(
+                &lease,
+                t,
+                &run.id,
+                &end,
+                &[event(&acme.session, "run.finished")],
+            )
+            .await,
+        "run",
+    );
+    assert_eq!(store.list_run_events(t, &run.id, 0, 10).await?.len(), 2);
+
+    // a lease taken over: nothing is written
+    let second = Run::new(t.clone(), acme.session.id.clone(), "again", store.now());
+    store.create_run(&lease, &second).await?;
+    store.release_lease(&lease).await?;
+    let _taken = lease_session(&*store, &acme.session, "node-b").await?;
+    let stale = store
+        .update_run_with_events(
+            &lease,
+            t,
+            &second.id,
+            &end,
+            &[event(&acme.session, "run.finished")],
+        )
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::StaleLease { .. })),
+        "{stale:?}"
+    );
+    assert_eq!(
+        store.get_run(t, &second.id).await?.state,
+        RunState::Preparing
+    );
+    assert!(
+        store
+            .list_run_events(t, &second.id, 0, 10)
+            .await?
+            .is_empty()
     );
     Ok(())
 }

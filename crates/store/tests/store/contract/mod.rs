@@ -171,6 +171,7 @@ macro_rules! contract_tests {
             agent_rows::session_links_and_updates,
             agent_rows::run_settings_and_results,
             agent_rows::child_and_unfinished_runs,
+            agent_rows::a_runs_end_and_its_events_are_one_write,
             history::goals,
             history::plans_are_versioned_and_replace_tasks,
             history::messages_are_sequenced_and_cut_at_a_run,
