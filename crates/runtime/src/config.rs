@@ -9,6 +9,9 @@ use paddock_core::model::Prices;
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_core::store::{Budgets, Store};
 use paddock_snapshot::{DEFAULT_EXCLUDES, Limits};
+use serde::Deserialize;
+
+use crate::SettingsError;
 
 /// The runtime's settings.
 #[derive(Debug, Clone)]
@@ -93,14 +96,19 @@ pub const DEFAULT_BUDGET_MAX: Budgets = Budgets {
     max_cost_micro_usd: None,
 };
 
-/// Caps on the steering messages of one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Caps on the steering messages of one run; `[runs]`'s
+/// `max_steering_*` keys of the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SteeringSettings {
     /// Messages one run takes in all (delivered or not).
+    #[serde(rename = "max_steering_messages")]
     pub max_messages: u32,
     /// Characters of one message (at most `STEERING_TEXT_MAX`).
+    #[serde(rename = "max_steering_message_chars")]
     pub max_message_chars: usize,
     /// Characters of all of one run's messages together.
+    #[serde(rename = "max_steering_total_chars")]
     pub max_total_chars: u64,
 }
 
@@ -116,8 +124,10 @@ impl Default for SteeringSettings {
     }
 }
 
-/// Retention of checkpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Retention of checkpoints; the config's top-level
+/// `max_checkpoints_per_session`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
     /// Checkpoints one session keeps: past it, after each new checkpoint,
     /// the oldest tool-batch checkpoints are pruned (a run's start, a
@@ -137,20 +147,40 @@ impl Default for StorageSettings {
     }
 }
 
-impl SteeringSettings {
-    /// Every cap above 0, the message size within `STEERING_TEXT_MAX`.
-    pub fn validate(&self) -> Result<(), String> {
-        let most = paddock_core::store::STEERING_TEXT_MAX;
-        if self.max_messages == 0 || self.max_message_chars == 0 || self.max_total_chars == 0 {
-            return Err("every steering cap must be above 0".to_owned());
-        }
-        if self.max_message_chars > most {
-            return Err(format!(
-                "max_message_chars {} is over the most a steering message may hold ({most})",
-                self.max_message_chars
-            ));
+impl StorageSettings {
+    /// At least 2 checkpoints: a session keeps its latest and a run's start.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let value = self.max_checkpoints_per_session;
+        if value < 2 {
+            return Err(SettingsError::BelowLeast {
+                setting: "max_checkpoints_per_session",
+                least: 2,
+                value: value.into(),
+            });
         }
         Ok(())
+    }
+}
+
+impl SteeringSettings {
+    /// Every cap above 0, the message size within `STEERING_TEXT_MAX`.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        for (setting, value) in [
+            ("max_steering_messages", u64::from(self.max_messages)),
+            ("max_steering_message_chars", self.max_message_chars as u64),
+            ("max_steering_total_chars", self.max_total_chars),
+        ] {
+            if value == 0 {
+                return Err(SettingsError::Zero { setting });
+            }
+        }
+        let most = paddock_core::store::STEERING_TEXT_MAX;
+        SettingsError::check_range(
+            "max_steering_message_chars",
+            self.max_message_chars as u64,
+            1,
+            most as u64,
+        )
     }
 
     pub fn store_caps(&self) -> paddock_core::store::SteeringCaps {

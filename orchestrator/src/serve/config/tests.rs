@@ -1,3 +1,4 @@
+use paddock_core::sandbox::SandboxLimits;
 use paddock_proto::{NetworkBounds, NetworkPolicy};
 use paddock_sandbox::{DEFAULT_IMAGE, SlowReader};
 
@@ -474,7 +475,18 @@ fn check_finds_each_sections_mistake_and_names_its_key() {
             "[runs]\nmax_tokens = 0",
             "runs.max_tokens must be more than 0",
         ),
-        ("[runs]\nmax_steering_messages = 0", "runs: "),
+        (
+            "[runs]\nmax_steering_messages = 0",
+            "runs.max_steering_messages must be more than 0",
+        ),
+        (
+            "[runs]\nmax_queue_wait_secs = 86401",
+            "runs.max_queue_wait_secs must be 1 to 86400, not 86401",
+        ),
+        (
+            "[streams]\nslow_reader = \"wait\"\nstream_buffer_bytes = 0",
+            "streams.stream_buffer_bytes must be more than 0",
+        ),
         (
             "max_checkpoints_per_session = 1",
             "max_checkpoints_per_session must be at least 2, not 1",
