@@ -5,7 +5,6 @@
 //! opened, so every mistake in the file is a usage error naming its key.
 
 mod backends;
-mod http;
 mod network;
 mod quotas;
 mod runs;
@@ -29,7 +28,6 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 pub use backends::{BackendSection, WarmPoolArg};
-pub use http::HttpSection;
 pub use network::NetworkSection;
 pub use quotas::QuotasConfig;
 pub use runs::RunsSection;
@@ -91,9 +89,9 @@ pub struct ServeConfig {
     /// for, instead of the model's profile (an unknown OpenAI-compatible
     /// model is taken to have 32768).
     pub model_context_window: Option<u32>,
-    /// The listener's connection caps and timeouts.
+    /// `[http]`: the listener's connection caps and timeouts.
     #[serde(default)]
-    pub http: HttpSection,
+    pub http: ConnectionLimits,
     /// `[streams]`: host memory bounds of each sandbox's guest connection.
     #[serde(default)]
     pub streams: StreamLimits,
@@ -262,10 +260,14 @@ impl ServeConfig {
         Ok(self.storage)
     }
 
-    /// The listener's limits (`[http]`, with `max_body_bytes`).
+    /// The listener's limits (`[http]`), checked against each other and
+    /// against `max_body_bytes`, the caps left out filled in.
     pub fn connection_limits(&self) -> anyhow::Result<ConnectionLimits> {
+        let max_body_bytes = self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         self.http
-            .limits(self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES))
+            .validate(max_body_bytes)
+            .map_err(in_section("http"))?;
+        Ok(self.http.resolved(max_body_bytes))
     }
 
     /// The guest connections' memory bounds (`[streams]`), checked.
@@ -284,13 +286,6 @@ impl ServeConfig {
 /// (`streams.input_budget_bytes must be more than 0`).
 fn in_section<E: std::fmt::Display>(section: &'static str) -> impl Fn(E) -> anyhow::Error {
     move |err| anyhow::anyhow!("{section}.{err}")
-}
-
-fn positive(field: &str, value: usize) -> anyhow::Result<usize> {
-    if value == 0 {
-        bail!("{field} must be more than 0");
-    }
-    Ok(value)
 }
 
 fn positive_secs(field: &str, secs: u64) -> anyhow::Result<Duration> {

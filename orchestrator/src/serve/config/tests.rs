@@ -113,12 +113,16 @@ fn a_full_config_parses() {
     assert_eq!(http.max_connections, 100);
     assert_eq!(http.max_connections_per_peer, 10);
     assert_eq!(http.header_read_timeout, Duration::from_secs(3));
-    assert_eq!(http.reserved_connections, 20);
+    assert_eq!(http.reserved_connections, Some(20));
     assert_eq!(http.max_streams_per_tenant, 8);
-    assert_eq!(http.max_connections_per_tenant, 6, "a sixteenth of 100");
+    assert_eq!(
+        http.max_connections_per_tenant,
+        Some(6),
+        "a sixteenth of 100"
+    );
     // The body share defaults to a quarter of the budget, at least one
     // body of max_body_bytes (1 MiB here).
-    assert_eq!(http.max_body_memory_per_tenant_bytes, 64 << 20);
+    assert_eq!(http.max_body_memory_per_tenant_bytes, Some(64 << 20));
     assert_eq!(
         http.idle_timeout,
         ConnectionLimits::default().idle_timeout,
@@ -135,7 +139,7 @@ fn the_sample_http_section_is_the_defaults() {
     let sample = include_str!("../../../../deploy/paddock.toml");
     let config: ServeConfig = toml::from_str(sample).unwrap();
     let http = config.connection_limits().unwrap();
-    let built_in = ConnectionLimits::default();
+    let built_in = ConnectionLimits::default().resolved(DEFAULT_MAX_BODY_BYTES);
     assert_eq!(format!("{http:?}"), format!("{built_in:?}"));
 }
 
@@ -172,11 +176,20 @@ fn mistakes_are_refused() {
             defaults.max_body_memory_per_tenant_bytes
         ),
         (
-            built_in.reserved_connections,
-            built_in.max_connections_per_tenant,
-            built_in.max_body_memory_per_tenant_bytes
+            Some(built_in.reserved()),
+            Some(built_in.per_tenant()),
+            Some(built_in.body_share(DEFAULT_MAX_BODY_BYTES))
         ),
         "the derived defaults are the built-in ones"
+    );
+    // ... and the documented figures (docs/api.md, deploy/paddock.toml).
+    assert_eq!(
+        (
+            defaults.reserved_connections,
+            defaults.max_connections_per_tenant,
+            defaults.max_body_memory_per_tenant_bytes
+        ),
+        (Some(512), Some(256), Some(64 << 20))
     );
     let zero: ServeConfig = toml::from_str("idle_timeout_secs = 0").unwrap();
     assert!(zero.service_config("n".into(), "/w".into()).is_err());
