@@ -217,21 +217,26 @@ impl DiskUse {
     }
 }
 
-/// Snapshot packing options of the runtime.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Snapshot packing options of the runtime; `[snapshot]` of the config
+/// (`max_files`, `max_bytes`, `request_max_files`, `request_max_bytes`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SnapshotSettings {
     /// Exclude patterns (they replace the packer's defaults).
+    #[serde(skip)]
     pub excludes: Vec<String>,
     /// The limits of a run that asks none of its own.
+    #[serde(flatten)]
     pub limits: Limits,
-    /// The most a run request over the API may ask
-    /// ([`crate::StartRun::snapshot_limits`] is not bounded by it: a local
-    /// `paddock run` asks what it wants).
-    pub request_max: Limits,
+    /// The most entries a run request over the API may ask; None: the
+    /// sandbox snapshot routes' bound, or `limits` where that is higher.
+    pub request_max_files: Option<u64>,
+    /// The same for bytes.
+    pub request_max_bytes: Option<u64>,
 }
 
-/// Default of [`SnapshotSettings::request_max`]: what the sandbox API's
-/// snapshot routes allow (a million entries, 8 GiB).
+/// What the sandbox API's snapshot routes allow (a million entries, 8 GiB):
+/// the least default of [`SnapshotSettings::request_max`].
 const REQUEST_MAX_SNAPSHOT_LIMITS: Limits = Limits {
     max_files: paddock_snapshot::MAX_REQUEST_FILES,
     max_bytes: paddock_snapshot::MAX_REQUEST_BYTES,
@@ -242,8 +247,62 @@ impl Default for SnapshotSettings {
         Self {
             excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(),
             limits: Limits::default(),
-            request_max: REQUEST_MAX_SNAPSHOT_LIMITS,
+            request_max_files: None,
+            request_max_bytes: None,
         }
+    }
+}
+
+impl SnapshotSettings {
+    /// The most a run request over the API may ask
+    /// ([`crate::StartRun::snapshot_limits`] is not bounded by it: a local
+    /// `paddock run` asks what it wants).
+    pub fn request_max(&self) -> Limits {
+        let least = REQUEST_MAX_SNAPSHOT_LIMITS;
+        Limits {
+            max_files: self
+                .request_max_files
+                .unwrap_or(least.max_files.max(self.limits.max_files)),
+            max_bytes: self
+                .request_max_bytes
+                .unwrap_or(least.max_bytes.max(self.limits.max_bytes)),
+        }
+    }
+
+    /// Every limit above 0; the request bounds at least the limits.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let request_max = self.request_max();
+        for (setting, value) in [
+            ("max_files", self.limits.max_files),
+            ("max_bytes", self.limits.max_bytes),
+            ("request_max_files", request_max.max_files),
+            ("request_max_bytes", request_max.max_bytes),
+        ] {
+            if value == 0 {
+                return Err(SettingsError::Zero { setting });
+            }
+        }
+        for (setting, value, least) in [
+            (
+                "request_max_files",
+                request_max.max_files,
+                self.limits.max_files,
+            ),
+            (
+                "request_max_bytes",
+                request_max.max_bytes,
+                self.limits.max_bytes,
+            ),
+        ] {
+            if value < least {
+                return Err(SettingsError::BelowLeast {
+                    setting,
+                    least,
+                    value,
+                });
+            }
+        }
+        Ok(())
     }
 }
 

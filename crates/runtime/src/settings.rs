@@ -1,6 +1,6 @@
 //! Why an operator's runtime setting is refused. The settings types
 //! ([`crate::SteeringSettings`], [`crate::StorageSettings`],
-//! [`crate::QueueSettings`]) deserialise from the config file's keys and
+//! [`crate::QueueSettings`], [`crate::SnapshotSettings`]) deserialise from the config file's keys and
 //! check themselves; each refusal names the key, as the file spells it,
 //! and the value.
 
@@ -50,7 +50,7 @@ mod tests {
     use std::time::Duration;
 
     use super::SettingsError;
-    use crate::{QueueSettings, SteeringSettings, StorageSettings, WhenFull};
+    use crate::{QueueSettings, SnapshotSettings, SteeringSettings, StorageSettings, WhenFull};
 
     fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
         serde_json::from_str(text)
@@ -126,5 +126,41 @@ mod tests {
             "max_queued_per_tenant must be 1 to 10000, not 0"
         );
         assert!(parse::<QueueSettings>(r#"{"when_full": "wait"}"#).is_err());
+    }
+
+    #[test]
+    fn snapshot_request_bounds_default_to_the_routes_bound_or_the_limits() {
+        let defaults: SnapshotSettings = parse("{}").unwrap();
+        assert_eq!(defaults, SnapshotSettings::default());
+        assert_eq!(
+            defaults.request_max(),
+            paddock_snapshot::Limits {
+                max_files: paddock_snapshot::MAX_REQUEST_FILES,
+                max_bytes: paddock_snapshot::MAX_REQUEST_BYTES
+            }
+        );
+        let big: SnapshotSettings =
+            parse(r#"{"max_files": 2000000, "request_max_bytes": 1073741824}"#).unwrap();
+        assert_eq!(big.limits.max_files, 2_000_000);
+        assert_eq!(big.limits.max_bytes, paddock_snapshot::DEFAULT_MAX_BYTES);
+        assert_eq!(
+            (big.request_max().max_files, big.request_max().max_bytes),
+            (2_000_000, 1 << 30),
+            "a request may ask at least the limits"
+        );
+        assert_eq!(big.validate(), Ok(()));
+        let zero: SnapshotSettings = parse(r#"{"max_bytes": 0}"#).unwrap();
+        assert_eq!(
+            zero.validate().unwrap_err().to_string(),
+            "max_bytes must be more than 0"
+        );
+        let below: SnapshotSettings =
+            parse(r#"{"max_bytes": 10, "request_max_bytes": 5}"#).unwrap();
+        assert_eq!(
+            below.validate().unwrap_err().to_string(),
+            "request_max_bytes must be at least 10, not 5"
+        );
+        assert!(parse::<SnapshotSettings>(r#"{"files": 5}"#).is_err());
+        assert!(parse::<SnapshotSettings>(r#"{"excludes": []}"#).is_err());
     }
 }

@@ -9,7 +9,6 @@ mod network;
 mod quotas;
 mod runs;
 mod secrets;
-mod snapshot;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,7 +20,7 @@ use paddock_api::http::{ConnectionLimits, DEFAULT_MAX_BODY_BYTES};
 use paddock_api::service::{HostTotals, LimitsPolicy, SecretCatalog, ServiceConfig};
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::DowngradeLayer;
-use paddock_runtime::StorageSettings;
+use paddock_runtime::{SnapshotSettings, StorageSettings};
 use paddock_sandbox::StreamLimits;
 
 use serde::Deserialize;
@@ -32,7 +31,6 @@ pub use network::NetworkSection;
 pub use quotas::QuotasConfig;
 pub use runs::RunsSection;
 pub use secrets::SecretSection;
-pub use snapshot::SnapshotSection;
 
 /// Environment variable with extra tokens: `tenant:token,tenant:token`.
 pub const TOKENS_ENV: &str = "PADDOCK_TOKENS";
@@ -95,9 +93,10 @@ pub struct ServeConfig {
     /// `[streams]`: host memory bounds of each sandbox's guest connection.
     #[serde(default)]
     pub streams: StreamLimits,
-    /// Snapshot limits of runs (end snapshots, subagent workspace copies).
+    /// `[snapshot]`: snapshot limits of runs (end snapshots, subagent
+    /// workspace copies) and the most a run request may ask.
     #[serde(default)]
-    pub snapshot: SnapshotSection,
+    pub snapshot: SnapshotSettings,
     /// `[runs]`: the bound on a run request's budgets and the caps on a
     /// run's steering messages.
     #[serde(default)]
@@ -276,9 +275,10 @@ impl ServeConfig {
         Ok(self.streams.clone())
     }
 
-    /// The runtime's snapshot settings (`[snapshot]`).
-    pub fn snapshot_settings(&self) -> anyhow::Result<paddock_runtime::SnapshotSettings> {
-        self.snapshot.settings()
+    /// The runtime's snapshot settings (`[snapshot]`), checked.
+    pub fn snapshot_settings(&self) -> anyhow::Result<SnapshotSettings> {
+        self.snapshot.validate().map_err(in_section("snapshot"))?;
+        Ok(self.snapshot.clone())
     }
 }
 

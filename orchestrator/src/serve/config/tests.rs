@@ -252,10 +252,10 @@ request_max_bytes = 1073741824",
         paddock_snapshot::DEFAULT_MAX_BYTES
     );
     assert_eq!(
-        settings.request_max.max_files,
+        settings.request_max().max_files,
         paddock_snapshot::MAX_REQUEST_FILES
     );
-    assert_eq!(settings.request_max.max_bytes, 1 << 30);
+    assert_eq!(settings.request_max().max_bytes, 1 << 30);
 }
 
 #[test]
