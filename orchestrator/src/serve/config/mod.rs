@@ -1,7 +1,10 @@
 //! `paddock serve --config FILE`: the operator's TOML configuration, plus
-//! tokens from PADDOCK_TOKENS. One file per section, each owning its
-//! checks and what it turns into (its subsystem's settings);
-//! [`ServeConfig::check`] runs them all at start, before anything is
+//! tokens from PADDOCK_TOKENS. A section is its subsystem's own settings
+//! type where one exists (`[http]` is `ConnectionLimits`, `[streams]`
+//! `StreamLimits`, `[snapshot]` `SnapshotSettings`, ...), deserialised and
+//! validated by that type; the files here keep the sections that need more
+//! than the file (the environment, the command line) or have no such type.
+//! [`ServeConfig::check`] runs every check at start, before anything is
 //! opened, so every mistake in the file is a usage error naming its key.
 
 mod backends;

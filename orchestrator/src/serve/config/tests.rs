@@ -552,3 +552,39 @@ fn runs_queue_when_asked_within_bounds() {
     }
     assert!(toml::from_str::<ServeConfig>("[runs]\nwhen_full = \"wait\"\n").is_err());
 }
+
+/// Top-level keys reach the settings types flattened into the file's top
+/// level (`LimitsPolicy`, `StorageSettings`); unknown keys stay refused in
+/// every section that flattens a type.
+#[test]
+fn flattened_settings_read_their_top_level_keys() {
+    let config: ServeConfig = toml::from_str(
+        "temporary_workspace_bytes = 0\nmax_checkpoints_per_session = 9\n[max_limits]\npids = 64\n",
+    )
+    .unwrap();
+    let service = config.service_config("n".into(), "/w".into()).unwrap();
+    assert_eq!(service.limits.temporary_workspace_bytes, None, "0 is off");
+    assert_eq!(service.limits.max.pids, Some(64));
+    assert_eq!(service.limits.default, LimitsPolicy::default().default);
+    assert_eq!(
+        config
+            .storage_settings()
+            .unwrap()
+            .max_checkpoints_per_session,
+        9
+    );
+    let defaults = ServeConfig::default()
+        .service_config("n".into(), "/w".into())
+        .unwrap();
+    assert_eq!(defaults.limits, LimitsPolicy::default());
+    for bad in [
+        "[runs]\nmax_wait = 5",
+        "[runs]\nmax_messages = 5",
+        "[snapshot]\nexcludes = []",
+        "[streams]\ninput_stall = 5",
+        "[http]\nheader_read_timeout = 5",
+        "default = {}",
+    ] {
+        assert!(toml::from_str::<ServeConfig>(bad).is_err(), "{bad}");
+    }
+}
