@@ -8,4 +8,5 @@ pub mod blob;
 pub mod ids;
 pub mod model;
 pub mod sandbox;
+pub mod settings;
 pub mod store;

@@ -9,6 +9,9 @@ use paddock_core::model::Prices;
 use paddock_core::sandbox::{SandboxBackend, SandboxSpec};
 use paddock_core::store::{Budgets, Store};
 use paddock_snapshot::{DEFAULT_EXCLUDES, Limits};
+use serde::Deserialize;
+
+use crate::SettingsError;
 
 /// The runtime's settings.
 #[derive(Debug, Clone)]
@@ -93,14 +96,19 @@ pub const DEFAULT_BUDGET_MAX: Budgets = Budgets {
     max_cost_micro_usd: None,
 };
 
-/// Caps on the steering messages of one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Caps on the steering messages of one run; `[runs]`'s
+/// `max_steering_*` keys of the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SteeringSettings {
     /// Messages one run takes in all (delivered or not).
+    #[serde(rename = "max_steering_messages")]
     pub max_messages: u32,
     /// Characters of one message (at most `STEERING_TEXT_MAX`).
+    #[serde(rename = "max_steering_message_chars")]
     pub max_message_chars: usize,
     /// Characters of all of one run's messages together.
+    #[serde(rename = "max_steering_total_chars")]
     pub max_total_chars: u64,
 }
 
@@ -116,8 +124,10 @@ impl Default for SteeringSettings {
     }
 }
 
-/// Retention of checkpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Retention of checkpoints; the config's top-level
+/// `max_checkpoints_per_session`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
     /// Checkpoints one session keeps: past it, after each new checkpoint,
     /// the oldest tool-batch checkpoints are pruned (a run's start, a
@@ -137,20 +147,40 @@ impl Default for StorageSettings {
     }
 }
 
-impl SteeringSettings {
-    /// Every cap above 0, the message size within `STEERING_TEXT_MAX`.
-    pub fn validate(&self) -> Result<(), String> {
-        let most = paddock_core::store::STEERING_TEXT_MAX;
-        if self.max_messages == 0 || self.max_message_chars == 0 || self.max_total_chars == 0 {
-            return Err("every steering cap must be above 0".to_owned());
-        }
-        if self.max_message_chars > most {
-            return Err(format!(
-                "max_message_chars {} is over the most a steering message may hold ({most})",
-                self.max_message_chars
-            ));
+impl StorageSettings {
+    /// At least 2 checkpoints: a session keeps its latest and a run's start.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let value = self.max_checkpoints_per_session;
+        if value < 2 {
+            return Err(SettingsError::BelowLeast {
+                setting: "max_checkpoints_per_session",
+                least: 2,
+                value: value.into(),
+            });
         }
         Ok(())
+    }
+}
+
+impl SteeringSettings {
+    /// Every cap above 0, the message size within `STEERING_TEXT_MAX`.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        for (setting, value) in [
+            ("max_steering_messages", u64::from(self.max_messages)),
+            ("max_steering_message_chars", self.max_message_chars as u64),
+            ("max_steering_total_chars", self.max_total_chars),
+        ] {
+            if value == 0 {
+                return Err(SettingsError::Zero { setting });
+            }
+        }
+        let most = paddock_core::store::STEERING_TEXT_MAX;
+        SettingsError::check_range(
+            "max_steering_message_chars",
+            self.max_message_chars as u64,
+            1,
+            most as u64,
+        )
     }
 
     pub fn store_caps(&self) -> paddock_core::store::SteeringCaps {
@@ -187,21 +217,26 @@ impl DiskUse {
     }
 }
 
-/// Snapshot packing options of the runtime.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Snapshot packing options of the runtime; `[snapshot]` of the config
+/// (`max_files`, `max_bytes`, `request_max_files`, `request_max_bytes`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SnapshotSettings {
     /// Exclude patterns (they replace the packer's defaults).
+    #[serde(skip)]
     pub excludes: Vec<String>,
     /// The limits of a run that asks none of its own.
+    #[serde(flatten)]
     pub limits: Limits,
-    /// The most a run request over the API may ask
-    /// ([`crate::StartRun::snapshot_limits`] is not bounded by it: a local
-    /// `paddock run` asks what it wants).
-    pub request_max: Limits,
+    /// The most entries a run request over the API may ask; None: the
+    /// sandbox snapshot routes' bound, or `limits` where that is higher.
+    pub request_max_files: Option<u64>,
+    /// The same for bytes.
+    pub request_max_bytes: Option<u64>,
 }
 
-/// Default of [`SnapshotSettings::request_max`]: what the sandbox API's
-/// snapshot routes allow (a million entries, 8 GiB).
+/// What the sandbox API's snapshot routes allow (a million entries, 8 GiB):
+/// the least default of [`SnapshotSettings::request_max`].
 const REQUEST_MAX_SNAPSHOT_LIMITS: Limits = Limits {
     max_files: paddock_snapshot::MAX_REQUEST_FILES,
     max_bytes: paddock_snapshot::MAX_REQUEST_BYTES,
@@ -212,8 +247,62 @@ impl Default for SnapshotSettings {
         Self {
             excludes: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(),
             limits: Limits::default(),
-            request_max: REQUEST_MAX_SNAPSHOT_LIMITS,
+            request_max_files: None,
+            request_max_bytes: None,
         }
+    }
+}
+
+impl SnapshotSettings {
+    /// The most a run request over the API may ask
+    /// ([`crate::StartRun::snapshot_limits`] is not bounded by it: a local
+    /// `paddock run` asks what it wants).
+    pub fn request_max(&self) -> Limits {
+        let least = REQUEST_MAX_SNAPSHOT_LIMITS;
+        Limits {
+            max_files: self
+                .request_max_files
+                .unwrap_or(least.max_files.max(self.limits.max_files)),
+            max_bytes: self
+                .request_max_bytes
+                .unwrap_or(least.max_bytes.max(self.limits.max_bytes)),
+        }
+    }
+
+    /// Every limit above 0; the request bounds at least the limits.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let request_max = self.request_max();
+        for (setting, value) in [
+            ("max_files", self.limits.max_files),
+            ("max_bytes", self.limits.max_bytes),
+            ("request_max_files", request_max.max_files),
+            ("request_max_bytes", request_max.max_bytes),
+        ] {
+            if value == 0 {
+                return Err(SettingsError::Zero { setting });
+            }
+        }
+        for (setting, value, least) in [
+            (
+                "request_max_files",
+                request_max.max_files,
+                self.limits.max_files,
+            ),
+            (
+                "request_max_bytes",
+                request_max.max_bytes,
+                self.limits.max_bytes,
+            ),
+        ] {
+            if value < least {
+                return Err(SettingsError::BelowLeast {
+                    setting,
+                    least,
+                    value,
+                });
+            }
+        }
+        Ok(())
     }
 }
 

@@ -19,6 +19,7 @@ mod recover;
 mod run;
 mod runtime;
 mod sessions;
+mod settings;
 mod snapshot_limits;
 mod steering;
 pub mod subagents;
@@ -44,3 +45,4 @@ pub use run::{
     SubagentModels, WhenFull,
 };
 pub use runtime::{ChangesDecided, ChangesDecision, Runtime};
+pub use settings::SettingsError;

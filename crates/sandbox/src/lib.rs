@@ -20,7 +20,7 @@ mod native;
 mod pool;
 mod shared;
 
-pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits};
+pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits, StreamLimitsError};
 pub use docker::{
     DEFAULT_IMAGE, DockerBackend, DockerConfig, DockerSandbox, Engine, LABEL_BACKEND, LABEL_NODE,
     LABEL_SANDBOX,

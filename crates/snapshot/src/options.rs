@@ -37,8 +37,10 @@ pub const MAX_REQUEST_FILES: u64 = 1_000_000;
 /// unpacks into a scratch directory on the host.
 pub const MAX_REQUEST_BYTES: u64 = 8 << 30;
 
-/// Size limits shared by packing and unpacking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Size limits shared by packing and unpacking; a key left out of a
+/// config's `max_files`/`max_bytes` keeps its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct Limits {
     /// Entries of every kind (files, directories, symlinks, hardlinks);
     /// packing also counts the sockets, fifos and devices it skips.

@@ -8,6 +8,7 @@ mod agent_error;
 mod auth;
 mod body_budget;
 mod checkpoints;
+mod connection_limits;
 mod doctor;
 mod egress;
 mod error;
@@ -43,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use auth::{Caller, MIN_TOKEN_LEN, TokenError, Tokens};
 pub use checkpoints::CheckpointList;
+pub use connection_limits::{ConnectionLimits, ConnectionLimitsError};
 pub use doctor::QuarantineList;
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use events::EventEnvelope;
@@ -60,7 +62,6 @@ pub use sessions::{DeleteAnswer, RunList, SessionDeletedView, SessionList};
 pub use snapshots::{Restored, SnapshotList};
 pub use streams::StreamSlots;
 pub use terminal::TerminalOutput;
-pub use transport::ConnectionLimits;
 
 use crate::service::{AgentService, SandboxService};
 

@@ -25,80 +25,9 @@ use tower_service::Service;
 
 use super::Tokens;
 use super::body_budget::{BodyBudget, Charge};
-use super::gate::{Gate, GateLimits, Ticket};
-use super::metered::{BodyPace, MeteredBody};
-
-/// Bounds on the connections one server holds (`[http]` of the config;
-/// docs/api.md has each key).
-#[derive(Debug, Clone)]
-pub struct ConnectionLimits {
-    /// Open connections at once; past it the oldest connection without a
-    /// proven token is closed, or the new one when there is none.
-    pub max_connections: usize,
-    /// Open connections from one peer address at once.
-    pub max_connections_per_peer: usize,
-    /// Places of `max_connections` that only connections which carried a
-    /// valid token may hold (the gate closes the oldest other one instead).
-    pub reserved_connections: usize,
-    /// Connections one tenant's token keeps its place on; past it the
-    /// tenant's further connections are treated as without a token.
-    pub max_connections_per_tenant: usize,
-    /// Time a client has to send a request's headers.
-    pub header_read_timeout: Duration,
-    /// Longest wait for the next piece of a request body, and the grace
-    /// before `body_min_bytes_per_sec` counts.
-    pub body_read_timeout: Duration,
-    /// After the grace a body must have averaged this many bytes a second
-    /// (its deadline: the grace plus 1 s per this many bytes received).
-    pub body_min_bytes_per_sec: u64,
-    /// A connection on which no byte moved either way for this long is closed
-    /// (an event stream's keep-alives count; a reader that stopped does not).
-    pub idle_timeout: Duration,
-    /// Request body bytes held by the requests in progress, summed, charged
-    /// as they arrive; a piece that does not fit gets 503 `busy`.
-    pub max_body_memory_bytes: usize,
-    /// The same for one tenant's requests (and for all requests without a
-    /// valid token together); past it 429 `body_budget_exceeded`.
-    pub max_body_memory_per_tenant_bytes: usize,
-    /// Streams open at once per tenant (`streams`).
-    pub max_streams_per_tenant: usize,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        Self {
-            max_connections: 4096,
-            max_connections_per_peer: 256,
-            reserved_connections: 512,
-            max_connections_per_tenant: 256,
-            header_read_timeout: Duration::from_secs(10),
-            body_read_timeout: Duration::from_secs(30),
-            body_min_bytes_per_sec: 16 << 10,
-            idle_timeout: Duration::from_secs(120),
-            max_body_memory_bytes: 256 << 20,
-            max_body_memory_per_tenant_bytes: 64 << 20,
-            max_streams_per_tenant: 256,
-        }
-    }
-}
-
-impl ConnectionLimits {
-    fn gate(&self) -> GateLimits {
-        GateLimits {
-            max_connections: self.max_connections,
-            per_peer: self.max_connections_per_peer,
-            reserved: self.reserved_connections,
-            per_tenant: self.max_connections_per_tenant,
-        }
-    }
-
-    fn pace(&self) -> BodyPace {
-        BodyPace {
-            stall: self.body_read_timeout,
-            min_rate: self.body_min_bytes_per_sec,
-        }
-    }
-}
+use super::connection_limits::ConnectionLimits;
+use super::gate::{Gate, Ticket};
+use super::metered::MeteredBody;
 
 /// Serves `app` on `listener` until `shutdown`, then lets open connections
 /// finish their requests (the caller bounds how long by aborting the task).
@@ -113,7 +42,7 @@ pub(super) async fn serve(
     let gate = Arc::new(Gate::new(limits.gate()));
     let bodies = Arc::new(BodyBudget::new(
         limits.max_body_memory_bytes,
-        limits.max_body_memory_per_tenant_bytes,
+        limits.body_share(max_body_bytes),
         max_body_bytes,
     ));
     let mut connections = JoinSet::new();

@@ -22,14 +22,18 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use paddock_core::ids::{RunId, TenantId};
+use serde::Deserialize;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+use crate::SettingsError;
 
 /// Longest a queued run goes without asking for a slot again.
 pub(crate) const RECHECK: Duration = Duration::from_millis(500);
 
 /// What a root run does when its sandbox finds no slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum WhenFull {
     /// 429 naming the quota; nothing is recorded (the default).
     #[default]
@@ -39,12 +43,17 @@ pub enum WhenFull {
 }
 
 /// `[runs] when_full`, `max_queued_per_tenant`, `max_queue_wait_secs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct QueueSettings {
     pub when_full: WhenFull,
     /// The most runs one tenant may have queued at once.
     pub max_queued_per_tenant: usize,
     /// The longest a run waits in the queue before it fails.
+    #[serde(
+        rename = "max_queue_wait_secs",
+        deserialize_with = "paddock_core::settings::secs"
+    )]
     pub max_wait: Duration,
 }
 
@@ -65,19 +74,19 @@ impl Default for QueueSettings {
 
 impl QueueSettings {
     /// Both bounds set and within reason.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.max_queued_per_tenant == 0 || self.max_queued_per_tenant > MAX_QUEUED_PER_TENANT {
-            return Err(format!(
-                "max_queued_per_tenant must be 1 to {MAX_QUEUED_PER_TENANT}"
-            ));
-        }
-        if self.max_wait < Duration::from_secs(1) || self.max_wait > MAX_QUEUE_WAIT {
-            return Err(format!(
-                "max_queue_wait_secs must be 1 to {}",
-                MAX_QUEUE_WAIT.as_secs()
-            ));
-        }
-        Ok(())
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        SettingsError::check_range(
+            "max_queued_per_tenant",
+            self.max_queued_per_tenant as u64,
+            1,
+            MAX_QUEUED_PER_TENANT as u64,
+        )?;
+        SettingsError::check_range(
+            "max_queue_wait_secs",
+            self.max_wait.as_secs(),
+            1,
+            MAX_QUEUE_WAIT.as_secs(),
+        )
     }
 }
 

@@ -26,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc};
 
 pub use exec::ExecStream;
-pub use limits::{SlowReader, StreamLimits};
+pub use limits::{SlowReader, StreamLimits, StreamLimitsError};
 
 use demux::{Incoming, Outgoing, RELEASE_CREDIT, Shared, StreamState, WRITE_QUEUE_FRAMES};
 

@@ -1,17 +1,17 @@
 //! `paddock serve --config FILE`: the operator's TOML configuration, plus
-//! tokens from PADDOCK_TOKENS. One file per section, each owning its
-//! checks and what it turns into (its subsystem's settings);
-//! [`ServeConfig::check`] runs them all at start, before anything is
+//! tokens from PADDOCK_TOKENS. A section is its subsystem's own settings
+//! type where one exists (`[http]` is `ConnectionLimits`, `[streams]`
+//! `StreamLimits`, `[snapshot]` `SnapshotSettings`, ...), deserialised and
+//! validated by that type; the files here keep the sections that need more
+//! than the file (the environment, the command line) or have no such type.
+//! [`ServeConfig::check`] runs every check at start, before anything is
 //! opened, so every mistake in the file is a usage error naming its key.
 
 mod backends;
-mod http;
 mod network;
 mod quotas;
 mod runs;
 mod secrets;
-mod snapshot;
-mod streams;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -22,20 +22,18 @@ use paddock_api::Tokens;
 use paddock_api::http::{ConnectionLimits, DEFAULT_MAX_BODY_BYTES};
 use paddock_api::service::{HostTotals, LimitsPolicy, SecretCatalog, ServiceConfig};
 use paddock_core::ids::TenantId;
-use paddock_core::sandbox::{DowngradeLayer, SandboxLimits};
+use paddock_core::sandbox::DowngradeLayer;
+use paddock_runtime::{SnapshotSettings, StorageSettings};
 use paddock_sandbox::StreamLimits;
 
 use serde::Deserialize;
 
 use crate::backend::BackendKind;
 pub use backends::{BackendSection, WarmPoolArg};
-pub use http::HttpSection;
 pub use network::NetworkSection;
 pub use quotas::QuotasConfig;
 pub use runs::RunsSection;
 pub use secrets::SecretSection;
-pub use snapshot::SnapshotSection;
-pub use streams::StreamsSection;
 
 /// Environment variable with extra tokens: `tenant:token,tenant:token`.
 pub const TOKENS_ENV: &str = "PADDOCK_TOKENS";
@@ -57,21 +55,21 @@ pub struct ServeConfig {
     /// snapshot archives and an estimate of its database rows, counted in
     /// blocks), checked on every write path (default 32 GiB).
     pub tenant_disk_quota_bytes: Option<u64>,
-    /// The size cap of a writable temporary workspace whose request asks
-    /// no workspace quota (default 1 GiB; 0: none).
-    pub temporary_workspace_bytes: Option<u64>,
-    /// Checkpoints one session keeps; past it the oldest tool-batch ones
-    /// are pruned (default 50, at least 2).
-    pub max_checkpoints_per_session: Option<u32>,
+    /// `max_checkpoints_per_session`: checkpoints one session keeps; past
+    /// it the oldest tool-batch ones are pruned (default 50, at least 2).
+    #[serde(flatten)]
+    pub storage: StorageSettings,
     /// Largest request body in bytes (default 16 MiB).
     pub max_body_bytes: Option<usize>,
     /// Hardening layers allowed to be missing on this host.
     #[serde(default)]
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
-    /// Limits of a sandbox whose request names none.
-    pub default_limits: Option<SandboxLimits>,
-    /// The most a request may ask for.
-    pub max_limits: Option<SandboxLimits>,
+    /// `[default_limits]`: limits of a sandbox whose request names none;
+    /// `[max_limits]`: the most a request may ask for;
+    /// `temporary_workspace_bytes`: the size cap of a writable temporary
+    /// workspace whose request asks no workspace quota (default 1 GiB; 0: none).
+    #[serde(flatten)]
+    pub limits: LimitsPolicy,
     /// Ceilings on the sum of granted sandbox limits: `[quotas.tenant]` for
     /// every tenant, `[quotas.node]` for the whole node.
     #[serde(default)]
@@ -92,15 +90,16 @@ pub struct ServeConfig {
     /// for, instead of the model's profile (an unknown OpenAI-compatible
     /// model is taken to have 32768).
     pub model_context_window: Option<u32>,
-    /// The listener's connection caps and timeouts.
+    /// `[http]`: the listener's connection caps and timeouts.
     #[serde(default)]
-    pub http: HttpSection,
-    /// Host memory bounds of each sandbox's guest connection.
+    pub http: ConnectionLimits,
+    /// `[streams]`: host memory bounds of each sandbox's guest connection.
     #[serde(default)]
-    pub streams: StreamsSection,
-    /// Snapshot limits of runs (end snapshots, subagent workspace copies).
+    pub streams: StreamLimits,
+    /// `[snapshot]`: snapshot limits of runs (end snapshots, subagent
+    /// workspace copies) and the most a run request may ask.
     #[serde(default)]
-    pub snapshot: SnapshotSection,
+    pub snapshot: SnapshotSettings,
     /// `[runs]`: the bound on a run request's budgets and the caps on a
     /// run's steering messages.
     #[serde(default)]
@@ -197,16 +196,7 @@ impl ServeConfig {
         if let Some(quota) = self.tenant_disk_quota_bytes {
             config.tenant_disk_quota = quota;
         }
-        let defaults = LimitsPolicy::default();
-        config.limits = LimitsPolicy {
-            default: self.default_limits.clone().unwrap_or(defaults.default),
-            max: self.max_limits.clone().unwrap_or(defaults.max),
-            temporary_workspace_bytes: self
-                .temporary_workspace_bytes
-                .map_or(defaults.temporary_workspace_bytes, |bytes| {
-                    (bytes != 0).then_some(bytes)
-                }),
-        };
+        config.limits = self.limits.clone();
         config.allow_downgrade = self.allow_downgrade.clone();
         config.quotas = self.quotas.quotas(&HostTotals::read());
         config.network = self.network.bounds()?;
@@ -265,42 +255,40 @@ impl ServeConfig {
 }
 
 impl ServeConfig {
-    /// The runtime's checkpoint retention: `max_checkpoints_per_session`
-    /// over the default; fewer than 2 is refused (a session keeps its latest
-    /// and a run's start).
-    pub fn storage_settings(&self) -> anyhow::Result<paddock_runtime::StorageSettings> {
-        let mut settings = paddock_runtime::StorageSettings::default();
-        if let Some(max) = self.max_checkpoints_per_session {
-            if max < 2 {
-                bail!("max_checkpoints_per_session must be at least 2, not {max}");
-            }
-            settings.max_checkpoints_per_session = max;
-        }
-        Ok(settings)
+    /// The runtime's checkpoint retention (`max_checkpoints_per_session`),
+    /// checked.
+    pub fn storage_settings(&self) -> anyhow::Result<StorageSettings> {
+        self.storage.validate()?;
+        Ok(self.storage)
     }
 
-    /// The listener's limits (`[http]`, with `max_body_bytes`).
+    /// The listener's limits (`[http]`), checked against each other and
+    /// against `max_body_bytes`, the caps left out filled in.
     pub fn connection_limits(&self) -> anyhow::Result<ConnectionLimits> {
+        let max_body_bytes = self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         self.http
-            .limits(self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES))
+            .validate(max_body_bytes)
+            .map_err(in_section("http"))?;
+        Ok(self.http.resolved(max_body_bytes))
     }
 
-    /// The guest connections' memory bounds (`[streams]`).
+    /// The guest connections' memory bounds (`[streams]`), checked.
     pub fn stream_limits(&self) -> anyhow::Result<StreamLimits> {
-        self.streams.limits()
+        self.streams.validate().map_err(in_section("streams"))?;
+        Ok(self.streams.clone())
     }
 
-    /// The runtime's snapshot settings (`[snapshot]`).
-    pub fn snapshot_settings(&self) -> anyhow::Result<paddock_runtime::SnapshotSettings> {
-        self.snapshot.settings()
+    /// The runtime's snapshot settings (`[snapshot]`), checked.
+    pub fn snapshot_settings(&self) -> anyhow::Result<SnapshotSettings> {
+        self.snapshot.validate().map_err(in_section("snapshot"))?;
+        Ok(self.snapshot.clone())
     }
 }
 
-fn positive(field: &str, value: usize) -> anyhow::Result<usize> {
-    if value == 0 {
-        bail!("{field} must be more than 0");
-    }
-    Ok(value)
+/// A section's refusal with the section's name before its key
+/// (`streams.input_budget_bytes must be more than 0`).
+fn in_section<E: std::fmt::Display>(section: &'static str) -> impl Fn(E) -> anyhow::Error {
+    move |err| anyhow::anyhow!("{section}.{err}")
 }
 
 fn positive_secs(field: &str, secs: u64) -> anyhow::Result<Duration> {

@@ -2,7 +2,10 @@
 //! steering messages.
 
 use anyhow::bail;
+use paddock_runtime::{QueueSettings, SteeringSettings};
 use serde::Deserialize;
+
+use super::in_section;
 
 /// `[runs]`: the most budgets a run request may ask (`max_turns`, default
 /// 500; `max_tokens`, 20,000,000; `max_tool_calls`, 2,000;
@@ -21,25 +24,20 @@ use serde::Deserialize;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunsSection {
+    // The bound on a request's budgets is read key by key: `Budgets` is the
+    // API's wire type (milliseconds, per-run defaults), not this section's.
     pub max_turns: Option<u32>,
     pub max_tokens: Option<u64>,
     pub max_tool_calls: Option<u32>,
     pub max_wall_clock_secs: Option<u64>,
     pub max_cost_micro_usd: Option<u64>,
-    pub max_steering_messages: Option<u32>,
-    pub max_steering_message_chars: Option<usize>,
-    pub max_steering_total_chars: Option<u64>,
-    pub when_full: Option<WhenFullName>,
-    pub max_queued_per_tenant: Option<usize>,
-    pub max_queue_wait_secs: Option<u64>,
-}
-
-/// `[runs] when_full`.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WhenFullName {
-    Refuse,
-    Queue,
+    /// `max_steering_messages`, `max_steering_message_chars`,
+    /// `max_steering_total_chars`.
+    #[serde(flatten)]
+    pub steering: SteeringSettings,
+    /// `when_full`, `max_queued_per_tenant`, `max_queue_wait_secs`.
+    #[serde(flatten)]
+    pub queue: QueueSettings,
 }
 
 impl RunsSection {
@@ -69,40 +67,14 @@ impl RunsSection {
     }
 
     /// What a run that finds no slot does, and the queue's bounds, checked.
-    pub fn queue(&self) -> anyhow::Result<paddock_runtime::QueueSettings> {
-        let d = paddock_runtime::QueueSettings::default();
-        let settings = paddock_runtime::QueueSettings {
-            when_full: match self.when_full {
-                None => d.when_full,
-                Some(WhenFullName::Refuse) => paddock_runtime::WhenFull::Refuse,
-                Some(WhenFullName::Queue) => paddock_runtime::WhenFull::Queue,
-            },
-            max_queued_per_tenant: self
-                .max_queued_per_tenant
-                .unwrap_or(d.max_queued_per_tenant),
-            max_wait: self
-                .max_queue_wait_secs
-                .map_or(d.max_wait, std::time::Duration::from_secs),
-        };
-        settings
-            .validate()
-            .map_err(|reason| anyhow::anyhow!("runs.{reason}"))?;
-        Ok(settings)
+    pub fn queue(&self) -> anyhow::Result<QueueSettings> {
+        self.queue.validate().map_err(in_section("runs"))?;
+        Ok(self.queue)
     }
 
     /// The caps on one run's steering, checked.
-    pub fn steering(&self) -> anyhow::Result<paddock_runtime::SteeringSettings> {
-        let d = paddock_runtime::SteeringSettings::default();
-        let settings = paddock_runtime::SteeringSettings {
-            max_messages: self.max_steering_messages.unwrap_or(d.max_messages),
-            max_message_chars: self
-                .max_steering_message_chars
-                .unwrap_or(d.max_message_chars),
-            max_total_chars: self.max_steering_total_chars.unwrap_or(d.max_total_chars),
-        };
-        settings
-            .validate()
-            .map_err(|reason| anyhow::anyhow!("runs: {reason}"))?;
-        Ok(settings)
+    pub fn steering(&self) -> anyhow::Result<SteeringSettings> {
+        self.steering.validate().map_err(in_section("runs"))?;
+        Ok(self.steering)
     }
 }

@@ -1,3 +1,4 @@
+use paddock_core::sandbox::SandboxLimits;
 use paddock_proto::{NetworkBounds, NetworkPolicy};
 use paddock_sandbox::{DEFAULT_IMAGE, SlowReader};
 
@@ -112,12 +113,16 @@ fn a_full_config_parses() {
     assert_eq!(http.max_connections, 100);
     assert_eq!(http.max_connections_per_peer, 10);
     assert_eq!(http.header_read_timeout, Duration::from_secs(3));
-    assert_eq!(http.reserved_connections, 20);
+    assert_eq!(http.reserved_connections, Some(20));
     assert_eq!(http.max_streams_per_tenant, 8);
-    assert_eq!(http.max_connections_per_tenant, 6, "a sixteenth of 100");
+    assert_eq!(
+        http.max_connections_per_tenant,
+        Some(6),
+        "a sixteenth of 100"
+    );
     // The body share defaults to a quarter of the budget, at least one
     // body of max_body_bytes (1 MiB here).
-    assert_eq!(http.max_body_memory_per_tenant_bytes, 64 << 20);
+    assert_eq!(http.max_body_memory_per_tenant_bytes, Some(64 << 20));
     assert_eq!(
         http.idle_timeout,
         ConnectionLimits::default().idle_timeout,
@@ -134,7 +139,7 @@ fn the_sample_http_section_is_the_defaults() {
     let sample = include_str!("../../../../deploy/paddock.toml");
     let config: ServeConfig = toml::from_str(sample).unwrap();
     let http = config.connection_limits().unwrap();
-    let built_in = ConnectionLimits::default();
+    let built_in = ConnectionLimits::default().resolved(DEFAULT_MAX_BODY_BYTES);
     assert_eq!(format!("{http:?}"), format!("{built_in:?}"));
 }
 
@@ -171,11 +176,20 @@ fn mistakes_are_refused() {
             defaults.max_body_memory_per_tenant_bytes
         ),
         (
-            built_in.reserved_connections,
-            built_in.max_connections_per_tenant,
-            built_in.max_body_memory_per_tenant_bytes
+            Some(built_in.reserved()),
+            Some(built_in.per_tenant()),
+            Some(built_in.body_share(DEFAULT_MAX_BODY_BYTES))
         ),
         "the derived defaults are the built-in ones"
+    );
+    // ... and the documented figures (docs/api.md, deploy/paddock.toml).
+    assert_eq!(
+        (
+            defaults.reserved_connections,
+            defaults.max_connections_per_tenant,
+            defaults.max_body_memory_per_tenant_bytes
+        ),
+        (Some(512), Some(256), Some(64 << 20))
     );
     let zero: ServeConfig = toml::from_str("idle_timeout_secs = 0").unwrap();
     assert!(zero.service_config("n".into(), "/w".into()).is_err());
@@ -238,10 +252,10 @@ request_max_bytes = 1073741824",
         paddock_snapshot::DEFAULT_MAX_BYTES
     );
     assert_eq!(
-        settings.request_max.max_files,
+        settings.request_max().max_files,
         paddock_snapshot::MAX_REQUEST_FILES
     );
-    assert_eq!(settings.request_max.max_bytes, 1 << 30);
+    assert_eq!(settings.request_max().max_bytes, 1 << 30);
 }
 
 #[test]
@@ -474,7 +488,18 @@ fn check_finds_each_sections_mistake_and_names_its_key() {
             "[runs]\nmax_tokens = 0",
             "runs.max_tokens must be more than 0",
         ),
-        ("[runs]\nmax_steering_messages = 0", "runs: "),
+        (
+            "[runs]\nmax_steering_messages = 0",
+            "runs.max_steering_messages must be more than 0",
+        ),
+        (
+            "[runs]\nmax_queue_wait_secs = 86401",
+            "runs.max_queue_wait_secs must be 1 to 86400, not 86401",
+        ),
+        (
+            "[streams]\nslow_reader = \"wait\"\nstream_buffer_bytes = 0",
+            "streams.stream_buffer_bytes must be more than 0",
+        ),
         (
             "max_checkpoints_per_session = 1",
             "max_checkpoints_per_session must be at least 2, not 1",
@@ -526,4 +551,40 @@ fn runs_queue_when_asked_within_bounds() {
         assert!(config.runs.queue().is_err(), "{bad}");
     }
     assert!(toml::from_str::<ServeConfig>("[runs]\nwhen_full = \"wait\"\n").is_err());
+}
+
+/// Top-level keys reach the settings types flattened into the file's top
+/// level (`LimitsPolicy`, `StorageSettings`); unknown keys stay refused in
+/// every section that flattens a type.
+#[test]
+fn flattened_settings_read_their_top_level_keys() {
+    let config: ServeConfig = toml::from_str(
+        "temporary_workspace_bytes = 0\nmax_checkpoints_per_session = 9\n[max_limits]\npids = 64\n",
+    )
+    .unwrap();
+    let service = config.service_config("n".into(), "/w".into()).unwrap();
+    assert_eq!(service.limits.temporary_workspace_bytes, None, "0 is off");
+    assert_eq!(service.limits.max.pids, Some(64));
+    assert_eq!(service.limits.default, LimitsPolicy::default().default);
+    assert_eq!(
+        config
+            .storage_settings()
+            .unwrap()
+            .max_checkpoints_per_session,
+        9
+    );
+    let defaults = ServeConfig::default()
+        .service_config("n".into(), "/w".into())
+        .unwrap();
+    assert_eq!(defaults.limits, LimitsPolicy::default());
+    for bad in [
+        "[runs]\nmax_wait = 5",
+        "[runs]\nmax_messages = 5",
+        "[snapshot]\nexcludes = []",
+        "[streams]\ninput_stall = 5",
+        "[http]\nheader_read_timeout = 5",
+        "default = {}",
+    ] {
+        assert!(toml::from_str::<ServeConfig>(bad).is_err(), "{bad}");
+    }
 }

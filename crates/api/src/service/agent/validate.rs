@@ -145,7 +145,7 @@ impl AgentService {
     ) -> Result<Option<paddock_snapshot::Limits>, AgentError> {
         let settings = &self.runtime.config().snapshot;
         asked
-            .map(|asked| asked.resolve(settings.limits, settings.request_max))
+            .map(|asked| asked.resolve(settings.limits, settings.request_max()))
             .transpose()
             .map_err(|(field, reason)| AgentError::invalid(field, reason))
     }

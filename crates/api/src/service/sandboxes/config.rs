@@ -9,6 +9,7 @@ use std::sync::Arc;
 use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits, SandboxPolicy, SandboxSpec};
 use paddock_proto::NetworkPolicy;
+use serde::Deserialize;
 
 use super::quota::Quotas;
 
@@ -121,16 +122,22 @@ impl ServiceConfig {
     }
 }
 
-/// Limits a sandbox gets when its request names none, and the most it may ask for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Limits a sandbox gets when its request names none, and the most it may
+/// ask for: the config's top-level `[default_limits]`, `[max_limits]` and
+/// `temporary_workspace_bytes` (0: none), each left out keeping its default.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
 pub struct LimitsPolicy {
+    #[serde(rename = "default_limits")]
     pub default: SandboxLimits,
     /// Ceilings; `None` in an optional field means no ceiling of that kind.
+    #[serde(rename = "max_limits")]
     pub max: SandboxLimits,
     /// The size cap a writable temporary workspace gets when its request
     /// asks no workspace quota (None: none, the host's disk is the limit).
     /// It makes the workspace a tmpfs charged to the sandbox's memory on
     /// every tier, so no tenant fills the host's disk through a sandbox.
+    #[serde(deserialize_with = "paddock_core::settings::zero_is_none")]
     pub temporary_workspace_bytes: Option<u64>,
 }
 
@@ -213,5 +220,25 @@ mod tests {
         // off
         policy.temporary_workspace_bytes = None;
         assert_eq!(policy.for_workspace(none.clone(), true), none);
+    }
+
+    #[test]
+    fn the_policy_reads_the_config_keys_and_zero_turns_the_temporary_cap_off() {
+        let parse = |text: &str| serde_json::from_str::<LimitsPolicy>(text).unwrap();
+        let defaults = LimitsPolicy::default();
+        assert_eq!(parse("{}"), defaults);
+        let off = parse(r#"{"temporary_workspace_bytes": 0}"#);
+        assert_eq!(off.temporary_workspace_bytes, None);
+        assert_eq!(
+            parse(r#"{"temporary_workspace_bytes": 4096}"#).temporary_workspace_bytes,
+            Some(4096)
+        );
+        let max = parse(r#"{"max_limits": {"memory_bytes": 5}}"#);
+        assert_eq!(max.max.memory_bytes, Some(5));
+        assert_eq!(max.default, defaults.default);
+        assert_eq!(
+            max.temporary_workspace_bytes,
+            defaults.temporary_workspace_bytes
+        );
     }
 }
