@@ -241,7 +241,11 @@ struct Leftover {
 
 impl Leftover {
     async fn remove(self) {
-        if let Err(err) = remove_container(&self.docker, &self.container, self.stop_timeout).await {
+        // Empty when the start was dropped before its container was made.
+        if !self.container.is_empty()
+            && let Err(err) =
+                remove_container(&self.docker, &self.container, self.stop_timeout).await
+        {
             tracing::warn!(sandbox_id = %self.id, error = %err, "removing a dropped sandbox");
         }
         drop(self.temp_workspace);
