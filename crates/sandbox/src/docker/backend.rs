@@ -1,15 +1,12 @@
 //! Creating container sandboxes.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
 use async_trait::async_trait;
 use bollard::Docker;
 use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, InspectContainerOptions, StartContainerOptions,
 };
 use paddock_core::sandbox::{
-    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
-    SandboxSpec,
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
 };
 use tokio::io::AsyncWriteExt;
 
@@ -20,7 +17,7 @@ use super::host_checks;
 use super::sandbox::{DockerSandbox, Teardown};
 use super::stdio;
 use crate::GuestClient;
-use crate::shared::stderr::StderrTail;
+use crate::shared::start::{Start, StartGuard};
 use crate::shared::workspace;
 
 /// Below this the gVisor sentry (a Go program whose host threads the pids
@@ -32,6 +29,15 @@ const GVISOR_MIN_PIDS: u64 = 64;
 pub struct DockerBackend {
     config: DockerConfig,
     docker: Docker,
+}
+
+/// A created container not started yet, and what its start needs.
+struct Created {
+    /// The engine's id of the container.
+    container: String,
+    guest_spec: paddock_jail::ContainerSpec,
+    spec_frame: Vec<u8>,
+    guest_socket: Option<GuestSocket>,
 }
 
 fn unavailable(config: &DockerConfig, reason: String) -> SandboxError {
@@ -68,41 +74,10 @@ impl DockerBackend {
 
     /// [`SandboxBackend::create`] with the concrete handle type.
     pub async fn create_docker(&self, spec: SandboxSpec) -> Result<DockerSandbox, SandboxError> {
-        let id = SandboxId::generate();
-        let launch_error = |source: BoxError| SandboxError::Launch {
-            id: id.clone(),
-            source,
-        };
-        tracing::debug!(sandbox_id = %id, backend = self.name(), "creating sandbox");
-        spec.validate().map_err(|e| launch_error(Box::new(e)))?;
-        if spec.policy.network.has_egress() {
-            // Fail closed: a container's only network is its own loopback;
-            // the egress proxy is wired into native sandboxes only.
-            return Err(launch_error(
-                format!(
-                    "the {} backend cannot enforce network {}: it has no egress proxy \
-                     wiring yet; use network none here or the native backend",
-                    self.name(),
-                    spec.policy.network.label()
-                )
-                .into(),
-            ));
+        let start = Start::begin(self.name());
+        if let Err(source) = self.refuse_unenforceable(&spec) {
+            return Err(start.launch_error(source));
         }
-        if self.config.engine == Engine::Gvisor
-            && spec.policy.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
-        {
-            return Err(launch_error(
-                format!(
-                    "a gVisor sandbox needs a pids limit of at least {GVISOR_MIN_PIDS}: the \
-                     limit holds the sentry's host threads, not each sandboxed process"
-                )
-                .into(),
-            ));
-        }
-        let created_at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-
         // A temporary workspace is the sandbox's own: host root gives it
         // (and the container's user) a block of host ids of its own, so no
         // other sandbox shares what the kernel counts per user. A requested
@@ -110,13 +85,13 @@ impl DockerBackend {
         let id_block = if spec.workspace.is_none() && nix::unistd::geteuid().is_root() {
             Some(
                 paddock_jail::allocate_block(self.config.id_pool)
-                    .map_err(|e| launch_error(Box::new(e)))?,
+                    .map_err(|e| start.launch_error(Box::new(e)))?,
             )
         } else {
             None
         };
         let mut workspace = workspace::prepare(
-            &id,
+            &start.id,
             spec.workspace.as_deref(),
             self.config.temp_root.as_deref(),
             self.config.adopt_root_workspaces,
@@ -124,7 +99,85 @@ impl DockerBackend {
                 .as_ref()
                 .map_or(workspace::SANDBOX_UID, |block| block.mapping.host_base),
         )?;
-        let writable = workspace::writable_binds(&id, &workspace, &spec.policy.writable_paths)?;
+        let workspace_tmpfs = workspace.tmpfs(&spec);
+        let teardown = Teardown {
+            id: start.id.clone(),
+            docker: self.docker.clone(),
+            container: String::new(),
+            temp_workspace: workspace.temporary.take(),
+            id_block,
+            stream_task: None,
+            tail: start.tail.clone(),
+            stop_timeout: self.config.stop_timeout,
+        };
+        let mut guard = start.guard(teardown);
+        let created = match self
+            .create_container(&spec, &workspace, workspace_tmpfs, &guard)
+            .await
+        {
+            Ok(created) => created,
+            Err(err) => return Err(guard.abandon(err).await),
+        };
+        guard.teardown_mut().container = created.container.clone();
+        match self
+            .start(
+                &created.container,
+                &created.guest_spec,
+                &created.spec_frame,
+                created.guest_socket,
+                guard.teardown_mut(),
+            )
+            .await
+        {
+            Ok((client, host_pid)) => {
+                let (info, teardown) =
+                    guard.commit(spec.policy, workspace.path, client.agent_version());
+                tracing::debug!(sandbox_id = %info.id, container = %created.container, "sandbox ready");
+                Ok(DockerSandbox::new(info, client, teardown, host_pid))
+            }
+            Err(source) => Err(guard.fail(source).await),
+        }
+    }
+
+    /// A policy this backend cannot enforce is refused (fail closed).
+    fn refuse_unenforceable(&self, spec: &SandboxSpec) -> Result<(), BoxError> {
+        spec.validate()?;
+        if spec.policy.network.has_egress() {
+            // Fail closed: a container's only network is its own loopback;
+            // the egress proxy is wired into native sandboxes only.
+            return Err(format!(
+                "the {} backend cannot enforce network {}: it has no egress proxy \
+                 wiring yet; use network none here or the native backend",
+                self.name(),
+                spec.policy.network.label()
+            )
+            .into());
+        }
+        if self.config.engine == Engine::Gvisor
+            && spec.policy.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
+        {
+            return Err(format!(
+                "a gVisor sandbox needs a pids limit of at least {GVISOR_MIN_PIDS}: the \
+                 limit holds the sentry's host threads, not each sandboxed process"
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Checks the write scope on the host, plans the guest's spec and its
+    /// connection, and creates the container (not started yet).
+    /// `workspace_tmpfs`: [`workspace::Workspace::tmpfs`], read before the
+    /// temporary workspace went into the guard's teardown.
+    async fn create_container(
+        &self,
+        spec: &SandboxSpec,
+        workspace: &workspace::Workspace,
+        workspace_tmpfs: Option<paddock_proto::WorkspaceQuotaEnforcement>,
+        guard: &StartGuard<Teardown>,
+    ) -> Result<Created, SandboxError> {
+        let id = guard.id();
+        let writable = workspace::writable_binds(id, workspace, &spec.policy.writable_paths)?;
         let scope: Vec<String> = {
             let mut paths = spec.policy.writable_paths.clone();
             paths.sort();
@@ -132,35 +185,35 @@ impl DockerBackend {
             paths
         };
         let guest_spec = container::guest_spec(
-            &id,
+            id,
             &self.config,
-            &spec,
+            spec,
             scope,
-            workspace.temporary.is_some(),
+            guard.teardown().temp_workspace.is_some(),
         );
         // Written on the attached stdin once the container runs: never in
         // its argv or environment, which `ps` inside would show.
         let spec_frame = guest_spec
             .to_frame()
-            .map_err(|e| launch_error(Box::new(e)))?;
+            .map_err(|e| guard.launch_error(Box::new(e)))?;
         let guest_socket = match self.config.engine {
             Engine::Docker => GuestSocket::bind(
-                &id,
+                id,
                 self.config.temp_root.as_deref(),
                 workspace.uid,
                 workspace.gid,
             )
-            .map_err(launch_error)?,
+            .map_err(|e| guard.launch_error(e))?,
             Engine::Gvisor => None,
         };
         let body = container::body(&Request {
-            id: &id,
+            id,
             config: &self.config,
-            spec: &spec,
-            workspace: &workspace,
+            spec,
+            workspace,
             writable: &writable,
             guest_socket: guest_socket.as_ref().map(GuestSocket::bind_spec),
-            workspace_tmpfs: workspace.tmpfs(&spec),
+            workspace_tmpfs,
         });
         let options = CreateContainerOptions {
             name: Some(format!("paddock-{id}")),
@@ -170,58 +223,13 @@ impl DockerBackend {
             .docker
             .create_container(Some(options), body)
             .await
-            .map_err(|e| launch_error(Box::new(e)))?;
-        let tail = StderrTail::default();
-        let mut teardown = Teardown {
-            id: id.clone(),
-            docker: self.docker.clone(),
-            container: created.id.clone(),
-            temp_workspace: workspace.temporary.take(),
-            id_block,
-            stream_task: None,
-            tail: tail.clone(),
-            stop_timeout: self.config.stop_timeout,
-        };
-        match self
-            .start(
-                &created.id,
-                &guest_spec,
-                &spec_frame,
-                guest_socket,
-                &mut teardown,
-            )
-            .await
-        {
-            Ok((client, host_pid)) => {
-                let info = SandboxInfo {
-                    id,
-                    backend: self.name().to_owned(),
-                    workspace: workspace.path,
-                    workspace_is_temporary: teardown.temp_workspace.is_some(),
-                    read_only: spec.policy.read_only,
-                    network: spec.policy.network,
-                    limits: spec.policy.limits,
-                    agent_version: client.agent_version().to_owned(),
-                    created_at_ms,
-                };
-                tracing::debug!(sandbox_id = %info.id, container = %created.id, "sandbox ready");
-                Ok(DockerSandbox::new(info, client, teardown, host_pid))
-            }
-            Err(source) => {
-                // Let the guest's last words arrive before the container goes.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let detail = tail.joined();
-                if let Err(err) = teardown.remove().await {
-                    tracing::warn!(sandbox_id = %id, error = %err, "removing a failed sandbox");
-                }
-                Err(SandboxError::Startup {
-                    id,
-                    status: "container removed".to_owned(),
-                    detail,
-                    source,
-                })
-            }
-        }
+            .map_err(|e| guard.launch_error(Box::new(e)))?;
+        Ok(Created {
+            container: created.id,
+            guest_spec,
+            spec_frame,
+            guest_socket,
+        })
     }
 
     /// Attaches to the created container, starts it, checks its namespaces

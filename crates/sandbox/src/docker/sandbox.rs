@@ -10,6 +10,7 @@ use paddock_core::sandbox::{BoxError, GuestOps, Sandbox, SandboxError, SandboxId
 use tokio::task::JoinHandle;
 
 use crate::GuestClient;
+use crate::shared::start::StartTeardown;
 use crate::shared::stderr::StderrTail;
 
 /// How often `destroy` looks whether the engine has removed the container.
@@ -136,6 +137,23 @@ impl Teardown {
     }
 }
 
+#[async_trait]
+impl StartTeardown for Teardown {
+    async fn settle(&mut self) -> String {
+        // Let the guest's last words arrive before the container goes.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        "container removed".to_owned()
+    }
+
+    async fn tear_down(&mut self) -> Result<(), BoxError> {
+        self.remove().await
+    }
+
+    fn temporary_workspace(&self) -> bool {
+        self.temp_workspace.is_some()
+    }
+}
+
 fn is_gone(err: &bollard::errors::Error) -> bool {
     matches!(
         err,
@@ -223,10 +241,52 @@ struct Leftover {
 
 impl Leftover {
     async fn remove(self) {
-        if let Err(err) = remove_container(&self.docker, &self.container, self.stop_timeout).await {
+        // Empty when the start was dropped before its container was made.
+        if !self.container.is_empty()
+            && let Err(err) =
+                remove_container(&self.docker, &self.container, self.stop_timeout).await
+        {
             tracing::warn!(sandbox_id = %self.id, error = %err, "removing a dropped sandbox");
         }
         drop(self.temp_workspace);
         drop(self.id_block);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::start::Start;
+
+    #[tokio::test]
+    async fn a_start_abandoned_before_its_container_removes_its_workspace_and_only_that() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir_in(root.path()).unwrap();
+        let workspace_path = workspace.path().to_path_buf();
+        let other = root.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        // Never asked (there is no container to remove): no engine listens.
+        let socket = root.path().join("no-engine.sock");
+        std::fs::write(&socket, b"").unwrap();
+        let docker =
+            Docker::connect_with_unix(&socket.to_string_lossy(), 1, bollard::API_DEFAULT_VERSION)
+                .unwrap();
+        let start = Start::begin("docker");
+        let teardown = Teardown {
+            id: start.id.clone(),
+            docker,
+            container: String::new(),
+            temp_workspace: Some(workspace),
+            id_block: None,
+            stream_task: None,
+            tail: start.tail.clone(),
+            stop_timeout: Duration::from_secs(1),
+        };
+        let guard = start.guard(teardown);
+        let err = guard.launch_error("no image".into());
+        let err = guard.abandon(err).await;
+        assert!(matches!(err, SandboxError::Launch { .. }), "{err:?}");
+        assert!(!workspace_path.exists());
+        assert!(other.is_dir());
     }
 }

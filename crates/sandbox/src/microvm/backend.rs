@@ -4,12 +4,11 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxInfo,
-    SandboxSpec,
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
 };
 use paddock_proto::{NetworkPolicy, SandboxLimits, VmEnforcement};
 use tokio::io::AsyncWriteExt;
@@ -23,7 +22,8 @@ use super::qemu::{NAME_PREFIX, VmPlan};
 use super::sandbox::{MicroVmSandbox, Teardown};
 use crate::GuestClient;
 use crate::shared::host::owner_tag;
-use crate::shared::stderr::{StderrTail, forward as forward_stderr};
+use crate::shared::start::{Start, StartGuard};
+use crate::shared::stderr::forward as forward_stderr;
 use crate::shared::workspace;
 
 const BACKEND: &str = "microvm";
@@ -39,6 +39,14 @@ pub struct MicroVmBackend {
     config: Arc<MicroVmConfig>,
     owner: String,
     accel: Arc<OnceCell<Choice>>,
+}
+
+/// A planned VM whose socket directory exists, and what its start needs.
+struct Planned {
+    plan: VmPlan,
+    socket: PathBuf,
+    guest_spec: paddock_jail::MicroVmSpec,
+    vm_limits: SandboxLimits,
 }
 
 fn unavailable(reason: String) -> SandboxError {
@@ -193,31 +201,68 @@ impl MicroVmBackend {
 
     /// [`SandboxBackend::create`] with the concrete handle type.
     pub async fn create_vm(&self, spec: SandboxSpec) -> Result<MicroVmSandbox, SandboxError> {
-        let id = SandboxId::generate();
-        let launch_error = |source: BoxError| SandboxError::Launch {
-            id: id.clone(),
-            source,
-        };
-        tracing::debug!(sandbox_id = %id, backend = BACKEND, "creating sandbox");
-        spec.validate().map_err(|e| launch_error(Box::new(e)))?;
+        let start = Start::begin(BACKEND);
+        if let Err(invalid) = spec.validate() {
+            return Err(start.launch_error(Box::new(invalid)));
+        }
         if spec.policy.network != NetworkPolicy::None {
-            return Err(launch_error(
+            return Err(start.launch_error(
                 "a microvm sandbox has no network device: only network none is offered".into(),
             ));
         }
-        let created_at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let mut ws = workspace::prepare(
-            &id,
+            &start.id,
             spec.workspace.as_deref(),
             self.config.temp_root.as_deref(),
             self.config.adopt_root_workspaces,
             workspace::SANDBOX_UID,
         )?;
+        let teardown = Teardown {
+            id: start.id.clone(),
+            child: None,
+            cgroup_parent: None,
+            vm_dir: None,
+            temp_workspace: ws.temporary.take(),
+            tasks: Vec::new(),
+            tail: start.tail.clone(),
+            stop_timeout: self.config.stop_timeout,
+        };
+        let mut guard = start.guard(teardown);
+        let planned = match self.plan_vm(&spec, &ws, &mut guard).await {
+            Ok(planned) => planned,
+            Err(err) => return Err(guard.abandon(err).await),
+        };
+        match self
+            .start(
+                &planned.plan,
+                &planned.socket,
+                planned.guest_spec,
+                &planned.vm_limits,
+                guard.teardown_mut(),
+            )
+            .await
+        {
+            Ok((client, host_pid)) => {
+                let (info, teardown) = guard.commit(spec.policy, ws.path, client.agent_version());
+                tracing::debug!(sandbox_id = %info.id, accelerator = planned.plan.accelerator.name(), "sandbox ready");
+                Ok(MicroVmSandbox::new(info, client, teardown, host_pid))
+            }
+            Err(source) => Err(guard.fail(source).await),
+        }
+    }
+
+    /// Checks the write scope on the host, sizes the VM, makes its socket
+    /// directory and plans QEMU's command line and the guest's spec.
+    async fn plan_vm(
+        &self,
+        spec: &SandboxSpec,
+        ws: &workspace::Workspace,
+        guard: &mut StartGuard<Teardown>,
+    ) -> Result<Planned, SandboxError> {
+        let id = guard.id().clone();
         // Checked on the host (no symlink, made if missing) before the VM
         // can touch the workspace; the guest binds them inside.
-        workspace::writable_binds(&id, &ws, &spec.policy.writable_paths)?;
+        workspace::writable_binds(&id, ws, &spec.policy.writable_paths)?;
         let (accelerator, accel_reason) = self.accelerator().await;
 
         let memory_bytes = spec
@@ -244,18 +289,10 @@ impl MicroVmBackend {
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&vm_dir)
-            .map_err(|e| launch_error(format!("creating {}: {e}", vm_dir.display()).into()))?;
-        let tail = StderrTail::default();
-        let mut teardown = Teardown {
-            id: id.clone(),
-            child: None,
-            cgroup_parent: self.config.cgroup_parent.clone(),
-            vm_dir: Some(vm_dir.clone()),
-            temp_workspace: ws.temporary.take(),
-            tasks: Vec::new(),
-            tail: tail.clone(),
-            stop_timeout: self.config.stop_timeout,
-        };
+            .map_err(|e| {
+                guard.launch_error(format!("creating {}: {e}", vm_dir.display()).into())
+            })?;
+        guard.teardown_mut().vm_dir = Some(vm_dir.clone());
         let socket = vm_dir.join("guest.sock");
         let mut plan = self.plan(
             format!("{NAME_PREFIX}{}:{id}", self.owner),
@@ -290,43 +327,15 @@ impl MicroVmBackend {
                     kernel: String::new(),
                     workspace_transport: "virtio-9p".to_owned(),
                 },
-                temporary_workspace: teardown.temp_workspace.is_some(),
+                temporary_workspace: guard.teardown().temp_workspace.is_some(),
             },
         };
-        match self
-            .start(&plan, &socket, guest_spec, &vm_limits, &mut teardown)
-            .await
-        {
-            Ok((client, host_pid)) => {
-                let info = SandboxInfo {
-                    id,
-                    backend: BACKEND.to_owned(),
-                    workspace: ws.path,
-                    workspace_is_temporary: teardown.temp_workspace.is_some(),
-                    read_only: spec.policy.read_only,
-                    network: spec.policy.network,
-                    limits: spec.policy.limits,
-                    agent_version: client.agent_version().to_owned(),
-                    created_at_ms,
-                };
-                tracing::debug!(sandbox_id = %info.id, accelerator = accelerator.name(), "sandbox ready");
-                Ok(MicroVmSandbox::new(info, client, teardown, host_pid))
-            }
-            Err(source) => {
-                // Let the console's last lines arrive before QEMU goes.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let detail = tail.joined();
-                if let Err(err) = teardown.remove().await {
-                    tracing::warn!(sandbox_id = %id, error = %err, "removing a failed sandbox");
-                }
-                Err(SandboxError::Startup {
-                    id,
-                    status: "VM stopped".to_owned(),
-                    detail,
-                    source,
-                })
-            }
-        }
+        Ok(Planned {
+            plan,
+            socket,
+            guest_spec,
+            vm_limits,
+        })
     }
 
     /// Starts QEMU in its cgroup, takes its connection to the guest's port,
@@ -341,6 +350,7 @@ impl MicroVmBackend {
         teardown: &mut Teardown,
     ) -> Result<(GuestClient, Option<u32>), BoxError> {
         let listener = UnixListener::bind(socket)?;
+        teardown.cgroup_parent = Some(self.config.cgroup_parent.clone());
         let cgroup = paddock_jail::HostCgroup::create(
             &self.config.cgroup_parent,
             &guest_spec.sandbox_id,

@@ -10,6 +10,7 @@ use tokio::process::Child;
 use tokio::task::JoinHandle;
 
 use crate::GuestClient;
+use crate::shared::start::StartTeardown;
 use crate::shared::stderr::StderrTail;
 
 /// A microVM sandbox: the QEMU process, the connection to its guest, its
@@ -92,7 +93,9 @@ impl Sandbox for MicroVmSandbox {
 pub(super) struct Teardown {
     pub id: SandboxId,
     pub child: Option<Child>,
-    pub cgroup_parent: String,
+    /// Set once the VM's cgroup is being made.
+    pub cgroup_parent: Option<String>,
+    /// The socket directory, once made.
     pub vm_dir: Option<PathBuf>,
     pub temp_workspace: Option<tempfile::TempDir>,
     pub tasks: Vec<JoinHandle<()>>,
@@ -126,7 +129,7 @@ impl Teardown {
     fn leftover(&mut self) -> Leftover {
         Leftover {
             id: self.id.clone(),
-            cgroup_parent: self.cgroup_parent.clone(),
+            cgroup_parent: self.cgroup_parent.take(),
             vm_dir: self.vm_dir.take(),
             temp_workspace: self.temp_workspace.take(),
         }
@@ -141,7 +144,7 @@ impl Drop for Teardown {
         if let Some(mut child) = self.child.take() {
             let _ = child.start_kill();
         }
-        if self.vm_dir.is_none() && self.temp_workspace.is_none() {
+        if self.cgroup_parent.is_none() && self.vm_dir.is_none() && self.temp_workspace.is_none() {
             return;
         }
         tracing::debug!(sandbox_id = %self.id, "sandbox dropped without destroy: removing it");
@@ -162,19 +165,39 @@ impl Drop for Teardown {
     }
 }
 
+#[async_trait]
+impl StartTeardown for Teardown {
+    async fn settle(&mut self) -> String {
+        // Let the console's last lines arrive before QEMU goes.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        "VM stopped".to_owned()
+    }
+
+    async fn tear_down(&mut self) -> Result<(), BoxError> {
+        self.remove().await
+    }
+
+    fn temporary_workspace(&self) -> bool {
+        self.temp_workspace.is_some()
+    }
+}
+
 /// What is left on the host once QEMU is gone.
 #[derive(Debug)]
 pub(super) struct Leftover {
     pub id: SandboxId,
-    pub cgroup_parent: String,
+    pub cgroup_parent: Option<String>,
     pub vm_dir: Option<PathBuf>,
     pub temp_workspace: Option<tempfile::TempDir>,
 }
 
 impl Leftover {
     pub(super) fn remove(self) -> Result<(), BoxError> {
-        let cgroup = paddock_jail::remove_sandbox_cgroups(&self.cgroup_parent, self.id.as_str())
-            .map_err(|e| -> BoxError { e.into() });
+        let cgroup = match &self.cgroup_parent {
+            Some(parent) => paddock_jail::remove_sandbox_cgroups(parent, self.id.as_str())
+                .map_err(|e| -> BoxError { e.into() }),
+            None => Ok(()),
+        };
         let dir = match &self.vm_dir {
             Some(dir) => match std::fs::remove_dir_all(dir) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -189,5 +212,41 @@ impl Leftover {
             None => Ok(()),
         };
         cgroup.and(dir).and(workspace)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::start::Start;
+
+    #[tokio::test]
+    async fn a_start_abandoned_before_its_vm_removes_what_it_made_and_only_that() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir_in(root.path()).unwrap();
+        let workspace_path = workspace.path().to_path_buf();
+        let vm_dir = root.path().join("vm");
+        let other = root.path().join("other");
+        std::fs::create_dir(&vm_dir).unwrap();
+        std::fs::create_dir(&other).unwrap();
+        let start = Start::begin("microvm");
+        let teardown = Teardown {
+            id: start.id.clone(),
+            child: None,
+            // no cgroup was made: none is removed
+            cgroup_parent: None,
+            vm_dir: Some(vm_dir.clone()),
+            temp_workspace: Some(workspace),
+            tasks: Vec::new(),
+            tail: start.tail.clone(),
+            stop_timeout: Duration::from_secs(1),
+        };
+        let guard = start.guard(teardown);
+        let err = guard.launch_error("no QEMU".into());
+        let err = guard.abandon(err).await;
+        assert!(matches!(err, SandboxError::Launch { .. }), "{err:?}");
+        assert!(!vm_dir.exists());
+        assert!(!workspace_path.exists());
+        assert!(other.is_dir());
     }
 }

@@ -3,20 +3,22 @@
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
     BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
-    SandboxInfo, SandboxSpec,
+    SandboxSpec,
 };
 use paddock_egress::{Egress, EgressConfig};
 use paddock_jail::{IdMapping, IdPool};
 use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
 
 use super::jail_spec::jail_spec;
 use super::sandbox::{NativeSandbox, Teardown};
-use crate::shared::stderr::{self, StderrTail};
+use crate::shared::start::Start;
+use crate::shared::stderr;
 use crate::{GuestClient, StreamLimits};
 
 #[derive(Debug, Clone)]
@@ -68,10 +70,17 @@ impl NativeConfig {
 
 type EgressReceiver = tokio::sync::mpsc::Receiver<paddock_egress::EgressDecision>;
 
-async fn stop_egress(egress: Option<(Egress, EgressReceiver)>) {
-    if let Some((egress, _)) = egress {
-        egress.stop().await;
-    }
+/// The sandbox's egress log, filled from the proxy's decisions by a task
+/// that ends when the proxy stops (its sender goes with it).
+fn fill_egress_log(mut decisions: EgressReceiver) -> (EgressLog, JoinHandle<()>) {
+    let log = EgressLog::default();
+    let filled = log.clone();
+    let task = tokio::spawn(async move {
+        while let Some(decision) = decisions.recv().await {
+            filled.push(decision);
+        }
+    });
+    (log, task)
 }
 
 /// Makes native sandboxes; cheap, holds only its configuration.
@@ -96,106 +105,79 @@ impl NativeBackend {
 
     /// [`SandboxBackend::create`] with the concrete handle type.
     pub async fn create_native(&self, spec: SandboxSpec) -> Result<NativeSandbox, SandboxError> {
-        let id = SandboxId::generate();
-        tracing::debug!(sandbox_id = %id, "creating sandbox");
+        let start = Start::begin("native");
         if let Err(invalid) = spec.validate() {
-            return Err(SandboxError::Launch {
-                id,
-                source: Box::new(invalid),
-            });
+            return Err(start.launch_error(Box::new(invalid)));
         }
 
-        let created_at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let net_marker = self.net_marker(&id, &spec)?;
-        let egress = self.start_egress(&id, &spec).await?;
-        let (workspace, temp_workspace) =
-            match self.prepare_workspace(&id, spec.workspace.as_deref()) {
-                Ok(prepared) => prepared,
-                Err(e) => {
-                    stop_egress(egress).await;
-                    return Err(e);
-                }
-            };
-        let netns = egress.as_ref().and_then(|(e, _)| e.netns_path());
-        let egress_ca = egress.as_ref().and_then(|(e, _)| e.ca_pem());
-        let launched = self.launch(
-            &id,
-            &workspace,
-            temp_workspace.is_some(),
-            &spec,
-            netns,
-            egress_ca,
-        );
-        let (mut monitor, stream) = match launched {
-            Ok(launched) => launched,
-            Err(source) => {
-                stop_egress(egress).await;
-                return Err(SandboxError::Launch {
-                    id: id.clone(),
-                    source,
-                });
-            }
-        };
-        let (egress, decisions) = egress.unzip();
-        let (egress_log, egress_log_task) = decisions
-            .map(|mut decisions| {
-                let log = EgressLog::default();
-                let filled = log.clone();
-                // Ends when the proxy stops (its sender goes with it).
-                let task = tokio::spawn(async move {
-                    while let Some(decision) = decisions.recv().await {
-                        filled.push(decision);
-                    }
-                });
-                (log, task)
-            })
-            .unzip();
-        tracing::debug!(sandbox_id = %id, pid = monitor.id(), "guest launched");
-
-        let tail = StderrTail::default();
-        let stderr_task = monitor
-            .stderr
-            .take()
-            .map(|err| stderr::forward(err, id.clone(), tail.clone()));
-        let mut teardown = Teardown {
-            id: id.clone(),
-            monitor: Some(monitor),
-            stderr_task,
-            temp_workspace,
-            cgroup_parent: (!self.config.unconfined).then(|| self.config.cgroup_parent.clone()),
+        let net_marker = self.net_marker(&start.id, &spec)?;
+        let (egress, decisions) = self.start_egress(&start.id, &spec).await?.unzip();
+        let (egress_log, egress_log_task) = decisions.map(fill_egress_log).unzip();
+        let teardown = Teardown {
+            id: start.id.clone(),
+            monitor: None,
+            stderr_task: None,
+            temp_workspace: None,
+            cgroup_parent: None,
             stop_timeout: self.config.stop_timeout,
             egress,
             egress_log_task,
             net_marker,
         };
+        let mut guard = start.guard(teardown);
+        let workspace = match self.prepare_workspace(guard.id(), spec.workspace.as_deref()) {
+            Ok((path, temporary)) => {
+                guard.teardown_mut().temp_workspace = temporary;
+                path
+            }
+            Err(err) => return Err(guard.abandon(err).await),
+        };
+        let egress = guard.teardown().egress.as_ref();
+        let launched = self.launch(
+            guard.id(),
+            &workspace,
+            guard.teardown().temp_workspace.is_some(),
+            &spec,
+            egress.and_then(Egress::netns_path),
+            egress.and_then(Egress::ca_pem),
+        );
+        let (mut monitor, stream) = match launched {
+            Ok(launched) => launched,
+            Err(source) => {
+                let err = guard.launch_error(source);
+                return Err(guard.abandon(err).await);
+            }
+        };
+        tracing::debug!(sandbox_id = %guard.id(), pid = monitor.id(), "guest launched");
+
+        let stderr_task = monitor
+            .stderr
+            .take()
+            .map(|err| stderr::forward(err, guard.id().clone(), guard.tail().clone()));
+        let teardown = guard.teardown_mut();
+        teardown.monitor = Some(monitor);
+        teardown.stderr_task = stderr_task;
+        teardown.cgroup_parent =
+            (!self.config.unconfined).then(|| self.config.cgroup_parent.clone());
         let client = match self.handshake(stream).await {
             Ok(client) => client,
-            Err(source) => return Err(startup_failed(&mut teardown, &tail, source).await),
+            Err(source) => return Err(guard.fail(source).await),
         };
-        if let (Some(parent), Some(_)) = (&teardown.cgroup_parent, spec.policy.limits.memory_bytes)
-        {
-            match paddock_jail::sandbox_oom_counter(parent, id.as_str()) {
+        if let (Some(parent), Some(_)) = (
+            &guard.teardown().cgroup_parent,
+            spec.policy.limits.memory_bytes,
+        ) {
+            match paddock_jail::sandbox_oom_counter(parent, guard.id().as_str()) {
                 Ok(Some(file)) => client.watch_oom(file),
                 Ok(None) => {}
                 Err(err) => {
-                    tracing::debug!(sandbox_id = %id, error = %err, "no OOM-kill counter: OOM kills read as SIGKILL");
+                    tracing::debug!(sandbox_id = %guard.id(), error = %err, "no OOM-kill counter: OOM kills read as SIGKILL");
                 }
             }
         }
 
-        let info = SandboxInfo {
-            id,
-            backend: "native".to_owned(),
-            workspace,
-            workspace_is_temporary: teardown.temp_workspace.is_some(),
-            read_only: spec.policy.read_only,
-            network: spec.policy.network,
-            limits: spec.policy.limits,
-            agent_version: client.agent_version().to_owned(),
-            created_at_ms,
-        };
+        let tail = guard.tail().clone();
+        let (info, teardown) = guard.commit(spec.policy, workspace, client.agent_version());
         tracing::debug!(sandbox_id = %info.id, "sandbox ready");
         Ok(NativeSandbox::new(info, client, teardown, tail, egress_log))
     }
@@ -376,25 +358,6 @@ impl NativeBackend {
             .process_group(0)
             .kill_on_drop(true);
         command
-    }
-}
-
-/// Kills what was started, waits for the guest's last words, and describes the failure.
-async fn startup_failed(
-    teardown: &mut Teardown,
-    tail: &StderrTail,
-    source: BoxError,
-) -> SandboxError {
-    let status = teardown.wait_briefly_then_kill().await;
-    teardown.finish_stderr().await;
-    if let Err(err) = teardown.clean().await {
-        tracing::warn!(sandbox_id = %teardown.id, error = %err, "cleaning up a failed sandbox");
-    }
-    SandboxError::Startup {
-        id: teardown.id.clone(),
-        status,
-        detail: tail.joined(),
-        source,
     }
 }
 

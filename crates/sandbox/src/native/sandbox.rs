@@ -11,6 +11,7 @@ use tokio::process::Child;
 use tokio::task::JoinHandle;
 
 use crate::GuestClient;
+use crate::shared::start::StartTeardown;
 use crate::shared::stderr::StderrTail;
 
 /// How long a failed start waits for the guest's stderr to end.
@@ -194,6 +195,24 @@ impl Teardown {
     }
 }
 
+#[async_trait]
+impl StartTeardown for Teardown {
+    /// Kills the guest (after the stop timeout) and waits for its stderr's end.
+    async fn settle(&mut self) -> String {
+        let status = self.wait_briefly_then_kill().await;
+        self.finish_stderr().await;
+        status
+    }
+
+    async fn tear_down(&mut self) -> Result<(), BoxError> {
+        self.clean().await
+    }
+
+    fn temporary_workspace(&self) -> bool {
+        self.temp_workspace.is_some()
+    }
+}
+
 fn clean_blocking(
     id: &SandboxId,
     cgroup_parent: Option<String>,
@@ -303,4 +322,41 @@ impl Drop for Leftovers {
 
 fn warn_unclean(id: &SandboxId, err: &dyn std::error::Error) {
     tracing::warn!(sandbox_id = %id, error = %err, "cleaning up a dropped sandbox");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::start::Start;
+
+    #[tokio::test]
+    async fn a_start_abandoned_before_its_monitor_removes_what_it_made_and_only_that() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir_in(root.path()).unwrap();
+        let marker = tempfile::tempdir_in(root.path()).unwrap();
+        let (workspace_path, marker_path) =
+            (workspace.path().to_path_buf(), marker.path().to_path_buf());
+        let other = root.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        let start = Start::begin("native");
+        let teardown = Teardown {
+            id: start.id.clone(),
+            monitor: None,
+            stderr_task: None,
+            temp_workspace: Some(workspace),
+            // no monitor ran: no cgroup is removed
+            cgroup_parent: None,
+            stop_timeout: Duration::from_secs(1),
+            egress: None,
+            egress_log_task: None,
+            net_marker: Some(marker),
+        };
+        let guard = start.guard(teardown);
+        let err = guard.launch_error("no guest binary".into());
+        let err = guard.abandon(err).await;
+        assert!(matches!(err, SandboxError::Launch { .. }), "{err:?}");
+        assert!(!workspace_path.exists());
+        assert!(!marker_path.exists());
+        assert!(other.is_dir());
+    }
 }

@@ -616,7 +616,7 @@ impl SandboxService {
             .into_iter()
             .filter(|r| !live.contains_key(&r.id))
             .map(|r| {
-                let grant = quota::Grant::recorded(&r.spec.limits);
+                let grant = quota::Grant::recorded(&r.spec.policy.limits);
                 (r.id, r.tenant, grant)
             })
             .collect())

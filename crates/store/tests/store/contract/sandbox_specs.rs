@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use paddock_core::ids::SnapshotId;
-use paddock_core::sandbox::{SandboxId, SandboxLimits, SandboxSpec};
+use paddock_core::sandbox::{DowngradeLayer, SandboxId, SandboxLimits, SandboxPolicy, SandboxSpec};
 use paddock_core::store::{Page, RecordedSpec, SandboxRecord, SandboxState, Store, StoreError};
 
 use super::{StoreFactory, clock, fixture};
@@ -91,10 +91,12 @@ pub async fn old_sandbox_specs_read_and_a_bad_one_is_quarantined(
 
     let api_read = SandboxRecord {
         spec: RecordedSpec {
-            read_only: true,
-            writable_paths: Vec::new(),
-            network: serde_json::from_str(r#"{"allowlist":["example.com:443"]}"#)?,
-            limits: limits(),
+            policy: SandboxPolicy {
+                read_only: true,
+                network: serde_json::from_str(r#"{"allowlist":["example.com:443"]}"#)?,
+                limits: limits(),
+                ..SandboxPolicy::default()
+            },
             restored_from: Some(parent.clone()),
             image: Some("alpine:3".to_owned()),
             console: true,
@@ -103,10 +105,14 @@ pub async fn old_sandbox_specs_read_and_a_bad_one_is_quarantined(
     };
     let run_read = SandboxRecord {
         spec: RecordedSpec {
-            read_only: false,
-            writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
-            network: serde_json::from_str(r#""full""#)?,
-            limits: limits(),
+            policy: SandboxPolicy {
+                writable_paths: vec!["src".to_owned(), "docs/a.md".to_owned()],
+                network: serde_json::from_str(r#""full""#)?,
+                limits: limits(),
+                // the runtime's rows carried the whole policy: all of it reads
+                allow_downgrade: BTreeSet::from([DowngradeLayer::Landlock]),
+                ..SandboxPolicy::default()
+            },
             restored_from: None,
             image: None,
             console: false,
