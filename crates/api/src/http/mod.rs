@@ -21,6 +21,7 @@ mod memory;
 mod meta;
 mod metered;
 mod openapi;
+mod ports;
 mod processes;
 mod runs;
 mod sandboxes;
@@ -183,6 +184,25 @@ impl Routes {
         self.add(MethodFilter::DELETE, "delete", path, handler)
     }
 
+    /// Every method the OpenAPI document can name (a proxied route).
+    fn any<H: Handler<T, AppState> + Clone, T: 'static>(self, path: &str, handler: H) -> Self {
+        self.get(path, handler.clone())
+            .post(path, handler.clone())
+            .put(path, handler.clone())
+            .patch(path, handler.clone())
+            .delete(path, handler)
+    }
+
+    /// A route served but not in the document (an alias of a documented one).
+    fn alias<H: Handler<T, AppState> + Clone, T: 'static>(
+        mut self,
+        path: &str,
+        handler: H,
+    ) -> Self {
+        self.router = self.router.route(path, axum::routing::any(handler));
+        self
+    }
+
     fn add<H: Handler<T, AppState>, T: 'static>(
         mut self,
         filter: MethodFilter,
@@ -245,6 +265,9 @@ fn routes() -> Routes {
         .put("/v1/sandboxes/{id}/files/{*path}", files::write)
         .delete("/v1/sandboxes/{id}/files/{*path}", files::delete)
         .post("/v1/sandboxes/{id}/search", files::search)
+        .any("/v1/sandboxes/{id}/ports/{port}/{*path}", ports::forward)
+        .alias("/v1/sandboxes/{id}/ports/{port}/", ports::forward)
+        .alias("/v1/sandboxes/{id}/ports/{port}", ports::forward)
         .post("/v1/sandboxes/{id}/snapshots", snapshots::create)
         .post("/v1/snapshots", snapshots::import)
         .get("/v1/snapshots", snapshots::list)

@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    checkpoints, doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes,
-    sessions, snapshots, terminal, workspace_archive,
+    checkpoints, doctor, egress, events, exec, files, memory, meta, ports, processes, runs,
+    sandboxes, sessions, snapshots, terminal, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -51,6 +51,7 @@ use super::{
         terminal::resize,
         files::list,
         files::read,
+        ports::forward,
         files::write,
         files::delete,
         files::search,

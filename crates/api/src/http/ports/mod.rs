@@ -1,0 +1,146 @@
+//! Servers inside sandboxes, reached through `paddock serve`:
+//! `/v1/sandboxes/{id}/ports/{port}/...` forwards the request (any method,
+//! the body streamed, a WebSocket upgrade passed through) to
+//! `127.0.0.1:{port}` inside the sandbox, over a tunnel the guest opens
+//! (`GuestOps::port_connect`), so every backend and a sandbox without
+//! network are reached alike. The caller's token stays here: the server
+//! sees neither `Authorization` nor any other hop-by-hop header.
+
+mod hop;
+mod proxy;
+
+use axum::extract::{Request, State};
+use axum::http::uri::PathAndQuery;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use paddock_core::sandbox::SandboxId;
+use serde::Deserialize;
+
+use super::error::Body as ErrorBody;
+use super::extract::{ApiPath, sandbox_id};
+use super::{ApiError, AppState, Caller};
+
+/// The path parameters of a port route (the rest of the path is read off
+/// the request's URI, undecoded, as the server must see it).
+#[derive(Debug, Deserialize)]
+pub(super) struct PortPath {
+    id: String,
+    port: String,
+}
+
+impl PortPath {
+    fn port(&self) -> Result<u64, ApiError> {
+        self.port.parse().map_err(|_| {
+            ApiError::invalid(format!(
+                "port: expected a number in 1..=65535, not {:?}",
+                self.port
+            ))
+        })
+    }
+
+    /// The prefix in front of what the server sees.
+    fn prefix(&self) -> String {
+        format!("/v1/sandboxes/{}/ports/{}", self.id, self.port)
+    }
+}
+
+/// The path and query the server sees: the request's, less the route's prefix.
+fn forwarded_path(request: &Request, prefix: &str) -> PathAndQuery {
+    let path = request.uri().path();
+    let rest = path.strip_prefix(prefix).unwrap_or("/");
+    let rest = if rest.is_empty() { "/" } else { rest };
+    let full = match request.uri().query() {
+        Some(query) => format!("{rest}?{query}"),
+        None => rest.to_owned(),
+    };
+    full.parse()
+        .unwrap_or_else(|_| PathAndQuery::from_static("/"))
+}
+
+#[utoipa::path(method(get, post, put, patch, delete), path = "/v1/sandboxes/{id}/ports/{port}/{path}", tag = "ports",
+    summary = "Reach a server started inside the sandbox",
+    description = "Forwards the request (method, headers, streamed body) to `127.0.0.1:{port}` inside the sandbox as `/{path}` with the query, and answers the server's response as it comes. A WebSocket (or any `Connection: upgrade`) request is passed through and the connection relayed both ways. The server sees `Host: 127.0.0.1:{port}`, `X-Forwarded-Host` and `X-Forwarded-Prefix`; never the caller's `Authorization` nor other hop-by-hop headers. Works on every backend and with network `none`: the guest opens the connection inside the sandbox. `/v1/sandboxes/{id}/ports/{port}` without a path redirects to `.../{port}/`.",
+    params(("id" = SandboxId, Path), ("port" = u16, Path, minimum = 1, maximum = 65535, description = "The port the server listens on inside the sandbox (127.0.0.1); 3128, the egress proxy's, is refused."),
+        ("path" = String, Path, description = "The server's path; may be empty and may contain `/`.")),
+    responses(
+        (status = 200, description = "the server's answer, whatever its status, headers and body"),
+        (status = 101, description = "the server switched protocols (WebSocket); the connection is relayed"),
+        (status = 400, description = "a port out of range or the egress proxy's (`invalid_request`)", body = ErrorBody),
+        (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or an agent run drives it (`sandbox_owned_by_run`)", body = ErrorBody),
+        (status = 429, description = "(upgrades) the tenant has `http.max_streams_per_tenant` streams open (`too_many_streams`)", body = ErrorBody),
+        (status = 502, description = "nothing listens on the port (`port_not_listening`), or the server there did not answer HTTP (`port_unreachable`)", body = ErrorBody),
+        (status = 504, description = "the guest did not answer in time (`timeout`)", body = ErrorBody),
+    ))]
+pub(super) async fn forward(
+    State(state): State<AppState>,
+    Caller(tenant): Caller,
+    ApiPath(params): ApiPath<PortPath>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let id: SandboxId = sandbox_id(&params.id)?;
+    let port = params.port()?;
+    let prefix = params.prefix();
+    if request.uri().path() == prefix {
+        return Ok(redirect_to_slash(&request));
+    }
+    let slot = if hop::is_upgrade(request.headers()) {
+        Some(state.streams.take(&tenant)?)
+    } else {
+        None
+    };
+    let tunnel = state.service.open_port(&tenant, &id, port).await?;
+    let target = proxy::Target {
+        port: u16::try_from(port).unwrap_or_default(),
+        path: forwarded_path(&request, &prefix),
+        prefix: Some(prefix),
+    };
+    proxy::forward(tunnel, request, target, slot).await
+}
+
+/// `.../ports/{port}` to `.../ports/{port}/`, so the server's relative links resolve.
+fn redirect_to_slash(request: &Request) -> Response {
+    let location = match request.uri().query() {
+        Some(query) => format!("{}/?{query}", request.uri().path()),
+        None => format!("{}/", request.uri().path()),
+    };
+    match HeaderValue::from_str(&location) {
+        Ok(location) => (
+            StatusCode::PERMANENT_REDIRECT,
+            [(header::LOCATION, location)],
+        )
+            .into_response(),
+        Err(_) => ApiError::invalid("the path cannot be redirected").into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(uri: &str) -> Request {
+        Request::builder()
+            .uri(uri)
+            .body(axum::body::Body::empty())
+            .unwrap()
+    }
+
+    #[test]
+    fn the_server_sees_the_path_after_the_prefix_with_the_query() {
+        let prefix = "/v1/sandboxes/sb-1/ports/8000";
+        let cases = [
+            ("/v1/sandboxes/sb-1/ports/8000/", "/"),
+            (
+                "/v1/sandboxes/sb-1/ports/8000/a/b%20c?x=1&y",
+                "/a/b%20c?x=1&y",
+            ),
+            ("/v1/sandboxes/sb-1/ports/8000?q", "/?q"),
+        ];
+        for (uri, expected) in cases {
+            assert_eq!(
+                forwarded_path(&request(uri), prefix).as_str(),
+                expected,
+                "{uri}"
+            );
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Servers inside a sandbox reached through the API's port routes: real
+//! HTTP through `paddock serve` to `python3 -m http.server` and a small
+//! echo server in a sandbox with network `none`, a WebSocket-style upgrade
+//! passed through, and every refusal (no token, another tenant, a port
+//! out of range or the egress proxy's, nothing listening).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use common::{Db, Setup, TestServer, expect_error, send};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Answers every request with what it received as JSON; answers an
+/// upgrade with 101 and then echoes raw bytes.
+pub const ECHO_SERVER: &str = r#"import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def reply(self):
+        if self.headers.get('upgrade', '').lower() == 'websocket':
+            self.send_response(101)
+            self.send_header('Upgrade', 'websocket')
+            self.send_header('Connection', 'Upgrade')
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                b = self.connection.recv(65536)
+                if not b: break
+                self.connection.sendall(b)
+            self.close_connection = True
+            return
+        n = int(self.headers.get('content-length') or 0)
+        body = self.rfile.read(n).decode()
+        out = json.dumps({'method': self.command, 'path': self.path, 'body': body,
+            'headers': {k.lower(): v for k, v in self.headers.items()}}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = reply
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+"#;
+
+/// Starts the echo server on `port` in the sandbox and waits until it answers.
+pub async fn start_echo(server: &TestServer, id: &str, port: u16) -> Result<()> {
+    let put = format!("/v1/sandboxes/{id}/files/echo_server.py");
+    let (status, body) = send(server.a(Method::PUT, &put).body(ECHO_SERVER)).await?;
+    assert!(status.is_success(), "{status} {body}");
+    let (status, body) = send(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/processes"))
+            .json(&json!({"argv": ["python3", "echo_server.py", port.to_string()]})),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    wait_until_up(server, id, port).await
+}
+
+async fn wait_until_up(server: &TestServer, id: &str, port: u16) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let url = format!("/v1/sandboxes/{id}/ports/{port}/");
+        let response = server.a(Method::GET, &url).send().await?;
+        if response.status() != StatusCode::BAD_GATEWAY {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the server on {port} never listened: {}",
+                response.text().await?
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_in_a_sandbox_without_network_is_reached_with_the_token_only() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(Db::Sqlite, data.path())).await?;
+    let id = server.create_sandbox(json!({"network": "none"})).await?;
+    let ports = format!("/v1/sandboxes/{id}/ports");
+
+    // Nothing listens yet: a clear answer, not a hang.
+    let err = expect_error(
+        server.a(Method::GET, &format!("{ports}/8001/")),
+        StatusCode::BAD_GATEWAY,
+        "port_not_listening",
+    )
+    .await?;
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains("8001"),
+        "{err}"
+    );
+    for bad in ["0", "65536", "3128", "http"] {
+        expect_error(
+            server.a(Method::GET, &format!("{ports}/{bad}/")),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+    }
+
+    start_echo(&server, &id, 8001).await?;
+    let echo = format!("{ports}/8001");
+
+    // Any method, path and query, the body streamed; the token stays here.
+    let (status, seen) = send(
+        server
+            .a(Method::POST, &format!("{echo}/api/items?x=1&y=%20"))
+            .header("x-custom", "kept")
+            .header("connection", "keep-alive, x-hop")
+            .header("x-hop", "dropped")
+            .body("hello sandbox"),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK, "{seen}");
+    assert_eq!(
+        (&seen["method"], &seen["path"], &seen["body"]),
+        (
+            &json!("POST"),
+            &json!("/api/items?x=1&y=%20"),
+            &json!("hello sandbox")
+        )
+    );
+    let headers = &seen["headers"];
+    assert_eq!(headers["x-custom"], "kept", "{headers}");
+    assert_eq!(headers["host"], "127.0.0.1:8001", "{headers}");
+    assert_eq!(headers["x-forwarded-prefix"], echo, "{headers}");
+    for gone in ["authorization", "x-hop"] {
+        assert_eq!(
+            headers[gone],
+            Value::Null,
+            "{gone} reached the sandbox: {headers}"
+        );
+    }
+
+    // Never without a token, never another tenant's sandbox.
+    let unauthorized = server
+        .request(Method::GET, &format!("{echo}/"))
+        .send()
+        .await?;
+    assert_eq!(unauthorized.status(), StatusCode::UNAUTHORIZED);
+    expect_error(
+        server.b(Method::GET, &format!("{echo}/")),
+        StatusCode::NOT_FOUND,
+        "sandbox_not_found",
+    )
+    .await?;
+
+    // A static file server, and the bare port path redirected to its slash.
+    let (status, body) = send(
+        server
+            .a(
+                Method::PUT,
+                &format!("/v1/sandboxes/{id}/files/site/index.html"),
+            )
+            .body("<h1>from the sandbox</h1>"),
+    )
+    .await?;
+    assert!(status.is_success(), "{body}");
+    let (status, body) = send(server.a(Method::POST, &format!("/v1/sandboxes/{id}/processes")).json(
+        &json!({"argv": ["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "site"]}),
+    ))
+    .await?;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    wait_until_up(&server, &id, 8000).await?;
+    let page = server
+        .a(Method::GET, &format!("{ports}/8000/index.html"))
+        .send()
+        .await?;
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(page.text().await?, "<h1>from the sandbox</h1>");
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let bare = no_redirects
+        .get(format!("{}{ports}/8000", server.url))
+        .bearer_auth(&server.setup.tenants.a_token)
+        .send()
+        .await?;
+    assert_eq!(bare.status(), StatusCode::PERMANENT_REDIRECT);
+    assert_eq!(bare.headers()["location"], format!("{ports}/8000/"));
+
+    // An upgrade is passed through and the connection relayed both ways.
+    let relayed = upgrade_and_echo(
+        &server,
+        &format!("{echo}/ws"),
+        &server.setup.tenants.a_token,
+    )
+    .await?;
+    assert_eq!(relayed, "ping through the tunnel");
+    Ok(())
+}
+
+/// A raw `Connection: Upgrade` exchange: answers what came back after the 101.
+pub async fn upgrade_and_echo(server: &TestServer, path: &str, token: &str) -> Result<String> {
+    let addr = server.url.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await?;
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await?;
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        if tcp.read(&mut byte).await? == 0 {
+            bail!(
+                "closed before the answer's head: {}",
+                String::from_utf8_lossy(&answer)
+            );
+        }
+        answer.push(byte[0]);
+    }
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    if !answer.starts_with("HTTP/1.1 101") {
+        bail!("no switch: {answer}");
+    }
+    assert!(
+        answer.to_ascii_lowercase().contains("upgrade: websocket"),
+        "{answer}"
+    );
+    let message = b"ping through the tunnel";
+    tcp.write_all(message).await?;
+    let mut back = vec![0u8; message.len()];
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_exact(&mut back)).await??;
+    Ok(String::from_utf8(back)?)
+}
