@@ -54,6 +54,9 @@ pub use meta::{
     BackendView, ComponentStatus, ComponentView, DatabaseStatus, DatabaseView, HealthView, Overall,
 };
 pub use openapi::{OPENAPI, document};
+pub use ports::{
+    MAX_PORT_URL_TTL_SECS, MintPortUrl, PortKeyError, PortUrl, PortUrlKey, TOKEN_PARAM,
+};
 pub use processes::ProcessList;
 pub use runs::{ChildRuns, DecideChanges, Decision};
 pub use sandboxes::{SandboxList, WorkspaceList};
@@ -78,6 +81,9 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Connection caps and timeouts of the listener.
     pub connections: ConnectionLimits,
+    /// The key of signed port URLs; None: a key for this process only
+    /// (its URLs die with it).
+    pub port_url_key: Option<PortUrlKey>,
 }
 
 impl Default for HttpOptions {
@@ -85,6 +91,7 @@ impl Default for HttpOptions {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             connections: ConnectionLimits::default(),
+            port_url_key: None,
         }
     }
 }
@@ -114,6 +121,8 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// Long-lived streams open per tenant (`http.max_streams_per_tenant`).
     pub streams: Arc<StreamSlots>,
+    /// Signs and checks port URLs; None when no key could be made.
+    pub port_urls: Option<Arc<PortUrlKey>>,
 }
 
 impl AppState {
@@ -139,6 +148,7 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
         agents: services.agents,
         tokens,
         streams: Arc::new(StreamSlots::new(options.connections.max_streams_per_tenant)),
+        port_urls: port_url_key(options),
     };
     routes()
         .router
@@ -148,6 +158,21 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
         .layer(axum::middleware::map_response(headers::layer))
         .with_state(state)
+}
+
+fn port_url_key(options: &HttpOptions) -> Option<Arc<PortUrlKey>> {
+    match options
+        .port_url_key
+        .clone()
+        .map(Ok)
+        .unwrap_or_else(PortUrlKey::ephemeral)
+    {
+        Ok(key) => Some(Arc::new(key)),
+        Err(err) => {
+            tracing::error!(error = %paddock_proto::error_chain(&err), "no key for signed port URLs; they are refused");
+            None
+        }
+    }
 }
 
 /// Every route the router serves, as (method, path template) in the OpenAPI
@@ -191,6 +216,22 @@ impl Routes {
             .put(path, handler.clone())
             .patch(path, handler.clone())
             .delete(path, handler)
+    }
+
+    /// A POST route whose other methods go to `fallback`.
+    fn post_or<H, T, F, U>(mut self, path: &str, handler: H, fallback: F) -> Self
+    where
+        H: Handler<T, AppState>,
+        F: Handler<U, AppState>,
+        T: 'static,
+        U: 'static,
+    {
+        self.router = self
+            .router
+            .route(path, axum::routing::post(handler).fallback(fallback));
+        self.registered
+            .push(("post".to_owned(), path.replace("{*", "{")));
+        self
     }
 
     /// A route served but not in the document (an alias of a documented one).
@@ -266,6 +307,11 @@ fn routes() -> Routes {
         .delete("/v1/sandboxes/{id}/files/{*path}", files::delete)
         .post("/v1/sandboxes/{id}/search", files::search)
         .any("/v1/sandboxes/{id}/ports/{port}/{*path}", ports::forward)
+        .post_or(
+            "/v1/sandboxes/{id}/ports/{port}/url",
+            ports::mint_url,
+            ports::forward,
+        )
         .alias("/v1/sandboxes/{id}/ports/{port}/", ports::forward)
         .alias("/v1/sandboxes/{id}/ports/{port}", ports::forward)
         .post("/v1/sandboxes/{id}/snapshots", snapshots::create)

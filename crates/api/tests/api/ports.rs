@@ -188,6 +188,8 @@ async fn a_server_in_a_sandbox_without_network_is_reached_with_the_token_only() 
     assert_eq!(bare.status(), StatusCode::PERMANENT_REDIRECT);
     assert_eq!(bare.headers()["location"], format!("{ports}/8000/"));
 
+    signed_urls(&server, &id).await?;
+
     // An upgrade is passed through and the connection relayed both ways.
     let relayed = upgrade_and_echo(
         &server,
@@ -233,4 +235,119 @@ pub async fn upgrade_and_echo(server: &TestServer, path: &str, token: &str) -> R
     let mut back = vec![0u8; message.len()];
     tokio::time::timeout(Duration::from_secs(10), tcp.read_exact(&mut back)).await??;
     Ok(String::from_utf8(back)?)
+}
+
+/// A signed URL reaches its port of its sandbox without the bearer token,
+/// until it expires; the token never reaches the server.
+async fn signed_urls(server: &TestServer, id: &str) -> Result<()> {
+    let ports = format!("/v1/sandboxes/{id}/ports");
+    let mint = |port: u16, body: Value| {
+        server
+            .a(Method::POST, &format!("{ports}/{port}/url"))
+            .json(&body)
+    };
+    let (status, minted) = send(mint(8001, json!({"ttl_secs": 600}))).await?;
+    assert_eq!(status, StatusCode::CREATED, "{minted}");
+    let url = minted["url"].as_str().unwrap().to_owned();
+    let token = minted["token"].as_str().unwrap().to_owned();
+    assert_eq!(url, format!("{ports}/8001/?paddock_token={token}"));
+    assert!(
+        minted["expires_at"].as_str().unwrap().ends_with('Z'),
+        "{minted}"
+    );
+
+    // No bearer token: the signed URL alone lets the request in.
+    let with_token = |path: &str, token: &str| {
+        server.request(
+            Method::GET,
+            &format!("{ports}/{path}?a=1&paddock_token={token}"),
+        )
+    };
+    let response = with_token("8001/page", &token).send().await?;
+    assert_eq!(response.status(), StatusCode::OK);
+    let cookie = response.headers()["set-cookie"].to_str()?.to_owned();
+    assert!(
+        cookie.starts_with(&format!(
+            "paddock_token={token}; Path={ports}/8001/; HttpOnly"
+        )),
+        "{cookie}"
+    );
+    let seen: Value = response.json().await?;
+    assert_eq!(
+        seen["path"], "/page?a=1",
+        "the token reached the server: {seen}"
+    );
+    // The cookie alone does for the page's later requests, and stays here too.
+    let (status, seen) = send(
+        server
+            .request(Method::GET, &format!("{ports}/8001/style.css"))
+            .header("cookie", format!("theme=dark; paddock_token={token}")),
+    )
+    .await?;
+    assert_eq!(status, StatusCode::OK, "{seen}");
+    assert_eq!(seen["headers"]["cookie"], "theme=dark", "{seen}");
+
+    // Another port, a forged signature, a token minted by another tenant's
+    // key for this sandbox, an expired one: all refused.
+    let refused = async |path: &str, token: &str, why: &str| -> Result<()> {
+        let err = expect_error(
+            with_token(path, token),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        )
+        .await?;
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{path}: {message}");
+        Ok(())
+    };
+    refused("8000/", &token, "signature").await?;
+    let mut forged = token.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    refused("8001/", &forged, "signature").await?;
+    let other_tenant = token.replacen(
+        &format!(".{}.", server.setup.tenants.a),
+        &format!(".{}.", server.setup.tenants.b),
+        1,
+    );
+    refused("8001/", &other_tenant, "signature").await?;
+    refused("8001/", "12.nope", "malformed").await?;
+    let (status, short) = send(mint(8001, json!({"ttl_secs": 1}))).await?;
+    assert_eq!(status, StatusCode::CREATED, "{short}");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    refused("8001/", short["token"].as_str().unwrap(), "expired").await?;
+
+    // Minting needs the tenant's token and sandbox, and a bounded lifetime.
+    let anonymous = server
+        .request(Method::POST, &format!("{ports}/8001/url"))
+        .json(&json!({}))
+        .send()
+        .await?;
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    expect_error(
+        server
+            .b(Method::POST, &format!("{ports}/8001/url"))
+            .json(&json!({})),
+        StatusCode::NOT_FOUND,
+        "sandbox_not_found",
+    )
+    .await?;
+    for ttl in [0, 86_401] {
+        expect_error(
+            mint(8001, json!({"ttl_secs": ttl})),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+    }
+    expect_error(
+        mint(3128, json!({})),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    // The server's own GET /url is still reached.
+    let (status, seen) = send(server.a(Method::GET, &format!("{ports}/8001/url"))).await?;
+    assert_eq!((status, &seen["path"]), (StatusCode::OK, &json!("/url")));
+    Ok(())
 }

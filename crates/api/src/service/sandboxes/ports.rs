@@ -34,4 +34,14 @@ impl SandboxService {
             Err(e) => Err(self.guest_failed(id, "port_connect", e).await),
         }
     }
+
+    /// Refused as [`SandboxService::open_port`] would refuse the sandbox
+    /// (not the tenant's, not running); counts as a use of it.
+    pub async fn running_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+    ) -> Result<(), ServiceError> {
+        self.use_sandbox(tenant, id).await.map(|_| ())
+    }
 }
