@@ -187,6 +187,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         max_body_bytes: checked.max_body_bytes,
         connections,
         port_url_key: Some(port_url_key),
+        ports_domain: checked.ports_domain,
     };
     let services = Services {
         sandboxes: service,

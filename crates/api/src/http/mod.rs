@@ -55,7 +55,8 @@ pub use meta::{
 };
 pub use openapi::{OPENAPI, document};
 pub use ports::{
-    MAX_PORT_URL_TTL_SECS, MintPortUrl, PortKeyError, PortUrl, PortUrlKey, TOKEN_PARAM,
+    InvalidPortsDomain, MAX_PORT_URL_TTL_SECS, MintPortUrl, PortKeyError, PortUrl, PortUrlKey,
+    PortsDomain, TOKEN_PARAM,
 };
 pub use processes::ProcessList;
 pub use runs::{ChildRuns, DecideChanges, Decision};
@@ -84,6 +85,8 @@ pub struct HttpOptions {
     /// The key of signed port URLs; None: a key for this process only
     /// (its URLs die with it).
     pub port_url_key: Option<PortUrlKey>,
+    /// Host-based port routing (`{P}-{id}.{domain}`); None: off.
+    pub ports_domain: Option<PortsDomain>,
 }
 
 impl Default for HttpOptions {
@@ -92,6 +95,7 @@ impl Default for HttpOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             connections: ConnectionLimits::default(),
             port_url_key: None,
+            ports_domain: None,
         }
     }
 }
@@ -123,6 +127,8 @@ pub struct AppState {
     pub streams: Arc<StreamSlots>,
     /// Signs and checks port URLs; None when no key could be made.
     pub port_urls: Option<Arc<PortUrlKey>>,
+    /// Host-based port routing; None: off.
+    pub ports_domain: Option<Arc<PortsDomain>>,
 }
 
 impl AppState {
@@ -149,6 +155,7 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
         tokens,
         streams: Arc::new(StreamSlots::new(options.connections.max_streams_per_tenant)),
         port_urls: port_url_key(options),
+        ports_domain: options.ports_domain.clone().map(Arc::new),
     };
     routes()
         .router
@@ -156,6 +163,10 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ports::host_route,
+        ))
         .layer(axum::middleware::map_response(headers::layer))
         .with_state(state)
 }

@@ -204,9 +204,19 @@ async fn a_server_in_a_sandbox_without_network_is_reached_with_the_token_only() 
 /// A raw `Connection: Upgrade` exchange: answers what came back after the 101.
 pub async fn upgrade_and_echo(server: &TestServer, path: &str, token: &str) -> Result<String> {
     let addr = server.url.trim_start_matches("http://");
+    upgrade_and_echo_on(addr, addr, path, token).await
+}
+
+/// [`upgrade_and_echo`] to `addr` with `host` as the `Host` header.
+pub async fn upgrade_and_echo_on(
+    addr: &str,
+    host: &str,
+    path: &str,
+    token: &str,
+) -> Result<String> {
     let mut tcp = tokio::net::TcpStream::connect(addr).await?;
     let head = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
          Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
     );
@@ -349,5 +359,77 @@ async fn signed_urls(server: &TestServer, id: &str) -> Result<()> {
     // The server's own GET /url is still reached.
     let (status, seen) = send(server.a(Method::GET, &format!("{ports}/8001/url"))).await?;
     assert_eq!((status, &seen["path"]), (StatusCode::OK, &json!("/url")));
+    Ok(())
+}
+
+/// With a ports domain, `{P}-{id}.{domain}` reaches the port at the
+/// server's own root, with the same tokens; other hosts get the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_routing_reaches_a_port_at_its_root() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut setup = Setup::new(Db::Sqlite, data.path());
+    setup.ports_domain = Some("ports.paddock.test".to_owned());
+    let server = TestServer::start(setup).await?;
+    let id = server.create_sandbox(json!({"network": "none"})).await?;
+    start_echo(&server, &id, 8001).await?;
+    let host = format!("8001-{id}.ports.paddock.test");
+    let on_host = |method: Method, path: &str| server.a(method, path).header("host", &host);
+
+    let (status, seen) = send(on_host(Method::POST, "/v1/health?x=1").body("b")).await?;
+    assert_eq!(status, StatusCode::OK, "{seen}");
+    assert_eq!(
+        (
+            &seen["path"],
+            &seen["body"],
+            &seen["headers"]["x-forwarded-prefix"]
+        ),
+        (&json!("/v1/health?x=1"), &json!("b"), &Value::Null)
+    );
+    assert_eq!(seen["headers"]["authorization"], Value::Null, "{seen}");
+    // The same refusals as the path route.
+    let anonymous = server
+        .request(Method::GET, "/")
+        .header("host", &host)
+        .send()
+        .await?;
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    expect_error(
+        server.b(Method::GET, "/").header("host", &host),
+        StatusCode::NOT_FOUND,
+        "sandbox_not_found",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(Method::GET, "/")
+            .header("host", format!("8002-{id}.ports.paddock.test")),
+        StatusCode::BAD_GATEWAY,
+        "port_not_listening",
+    )
+    .await?;
+    // A signed URL's token works on the host too; its cookie is for the whole host.
+    let (_, minted) = send(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/ports/8001/url"))
+            .json(&json!({})),
+    )
+    .await?;
+    let token = minted["token"].as_str().unwrap();
+    let response = server
+        .request(Method::GET, &format!("/app?paddock_token={token}"))
+        .header("host", &host)
+        .send()
+        .await?;
+    assert_eq!(response.status(), StatusCode::OK);
+    let cookie = response.headers()["set-cookie"].to_str()?.to_owned();
+    assert!(cookie.contains("; Path=/;"), "{cookie}");
+    assert_eq!(response.json::<Value>().await?["path"], "/app");
+    // An upgrade through the host route.
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let relayed = upgrade_and_echo_on(&addr, &host, "/ws", &server.setup.tenants.a_token).await?;
+    assert_eq!(relayed, "ping through the tunnel");
+    // Any other host is the API as ever.
+    let (status, health) = send(server.a(Method::GET, "/v1/health")).await?;
+    assert_eq!(status, StatusCode::OK, "{health}");
     Ok(())
 }

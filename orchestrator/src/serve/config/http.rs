@@ -37,6 +37,21 @@ pub struct HttpSection {
     /// Event, process output and streamed exec streams open at once per
     /// tenant (default 256).
     pub max_streams_per_tenant: Option<usize>,
+    /// Host-based port routing: `{P}-{sandbox id}.{ports_domain}` reaches
+    /// port P of the sandbox (default: off).
+    pub ports_domain: Option<String>,
+}
+
+impl HttpSection {
+    /// `ports_domain`, checked.
+    pub fn ports_domain(&self) -> anyhow::Result<Option<paddock_api::http::PortsDomain>> {
+        self.ports_domain
+            .as_deref()
+            .map(|d| {
+                paddock_api::http::PortsDomain::parse(d).map_err(|e| anyhow::anyhow!("http.{e}"))
+            })
+            .transpose()
+    }
 }
 
 impl HttpSection {

@@ -241,6 +241,7 @@ pub struct Checked {
     pub steering: paddock_runtime::SteeringSettings,
     pub queue: paddock_runtime::QueueSettings,
     pub prices: paddock_core::model::Prices,
+    pub ports_domain: Option<paddock_api::http::PortsDomain>,
 }
 
 impl ServeConfig {
@@ -258,6 +259,7 @@ impl ServeConfig {
             budget_max: self.runs.budget_max()?,
             steering: self.runs.steering()?,
             queue: self.runs.queue()?,
+            ports_domain: self.http.ports_domain()?,
             prices: crate::agent::parse_prices(&self.prices)
                 .map_err(|err| anyhow::anyhow!("prices: {err}"))?,
         })

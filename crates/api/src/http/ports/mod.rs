@@ -8,9 +8,11 @@
 
 mod access;
 mod hop;
+mod host;
 mod proxy;
 mod signed;
 
+pub use host::{InvalidPortsDomain, PortsDomain};
 pub use signed::{PortKeyError, PortUrlKey, TOKEN_PARAM};
 
 use axum::extract::{Request, State};
@@ -34,15 +36,6 @@ pub(super) struct PortPath {
 }
 
 impl PortPath {
-    fn port(&self) -> Result<u64, ApiError> {
-        self.port.parse().map_err(|_| {
-            ApiError::invalid(format!(
-                "port: expected a number in 1..=65535, not {:?}",
-                self.port
-            ))
-        })
-    }
-
     /// The prefix in front of what the server sees.
     fn prefix(&self) -> String {
         format!("/v1/sandboxes/{}/ports/{}", self.id, self.port)
@@ -81,40 +74,104 @@ fn forwarded_path(request: &Request, prefix: &str) -> PathAndQuery {
 pub(super) async fn forward(
     State(state): State<AppState>,
     ApiPath(params): ApiPath<PortPath>,
-    mut request: Request,
+    request: Request,
 ) -> Result<Response, ApiError> {
-    let id: SandboxId = sandbox_id(&params.id)?;
-    let port = params.port()?;
-    let port16 = paddock_proto::check_port(port).map_err(|e| ApiError::invalid(e.to_string()))?;
     let prefix = params.prefix();
-    let access = access::authorize(
-        &state,
-        request.headers(),
-        request.uri().query(),
-        &id,
-        port16,
-    )?;
     if request.uri().path() == prefix {
+        // Still only for a caller the port would let in.
+        let (id, port) = parse_target(&params.id, &params.port)?;
+        access::authorize(&state, request.headers(), request.uri().query(), &id, port)?;
         return Ok(redirect_to_slash(&request));
     }
+    let path = forwarded_path(&request, &prefix);
+    let route = Route {
+        path,
+        cookie_path: format!("{prefix}/"),
+        prefix: Some(prefix),
+    };
+    forward_to(&state, &params.id, &params.port, route, request).await
+}
+
+/// Host-based routing (`{P}-{id}.{ports domain}`), before any route:
+/// such a request goes to the port whatever its path; any other passes on.
+pub(super) async fn host_route(
+    State(state): State<AppState>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let target = state.ports_domain.as_deref().and_then(|domain| {
+        domain
+            .route(request.headers())
+            .map(|(port, id): (&str, &str)| (port.to_string(), id.to_string()))
+    });
+    let Some((port, id)) = target else {
+        return next.run(request).await;
+    };
+    let path = request
+        .uri()
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    let route = Route {
+        path,
+        cookie_path: "/".to_owned(),
+        prefix: None,
+    };
+    forward_to(&state, &id, &port, route, request)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Where in the server a request goes, and what the caller saw in front of it.
+struct Route {
+    /// What the server sees (the signed token still in it).
+    path: PathAndQuery,
+    /// Where a signed token's cookie applies.
+    cookie_path: String,
+    /// `X-Forwarded-Prefix` (path routes).
+    prefix: Option<String>,
+}
+
+fn parse_target(id: &str, port: &str) -> Result<(SandboxId, u16), ApiError> {
+    let id: SandboxId = sandbox_id(id)?;
+    let port: u64 = port.parse().map_err(|_| {
+        ApiError::invalid(format!(
+            "port: expected a number in 1..=65535, not {port:?}"
+        ))
+    })?;
+    let port = paddock_proto::check_port(port).map_err(|e| ApiError::invalid(e.to_string()))?;
+    Ok((id, port))
+}
+
+async fn forward_to(
+    state: &AppState,
+    id: &str,
+    port: &str,
+    route: Route,
+    mut request: Request,
+) -> Result<Response, ApiError> {
+    let (id, port) = parse_target(id, port)?;
+    let access = access::authorize(state, request.headers(), request.uri().query(), &id, port)?;
     let slot = if hop::is_upgrade(request.headers()) {
         Some(state.streams.take(&access.tenant)?)
     } else {
         None
     };
-    let tunnel = state.service.open_port(&access.tenant, &id, port).await?;
+    let tunnel = state
+        .service
+        .open_port(&access.tenant, &id, u64::from(port))
+        .await?;
     access::strip_cookie(request.headers_mut());
-    let cookie_path = format!("{prefix}/");
     let target = proxy::Target {
-        port: port16,
-        path: access::without_token(&forwarded_path(&request, &prefix)),
-        prefix: Some(prefix),
+        port,
+        path: access::without_token(&route.path),
+        prefix: route.prefix,
     };
     let mut response = proxy::forward(tunnel, request, target, slot).await?;
     if let Some(cookie) = access
         .set_cookie
         .as_deref()
-        .and_then(|token| access::cookie(token, &cookie_path))
+        .and_then(|token| access::cookie(token, &route.cookie_path))
     {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
@@ -161,9 +218,7 @@ pub(super) async fn mint_url(
     ApiPath(params): ApiPath<PortPath>,
     ApiJson(body): ApiJson<MintPortUrl>,
 ) -> Result<(StatusCode, axum::Json<PortUrl>), ApiError> {
-    let id: SandboxId = sandbox_id(&params.id)?;
-    let port =
-        paddock_proto::check_port(params.port()?).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let (id, port) = parse_target(&params.id, &params.port)?;
     let ttl = body.ttl_secs.unwrap_or(DEFAULT_PORT_URL_TTL_SECS);
     if !(1..=MAX_PORT_URL_TTL_SECS).contains(&ttl) {
         return Err(ApiError::invalid(format!(
