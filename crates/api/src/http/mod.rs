@@ -56,7 +56,7 @@ pub use meta::{
 pub use openapi::{OPENAPI, document};
 pub use ports::{
     InvalidPortsDomain, MAX_PORT_URL_TTL_SECS, MintPortUrl, PortKeyError, PortUrl, PortUrlKey,
-    PortsDomain, TOKEN_PARAM,
+    PortsDomain, TCP_PROTOCOL, TOKEN_PARAM,
 };
 pub use processes::ProcessList;
 pub use runs::{ChildRuns, DecideChanges, Decision};
@@ -318,6 +318,7 @@ fn routes() -> Routes {
         .delete("/v1/sandboxes/{id}/files/{*path}", files::delete)
         .post("/v1/sandboxes/{id}/search", files::search)
         .any("/v1/sandboxes/{id}/ports/{port}/{*path}", ports::forward)
+        .get("/v1/sandboxes/{id}/tunnel/{port}", ports::tunnel::tunnel)
         .post_or(
             "/v1/sandboxes/{id}/ports/{port}/url",
             ports::mint_url,

@@ -53,6 +53,7 @@ use super::{
         files::read,
         ports::forward,
         ports::mint_url,
+        ports::tunnel::tunnel,
         files::write,
         files::delete,
         files::search,

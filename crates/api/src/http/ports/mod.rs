@@ -11,9 +11,11 @@ mod hop;
 mod host;
 mod proxy;
 mod signed;
+pub(super) mod tunnel;
 
 pub use host::{InvalidPortsDomain, PortsDomain};
 pub use signed::{PortKeyError, PortUrlKey, TOKEN_PARAM};
+pub use tunnel::TCP_PROTOCOL;
 
 use axum::extract::{Request, State};
 use axum::http::uri::PathAndQuery;
