@@ -151,7 +151,7 @@ pub enum Request {
     StreamCredit { target: u64, bytes: u64 },
 
     /// Opens a TCP connection to `127.0.0.1:port` inside the sandbox (see
-    /// [`check_port`]) and relays it. Events: [`Event::Connected`], then
+    /// [`check_port`](crate::check_port)) and relays it. Events: [`Event::Connected`], then
     /// [`Event::Data`] (payload = bytes from the server, credit-bounded
     /// like exec output). Reply: [`Reply::Ok`] once the server closed its
     /// side, the host sent `PortClose`, or nothing moved for the idle
