@@ -1,11 +1,14 @@
 //! Everything one connection's requests share.
 
+use std::sync::Arc;
+
 use paddock_proto::Enforcement;
 
 use crate::exec::ExecRegistry;
 use crate::exec::groups::ProcessGroups;
 use crate::exec::spawner::Spawner;
 use crate::files::Workspace;
+use crate::ports::PortRegistry;
 use crate::processes::ProcessTable;
 use crate::snapshot::import::ImportRegistry;
 
@@ -22,6 +25,8 @@ pub struct Agent {
     pub groups: ProcessGroups,
     /// Snapshot imports waiting for more archive chunks.
     pub imports: ImportRegistry,
+    /// Port tunnels open (`PortConnect`).
+    pub ports: Arc<PortRegistry>,
     /// Variables of commands in a sandbox with egress, besides the proxy's.
     pub egress_env: Vec<(String, String)>,
 }
@@ -41,6 +46,7 @@ impl Agent {
             processes: ProcessTable::new(ring_bytes),
             groups: ProcessGroups::default(),
             imports: ImportRegistry::default(),
+            ports: Arc::default(),
             egress_env: Vec::new(),
         }
     }

@@ -16,6 +16,7 @@ mod exec;
 mod files;
 mod isolation;
 mod microvm;
+mod ports;
 mod processes;
 mod server;
 mod snapshot;

@@ -45,5 +45,8 @@ pub async fn dispatch(command: SandboxCommand) -> anyhow::Result<u8> {
         SandboxCommand::Exec(args) => client::exec(&api(&args.server, "sandbox exec")?, args).await,
         SandboxCommand::Rm(args) => client::rm(&api(&args.server, "sandbox rm")?, args.rm).await,
         SandboxCommand::Shell(args) => shell::shell(*args).await,
+        SandboxCommand::PortForward(args) => {
+            client::port_forward(&api(&args.server, "sandbox port-forward")?, args).await
+        }
     }
 }

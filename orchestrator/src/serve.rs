@@ -181,9 +181,13 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
 
     let connections = checked.connections;
     raise_fd_limit(connections.max_connections);
+    // Signed port URLs outlive a restart: their key stays in the data dir.
+    let port_url_key = paddock_api::http::PortUrlKey::load_or_create(&data.join("port-url.key"))?;
     let options = HttpOptions {
         max_body_bytes: checked.max_body_bytes,
         connections,
+        port_url_key: Some(port_url_key),
+        ports_domain: checked.ports_domain,
     };
     let services = Services {
         sandboxes: service,

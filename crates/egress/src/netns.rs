@@ -20,7 +20,7 @@ use tokio::process::Command;
 use crate::EgressError;
 
 /// Where the explicit HTTP proxy listens inside the namespace.
-pub const PROXY_PORT: u16 = 3128;
+pub const PROXY_PORT: u16 = paddock_proto::PROXY_PORT;
 /// Where redirected TCP arrives.
 pub const TRANSPARENT_PORT: u16 = 3129;
 /// The sandbox's own address on egress0 (never leaves the namespace).

@@ -17,6 +17,7 @@ mod frame;
 mod fs_path;
 mod messages;
 mod network;
+mod port;
 mod sandbox_spec;
 mod secret;
 
@@ -39,6 +40,7 @@ pub use network::{
     Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
     NetworkBounds, NetworkPolicy, NetworkRefused, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
+pub use port::{PROXY_PORT, PortRefused, check_port};
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS,
     MissingScopePath, SandboxLimits, SandboxPolicy, check_writable_paths, writable_path_parts,
@@ -52,7 +54,8 @@ pub use secret::{
 /// 3: pseudo-terminals (`ExecSpec::pty`, `ProcessResize`) and long-polled
 /// `ProcessRead` (`wait_ms`). 4: paths and names are bytes ([`FsPath`]: a
 /// string when UTF-8, else `{"bytes": base64}`), every name listed.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: port tunnels (`PortConnect`, `PortWrite`, `PortClose`).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Event payload bytes the guest may send for one request before the host
 /// grants more with [`Request::StreamCredit`]. The guest stops reading a

@@ -150,6 +150,29 @@ pub enum Request {
     /// the guest answers nothing, so credit costs no frame back.
     StreamCredit { target: u64, bytes: u64 },
 
+    /// Opens a TCP connection to `127.0.0.1:port` inside the sandbox (see
+    /// [`check_port`](crate::check_port)) and relays it. Events: [`Event::Connected`], then
+    /// [`Event::Data`] (payload = bytes from the server, credit-bounded
+    /// like exec output). Reply: [`Reply::Ok`] once the server closed its
+    /// side, the host sent `PortClose`, or nothing moved for the idle
+    /// timeout; [`ErrorCode::NotListening`] when nothing listens there.
+    PortConnect {
+        port: u16,
+        /// How long the connect may take; None = the guest's default.
+        #[serde(default)]
+        connect_timeout_ms: Option<u64>,
+        /// The tunnel closes after this long without a byte either way;
+        /// None = the guest's default.
+        #[serde(default)]
+        idle_timeout_ms: Option<u64>,
+    },
+    /// Bytes for the server of a running `PortConnect` (`target` = its
+    /// request id). Payload: bytes. `eof` ends the host's side (a TCP
+    /// half-close) after them. Reply: [`Reply::Ok`] once written.
+    PortWrite { target: u64, eof: bool },
+    /// Closes a running `PortConnect` at once. Reply: [`Reply::Ok`].
+    PortClose { target: u64 },
+
     /// Ends the guest (and so the sandbox). Reply: [`Reply::Ok`], then the connection closes.
     Shutdown,
 }
@@ -183,6 +206,9 @@ impl Request {
             Request::SnapshotExport { .. } => "snapshot_export",
             Request::SnapshotImport { .. } => "snapshot_import",
             Request::SnapshotChunk { .. } => "snapshot_chunk",
+            Request::PortConnect { .. } => "port_connect",
+            Request::PortWrite { .. } => "port_write",
+            Request::PortClose { .. } => "port_close",
             Request::Shutdown => "shutdown",
         }
     }
@@ -294,6 +320,10 @@ pub enum Event {
     Output { stream: OutputStream },
     /// The next bytes of a `SnapshotExport` archive ride in the payload.
     Chunk,
+    /// A `PortConnect` reached its server.
+    Connected,
+    /// The next bytes from a `PortConnect`'s server ride in the payload.
+    Data,
 }
 
 /// What a `SnapshotExport` packed.
@@ -495,6 +525,8 @@ pub enum ErrorCode {
     /// Spawning the command failed (not found, not executable).
     SpawnFailed,
     Timeout,
+    /// Nothing listens on the port a `PortConnect` asked for.
+    NotListening,
     Io,
 }
 
@@ -675,6 +707,16 @@ mod tests {
                 target: 1,
                 eof: true,
             },
+            Request::PortConnect {
+                port: 8000,
+                connect_timeout_ms: None,
+                idle_timeout_ms: None,
+            },
+            Request::PortWrite {
+                target: 1,
+                eof: false,
+            },
+            Request::PortClose { target: 1 },
             Request::Shutdown,
         ];
         let mut names = std::collections::BTreeSet::new();

@@ -1,7 +1,7 @@
 //! Routing each request to its handler.
 //!
 //! Requests run concurrently in their own tasks, except the few whose effect
-//! must keep arrival order: stdin chunks are queued before the next frame is
+//! must keep arrival order: stdin and port chunks are queued before the next frame is
 //! read, and an `Exec` is registered before its `ExecStdin`/`ExecSignal` can
 //! arrive.
 
@@ -14,7 +14,7 @@ use crate::agent::Agent;
 use crate::error::{Handled, bad_request};
 use crate::exec::stdin::Ack;
 use crate::snapshot::{export, import};
-use crate::{exec, files, processes};
+use crate::{exec, files, ports, processes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
@@ -162,6 +162,24 @@ impl Session {
                 import::start(agent, &self.outbox, id, spec, payload);
                 return Flow::Continue;
             }
+            Request::PortConnect {
+                port,
+                connect_timeout_ms,
+                idle_timeout_ms,
+            } => {
+                let timeouts = ports::Timeouts::from_request(connect_timeout_ms, idle_timeout_ms);
+                ports::start(&agent.ports, &self.outbox, id, port, timeouts);
+                return Flow::Continue;
+            }
+            // Queued before the next frame is read, so bytes keep their order.
+            Request::PortWrite { target, eof } => {
+                match agent.ports.feed(target) {
+                    Ok(feed) => self.acknowledge(id, feed.submit(payload, eof)),
+                    Err(e) => self.outbox.finish(id, Err(e)).await,
+                }
+                return Flow::Continue;
+            }
+            Request::PortClose { target } => agent.ports.close(target),
             // Queued before the next frame is read, so chunks keep their order.
             Request::SnapshotChunk { target, eof } => {
                 agent.imports.feed(target, payload, eof).await

@@ -75,6 +75,7 @@ where
         }
     }
     agent.imports.clear();
+    agent.ports.clear();
     agent.groups.kill_all();
     if tokio::time::timeout(FLUSH_TIMEOUT, outbox.flush())
         .await

@@ -29,7 +29,9 @@ pub use memory::{MemoryCli, MemoryCommand};
 pub use process::{ProcessCli, ProcessCommand};
 pub use run::{GoalArgs, Mode};
 pub use runs::{RunsCli, RunsCommand};
-pub use sandbox::{CreateArgs, ExecArgs, InfoArgs, LsArgs, RunArgs, SandboxCommand, ShellArgs};
+pub use sandbox::{
+    CreateArgs, ExecArgs, InfoArgs, LsArgs, PortForwardArgs, RunArgs, SandboxCommand, ShellArgs,
+};
 pub use serve::ServeArgs;
 pub use session::{SessionCli, SessionCommand};
 pub use snapshot::{RestoreArgs, SnapshotCli, SnapshotCommand};

@@ -39,6 +39,26 @@ pub enum SandboxCommand {
     /// or SIGHUP/SIGTERM here) leaves a server's shell running: `--attach
     /// HANDLE` comes back to it, replaying what it printed meanwhile.
     Shell(Box<ShellArgs>),
+    /// Reach a port of a server's sandbox from this host: listens on
+    /// 127.0.0.1 (the same port number, or --local-port) and carries each
+    /// connection to 127.0.0.1:PORT inside the sandbox, through the server
+    /// and the sandbox's guest (any TCP protocol; network `none` too).
+    /// Runs until Ctrl-C.
+    PortForward(PortForwardArgs),
+}
+
+/// `paddock sandbox port-forward`.
+#[derive(Debug, Args)]
+pub struct PortForwardArgs {
+    /// The sandbox (sb-...).
+    pub id: String,
+    /// The port a server listens on inside the sandbox.
+    pub port: u64,
+    /// The port to listen on here (127.0.0.1); default PORT; 0 picks a free one.
+    #[arg(long)]
+    pub local_port: Option<u16>,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 /// `paddock sandbox shell`.

@@ -4,6 +4,7 @@
 
 mod exec;
 mod files;
+mod port_forward;
 mod process;
 mod sandbox;
 mod snapshot;
@@ -17,6 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use files::files;
+pub use port_forward::port_forward;
 pub use process::process;
 pub use sandbox::{create, info, ls, rm};
 pub use snapshot::snapshot;
@@ -65,6 +67,23 @@ impl ApiClient {
     /// The flag that names this server on a command line printed for people.
     pub fn server_flag(&self) -> String {
         format!(" --server {}", self.base)
+    }
+
+    /// This client without the read timeout, for connections that may stay
+    /// quiet for as long as they like (an upgraded tunnel).
+    pub fn without_read_timeout(&self) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .context("setting up the HTTP client")?;
+        Ok(Self {
+            http,
+            ..self.clone()
+        })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {

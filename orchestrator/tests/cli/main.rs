@@ -11,6 +11,7 @@ mod backends;
 mod client;
 mod console;
 mod crash;
+mod port_forward;
 mod remote;
 mod resume_faults;
 mod run;

@@ -34,6 +34,9 @@ enum Cmd {
     Ping { ip: Ipv4Addr },
     /// Prints the network interfaces, one per line.
     Interfaces,
+    /// Serves TCP on 127.0.0.1:PORT until killed, echoing every
+    /// connection's bytes back (one thread per connection).
+    EchoServer { port: u16 },
     /// Creates inotify instances until that fails (at most MAX), prints
     /// "inotify N errno E" (E 0 when none failed), then keeps them open for
     /// HOLD_SECS.
@@ -53,6 +56,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Udp { addr } => udp(addr),
         Cmd::Ping { ip } => ping(ip),
         Cmd::Interfaces => interfaces(),
+        Cmd::EchoServer { port } => echo_server(port),
         Cmd::Inotify { max, hold_secs } => inotify(max, hold_secs),
     }
 }
@@ -116,6 +120,21 @@ fn loopback() -> anyhow::Result<()> {
         bail!("bytes changed in transit");
     }
     println!("loopback ok {addr}");
+    Ok(())
+}
+
+fn echo_server(port: u16) -> anyhow::Result<()> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).context("bind")?;
+    for conn in listener.incoming() {
+        let mut conn = conn.context("accept")?;
+        std::thread::spawn(move || {
+            let mut reader = match conn.try_clone() {
+                Ok(reader) => reader,
+                Err(_) => return,
+            };
+            let _ = std::io::copy(&mut reader, &mut conn);
+        });
+    }
     Ok(())
 }
 

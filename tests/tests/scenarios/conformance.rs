@@ -7,6 +7,8 @@
 
 #[path = "conformance/cases.rs"]
 mod cases;
+#[path = "conformance/ports.rs"]
+mod ports;
 
 macro_rules! per_backend {
     ($($case:ident),* $(,)?) => {
@@ -59,4 +61,5 @@ per_backend!(
     warm_pool,
     owner_killed_leaves_nothing,
     pid_1_shows_no_spec,
+    port_tunnel,
 );

@@ -246,6 +246,7 @@ fn guest_error(id: &str, op: &'static str, source: GuestError) -> ApiError {
         ErrorCode::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
         ErrorCode::SpawnFailed => (StatusCode::UNPROCESSABLE_ENTITY, "spawn_failed"),
         ErrorCode::Timeout => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+        ErrorCode::NotListening => (StatusCode::BAD_GATEWAY, "port_not_listening"),
         ErrorCode::BadRequest => (StatusCode::BAD_REQUEST, "invalid_request"),
         ErrorCode::VersionMismatch | ErrorCode::Io => {
             tracing::error!(sandbox_id = id, op, error = %error, "guest operation failed");

@@ -22,6 +22,7 @@ mod memory;
 mod meta;
 mod metered;
 mod openapi;
+mod ports;
 mod processes;
 mod runs;
 mod sandboxes;
@@ -55,6 +56,10 @@ pub use meta::{
     BackendView, ComponentStatus, ComponentView, DatabaseStatus, DatabaseView, HealthView, Overall,
 };
 pub use openapi::{OPENAPI, document};
+pub use ports::{
+    InvalidPortsDomain, MAX_PORT_URL_TTL_SECS, MintPortUrl, PortKeyError, PortUrl, PortUrlKey,
+    PortsDomain, PortsSettings, TCP_PROTOCOL, TOKEN_PARAM,
+};
 pub use processes::ProcessList;
 pub use runs::{ChildRuns, DecideChanges, Decision};
 pub use sandboxes::{SandboxList, WorkspaceList};
@@ -78,6 +83,11 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Connection caps and timeouts of the listener.
     pub connections: ConnectionLimits,
+    /// The key of signed port URLs; None: a key for this process only
+    /// (its URLs die with it).
+    pub port_url_key: Option<PortUrlKey>,
+    /// Host-based port routing (`{P}-{id}.{domain}`); None: off.
+    pub ports_domain: Option<PortsDomain>,
 }
 
 impl Default for HttpOptions {
@@ -85,6 +95,8 @@ impl Default for HttpOptions {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             connections: ConnectionLimits::default(),
+            port_url_key: None,
+            ports_domain: None,
         }
     }
 }
@@ -114,6 +126,10 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// Long-lived streams open per tenant (`http.max_streams_per_tenant`).
     pub streams: Arc<StreamSlots>,
+    /// Signs and checks port URLs; None when no key could be made.
+    pub port_urls: Option<Arc<PortUrlKey>>,
+    /// Host-based port routing; None: off.
+    pub ports_domain: Option<Arc<PortsDomain>>,
 }
 
 impl AppState {
@@ -139,6 +155,8 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
         agents: services.agents,
         tokens,
         streams: Arc::new(StreamSlots::new(options.connections.max_streams_per_tenant)),
+        port_urls: port_url_key(options),
+        ports_domain: options.ports_domain.clone().map(Arc::new),
     };
     routes()
         .router
@@ -146,8 +164,27 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ports::host_route,
+        ))
         .layer(axum::middleware::map_response(headers::layer))
         .with_state(state)
+}
+
+fn port_url_key(options: &HttpOptions) -> Option<Arc<PortUrlKey>> {
+    match options
+        .port_url_key
+        .clone()
+        .map(Ok)
+        .unwrap_or_else(PortUrlKey::ephemeral)
+    {
+        Ok(key) => Some(Arc::new(key)),
+        Err(err) => {
+            tracing::error!(error = %paddock_proto::error_chain(&err), "no key for signed port URLs; they are refused");
+            None
+        }
+    }
 }
 
 /// Every route the router serves, as (method, path template) in the OpenAPI
@@ -182,6 +219,41 @@ impl Routes {
 
     fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &str, handler: H) -> Self {
         self.add(MethodFilter::DELETE, "delete", path, handler)
+    }
+
+    /// Every method the OpenAPI document can name (a proxied route).
+    fn any<H: Handler<T, AppState> + Clone, T: 'static>(self, path: &str, handler: H) -> Self {
+        self.get(path, handler.clone())
+            .post(path, handler.clone())
+            .put(path, handler.clone())
+            .patch(path, handler.clone())
+            .delete(path, handler)
+    }
+
+    /// A POST route whose other methods go to `fallback`.
+    fn post_or<H, T, F, U>(mut self, path: &str, handler: H, fallback: F) -> Self
+    where
+        H: Handler<T, AppState>,
+        F: Handler<U, AppState>,
+        T: 'static,
+        U: 'static,
+    {
+        self.router = self
+            .router
+            .route(path, axum::routing::post(handler).fallback(fallback));
+        self.registered
+            .push(("post".to_owned(), path.replace("{*", "{")));
+        self
+    }
+
+    /// A route served but not in the document (an alias of a documented one).
+    fn alias<H: Handler<T, AppState> + Clone, T: 'static>(
+        mut self,
+        path: &str,
+        handler: H,
+    ) -> Self {
+        self.router = self.router.route(path, axum::routing::any(handler));
+        self
     }
 
     fn add<H: Handler<T, AppState>, T: 'static>(
@@ -246,6 +318,15 @@ fn routes() -> Routes {
         .put("/v1/sandboxes/{id}/files/{*path}", files::write)
         .delete("/v1/sandboxes/{id}/files/{*path}", files::delete)
         .post("/v1/sandboxes/{id}/search", files::search)
+        .any("/v1/sandboxes/{id}/ports/{port}/{*path}", ports::forward)
+        .get("/v1/sandboxes/{id}/tunnel/{port}", ports::tunnel::tunnel)
+        .post_or(
+            "/v1/sandboxes/{id}/ports/{port}/url",
+            ports::mint_url,
+            ports::forward,
+        )
+        .alias("/v1/sandboxes/{id}/ports/{port}/", ports::forward)
+        .alias("/v1/sandboxes/{id}/ports/{port}", ports::forward)
         .post("/v1/sandboxes/{id}/snapshots", snapshots::create)
         .post("/v1/snapshots", snapshots::import)
         .get("/v1/snapshots", snapshots::list)

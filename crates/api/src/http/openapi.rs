@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    checkpoints, doctor, egress, events, exec, files, memory, meta, processes, runs, sandboxes,
-    sessions, snapshots, terminal, workspace_archive,
+    checkpoints, doctor, egress, events, exec, files, memory, meta, ports, processes, runs,
+    sandboxes, sessions, snapshots, terminal, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -51,6 +51,9 @@ use super::{
         terminal::resize,
         files::list,
         files::read,
+        ports::forward,
+        ports::mint_url,
+        ports::tunnel::tunnel,
         files::write,
         files::delete,
         files::search,
@@ -94,6 +97,8 @@ use super::{
         super::exec::ExecStarted,
         super::exec::OutputChunk,
         super::terminal::TerminalOutput,
+        super::ports::MintPortUrl,
+        super::ports::PortUrl,
         crate::service::ExitView,
     )),
     security(("bearer" = [])),

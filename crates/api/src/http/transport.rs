@@ -140,7 +140,8 @@ async fn serve_connection(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
-    let connection = builder.serve_connection(io, service);
+    // With upgrades: a port route passes a WebSocket through.
+    let connection = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(connection);
     let idle = limits.idle_timeout;
     let check_every = (idle / 4).max(Duration::from_millis(100));

@@ -211,6 +211,15 @@ pub trait GuestOps: Send + Sync + Debug {
         reader: &mut (dyn AsyncRead + Send + Unpin),
     ) -> Result<SnapshotUnpackStats, GuestError>;
 
+    /// Opens a TCP connection to `127.0.0.1:port` inside the sandbox,
+    /// through the guest (so it works without any network in the sandbox),
+    /// and answers the host's end of it once the server accepted. Reading
+    /// the stream gives the server's bytes; writing sends it bytes;
+    /// shutting the write side down half-closes; dropping it closes the
+    /// connection in the sandbox. Refused with `ErrorCode::NotListening`
+    /// when nothing listens there.
+    async fn port_connect(&self, port: u16) -> Result<tokio::io::DuplexStream, GuestError>;
+
     /// Ends the guest, and with it the sandbox's processes.
     async fn shutdown(&self) -> Result<(), GuestError>;
 

@@ -47,6 +47,9 @@ impl GuestOps for Offline {
     async fn exec_signal(&self, _: u64, _: i32) -> Result<(), GuestError> {
         gone("exec_signal")
     }
+    async fn port_connect(&self, _: u16) -> Result<tokio::io::DuplexStream, GuestError> {
+        gone("port_connect")
+    }
     async fn process_start(&self, _: ExecSpec) -> Result<ProcessStarted, GuestError> {
         gone("process_start")
     }

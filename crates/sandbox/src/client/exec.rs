@@ -93,10 +93,10 @@ impl Execution for ExecStream {
                 return Ok(Some(ExecEvent::Output { stream, data }));
             }
             // Not an exec event; a well-behaved guest never sends it here.
-            Ok((GuestMessage::Event(Event::Chunk), _)) => {
+            Ok((GuestMessage::Event(other), _)) => {
                 return Err(GuestError::UnexpectedReply {
                     op,
-                    got: "chunk".to_owned(),
+                    got: format!("{other:?}"),
                 });
             }
             Ok((GuestMessage::Reply(Reply::Exited(mut exit)), _)) => {

@@ -10,6 +10,7 @@ mod demux;
 mod exec;
 mod limits;
 mod ops;
+mod port;
 mod snapshot;
 
 use std::path::PathBuf;

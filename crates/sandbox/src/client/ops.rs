@@ -38,7 +38,7 @@ pub(super) fn unexpected(op: &'static str, reply: &Reply) -> GuestError {
 }
 
 impl GuestClient {
-    async fn call_ok(&self, request: Request, payload: &[u8]) -> Result<(), GuestError> {
+    pub(super) async fn call_ok(&self, request: Request, payload: &[u8]) -> Result<(), GuestError> {
         let op = request.name();
         match self.call(request, payload).await? {
             (Reply::Ok, _) => Ok(()),
@@ -320,6 +320,10 @@ impl GuestOps for GuestClient {
         reader: &mut (dyn AsyncRead + Send + Unpin),
     ) -> Result<SnapshotUnpackStats, GuestError> {
         self.import_snapshot(options, reader).await
+    }
+
+    async fn port_connect(&self, port: u16) -> Result<tokio::io::DuplexStream, GuestError> {
+        self.open_port(port).await
     }
 
     async fn shutdown(&self) -> Result<(), GuestError> {

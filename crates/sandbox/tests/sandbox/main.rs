@@ -3,4 +3,5 @@
 
 mod client;
 mod native;
+mod ports;
 mod snapshot;

@@ -285,7 +285,7 @@ impl Guest {
                     });
                 }
                 (GuestMessage::Reply(other), _) => panic!("unexpected reply {other:?}"),
-                (GuestMessage::Event(Event::Chunk), _) => panic!("snapshot chunk for an exec"),
+                (GuestMessage::Event(other), _) => panic!("{other:?} event for an exec"),
                 (GuestMessage::Error(error), _) => return Err(error),
             }
         }

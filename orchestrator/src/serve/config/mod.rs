@@ -96,6 +96,9 @@ pub struct ServeConfig {
     /// `[streams]`: host memory bounds of each sandbox's guest connection.
     #[serde(default)]
     pub streams: StreamLimits,
+    /// `[ports]`: how a sandbox's ports are reached through the server.
+    #[serde(default)]
+    pub ports: paddock_api::http::PortsSettings,
     /// `[snapshot]`: snapshot limits of runs (end snapshots, subagent
     /// workspace copies) and the most a run request may ask.
     #[serde(default)]
@@ -231,6 +234,7 @@ pub struct Checked {
     pub steering: paddock_runtime::SteeringSettings,
     pub queue: paddock_runtime::QueueSettings,
     pub prices: paddock_core::model::Prices,
+    pub ports_domain: Option<paddock_api::http::PortsDomain>,
 }
 
 impl ServeConfig {
@@ -248,6 +252,7 @@ impl ServeConfig {
             budget_max: self.runs.budget_max()?,
             steering: self.runs.steering()?,
             queue: self.runs.queue()?,
+            ports_domain: self.ports.domain.clone(),
             prices: crate::agent::parse_prices(&self.prices)
                 .map_err(|err| anyhow::anyhow!("prices: {err}"))?,
         })

@@ -588,3 +588,22 @@ fn flattened_settings_read_their_top_level_keys() {
         assert!(toml::from_str::<ServeConfig>(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn the_ports_domain_is_off_by_default_and_checked_where_it_is_read() {
+    let off = ServeConfig::default().check().unwrap();
+    assert_eq!(off.ports_domain, None);
+    let on: ServeConfig = toml::from_str("[ports]\ndomain = \"Preview.Example.com\"").unwrap();
+    let domain = on.check().unwrap().ports_domain.unwrap();
+    assert_eq!(domain.as_str(), "preview.example.com");
+    for bad in [
+        "[ports]\ndomain = \"-bad.example.com\"",
+        "[ports]\ndomain = \"example.com:8443\"",
+        "[ports]\ndomain = \"\"",
+    ] {
+        let err = toml::from_str::<ServeConfig>(bad).unwrap_err().to_string();
+        assert!(err.contains("expected a DNS name"), "{bad}: {err}");
+    }
+    // its old place in [http] is refused, not silently ignored
+    assert!(toml::from_str::<ServeConfig>("[http]\nports_domain = \"a.example.com\"").is_err());
+}

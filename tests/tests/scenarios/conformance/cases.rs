@@ -12,6 +12,8 @@ use paddock_proto::{ErrorCode, ExecSpec, LayerState, PtySize};
 use paddock_tests::backends::{self, Kind};
 use paddock_tests::host::require_root;
 
+pub use super::ports::port_tunnel;
+
 const DEADLINE: Duration = Duration::from_secs(120);
 
 pub struct Ctx {
@@ -251,14 +253,14 @@ pub fn exec_and_files(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>
     })
 }
 
-fn in_workspace(ws: &tempfile::TempDir) -> SandboxSpec {
+pub fn in_workspace(ws: &tempfile::TempDir) -> SandboxSpec {
     SandboxSpec {
         workspace: Some(ws.path().to_path_buf()),
         ..SandboxSpec::default()
     }
 }
 
-const PROBE: &str = "paddock-test-probe";
+pub const PROBE: &str = "paddock-test-probe";
 const MIB: u64 = 1 << 20;
 
 pub fn traversal_is_refused(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

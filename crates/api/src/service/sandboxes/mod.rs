@@ -19,6 +19,7 @@ mod error;
 mod expiry;
 mod live;
 mod ops;
+mod ports;
 mod quota;
 mod reconcile;
 pub mod secrets;
@@ -49,6 +50,7 @@ pub use disk_quota::DiskUsage;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
 pub use ops::ExecStream;
+pub use ports::PortTunnel;
 pub use quota::{
     CPU_OVERCOMMIT, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, HostTotals, Quota, QuotaScope,
     Quotas,

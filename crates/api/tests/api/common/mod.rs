@@ -149,6 +149,8 @@ pub struct Setup {
     pub budget_max: Option<paddock_core::store::Budgets>,
     /// What a run that finds no slot does; None: the default (refused).
     pub queue: Option<paddock_runtime::QueueSettings>,
+    /// Host-based port routing's domain; None: off.
+    pub ports_domain: Option<String>,
 }
 
 impl Setup {
@@ -170,6 +172,7 @@ impl Setup {
             steering: None,
             budget_max: None,
             queue: None,
+            ports_domain: None,
         }
     }
 
@@ -286,8 +289,14 @@ impl TestServer {
         agents.take_up_queued().await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
+        let ports_domain = setup
+            .ports_domain
+            .as_deref()
+            .map(paddock_api::http::PortsDomain::parse)
+            .transpose()?;
         let options = HttpOptions {
             max_body_bytes: setup.max_body_bytes,
+            ports_domain,
             ..HttpOptions::default()
         };
         let services = paddock_api::Services {
