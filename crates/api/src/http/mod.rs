@@ -230,17 +230,21 @@ impl Routes {
             .delete(path, handler)
     }
 
-    /// A POST route whose other methods go to `fallback`.
+    /// A POST route whose GET, PUT, PATCH and DELETE go to `fallback` (the
+    /// methods [`Self::any`] takes); any other method is a 405.
     fn post_or<H, T, F, U>(mut self, path: &str, handler: H, fallback: F) -> Self
     where
         H: Handler<T, AppState>,
-        F: Handler<U, AppState>,
+        F: Handler<U, AppState> + Clone,
         T: 'static,
         U: 'static,
     {
-        self.router = self
-            .router
-            .route(path, axum::routing::post(handler).fallback(fallback));
+        let methods = axum::routing::post(handler)
+            .get(fallback.clone())
+            .put(fallback.clone())
+            .patch(fallback.clone())
+            .delete(fallback);
+        self.router = self.router.route(path, methods);
         self.registered
             .push(("post".to_owned(), path.replace("{*", "{")));
         self

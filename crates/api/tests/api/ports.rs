@@ -141,6 +141,14 @@ async fn a_server_in_a_sandbox_without_network_is_reached_with_the_token_only() 
         );
     }
 
+    // A gateway does not forward TRACE (it would echo the request back).
+    expect_error(
+        server.a(Method::TRACE, &format!("{echo}/api")),
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    )
+    .await?;
+
     // Never without a token, never another tenant's sandbox.
     let unauthorized = server
         .request(Method::GET, &format!("{echo}/"))

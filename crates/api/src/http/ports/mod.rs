@@ -19,7 +19,7 @@ pub use tunnel::TCP_PROTOCOL;
 
 use axum::extract::{Request, State};
 use axum::http::uri::PathAndQuery;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use paddock_core::sandbox::SandboxId;
 use serde::{Deserialize, Serialize};
@@ -154,6 +154,11 @@ async fn forward_to(
 ) -> Result<Response, ApiError> {
     let (id, port) = parse_target(id, port)?;
     let access = access::authorize(state, request.headers(), request.uri().query(), &id, port)?;
+    // TRACE echoes a request back (cross-site tracing) and CONNECT would
+    // turn the port into a proxy: a gateway forwards neither.
+    if matches!(*request.method(), Method::TRACE | Method::CONNECT) {
+        return Err(ApiError::method_not_allowed());
+    }
     let slot = if hop::is_upgrade(request.headers()) {
         Some(state.streams.take(&access.tenant)?)
     } else {
@@ -185,6 +190,7 @@ async fn forward_to(
 #[serde(deny_unknown_fields)]
 pub struct MintPortUrl {
     /// Seconds from now, 1 to 86400 (a day); default 3600.
+    #[schema(minimum = 1, maximum = 86400)]
     pub ttl_secs: Option<u64>,
 }
 
