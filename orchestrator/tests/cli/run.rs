@@ -594,11 +594,16 @@ fn sessions_show_runs_continue_fork_archive_and_delete() -> Result<()> {
 fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
     let fx = Fixture::new()?;
     let script = fx.data.parent().unwrap().join("slow.json");
+    // A command no other test runs (the tests of this binary run at once,
+    // and remote.rs's runs sleep too): the process check below is this
+    // run's alone.
+    let command = format!("sleep 300.{}", std::process::id());
     std::fs::write(
         &script,
         r#"{"turns": [
-            {"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 300", "timeout_secs": 600}}]},
-            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "x", "evidence": ["y"]}}]}]}"#,
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "COMMAND", "timeout_secs": 600}}]},
+            {"tool_calls": [{"name": "complete_task", "arguments": {"verdict": "met", "summary": "x", "evidence": ["y"]}}]}]}"#
+            .replace("COMMAND", &command),
     )?;
     let ws = fx.workspace.to_string_lossy().into_owned();
     let model = format!("scripted:{}", script.display());
@@ -609,7 +614,7 @@ fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
         .spawn()?;
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut seen = String::new();
-    while !seen.contains("[tool] run_command $ sleep 300") {
+    while !seen.contains(&format!("[tool] run_command $ {command}")) {
         let mut line = String::new();
         if stdout.read_line(&mut line)? == 0 {
             panic!("paddock run ended early: {seen}");
@@ -618,9 +623,8 @@ fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
     }
     // The sandbox runs its command (the monitor's command line names no host
     // path any more, so the command is what identifies this sandbox).
-    let command = "sleep 300";
     assert!(wait_until(Duration::from_secs(5), || !processes_with(
-        command
+        &command
     )
     .is_empty()));
     let status = Command::new("kill")
@@ -635,10 +639,10 @@ fn ctrl_c_cancels_the_run_and_tears_the_sandbox_down() -> Result<()> {
     assert!(rest.contains("[sandbox] stopped"), "{rest}");
     assert!(text(&output.stderr).contains("cancelling the run"));
     assert!(
-        wait_until(Duration::from_secs(5), || processes_with(command)
+        wait_until(Duration::from_secs(5), || processes_with(&command)
             .is_empty()),
         "a sandbox process outlived the cancelled run: {:?}",
-        processes_with(command)
+        processes_with(&command)
     );
     Ok(())
 }
