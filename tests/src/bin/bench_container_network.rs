@@ -41,7 +41,12 @@ struct Args {
 }
 
 /// One download inside `sb`: its seconds, as the probe timed it.
-async fn download(sb: &dyn Sandbox, probe: &str, url: &str, bytes: usize) -> anyhow::Result<Duration> {
+async fn download(
+    sb: &dyn Sandbox,
+    probe: &str,
+    url: &str,
+    bytes: usize,
+) -> anyhow::Result<Duration> {
     let out = sb
         .guest()
         .exec_output(
@@ -57,7 +62,10 @@ async fn download(sb: &dyn Sandbox, probe: &str, url: &str, bytes: usize) -> any
     let (Some("downloaded"), Some(got), Some("in"), Some(secs)) =
         (words.next(), words.next(), words.next(), words.next())
     else {
-        bail!("the probe said {text:?} {:?}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "the probe said {text:?} {:?}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     if got.parse::<usize>()? != bytes {
         bail!("downloaded {got} bytes, not {bytes}");
@@ -97,8 +105,14 @@ async fn main() -> anyhow::Result<()> {
         allowed_private: vec![host.ip.into()],
         ..EgressConfig::default()
     };
-    println!("download of {} MiB from a test host, {} rounds", args.mib, args.rounds);
-    println!("{:<8} {:>16} {:>16} {:>8}  floor", "backend", "allowlist MiB/s", "full MiB/s", "ratio");
+    println!(
+        "download of {} MiB from a test host, {} rounds",
+        args.mib, args.rounds
+    );
+    println!(
+        "{:<8} {:>16} {:>16} {:>8}  floor",
+        "backend", "allowlist MiB/s", "full MiB/s", "ratio"
+    );
     let mut failed = false;
     for name in &args.backends {
         let kind = match name.as_str() {

@@ -6,7 +6,8 @@ use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, InspectContainerOptions, StartContainerOptions,
 };
 use paddock_core::sandbox::{
-    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
+    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
+    SandboxSpec,
 };
 use tokio::io::AsyncWriteExt;
 
@@ -135,16 +136,15 @@ impl DockerBackend {
             Err(err) => return Err(guard.abandon(err).await),
         };
         guard.teardown_mut().container = created.container.clone();
-        match self
-            .start(&spec, created, guard.teardown_mut())
-            .await
-        {
+        match self.start(&spec, created, guard.teardown_mut()).await {
             Ok((client, host_pid, egress_log)) => {
                 let container = guard.teardown().container.clone();
                 let (info, teardown) =
                     guard.commit(spec.policy, workspace.path, client.agent_version());
                 tracing::debug!(sandbox_id = %info.id, container, "sandbox ready");
-                Ok(DockerSandbox::new(info, client, teardown, host_pid, egress_log))
+                Ok(DockerSandbox::new(
+                    info, client, teardown, host_pid, egress_log,
+                ))
             }
             Err(source) => Err(guard.fail(source).await),
         }
@@ -204,7 +204,10 @@ impl DockerBackend {
         spec: &SandboxSpec,
         workspace: &workspace::Workspace,
         workspace_tmpfs: Option<paddock_proto::WorkspaceQuotaEnforcement>,
-        (ca, ca_bundle): (Option<paddock_egress::SandboxCa>, Option<std::path::PathBuf>),
+        (ca, ca_bundle): (
+            Option<paddock_egress::SandboxCa>,
+            Option<std::path::PathBuf>,
+        ),
         guard: &StartGuard<Teardown>,
     ) -> Result<Created, SandboxError> {
         let id = guard.id();

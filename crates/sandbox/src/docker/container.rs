@@ -23,11 +23,16 @@ pub(super) const GUEST_PATH: &str = "/opt/paddock/paddock-guest";
 /// pid namespace is the sentry's own (the guest checks it is PID 1 there).
 /// A container always has its own network namespace: loopback only with
 /// network none; with egress the host names it and configures it from the
-/// host before the guest's handshake (see [`super::network`]).
-pub(super) fn namespaces(engine: Engine) -> Vec<String> {
-    let names = match engine {
-        Engine::Docker => vec!["mount", "pid", "ipc", "uts", "cgroup", "net"],
-        Engine::Gvisor => vec!["mount", "pid", "ipc", "uts", "user", "net"],
+/// host before the guest's handshake (see [`super::network`]). gVisor with
+/// host networking (`egress`) keeps its sentry in the host's user
+/// namespace (runsc needs it to use the host's sockets in that network
+/// namespace): no `user` then; the sentry holds only CAP_SYS_PTRACE there
+/// (docs/security.md).
+pub(super) fn namespaces(engine: Engine, egress: bool) -> Vec<String> {
+    let names = match (engine, egress) {
+        (Engine::Docker, _) => vec!["mount", "pid", "ipc", "uts", "cgroup", "net"],
+        (Engine::Gvisor, false) => vec!["mount", "pid", "ipc", "uts", "user", "net"],
+        (Engine::Gvisor, true) => vec!["mount", "pid", "ipc", "uts", "net"],
     };
     names.into_iter().map(str::to_owned).collect()
 }
@@ -73,7 +78,7 @@ pub(super) fn guest_spec(
         },
         tier: ContainerTier {
             engine: config.engine.backend_name().to_owned(),
-            namespaces: namespaces(config.engine),
+            namespaces: namespaces(config.engine, spec.policy.network.has_egress()),
             cgroup: cgroup_asked(spec, &config.cgroup_parent),
             temporary_workspace,
             egress_env: crate::shared::egress::egress_env(spec, intercepted),
@@ -398,7 +403,9 @@ mod tests {
             network: paddock_proto::NetworkPolicy::Full,
             ..paddock_proto::SandboxPolicy::default()
         });
-        let host = request_body(Engine::Gvisor, &spec, &[]).host_config.unwrap();
+        let host = request_body(Engine::Gvisor, &spec, &[])
+            .host_config
+            .unwrap();
         assert_eq!(host.runtime.as_deref(), Some("runsc-net"));
         assert_eq!(host.network_mode.as_deref(), Some("none"));
         assert_eq!(host.dns.unwrap(), ["127.0.0.1"]);
@@ -407,17 +414,22 @@ mod tests {
         let host = none.host_config.unwrap();
         assert_eq!(host.runtime.as_deref(), Some("runsc"));
         assert_eq!(host.dns, None);
-        let docker = request_body(Engine::Docker, &spec, &[]).host_config.unwrap();
+        let docker = request_body(Engine::Docker, &spec, &[])
+            .host_config
+            .unwrap();
         assert_eq!(docker.runtime, None);
     }
 
     #[test]
     fn gvisor_reports_the_sentry_namespaces_and_checks_all_but_pid_from_the_host() {
-        let reported = namespaces(Engine::Gvisor);
+        let reported = namespaces(Engine::Gvisor, false);
         assert!(reported.contains(&"user".to_owned()) && reported.contains(&"pid".to_owned()));
         let checked = host_checked(Engine::Gvisor, &reported);
         assert!(!checked.contains(&"pid".to_owned()));
-        let docker = namespaces(Engine::Docker);
+        let docker = namespaces(Engine::Docker, false);
+        assert_eq!(namespaces(Engine::Docker, true), docker);
+        let hostinet = namespaces(Engine::Gvisor, true);
+        assert!(!hostinet.contains(&"user".to_owned()) && hostinet.contains(&"net".to_owned()));
         assert!(docker.contains(&"net".to_owned()));
         assert_eq!(host_checked(Engine::Docker, &docker), docker);
     }

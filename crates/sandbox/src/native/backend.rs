@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
-    SandboxSpec,
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
 };
 use paddock_egress::{Egress, EgressConfig};
 use paddock_jail::{IdMapping, IdPool};

@@ -96,9 +96,10 @@ fn connect(addr: &str) -> anyhow::Result<Patient> {
 }
 
 fn proxy() -> Option<String> {
-    std::env::var("HTTP_PROXY")
-        .ok()
-        .and_then(|p| p.strip_prefix("http://").map(|a| a.trim_end_matches('/').to_owned()))
+    std::env::var("HTTP_PROXY").ok().and_then(|p| {
+        p.strip_prefix("http://")
+            .map(|a| a.trim_end_matches('/').to_owned())
+    })
 }
 
 /// Reads a response head (up to the blank line).
@@ -107,7 +108,10 @@ fn read_head(stream: &mut impl Read) -> anyhow::Result<String> {
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         if stream.read(&mut byte)? == 0 {
-            bail!("the connection closed in the head: {:?}", String::from_utf8_lossy(&head));
+            bail!(
+                "the connection closed in the head: {:?}",
+                String::from_utf8_lossy(&head)
+            );
         }
         head.push(byte[0]);
     }
@@ -154,7 +158,10 @@ pub fn get(url: &str, headers: &[String], out: &mut dyn Write) -> anyhow::Result
     let mut stream: Box<dyn ReadWrite> = match (&through, is_tls) {
         (Some(proxy), true) => {
             let mut s = connect(proxy)?;
-            write!(s, "CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n")?;
+            write!(
+                s,
+                "CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n"
+            )?;
             let head = read_head(&mut s)?;
             if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
                 out.write_all(head.as_bytes())?;
