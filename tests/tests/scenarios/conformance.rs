@@ -72,4 +72,5 @@ per_backend!(
     net_dns_unlisted_unanswered,
     net_secret_only_to_its_host,
     net_full_guarded,
+    net_orphans_reaped,
 );

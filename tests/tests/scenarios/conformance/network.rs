@@ -451,6 +451,48 @@ pub fn net_full_guarded(ctx: &Ctx) -> Fut<'_> {
     })
 }
 
+/// A dead owner's sandboxes with network (allowlist and full) leave no
+/// namespace name, NAT rule or veth once the restarted owner reaps.
+pub fn net_orphans_reaped(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let owner = backends::private_owner(ctx.kind).await;
+        let mut ids = Vec::new();
+        for network in ["allow:good.test:8080", "full"] {
+            let spec = SandboxSpec::with_policy(SandboxPolicy {
+                network: network.parse().unwrap(),
+                ..SandboxPolicy::default()
+            });
+            match owner.create(backends::spec_for(ctx.kind, spec)).await {
+                Ok(sb) => {
+                    ids.push(sb.info().id.clone());
+                    // The owner "dies": the handle is never destroyed nor dropped.
+                    std::mem::forget(sb);
+                }
+                Err(e) if ctx.kind == Kind::Microvm && chain(&e).contains(NO_DEVICE) => {
+                    eprintln!(
+                        "SKIPPED net_orphans_reaped [{}]: {}",
+                        ctx.kind.name(),
+                        chain(&e)
+                    );
+                    return;
+                }
+                Err(e) => panic!("[{}] create with {network}: {}", ctx.kind.name(), chain(&e)),
+            }
+        }
+        let restarted = backends::private_owner(ctx.kind).await;
+        let report = restarted.reap_orphans(&[]).await.unwrap();
+        for id in &ids {
+            assert!(report.sandboxes_removed.contains(id), "{id}: {report:?}");
+            let left = backends::leftovers(ctx.kind, id).await;
+            assert!(
+                left.is_empty(),
+                "[{}] left behind: {left:?}",
+                ctx.kind.name()
+            );
+        }
+    })
+}
+
 /// `(code, stdout, stderr)` as `(code, stdout + stderr)`.
 trait MapRest {
     fn map_rest(self) -> (i32, String);
