@@ -169,13 +169,12 @@ impl DockerBackend {
     /// (fail closed: never `runsc`'s own netstack, which the namespace's
     /// redirect to the proxy would not see).
     async fn check_network_runtime(&self, spec: &SandboxSpec) -> Result<(), BoxError> {
-        let egress = spec.policy.network.has_egress();
-        let Some(runtime) = self.config.engine.runtime_for(egress) else {
-            return Ok(());
-        };
-        if !egress {
+        if !spec.policy.network.has_egress() {
             return Ok(());
         }
+        let Some(runtime) = self.config.engine.runtime_for(true) else {
+            return Ok(());
+        };
         let info = self.docker.info().await?;
         if info
             .runtimes
