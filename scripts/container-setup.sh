@@ -21,23 +21,38 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# runsc without its own network stack: sandboxes run with network none.
+# Two runsc runtimes: `runsc` without any network (sandboxes with network
+# none), and `runsc-net` with host networking: the sentry's sockets are host
+# sockets in the namespace paddock owns and configures for a sandbox with
+# egress, so its redirect to the egress proxy applies (docs/security.md).
 mkdir -p /etc/docker
-want='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}'
+old='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}'
+want='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runsc-net": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"]}}}'
 restart=no
-if ! grep -q '"runsc"' /etc/docker/daemon.json 2>/dev/null; then
+reload=no
+if ! grep -q '"runsc-net"' /etc/docker/daemon.json 2>/dev/null; then
     existing=$(tr -d ' \t\n' </etc/docker/daemon.json 2>/dev/null || true)
-    if [ -n "$existing" ] && [ "$existing" != "{}" ]; then
-        echo "scripts/container-setup.sh: /etc/docker/daemon.json has settings but no runsc" \
-            "runtime; add $want to it (not overwritten)" >&2
+    if [ "$existing" = "$(printf '%s' "$old" | tr -d ' \t\n')" ]; then
+        # This script's earlier file: runtimes reload without a restart.
+        echo "$want" >/etc/docker/daemon.json
+        reload=yes
+    elif [ -n "$existing" ] && [ "$existing" != "{}" ]; then
+        echo "scripts/container-setup.sh: /etc/docker/daemon.json has settings but not the" \
+            "runsc and runsc-net runtimes; add the runtimes of $want to it (not overwritten)" >&2
         exit 1
+    else
+        echo "$want" >/etc/docker/daemon.json
+        restart=yes
     fi
-    echo "$want" >/etc/docker/daemon.json
-    restart=yes
 fi
 
 docker_cli=/usr/bin/docker
 [ -x "$docker_cli" ] || docker_cli=docker
+if [ "$reload" = yes ] && [ -e /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+    echo "==> reloading dockerd's runtimes (SIGHUP: running containers stay)"
+    kill -HUP "$(cat /var/run/docker.pid)"
+    sleep 1
+fi
 if [ "$restart" = yes ] && [ -e /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
     echo "==> restarting dockerd to register runsc"
     kill "$(cat /var/run/docker.pid)"

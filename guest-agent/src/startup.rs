@@ -102,6 +102,7 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
             } else {
                 isolation::Tier::Docker
             };
+            let egress_env = container.egress_env.clone();
             let spec = spec.with_tier(container);
             let enforcement =
                 paddock_jail::enter_container(&spec).map_err(|e| setup_failed("container", e))?;
@@ -110,7 +111,7 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
                 _ => None,
             };
             let connection = container_connection(connect)?;
-            (enforcement, connection, Vec::new(), tier, connect.is_none())
+            (enforcement, connection, egress_env, tier, connect.is_none())
         }
         Tier::MicroVm(vm) => {
             let spec = spec.with_tier(vm);

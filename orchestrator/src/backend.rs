@@ -110,6 +110,7 @@ pub async fn connect(
             config.temp_root = placement.temp_root.clone();
             config.adopt_root_workspaces = placement.owns_workspaces;
             config.id_pool = placement.id_pool;
+            config.egress = egress;
             if let Some(image) = image.or(args.image.as_deref()) {
                 config.image = image.to_owned();
             }

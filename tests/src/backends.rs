@@ -92,6 +92,40 @@ pub async fn connect(kind: Kind) -> Result<Box<dyn SandboxBackend>, String> {
     Ok(backend)
 }
 
+/// The backend with `egress` as its sandboxes' egress settings (resolver,
+/// private addresses let through): native, docker and gvisor. The microvm
+/// backend takes no egress settings yet and is given as [`connect`] makes it.
+pub async fn connect_with_egress(
+    kind: Kind,
+    egress: paddock_egress::EgressConfig,
+) -> Result<Box<dyn SandboxBackend>, String> {
+    let backend: Box<dyn SandboxBackend> = match kind {
+        Kind::Native => {
+            let guest = locate_guest_bin(None).map_err(|e| e.to_string())?;
+            let mut config = NativeConfig::new(guest);
+            config.egress = egress;
+            Box::new(NativeBackend::new(config))
+        }
+        Kind::Docker | Kind::Gvisor => {
+            let engine = if kind == Kind::Docker {
+                Engine::Docker
+            } else {
+                Engine::Gvisor
+            };
+            let mut config = docker_config(engine);
+            config.egress = egress;
+            Box::new(
+                DockerBackend::connect(config)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+        Kind::Microvm => return connect(kind).await,
+    };
+    backend.check().await.map_err(|e| e.to_string())?;
+    Ok(backend)
+}
+
 /// The backend for a test, or None after printing why it is skipped.
 /// Panics instead when the run requires this backend
 /// (`paddock_test_support::require`).

@@ -39,7 +39,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 pub use decision::{DECISION_QUEUE, EgressDecision};
 pub use nat::{Nat, NatPool};
-pub use netns::Netns;
+pub use netns::{Netns, Source as NetnsSource};
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
 pub use proxy::resolve::Resolver;
 pub use proxy::tls::{SYSTEM_BUNDLE, TlsSetupError};
@@ -162,6 +162,34 @@ pub struct Egress {
     ca_pem: Option<String>,
 }
 
+/// A sandbox's own CA, made before its namespace when the sandbox must be
+/// given the bundle first (a container's bind mount): pass it to
+/// [`Egress::start_in`].
+#[derive(Debug)]
+pub struct SandboxCa(tls::Interceptor);
+
+impl SandboxCa {
+    /// The CA of a sandbox with `secrets` (None without: nothing is
+    /// intercepted).
+    pub fn for_secrets(
+        sandbox_id: &str,
+        secrets: &[paddock_proto::SecretSpec],
+        config: &EgressConfig,
+    ) -> Result<Option<Self>, EgressError> {
+        if secrets.is_empty() {
+            return Ok(None);
+        }
+        tls::Interceptor::new(sandbox_id, &config.extra_roots)
+            .map(|i| Some(Self(i)))
+            .map_err(EgressError::Tls)
+    }
+
+    /// The certificate (PEM) the sandbox must trust.
+    pub fn pem(&self) -> String {
+        self.0.ca_pem()
+    }
+}
+
 struct Sockets {
     proxy: std::net::TcpListener,
     transparent: std::net::TcpListener,
@@ -182,20 +210,43 @@ impl Egress {
         secrets: Vec<paddock_proto::SecretSpec>,
         config: EgressConfig,
     ) -> Result<(Self, mpsc::Receiver<EgressDecision>), EgressError> {
+        Self::start_in(
+            sandbox_id,
+            owner,
+            policy,
+            secrets,
+            config,
+            NetnsSource::Create,
+            None,
+        )
+        .await
+    }
+
+    /// [`Egress::start`] in the namespace `source` names (a container's,
+    /// see [`NetnsSource::Attach`]), with the CA made beforehand when the
+    /// sandbox needed its bundle first (else made here for `secrets`).
+    pub async fn start_in(
+        sandbox_id: &str,
+        owner: &str,
+        policy: NetworkPolicy,
+        secrets: Vec<paddock_proto::SecretSpec>,
+        config: EgressConfig,
+        source: NetnsSource,
+        ca: Option<SandboxCa>,
+    ) -> Result<(Self, mpsc::Receiver<EgressDecision>), EgressError> {
         if !policy.has_egress() {
             return Err(EgressError::NoEgress);
         }
-        let interceptor = if secrets.is_empty() {
-            None
-        } else {
-            Some(tls::Interceptor::new(sandbox_id, &config.extra_roots).map_err(EgressError::Tls)?)
+        let interceptor = match ca {
+            Some(SandboxCa(interceptor)) => Some(interceptor),
+            None => SandboxCa::for_secrets(sandbox_id, &secrets, &config)?.map(|ca| ca.0),
         };
         let ca_pem = interceptor.as_ref().map(tls::Interceptor::ca_pem);
         let routed = policy == NetworkPolicy::Full;
         let (netns, nat, log) = if routed {
             // The socket first: the rules name the NFLOG group it bound.
             let log = nat::log::NatLog::open(nat::seed(sandbox_id)).await?;
-            let netns = Netns::create_routed(sandbox_id).await?;
+            let netns = Netns::prepare(sandbox_id, true, source).await?;
             match Nat::attach(
                 &netns,
                 sandbox_id,
@@ -213,7 +264,7 @@ impl Egress {
                 }
             }
         } else {
-            (Netns::create(sandbox_id).await?, None, None)
+            (Netns::prepare(sandbox_id, false, source).await?, None, None)
         };
         let path = netns.path();
         let sockets = match bind_inside(path.clone()).await {

@@ -66,6 +66,19 @@ pub const IP6TABLES_RULES: &str = "\
 COMMIT
 ";
 
+/// Where a sandbox's namespace comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A fresh namespace the host makes (`ip netns add`): native sandboxes.
+    Create,
+    /// The namespace of this host process, named under /run/netns (`ip
+    /// netns attach`) and configured from the host before the sandbox runs
+    /// its first command: a container started with network none (the
+    /// engine made its namespace; nothing in it holds a capability over
+    /// it). Removing the name leaves the namespace to its process.
+    Attach { pid: u32 },
+}
+
 /// A named network namespace under /run/netns; removed by [`Netns::remove`].
 #[derive(Debug)]
 pub struct Netns {
@@ -81,18 +94,37 @@ impl Netns {
 
     /// The namespace of an `allowlist` sandbox: every way out leads to the proxy.
     pub async fn create(sandbox_id: &str) -> Result<Self, EgressError> {
-        Self::create_with(sandbox_id, false).await
+        Self::create_with(sandbox_id, false, Source::Create).await
     }
 
     /// The namespace of a `full` sandbox: loopback and the in-namespace
     /// rules only; [`crate::nat::Nat::attach`] adds its way out.
     pub async fn create_routed(sandbox_id: &str) -> Result<Self, EgressError> {
-        Self::create_with(sandbox_id, true).await
+        Self::create_with(sandbox_id, true, Source::Create).await
     }
 
-    async fn create_with(sandbox_id: &str, routed: bool) -> Result<Self, EgressError> {
+    /// [`Self::create`] or [`Self::create_routed`] (`routed`) on the
+    /// namespace `source` names.
+    pub async fn prepare(
+        sandbox_id: &str,
+        routed: bool,
+        source: Source,
+    ) -> Result<Self, EgressError> {
+        Self::create_with(sandbox_id, routed, source).await
+    }
+
+    async fn create_with(
+        sandbox_id: &str,
+        routed: bool,
+        source: Source,
+    ) -> Result<Self, EgressError> {
         let name = Self::name_of(sandbox_id);
-        run("ip", &["netns", "add", &name], None).await?;
+        match source {
+            Source::Create => run("ip", &["netns", "add", &name], None).await?,
+            Source::Attach { pid } => {
+                run("ip", &["netns", "attach", &name, &pid.to_string()], None).await?
+            }
+        };
         let netns = Netns {
             name: name.clone(),
             removed: false,

@@ -8,6 +8,7 @@ mod config;
 mod container;
 mod guest_socket;
 mod host_checks;
+mod network;
 mod orphans;
 mod sandbox;
 mod stdio;

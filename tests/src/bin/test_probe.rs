@@ -9,6 +9,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 
+#[path = "test_probe/http.rs"]
+mod http;
+
 #[derive(Debug, Parser)]
 struct Args {
     #[command(subcommand)]
@@ -45,6 +48,17 @@ enum Cmd {
         #[arg(long, default_value_t = 0)]
         hold_secs: u64,
     },
+    /// One GET of URL (http or https; through HTTP_PROXY when set), with
+    /// each HEADER ("Name: value"); prints the answer, exit 1 when none.
+    Get {
+        url: String,
+        #[arg(long = "header")]
+        headers: Vec<String>,
+    },
+    /// GETs URL and prints "downloaded BYTES in SECONDS".
+    Download { url: String },
+    /// Resolves NAME; prints "resolved NAME IP", exit 1 when unanswered.
+    Resolve { name: String },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -58,6 +72,9 @@ fn main() -> anyhow::Result<()> {
         Cmd::Interfaces => interfaces(),
         Cmd::EchoServer { port } => echo_server(port),
         Cmd::Inotify { max, hold_secs } => inotify(max, hold_secs),
+        Cmd::Get { url, headers } => http::run_get(&url, &headers),
+        Cmd::Download { url } => http::run_download(&url),
+        Cmd::Resolve { name } => http::run_resolve(&name),
     }
 }
 

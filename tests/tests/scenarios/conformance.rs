@@ -7,6 +7,8 @@
 
 #[path = "conformance/cases.rs"]
 mod cases;
+#[path = "conformance/network.rs"]
+mod network;
 #[path = "conformance/ports.rs"]
 mod ports;
 
@@ -62,4 +64,13 @@ per_backend!(
     owner_killed_leaves_nothing,
     pid_1_shows_no_spec,
     port_tunnel,
+    net_allowed_host,
+    net_other_host_refused,
+    net_ip_literal,
+    net_private_and_loopback_refused,
+    net_metadata_refused,
+    net_dns_unlisted_unanswered,
+    net_secret_only_to_its_host,
+    net_full_guarded,
+    net_orphans_reaped,
 );

@@ -81,6 +81,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
             gid_map,
             namespaces: spec.tier.namespaces.clone(),
             vm: None,
+            secrets: spec.tier.secrets.clone(),
         },
     )
 }

@@ -37,6 +37,8 @@ pub(crate) struct GuestLayers<'a> {
     /// The namespaces the boundary made (none inside a VM).
     pub namespaces: Vec<String>,
     pub vm: Option<VmEnforcement>,
+    /// The secrets the host's egress proxy injects (names and hosts).
+    pub secrets: Vec<paddock_proto::SecretNotice>,
 }
 
 /// Applies rlimits, no_new_privs, landlock and seccomp in the calling
@@ -89,10 +91,10 @@ pub(crate) fn harden(
         read_only_workspace: layers.policy.read_only || !layers.writable_paths.is_empty(),
         writable_paths: layers.writable_paths,
         network: layers.policy.network.clone(),
-        // a container or a VM is refused any egress
-        egress_path: None,
-        // no egress proxy reaches a container or a VM, so no secret either
-        secrets: Vec::new(),
+        // the host's egress proxy in the namespace the host owns; a
+        // backend that cannot give it refuses the policy before this
+        egress_path: layers.policy.network.egress_path().map(str::to_owned),
+        secrets: layers.secrets,
         cgroup: layers.cgroup.cloned(),
         cgroup_state,
         rlimits: LayerState::Enforced,

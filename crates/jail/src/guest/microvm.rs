@@ -91,6 +91,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             gid_map: None,
             // The VM itself is the boundary; inside it the guest needs none.
             namespaces: Vec::new(),
+            secrets: Vec::new(),
             vm: Some(VmEnforcement {
                 kernel,
                 workspace_transport,

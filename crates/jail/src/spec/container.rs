@@ -23,4 +23,13 @@ pub struct ContainerTier {
     /// /workspace (as the native jail's), checked by the guest.
     #[serde(default)]
     pub temporary_workspace: bool,
+    /// With network: variables every command gets besides the proxy's
+    /// (the secrets' placeholders, never a value, and the CA bundle's
+    /// paths), as the native tier's.
+    #[serde(default)]
+    pub egress_env: Vec<(String, String)>,
+    /// The names and hosts of the secrets the host's egress proxy injects,
+    /// for the enforcement report (never a value).
+    #[serde(default)]
+    pub secrets: Vec<paddock_proto::SecretNotice>,
 }

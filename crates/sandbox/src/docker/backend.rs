@@ -6,7 +6,8 @@ use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, InspectContainerOptions, StartContainerOptions,
 };
 use paddock_core::sandbox::{
-    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
+    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
+    SandboxSpec,
 };
 use tokio::io::AsyncWriteExt;
 
@@ -14,6 +15,7 @@ use super::config::{DockerConfig, Engine};
 use super::container::{self, Request};
 use super::guest_socket::GuestSocket;
 use super::host_checks;
+use super::network;
 use super::sandbox::{DockerSandbox, Teardown};
 use super::stdio;
 use crate::GuestClient;
@@ -38,6 +40,8 @@ struct Created {
     guest_spec: paddock_jail::ContainerSpec,
     spec_frame: Vec<u8>,
     guest_socket: Option<GuestSocket>,
+    /// The sandbox's CA for its egress (intercepted secrets).
+    ca: Option<paddock_egress::SandboxCa>,
 }
 
 fn unavailable(config: &DockerConfig, reason: String) -> SandboxError {
@@ -78,6 +82,9 @@ impl DockerBackend {
         if let Err(source) = self.refuse_unenforceable(&spec) {
             return Err(start.launch_error(source));
         }
+        if let Err(source) = self.check_network_runtime(&spec).await {
+            return Err(start.launch_error(source));
+        }
         // A temporary workspace is the sandbox's own: host root gives it
         // (and the container's user) a block of host ids of its own, so no
         // other sandbox shares what the kernel counts per user. A requested
@@ -100,6 +107,7 @@ impl DockerBackend {
                 .map_or(workspace::SANDBOX_UID, |block| block.mapping.host_base),
         )?;
         let workspace_tmpfs = workspace.tmpfs(&spec);
+        let planned = network::plan(&start.id, &spec, &self.config)?;
         let teardown = Teardown {
             id: start.id.clone(),
             docker: self.docker.clone(),
@@ -109,31 +117,34 @@ impl DockerBackend {
             stream_task: None,
             tail: start.tail.clone(),
             stop_timeout: self.config.stop_timeout,
+            egress: None,
+            egress_log_task: None,
+            net_marker: planned.marker,
         };
         let mut guard = start.guard(teardown);
         let created = match self
-            .create_container(&spec, &workspace, workspace_tmpfs, &guard)
+            .create_container(
+                &spec,
+                &workspace,
+                workspace_tmpfs,
+                (planned.ca, planned.bundle),
+                &guard,
+            )
             .await
         {
             Ok(created) => created,
             Err(err) => return Err(guard.abandon(err).await),
         };
         guard.teardown_mut().container = created.container.clone();
-        match self
-            .start(
-                &created.container,
-                &created.guest_spec,
-                &created.spec_frame,
-                created.guest_socket,
-                guard.teardown_mut(),
-            )
-            .await
-        {
-            Ok((client, host_pid)) => {
+        match self.start(&spec, created, guard.teardown_mut()).await {
+            Ok((client, host_pid, egress_log)) => {
+                let container = guard.teardown().container.clone();
                 let (info, teardown) =
                     guard.commit(spec.policy, workspace.path, client.agent_version());
-                tracing::debug!(sandbox_id = %info.id, container = %created.container, "sandbox ready");
-                Ok(DockerSandbox::new(info, client, teardown, host_pid))
+                tracing::debug!(sandbox_id = %info.id, container, "sandbox ready");
+                Ok(DockerSandbox::new(
+                    info, client, teardown, host_pid, egress_log,
+                ))
             }
             Err(source) => Err(guard.fail(source).await),
         }
@@ -142,17 +153,6 @@ impl DockerBackend {
     /// A policy this backend cannot enforce is refused (fail closed).
     fn refuse_unenforceable(&self, spec: &SandboxSpec) -> Result<(), BoxError> {
         spec.validate()?;
-        if spec.policy.network.has_egress() {
-            // Fail closed: a container's only network is its own loopback;
-            // the egress proxy is wired into native sandboxes only.
-            return Err(format!(
-                "the {} backend cannot enforce network {}: it has no egress proxy \
-                 wiring yet; use network none here or the native backend",
-                self.name(),
-                spec.policy.network.label()
-            )
-            .into());
-        }
         if self.config.engine == Engine::Gvisor
             && spec.policy.limits.pids.is_some_and(|p| p < GVISOR_MIN_PIDS)
         {
@@ -165,6 +165,35 @@ impl DockerBackend {
         Ok(())
     }
 
+    /// A gVisor sandbox with network needs the runtime with host networking
+    /// (fail closed: never `runsc`'s own netstack, which the namespace's
+    /// redirect to the proxy would not see).
+    async fn check_network_runtime(&self, spec: &SandboxSpec) -> Result<(), BoxError> {
+        if !spec.policy.network.has_egress() {
+            return Ok(());
+        }
+        let Some(runtime) = self.config.engine.runtime_for(true) else {
+            return Ok(());
+        };
+        let info = self.docker.info().await?;
+        if info
+            .runtimes
+            .as_ref()
+            .is_some_and(|runtimes| runtimes.contains_key(runtime))
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "the {} backend cannot enforce network {}: the engine has no `{runtime}` \
+                 runtime (runsc with host networking); register it with \
+                 scripts/container-setup.sh",
+                self.name(),
+                spec.policy.network.label()
+            )
+            .into())
+        }
+    }
+
     /// Checks the write scope on the host, plans the guest's spec and its
     /// connection, and creates the container (not started yet).
     /// `workspace_tmpfs`: [`workspace::Workspace::tmpfs`], read before the
@@ -174,6 +203,10 @@ impl DockerBackend {
         spec: &SandboxSpec,
         workspace: &workspace::Workspace,
         workspace_tmpfs: Option<paddock_proto::WorkspaceQuotaEnforcement>,
+        (ca, ca_bundle): (
+            Option<paddock_egress::SandboxCa>,
+            Option<std::path::PathBuf>,
+        ),
         guard: &StartGuard<Teardown>,
     ) -> Result<Created, SandboxError> {
         let id = guard.id();
@@ -190,6 +223,7 @@ impl DockerBackend {
             spec,
             scope,
             guard.teardown().temp_workspace.is_some(),
+            ca.is_some(),
         );
         // Written on the attached stdin once the container runs: never in
         // its argv or environment, which `ps` inside would show.
@@ -214,6 +248,7 @@ impl DockerBackend {
             writable: &writable,
             guest_socket: guest_socket.as_ref().map(GuestSocket::bind_spec),
             workspace_tmpfs,
+            ca_bundle,
         });
         let options = CreateContainerOptions {
             name: Some(format!("paddock-{id}")),
@@ -229,20 +264,28 @@ impl DockerBackend {
             guest_spec,
             spec_frame,
             guest_socket,
+            ca,
         })
     }
 
     /// Attaches to the created container, starts it, checks its namespaces
-    /// and cgroup on the host, and completes the guest's handshake: over
-    /// `guest_socket` when given, else over the attached stdio.
+    /// and cgroup on the host, gives it its network (with egress), and
+    /// completes the guest's handshake: over the guest socket when there
+    /// is one, else over the attached stdio.
     async fn start(
         &self,
-        container: &str,
-        guest_spec: &paddock_jail::ContainerSpec,
-        spec_frame: &[u8],
-        guest_socket: Option<GuestSocket>,
+        spec: &SandboxSpec,
+        created: Created,
         teardown: &mut Teardown,
-    ) -> Result<(GuestClient, Option<u32>), BoxError> {
+    ) -> Result<(GuestClient, Option<u32>, Option<EgressLog>), BoxError> {
+        let Created {
+            container,
+            guest_spec,
+            spec_frame,
+            guest_socket,
+            ca,
+        } = created;
+        let container = container.as_str();
         let attach = AttachContainerOptions {
             stream: true,
             stdin: true,
@@ -281,10 +324,21 @@ impl DockerBackend {
         if let (Engine::Docker, Some(block)) = (self.config.engine, &teardown.id_block) {
             host_checks::check_ids(pid, block.mapping.host_base)?;
         }
+        // The network is in place before the guest takes its spec, so
+        // before any command runs.
+        let mut egress_log = None;
+        if spec.policy.network.has_egress() {
+            let pid = u32::try_from(pid).map_err(|_| "the container's pid is out of range")?;
+            let (egress, log, task) =
+                network::start(&teardown.id, spec, &self.config, pid, ca).await?;
+            teardown.egress = Some(egress);
+            teardown.egress_log_task = Some(task);
+            egress_log = Some(log);
+        }
         let timeout = self.config.start_timeout;
         let mut input = attached.input;
         tokio::time::timeout(timeout, async {
-            input.write_all(spec_frame).await?;
+            input.write_all(&spec_frame).await?;
             input.flush().await
         })
         .await
@@ -315,7 +369,7 @@ impl DockerBackend {
                 container,
             ));
         }
-        Ok((client, u32::try_from(pid).ok()))
+        Ok((client, u32::try_from(pid).ok(), egress_log))
     }
 }
 
@@ -372,7 +426,8 @@ impl SandboxBackend for DockerBackend {
     }
 
     /// Removes every container labelled with this node and backend whose
-    /// sandbox is not in `keep`.
+    /// sandbox is not in `keep`, and the network namespaces and NAT state
+    /// its sandboxes with egress left.
     async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
         super::orphans::reap(&self.docker, &self.config, keep)
             .await

@@ -34,7 +34,22 @@ impl Engine {
             Engine::Gvisor => Some("runsc"),
         }
     }
+
+    /// The runtime of a sandbox with network (`egress`): gVisor's is
+    /// registered with host networking (`runsc-net`, `--network=host`), so
+    /// the sentry's sockets are the host kernel's in the namespace the host
+    /// owns, where the egress rules apply; a sandbox without network keeps
+    /// `runsc` (`--network=none`). See docs/security.md.
+    pub fn runtime_for(self, egress: bool) -> Option<&'static str> {
+        match (self, egress) {
+            (Engine::Gvisor, true) => Some(GVISOR_NETWORK_RUNTIME),
+            _ => self.runtime(),
+        }
+    }
 }
+
+/// gVisor with host networking, registered by scripts/container-setup.sh.
+pub const GVISOR_NETWORK_RUNTIME: &str = "runsc-net";
 
 #[derive(Debug, Clone)]
 pub struct DockerConfig {
@@ -69,6 +84,9 @@ pub struct DockerConfig {
     /// container sandbox shares one); the container runs as the block's
     /// first id. None: the default pool.
     pub id_pool: Option<paddock_jail::IdPool>,
+    /// The egress proxy of sandboxes with network (resolver, private
+    /// destinations the operator allows), as native's.
+    pub egress: paddock_egress::EgressConfig,
 }
 
 /// The image the setup script builds.
@@ -89,6 +107,7 @@ impl DockerConfig {
             api_timeout: Duration::from_secs(30),
             adopt_root_workspaces: false,
             id_pool: None,
+            egress: paddock_egress::EgressConfig::default(),
         }
     }
 }

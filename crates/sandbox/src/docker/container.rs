@@ -21,12 +21,18 @@ pub(super) const GUEST_PATH: &str = "/opt/paddock/paddock-guest";
 /// sentry holds the container in its own mount, ipc, uts, user and net
 /// namespaces, checked from the host the same way; its
 /// pid namespace is the sentry's own (the guest checks it is PID 1 there).
-/// A container always has its own loopback-only network namespace: a policy
-/// with egress is refused before this ([`super::backend`]).
-pub(super) fn namespaces(engine: Engine) -> Vec<String> {
-    let names = match engine {
-        Engine::Docker => vec!["mount", "pid", "ipc", "uts", "cgroup", "net"],
-        Engine::Gvisor => vec!["mount", "pid", "ipc", "uts", "user", "net"],
+/// A container always has its own network namespace: loopback only with
+/// network none; with egress the host names it and configures it from the
+/// host before the guest's handshake (see [`super::network`]). gVisor with
+/// host networking (`egress`) keeps its sentry in the host's user
+/// namespace (runsc needs it to use the host's sockets in that network
+/// namespace): no `user` then; the sentry holds only CAP_SYS_PTRACE there
+/// (docs/security.md).
+pub(super) fn namespaces(engine: Engine, egress: bool) -> Vec<String> {
+    let names = match (engine, egress) {
+        (Engine::Docker, _) => vec!["mount", "pid", "ipc", "uts", "cgroup", "net"],
+        (Engine::Gvisor, false) => vec!["mount", "pid", "ipc", "uts", "user", "net"],
+        (Engine::Gvisor, true) => vec!["mount", "pid", "ipc", "uts", "net"],
     };
     names.into_iter().map(str::to_owned).collect()
 }
@@ -55,12 +61,14 @@ pub(super) fn cgroup_asked(spec: &SandboxSpec, parent: &str) -> Option<CgroupEnf
     })
 }
 
+/// `intercepted`: the host's proxy holds a CA for the sandbox's secrets.
 pub(super) fn guest_spec(
     id: &SandboxId,
     config: &DockerConfig,
     spec: &SandboxSpec,
     writable_paths: Vec<String>,
     temporary_workspace: bool,
+    intercepted: bool,
 ) -> ContainerSpec {
     GuestSpec {
         sandbox_id: id.as_str().to_owned(),
@@ -70,9 +78,11 @@ pub(super) fn guest_spec(
         },
         tier: ContainerTier {
             engine: config.engine.backend_name().to_owned(),
-            namespaces: namespaces(config.engine),
+            namespaces: namespaces(config.engine, spec.policy.network.has_egress()),
             cgroup: cgroup_asked(spec, &config.cgroup_parent),
             temporary_workspace,
+            egress_env: crate::shared::egress::egress_env(spec, intercepted),
+            secrets: crate::shared::egress::secret_notices(spec, intercepted),
         },
     }
 }
@@ -89,6 +99,9 @@ pub(super) struct Request<'a> {
     /// The tmpfs mounted at /workspace instead of the host directory
     /// ([`Workspace::tmpfs`]).
     pub workspace_tmpfs: Option<WorkspaceQuotaEnforcement>,
+    /// The host file holding the sandbox's CA bundle, when its secrets are
+    /// intercepted: bound read-only at [`paddock_jail::CA_BUNDLE_PATH`].
+    pub ca_bundle: Option<PathBuf>,
 }
 
 pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
@@ -100,7 +113,9 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         writable,
         guest_socket,
         workspace_tmpfs,
+        ca_bundle,
     } = request;
+    let egress = spec.policy.network.has_egress();
     let workspace_mode = if spec.policy.read_only || !writable.is_empty() {
         "ro"
     } else {
@@ -136,6 +151,12 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         )),
     }
     binds.extend(guest_socket.iter().cloned());
+    // The sandbox trusts its own CA for its secrets' hosts; never writable.
+    binds.extend(
+        ca_bundle
+            .iter()
+            .map(|file| format!("{}:{}:ro", file.display(), paddock_jail::CA_BUNDLE_PATH)),
+    );
     // The write scope: each path its own read-write bind over the read-only workspace.
     binds.extend(
         writable
@@ -175,9 +196,13 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         cgroup_parent: Some(config.cgroup_parent.clone()),
         cgroupns_mode: Some(HostConfigCgroupnsModeEnum::PRIVATE),
         ipc_mode: Some("private".to_owned()),
-        // Never the host's network: egress policies are refused up front.
+        // Never the host's network: the container's own namespace, which
+        // with egress the host configures from outside (super::network).
         network_mode: Some("none".to_owned()),
-        runtime: config.engine.runtime().map(str::to_owned),
+        // With egress, names resolve through the proxy's DNS inside the
+        // namespace (it answers only what the policy allows).
+        dns: egress.then(|| vec!["127.0.0.1".to_owned()]),
+        runtime: config.engine.runtime_for(egress).map(str::to_owned),
         // The container goes with its guest: when the owner dies, the
         // attached stdin closes, the guest exits and the engine removes it.
         auto_remove: Some(true),
@@ -250,6 +275,7 @@ mod tests {
             writable,
             guest_socket: None,
             workspace_tmpfs: None,
+            ca_bundle: None,
         })
     }
 
@@ -345,6 +371,7 @@ mod tests {
             writable: &[],
             guest_socket: None,
             workspace_tmpfs: quota,
+            ca_bundle: None,
         });
         let host = body.host_config.unwrap();
         assert!(
@@ -371,12 +398,38 @@ mod tests {
     }
 
     #[test]
+    fn with_egress_gvisor_takes_its_host_network_runtime_and_names_resolve_inside() {
+        let spec = SandboxSpec::with_policy(paddock_proto::SandboxPolicy {
+            network: paddock_proto::NetworkPolicy::Full,
+            ..paddock_proto::SandboxPolicy::default()
+        });
+        let host = request_body(Engine::Gvisor, &spec, &[])
+            .host_config
+            .unwrap();
+        assert_eq!(host.runtime.as_deref(), Some("runsc-net"));
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(host.dns.unwrap(), ["127.0.0.1"]);
+        assert_eq!(host.cap_drop.unwrap(), ["ALL"], "never NET_ADMIN");
+        let none = request_body(Engine::Gvisor, &SandboxSpec::default(), &[]);
+        let host = none.host_config.unwrap();
+        assert_eq!(host.runtime.as_deref(), Some("runsc"));
+        assert_eq!(host.dns, None);
+        let docker = request_body(Engine::Docker, &spec, &[])
+            .host_config
+            .unwrap();
+        assert_eq!(docker.runtime, None);
+    }
+
+    #[test]
     fn gvisor_reports_the_sentry_namespaces_and_checks_all_but_pid_from_the_host() {
-        let reported = namespaces(Engine::Gvisor);
+        let reported = namespaces(Engine::Gvisor, false);
         assert!(reported.contains(&"user".to_owned()) && reported.contains(&"pid".to_owned()));
         let checked = host_checked(Engine::Gvisor, &reported);
         assert!(!checked.contains(&"pid".to_owned()));
-        let docker = namespaces(Engine::Docker);
+        let docker = namespaces(Engine::Docker, false);
+        assert_eq!(namespaces(Engine::Docker, true), docker);
+        let hostinet = namespaces(Engine::Gvisor, true);
+        assert!(!hostinet.contains(&"user".to_owned()) && hostinet.contains(&"net".to_owned()));
         assert!(docker.contains(&"net".to_owned()));
         assert_eq!(host_checked(Engine::Docker, &docker), docker);
     }

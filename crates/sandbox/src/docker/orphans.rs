@@ -1,5 +1,8 @@
 //! Removing the containers that sandboxes of this node left behind when
-//! their owner died without destroying them.
+//! their owner died without destroying them, with their network: the
+//! named namespace (found by the sandbox's marker under temp_root, as a
+//! temporary workspace) and a `full` sandbox's host-side NAT (found by
+//! this backend's owner tag in its rules).
 
 use std::collections::HashMap;
 
@@ -75,5 +78,19 @@ pub(super) async fn reap(
             }
         }
     }
+    let keep_ids: Vec<&str> = keep.iter().map(SandboxId::as_str).collect();
+    for id in paddock_egress::nat::reap(&super::network::owner(config), &keep_ids).await? {
+        if let Ok(id) = SandboxId::parse(&id)
+            && !report.sandboxes_removed.contains(&id)
+        {
+            report.sandboxes_removed.push(id);
+        }
+    }
+    // The names of the reaped sandboxes' namespaces (the namespace itself
+    // went with its container).
+    for id in &report.sandboxes_removed {
+        paddock_egress::Netns::remove_stale(id.as_str()).await;
+    }
+    report.sandboxes_removed.sort();
     Ok(report)
 }

@@ -6,12 +6,18 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bollard::Docker;
 use bollard::query_parameters::{InspectContainerOptions, RemoveContainerOptions};
-use paddock_core::sandbox::{BoxError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo};
+use paddock_core::sandbox::{
+    BoxError, EgressLog, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+};
 use tokio::task::JoinHandle;
 
 use crate::GuestClient;
 use crate::shared::start::StartTeardown;
 use crate::shared::stderr::StderrTail;
+
+/// How long teardown waits for the last egress decisions (those the stop
+/// of `full`'s log reads) to reach the sandbox's log.
+const EGRESS_LOG_WAIT: Duration = Duration::from_secs(2);
 
 /// How often `destroy` looks whether the engine has removed the container.
 const GONE_POLL: Duration = Duration::from_millis(20);
@@ -25,6 +31,7 @@ pub struct DockerSandbox {
     client: GuestClient,
     pub(super) teardown: Teardown,
     host_pid: Option<u32>,
+    egress_log: Option<EgressLog>,
 }
 
 impl DockerSandbox {
@@ -33,12 +40,14 @@ impl DockerSandbox {
         client: GuestClient,
         teardown: Teardown,
         host_pid: Option<u32>,
+        egress_log: Option<EgressLog>,
     ) -> Self {
         Self {
             info,
             client,
             teardown,
             host_pid,
+            egress_log,
         }
     }
 
@@ -91,6 +100,10 @@ impl Sandbox for DockerSandbox {
         self.host_pid
     }
 
+    fn egress_log(&self) -> Option<EgressLog> {
+        self.egress_log.clone()
+    }
+
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {
         DockerSandbox::destroy(*self).await
     }
@@ -109,6 +122,13 @@ pub(super) struct Teardown {
     pub stream_task: Option<JoinHandle<()>>,
     pub tail: StderrTail,
     pub stop_timeout: Duration,
+    /// The egress proxy and the named namespace of a sandbox with network.
+    pub egress: Option<paddock_egress::Egress>,
+    /// Fills the sandbox's egress log; ends once the proxy stops.
+    pub egress_log_task: Option<JoinHandle<()>>,
+    /// Marks the namespace for the reaper and holds the CA bundle; after
+    /// `egress`, dropped once the namespace is gone.
+    pub net_marker: Option<tempfile::TempDir>,
 }
 
 impl Teardown {
@@ -122,6 +142,14 @@ impl Teardown {
         if let Some(task) = self.stream_task.take() {
             task.abort();
         }
+        // After the container: its namespace name, rules and proxy.
+        if let Some(egress) = self.egress.take() {
+            egress.stop().await;
+        }
+        if let Some(task) = self.egress_log_task.take() {
+            let _ = tokio::time::timeout(EGRESS_LOG_WAIT, task).await;
+        }
+        self.net_marker = None;
         if removed.is_ok() {
             // No process of the container is left to run as these ids.
             self.id_block = None;
@@ -206,7 +234,14 @@ impl Drop for Teardown {
         if let Some(task) = self.stream_task.take() {
             task.abort();
         }
-        if self.container.is_empty() && self.temp_workspace.is_none() && self.id_block.is_none() {
+        if let Some(task) = self.egress_log_task.take() {
+            task.abort();
+        }
+        if self.container.is_empty()
+            && self.temp_workspace.is_none()
+            && self.id_block.is_none()
+            && self.egress.is_none()
+        {
             return;
         }
         tracing::debug!(sandbox_id = %self.id, "sandbox dropped without destroy: removing it");
@@ -217,6 +252,8 @@ impl Drop for Teardown {
             temp_workspace: self.temp_workspace.take(),
             id_block: self.id_block.take(),
             stop_timeout: self.stop_timeout,
+            egress: self.egress.take(),
+            net_marker: self.net_marker.take(),
         };
         // Without a runtime the temporary workspace goes with `leftover`; the
         // container exits when its stdin closes and the engine removes it
@@ -237,6 +274,8 @@ struct Leftover {
     temp_workspace: Option<tempfile::TempDir>,
     id_block: Option<paddock_jail::IdBlock>,
     stop_timeout: Duration,
+    egress: Option<paddock_egress::Egress>,
+    net_marker: Option<tempfile::TempDir>,
 }
 
 impl Leftover {
@@ -248,6 +287,10 @@ impl Leftover {
         {
             tracing::warn!(sandbox_id = %self.id, error = %err, "removing a dropped sandbox");
         }
+        if let Some(egress) = self.egress {
+            egress.stop().await;
+        }
+        drop(self.net_marker);
         drop(self.temp_workspace);
         drop(self.id_block);
     }
@@ -281,6 +324,9 @@ mod tests {
             stream_task: None,
             tail: start.tail.clone(),
             stop_timeout: Duration::from_secs(1),
+            egress: None,
+            egress_log_task: None,
+            net_marker: None,
         };
         let guard = start.guard(teardown);
         let err = guard.launch_error("no image".into());

@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
-    SandboxSpec,
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
 };
 use paddock_egress::{Egress, EgressConfig};
 use paddock_jail::{IdMapping, IdPool};
 use tokio::process::{Child, Command};
-use tokio::task::JoinHandle;
 
 use super::jail_spec::jail_spec;
 use super::sandbox::{NativeSandbox, Teardown};
+use crate::shared;
+use crate::shared::egress::{EgressReceiver, fill_egress_log};
 use crate::shared::start::Start;
 use crate::shared::stderr;
 use crate::{GuestClient, StreamLimits};
@@ -66,21 +66,6 @@ impl NativeConfig {
             egress: EgressConfig::default(),
         }
     }
-}
-
-type EgressReceiver = tokio::sync::mpsc::Receiver<paddock_egress::EgressDecision>;
-
-/// The sandbox's egress log, filled from the proxy's decisions by a task
-/// that ends when the proxy stops (its sender goes with it).
-fn fill_egress_log(mut decisions: EgressReceiver) -> (EgressLog, JoinHandle<()>) {
-    let log = EgressLog::default();
-    let filled = log.clone();
-    let task = tokio::spawn(async move {
-        while let Some(decision) = decisions.recv().await {
-            filled.push(decision);
-        }
-    });
-    (log, task)
 }
 
 /// Makes native sandboxes; cheap, holds only its configuration.
@@ -219,30 +204,16 @@ impl NativeBackend {
         Ok((spawned?, stream))
     }
 
-    /// `<temp_root>/paddock-<id>-<random>`, held while a sandbox with
-    /// network has its namespace: the namespace names no owner, so this is
-    /// how [`SandboxBackend::reap_orphans`] of a dead owner's configuration
-    /// finds it (as a temporary workspace, whose id it then clears).
+    /// [`shared::egress::net_marker`]; none unconfined (no namespace).
     fn net_marker(
         &self,
         id: &SandboxId,
         spec: &SandboxSpec,
     ) -> Result<Option<tempfile::TempDir>, SandboxError> {
-        let Some(root) = &self.config.temp_root else {
-            return Ok(None);
-        };
-        if !spec.policy.network.has_egress() || self.config.unconfined {
+        if self.config.unconfined {
             return Ok(None);
         }
-        tempfile::Builder::new()
-            .prefix(&format!("paddock-{id}-"))
-            .tempdir_in(root)
-            .map(Some)
-            .map_err(|e| SandboxError::Workspace {
-                id: id.clone(),
-                path: root.clone(),
-                source: e,
-            })
+        shared::egress::net_marker(id, spec, self.config.temp_root.as_deref())
     }
 
     /// The egress proxy and namespace of a sandbox with network. Fails

@@ -7,6 +7,7 @@ use paddock_core::sandbox::{SandboxId, SandboxSpec};
 use paddock_jail::{GuestSpec, JailSpec, JailTier};
 
 use super::NativeConfig;
+use crate::shared;
 
 /// `temporary_workspace`: the workspace was made for this sandbox (a quota
 /// is a tmpfs, the monitor removes it).
@@ -20,23 +21,8 @@ pub(super) fn jail_spec(
     egress_ca: Option<&str>,
 ) -> JailSpec {
     // placeholders and the bundle's paths only where the proxy intercepts
-    let secrets = match egress_ca {
-        Some(_) => spec.secrets.iter().map(|s| s.notice()).collect(),
-        None => Vec::new(),
-    };
-    let egress_env = match egress_ca {
-        Some(_) => spec
-            .secrets
-            .iter()
-            .map(|s| (s.name.clone(), s.placeholder()))
-            .chain(
-                paddock_jail::CA_BUNDLE_VARS
-                    .iter()
-                    .map(|var| ((*var).to_owned(), paddock_jail::CA_BUNDLE_PATH.to_owned())),
-            )
-            .collect(),
-        None => Vec::new(),
-    };
+    let secrets = shared::egress::secret_notices(spec, egress_ca.is_some());
+    let egress_env = shared::egress::egress_env(spec, egress_ca.is_some());
     GuestSpec {
         sandbox_id: id.to_string(),
         policy: spec.policy.clone(),

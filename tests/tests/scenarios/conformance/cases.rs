@@ -12,6 +12,11 @@ use paddock_proto::{ErrorCode, ExecSpec, LayerState, PtySize};
 use paddock_tests::backends::{self, Kind};
 use paddock_tests::host::require_root;
 
+pub use super::network::{
+    net_allowed_host, net_dns_unlisted_unanswered, net_full_guarded, net_ip_literal,
+    net_metadata_refused, net_orphans_reaped, net_other_host_refused,
+    net_private_and_loopback_refused, net_secret_only_to_its_host,
+};
 pub use super::ports::port_tunnel;
 
 const DEADLINE: Duration = Duration::from_secs(120);

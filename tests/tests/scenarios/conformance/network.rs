@@ -1,0 +1,505 @@
+//! The network cases of the conformance suite: `allowlist` (with a
+//! secret) and `full` through the host's egress proxy, DNS and address
+//! guard, on every backend. The destinations are test hosts in network
+//! namespaces of their own on this machine (`paddock_tests::nethost`),
+//! named by a test DNS server the proxy resolves with; nothing leaves it.
+//! A backend that refuses the network as it does without a network
+//! device (the microVM today) reports each case skipped with its reason.
+
+use std::future::Future;
+use std::net::Ipv4Addr;
+use std::pin::Pin;
+use std::sync::OnceLock;
+
+use paddock_core::sandbox::{Sandbox, SandboxPolicy, SandboxSpec};
+use paddock_egress::{EgressConfig, Resolver};
+use paddock_proto::{EgressDecision, NetworkPolicy, SecretSpec, SecretValue};
+use paddock_tests::backends::{self, Kind};
+use paddock_tests::nethost::{DocRange, TestDns, TestHost};
+use paddock_tests::tlshost::TestCa;
+
+use super::cases::{Ctx, PROBE, chain, in_workspace, sh};
+
+/// The refusal of a backend that has no network device yet.
+const NO_DEVICE: &str = "no network device";
+/// The link-local metadata address of cloud hosts.
+const METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+/// The secret's value: it must reach api.test only.
+const SECRET: &str = "sk-conformance-7f3a9c";
+
+/// The test hosts and DNS every case of this process shares (a process
+/// holds at most 63 test hosts).
+struct World {
+    dns: TestDns,
+    good: TestHost,
+    other: TestHost,
+    private: TestHost,
+    api: TestHost,
+    ca_file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn world() -> &'static World {
+    static WORLD: OnceLock<World> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = TestCa::new().unwrap();
+        let ca_file = dir.path().join("test-ca.pem");
+        ca.write_pem(&ca_file).unwrap();
+        let dns = TestDns::start().unwrap();
+        let good = TestHost::start("good", DocRange::Net2, 8080, None).unwrap();
+        let other = TestHost::start("other", DocRange::Net2, 8080, None).unwrap();
+        let private = TestHost::start("private", DocRange::Private, 8080, None).unwrap();
+        let api = TestHost::start_tls("api", DocRange::Net3, 443, ca.server("api.test").unwrap())
+            .unwrap();
+        dns.set("good.test", &[good.ip]);
+        dns.set("other.test", &[other.ip]);
+        dns.set("private.test", &[private.ip]);
+        dns.set("api.test", &[api.ip]);
+        World {
+            dns,
+            good,
+            other,
+            private,
+            api,
+            ca_file,
+            _dir: dir,
+        }
+    })
+}
+
+/// The operator's settings: the test DNS, the documentation addresses of
+/// the test hosts let through the guard (never `private`'s), the test CA.
+fn egress_config(w: &World) -> EgressConfig {
+    EgressConfig {
+        resolver: Resolver::Nameserver(w.dns.addr),
+        allowed_private: vec![w.good.ip.into(), w.other.ip.into(), w.api.ip.into()],
+        extra_roots: vec![w.ca_file.clone()],
+        ..EgressConfig::default()
+    }
+}
+
+/// A sandbox with `network` (and `secrets`) and the probe staged in its
+/// workspace; None after reporting the case skipped where the backend
+/// has no network device.
+async fn sandbox(
+    ctx: &Ctx,
+    case: &str,
+    network: &str,
+    secrets: Vec<SecretSpec>,
+) -> Option<(Box<dyn Sandbox>, String, tempfile::TempDir)> {
+    let w = world();
+    let backend = backends::connect_with_egress(ctx.kind, egress_config(w))
+        .await
+        .unwrap_or_else(|e| panic!("[{}] {e}", ctx.kind.name()));
+    let ws = backends::workspace(ctx.kind);
+    let probe = paddock_tests::bins::stage_in_workspace(ws.path(), PROBE);
+    let spec = SandboxSpec {
+        policy: SandboxPolicy {
+            network: network.parse::<NetworkPolicy>().unwrap(),
+            ..in_workspace(&ws).policy
+        },
+        secrets,
+        ..in_workspace(&ws)
+    };
+    match backend.create(backends::spec_for(ctx.kind, spec)).await {
+        Ok(sb) => Some((sb, probe, ws)),
+        Err(e) if ctx.kind == Kind::Microvm && chain(&e).contains(NO_DEVICE) => {
+            eprintln!("SKIPPED {case} [{}]: {}", ctx.kind.name(), chain(&e));
+            None
+        }
+        Err(e) => panic!("[{}] create with {network}: {}", ctx.kind.name(), chain(&e)),
+    }
+}
+
+/// `probe get URL` inside: exit code and output.
+async fn get(sb: &dyn Sandbox, probe: &str, url: &str, extra: &str) -> (i32, String) {
+    let (code, out, err) = sh(&*sb.guest(), &format!("{probe} get {extra} {url}")).await;
+    (code, format!("{out}{err}"))
+}
+
+fn decisions(sb: &dyn Sandbox) -> Vec<EgressDecision> {
+    sb.egress_log().map(|log| log.list()).unwrap_or_default()
+}
+
+/// Destroys `sb` and checks nothing of it is left on the host.
+async fn finish(ctx: &Ctx, sb: Box<dyn Sandbox>) {
+    let id = sb.info().id.clone();
+    sb.destroy().await.unwrap();
+    let left = backends::leftovers(ctx.kind, &id).await;
+    assert!(
+        left.is_empty(),
+        "[{}] left behind: {left:?}",
+        ctx.kind.name()
+    );
+}
+
+type Fut<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// The listed host answers, through the proxy variables and redirected
+/// (a program that ignores them); the decision is logged and the
+/// enforcement report names the way out.
+pub fn net_allowed_host(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let Some((sb, probe, _ws)) =
+            sandbox(ctx, "net_allowed_host", "allow:good.test:8080", vec![]).await
+        else {
+            return;
+        };
+        let url = "http://good.test:8080/";
+        let (code, out) = get(&*sb, &probe, url, "").await;
+        assert!(
+            code == 0 && out.contains("hello from good"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        let (code, out) = sh(
+            &*sb.guest(),
+            &format!("env -u HTTP_PROXY -u http_proxy {probe} get {url}"),
+        )
+        .await
+        .map_rest();
+        assert!(
+            code == 0 && out.contains("hello from good"),
+            "[{}] redirected: {out}",
+            ctx.kind.name()
+        );
+        let info = sb.guest().info().await.unwrap();
+        assert!(
+            info.enforcement.egress_path.is_some(),
+            "{:?}",
+            info.enforcement
+        );
+        let log = decisions(&*sb);
+        assert!(
+            log.iter()
+                .any(|d| d.allowed && d.host == "good.test" && d.port == 8080),
+            "{log:?}"
+        );
+        finish(ctx, sb).await;
+    })
+}
+
+/// A host not listed is refused, by name and by its address.
+pub fn net_other_host_refused(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let Some((sb, probe, _ws)) = sandbox(
+            ctx,
+            "net_other_host_refused",
+            "allow:good.test:8080",
+            vec![],
+        )
+        .await
+        else {
+            return;
+        };
+        let w = world();
+        let before = w.other.connections();
+        let (code, out) = get(&*sb, &probe, "http://other.test:8080/", "").await;
+        assert!(
+            code != 0 || !out.contains("hello from other"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        // Redirected to the proxy, which refuses it: the host never sees it.
+        let (code, out) = sh(
+            &*sb.guest(),
+            &format!(
+                "env -u HTTP_PROXY -u http_proxy {probe} get http://{}/",
+                w.other.addr()
+            ),
+        )
+        .await
+        .map_rest();
+        assert!(
+            code != 0 || !out.contains("hello from other"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        assert_eq!(
+            w.other.connections(),
+            before,
+            "the unlisted host was reached"
+        );
+        let log = decisions(&*sb);
+        assert!(
+            log.iter().any(|d| !d.allowed && d.host == "other.test"),
+            "{log:?}"
+        );
+        finish(ctx, sb).await;
+    })
+}
+
+/// An IP literal is refused unless the allowlist names it.
+pub fn net_ip_literal(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let w = world();
+        let listed = format!("allow:good.test:8080,{}", w.other.addr());
+        let Some((sb, probe, _ws)) = sandbox(ctx, "net_ip_literal", &listed, vec![]).await else {
+            return;
+        };
+        let (code, out) = get(&*sb, &probe, &format!("http://{}/", w.good.addr()), "").await;
+        assert!(
+            code != 0 || !out.contains("hello from good"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        let (code, out) = get(&*sb, &probe, &format!("http://{}/", w.other.addr()), "").await;
+        assert!(
+            code == 0 && out.contains("hello from other"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        finish(ctx, sb).await;
+    })
+}
+
+/// A private address (a listed name resolving to one, and the address
+/// itself) and the host's own loopback are refused by the guard.
+pub fn net_private_and_loopback_refused(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let w = world();
+        let host_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let host_port = host_listener.local_addr().unwrap().port();
+        let listed = format!("allow:private.test:8080,{}", w.private.addr());
+        let Some((sb, probe, _ws)) =
+            sandbox(ctx, "net_private_and_loopback_refused", &listed, vec![]).await
+        else {
+            return;
+        };
+        let before = w.private.connections();
+        for url in [
+            "http://private.test:8080/".to_owned(),
+            format!("http://{}/", w.private.addr()),
+        ] {
+            let (code, out) = get(&*sb, &probe, &url, "").await;
+            assert!(
+                code != 0 || !out.contains("hello from private"),
+                "[{}] {url}: {out}",
+                ctx.kind.name()
+            );
+        }
+        assert_eq!(
+            w.private.connections(),
+            before,
+            "the private host was reached"
+        );
+        // The sandbox's 127.0.0.1 is its own: the host's listener is never
+        // reached, through the proxy or not.
+        host_listener.set_nonblocking(true).unwrap();
+        let (code, _) = sh(
+            &*sb.guest(),
+            &format!("{probe} connect 127.0.0.1:{host_port}"),
+        )
+        .await
+        .map_rest();
+        assert_ne!(code, 0, "[{}] reached the host's loopback", ctx.kind.name());
+        let (_, out) = get(&*sb, &probe, &format!("http://127.0.0.1:{host_port}/"), "").await;
+        assert!(!out.contains("HTTP/1.1 200"), "{out}");
+        assert!(
+            host_listener.accept().is_err(),
+            "the host's listener was reached"
+        );
+        finish(ctx, sb).await;
+    })
+}
+
+/// The metadata address is refused even when listed.
+pub fn net_metadata_refused(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let listed = format!("allow:{METADATA}:80,good.test:8080");
+        let Some((sb, probe, _ws)) = sandbox(ctx, "net_metadata_refused", &listed, vec![]).await
+        else {
+            return;
+        };
+        let (code, out) = get(
+            &*sb,
+            &probe,
+            &format!("http://{METADATA}/latest/meta-data/"),
+            "",
+        )
+        .await;
+        assert!(
+            code != 0 || !out.contains("HTTP/1.1 200"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        let log = decisions(&*sb);
+        assert!(
+            log.iter()
+                .any(|d| !d.allowed && d.host == METADATA.to_string()),
+            "{log:?}"
+        );
+        finish(ctx, sb).await;
+    })
+}
+
+/// DNS answers listed names only.
+pub fn net_dns_unlisted_unanswered(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let Some((sb, probe, _ws)) = sandbox(
+            ctx,
+            "net_dns_unlisted_unanswered",
+            "allow:good.test:8080",
+            vec![],
+        )
+        .await
+        else {
+            return;
+        };
+        let w = world();
+        // (the proxy's DNS may answer a stand-in address it maps back to
+        // the name: the proxy resolves the name itself when connecting)
+        let (code, out) = sh(&*sb.guest(), &format!("{probe} resolve good.test"))
+            .await
+            .map_rest();
+        assert!(
+            code == 0 && out.contains("resolved good.test"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        let (code, out) = sh(&*sb.guest(), &format!("{probe} resolve other.test"))
+            .await
+            .map_rest();
+        assert!(
+            code != 0 && !out.contains(&w.other.ip.to_string()),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        finish(ctx, sb).await;
+    })
+}
+
+/// A secret reaches its host in its header, the sandbox sees only its
+/// placeholder, and another host never gets the value.
+pub fn net_secret_only_to_its_host(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let secret =
+            SecretSpec::new("API_KEY", SecretValue::new(SECRET), &["api.test"], None).unwrap();
+        let Some((sb, probe, _ws)) = sandbox(
+            ctx,
+            "net_secret_only_to_its_host",
+            "allow:api.test,other.test:8080",
+            vec![secret],
+        )
+        .await
+        else {
+            return;
+        };
+        let w = world();
+        let header = "--header \"Authorization: Bearer $API_KEY\"";
+        let (code, out) = get(&*sb, &probe, "https://api.test/v1", header).await;
+        assert!(
+            code == 0 && out.contains("hello from api"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        assert!(
+            w.api
+                .heads()
+                .iter()
+                .any(|h| h.contains(&format!("Bearer {SECRET}"))),
+            "the value did not reach its host: {:?}",
+            w.api.heads()
+        );
+        let (_, env) = sh(&*sb.guest(), "echo $API_KEY").await.map_rest();
+        assert!(!env.contains(SECRET), "the sandbox sees the value");
+        let _ = get(&*sb, &probe, "http://other.test:8080/", header).await;
+        assert!(
+            !w.other.heads().iter().any(|h| h.contains(SECRET)),
+            "the value reached another host"
+        );
+        let info = sb.guest().info().await.unwrap();
+        assert_eq!(info.enforcement.secrets.len(), 1, "{:?}", info.enforcement);
+        finish(ctx, sb).await;
+    })
+}
+
+/// `full` reaches a host, while the guard still refuses private and
+/// metadata addresses.
+pub fn net_full_guarded(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let Some((sb, probe, _ws)) = sandbox(ctx, "net_full_guarded", "full", vec![]).await else {
+            return;
+        };
+        let w = world();
+        let (code, out) = get(&*sb, &probe, "http://good.test:8080/", "").await;
+        assert!(
+            code == 0 && out.contains("hello from good"),
+            "[{}] {out}",
+            ctx.kind.name()
+        );
+        let before = w.private.connections();
+        let (code, _) = sh(
+            &*sb.guest(),
+            &format!("{probe} connect {}", w.private.addr()),
+        )
+        .await
+        .map_rest();
+        assert_ne!(code, 0, "[{}] reached a private address", ctx.kind.name());
+        let (code, _) = sh(&*sb.guest(), &format!("{probe} connect {METADATA}:80"))
+            .await
+            .map_rest();
+        assert_ne!(
+            code,
+            0,
+            "[{}] reached the metadata address",
+            ctx.kind.name()
+        );
+        assert_eq!(w.private.connections(), before);
+        finish(ctx, sb).await;
+    })
+}
+
+/// A dead owner's sandboxes with network (allowlist and full) leave no
+/// namespace name, NAT rule or veth once the restarted owner reaps.
+pub fn net_orphans_reaped(ctx: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let owner = backends::private_owner(ctx.kind).await;
+        let mut ids = Vec::new();
+        for network in ["allow:good.test:8080", "full"] {
+            let spec = SandboxSpec::with_policy(SandboxPolicy {
+                network: network.parse().unwrap(),
+                ..SandboxPolicy::default()
+            });
+            match owner.create(backends::spec_for(ctx.kind, spec)).await {
+                Ok(sb) => {
+                    ids.push(sb.info().id.clone());
+                    // The owner "dies": the handle is never destroyed nor dropped.
+                    std::mem::forget(sb);
+                }
+                Err(e) if ctx.kind == Kind::Microvm && chain(&e).contains(NO_DEVICE) => {
+                    eprintln!(
+                        "SKIPPED net_orphans_reaped [{}]: {}",
+                        ctx.kind.name(),
+                        chain(&e)
+                    );
+                    return;
+                }
+                Err(e) => panic!("[{}] create with {network}: {}", ctx.kind.name(), chain(&e)),
+            }
+        }
+        let restarted = backends::private_owner(ctx.kind).await;
+        let report = restarted.reap_orphans(&[]).await.unwrap();
+        for id in &ids {
+            assert!(report.sandboxes_removed.contains(id), "{id}: {report:?}");
+            let left = backends::leftovers(ctx.kind, id).await;
+            assert!(
+                left.is_empty(),
+                "[{}] left behind: {left:?}",
+                ctx.kind.name()
+            );
+        }
+    })
+}
+
+/// `(code, stdout, stderr)` as `(code, stdout + stderr)`.
+trait MapRest {
+    fn map_rest(self) -> (i32, String);
+}
+
+impl MapRest for (i32, String, String) {
+    fn map_rest(self) -> (i32, String) {
+        (self.0, format!("{}{}", self.1, self.2))
+    }
+}
