@@ -23,7 +23,8 @@ pub struct CreateVolume {
 pub struct VolumeView {
     pub name: VolumeName,
     pub quota_bytes: u64,
-    /// Bytes it holds now as its quota counts them; absent in listings.
+    /// Bytes it holds now as its quota counts them (an empty volume's
+    /// metadata counts too); only `GET /v1/volumes/{name}` reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_bytes: Option<u64>,
     pub created_at: String,
@@ -82,7 +83,7 @@ impl SandboxService {
             });
         }
         tracing::info!(tenant_id = %tenant, volume = %record.name, quota_bytes = record.quota_bytes, "volume created");
-        Ok(VolumeView::of(&record, Some(0)))
+        Ok(VolumeView::of(&record, None))
     }
 
     pub async fn list_volumes(
