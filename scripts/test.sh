@@ -33,6 +33,9 @@ command -v zstd >/dev/null || missing+=(zstd)
 # and the network tests' clients inside sandboxes (curl, getent).
 command -v iptables-restore >/dev/null || missing+=(iptables)
 command -v curl >/dev/null || missing+=(curl)
+# Named volumes: one loop-mounted btrfs holding a subvolume per volume, its
+# quota a qgroup limit (crates/sandbox/src/volumes/).
+command -v mkfs.btrfs >/dev/null || missing+=(btrfs-progs)
 if [ "${#missing[@]}" -gt 0 ]; then
     step "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -93,5 +93,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             let api = client::ApiClient::from_args(&workspace.server, "workspace")?;
             client::workspace(&api, workspace.command).await
         }
+        Command::Volume(volume) => {
+            let api = client::ApiClient::from_args(&volume.server, "volume")?;
+            client::volume(&api, volume.command).await
+        }
     }
 }

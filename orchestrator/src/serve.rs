@@ -107,6 +107,14 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
             .with_context(|| format!("opening the blob store under {}", data.display()))?,
     );
     service_config.blobs = Some(blobs.clone());
+    // Made (and mounted again after a restart) on first use: a host that
+    // cannot hold it refuses volumes, never makes one without its quota.
+    service_config.volumes = Some(Arc::new(paddock_sandbox::volumes::BtrfsVolumes::new(
+        data.join("volumes"),
+        config
+            .volume_pool_bytes
+            .unwrap_or(paddock_sandbox::volumes::DEFAULT_POOL_BYTES),
+    )));
     // Runs get the sandboxes the operator configured for the API's.
     let mut runtime_config = RuntimeConfig::new(node.clone(), data.join("workspaces"));
     runtime_config.prices = checked.prices;

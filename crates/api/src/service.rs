@@ -24,13 +24,14 @@ pub use agent::{
 };
 pub use sandboxes::{
     ActivityGuard, BackendEntry, BackendHealth, BackendRefused, Backends, BackendsError, BlobSweep,
-    CPU_OVERCOMMIT, ComponentHealth, CreateSnapshot, DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP,
-    DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, DiskUsage, DuplicateSecret, ExecResult,
-    ExecStream, ExitView, ExportWorkspace, FileEntry, Health, HostTotals, ImportSnapshot,
-    ImportWorkspace, KNOWN_BACKENDS, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, MAX_RESTORE_COUNT,
-    MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_FILES, OperatorSecret, PortTunnel, ProcessFollow,
-    ProcessOutputView, ProcessView, Quota, QuotaScope, Quotas, ReconcileReport, RestoreSnapshot,
-    SandboxFilter, SandboxService, SandboxView, SearchView, SecretCatalog, SecretGrant, SecretRef,
-    SecretRefused, ServiceConfig, ServiceError, SnapshotArchive, SnapshotView, StoreWrites,
-    SuppliedSecret, WorkspaceArchive, WorkspaceView, commands, secrets,
+    CPU_OVERCOMMIT, ComponentHealth, CreateSnapshot, CreateVolume, DEFAULT_CPU_MILLIS,
+    DEFAULT_EXEC_OUTPUT_CAP, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, DiskUsage,
+    DuplicateSecret, ExecResult, ExecStream, ExitView, ExportWorkspace, FileEntry, Health,
+    HostTotals, ImportSnapshot, ImportWorkspace, KNOWN_BACKENDS, LimitsPolicy, MAX_EXEC_OUTPUT_CAP,
+    MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_FILES, OperatorSecret, PortTunnel,
+    ProcessFollow, ProcessOutputView, ProcessView, Quota, QuotaScope, Quotas, ReconcileReport,
+    RestoreSnapshot, SandboxFilter, SandboxService, SandboxView, SearchView, SecretCatalog,
+    SecretGrant, SecretRef, SecretRefused, ServiceConfig, ServiceError, SnapshotArchive,
+    SnapshotView, StoreWrites, SuppliedSecret, VolumeView, WorkspaceArchive, WorkspaceView,
+    commands, secrets,
 };

@@ -10,3 +10,4 @@ pub mod model;
 pub mod sandbox;
 pub mod settings;
 pub mod store;
+pub mod volume;

@@ -20,6 +20,7 @@ mod network;
 mod port;
 mod sandbox_spec;
 mod secret;
+mod volume_mount;
 
 pub use enforcement::{
     CgroupEnforcement, Enforcement, GuestIsolation, LayerState, VmEnforcement,
@@ -48,6 +49,10 @@ pub use sandbox_spec::{
 pub use secret::{
     DEFAULT_SECRET_HEADER, InvalidSecret, MAX_SECRETS, SECRET_SLOT, SecretHeader, SecretNotice,
     SecretRequest, SecretSpec, SecretValue, check_secrets_network, parse_header_template,
+};
+pub use volume_mount::{
+    InvalidVolumeMount, MAX_MOUNT_PATH_LEN, MAX_VOLUME_MOUNTS, MOUNT_PATH_RULES, MountPathRule,
+    Reach, VolumeMount, check_mount_path, check_volume_mounts,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

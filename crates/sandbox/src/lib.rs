@@ -19,6 +19,7 @@ mod microvm;
 mod native;
 mod pool;
 mod shared;
+pub mod volumes;
 
 pub use client::{ExecStream, GuestClient, SlowReader, StreamLimits, StreamLimitsError};
 pub use docker::{

@@ -32,6 +32,7 @@ mod snapshots;
 mod steering;
 mod tools;
 mod usage;
+mod volumes;
 
 pub use engine::Engine;
 pub use open::{SqlStore, StoreOptions};

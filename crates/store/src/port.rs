@@ -16,12 +16,13 @@ use paddock_core::store::{
     SteeringMessage, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
     ToolInvocation, ToolOutcome, Workspace,
 };
+use paddock_core::volume::{VolumeName, VolumeRecord};
 
 use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
     checkpoints, compactions, deletion, events, goals, leases, memories, messages, plans,
-    quarantine, records, runs, sessions, snapshots, steering, tools, usage,
+    quarantine, records, runs, sessions, snapshots, steering, tools, usage, volumes,
 };
 
 #[async_trait]
@@ -431,6 +432,30 @@ impl Store for SqlStore {
 
     async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError> {
         snapshots::blob_referenced(self, blob_hash).await
+    }
+
+    async fn create_volume(&self, volume: &VolumeRecord) -> Result<(), StoreError> {
+        volumes::create(self, volume).await
+    }
+
+    async fn get_volume(
+        &self,
+        tenant: &TenantId,
+        name: &VolumeName,
+    ) -> Result<VolumeRecord, StoreError> {
+        volumes::get(self, tenant, name).await
+    }
+
+    async fn list_volumes(
+        &self,
+        tenant: &TenantId,
+        page: &Page,
+    ) -> Result<Vec<VolumeRecord>, StoreError> {
+        volumes::list(self, tenant, page).await
+    }
+
+    async fn delete_volume(&self, tenant: &TenantId, name: &VolumeName) -> Result<(), StoreError> {
+        volumes::delete(self, tenant, name).await
     }
 
     async fn create_checkpoint(

@@ -13,6 +13,7 @@ mod sandbox;
 mod serve;
 mod session;
 mod snapshot;
+mod volume;
 mod workspace;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +36,7 @@ pub use sandbox::{
 pub use serve::ServeArgs;
 pub use session::{SessionCli, SessionCommand};
 pub use snapshot::{RestoreArgs, SnapshotCli, SnapshotCommand};
+pub use volume::{VolumeCli, VolumeCommand};
 pub use workspace::{WorkspaceCli, WorkspaceCommand};
 
 #[derive(Debug, Parser)]
@@ -61,6 +63,8 @@ pub enum Command {
     Snapshot(SnapshotCli),
     /// Workspaces on the server: create (from a directory), list, download, delete (needs --server).
     Workspace(WorkspaceCli),
+    /// Named volumes on the server, with a size quota: create, list, delete (needs --server).
+    Volume(VolumeCli),
     /// Background processes of a server's sandbox: start, list, read output,
     /// write stdin, signal (needs --server).
     Process(ProcessCli),
@@ -225,6 +229,51 @@ mod tests {
     }
 
     #[test]
+    fn a_volume_is_created_with_a_size_in_bytes_or_units() {
+        let cli = Cli::try_parse_from([
+            "paddock",
+            "volume",
+            "create",
+            "cache",
+            "--size",
+            "64M",
+            "--server",
+            "http://h:1",
+        ])
+        .unwrap();
+        let Command::Volume(VolumeCli {
+            command: VolumeCommand::Create { name, size, json },
+            ..
+        }) = cli.command
+        else {
+            panic!("not volume create: {:?}", cli.command);
+        };
+        assert_eq!((name.as_str(), size, json), ("cache", 64 << 20, false));
+        // the size is required: a volume has a quota
+        assert!(
+            Cli::try_parse_from([
+                "paddock",
+                "volume",
+                "create",
+                "cache",
+                "--server",
+                "http://h:1"
+            ])
+            .is_err()
+        );
+        let rm = Cli::try_parse_from([
+            "paddock",
+            "volume",
+            "rm",
+            "a",
+            "b",
+            "--server",
+            "http://h:1",
+        ]);
+        assert!(rm.is_ok());
+    }
+
+    #[test]
     fn options_are_taken_only_by_the_commands_they_apply_to() {
         let parses = |args: &[&str]| Cli::try_parse_from(args).is_ok();
         // A server for the commands that talk to one.
@@ -235,6 +284,7 @@ mod tests {
             &["paddock", "session", "ls", "--server", "http://h:1"],
             &["paddock", "runs", "show", "--server", "http://h:1", "run_1"],
             &["paddock", "workspace", "ls", "--server", "http://h:1"],
+            &["paddock", "volume", "ls", "--server", "http://h:1"],
             &["paddock", "process", "ls", "--server", "http://h:1", "sb-1"],
             // `paddock run` runs on a named server.
             &[

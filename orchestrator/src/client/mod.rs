@@ -9,6 +9,7 @@ mod process;
 mod sandbox;
 mod snapshot;
 pub mod sse;
+mod volume;
 mod workspace;
 
 use anyhow::{Context, bail};
@@ -22,6 +23,7 @@ pub use port_forward::port_forward;
 pub use process::process;
 pub use sandbox::{create, info, ls, rm};
 pub use snapshot::snapshot;
+pub use volume::volume;
 pub use workspace::{PackRefused, upload_dir, workspace};
 
 pub use exec::exec;

@@ -178,6 +178,19 @@ impl From<ServiceError> for ApiError {
                 "snapshots_unavailable",
                 "snapshots are not available on this server",
             ),
+            ServiceError::VolumesUnavailable => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "volumes_unavailable",
+                "volumes are not available on this server",
+            ),
+            ServiceError::Volume { op, source } => {
+                tracing::error!(op, error = %error_chain(&source), "volume operation failed");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "volume_failed",
+                    format!("the volume {op} failed; the server log has the details"),
+                )
+            }
             ServiceError::CreateSandbox(source) => {
                 tracing::error!(error = %error_chain(&source), "creating a sandbox");
                 Self::new(
@@ -221,6 +234,7 @@ fn not_found_code(entity: &str) -> &'static str {
         "sandbox" => "sandbox_not_found",
         "workspace" => "workspace_not_found",
         "snapshot" => "snapshot_not_found",
+        "volume" => "volume_not_found",
         _ => "not_found",
     }
 }

@@ -31,6 +31,7 @@ mod snapshots;
 mod streams;
 mod terminal;
 mod transport;
+mod volumes;
 mod workspace_archive;
 
 use std::sync::Arc;
@@ -67,6 +68,7 @@ pub use sessions::{DeleteAnswer, RunList, SessionDeletedView, SessionList};
 pub use snapshots::{Restored, SnapshotList};
 pub use streams::StreamSlots;
 pub use terminal::TerminalOutput;
+pub use volumes::VolumeList;
 
 use crate::service::{AgentService, SandboxService};
 
@@ -338,6 +340,10 @@ fn routes() -> Routes {
         .delete("/v1/snapshots/{id}", snapshots::delete)
         .post("/v1/snapshots/{id}/restore", snapshots::restore)
         .get("/v1/snapshots/{id}/archive", snapshots::archive)
+        .post("/v1/volumes", volumes::create)
+        .get("/v1/volumes", volumes::list)
+        .get("/v1/volumes/{name}", volumes::get)
+        .delete("/v1/volumes/{name}", volumes::delete)
         .post("/v1/sessions", sessions::create)
         .get("/v1/sessions", sessions::list)
         .get("/v1/sessions/{id}", sessions::get)

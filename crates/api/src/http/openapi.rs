@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi};
 use super::error::Body as ErrorBody;
 use super::{
     checkpoints, doctor, egress, events, exec, files, memory, meta, ports, processes, runs,
-    sandboxes, sessions, snapshots, terminal, workspace_archive,
+    sandboxes, sessions, snapshots, terminal, volumes, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -23,7 +23,7 @@ use super::{
         title = "Paddock API",
         version = "1",
         description = "Long-lived sandboxes: lifecycle, exec (JSON or SSE), background processes, \
-            files, search and snapshots; agent sessions, runs and their event streams. Every error \
+            files, search, snapshots and named volumes; agent sessions, runs and their event streams. Every error \
             answers `{\"error\": {\"code\", \"message\"}}`. See docs/api.md."
     ),
     paths(
@@ -64,6 +64,10 @@ use super::{
         snapshots::delete,
         snapshots::restore,
         snapshots::archive,
+        volumes::create,
+        volumes::list,
+        volumes::get,
+        volumes::delete,
         sessions::create,
         sessions::list,
         sessions::get,

@@ -22,3 +22,4 @@ mod snapshots;
 mod steering;
 mod storage;
 mod terminal;
+mod volumes;

@@ -106,6 +106,7 @@ fn concrete(template: &str, id: &str) -> String {
         .replace("{handle}", "1")
         .replace("{port}", "8000")
         .replace("{path}", "some/file.txt")
+        .replace("{name}", "cache")
 }
 
 async fn tenants_never_see_each_other(db: Db) -> Result<()> {
@@ -703,7 +704,7 @@ fn the_openapi_document_lists_exactly_the_routes() -> Result<()> {
         .collect();
     let routed: BTreeSet<(String, String)> =
         paddock_api::http::registered_routes().into_iter().collect();
-    assert_eq!(routed.len(), 66, "{routed:?}");
+    assert_eq!(routed.len(), 70, "{routed:?}");
     assert_eq!(
         documented.difference(&routed).collect::<Vec<_>>(),
         Vec::<&(String, String)>::new(),
@@ -871,19 +872,23 @@ fn id_patterns_refuse_what_the_server_refuses() -> Result<()> {
     candidates.push(format!("ses_{}", "g".repeat(32)));
 
     type Parse = fn(&str) -> bool;
-    let parsers: [(&str, Parse); 6] = [
+    let parsers: [(&str, Parse); 7] = [
         ("SandboxId", |s| SandboxId::parse(s).is_ok()),
         ("WorkspaceId", |s| WorkspaceId::parse(s).is_ok()),
         ("SessionId", |s| SessionId::parse(s).is_ok()),
         ("RunId", |s| RunId::parse(s).is_ok()),
         ("SnapshotId", |s| SnapshotId::parse(s).is_ok()),
         ("MemoryId", |s| MemoryId::parse(s).is_ok()),
+        ("VolumeName", |s| {
+            paddock_core::volume::VolumeName::parse(s).is_ok()
+        }),
     ];
     let mut checked = BTreeSet::new();
     for (method, path, op) in operations(&doc) {
         for param in op["parameters"].as_array().into_iter().flatten() {
             let name = param["name"].as_str().unwrap();
-            if !(name == "id" || name == "after" || name == "workspace") {
+            let volume_name = name == "name" && path.starts_with("/v1/volumes");
+            if !(name == "id" || name == "after" || name == "workspace" || volume_name) {
                 continue;
             }
             let schema = &param["schema"];
@@ -934,6 +939,8 @@ fn id_patterns_refuse_what_the_server_refuses() -> Result<()> {
     }
     assert!(checked.contains(&("WorkspaceId".to_owned(), "workspace".to_owned())));
     assert!(checked.contains(&("SessionId".to_owned(), "after".to_owned())));
+    assert!(checked.contains(&("VolumeName".to_owned(), "name".to_owned())));
+    assert!(checked.contains(&("VolumeName".to_owned(), "after".to_owned())));
     Ok(())
 }
 

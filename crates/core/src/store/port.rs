@@ -18,6 +18,7 @@ use crate::ids::{
     WorkspaceId,
 };
 use crate::sandbox::SandboxId;
+use crate::volume::{VolumeName, VolumeRecord};
 
 /// Most rows one list call returns.
 pub const MAX_PAGE: u32 = 1_000;
@@ -371,6 +372,23 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// `blob_hash`, or any checkpoint (as its manifest or a file it stored).
     /// System-level, for blob garbage collection.
     async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError>;
+
+    /// Records a volume: [`StoreError::Conflict`] if the tenant has one of
+    /// that name.
+    async fn create_volume(&self, volume: &VolumeRecord) -> Result<(), StoreError>;
+    async fn get_volume(
+        &self,
+        tenant: &TenantId,
+        name: &VolumeName,
+    ) -> Result<VolumeRecord, StoreError>;
+    /// The tenant's volumes by name, the page after the name `page.after`.
+    async fn list_volumes(
+        &self,
+        tenant: &TenantId,
+        page: &Page,
+    ) -> Result<Vec<VolumeRecord>, StoreError>;
+    /// Deletes the volume's row ([`StoreError::NotFound`] if there is none).
+    async fn delete_volume(&self, tenant: &TenantId, name: &VolumeName) -> Result<(), StoreError>;
 
     /// Records a checkpoint at the session's current position (its last
     /// message, event and plan version are read from the session in the same

@@ -55,6 +55,10 @@ pub struct ServeConfig {
     /// snapshot archives and an estimate of its database rows, counted in
     /// blocks), checked on every write path (default 32 GiB).
     pub tenant_disk_quota_bytes: Option<u64>,
+    /// Size of the named volumes' pool, a sparse btrfs image under the data
+    /// directory (`volumes/pool.img`; default 16 GiB). Fixed when the pool
+    /// is first made.
+    pub volume_pool_bytes: Option<u64>,
     /// `max_checkpoints_per_session`: checkpoints one session keeps; past
     /// it the oldest tool-batch ones are pruned (default 50, at least 2).
     #[serde(flatten)]

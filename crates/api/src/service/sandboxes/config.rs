@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits, SandboxPolicy, SandboxSpec};
+use paddock_core::volume::VolumeHost;
 use paddock_proto::NetworkPolicy;
 use serde::Deserialize;
 
@@ -42,6 +43,8 @@ pub struct ServiceConfig {
     pub quotas: Quotas,
     /// Where snapshot archives are kept; None: snapshots are unavailable.
     pub blobs: Option<Arc<dyn BlobStore>>,
+    /// Where named volumes keep their bytes; None: volumes are unavailable.
+    pub volumes: Option<Arc<dyn VolumeHost>>,
     /// A blob no snapshot row names is removed once it was last written this
     /// long ago (a snapshot of the same content being recorded refreshes
     /// it); the sweep runs this often too. See docs/architecture.md.
@@ -72,6 +75,7 @@ impl ServiceConfig {
             max_sandboxes: 100,
             quotas: Quotas::default(),
             blobs: None,
+            volumes: None,
             blob_grace: Duration::from_secs(10 * 60),
             tenant_disk_quota: DEFAULT_TENANT_DISK_QUOTA,
             network: paddock_proto::NetworkBounds::default(),

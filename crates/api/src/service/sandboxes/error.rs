@@ -77,6 +77,16 @@ pub enum ServiceError {
     /// Snapshots need a blob store, and none is configured.
     #[error("snapshots are not available on this server (no blob store)")]
     SnapshotsUnavailable,
+    /// Volumes need a volume host, and none is configured.
+    #[error("volumes are not available on this server (no volume host)")]
+    VolumesUnavailable,
+    /// The volume host failed; `op` names the operation.
+    #[error("volume operation {op} failed")]
+    Volume {
+        op: &'static str,
+        #[source]
+        source: paddock_core::volume::VolumeError,
+    },
     #[error("blob store operation {op} failed")]
     Blob {
         op: &'static str,

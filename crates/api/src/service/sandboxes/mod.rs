@@ -26,6 +26,7 @@ pub mod secrets;
 mod snapshots;
 mod terminal;
 mod views;
+mod volumes;
 mod workspace_archive;
 mod write_probe;
 mod writer;
@@ -69,6 +70,7 @@ pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
     ProcessView, SandboxView, SearchView, StoreWrites, WorkspaceView,
 };
+pub use volumes::{CreateVolume, VolumeView};
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
 pub(super) use admission::RunAdmission;

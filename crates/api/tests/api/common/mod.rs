@@ -151,6 +151,8 @@ pub struct Setup {
     pub queue: Option<paddock_runtime::QueueSettings>,
     /// Host-based port routing's domain; None: off.
     pub ports_domain: Option<String>,
+    /// Size of the volume pool (`<data>/volumes`); None: no volume host.
+    pub volume_pool_bytes: Option<u64>,
 }
 
 impl Setup {
@@ -173,6 +175,7 @@ impl Setup {
             budget_max: None,
             queue: None,
             ports_domain: None,
+            volume_pool_bytes: None,
         }
     }
 
@@ -226,6 +229,12 @@ impl TestServer {
             config.tenant_disk_quota = quota;
         }
         config.blobs = Some(Arc::clone(&blobs));
+        if let Some(bytes) = setup.volume_pool_bytes {
+            config.volumes = Some(Arc::new(paddock_sandbox::volumes::BtrfsVolumes::new(
+                setup.data_dir.join("volumes"),
+                bytes,
+            )));
+        }
         if let Some(quotas) = setup.quotas {
             config.quotas = quotas;
         }

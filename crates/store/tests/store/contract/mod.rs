@@ -22,6 +22,7 @@ pub mod require;
 pub mod sandbox_specs;
 pub mod steering;
 pub mod upgrade;
+pub mod volumes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -196,6 +197,7 @@ macro_rules! contract_tests {
             steering::steering_is_capped_per_run_in_count_and_size,
             forks::forks_share_their_parents_history_and_rewinds_stay_apart,
             forks::deleting_a_session_removes_its_rows_and_frees_only_its_blobs,
+            volumes::volumes_are_per_tenant_and_listed_by_name,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {

@@ -1,0 +1,156 @@
+//! Named volumes: create, list, get, delete. The row is the store's, the
+//! bytes the [`VolumeHost`](paddock_core::volume::VolumeHost)'s; a volume
+//! is a tenant's, and another tenant's is "not found".
+
+use paddock_core::ids::TenantId;
+use paddock_core::store::Page;
+use paddock_core::volume::{VOLUME_MIN_BYTES, VolumeError, VolumeHost, VolumeName, VolumeRecord};
+use serde::{Deserialize, Serialize};
+
+use super::{SandboxService, ServiceError};
+
+/// `POST /v1/volumes`, `paddock volume create`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateVolume {
+    pub name: VolumeName,
+    /// Bytes the volume may hold (at least 1 MiB, at most the tenant's disk
+    /// quota); the kernel refuses the write past it ("Disk quota exceeded").
+    pub quota_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct VolumeView {
+    pub name: VolumeName,
+    pub quota_bytes: u64,
+    /// Bytes it holds now as its quota counts them (an empty volume's
+    /// metadata counts too); only `GET /v1/volumes/{name}` reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_bytes: Option<u64>,
+    pub created_at: String,
+}
+
+impl VolumeView {
+    fn of(record: &VolumeRecord, used_bytes: Option<u64>) -> Self {
+        Self {
+            name: record.name.clone(),
+            quota_bytes: record.quota_bytes,
+            used_bytes,
+            created_at: record.created_at.to_string(),
+        }
+    }
+}
+
+impl SandboxService {
+    fn volume_host(&self) -> Result<&dyn VolumeHost, ServiceError> {
+        self.config
+            .volumes
+            .as_deref()
+            .ok_or(ServiceError::VolumesUnavailable)
+    }
+
+    pub async fn create_volume(
+        &self,
+        tenant: &TenantId,
+        command: CreateVolume,
+    ) -> Result<VolumeView, ServiceError> {
+        let host = self.volume_host()?;
+        let max = self.config.tenant_disk_quota;
+        if !(VOLUME_MIN_BYTES..=max).contains(&command.quota_bytes) {
+            return Err(ServiceError::invalid(
+                "quota_bytes",
+                format!("must be between {VOLUME_MIN_BYTES} and {max} (the tenant's disk quota)"),
+            ));
+        }
+        let record = VolumeRecord {
+            tenant: tenant.clone(),
+            name: command.name,
+            quota_bytes: command.quota_bytes,
+            created_at: self.store.now(),
+        };
+        self.store
+            .create_volume(&record)
+            .await
+            .map_err(ServiceError::store("create_volume"))?;
+        if let Err(source) = host.create(tenant, &record.name, record.quota_bytes).await {
+            // no row for a volume the host could not make (with its quota)
+            if let Err(e) = self.store.delete_volume(tenant, &record.name).await {
+                tracing::warn!(volume = %record.name, error = %e, "removing the row of a volume that failed");
+            }
+            return Err(ServiceError::Volume {
+                op: "create",
+                source,
+            });
+        }
+        tracing::info!(tenant_id = %tenant, volume = %record.name, quota_bytes = record.quota_bytes, "volume created");
+        Ok(VolumeView::of(&record, None))
+    }
+
+    pub async fn list_volumes(
+        &self,
+        tenant: &TenantId,
+        after: Option<VolumeName>,
+        limit: Option<u32>,
+    ) -> Result<Vec<VolumeView>, ServiceError> {
+        let page = Page {
+            after: after.map(String::from),
+            limit: limit.unwrap_or(Page::default().limit),
+        };
+        let records = self
+            .store
+            .list_volumes(tenant, &page)
+            .await
+            .map_err(ServiceError::store("list_volumes"))?;
+        Ok(records.iter().map(|r| VolumeView::of(r, None)).collect())
+    }
+
+    /// The volume with the bytes it holds now.
+    pub async fn get_volume(
+        &self,
+        tenant: &TenantId,
+        name: &VolumeName,
+    ) -> Result<VolumeView, ServiceError> {
+        let record = self
+            .store
+            .get_volume(tenant, name)
+            .await
+            .map_err(ServiceError::store("get_volume"))?;
+        let used = self
+            .volume_host()?
+            .used_bytes(tenant, name)
+            .await
+            .map_err(|source| ServiceError::Volume {
+                op: "usage",
+                source,
+            })?;
+        Ok(VolumeView::of(&record, Some(used)))
+    }
+
+    /// Deletes the volume and its bytes.
+    pub async fn delete_volume(
+        &self,
+        tenant: &TenantId,
+        name: &VolumeName,
+    ) -> Result<VolumeView, ServiceError> {
+        let record = self
+            .store
+            .get_volume(tenant, name)
+            .await
+            .map_err(ServiceError::store("get_volume"))?;
+        match self.volume_host()?.remove(tenant, name).await {
+            Ok(()) | Err(VolumeError::Missing { .. }) => {}
+            Err(source) => {
+                return Err(ServiceError::Volume {
+                    op: "delete",
+                    source,
+                });
+            }
+        }
+        self.store
+            .delete_volume(tenant, name)
+            .await
+            .map_err(ServiceError::store("delete_volume"))?;
+        tracing::info!(tenant_id = %tenant, volume = %name, "volume deleted");
+        Ok(VolumeView::of(&record, None))
+    }
+}
