@@ -25,6 +25,7 @@ mod guarded;
 pub mod nat;
 pub mod netns;
 mod proxy;
+pub mod tap;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -40,6 +41,7 @@ use tokio::task::{JoinHandle, JoinSet};
 pub use decision::{DECISION_QUEUE, EgressDecision};
 pub use nat::{Nat, NatPool};
 pub use netns::Netns;
+pub use tap::VmLink;
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
 pub use proxy::resolve::Resolver;
 pub use proxy::tls::{SYSTEM_BUNDLE, TlsSetupError};
