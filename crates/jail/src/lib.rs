@@ -50,7 +50,7 @@ pub use seccomp::docker::docker_seccomp_profile;
 pub use seccomp::rules as seccomp_rules;
 pub use spec::{
     CA_BUNDLE_PATH, CA_BUNDLE_VARS, ContainerSpec, ContainerTier, GUEST_PORT, GuestSpec, IdMapping,
-    IdPool, JailSpec, JailTier, MAX_SPEC_FRAME, MicroVmSpec, MicroVmTier, SpecFrameError, Tier,
+    IdPool, JailSpec, JailTier, MAX_SPEC_FRAME, MicroVmNetwork, MicroVmSpec, MicroVmTier, SpecFrameError, Tier,
     WORKSPACE_TAG,
 };
 

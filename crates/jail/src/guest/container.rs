@@ -81,6 +81,9 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
             gid_map,
             namespaces: spec.tier.namespaces.clone(),
             vm: None,
+            // a container is refused any egress, so no secret either
+            egress_path: None,
+            secrets: Vec::new(),
         },
     )
 }

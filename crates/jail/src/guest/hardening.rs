@@ -6,7 +6,7 @@
 
 use paddock_proto::{
     CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, SandboxLimits, SandboxPolicy,
-    VmEnforcement,
+    SecretNotice, VmEnforcement,
 };
 
 use crate::host::workspace_quota::QuotaPlan;
@@ -37,6 +37,10 @@ pub(crate) struct GuestLayers<'a> {
     /// The namespaces the boundary made (none inside a VM).
     pub namespaces: Vec<String>,
     pub vm: Option<VmEnforcement>,
+    /// How the boundary carries the policy's egress (None: it has none).
+    pub egress_path: Option<String>,
+    /// The secrets the host-side proxy injects for this sandbox.
+    pub secrets: Vec<SecretNotice>,
 }
 
 /// Applies rlimits, no_new_privs, landlock and seccomp in the calling
@@ -89,10 +93,8 @@ pub(crate) fn harden(
         read_only_workspace: layers.policy.read_only || !layers.writable_paths.is_empty(),
         writable_paths: layers.writable_paths,
         network: layers.policy.network.clone(),
-        // a container or a VM is refused any egress
-        egress_path: None,
-        // no egress proxy reaches a container or a VM, so no secret either
-        secrets: Vec::new(),
+        egress_path: layers.egress_path,
+        secrets: layers.secrets,
         cgroup: layers.cgroup.cloned(),
         cgroup_state,
         rlimits: LayerState::Enforced,
