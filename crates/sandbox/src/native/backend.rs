@@ -7,16 +7,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
-    SandboxSpec,
+    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
 };
 use paddock_egress::{Egress, EgressConfig};
 use paddock_jail::{IdMapping, IdPool};
 use tokio::process::{Child, Command};
-use tokio::task::JoinHandle;
 
 use super::jail_spec::jail_spec;
 use super::sandbox::{NativeSandbox, Teardown};
+use crate::shared::egress::{EgressReceiver, fill_egress_log};
 use crate::shared::start::Start;
 use crate::shared::stderr;
 use crate::{GuestClient, StreamLimits};
@@ -66,21 +65,6 @@ impl NativeConfig {
             egress: EgressConfig::default(),
         }
     }
-}
-
-type EgressReceiver = tokio::sync::mpsc::Receiver<paddock_egress::EgressDecision>;
-
-/// The sandbox's egress log, filled from the proxy's decisions by a task
-/// that ends when the proxy stops (its sender goes with it).
-fn fill_egress_log(mut decisions: EgressReceiver) -> (EgressLog, JoinHandle<()>) {
-    let log = EgressLog::default();
-    let filled = log.clone();
-    let task = tokio::spawn(async move {
-        while let Some(decision) = decisions.recv().await {
-            filled.push(decision);
-        }
-    });
-    (log, task)
 }
 
 /// Makes native sandboxes; cheap, holds only its configuration.

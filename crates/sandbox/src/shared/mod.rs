@@ -1,9 +1,11 @@
 //! What the backends share: one way a start ends (committed, or torn down
 //! in one place) and the sandbox's info it makes, the guest's stderr tail,
 //! the workspace of a sandbox whose guest runs as an unprivileged uid
-//! (containers and microVMs), and the host state every reaper reads. No
+//! (containers and microVMs), the egress log of a sandbox with network,
+//! and the host state every reaper reads. No
 //! backend borrows another's module.
 
+pub(crate) mod egress;
 pub(crate) mod host;
 pub(crate) mod start;
 pub(crate) mod stderr;
