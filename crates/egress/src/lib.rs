@@ -41,10 +41,10 @@ use tokio::task::{JoinHandle, JoinSet};
 pub use decision::{DECISION_QUEUE, EgressDecision};
 pub use nat::{Nat, NatPool};
 pub use netns::Netns;
-pub use tap::VmLink;
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
 pub use proxy::resolve::Resolver;
 pub use proxy::tls::{SYSTEM_BUNDLE, TlsSetupError};
+pub use tap::VmLink;
 
 use proxy::connect::{Ctx, Shared};
 use proxy::{dns, http, secrets, tls, transparent};
