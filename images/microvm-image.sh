@@ -64,7 +64,8 @@ cp "$work/busybox/bin/busybox" "$root/.paddock/busybox"
 # virtio-mmio (microvm's transport), virtio-serial (the host connection),
 # 9p over virtio (workspace, /usr and the guest binary) and the balloon,
 # whose free-page reporting hands the pages the guest frees back to the
-# host (the kernel's CONFIG_PAGE_REPORTING).
+# host (the kernel's CONFIG_PAGE_REPORTING), and virtio-net (with its
+# failover deps), the one NIC of a sandbox with network.
 declare -A seen=()
 order=()
 add_module() {
@@ -76,7 +77,7 @@ add_module() {
     done
     order+=("$path")
 }
-for name in virtio_mmio virtio_console 9pnet_virtio 9p virtio_balloon; do
+for name in virtio_mmio virtio_console 9pnet_virtio 9p virtio_balloon virtio_net; do
     path=$(grep -m1 "/$name.ko:" "$moddir/modules.dep" | cut -d: -f1 || true)
     [ -n "$path" ] || { echo "$0: module $name not in $kernel_pkg" >&2; exit 1; }
     add_module "$path"
@@ -96,7 +97,9 @@ root:x:0:
 nogroup:x:65534:
 EOF
 printf '127.0.0.1 localhost\n::1 localhost\n' >"$root/etc/hosts"
-printf 'passwd: files\ngroup: files\nhosts: files\n' >"$root/etc/nsswitch.conf"
+# dns: the guest writes /etc/resolv.conf (the host's egress DNS at the
+# tap's gateway) only when the sandbox has network.
+printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$root/etc/nsswitch.conf"
 echo paddock >"$root/etc/hostname"
 
 # PID 1 until it execs the guest agent (which then is PID 1). Mounts what
@@ -113,6 +116,16 @@ esac
 for m in $($bb cat /.paddock/modules.order); do
     $bb insmod "/.paddock/modules/$m" || { echo "paddock-init: insmod $m failed"; $bb poweroff -f; }
 done
+# paddock.net=ADDRESS/PREFIX,GATEWAY: the host gave the VM a NIC (a tap
+# in the sandbox's host-owned namespace); without it there is no device.
+for arg in $($bb cat /proc/cmdline); do
+    case $arg in paddock.net=*) net=${arg#paddock.net=} ;; esac
+done
+if [ -n "${net:-}" ]; then
+    { $bb ip link set eth0 up && $bb ip addr add "${net%,*}" dev eth0 \
+        && $bb ip route add default via "${net#*,}"; } \
+        || { echo "paddock-init: configuring eth0 failed"; $bb poweroff -f; }
+fi
 $bb mount -t devtmpfs -o nosuid,noexec devtmpfs /dev
 $bb mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
 opts=trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144

@@ -114,6 +114,11 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
             (enforcement, connection, egress_env, tier, connect.is_none())
         }
         Tier::MicroVm(vm) => {
+            let egress_env = vm
+                .network
+                .as_ref()
+                .map(|n| n.egress_env.clone())
+                .unwrap_or_default();
             let spec = spec.with_tier(vm);
             let enforcement =
                 paddock_jail::enter_microvm(&spec).map_err(|e| setup_failed("microvm", e))?;
@@ -121,7 +126,7 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
             (
                 enforcement,
                 connection,
-                Vec::new(),
+                egress_env,
                 isolation::Tier::MicroVm,
                 false,
             )

@@ -129,6 +129,7 @@ pub async fn connect(
             config.cgroup_parent = format!("{}-microvm", placement.cgroup_parent);
             config.temp_root = placement.temp_root.clone();
             config.adopt_root_workspaces = placement.owns_workspaces;
+            config.egress = egress;
             Arc::new(MicroVmBackend::new(config)?)
         }
     };

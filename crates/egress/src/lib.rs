@@ -25,6 +25,7 @@ mod guarded;
 pub mod nat;
 pub mod netns;
 mod proxy;
+pub mod tap;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -43,6 +44,7 @@ pub use netns::{Netns, Source as NetnsSource};
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
 pub use proxy::resolve::Resolver;
 pub use proxy::tls::{SYSTEM_BUNDLE, TlsSetupError};
+pub use tap::VmLink;
 
 use proxy::connect::{Ctx, Shared};
 use proxy::{dns, http, secrets, tls, transparent};

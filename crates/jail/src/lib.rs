@@ -50,8 +50,8 @@ pub use seccomp::docker::docker_seccomp_profile;
 pub use seccomp::rules as seccomp_rules;
 pub use spec::{
     CA_BUNDLE_PATH, CA_BUNDLE_VARS, ContainerSpec, ContainerTier, GUEST_PORT, GuestSpec, IdMapping,
-    IdPool, JailSpec, JailTier, MAX_SPEC_FRAME, MicroVmSpec, MicroVmTier, SpecFrameError, Tier,
-    WORKSPACE_TAG,
+    IdPool, JailSpec, JailTier, MAX_SPEC_FRAME, MicroVmNetwork, MicroVmSpec, MicroVmTier,
+    SpecFrameError, Tier, WORKSPACE_TAG,
 };
 
 use paddock_proto::Enforcement;

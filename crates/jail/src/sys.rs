@@ -504,6 +504,21 @@ struct IfReqFlags {
 }
 
 /// Sets IFF_UP on the interface `name` (shorter than IFNAMSIZ, no NUL).
+/// Sets CLOCK_REALTIME (a VM's init, from the host's clock).
+pub(crate) fn set_realtime(unix_ms: u64) -> io::Result<()> {
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(unix_ms / 1000)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?,
+        // below 1e9: fits every c_long
+        tv_nsec: ((unix_ms % 1000) * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: clock_settime only reads the timespec, which lives across the call.
+    if unsafe { libc::clock_settime(libc::CLOCK_REALTIME, &ts) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub(crate) fn set_interface_up(name: &[u8]) -> io::Result<()> {
     if name.len() >= libc::IFNAMSIZ || name.contains(&0) {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));

@@ -60,7 +60,8 @@ pub fn proxied(enforcement: &Enforcement) -> bool {
         paddock_proto::NetworkPolicy::Full => !enforcement.secrets.is_empty(),
         paddock_proto::NetworkPolicy::Allowlist(_) => true,
     };
-    through_proxy && !enforcement.namespaces.is_empty()
+    // A VM has no namespaces of its own: its boundary is the VM.
+    through_proxy && (!enforcement.namespaces.is_empty() || enforcement.vm.is_some())
 }
 
 pub async fn spawn(

@@ -81,6 +81,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
             gid_map,
             namespaces: spec.tier.namespaces.clone(),
             vm: None,
+            egress_path: spec.policy.network.egress_path().map(str::to_owned),
             secrets: spec.tier.secrets.clone(),
         },
     )

@@ -6,7 +6,7 @@
 
 use paddock_proto::{
     CgroupEnforcement, DowngradeLayer, Enforcement, LayerState, SandboxLimits, SandboxPolicy,
-    VmEnforcement,
+    SecretNotice, VmEnforcement,
 };
 
 use crate::host::workspace_quota::QuotaPlan;
@@ -37,8 +37,10 @@ pub(crate) struct GuestLayers<'a> {
     /// The namespaces the boundary made (none inside a VM).
     pub namespaces: Vec<String>,
     pub vm: Option<VmEnforcement>,
-    /// The secrets the host's egress proxy injects (names and hosts).
-    pub secrets: Vec<paddock_proto::SecretNotice>,
+    /// How the boundary carries the policy's egress (None: it has none).
+    pub egress_path: Option<String>,
+    /// The secrets the host-side proxy injects for this sandbox.
+    pub secrets: Vec<SecretNotice>,
 }
 
 /// Applies rlimits, no_new_privs, landlock and seccomp in the calling
@@ -91,9 +93,7 @@ pub(crate) fn harden(
         read_only_workspace: layers.policy.read_only || !layers.writable_paths.is_empty(),
         writable_paths: layers.writable_paths,
         network: layers.policy.network.clone(),
-        // the host's egress proxy in the namespace the host owns; a
-        // backend that cannot give it refuses the policy before this
-        egress_path: layers.policy.network.egress_path().map(str::to_owned),
+        egress_path: layers.egress_path,
         secrets: layers.secrets,
         cgroup: layers.cgroup.cloned(),
         cgroup_state,

@@ -13,7 +13,7 @@ use paddock_proto::{Enforcement, VmEnforcement, WORKSPACE_MOUNT, WorkspaceQuotaE
 
 use crate::guest::hardening::{self as guest_hardening, GuestLayers};
 use crate::process::threads::ensure_single_threaded;
-use crate::spec::{MicroVmSpec, WORKSPACE_TAG};
+use crate::spec::{MicroVmNetwork, MicroVmSpec, WORKSPACE_TAG};
 use crate::{
     JailError, host::workspace_quota, host::writable, init::capabilities, init::net, validate,
 };
@@ -42,6 +42,10 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             reason: "the microvm guest must be the VM's init (PID 1)".to_owned(),
         });
     }
+    if let Some(ms) = spec.tier.clock_unix_ms {
+        crate::sys::set_realtime(ms)
+            .map_err(|e| JailError::mount("set the VM's clock", "CLOCK_REALTIME", e))?;
+    }
     let workspace_transport = match &quota.tmpfs {
         Some(tmpfs) => {
             mount_workspace_tmpfs(tmpfs, spec.tier.uid, spec.tier.gid)?;
@@ -58,6 +62,9 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
     if let Some(pids) = spec.policy.limits.pids {
         guest_pids_cgroup(pids)?;
     }
+    if let Some(network) = &spec.tier.network {
+        write_network_files(network)?;
+    }
     // Nothing else in the VM is writable: the initramfs root goes read-only.
     mount(
         None::<&str>,
@@ -67,7 +74,9 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
         None::<&str>,
     )
     .map_err(|e| JailError::mount("remount / read-only", "/", e.into()))?;
-    // The VM has no network device at all; loopback is its whole network.
+    // Without network the VM has no network device at all; loopback is
+    // its whole network. With it, eth0 (set up by the image's init) leads
+    // to the tap in the host's namespace and nowhere else.
     net::loopback_up().map_err(JailError::LoopbackUp)?;
     let kernel = nix::sys::utsname::uname()
         .map(|u| u.release().to_string_lossy().into_owned())
@@ -91,14 +100,50 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
             gid_map: None,
             // The VM itself is the boundary; inside it the guest needs none.
             namespaces: Vec::new(),
-            secrets: Vec::new(),
             vm: Some(VmEnforcement {
                 kernel,
                 workspace_transport,
                 ..spec.tier.vm.clone()
             }),
+            egress_path: spec
+                .tier
+                .network
+                .as_ref()
+                .and(spec.policy.network.egress_path())
+                .map(str::to_owned),
+            secrets: spec
+                .tier
+                .network
+                .as_ref()
+                .map(|n| n.secrets.clone())
+                .unwrap_or_default(),
         },
     )
+}
+
+/// The VM's resolver (the gateway on its tap, where the host's egress DNS
+/// answers) and, with secrets, the CA bundle the proxy's leaves verify
+/// against; written into the initramfs root before it goes read-only.
+fn write_network_files(network: &MicroVmNetwork) -> Result<(), JailError> {
+    let write = |path: &str, text: &str| {
+        std::fs::write(path, text)
+            .map_err(|e| JailError::mount("write a network file of the VM", path, e))
+    };
+    // The check the native jail makes of its namespace: the device is there.
+    if !Path::new("/sys/class/net/eth0").exists() {
+        return Err(JailError::InvalidSpec {
+            field: "tier.network",
+            reason: "the spec has network but the VM has no eth0".to_owned(),
+        });
+    }
+    write(
+        "/etc/resolv.conf",
+        &format!("nameserver {}\noptions ndots:0\n", network.resolver),
+    )?;
+    if let Some(bundle) = &network.ca_bundle {
+        write(crate::spec::CA_BUNDLE_PATH, bundle)?;
+    }
+    Ok(())
 }
 
 /// A temporary workspace under a quota: a tmpfs of its sizes at /workspace,

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use container::ContainerTier;
 pub use frame::{MAX_SPEC_FRAME, SpecFrameError};
-pub use microvm::{GUEST_PORT, MicroVmTier, WORKSPACE_TAG};
+pub use microvm::{GUEST_PORT, MicroVmNetwork, MicroVmTier, WORKSPACE_TAG};
 pub use native::{CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailTier};
 
 /// One sandbox's guest spec: `T` is the tier's own part, [`Tier`] on the
@@ -193,6 +193,13 @@ mod tests {
                     workspace_transport: "virtio-9p".to_owned(),
                 },
                 temporary_workspace: true,
+                network: Some(MicroVmNetwork {
+                    resolver: std::net::Ipv4Addr::new(100, 127, 255, 253),
+                    egress_env: vec![("HTTPS_PROXY".to_owned(), "http://gw:3128".to_owned())],
+                    secrets: Vec::new(),
+                    ca_bundle: Some("PEM".to_owned()),
+                }),
+                clock_unix_ms: Some(1_700_000_000_000),
             },
         }
     }

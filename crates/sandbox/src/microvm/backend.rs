@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId, SandboxSpec,
+    BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
+    SandboxSpec,
 };
-use paddock_proto::{NetworkPolicy, SandboxLimits, VmEnforcement};
+use paddock_egress::Egress;
+use paddock_proto::{SandboxLimits, VmEnforcement};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::process::Command;
@@ -21,6 +23,7 @@ use super::config::MicroVmConfig;
 use super::qemu::{NAME_PREFIX, VmPlan};
 use super::sandbox::{MicroVmSandbox, Teardown};
 use crate::GuestClient;
+use crate::shared::egress::fill_egress_log;
 use crate::shared::host::owner_tag;
 use crate::shared::start::{Start, StartGuard};
 use crate::shared::stderr::forward as forward_stderr;
@@ -160,6 +163,7 @@ impl MicroVmBackend {
             shares: Vec::new(),
             run_as: None,
             marker_only: true,
+            net: None,
         }
     }
 
@@ -205,11 +209,6 @@ impl MicroVmBackend {
         if let Err(invalid) = spec.validate() {
             return Err(start.launch_error(Box::new(invalid)));
         }
-        if spec.policy.network != NetworkPolicy::None {
-            return Err(start.launch_error(
-                "a microvm sandbox has no network device: only network none is offered".into(),
-            ));
-        }
         let mut ws = workspace::prepare(
             &start.id,
             spec.workspace.as_deref(),
@@ -226,10 +225,18 @@ impl MicroVmBackend {
             tasks: Vec::new(),
             tail: start.tail.clone(),
             stop_timeout: self.config.stop_timeout,
+            egress: None,
+            egress_log_task: None,
         };
         let mut guard = start.guard(teardown);
-        let planned = match self.plan_vm(&spec, &ws, &mut guard).await {
+        let mut planned = match self.plan_vm(&spec, &ws, &mut guard).await {
             Ok(planned) => planned,
+            Err(err) => return Err(guard.abandon(err).await),
+        };
+        // After the socket directory: a namespace of a VM whose server dies
+        // is found by it when the next one reaps (as its id).
+        let egress_log = match self.start_egress(&spec, &mut planned, &mut guard).await {
+            Ok(log) => log,
             Err(err) => return Err(guard.abandon(err).await),
         };
         match self
@@ -245,10 +252,37 @@ impl MicroVmBackend {
             Ok((client, host_pid)) => {
                 let (info, teardown) = guard.commit(spec.policy, ws.path, client.agent_version());
                 tracing::debug!(sandbox_id = %info.id, accelerator = planned.plan.accelerator.name(), "sandbox ready");
-                Ok(MicroVmSandbox::new(info, client, teardown, host_pid))
+                Ok(MicroVmSandbox::new(
+                    info, client, teardown, host_pid, egress_log,
+                ))
             }
             Err(source) => Err(guard.fail(source).await),
         }
+    }
+
+    /// The host-side egress and the VM's tap of a sandbox with network
+    /// (none: no device at all); what the VM and its guest get of it goes
+    /// into the plan. Fails closed: an egress that cannot be made is an error.
+    async fn start_egress(
+        &self,
+        spec: &SandboxSpec,
+        planned: &mut Planned,
+        guard: &mut StartGuard<Teardown>,
+    ) -> Result<Option<EgressLog>, SandboxError> {
+        if !spec.policy.network.has_egress() {
+            return Ok(None);
+        }
+        let id = guard.id().clone();
+        let started = super::network::start(&id, &self.owner, spec, &self.config.egress)
+            .await
+            .map_err(|e| guard.launch_error(Box::new(e)))?;
+        let (log, task) = fill_egress_log(started.decisions);
+        let teardown = guard.teardown_mut();
+        teardown.egress = Some(started.egress);
+        teardown.egress_log_task = Some(task);
+        planned.plan.net = Some(started.net);
+        planned.guest_spec.tier.network = Some(started.guest);
+        Ok(Some(log))
     }
 
     /// Checks the write scope on the host, sizes the VM, makes its socket
@@ -328,6 +362,8 @@ impl MicroVmBackend {
                     workspace_transport: "virtio-9p".to_owned(),
                 },
                 temporary_workspace: guard.teardown().temp_workspace.is_some(),
+                network: None,
+                clock_unix_ms: None,
             },
         };
         Ok(Planned {
@@ -357,14 +393,20 @@ impl MicroVmBackend {
             vm_limits,
         )?;
         guest_spec.tier.cgroup = Some(cgroup.report(vm_limits));
-        let mut child = Command::new(&self.config.qemu)
+        let mut command = Command::new(&self.config.qemu);
+        command
             .args(plan.args())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", self.config.qemu.display()))?;
+            .kill_on_drop(true);
+        // With network QEMU starts in the sandbox's namespace, where its tap is.
+        let spawned = match teardown.egress.as_ref().and_then(Egress::netns_path) {
+            Some(netns) => super::network::spawn_in(netns, command).await,
+            None => command.spawn(),
+        };
+        let mut child =
+            spawned.map_err(|e| format!("starting {}: {e}", self.config.qemu.display()))?;
         let pid = child.id();
         if let Some(pid) = pid {
             // Before QEMU maps the guest's memory: it spends its first
@@ -384,9 +426,15 @@ impl MicroVmBackend {
                 .push(forward_stderr(err, teardown.id.clone(), tail));
         }
         teardown.child = Some(child);
-        let frame = guest_spec.to_frame()?;
         let handshake = async {
             let (mut stream, _) = listener.accept().await?;
+            // Now, not at spawn: the VM (no RTC) takes the host's clock from
+            // it, and a TCG boot takes seconds.
+            guest_spec.tier.clock_unix_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .and_then(|d| u64::try_from(d.as_millis()).ok());
+            let frame = guest_spec.to_frame()?;
             stream.write_all(&frame).await?;
             let (reader, writer) = stream.into_split();
             Ok::<_, BoxError>(GuestClient::connect(reader, writer).await?)
@@ -426,7 +474,8 @@ impl SandboxBackend for MicroVmBackend {
         let owner = self.owner.clone();
         let owner_dir = self.owner_dir();
         let keep = keep.to_vec();
-        tokio::task::spawn_blocking(move || {
+        let keep_ids: Vec<String> = keep.iter().map(|id| id.as_str().to_owned()).collect();
+        let mut report = tokio::task::spawn_blocking(move || {
             super::orphans::reap(&config, &owner, &owner_dir, &keep)
         })
         .await
@@ -437,6 +486,14 @@ impl SandboxBackend for MicroVmBackend {
         .map_err(|source| SandboxError::ReapOrphans {
             backend: BACKEND,
             source,
-        })
+        })?;
+        let keep_refs: Vec<&str> = keep_ids.iter().map(String::as_str).collect();
+        super::orphans::reap_network(&self.owner, &keep_refs, &mut report)
+            .await
+            .map_err(|e| SandboxError::ReapOrphans {
+                backend: BACKEND,
+                source: Box::new(e),
+            })?;
+        Ok(report)
     }
 }

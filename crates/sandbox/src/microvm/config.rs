@@ -45,6 +45,8 @@ pub struct MicroVmConfig {
     /// A requested workspace that belongs to root is given to the sandbox
     /// uid instead of refused (as for the docker backend).
     pub adopt_root_workspaces: bool,
+    /// The host-side egress of sandboxes with network (as native's).
+    pub egress: paddock_egress::EgressConfig,
 }
 
 impl MicroVmConfig {
@@ -67,6 +69,7 @@ impl MicroVmConfig {
             start_timeout: Duration::from_secs(120),
             stop_timeout: Duration::from_secs(2),
             adopt_root_workspaces: false,
+            egress: paddock_egress::EgressConfig::default(),
         }
     }
 

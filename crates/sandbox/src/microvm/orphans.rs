@@ -1,6 +1,7 @@
 //! Crash reconciliation: what dead owners' VMs left on the host — QEMU
 //! processes (found by their `-name paddock:<owner tag>:<id>`), cgroups,
-//! socket directories, temporary workspaces.
+//! socket directories, temporary workspaces, and the network namespaces
+//! and NAT of those with network.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -72,6 +73,29 @@ pub(super) fn reap(
     ids.sort();
     report.sandboxes_removed = ids;
     Ok(report)
+}
+
+/// The network of the VMs reaped: a `full` sandbox's host-side NAT (veth,
+/// rules, found by the owner tag in their comments) and every reaped
+/// sandbox's namespace (its tap goes with it).
+pub(super) async fn reap_network(
+    owner: &str,
+    keep: &[&str],
+    report: &mut OrphanReport,
+) -> Result<(), paddock_egress::EgressError> {
+    let nat_ids = paddock_egress::nat::reap(owner, keep).await?;
+    for id in nat_ids {
+        if let Ok(id) = SandboxId::parse(&id)
+            && !report.sandboxes_removed.contains(&id)
+        {
+            report.sandboxes_removed.push(id);
+        }
+    }
+    for id in report.sandboxes_removed.iter().map(SandboxId::as_str) {
+        paddock_egress::Netns::remove_stale(id).await;
+    }
+    report.sandboxes_removed.sort();
+    Ok(())
 }
 
 /// Host pids and sandbox ids (or `probe`/`bare`) of this owner's QEMUs.

@@ -40,7 +40,23 @@ pub(super) struct VmPlan {
     pub run_as: Option<(u32, u32)>,
     /// Boot only to a marker in the init and power off (probe, bench).
     pub marker_only: bool,
+    /// The network device of a sandbox with network; None: no device at all.
+    pub net: Option<VmNet>,
 }
+
+/// A virtio-net device backed by the tap in the sandbox's namespace (QEMU
+/// is started in that namespace and opens it by name, as root, before
+/// `-runas`), and the address the image's init gives eth0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct VmNet {
+    pub tap: String,
+    /// The VM's address with its prefix (`a.b.c.d/n`).
+    pub address: String,
+    pub gateway: String,
+}
+
+/// Fixed: one NIC per VM, on a link of its own.
+const VM_MAC: &str = "52:54:00:70:64:6b";
 
 fn path(p: &Path) -> String {
     p.display().to_string()
@@ -108,6 +124,10 @@ impl VmPlan {
         if self.marker_only {
             cmdline.push_str(" paddock.marker");
         }
+        if let (Some(net), false) = (&self.net, self.marker_only) {
+            // Read by the image's init, which configures eth0 from it.
+            cmdline.push_str(&format!(" paddock.net={},{}", net.address, net.gateway));
+        }
         push("-append", cmdline);
         if !self.marker_only {
             // Free-page reporting: the guest's balloon driver reports the
@@ -131,6 +151,21 @@ impl VmPlan {
                     paddock_jail::GUEST_PORT
                 ),
             );
+            if let Some(net) = &self.net {
+                // The sandbox's only way out: the tap, no helper script
+                // (QEMU's seccomp denies spawning one anyway).
+                push(
+                    "-netdev",
+                    format!(
+                        "tap,id=net0,ifname={},script=no,downscript=no",
+                        escape(&net.tap)
+                    ),
+                );
+                push(
+                    "-device",
+                    format!("virtio-net-device,netdev=net0,mac={VM_MAC}"),
+                );
+            }
             for (i, (tag, dir, read_only)) in self.shares.iter().enumerate() {
                 let ro = if *read_only { ",readonly=on" } else { "" };
                 push(
@@ -173,6 +208,7 @@ mod tests {
             ],
             run_as: Some((100_000, 100_000)),
             marker_only: false,
+            net: None,
         }
     }
 
@@ -227,6 +263,39 @@ mod tests {
         .args();
         assert!(!value_of(&kvm, "-append")[0].contains("tsc_early_khz="));
         assert_eq!(value_of(&kvm, "-cpu"), vec!["host"]);
+    }
+
+    #[test]
+    fn network_is_one_virtio_net_on_the_tap_and_its_address_on_the_command_line() {
+        let args = VmPlan {
+            net: Some(VmNet {
+                tap: "vmtap0".to_owned(),
+                address: "100.127.255.254/30".to_owned(),
+                gateway: "100.127.255.253".to_owned(),
+            }),
+            ..plan()
+        }
+        .args();
+        assert_eq!(
+            value_of(&args, "-netdev"),
+            vec!["tap,id=net0,ifname=vmtap0,script=no,downscript=no"]
+        );
+        let devices = value_of(&args, "-device");
+        assert_eq!(
+            devices
+                .iter()
+                .filter(|d| d.starts_with("virtio-net-device,netdev=net0,"))
+                .count(),
+            1,
+            "{devices:?}"
+        );
+        assert!(
+            value_of(&args, "-append")[0]
+                .ends_with(" paddock.net=100.127.255.254/30,100.127.255.253")
+        );
+        // no network: no device and nothing on the command line
+        let none = plan().args();
+        assert!(!value_of(&none, "-append")[0].contains("paddock.net"));
     }
 
     #[test]

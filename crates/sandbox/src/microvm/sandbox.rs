@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use paddock_core::sandbox::{BoxError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo};
+use paddock_core::sandbox::{
+    BoxError, EgressLog, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
@@ -23,6 +25,7 @@ pub struct MicroVmSandbox {
     client: GuestClient,
     pub(super) teardown: Teardown,
     host_pid: Option<u32>,
+    egress_log: Option<EgressLog>,
 }
 
 impl MicroVmSandbox {
@@ -31,12 +34,14 @@ impl MicroVmSandbox {
         client: GuestClient,
         teardown: Teardown,
         host_pid: Option<u32>,
+        egress_log: Option<EgressLog>,
     ) -> Self {
         Self {
             info,
             client,
             teardown,
             host_pid,
+            egress_log,
         }
     }
 
@@ -83,6 +88,10 @@ impl Sandbox for MicroVmSandbox {
         self.host_pid
     }
 
+    fn egress_log(&self) -> Option<EgressLog> {
+        self.egress_log.clone()
+    }
+
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {
         MicroVmSandbox::destroy(*self).await
     }
@@ -101,7 +110,14 @@ pub(super) struct Teardown {
     pub tasks: Vec<JoinHandle<()>>,
     pub tail: StderrTail,
     pub stop_timeout: Duration,
+    /// The host-side egress (namespace, tap, proxy, NAT) of a VM with network.
+    pub egress: Option<paddock_egress::Egress>,
+    /// Fills the sandbox's `EgressLog`; ends once the proxy is stopped.
+    pub egress_log_task: Option<JoinHandle<()>>,
 }
+
+/// How long the last decisions may take to reach the log at destroy.
+const EGRESS_LOG_GRACE: Duration = Duration::from_secs(2);
 
 impl Teardown {
     pub(super) async fn remove(&mut self) -> Result<(), BoxError> {
@@ -119,6 +135,14 @@ impl Teardown {
         }
         for task in self.tasks.drain(..) {
             task.abort();
+        }
+        // QEMU is gone: its tap and namespace can go.
+        if let Some(egress) = self.egress.take() {
+            egress.stop().await;
+        }
+        // Every decision in the log before destroy returns (a caller reads it then).
+        if let Some(task) = self.egress_log_task.take() {
+            let _ = tokio::time::timeout(EGRESS_LOG_GRACE, task).await;
         }
         let leftover = self.leftover();
         tokio::task::spawn_blocking(move || leftover.remove())
@@ -240,6 +264,8 @@ mod tests {
             tasks: Vec::new(),
             tail: start.tail.clone(),
             stop_timeout: Duration::from_secs(1),
+            egress: None,
+            egress_log_task: None,
         };
         let guard = start.guard(teardown);
         let err = guard.launch_error("no QEMU".into());
