@@ -5,6 +5,7 @@
 //! backend borrows another's module.
 
 pub(crate) mod host;
+pub(crate) mod network;
 pub(crate) mod start;
 pub(crate) mod stderr;
 pub(crate) mod workspace;
