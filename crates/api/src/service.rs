@@ -28,9 +28,10 @@ pub use sandboxes::{
     DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, DiskUsage, DuplicateSecret, ExecResult,
     ExecStream, ExitView, ExportWorkspace, FileEntry, Health, HostTotals, ImportSnapshot,
     ImportWorkspace, KNOWN_BACKENDS, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, MAX_RESTORE_COUNT,
-    MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_FILES, OperatorSecret, PortTunnel, ProcessFollow,
+    MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_FILES, NETWORK_CHANGES_KEPT, NetworkChanged, NetworkView,
+    OperatorSecret, PortTunnel, ProcessFollow,
     ProcessOutputView, ProcessView, Quota, QuotaScope, Quotas, ReconcileReport, RestoreSnapshot,
     SandboxFilter, SandboxService, SandboxView, SearchView, SecretCatalog, SecretGrant, SecretRef,
-    SecretRefused, ServiceConfig, ServiceError, SnapshotArchive, SnapshotView, StoreWrites,
+    SecretRefused, ServiceConfig, ServiceError, SetNetwork, SnapshotArchive, SnapshotView, StoreWrites,
     SuppliedSecret, WorkspaceArchive, WorkspaceView, commands, secrets,
 };

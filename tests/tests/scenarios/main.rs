@@ -14,6 +14,7 @@ mod info;
 mod json_output;
 mod killed_run;
 mod limits;
+mod network_change;
 mod network_nat;
 mod network_runs;
 mod output_cap;

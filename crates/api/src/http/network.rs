@@ -19,7 +19,7 @@ use crate::service::sandboxes::{NetworkChanged, NetworkView, SetNetwork};
         (status = 200, description = "the change made", body = NetworkChanged),
         (status = 400, description = "a network no backend can apply (`invalid_request`)", body = ErrorBody),
         (status = 403, description = "a network beyond what the server allows tenants (`network_not_allowed`)", body = ErrorBody),
-        (status = 404, description = "no such sandbox (`not_found`)", body = ErrorBody),
+        (status = 404, description = "no such sandbox (`sandbox_not_found`)", body = ErrorBody),
         (status = 409, description = "a change a running sandbox cannot take, or a backend that cannot change it (`conflict`, saying why); the sandbox is not running (`sandbox_not_running`) or is a run's (`sandbox_owned_by_run`)", body = ErrorBody),
     ))]
 pub(super) async fn set(
@@ -39,7 +39,7 @@ pub(super) async fn set(
     params(("id" = SandboxId, Path)),
     responses(
         (status = 200, description = "the network now and the last 64 `network.changed` events, oldest first", body = NetworkView),
-        (status = 404, description = "no such sandbox (`not_found`)", body = ErrorBody),
+        (status = 404, description = "no such sandbox (`sandbox_not_found`)", body = ErrorBody),
         (status = 409, description = "the sandbox is not running (`sandbox_not_running`) or is a run's (`sandbox_owned_by_run`)", body = ErrorBody),
     ))]
 pub(super) async fn get(

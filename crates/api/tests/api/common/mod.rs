@@ -151,6 +151,8 @@ pub struct Setup {
     pub queue: Option<paddock_runtime::QueueSettings>,
     /// Host-based port routing's domain; None: off.
     pub ports_domain: Option<String>,
+    /// The network bounds of tenants' requests; None: the default.
+    pub network: Option<paddock_proto::NetworkBounds>,
 }
 
 impl Setup {
@@ -173,6 +175,7 @@ impl Setup {
             budget_max: None,
             queue: None,
             ports_domain: None,
+            network: None,
         }
     }
 
@@ -231,6 +234,9 @@ impl TestServer {
         }
         if let Some(max) = setup.max_sandboxes {
             config.max_sandboxes = max;
+        }
+        if let Some(network) = setup.network.clone() {
+            config.network = network;
         }
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(
