@@ -161,25 +161,42 @@ fn a_running_sandboxs_allowlist_changes_and_open_connections_to_removed_hosts_ar
     // transparent relay), which says when it is closed
     let held = json!({"argv": ["bash", "-c",
         "exec 3<>/dev/tcp/a.test/8080; cat <&3 >/dev/null; echo closed > /tmp/held"]});
-    let (status, body) = world.api("POST", &format!("/v1/sandboxes/{id}/processes"), Some(&held));
+    let (status, body) = world.api(
+        "POST",
+        &format!("/v1/sandboxes/{id}/processes"),
+        Some(&held),
+    );
     assert_eq!(status, 201, "{body}");
     // the fetch above counted one; the held one makes two
     let deadline = Instant::now() + Duration::from_secs(10);
     while world.a.connections() < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(world.a.connections() >= 2, "the held connection never reached A");
+    assert!(
+        world.a.connections() >= 2,
+        "the held connection never reached A"
+    );
     // A closes an idle connection after 10 s by itself: the cut must come
     // well before (and the decision below says it was the cut).
     let opened = Instant::now();
     let still_open = world.fetch(&id, "http://a.test:8080/");
     assert!(still_open.contains("hello from a"), "{still_open}");
-    let (_, out) = world.api("POST", &format!("/v1/sandboxes/{id}/exec"),
-        Some(&json!({"argv": ["cat", "/tmp/held"]})));
+    let (_, out) = world.api(
+        "POST",
+        &format!("/v1/sandboxes/{id}/exec"),
+        Some(&json!({"argv": ["cat", "/tmp/held"]})),
+    );
     assert_ne!(out["stdout"], "closed\n", "closed before the change: {out}");
 
     // the change, through the CLI
-    let changed = world.ok(&["sandbox", "network", &id, "--allow", "b.test:8080", "--json"]);
+    let changed = world.ok(&[
+        "sandbox",
+        "network",
+        &id,
+        "--allow",
+        "b.test:8080",
+        "--json",
+    ]);
     let changed: Value = serde_json::from_str(&changed).unwrap();
     assert_eq!(changed["kind"], "network.changed");
     assert_eq!(changed["old"], json!({"allowlist": ["a.test:8080"]}));
@@ -197,12 +214,18 @@ fn a_running_sandboxs_allowlist_changes_and_open_connections_to_removed_hosts_ar
     assert!(refused.contains("not allowed"), "{refused}");
     let deadline = opened + Duration::from_secs(8);
     loop {
-        let (_, out) = world.api("POST", &format!("/v1/sandboxes/{id}/exec"),
-            Some(&json!({"argv": ["cat", "/tmp/held"]})));
+        let (_, out) = world.api(
+            "POST",
+            &format!("/v1/sandboxes/{id}/exec"),
+            Some(&json!({"argv": ["cat", "/tmp/held"]})),
+        );
         if out["stdout"] == "closed\n" {
             break;
         }
-        assert!(Instant::now() < deadline, "the held connection was not cut: {out}");
+        assert!(
+            Instant::now() < deadline,
+            "the held connection was not cut: {out}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 
@@ -222,6 +245,9 @@ fn a_running_sandboxs_allowlist_changes_and_open_connections_to_removed_hosts_ar
         .filter(|d| d["reason"].as_str().is_some_and(|r| r.starts_with("cut: ")))
         .collect();
     assert_eq!(cut.len(), 1, "{egress}");
-    assert_eq!((cut[0]["host"].clone(), cut[0]["via"].clone()), (json!("a.test"), json!("transparent")));
+    assert_eq!(
+        (cut[0]["host"].clone(), cut[0]["via"].clone()),
+        (json!("a.test"), json!("transparent"))
+    );
     world.ok(&["sandbox", "rm", &id]);
 }

@@ -73,7 +73,9 @@ async fn the_allowlist_of_a_running_sandbox_changes_within_the_bounds() -> Resul
     .await?;
     // what a running sandbox cannot become, saying why
     let to_none = expect_error(
-        server.a(Method::PUT, &path).json(&json!({"network": "none"})),
+        server
+            .a(Method::PUT, &path)
+            .json(&json!({"network": "none"})),
         StatusCode::CONFLICT,
         "conflict",
     )

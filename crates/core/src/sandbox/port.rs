@@ -72,8 +72,9 @@ pub trait Sandbox: Send + Sync + Debug {
         let _ = policy;
         Err(SandboxError::NetworkChange {
             id: self.info().id.clone(),
-            source: "this backend has no egress proxy whose rules can change while the sandbox runs"
-                .into(),
+            source:
+                "this backend has no egress proxy whose rules can change while the sandbox runs"
+                    .into(),
         })
     }
 

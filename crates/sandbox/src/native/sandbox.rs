@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, EgressLog, GuestError, GuestOps, NetworkSwap, Sandbox, SandboxError, SandboxId, SandboxInfo,
+    BoxError, EgressLog, GuestError, GuestOps, NetworkSwap, Sandbox, SandboxError, SandboxId,
+    SandboxInfo,
 };
 use tokio::process::Child;
 use tokio::task::JoinHandle;

@@ -17,13 +17,10 @@ pub(crate) fn set_network(
     let Some(egress) = egress else {
         return Err(SandboxError::NetworkChange {
             id: id.clone(),
-            source: NetworkPolicy::None
-                .change_to(&policy)
-                .err()
-                .map_or_else(
-                    || "the sandbox has no egress proxy".into(),
-                    |refused| Box::new(refused) as _,
-                ),
+            source: NetworkPolicy::None.change_to(&policy).err().map_or_else(
+                || "the sandbox has no egress proxy".into(),
+                |refused| Box::new(refused) as _,
+            ),
         });
     };
     let change = egress
