@@ -48,5 +48,8 @@ pub async fn dispatch(command: SandboxCommand) -> anyhow::Result<u8> {
         SandboxCommand::PortForward(args) => {
             client::port_forward(&api(&args.server, "sandbox port-forward")?, args).await
         }
+        SandboxCommand::Network(args) => {
+            client::network(&api(&args.server, "sandbox network")?, args).await
+        }
     }
 }

@@ -14,7 +14,7 @@ mod orphans;
 mod port;
 mod spec;
 
-pub use egress::{EGRESS_LOG_LEN, EgressLog, EgressSince};
+pub use egress::{EGRESS_LOG_LEN, EgressLog, EgressSince, NetworkSwap};
 pub use error::{BoxError, GuestError, SandboxError};
 pub use guest::{
     ExecEvent, ExecOutput, Execution, FileData, GuestInfo, GuestOps, ProcessOutput, ProcessStarted,

@@ -42,6 +42,7 @@ pub use decision::{DECISION_QUEUE, EgressDecision};
 pub use nat::{Nat, NatPool};
 pub use netns::{Netns, Source as NetnsSource};
 pub use paddock_proto::{PROXY_ENV, PROXY_URL};
+pub use proxy::live::PolicyChange;
 pub use proxy::resolve::Resolver;
 pub use proxy::tls::{SYSTEM_BUNDLE, TlsSetupError};
 pub use tap::VmLink;
@@ -142,6 +143,18 @@ pub enum EgressError {
         #[source]
         source: std::io::Error,
     },
+    #[error("changing the network of sandbox {sandbox_id}")]
+    Change {
+        sandbox_id: String,
+        #[source]
+        source: paddock_proto::NetworkChangeRefused,
+    },
+    #[error("changing the network of sandbox {sandbox_id}")]
+    InvalidChange {
+        sandbox_id: String,
+        #[source]
+        source: paddock_proto::InvalidNetworkPolicy,
+    },
     #[error("binding the egress proxy's sockets inside {path}")]
     Bind {
         path: PathBuf,
@@ -162,6 +175,9 @@ pub struct Egress {
     tasks: Vec<JoinHandle<()>>,
     /// The sandbox's CA certificate when it has secrets.
     ca_pem: Option<String>,
+    sandbox_id: String,
+    /// The proxy's policy and open connections ([`Egress::set_policy`]).
+    live: Arc<proxy::live::Live>,
 }
 
 /// A sandbox's own CA, made before its namespace when the sandbox must be
@@ -296,6 +312,7 @@ impl Egress {
         let proxy = TcpListener::from_std(sockets.proxy).map_err(bind_err)?;
         let transparent = TcpListener::from_std(sockets.transparent).map_err(bind_err)?;
         let dns_socket = UdpSocket::from_std(sockets.dns).map_err(bind_err)?;
+        let live = ctx.live.clone();
         let nat_log = match (log, nat.as_ref()) {
             (Some(log), Some(nat)) => Some(log.watch(ctx.clone(), nat.sandbox_address)),
             _ => None,
@@ -316,6 +333,8 @@ impl Egress {
                 nat_log,
                 tasks,
                 ca_pem,
+                sandbox_id: sandbox_id.to_owned(),
+                live,
             },
             rx,
         ))
@@ -330,6 +349,42 @@ impl Egress {
     /// `full`: the sandbox's own address on its routed veth.
     pub fn nat_address(&self) -> Option<Ipv4Addr> {
         self.nat.as_ref().map(|n| n.sandbox_address)
+    }
+
+    /// The policy the proxy applies now.
+    pub fn policy(&self) -> NetworkPolicy {
+        NetworkPolicy::clone(&self.live.policy())
+    }
+
+    /// Replaces the policy while the sandbox runs: connections from now on
+    /// are checked against `policy` (DNS answers too), and every open one
+    /// it refuses (a CONNECT tunnel, a transparent relay, an intercepted
+    /// TLS connection) is cut at once. Only an allowlist becomes another
+    /// ([`NetworkPolicy::change_to`] says why); a secret keeps its hosts,
+    /// so one whose host left the list is no longer put in anywhere.
+    pub fn set_policy(&self, policy: NetworkPolicy) -> Result<PolicyChange, EgressError> {
+        policy
+            .validate()
+            .map_err(|source| EgressError::InvalidChange {
+                sandbox_id: self.sandbox_id.clone(),
+                source,
+            })?;
+        self.live
+            .policy()
+            .change_to(&policy)
+            .map_err(|source| EgressError::Change {
+                sandbox_id: self.sandbox_id.clone(),
+                source,
+            })?;
+        let change = self.live.swap(policy);
+        tracing::info!(
+            sandbox_id = %self.sandbox_id,
+            from = %change.old.label(),
+            to = %self.live.policy().label(),
+            cut = change.cut.len(),
+            "egress policy changed"
+        );
+        Ok(change)
     }
 
     /// The namespace the sandbox joins.

@@ -17,6 +17,7 @@ mod frame;
 mod fs_path;
 mod messages;
 mod network;
+mod network_change;
 mod port;
 mod sandbox_spec;
 mod secret;
@@ -41,6 +42,7 @@ pub use network::{
     Destination, EgressDecision, HostPattern, InvalidNetworkPolicy, MAX_DESTINATIONS,
     NetworkBounds, NetworkPolicy, NetworkRefused, PROXY_ENV, PROXY_URL, Target, WEB_PORTS,
 };
+pub use network_change::NetworkChangeRefused;
 pub use port::{PROXY_PORT, PortRefused, check_port};
 pub use sandbox_spec::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS,

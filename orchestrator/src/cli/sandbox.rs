@@ -45,6 +45,26 @@ pub enum SandboxCommand {
     /// and the sandbox's guest (any TCP protocol; network `none` too).
     /// Runs until Ctrl-C.
     PortForward(PortForwardArgs),
+    /// The network of a server's sandbox: with --allow, replace its
+    /// allowlist while it runs (open connections to hosts left out are
+    /// cut); without, print it and its changes.
+    Network(NetworkChangeArgs),
+}
+
+/// `paddock sandbox network`.
+#[derive(Debug, Args)]
+pub struct NetworkChangeArgs {
+    /// The sandbox (sb-...).
+    pub id: String,
+    /// A destination of the new allowlist (repeatable): `HOST[:PORT]`,
+    /// `*.suffix` or an IP literal, as in `--network allow:...`.
+    #[arg(long = "allow", value_name = "HOST[:PORT]")]
+    pub allow: Vec<paddock_proto::Destination>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 /// `paddock sandbox port-forward`.

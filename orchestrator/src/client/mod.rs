@@ -4,6 +4,7 @@
 
 mod exec;
 mod files;
+mod network;
 mod port_forward;
 mod process;
 mod sandbox;
@@ -19,6 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use files::files;
+pub use network::network;
 pub use port_forward::port_forward;
 pub use process::process;
 pub use sandbox::{create, info, ls, rm};

@@ -15,6 +15,7 @@ mod json_output;
 mod killed_run;
 mod limits;
 mod microvm_network;
+mod network_change;
 mod network_nat;
 mod network_runs;
 mod output_cap;

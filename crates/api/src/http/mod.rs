@@ -21,6 +21,7 @@ mod headers;
 mod memory;
 mod meta;
 mod metered;
+mod network;
 mod openapi;
 mod ports;
 mod processes;
@@ -299,6 +300,8 @@ fn routes() -> Routes {
         .post("/v1/sandboxes/{id}/processes", processes::start)
         .get("/v1/sandboxes/{id}/processes", processes::list)
         .get("/v1/sandboxes/{id}/egress", egress::list)
+        .get("/v1/sandboxes/{id}/network", network::get)
+        .put("/v1/sandboxes/{id}/network", network::set)
         .get(
             "/v1/sandboxes/{id}/processes/{handle}/output",
             processes::output,

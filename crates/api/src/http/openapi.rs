@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    checkpoints, doctor, egress, events, exec, files, memory, meta, ports, processes, runs,
-    sandboxes, sessions, snapshots, terminal, volumes, workspace_archive,
+    checkpoints, doctor, egress, events, exec, files, memory, meta, network, ports, processes,
+    runs, sandboxes, sessions, snapshots, terminal, volumes, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -44,6 +44,8 @@ use super::{
         processes::start,
         processes::list,
         egress::list,
+        network::get,
+        network::set,
         processes::output,
         processes::stdin,
         processes::signal,

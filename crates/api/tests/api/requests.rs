@@ -704,7 +704,7 @@ fn the_openapi_document_lists_exactly_the_routes() -> Result<()> {
         .collect();
     let routed: BTreeSet<(String, String)> =
         paddock_api::http::registered_routes().into_iter().collect();
-    assert_eq!(routed.len(), 70, "{routed:?}");
+    assert_eq!(routed.len(), 72, "{routed:?}");
     assert_eq!(
         documented.difference(&routed).collect::<Vec<_>>(),
         Vec::<&(String, String)>::new(),

@@ -7,6 +7,14 @@ use std::sync::{Arc, Mutex};
 
 use paddock_proto::EgressDecision;
 
+/// What [`super::Sandbox::set_network`] did: the policy it replaced and
+/// the open connections it cut (`host:port`, sorted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkSwap {
+    pub old: paddock_proto::NetworkPolicy,
+    pub cut: Vec<String>,
+}
+
 /// How many decisions a sandbox keeps; older ones go first.
 pub const EGRESS_LOG_LEN: usize = 1024;
 

@@ -35,6 +35,14 @@ pub enum SandboxError {
         #[source]
         source: BoxError,
     },
+    /// The network of a running sandbox could not be changed (the change
+    /// is impossible for it, or its backend cannot change it).
+    #[error("changing the network of sandbox {id}")]
+    NetworkChange {
+        id: SandboxId,
+        #[source]
+        source: BoxError,
+    },
     #[error("destroying sandbox {id}")]
     Destroy {
         id: SandboxId,

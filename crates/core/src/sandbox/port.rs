@@ -62,6 +62,22 @@ pub trait Sandbox: Send + Sync + Debug {
         None
     }
 
+    /// Replaces the network policy of the running sandbox (an allowlist by
+    /// another: `NetworkPolicy::change_to`), cutting the open connections
+    /// the new one refuses. A backend without a live egress proxy refuses.
+    async fn set_network(
+        &self,
+        policy: paddock_proto::NetworkPolicy,
+    ) -> Result<super::NetworkSwap, SandboxError> {
+        let _ = policy;
+        Err(SandboxError::NetworkChange {
+            id: self.info().id.clone(),
+            source:
+                "this backend has no egress proxy whose rules can change while the sandbox runs"
+                    .into(),
+        })
+    }
+
     /// Stops the guest and every process of the sandbox and removes what the
     /// sandbox left on the host (cgroups, temporary workspace).
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError>;

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::guard::{self, HostNetworks};
 use crate::proxy::dns::FakeNames;
+use crate::proxy::live::{Live, Registration};
 use crate::proxy::secrets::Secrets;
 use crate::proxy::tls::Interceptor;
 use crate::{EgressConfig, EgressDecision};
@@ -38,7 +39,8 @@ impl Refusal {
 #[derive(Debug)]
 pub(crate) struct Ctx {
     pub(crate) sandbox_id: String,
-    pub(crate) policy: NetworkPolicy,
+    /// The policy (swapped by a change) and the open connections.
+    pub(crate) live: Arc<Live>,
     pub(crate) config: EgressConfig,
     pub(crate) host_networks: HostNetworks,
     pub(crate) names: FakeNames,
@@ -60,7 +62,7 @@ impl Ctx {
     ) -> Self {
         Self {
             sandbox_id,
-            policy,
+            live: Arc::new(Live::new(policy)),
             config,
             host_networks: HostNetworks::default(),
             names: FakeNames::default(),
@@ -71,14 +73,32 @@ impl Ctx {
         }
     }
 
-    /// Checks the policy, resolves, guards and connects.
-    pub(crate) async fn open(&self, target: &Target, port: u16) -> Result<TcpStream, Refusal> {
-        if !self.policy.allows(target, port) {
+    /// The policy now (a change swaps it; see [`Live`]).
+    pub(crate) fn policy(&self) -> Arc<NetworkPolicy> {
+        self.live.policy()
+    }
+
+    /// Checks the policy, resolves, guards and connects. The connection
+    /// is registered (before the check) until the returned registration
+    /// is dropped: a change that refuses it cuts it.
+    pub(crate) async fn open(
+        &self,
+        target: &Target,
+        port: u16,
+    ) -> Result<(TcpStream, Registration), Refusal> {
+        let registration = self.live.register(target, port);
+        let policy = self.policy();
+        if !policy.allows(target, port) {
             return Err(Refusal::Denied(format!(
                 "{target}:{port} is not allowed by the sandbox's network policy ({})",
-                self.policy.label()
+                policy.label()
             )));
         }
+        let stream = self.connect(target, port).await?;
+        Ok((stream, registration))
+    }
+
+    async fn connect(&self, target: &Target, port: u16) -> Result<TcpStream, Refusal> {
         let addresses: Vec<IpAddr> = match target {
             Target::Ip(ip) => vec![*ip],
             Target::Name(name) => self
@@ -161,6 +181,12 @@ impl Outcome<'_> {
         ctx.record(self.decision(false, Some(refusal.reason().to_owned()), 0, 0));
     }
 
+    /// A connection a policy change cut (its byte counts are lost with it).
+    pub(crate) fn cut(self, ctx: &Ctx) {
+        let reason = crate::proxy::live::Cut::reason(&self.host, self.port);
+        ctx.record(self.decision(false, Some(reason), 0, 0));
+    }
+
     /// An intercepted connection's end: its bytes, and why it stopped
     /// early (refused by the secrets' rule: denied; failed: allowed).
     pub(crate) fn served(self, ctx: &Ctx, served: crate::proxy::tls::Served) {
@@ -192,3 +218,42 @@ impl Outcome<'_> {
 }
 
 pub(crate) type Shared = Arc<Ctx>;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn a_host_that_left_the_allowlist_is_refused_before_any_secret() {
+        let secret = paddock_proto::SecretSpec::new(
+            "API_KEY",
+            paddock_proto::SecretValue::new("sk-1"),
+            &["a.test"],
+            None,
+        )
+        .unwrap();
+        let (tx, mut rx) = mpsc::channel(4);
+        let ctx = Ctx::new(
+            "sb".to_owned(),
+            "allow:a.test".parse().unwrap(),
+            EgressConfig::default(),
+            tx,
+            Secrets::new(vec![secret]),
+            None,
+        );
+        ctx.live.swap("allow:b.test".parse().unwrap());
+        let target = Target::Name("a.test".to_owned());
+        let refused = ctx.open(&target, 443).await.unwrap_err();
+        assert_eq!(
+            refused,
+            Refusal::Denied(
+                "a.test:443 is not allowed by the sandbox's network policy (allow:b.test)"
+                    .to_owned()
+            )
+        );
+        // refused before the interception is considered: nothing registered stays
+        assert_eq!(ctx.live.open_count(), 0);
+        assert!(rx.try_recv().is_err());
+    }
+}

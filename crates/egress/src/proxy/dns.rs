@@ -68,7 +68,7 @@ impl FakeNames {
 const IN_FLIGHT: usize = 64;
 
 pub(crate) async fn serve(ctx: Shared, socket: UdpSocket) {
-    if ctx.policy == paddock_proto::NetworkPolicy::Full {
+    if *ctx.policy() == paddock_proto::NetworkPolicy::Full {
         return serve_real(ctx, Arc::new(socket)).await;
     }
     let mut buf = vec![0u8; 4096];
@@ -212,7 +212,7 @@ fn answer(ctx: &Shared, bytes: &[u8]) -> Option<Vec<u8>> {
         Ok(asked) => asked,
         Err(done) => return done,
     };
-    if !ctx.policy.allows_name(&name) {
+    if !ctx.policy().allows_name(&name) {
         reply.metadata.response_code = ResponseCode::NXDomain;
         ctx.record(EgressDecision {
             allowed: false,

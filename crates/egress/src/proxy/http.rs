@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::proxy::connect::{Outcome, Refusal, Shared};
+use crate::proxy::live::Cut;
 use crate::proxy::opening::{plain_request, relay};
 use crate::proxy::relay::splice;
 use crate::proxy::secrets::Admitted;
@@ -96,7 +97,7 @@ async fn tunnel(
         started,
     };
     match ctx.open(&host, port).await {
-        Ok(mut upstream) => {
+        Ok((mut upstream, mut registration)) => {
             let established = client
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await;
@@ -120,21 +121,32 @@ async fn tunnel(
                     );
                     return;
                 }
-                let served = interceptor
-                    .serve(client, upstream, admitted, &ctx.secrets)
-                    .await;
-                outcome.served(&ctx, served);
+                let serving = interceptor.serve(client, upstream, admitted, &ctx.secrets);
+                match registration.until_cut(serving).await {
+                    Ok(served) => outcome.served(&ctx, served),
+                    Err(Cut) => outcome.cut(&ctx),
+                }
                 return;
             }
-            match relay(&mut client, &mut upstream, admitted, &ctx.secrets, extra).await {
-                Ok((out, inn)) => outcome.done(&ctx, out, inn),
-                Err(refused) => {
+            let relayed = registration
+                .until_cut(relay(
+                    &mut client,
+                    &mut upstream,
+                    admitted,
+                    &ctx.secrets,
+                    extra,
+                ))
+                .await;
+            match relayed {
+                Ok(Ok((out, inn))) => outcome.done(&ctx, out, inn),
+                Ok(Err(refused)) => {
                     let refusal = Refusal::Denied(refused.why);
                     if refused.http {
                         let _ = refuse(&mut client, &refusal).await;
                     }
                     outcome.denied(&ctx, &refusal);
                 }
+                Err(Cut) => outcome.cut(&ctx),
             }
         }
         Err(refusal) => {
@@ -153,13 +165,18 @@ async fn plain(
     first: Vec<u8>,
 ) {
     match ctx.open(&host, port).await {
-        Ok(mut upstream) => {
+        Ok((mut upstream, mut registration)) => {
             if upstream.write_all(&first).await.is_err() {
                 outcome.done(&ctx, 0, 0);
                 return;
             }
-            let (out, inn) = splice(&mut client, &mut upstream).await;
-            outcome.done(&ctx, out + first.len() as u64, inn);
+            match registration
+                .until_cut(splice(&mut client, &mut upstream))
+                .await
+            {
+                Ok((out, inn)) => outcome.done(&ctx, out + first.len() as u64, inn),
+                Err(Cut) => outcome.cut(&ctx),
+            }
         }
         Err(refusal) => {
             let _ = refuse(&mut client, &refusal).await;

@@ -10,6 +10,7 @@
 pub(crate) mod connect;
 pub(crate) mod dns;
 pub(crate) mod http;
+pub(crate) mod live;
 pub(crate) mod opening;
 pub(crate) mod relay;
 pub(crate) mod resolve;

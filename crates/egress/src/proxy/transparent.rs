@@ -13,6 +13,7 @@ use paddock_proto::Target;
 use tokio::net::TcpStream;
 
 use crate::proxy::connect::{Outcome, Refusal, Shared};
+use crate::proxy::live::Cut;
 use crate::proxy::opening::relay;
 use crate::proxy::secrets::Admitted;
 
@@ -34,22 +35,24 @@ pub(crate) async fn serve(ctx: Shared, mut client: TcpStream) {
         started,
     };
     match ctx.open(&target, port).await {
-        Ok(mut upstream) => {
+        Ok((mut upstream, mut registration)) => {
             let admitted = Admitted {
                 target: &target,
                 port,
             };
-            match relay(
-                &mut client,
-                &mut upstream,
-                admitted,
-                &ctx.secrets,
-                Vec::new(),
-            )
-            .await
-            {
-                Ok((out, inn)) => outcome.done(&ctx, out, inn),
-                Err(refused) => {
+            let relayed = registration
+                .until_cut(relay(
+                    &mut client,
+                    &mut upstream,
+                    admitted,
+                    &ctx.secrets,
+                    Vec::new(),
+                ))
+                .await;
+            match relayed {
+                Err(Cut) => outcome.cut(&ctx),
+                Ok(Ok((out, inn))) => outcome.done(&ctx, out, inn),
+                Ok(Err(refused)) => {
                     let refusal = Refusal::Denied(refused.why);
                     if refused.http {
                         let _ = crate::proxy::http::refuse(&mut client, &refusal).await;

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, EgressLog, GuestError, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+    BoxError, EgressLog, GuestError, GuestOps, NetworkSwap, Sandbox, SandboxError, SandboxId,
+    SandboxInfo,
 };
 use tokio::process::Child;
 use tokio::task::JoinHandle;
@@ -113,6 +114,13 @@ impl Sandbox for NativeSandbox {
 
     fn egress_log(&self) -> Option<EgressLog> {
         self.egress_log.clone()
+    }
+
+    async fn set_network(
+        &self,
+        policy: paddock_proto::NetworkPolicy,
+    ) -> Result<NetworkSwap, SandboxError> {
+        crate::shared::network::set_network(&self.info.id, self.teardown.egress.as_ref(), policy)
     }
 
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {

@@ -7,6 +7,7 @@
 
 pub(crate) mod egress;
 pub(crate) mod host;
+pub(crate) mod network;
 pub(crate) mod start;
 pub(crate) mod stderr;
 pub(crate) mod workspace;

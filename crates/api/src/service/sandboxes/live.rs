@@ -9,6 +9,8 @@ use paddock_core::sandbox::{EgressLog, GuestOps, Sandbox, SandboxId};
 use paddock_core::store::{Clock, Lease, Timestamp};
 use tokio::sync::Mutex;
 
+use super::network::NetworkState;
+
 #[derive(Debug)]
 pub(crate) struct Live {
     pub id: SandboxId,
@@ -27,6 +29,8 @@ pub(crate) struct Live {
     /// ordinary sandbox, kept until idle or too old.
     keepalive_until: Option<AtomicI64>,
     activity: Arc<Activity>,
+    /// Its network now and the changes made to it while it runs.
+    network: std::sync::Mutex<NetworkState>,
 }
 
 impl Live {
@@ -38,7 +42,9 @@ impl Live {
         writer: Option<Lease>,
         keepalive_until: Option<Timestamp>,
     ) -> Self {
+        let network = NetworkState::new(sandbox.info().network.clone());
         Self {
+            network: std::sync::Mutex::new(network),
             id: sandbox.info().id.clone(),
             tenant,
             guest: sandbox.guest(),
@@ -95,6 +101,10 @@ impl Live {
             }
             None => false,
         }
+    }
+
+    pub fn network(&self) -> std::sync::MutexGuard<'_, NetworkState> {
+        self.network.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn is_busy(&self) -> bool {

@@ -18,6 +18,7 @@ mod disk_quota;
 mod error;
 mod expiry;
 mod live;
+mod network;
 mod ops;
 mod ports;
 mod quota;
@@ -50,6 +51,7 @@ pub use config::{
 pub use disk_quota::DiskUsage;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
+pub use network::{NETWORK_CHANGES_KEPT, NetworkChanged, NetworkView, SetNetwork};
 pub use ops::ExecStream;
 pub use ports::PortTunnel;
 pub use quota::{
@@ -595,12 +597,17 @@ impl SandboxService {
             .get(&record.id)
             .map(|live| (Some(live.last_active()), live.keepalive_until()))
             .unwrap_or_default();
-        SandboxView::new(
+        let mut view = SandboxView::new(
             record,
             last_active,
             keepalive_until,
             self.config.idle_timeout,
-        )
+        );
+        // A change while it runs is kept by the live sandbox, not its record.
+        if let Some(live) = self.live_map().get(&record.id) {
+            view.network = live.network().policy.clone();
+        }
+        view
     }
 
     fn live_map(&self) -> MutexGuard<'_, HashMap<SandboxId, Arc<Live>>> {

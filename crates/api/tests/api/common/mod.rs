@@ -153,6 +153,8 @@ pub struct Setup {
     pub ports_domain: Option<String>,
     /// Size of the volume pool (`<data>/volumes`); None: no volume host.
     pub volume_pool_bytes: Option<u64>,
+    /// The network bounds of tenants' requests; None: the default.
+    pub network: Option<paddock_proto::NetworkBounds>,
 }
 
 impl Setup {
@@ -176,6 +178,7 @@ impl Setup {
             queue: None,
             ports_domain: None,
             volume_pool_bytes: None,
+            network: None,
         }
     }
 
@@ -240,6 +243,9 @@ impl TestServer {
         }
         if let Some(max) = setup.max_sandboxes {
             config.max_sandboxes = max;
+        }
+        if let Some(network) = setup.network.clone() {
+            config.network = network;
         }
         let shutdown = CancellationToken::new();
         let service = SandboxService::new(
