@@ -44,7 +44,8 @@ const SQLITE: &[Embedded] = embed!(
     "0011_steering_seq.sql",
     "0012_rewind_event_position.sql",
     "0013_shared_history.sql",
-    "0014_queued_runs.sql"
+    "0014_queued_runs.sql",
+    "0016_sandbox_pause.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -61,7 +62,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0011_steering_seq.sql",
     "0012_rewind_event_position.sql",
     "0013_shared_history.sql",
-    "0014_queued_runs.sql"
+    "0014_queued_runs.sql",
+    "0016_sandbox_pause.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

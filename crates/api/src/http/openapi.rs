@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    checkpoints, doctor, egress, events, exec, files, memory, meta, ports, processes, runs,
+    checkpoints, doctor, egress, events, exec, files, memory, meta, pause, ports, processes, runs,
     sandboxes, sessions, snapshots, terminal, workspace_archive,
 };
 
@@ -40,6 +40,8 @@ use super::{
         sandboxes::get_sandbox,
         sandboxes::delete_sandbox,
         sandboxes::keep_alive,
+        pause::pause,
+        pause::resume,
         exec::exec,
         processes::start,
         processes::list,

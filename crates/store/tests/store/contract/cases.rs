@@ -45,6 +45,7 @@ fn sandbox(
         last_active_at: store.now(),
         expires_at: Some(store.now().saturating_add(Duration::from_secs(3600))),
         run: None,
+        pause: None,
     }
 }
 
