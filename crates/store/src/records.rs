@@ -290,6 +290,7 @@ macro_rules! sandbox_columns {
 pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Result<(), StoreError> {
     const OP: &str = "create_sandbox";
     let spec = to_json("spec", &sb.spec)?;
+    let pause = sb.pause.as_ref().map(|p| to_json("pause", p)).transpose()?;
     let mut tx = store.begin_write(OP).await?;
     let tenant = sb.tenant.as_str();
     require(&mut tx, OP, "tenant", TENANT_EXISTS, tenant, tenant).await?;
@@ -307,7 +308,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     sqlx::query(concat!(
         "INSERT INTO sandboxes (",
         sandbox_columns!(),
-        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
     ))
     .bind(sb.id.as_str())
     .bind(tenant)
@@ -322,6 +323,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     .bind(sb.last_active_at.as_millis())
     .bind(sb.expires_at.map(|t| t.as_millis()))
     .bind(sb.run.as_ref().map(|r| r.as_str()))
+    .bind(pause)
     .execute(&mut *tx)
     .await
     .map_err(insert_error(OP, "sandbox", sb.id.to_string()))?;

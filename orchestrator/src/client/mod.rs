@@ -4,6 +4,7 @@
 
 mod exec;
 mod files;
+mod pause;
 mod port_forward;
 mod process;
 mod sandbox;
@@ -18,6 +19,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use files::files;
+pub use pause::{pause, resume};
 pub use port_forward::port_forward;
 pub use process::process;
 pub use sandbox::{create, info, ls, rm};

@@ -11,6 +11,7 @@ mod leaks;
 mod lifetime;
 mod memory;
 mod names;
+mod pause;
 mod ports;
 mod quarantine;
 mod quotas;

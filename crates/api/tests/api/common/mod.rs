@@ -151,6 +151,8 @@ pub struct Setup {
     pub queue: Option<paddock_runtime::QueueSettings>,
     /// Host-based port routing's domain; None: off.
     pub ports_domain: Option<String>,
+    /// What becomes of an idle sandbox.
+    pub on_idle: paddock_api::service::OnIdle,
 }
 
 impl Setup {
@@ -173,6 +175,7 @@ impl Setup {
             budget_max: None,
             queue: None,
             ports_domain: None,
+            on_idle: paddock_api::service::OnIdle::Stop,
         }
     }
 
@@ -221,6 +224,7 @@ impl TestServer {
         } = Stack::open(&setup.stack()).await?;
         let mut config = ServiceConfig::new(setup.node.clone(), setup.data_dir.join("workspaces"));
         config.idle_timeout = setup.idle_timeout;
+        config.on_idle = setup.on_idle;
         config.max_lifetime = setup.max_lifetime;
         if let Some(quota) = setup.disk_quota {
             config.tenant_disk_quota = quota;
