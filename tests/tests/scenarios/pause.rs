@@ -3,6 +3,7 @@
 //! across a kill -9 and restart of the server in between (the paused
 //! sandboxes are neither lost nor reaped); `full` is refused with the
 //! tier's reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
