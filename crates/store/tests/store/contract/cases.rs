@@ -960,7 +960,9 @@ pub async fn sandboxes_pause_and_resume(f: &dyn StoreFactory) -> anyhow::Result<
         store.pause_sandbox(&acme.tenant, &sb.id, &pause).await,
         "sandbox",
     );
-    let resumed = store.resume_sandbox(&acme.tenant, &sb.id, Some(777)).await?;
+    let resumed = store
+        .resume_sandbox(&acme.tenant, &sb.id, Some(777))
+        .await?;
     assert_eq!(
         resumed,
         SandboxRecord {
