@@ -44,6 +44,12 @@ pub async fn dispatch(command: SandboxCommand) -> anyhow::Result<u8> {
         SandboxCommand::Ls(args) => client::ls(&api(&args.server, "sandbox ls")?, args).await,
         SandboxCommand::Exec(args) => client::exec(&api(&args.server, "sandbox exec")?, args).await,
         SandboxCommand::Rm(args) => client::rm(&api(&args.server, "sandbox rm")?, args.rm).await,
+        SandboxCommand::Pause(args) => {
+            client::pause(&api(&args.server, "sandbox pause")?, args).await
+        }
+        SandboxCommand::Resume(args) => {
+            client::resume(&api(&args.server, "sandbox resume")?, args).await
+        }
         SandboxCommand::Shell(args) => shell::shell(*args).await,
         SandboxCommand::PortForward(args) => {
             client::port_forward(&api(&args.server, "sandbox port-forward")?, args).await

@@ -45,7 +45,8 @@ const SQLITE: &[Embedded] = embed!(
     "0012_rewind_event_position.sql",
     "0013_shared_history.sql",
     "0014_queued_runs.sql",
-    "0015_volumes.sql"
+    "0015_volumes.sql",
+    "0016_sandbox_pause.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -63,7 +64,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0012_rewind_event_position.sql",
     "0013_shared_history.sql",
     "0014_queued_runs.sql",
-    "0015_volumes.sql"
+    "0015_volumes.sql",
+    "0016_sandbox_pause.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

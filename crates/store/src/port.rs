@@ -125,6 +125,24 @@ impl Store for SqlStore {
         records::set_sandbox_state(self, tenant, id, state).await
     }
 
+    async fn pause_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        pause: &paddock_core::store::SandboxPause,
+    ) -> Result<SandboxRecord, StoreError> {
+        records::pause_sandbox(self, tenant, id, pause).await
+    }
+
+    async fn resume_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        pid: Option<u32>,
+    ) -> Result<SandboxRecord, StoreError> {
+        records::resume_sandbox(self, tenant, id, pid).await
+    }
+
     async fn touch_sandbox(&self, tenant: &TenantId, id: &SandboxId) -> Result<(), StoreError> {
         records::touch_sandbox(self, tenant, id).await
     }

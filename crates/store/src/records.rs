@@ -3,7 +3,7 @@
 use paddock_core::ids::{RunId, TenantId, WorkspaceId};
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
-    MAX_PAGE, Page, SandboxRecord, SandboxState, StoreError, Tenant, Workspace,
+    MAX_PAGE, Page, SandboxPause, SandboxRecord, SandboxState, StoreError, Tenant, Workspace,
 };
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
@@ -283,13 +283,14 @@ fn read_workspace(row: &AnyRow) -> Result<Workspace, StoreError> {
 macro_rules! sandbox_columns {
     () => {
         "id, tenant_id, workspace_id, backend, node, state, spec, pid, created_at, updated_at, \
-         last_active_at, expires_at, run_id"
+         last_active_at, expires_at, run_id, pause"
     };
 }
 
 pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Result<(), StoreError> {
     const OP: &str = "create_sandbox";
     let spec = to_json("spec", &sb.spec)?;
+    let pause = sb.pause.as_ref().map(|p| to_json("pause", p)).transpose()?;
     let mut tx = store.begin_write(OP).await?;
     let tenant = sb.tenant.as_str();
     require(&mut tx, OP, "tenant", TENANT_EXISTS, tenant, tenant).await?;
@@ -307,7 +308,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     sqlx::query(concat!(
         "INSERT INTO sandboxes (",
         sandbox_columns!(),
-        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
     ))
     .bind(sb.id.as_str())
     .bind(tenant)
@@ -322,6 +323,7 @@ pub(crate) async fn create_sandbox(store: &SqlStore, sb: &SandboxRecord) -> Resu
     .bind(sb.last_active_at.as_millis())
     .bind(sb.expires_at.map(|t| t.as_millis()))
     .bind(sb.run.as_ref().map(|r| r.as_str()))
+    .bind(pause)
     .execute(&mut *tx)
     .await
     .map_err(insert_error(OP, "sandbox", sb.id.to_string()))?;
@@ -387,13 +389,14 @@ pub(crate) async fn set_sandbox_state(
     // Only a running sandbox has a process.
     let sql = if state == SandboxState::Running {
         concat!(
-            "UPDATE sandboxes SET state = $1, updated_at = $2 WHERE tenant_id = $3 AND id = $4 \
+            "UPDATE sandboxes SET state = $1, updated_at = $2, pause = NULL \
+             WHERE tenant_id = $3 AND id = $4 \
              RETURNING ",
             sandbox_columns!()
         )
     } else {
         concat!(
-            "UPDATE sandboxes SET state = $1, updated_at = $2, pid = NULL \
+            "UPDATE sandboxes SET state = $1, updated_at = $2, pid = NULL, pause = NULL \
              WHERE tenant_id = $3 AND id = $4 RETURNING ",
             sandbox_columns!()
         )
@@ -409,6 +412,74 @@ pub(crate) async fn set_sandbox_state(
     match row {
         Some(row) => quarantine::read_one(store, Table::Sandboxes, &row, read_sandbox).await,
         None => Err(sandbox_not_found(id)),
+    }
+}
+
+pub(crate) async fn pause_sandbox(
+    store: &SqlStore,
+    tenant: &TenantId,
+    id: &SandboxId,
+    pause: &SandboxPause,
+) -> Result<SandboxRecord, StoreError> {
+    let json = to_json("pause", pause)?;
+    let row = sqlx::query(concat!(
+        "UPDATE sandboxes SET state = 'paused', updated_at = $1, pid = NULL, pause = $2 \
+         WHERE tenant_id = $3 AND id = $4 AND state = 'running' RETURNING ",
+        sandbox_columns!()
+    ))
+    .bind(store.clock.now().as_millis())
+    .bind(json)
+    .bind(tenant.as_str())
+    .bind(id.as_str())
+    .fetch_optional(&store.pool)
+    .await
+    .map_err(db("pause_sandbox"))?;
+    match row {
+        Some(row) => quarantine::read_one(store, Table::Sandboxes, &row, read_sandbox).await,
+        None => Err(not_in_state(store, tenant, id, "running").await),
+    }
+}
+
+pub(crate) async fn resume_sandbox(
+    store: &SqlStore,
+    tenant: &TenantId,
+    id: &SandboxId,
+    pid: Option<u32>,
+) -> Result<SandboxRecord, StoreError> {
+    let now = store.clock.now().as_millis();
+    let row = sqlx::query(concat!(
+        "UPDATE sandboxes SET state = 'running', updated_at = $1, last_active_at = $1, \
+         pid = $2, pause = NULL WHERE tenant_id = $3 AND id = $4 AND state = 'paused' RETURNING ",
+        sandbox_columns!()
+    ))
+    .bind(now)
+    .bind(pid.map(i64::from))
+    .bind(tenant.as_str())
+    .bind(id.as_str())
+    .fetch_optional(&store.pool)
+    .await
+    .map_err(db("resume_sandbox"))?;
+    match row {
+        Some(row) => quarantine::read_one(store, Table::Sandboxes, &row, read_sandbox).await,
+        None => Err(not_in_state(store, tenant, id, "paused").await),
+    }
+}
+
+/// Why a conditional state change found no row: the sandbox is missing,
+/// or it is not `expected`.
+async fn not_in_state(
+    store: &SqlStore,
+    tenant: &TenantId,
+    id: &SandboxId,
+    expected: &str,
+) -> StoreError {
+    match get_sandbox(store, tenant, id).await {
+        Ok(record) => StoreError::Conflict {
+            entity: "sandbox",
+            id: id.to_string(),
+            reason: format!("it is {}, not {expected}", record.state),
+        },
+        Err(err) => err,
     }
 }
 
@@ -473,5 +544,6 @@ fn read_sandbox(row: &AnyRow) -> Result<SandboxRecord, StoreError> {
         last_active_at: r.time("last_active_at")?,
         expires_at: r.opt_time("expires_at")?,
         run: r.opt_parsed("run_id", RunId::parse)?,
+        pause: r.opt_json("pause")?,
     })
 }

@@ -31,8 +31,8 @@ pub use process::{ProcessCli, ProcessCommand};
 pub use run::{GoalArgs, Mode};
 pub use runs::{RunsCli, RunsCommand};
 pub use sandbox::{
-    CreateArgs, ExecArgs, InfoArgs, LsArgs, NetworkChangeArgs, PortForwardArgs, RunArgs,
-    SandboxCommand, ShellArgs,
+    CreateArgs, ExecArgs, InfoArgs, LsArgs, NetworkChangeArgs, PauseArgs, PauseModeArg,
+    PortForwardArgs, ResumeArgs, RunArgs, SandboxCommand, ShellArgs,
 };
 pub use serve::ServeArgs;
 pub use session::{SessionCli, SessionCommand};

@@ -29,6 +29,13 @@ pub enum SandboxCommand {
     Exec(ExecArgs),
     /// Destroy sandboxes on the server.
     Rm(SandboxRmArgs),
+    /// Pause a server's sandbox: it holds nothing on the host until resumed
+    /// (here, by any request that needs it, or after a server restart).
+    /// `filesystem` keeps its files, not its processes; `full` keeps memory
+    /// and processes where the sandbox's tier can (refused otherwise).
+    Pause(PauseArgs),
+    /// Resume a paused sandbox on the server (same id, same files).
+    Resume(ResumeArgs),
     /// An interactive shell (or CMD) on a pseudo-terminal: in a server's
     /// sandbox with ID, else in a fresh sandbox on this host over
     /// --workspace, torn down after.
@@ -119,6 +126,42 @@ pub struct SandboxRmArgs {
     pub server: ServerArgs,
     #[command(flatten)]
     pub rm: RmArgs,
+}
+
+/// `paddock sandbox pause`.
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// The sandbox (sb_...).
+    pub id: String,
+    /// What to keep (default: the most the sandbox's tier can keep).
+    #[arg(long, value_enum)]
+    pub mode: Option<PauseModeArg>,
+    /// Print the sandbox as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// `--mode` of `paddock sandbox pause`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PauseModeArg {
+    /// Memory and processes too.
+    Full,
+    /// The workspace's files; processes are stopped.
+    Filesystem,
+}
+
+/// `paddock sandbox resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The sandbox (sb_...).
+    pub id: String,
+    /// Print the sandbox as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 #[derive(Debug, Args)]

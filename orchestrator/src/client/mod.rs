@@ -5,6 +5,7 @@
 mod exec;
 mod files;
 mod network;
+mod pause;
 mod port_forward;
 mod process;
 mod sandbox;
@@ -21,6 +22,7 @@ use serde::de::DeserializeOwned;
 
 pub use files::files;
 pub use network::network;
+pub use pause::{pause, resume};
 pub use port_forward::port_forward;
 pub use process::process;
 pub use sandbox::{create, info, ls, rm};

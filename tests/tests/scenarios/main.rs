@@ -19,6 +19,7 @@ mod network_change;
 mod network_nat;
 mod network_runs;
 mod output_cap;
+mod pause;
 mod per_user_limits;
 mod read_only;
 mod secret_network;

@@ -128,6 +128,11 @@ impl From<ServiceError> for ApiError {
                 "sandbox_not_running",
                 format!("sandbox {id} is {state}"),
             ),
+            err @ ServiceError::PauseRefused { .. } => Self::new(
+                StatusCode::CONFLICT,
+                "pause_mode_unsupported",
+                err.to_string(),
+            ),
             err @ ServiceError::WorkspaceBusy { .. } => {
                 Self::new(StatusCode::CONFLICT, "workspace_busy", err.to_string())
             }

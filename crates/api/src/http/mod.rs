@@ -23,6 +23,7 @@ mod meta;
 mod metered;
 mod network;
 mod openapi;
+mod pause;
 mod ports;
 mod processes;
 mod runs;
@@ -296,6 +297,8 @@ fn routes() -> Routes {
         .get("/v1/sandboxes/{id}", sandboxes::get_sandbox)
         .delete("/v1/sandboxes/{id}", sandboxes::delete_sandbox)
         .post("/v1/sandboxes/{id}/keepalive", sandboxes::keep_alive)
+        .post("/v1/sandboxes/{id}/pause", pause::pause)
+        .post("/v1/sandboxes/{id}/resume", pause::resume)
         .post("/v1/sandboxes/{id}/exec", exec::exec)
         .post("/v1/sandboxes/{id}/processes", processes::start)
         .get("/v1/sandboxes/{id}/processes", processes::list)

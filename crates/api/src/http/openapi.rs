@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Body as ErrorBody;
 use super::{
-    checkpoints, doctor, egress, events, exec, files, memory, meta, network, ports, processes,
-    runs, sandboxes, sessions, snapshots, terminal, volumes, workspace_archive,
+    checkpoints, doctor, egress, events, exec, files, memory, meta, network, pause, ports,
+    processes, runs, sandboxes, sessions, snapshots, terminal, volumes, workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -40,6 +40,8 @@ use super::{
         sandboxes::get_sandbox,
         sandboxes::delete_sandbox,
         sandboxes::keep_alive,
+        pause::pause,
+        pause::resume,
         exec::exec,
         processes::start,
         processes::list,

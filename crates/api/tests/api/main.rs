@@ -12,6 +12,7 @@ mod lifetime;
 mod memory;
 mod names;
 mod network;
+mod pause;
 mod ports;
 mod quarantine;
 mod quotas;

@@ -114,6 +114,24 @@ pub trait Store: Send + Sync + fmt::Debug {
         id: &SandboxId,
         state: SandboxState,
     ) -> Result<SandboxRecord, StoreError>;
+    /// Records a running sandbox paused (state `paused`, no pid, `pause`
+    /// kept); a sandbox in another state is a [`StoreError::Conflict`].
+    /// Any other state change ([`Self::set_sandbox_state`]) clears `pause`.
+    async fn pause_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        pause: &super::SandboxPause,
+    ) -> Result<SandboxRecord, StoreError>;
+    /// Records a paused sandbox running again with its new host pid (and
+    /// `pause` cleared, activity now); one not paused is a
+    /// [`StoreError::Conflict`].
+    async fn resume_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        pid: Option<u32>,
+    ) -> Result<SandboxRecord, StoreError>;
     /// Records activity now (idle expiry counts from the last activity).
     async fn touch_sandbox(&self, tenant: &TenantId, id: &SandboxId) -> Result<(), StoreError>;
     /// Every tenant's sandboxes owned by `node` in `state`. System-level, for

@@ -47,8 +47,37 @@ text_enum!(
         /// Recorded as running, but its process was gone when the orchestrator
         /// reconciled after a restart.
         Lost => "lost",
+        /// Paused: nothing of it runs or is held on the host; its files
+        /// (and, in `full` mode, its saved memory) are kept until it is
+        /// resumed or deleted ([`SandboxRecord::pause`] says where).
+        Paused => "paused",
     }
 );
+
+text_enum!(
+    /// What a pause keeps of a sandbox.
+    PauseMode {
+        /// Memory and processes too (the tier saves the whole machine).
+        Full => "full",
+        /// The workspace's files only: its processes are stopped, and a
+        /// resume starts a fresh sandbox of the same spec on the same files.
+        Filesystem => "filesystem",
+    }
+);
+
+/// Where a paused sandbox's state is kept, recorded with it (the `pause`
+/// column) so that a restarted server can resume it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPause {
+    pub mode: PauseMode,
+    /// The snapshot holding the files of a sandbox whose workspace was
+    /// temporary (None: its workspace row holds them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotId>,
+    /// Why it was paused: `requested` or `idle`.
+    pub reason: String,
+    pub paused_at: Timestamp,
+}
 
 /// A sandbox the orchestrator owns over time (it outlives one CLI call).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +104,8 @@ pub struct SandboxRecord {
     /// The agent run that owns it (None: started through the sandbox API).
     /// Its lifecycle is the run's: it ends when the run does.
     pub run: Option<RunId>,
+    /// Set while it is paused (state `paused`).
+    pub pause: Option<SandboxPause>,
 }
 
 text_enum!(

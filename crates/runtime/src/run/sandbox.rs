@@ -116,6 +116,7 @@ impl RunSandbox {
             last_active_at: now,
             expires_at: None,
             run: Some(run.clone()),
+            pause: None,
         };
         let recorded = match store.create_sandbox(&record).await {
             Ok(()) => true,

@@ -47,6 +47,10 @@ pub struct ServeConfig {
     pub tokens: Vec<TokenEntry>,
     /// Seconds without API activity before a sandbox is destroyed (default 1800).
     pub idle_timeout_secs: Option<u64>,
+    /// What becomes of an idle sandbox: `stop` (default) or `pause` (its
+    /// next request resumes it).
+    #[serde(default)]
+    pub on_idle: paddock_api::service::OnIdle,
     /// Seconds a sandbox may live at all (default 86400).
     pub max_lifetime_secs: Option<u64>,
     /// Most sandboxes running at once (default 100).
@@ -194,6 +198,7 @@ impl ServeConfig {
         if let Some(secs) = self.idle_timeout_secs {
             config.idle_timeout = positive_secs("idle_timeout_secs", secs)?;
         }
+        config.on_idle = self.on_idle;
         if let Some(secs) = self.max_lifetime_secs {
             config.max_lifetime = positive_secs("max_lifetime_secs", secs)?;
         }

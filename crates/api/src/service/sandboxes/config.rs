@@ -28,8 +28,11 @@ pub struct ServiceConfig {
     pub node: String,
     /// Where workspaces live: `<root>/<workspace id>` is mounted at /workspace.
     pub workspaces_root: PathBuf,
-    /// A sandbox with no API activity for this long is destroyed.
+    /// A sandbox with no API activity for this long is destroyed (or
+    /// paused: `on_idle`).
     pub idle_timeout: Duration,
+    /// What becomes of an idle sandbox.
+    pub on_idle: OnIdle,
     /// Every sandbox is destroyed this long after it was created.
     pub max_lifetime: Duration,
     /// How often the expiry task looks; None: derived from the two timeouts.
@@ -68,6 +71,7 @@ impl ServiceConfig {
             node: node.into(),
             workspaces_root,
             idle_timeout: Duration::from_secs(30 * 60),
+            on_idle: OnIdle::Stop,
             max_lifetime: Duration::from_secs(24 * 60 * 60),
             expiry_interval: None,
             limits: LimitsPolicy::default(),
@@ -124,6 +128,20 @@ impl ServiceConfig {
                 .clamp(Duration::from_millis(50), Duration::from_secs(10))
         })
     }
+}
+
+/// What the expiry task does to a sandbox idle for `idle_timeout`
+/// (`on_idle` in the server config).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnIdle {
+    /// Destroy it (state `stopped`).
+    #[default]
+    Stop,
+    /// Pause it (state `paused`, the strongest mode its tier can do); its
+    /// next request resumes it. A console sandbox, or one with secrets,
+    /// is stopped as before.
+    Pause,
 }
 
 /// Limits a sandbox gets when its request names none, and the most it may

@@ -30,6 +30,13 @@ pub enum ServiceError {
         id: String,
         reason: String,
     },
+    /// The sandbox's tier cannot keep what the pause asked for.
+    #[error("sandbox {id} cannot be paused in {mode} mode: {reason}")]
+    PauseRefused {
+        id: SandboxId,
+        mode: paddock_core::store::PauseMode,
+        reason: String,
+    },
     /// The network asked for is beyond what the operator allows tenants.
     #[error("{reason}")]
     NetworkNotAllowed { reason: String },

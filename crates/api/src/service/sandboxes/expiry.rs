@@ -8,7 +8,9 @@ use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{SandboxState, StoreError};
 use tokio::task::JoinHandle;
 
-use super::SandboxService;
+use super::{OnIdle, SandboxService};
+
+const IDLE: &str = "idle timeout";
 
 impl SandboxService {
     /// Runs until the service's shutdown token is cancelled.
@@ -61,7 +63,7 @@ impl SandboxService {
                 let reason = if sandbox.is_console() {
                     "console page gone (no keep-alive)"
                 } else {
-                    "idle timeout"
+                    IDLE
                 };
                 expired.push((sandbox.id.clone(), reason));
             } else if sandbox.take_unflushed().is_some()
@@ -71,8 +73,43 @@ impl SandboxService {
             }
         }
         for (id, reason) in expired {
+            if reason == IDLE && self.pause_idle(&id).await {
+                continue;
+            }
             if let Err(err) = self.retire(&id, SandboxState::Stopped, reason).await {
                 tracing::warn!(sandbox_id = %id, error = %err, "recording an expired sandbox");
+            }
+        }
+    }
+
+    /// Pauses an idle sandbox where the operator asked (`on_idle = "pause"`);
+    /// false when it is to be stopped instead (not asked, a console
+    /// sandbox, one with secrets, or the pause failed).
+    async fn pause_idle(&self, id: &SandboxId) -> bool {
+        if self.config.on_idle != OnIdle::Pause {
+            return false;
+        }
+        let Some(live) = self.live_map().get(id).cloned() else {
+            return false;
+        };
+        if live.is_console() || live.secrets {
+            return false;
+        }
+        let record = match self.store.get_sandbox(&live.tenant, id).await {
+            Ok(record) => record,
+            Err(err) => {
+                tracing::warn!(sandbox_id = %id, error = %err, "reading an idle sandbox to pause it");
+                return false;
+            }
+        };
+        let Ok(mode) = super::pause_mode(&record.backend, None) else {
+            return false;
+        };
+        match self.pause_live(&record, &live, mode, "idle").await {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::warn!(sandbox_id = %id, error = %err, "pausing an idle sandbox failed: stopping it");
+                false
             }
         }
     }

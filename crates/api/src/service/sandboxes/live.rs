@@ -24,6 +24,9 @@ pub(crate) struct Live {
     /// The workspace's writer lease of a read-write sandbox over one.
     pub writer: Option<Lease>,
     pub created_at: Timestamp,
+    /// It was started with secrets (their values are not stored: pausing
+    /// it is refused, since a resume could not inject them).
+    pub secrets: bool,
     /// A console sandbox's keep-alive deadline (milliseconds): it is ended
     /// once this passes while nothing uses it (see `console.rs`). None: an
     /// ordinary sandbox, kept until idle or too old.
@@ -53,6 +56,7 @@ impl Live {
             expires_at,
             writer,
             created_at: now,
+            secrets: false,
             keepalive_until: keepalive_until.map(|t| AtomicI64::new(t.as_millis())),
             activity: Arc::new(Activity {
                 last: AtomicI64::new(now.as_millis()),

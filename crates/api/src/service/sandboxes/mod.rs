@@ -20,6 +20,7 @@ mod expiry;
 mod live;
 mod network;
 mod ops;
+mod pause;
 mod ports;
 mod quota;
 mod reconcile;
@@ -46,13 +47,15 @@ use tokio_util::sync::CancellationToken;
 
 pub use backends::{BackendEntry, BackendRefused, Backends, BackendsError, KNOWN_BACKENDS};
 pub use config::{
-    DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, ServiceConfig,
+    DEFAULT_CPU_MILLIS, DEFAULT_EXEC_OUTPUT_CAP, LimitsPolicy, MAX_EXEC_OUTPUT_CAP, OnIdle,
+    ServiceConfig,
 };
 pub use disk_quota::DiskUsage;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
 pub use network::{NETWORK_CHANGES_KEPT, NetworkChanged, NetworkView, SetNetwork};
 pub use ops::ExecStream;
+pub use pause::{PauseSandbox, RESUME_TIMEOUT, full_refusal, pause_mode};
 pub use ports::PortTunnel;
 pub use quota::{
     CPU_OVERCOMMIT, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, HostTotals, Quota, QuotaScope,
@@ -69,8 +72,8 @@ pub use snapshots::{
 };
 pub use terminal::ProcessFollow;
 pub use views::{
-    BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, ProcessOutputView,
-    ProcessView, SandboxView, SearchView, StoreWrites, WorkspaceView,
+    BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, PauseView,
+    ProcessOutputView, ProcessView, SandboxView, SearchView, StoreWrites, WorkspaceView,
 };
 pub use volumes::{CreateVolume, VolumeView};
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
@@ -108,6 +111,9 @@ pub struct SandboxService {
     shutdown: CancellationToken,
     /// Health's check that the store takes writes.
     write_probe: write_probe::WriteProbe,
+    /// Held by a resume (pause.rs): one at a time, so two requests that
+    /// find one sandbox paused start it once.
+    resuming: tokio::sync::Mutex<()>,
 }
 
 impl SandboxService {
@@ -131,6 +137,7 @@ impl SandboxService {
             disk: disk_quota::DiskLedger::default(),
             shutdown,
             write_probe: write_probe::WriteProbe::default(),
+            resuming: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -397,6 +404,7 @@ impl SandboxService {
             last_active_at: now,
             expires_at: Some(now.saturating_add(self.config.max_lifetime)),
             run: None,
+            pause: None,
         };
         if let Err(err) = self.store.create_sandbox(&record).await {
             destroy_quietly(sandbox).await;
@@ -406,7 +414,7 @@ impl SandboxService {
             }
             return Err(ServiceError::store("create_sandbox")(err));
         }
-        let live = Arc::new(Live::new(
+        let mut live = Live::new(
             sandbox,
             tenant.clone(),
             now,
@@ -415,7 +423,9 @@ impl SandboxService {
             command
                 .console
                 .then(|| now.saturating_add(console::KEEPALIVE)),
-        ));
+        );
+        live.secrets = !command.secrets.is_empty();
+        let live = Arc::new(live);
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");
         // A shutdown that began while this sandbox was starting has already
@@ -475,6 +485,10 @@ impl SandboxService {
             .await
             .map_err(ServiceError::store("get_sandbox"))?;
         refuse_if_run_owned(&record)?;
+        if record.state == SandboxState::Paused {
+            self.stop_paused(&record).await?;
+            return self.get_sandbox(tenant, id).await;
+        }
         Ok(self.view(&record))
     }
 
@@ -523,8 +537,42 @@ impl SandboxService {
         recorded.map(|_| ())
     }
 
-    /// The tenant's running sandbox, marked in use; why not otherwise.
+    /// The tenant's running sandbox, marked in use (a paused one is
+    /// resumed first); why not otherwise.
     async fn use_sandbox(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+    ) -> Result<(Arc<Live>, ActivityGuard), ServiceError> {
+        if let Some(used) = self.use_live(tenant, id) {
+            return Ok(used);
+        }
+        let record = self
+            .store
+            .get_sandbox(tenant, id)
+            .await
+            .map_err(ServiceError::store("get_sandbox"))?;
+        if record.state == SandboxState::Paused {
+            match self.resume_sandbox(tenant, id).await {
+                Ok(_) => {}
+                // another request resumed it meanwhile
+                Err(ServiceError::Conflict { .. }) if self.use_live(tenant, id).is_some() => {}
+                Err(err) => return Err(err),
+            }
+            tracing::info!(sandbox_id = %id, "paused sandbox resumed by a request");
+        }
+        self.use_recorded(tenant, id).await
+    }
+
+    fn use_live(&self, tenant: &TenantId, id: &SandboxId) -> Option<(Arc<Live>, ActivityGuard)> {
+        let live = self.live_map().get(id).cloned()?;
+        (&live.tenant == tenant).then(|| {
+            let guard = live.use_now(self.clock.clone());
+            (live, guard)
+        })
+    }
+
+    async fn use_recorded(
         &self,
         tenant: &TenantId,
         id: &SandboxId,

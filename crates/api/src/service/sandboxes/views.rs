@@ -2,7 +2,9 @@
 
 use paddock_core::ids::{RunId, SnapshotId, WorkspaceId};
 use paddock_core::sandbox::{SandboxId, SandboxLimits};
-use paddock_core::store::{SandboxRecord, SandboxState, Timestamp, Workspace};
+use paddock_core::store::{
+    PauseMode, SandboxPause, SandboxRecord, SandboxState, Timestamp, Workspace,
+};
 use paddock_proto::{
     DirEntry, ExitInfo, FileKind, FsPath, NetworkPolicy, ProcessInfo, SearchMatch,
 };
@@ -61,6 +63,33 @@ pub struct SandboxView {
     /// A running console sandbox's keep-alive deadline (RFC 3339, UTC).
     #[serde(default)]
     pub keepalive_until: Option<String>,
+    /// Set while it is paused (state `paused`): what the pause kept.
+    #[serde(default)]
+    pub pause: Option<PauseView>,
+}
+
+/// What a paused sandbox kept, and why it was paused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PauseView {
+    pub mode: PauseMode,
+    /// Whether its processes (and memory) were kept: false in `filesystem`
+    /// mode, where a resume starts a fresh sandbox on the same files.
+    pub processes_kept: bool,
+    /// `requested` (the pause route) or `idle` (`on_idle = "pause"`).
+    pub reason: String,
+    /// RFC 3339 (UTC).
+    pub paused_at: String,
+}
+
+impl From<&SandboxPause> for PauseView {
+    fn from(p: &SandboxPause) -> Self {
+        Self {
+            mode: p.mode,
+            processes_kept: p.mode == PauseMode::Full,
+            reason: p.reason.clone(),
+            paused_at: p.paused_at.to_string(),
+        }
+    }
 }
 
 impl SandboxView {
@@ -95,6 +124,11 @@ impl SandboxView {
             keepalive_until: keepalive_until
                 .filter(|_| record.state == SandboxState::Running)
                 .map(|t| t.to_string()),
+            pause: record
+                .pause
+                .as_ref()
+                .filter(|_| record.state == SandboxState::Paused)
+                .map(PauseView::from),
         }
     }
 }

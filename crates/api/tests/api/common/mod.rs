@@ -155,6 +155,8 @@ pub struct Setup {
     pub volume_pool_bytes: Option<u64>,
     /// The network bounds of tenants' requests; None: the default.
     pub network: Option<paddock_proto::NetworkBounds>,
+    /// What becomes of an idle sandbox.
+    pub on_idle: paddock_api::service::OnIdle,
 }
 
 impl Setup {
@@ -179,6 +181,7 @@ impl Setup {
             ports_domain: None,
             volume_pool_bytes: None,
             network: None,
+            on_idle: paddock_api::service::OnIdle::Stop,
         }
     }
 
@@ -227,6 +230,7 @@ impl TestServer {
         } = Stack::open(&setup.stack()).await?;
         let mut config = ServiceConfig::new(setup.node.clone(), setup.data_dir.join("workspaces"));
         config.idle_timeout = setup.idle_timeout;
+        config.on_idle = setup.on_idle;
         config.max_lifetime = setup.max_lifetime;
         if let Some(quota) = setup.disk_quota {
             config.tenant_disk_quota = quota;

@@ -45,6 +45,7 @@ fn sandbox(
         last_active_at: store.now(),
         expires_at: Some(store.now().saturating_add(Duration::from_secs(3600))),
         run: None,
+        pause: None,
     }
 }
 
@@ -921,5 +922,71 @@ pub async fn reopened_store_sees_committed_rows(f: &dyn StoreFactory) -> anyhow:
         .append_event(&lease, &fx.tenant, &event(&fx.session, None, "y", 2))
         .await?;
     assert_eq!(next.seq, 2);
+    Ok(())
+}
+
+/// A running sandbox is paused with its pause record (no pid), listed as
+/// paused for its node, resumed with a new pid; each step refuses a
+/// sandbox in the wrong state, and any other state change clears it.
+pub async fn sandboxes_pause_and_resume(f: &dyn StoreFactory) -> anyhow::Result<()> {
+    use paddock_core::store::{PauseMode, SandboxPause};
+    let store = f.open(clock()).await?;
+    let acme = fixture(&*store, "acme").await?;
+    let sb = sandbox(&acme.tenant, None, "node-p", &*store);
+    store.create_sandbox(&sb).await?;
+    let pause = SandboxPause {
+        mode: PauseMode::Filesystem,
+        snapshot: Some(SnapshotId::generate()),
+        reason: "idle".to_owned(),
+        paused_at: store.now(),
+    };
+    let paused = store.pause_sandbox(&acme.tenant, &sb.id, &pause).await?;
+    let expected = SandboxRecord {
+        state: SandboxState::Paused,
+        pid: None,
+        pause: Some(pause.clone()),
+        updated_at: store.now(),
+        ..sb.clone()
+    };
+    assert_eq!(paused, expected);
+    assert_eq!(store.get_sandbox(&acme.tenant, &sb.id).await?, expected);
+    assert_eq!(
+        store
+            .list_node_sandboxes("node-p", SandboxState::Paused)
+            .await?,
+        vec![expected.clone()]
+    );
+    assert_conflict(
+        store.pause_sandbox(&acme.tenant, &sb.id, &pause).await,
+        "sandbox",
+    );
+    let resumed = store
+        .resume_sandbox(&acme.tenant, &sb.id, Some(777))
+        .await?;
+    assert_eq!(
+        resumed,
+        SandboxRecord {
+            state: SandboxState::Running,
+            pid: Some(777),
+            pause: None,
+            last_active_at: store.now(),
+            ..expected.clone()
+        }
+    );
+    assert_conflict(
+        store.resume_sandbox(&acme.tenant, &sb.id, None).await,
+        "sandbox",
+    );
+    store.pause_sandbox(&acme.tenant, &sb.id, &pause).await?;
+    let stopped = store
+        .set_sandbox_state(&acme.tenant, &sb.id, SandboxState::Stopped)
+        .await?;
+    assert_eq!(stopped.pause, None);
+    let missing = SandboxId::generate();
+    assert_not_found(
+        store.pause_sandbox(&acme.tenant, &missing, &pause).await,
+        "sandbox",
+        missing.as_str(),
+    );
     Ok(())
 }

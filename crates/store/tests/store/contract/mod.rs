@@ -151,6 +151,7 @@ macro_rules! contract_tests {
         $crate::contract_tests!(@cases $factory;
             cases::tenants_and_workspaces,
             cases::sandboxes,
+            cases::sandboxes_pause_and_resume,
             cases::sessions_and_runs,
             cases::events_are_sequenced_per_session,
             cases::concurrent_appenders_get_gap_free_sequences,

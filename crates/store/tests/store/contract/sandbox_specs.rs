@@ -50,6 +50,7 @@ fn record(store: &dyn Store, fx: &super::Fixture) -> SandboxRecord {
         last_active_at: store.now(),
         expires_at: None,
         run: None,
+        pause: None,
     }
 }
 

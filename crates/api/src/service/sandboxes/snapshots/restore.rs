@@ -215,3 +215,31 @@ fn restore_cost(record: &SnapshotRecord) -> u64 {
             .saturating_mul(paddock_snapshot::disk::DIR_BYTES),
     )
 }
+
+impl SandboxService {
+    /// Streams snapshot `id` into the (empty) workspace behind `guest`: how
+    /// a resumed sandbox gets back the files of its temporary workspace.
+    pub(crate) async fn import_snapshot_into(
+        &self,
+        tenant: &TenantId,
+        sandbox: &SandboxId,
+        id: &SnapshotId,
+        guest: &dyn paddock_core::sandbox::GuestOps,
+    ) -> Result<(), ServiceError> {
+        let record = self.snapshot_record(tenant, id).await?;
+        let key = blob_key(&record)?;
+        let mut sources = self.open_shared(tenant, &record.id, &key, 1).await?;
+        let Some(mut source) = sources.pop() else {
+            return Err(ServiceError::SnapshotsUnavailable);
+        };
+        guest
+            .snapshot_import(import_limits(&record), &mut source)
+            .await
+            .map(|_| ())
+            .map_err(|source| ServiceError::Guest {
+                id: sandbox.clone(),
+                op: "snapshot_import",
+                source,
+            })
+    }
+}

@@ -1,0 +1,188 @@
+//! Pause and resume through a real `paddock serve`, on every backend this
+//! host runs: a file written before the pause is there after the resume,
+//! across a kill -9 and restart of the server in between (the paused
+//! sandboxes are neither lost nor reaped); `full` is refused with the
+//! tier's reason.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+const TOKEN: &str = "pause-test-token-tenant-a";
+
+fn serve(dir: &Path, node: &str) -> (Child, String) {
+    let config = dir.join("serve.toml");
+    let mut toml = String::from("[[backends]]\nkind = \"native\"\n");
+    toml.push_str("[[backends]]\nkind = \"docker\"\nimage = \"paddock-sandbox:bookworm\"\n");
+    if microvm_available() {
+        toml.push_str("[[backends]]\nkind = \"microvm\"\n");
+    }
+    std::fs::write(&config, toml).unwrap();
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .unwrap();
+    let mut child = Command::new(paddock_tests::bins::paddock())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--node",
+            node,
+            "--data-dir",
+        ])
+        .arg(dir.join("server"))
+        .arg("--config")
+        .arg(&config)
+        .env("PADDOCK_TOKENS", format!("tenant-a:{TOKEN}"))
+        .env_remove("PADDOCK_DATA_DIR")
+        .env_remove("PADDOCK_DATABASE_URL")
+        .env_remove("PADDOCK_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+fn microvm_available() -> bool {
+    paddock_tests::backends::microvm_config().is_ok()
+        && paddock_sandbox::MicroVmConfig::image_dir_from_env()
+            .join("vmlinuz")
+            .exists()
+}
+
+fn api(url: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", "-m", "600", "-X", method, "-w", "\n%{http_code}"])
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {TOKEN}"))
+        .arg(format!("{url}{path}"));
+    if let Some(body) = body {
+        cmd.args(["-H", "Content-Type: application/json", "-d"])
+            .arg(body.to_string());
+    }
+    let out = String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned();
+    let (body, status) = out.rsplit_once('\n').unwrap();
+    (
+        status.trim().parse().unwrap(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+fn exec(url: &str, id: &str, script: &str) -> Value {
+    let (status, out) = api(
+        url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/exec"),
+        Some(json!({"argv": ["sh", "-c", script]})),
+    );
+    assert_eq!(status, 200, "{out}");
+    out
+}
+
+fn kill(child: &mut Child, signal: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status();
+    for _ in 0..300 {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_paused_sandbox_keeps_its_files_across_a_server_restart_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = format!("pause-{}", std::process::id());
+    let mut backends = vec!["native", "docker"];
+    if microvm_available() {
+        backends.push("microvm");
+    } else {
+        eprintln!("SKIPPED microvm: no microVM image or guest on this host");
+    }
+    let (mut server, url) = serve(dir.path(), &node);
+    let mut ids = Vec::new();
+    for backend in &backends {
+        let (status, created) = api(
+            &url,
+            "POST",
+            "/v1/sandboxes",
+            Some(json!({"backend": backend})),
+        );
+        assert_eq!(status, 201, "{backend}: {created}");
+        let id = created["id"].as_str().unwrap().to_owned();
+        exec(&url, &id, &format!("echo {backend} > /workspace/kept.txt"));
+        let (status, refused) = api(
+            &url,
+            "POST",
+            &format!("/v1/sandboxes/{id}/pause"),
+            Some(json!({"mode": "full"})),
+        );
+        assert_eq!(status, 409, "{backend}: {refused}");
+        assert_eq!(
+            refused["error"]["code"], "pause_mode_unsupported",
+            "{refused}"
+        );
+        // The CLI pauses it and says the processes were not kept.
+        let out = Command::new(paddock_tests::bins::paddock())
+            .args(["sandbox", "pause", &id, "--server", &url])
+            .env("PADDOCK_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{backend}: {said} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains("processes not kept"), "{said}");
+        ids.push((backend, id));
+    }
+    let (_, paused) = api(&url, "GET", "/v1/sandboxes?state=paused", None);
+    assert_eq!(
+        paused["sandboxes"].as_array().unwrap().len(),
+        backends.len(),
+        "{paused}"
+    );
+
+    kill(&mut server, "KILL");
+    let (mut server, url) = serve(dir.path(), &node);
+    for (backend, id) in &ids {
+        let (_, got) = api(&url, "GET", &format!("/v1/sandboxes/{id}"), None);
+        assert_eq!(got["state"], "paused", "{backend}: {got}");
+        let out = Command::new(paddock_tests::bins::paddock())
+            .args(["sandbox", "resume", id, "--server", &url])
+            .env("PADDOCK_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = exec(&url, id, "cat /workspace/kept.txt");
+        assert_eq!(out["stdout"], format!("{backend}\n"), "{backend}: {out}");
+        api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
+    }
+    kill(&mut server, "TERM");
+}
