@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use bollard::Docker;
 use bollard::query_parameters::{InspectContainerOptions, RemoveContainerOptions};
 use paddock_core::sandbox::{
-    BoxError, EgressLog, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+    BoxError, EgressLog, GuestOps, NetworkSwap, Sandbox, SandboxError, SandboxId, SandboxInfo,
 };
 use tokio::task::JoinHandle;
 
@@ -102,6 +102,13 @@ impl Sandbox for DockerSandbox {
 
     fn egress_log(&self) -> Option<EgressLog> {
         self.egress_log.clone()
+    }
+
+    async fn set_network(
+        &self,
+        policy: paddock_proto::NetworkPolicy,
+    ) -> Result<NetworkSwap, SandboxError> {
+        crate::shared::network::set_network(&self.info.id, self.teardown.egress.as_ref(), policy)
     }
 
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {

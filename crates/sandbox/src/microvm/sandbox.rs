@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use paddock_core::sandbox::{
-    BoxError, EgressLog, GuestOps, Sandbox, SandboxError, SandboxId, SandboxInfo,
+    BoxError, EgressLog, GuestOps, NetworkSwap, Sandbox, SandboxError, SandboxId, SandboxInfo,
 };
 use tokio::process::Child;
 use tokio::task::JoinHandle;
@@ -90,6 +90,13 @@ impl Sandbox for MicroVmSandbox {
 
     fn egress_log(&self) -> Option<EgressLog> {
         self.egress_log.clone()
+    }
+
+    async fn set_network(
+        &self,
+        policy: paddock_proto::NetworkPolicy,
+    ) -> Result<NetworkSwap, SandboxError> {
+        crate::shared::network::set_network(&self.info.id, self.teardown.egress.as_ref(), policy)
     }
 
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {
