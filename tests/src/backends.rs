@@ -93,8 +93,7 @@ pub async fn connect(kind: Kind) -> Result<Box<dyn SandboxBackend>, String> {
 }
 
 /// The backend with `egress` as its sandboxes' egress settings (resolver,
-/// private addresses let through): native, docker and gvisor. The microvm
-/// backend takes no egress settings yet and is given as [`connect`] makes it.
+/// private addresses let through), on every backend.
 pub async fn connect_with_egress(
     kind: Kind,
     egress: paddock_egress::EgressConfig,
@@ -120,7 +119,11 @@ pub async fn connect_with_egress(
                     .map_err(|e| e.to_string())?,
             )
         }
-        Kind::Microvm => return connect(kind).await,
+        Kind::Microvm => {
+            let mut config = microvm_config()?;
+            config.egress = egress;
+            Box::new(MicroVmBackend::new(config).map_err(|e| e.to_string())?)
+        }
     };
     backend.check().await.map_err(|e| e.to_string())?;
     Ok(backend)
