@@ -525,14 +525,7 @@ impl SandboxService {
             .set_sandbox_state(&live.tenant, id, state)
             .await
             .map_err(ServiceError::store("set_sandbox_state"));
-        let handle = live.handle.lock().await.take();
-        if let Some(sandbox) = handle {
-            destroy_quietly(sandbox).await;
-        }
-        self.quotas.release(id);
-        if let Some(lease) = &live.writer {
-            writer::release(self.store.as_ref(), lease).await;
-        }
+        self.release_live(id, &live).await;
         tracing::info!(sandbox_id = %id, state = %state, reason, "sandbox retired");
         recorded.map(|_| ())
     }
@@ -656,6 +649,19 @@ impl SandboxService {
             view.network = live.network().policy.clone();
         }
         view
+    }
+
+    /// Gives back what a live sandbox holds on the host: its handle
+    /// (destroyed), its share of the quotas and its writer lease.
+    pub(super) async fn release_live(&self, id: &SandboxId, live: &Live) {
+        let handle = live.handle.lock().await.take();
+        if let Some(sandbox) = handle {
+            destroy_quietly(sandbox).await;
+        }
+        self.quotas.release(id);
+        if let Some(lease) = &live.writer {
+            writer::release(self.store.as_ref(), lease).await;
+        }
     }
 
     fn live_map(&self) -> MutexGuard<'_, HashMap<SandboxId, Arc<Live>>> {

@@ -148,14 +148,7 @@ impl SandboxService {
             .pause_sandbox(&live.tenant, id, &pause)
             .await
             .map_err(ServiceError::store("pause_sandbox"));
-        let handle = live.handle.lock().await.take();
-        if let Some(sandbox) = handle {
-            destroy_quietly(sandbox).await;
-        }
-        self.quotas.release(id);
-        if let Some(lease) = &live.writer {
-            writer::release(self.store.as_ref(), lease).await;
-        }
+        self.release_live(id, &live).await;
         if recorded.is_err() {
             self.drop_pause_snapshot(&live.tenant, &pause).await;
         }
