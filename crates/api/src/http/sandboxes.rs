@@ -237,6 +237,6 @@ pub(super) fn workspace_id(raw: &str) -> Result<WorkspaceId, ApiError> {
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }
 
-fn full_page(len: usize, limit: Option<u32>) -> bool {
+pub(super) fn full_page(len: usize, limit: Option<u32>) -> bool {
     len > 0 && len as u64 == u64::from(limit.unwrap_or(100))
 }

@@ -61,8 +61,7 @@ pub(super) async fn list(
     let after = query.after.as_deref().map(volume_name).transpose()?;
     let limit = query.limit;
     let volumes = state.service.list_volumes(&tenant, after, limit).await?;
-    let full = !volumes.is_empty() && volumes.len() as u64 == u64::from(limit.unwrap_or(100));
-    let next_after = full
+    let next_after = super::sandboxes::full_page(volumes.len(), limit)
         .then(|| volumes.last().map(|v| v.name.clone()))
         .flatten();
     Ok(Json(VolumeList {

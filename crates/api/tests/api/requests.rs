@@ -82,9 +82,12 @@ async fn every_route_needs_a_valid_token(db: Db) -> Result<()> {
     Ok(())
 }
 
-/// A well-formed JSON body for a POST route, so only the sandbox lookup can fail.
+/// A well-formed JSON body for a POST route (or the JSON PUT of
+/// `/network`), so only the sandbox lookup can fail.
 fn valid_body(template: &str) -> Value {
-    if template.ends_with("/search") {
+    if template.ends_with("/network") {
+        json!({"network": {"allowlist": ["example.com"]}})
+    } else if template.ends_with("/search") {
         json!({"content": "secret"})
     } else if template.ends_with("/stdin") {
         json!({"data": "x"})
@@ -146,7 +149,7 @@ async fn tenants_never_see_each_other(db: Db) -> Result<()> {
         let path = concrete(&template, &id).replace("some/file.txt", "secret.txt");
         let method = Method::from_bytes(method.to_uppercase().as_bytes())?;
         let mut request = server.b(method.clone(), &path);
-        if method == Method::POST {
+        if method == Method::POST || template.ends_with("/network") {
             request = request.json(&valid_body(&template));
         }
         let (status, body) = send(request).await?;

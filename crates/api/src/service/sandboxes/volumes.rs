@@ -3,7 +3,6 @@
 //! is a tenant's, and another tenant's is "not found".
 
 use paddock_core::ids::TenantId;
-use paddock_core::store::Page;
 use paddock_core::volume::{VOLUME_MIN_BYTES, VolumeError, VolumeHost, VolumeName, VolumeRecord};
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +15,7 @@ pub struct CreateVolume {
     pub name: VolumeName,
     /// Bytes the volume may hold (at least 1 MiB, at most the tenant's disk
     /// quota); the kernel refuses the write past it ("Disk quota exceeded").
+    #[schema(minimum = 1048576)]
     pub quota_bytes: u64,
 }
 
@@ -92,10 +92,7 @@ impl SandboxService {
         after: Option<VolumeName>,
         limit: Option<u32>,
     ) -> Result<Vec<VolumeView>, ServiceError> {
-        let page = Page {
-            after: after.map(String::from),
-            limit: limit.unwrap_or(Page::default().limit),
-        };
+        let page = super::page(after.map(String::from), limit)?;
         let records = self
             .store
             .list_volumes(tenant, &page)
