@@ -67,6 +67,11 @@ cleanup() {
         kill -TERM "$server_pid" 2>/dev/null || true
         wait "$server_pid" 2>/dev/null || true
     fi
+    # The server's volume pool stays mounted after it stops (it is meant to
+    # outlive the server); this data dir does not.
+    if mountpoint -q "$work/data/volumes/mnt"; then
+        umount "$work/data/volumes/mnt" || true
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT

@@ -16,6 +16,7 @@ use crate::service::{PauseSandbox, SandboxView};
     request_body = PauseSandbox,
     responses(
         (status = 200, description = "the paused sandbox", body = SandboxView),
+        (status = 403, description = "its temporary workspace cannot be kept: the sandbox may not read a workspace file (`permission_denied`); it stays running", body = ErrorBody),
         (status = 404, description = "no such sandbox (`sandbox_not_found`)", body = ErrorBody),
         (status = 409, description = "it is not running (`sandbox_not_running`), already paused (`conflict`), driven by an agent run (`sandbox_owned_by_run`), or its tier cannot keep what `mode` asks (`pause_mode_unsupported`)", body = ErrorBody),
         (status = 503, description = "its temporary workspace cannot be kept: snapshots are not available (`snapshots_unavailable`)", body = ErrorBody),
