@@ -116,9 +116,50 @@ async fn sandbox(
 }
 
 /// `probe get URL` inside: exit code and output.
-async fn get(sb: &dyn Sandbox, probe: &str, url: &str, extra: &str) -> (i32, String) {
-    let (code, out, err) = sh(&*sb.guest(), &format!("{probe} get {extra} {url}")).await;
-    (code, format!("{out}{err}"))
+async fn get(sb: &dyn Sandbox, probe: &str, url: &str, extra: &str) -> Answer {
+    run(sb, &format!("{probe} get {extra} {url}")).await
+}
+
+/// A shell command inside: exit code and stdout + stderr.
+async fn run(sb: &dyn Sandbox, script: &str) -> Answer {
+    let (code, out, err) = sh(&*sb.guest(), script).await;
+    Answer {
+        code,
+        out: format!("{out}{err}"),
+    }
+}
+
+/// What a command inside answered.
+struct Answer {
+    code: i32,
+    out: String,
+}
+
+impl Answer {
+    /// Asserts the command succeeded and its output holds `expected`.
+    fn reached(&self, ctx: &Ctx, expected: &str, what: &str) {
+        assert!(
+            self.code == 0 && self.out.contains(expected),
+            "[{}] {what}: {}",
+            ctx.kind.name(),
+            self.out
+        );
+    }
+
+    /// Asserts the command failed or its output lacks `forbidden`.
+    fn refused(&self, ctx: &Ctx, forbidden: &str, what: &str) {
+        assert!(
+            self.code != 0 || !self.out.contains(forbidden),
+            "[{}] {what}: {}",
+            ctx.kind.name(),
+            self.out
+        );
+    }
+
+    /// Asserts the command failed.
+    fn failed(&self, ctx: &Ctx, what: &str) {
+        assert_ne!(self.code, 0, "[{}] {what}: {}", ctx.kind.name(), self.out);
+    }
 }
 
 fn decisions(sb: &dyn Sandbox) -> Vec<EgressDecision> {
@@ -150,23 +191,17 @@ pub fn net_allowed_host(ctx: &Ctx) -> Fut<'_> {
             return;
         };
         let url = "http://good.test:8080/";
-        let (code, out) = get(&*sb, &probe, url, "").await;
-        assert!(
-            code == 0 && out.contains("hello from good"),
-            "[{}] {out}",
-            ctx.kind.name()
+        get(&*sb, &probe, url, "").await.reached(
+            ctx,
+            "hello from good",
+            "through the proxy variables",
         );
-        let (code, out) = sh(
-            &*sb.guest(),
+        run(
+            &*sb,
             &format!("env -u HTTP_PROXY -u http_proxy {probe} get {url}"),
         )
         .await
-        .map_rest();
-        assert!(
-            code == 0 && out.contains("hello from good"),
-            "[{}] redirected: {out}",
-            ctx.kind.name()
-        );
+        .reached(ctx, "hello from good", "redirected");
         let info = sb.guest().info().await.unwrap();
         assert!(
             info.enforcement.egress_path.is_some(),
@@ -198,27 +233,17 @@ pub fn net_other_host_refused(ctx: &Ctx) -> Fut<'_> {
         };
         let w = world();
         let before = w.other.connections();
-        let (code, out) = get(&*sb, &probe, "http://other.test:8080/", "").await;
-        assert!(
-            code != 0 || !out.contains("hello from other"),
-            "[{}] {out}",
-            ctx.kind.name()
-        );
+        get(&*sb, &probe, "http://other.test:8080/", "")
+            .await
+            .refused(ctx, "hello from other", "by name");
         // Redirected to the proxy, which refuses it: the host never sees it.
-        let (code, out) = sh(
-            &*sb.guest(),
-            &format!(
-                "env -u HTTP_PROXY -u http_proxy {probe} get http://{}/",
-                w.other.addr()
-            ),
-        )
-        .await
-        .map_rest();
-        assert!(
-            code != 0 || !out.contains("hello from other"),
-            "[{}] {out}",
-            ctx.kind.name()
+        let by_address = format!(
+            "env -u HTTP_PROXY -u http_proxy {probe} get http://{}/",
+            w.other.addr()
         );
+        run(&*sb, &by_address)
+            .await
+            .refused(ctx, "hello from other", "by address");
         assert_eq!(
             w.other.connections(),
             before,
@@ -241,18 +266,12 @@ pub fn net_ip_literal(ctx: &Ctx) -> Fut<'_> {
         let Some((sb, probe, _ws)) = sandbox(ctx, "net_ip_literal", &listed, vec![]).await else {
             return;
         };
-        let (code, out) = get(&*sb, &probe, &format!("http://{}/", w.good.addr()), "").await;
-        assert!(
-            code != 0 || !out.contains("hello from good"),
-            "[{}] {out}",
-            ctx.kind.name()
-        );
-        let (code, out) = get(&*sb, &probe, &format!("http://{}/", w.other.addr()), "").await;
-        assert!(
-            code == 0 && out.contains("hello from other"),
-            "[{}] {out}",
-            ctx.kind.name()
-        );
+        get(&*sb, &probe, &format!("http://{}/", w.good.addr()), "")
+            .await
+            .refused(ctx, "hello from good", "an unlisted address");
+        get(&*sb, &probe, &format!("http://{}/", w.other.addr()), "")
+            .await
+            .reached(ctx, "hello from other", "a listed address");
         finish(ctx, sb).await;
     })
 }
@@ -275,12 +294,9 @@ pub fn net_private_and_loopback_refused(ctx: &Ctx) -> Fut<'_> {
             "http://private.test:8080/".to_owned(),
             format!("http://{}/", w.private.addr()),
         ] {
-            let (code, out) = get(&*sb, &probe, &url, "").await;
-            assert!(
-                code != 0 || !out.contains("hello from private"),
-                "[{}] {url}: {out}",
-                ctx.kind.name()
-            );
+            get(&*sb, &probe, &url, "")
+                .await
+                .refused(ctx, "hello from private", &url);
         }
         assert_eq!(
             w.private.connections(),
@@ -290,15 +306,12 @@ pub fn net_private_and_loopback_refused(ctx: &Ctx) -> Fut<'_> {
         // The sandbox's 127.0.0.1 is its own: the host's listener is never
         // reached, through the proxy or not.
         host_listener.set_nonblocking(true).unwrap();
-        let (code, _) = sh(
-            &*sb.guest(),
-            &format!("{probe} connect 127.0.0.1:{host_port}"),
-        )
-        .await
-        .map_rest();
-        assert_ne!(code, 0, "[{}] reached the host's loopback", ctx.kind.name());
-        let (_, out) = get(&*sb, &probe, &format!("http://127.0.0.1:{host_port}/"), "").await;
-        assert!(!out.contains("HTTP/1.1 200"), "{out}");
+        run(&*sb, &format!("{probe} connect 127.0.0.1:{host_port}"))
+            .await
+            .failed(ctx, "reached the host's loopback");
+        get(&*sb, &probe, &format!("http://127.0.0.1:{host_port}/"), "")
+            .await
+            .refused(ctx, "HTTP/1.1 200", "the host's loopback through the proxy");
         assert!(
             host_listener.accept().is_err(),
             "the host's listener was reached"
@@ -315,18 +328,14 @@ pub fn net_metadata_refused(ctx: &Ctx) -> Fut<'_> {
         else {
             return;
         };
-        let (code, out) = get(
+        get(
             &*sb,
             &probe,
             &format!("http://{METADATA}/latest/meta-data/"),
             "",
         )
-        .await;
-        assert!(
-            code != 0 || !out.contains("HTTP/1.1 200"),
-            "[{}] {out}",
-            ctx.kind.name()
-        );
+        .await
+        .refused(ctx, "HTTP/1.1 200", "the metadata address");
         let log = decisions(&*sb);
         assert!(
             log.iter()
@@ -353,21 +362,16 @@ pub fn net_dns_unlisted_unanswered(ctx: &Ctx) -> Fut<'_> {
         let w = world();
         // (the proxy's DNS may answer a stand-in address it maps back to
         // the name: the proxy resolves the name itself when connecting)
-        let (code, out) = sh(&*sb.guest(), &format!("{probe} resolve good.test"))
+        run(&*sb, &format!("{probe} resolve good.test"))
             .await
-            .map_rest();
+            .reached(ctx, "resolved good.test", "a listed name");
+        let unlisted = run(&*sb, &format!("{probe} resolve other.test")).await;
+        unlisted.failed(ctx, "an unlisted name resolved");
         assert!(
-            code == 0 && out.contains("resolved good.test"),
-            "[{}] {out}",
-            ctx.kind.name()
-        );
-        let (code, out) = sh(&*sb.guest(), &format!("{probe} resolve other.test"))
-            .await
-            .map_rest();
-        assert!(
-            code != 0 && !out.contains(&w.other.ip.to_string()),
-            "[{}] {out}",
-            ctx.kind.name()
+            !unlisted.out.contains(&w.other.ip.to_string()),
+            "[{}] an unlisted name's address: {}",
+            ctx.kind.name(),
+            unlisted.out
         );
         finish(ctx, sb).await;
     })
@@ -391,12 +395,9 @@ pub fn net_secret_only_to_its_host(ctx: &Ctx) -> Fut<'_> {
         };
         let w = world();
         let header = "--header \"Authorization: Bearer $API_KEY\"";
-        let (code, out) = get(&*sb, &probe, "https://api.test/v1", header).await;
-        assert!(
-            code == 0 && out.contains("hello from api"),
-            "[{}] {out}",
-            ctx.kind.name()
-        );
+        get(&*sb, &probe, "https://api.test/v1", header)
+            .await
+            .reached(ctx, "hello from api", "the secret's host");
         assert!(
             w.api
                 .heads()
@@ -405,8 +406,9 @@ pub fn net_secret_only_to_its_host(ctx: &Ctx) -> Fut<'_> {
             "the value did not reach its host: {:?}",
             w.api.heads()
         );
-        let (_, env) = sh(&*sb.guest(), "echo $API_KEY").await.map_rest();
-        assert!(!env.contains(SECRET), "the sandbox sees the value");
+        run(&*sb, "echo $API_KEY")
+            .await
+            .refused(ctx, SECRET, "the sandbox sees the value");
         let _ = get(&*sb, &probe, "http://other.test:8080/", header).await;
         assert!(
             !w.other.heads().iter().any(|h| h.contains(SECRET)),
@@ -426,29 +428,16 @@ pub fn net_full_guarded(ctx: &Ctx) -> Fut<'_> {
             return;
         };
         let w = world();
-        let (code, out) = get(&*sb, &probe, "http://good.test:8080/", "").await;
-        assert!(
-            code == 0 && out.contains("hello from good"),
-            "[{}] {out}",
-            ctx.kind.name()
-        );
-        let before = w.private.connections();
-        let (code, _) = sh(
-            &*sb.guest(),
-            &format!("{probe} connect {}", w.private.addr()),
-        )
-        .await
-        .map_rest();
-        assert_ne!(code, 0, "[{}] reached a private address", ctx.kind.name());
-        let (code, _) = sh(&*sb.guest(), &format!("{probe} connect {METADATA}:80"))
+        get(&*sb, &probe, "http://good.test:8080/", "")
             .await
-            .map_rest();
-        assert_ne!(
-            code,
-            0,
-            "[{}] reached the metadata address",
-            ctx.kind.name()
-        );
+            .reached(ctx, "hello from good", "a public host");
+        let before = w.private.connections();
+        run(&*sb, &format!("{probe} connect {}", w.private.addr()))
+            .await
+            .failed(ctx, "reached a private address");
+        run(&*sb, &format!("{probe} connect {METADATA}:80"))
+            .await
+            .failed(ctx, "reached the metadata address");
         assert_eq!(w.private.connections(), before);
         finish(ctx, sb).await;
     })
@@ -493,15 +482,4 @@ pub fn net_orphans_reaped(ctx: &Ctx) -> Fut<'_> {
             );
         }
     })
-}
-
-/// `(code, stdout, stderr)` as `(code, stdout + stderr)`.
-trait MapRest {
-    fn map_rest(self) -> (i32, String);
-}
-
-impl MapRest for (i32, String, String) {
-    fn map_rest(self) -> (i32, String) {
-        (self.0, format!("{}{}", self.1, self.2))
-    }
 }
