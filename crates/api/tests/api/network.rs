@@ -4,6 +4,7 @@
 //! the sandbox stops and after a restart, on SQLite and Postgres. (That the
 //! proxy follows the change, and cuts what it refuses, is the scenario
 //! `network_change` in tests/.)
+#![allow(clippy::unwrap_used)]
 
 use anyhow::Result;
 use reqwest::{Method, StatusCode};
