@@ -25,7 +25,7 @@ pub use orphans::OrphanReport;
 pub use port::{Sandbox, SandboxBackend};
 // The sandbox-spec vocabulary is defined once in proto, shared with the jail.
 pub use paddock_proto::{
-    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, SandboxLimits,
-    SandboxPolicy,
+    DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, NetworkPolicy,
+    SandboxLimits, SandboxPolicy,
 };
 pub use spec::{SandboxInfo, SandboxSpec};

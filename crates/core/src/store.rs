@@ -49,6 +49,7 @@ mod clock;
 mod error;
 mod lease;
 mod memory;
+mod network_change;
 mod port;
 mod quarantine;
 mod recorded_spec;
@@ -70,6 +71,7 @@ pub use memory::{
     Compaction, MEMORY_TEXT_MAX, MemoryApproval, MemoryFilter, MemoryKind, MemoryRecord,
     MemoryScope, MemoryStatus, SessionMemory, StoredSessionMemory,
 };
+pub use network_change::NetworkChangeRecord;
 pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
 pub use quarantine::QuarantinedRow;
 pub use recorded_spec::RecordedSpec;

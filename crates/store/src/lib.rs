@@ -19,6 +19,7 @@ mod leases;
 mod memories;
 mod messages;
 mod migrations;
+mod network_changes;
 mod open;
 mod plans;
 mod port;

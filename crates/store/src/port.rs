@@ -10,19 +10,19 @@ use paddock_core::ids::{
 use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
-    NewEvent, Page, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord,
-    SandboxState, Session, SessionDeletion, SessionPatch, SnapshotFilter, SnapshotRecord,
-    SteeringCaps, SteeringClose, SteeringClosed, SteeringDelivered, SteeringDelivery,
-    SteeringMessage, Store, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
-    ToolInvocation, ToolOutcome, Workspace,
+    NetworkChangeRecord, NewEvent, Page, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate,
+    SandboxRecord, SandboxState, Session, SessionDeletion, SessionPatch, SnapshotFilter,
+    SnapshotRecord, SteeringCaps, SteeringClose, SteeringClosed, SteeringDelivered,
+    SteeringDelivery, SteeringMessage, Store, StoreError, StoredMessage, StoredSessionMemory,
+    Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
 use paddock_core::volume::{VolumeName, VolumeRecord};
 
 use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
-    checkpoints, compactions, deletion, events, goals, leases, memories, messages, plans,
-    quarantine, records, runs, sessions, snapshots, steering, tools, usage, volumes,
+    checkpoints, compactions, deletion, events, goals, leases, memories, messages, network_changes,
+    plans, quarantine, records, runs, sessions, snapshots, steering, tools, usage, volumes,
 };
 
 #[async_trait]
@@ -450,6 +450,23 @@ impl Store for SqlStore {
 
     async fn snapshot_blob_referenced(&self, blob_hash: &str) -> Result<bool, StoreError> {
         snapshots::blob_referenced(self, blob_hash).await
+    }
+
+    async fn append_network_change(
+        &self,
+        change: &NetworkChangeRecord,
+    ) -> Result<NetworkChangeRecord, StoreError> {
+        network_changes::append(self, change).await
+    }
+
+    async fn list_network_changes(
+        &self,
+        tenant: &TenantId,
+        sandbox: &SandboxId,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<NetworkChangeRecord>, StoreError> {
+        network_changes::list(self, tenant, sandbox, after_seq, limit).await
     }
 
     async fn create_volume(&self, volume: &VolumeRecord) -> Result<(), StoreError> {

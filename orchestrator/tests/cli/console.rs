@@ -3,7 +3,8 @@
 //! (playwright-core driving Debian's chromium headless) signing in, running
 //! a scripted agent, editing a file, using the terminal (and ending it with
 //! ^D and End shell), forking and reloading mid-run, watching model text and
-//! command output stream live and an egress decision denied. Screenshots
+//! command output stream live and an egress decision denied, and change a
+//! sandbox's allowlist on its page. Screenshots
 //! land in target/console-artifacts/.
 //!
 //! Needs chromium and the console's npm packages (scripts/console-setup.sh
@@ -161,6 +162,7 @@ fn the_console_drives_a_session_end_to_end_in_a_real_browser() -> Result<()> {
         "15-streaming-output",
         "16-egress-denied",
         "17-terminal-ended",
+        "19-sandbox-allowlist",
     ] {
         let path = artifacts.join(format!("{shot}.png"));
         let size = std::fs::metadata(&path)

@@ -58,6 +58,7 @@ pub use memory::MemoryList;
 pub use meta::{
     BackendView, ComponentStatus, ComponentView, DatabaseStatus, DatabaseView, HealthView, Overall,
 };
+pub use network::NetworkChangeList;
 pub use openapi::{OPENAPI, document};
 pub use ports::{
     InvalidPortsDomain, MAX_PORT_URL_TTL_SECS, MintPortUrl, PortKeyError, PortUrl, PortUrlKey,
@@ -305,6 +306,7 @@ fn routes() -> Routes {
         .get("/v1/sandboxes/{id}/egress", egress::list)
         .get("/v1/sandboxes/{id}/network", network::get)
         .put("/v1/sandboxes/{id}/network", network::set)
+        .get("/v1/sandboxes/{id}/network/changes", network::changes)
         .get(
             "/v1/sandboxes/{id}/processes/{handle}/output",
             processes::output,

@@ -48,6 +48,7 @@ use super::{
         egress::list,
         network::get,
         network::set,
+        network::changes,
         processes::output,
         processes::stdin,
         processes::signal,

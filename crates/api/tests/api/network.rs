@@ -1,8 +1,10 @@
 //! `PUT /v1/sandboxes/{id}/network`: a running sandbox's allowlist replaced
 //! within the tenant bounds, impossible changes refused saying why, and
-//! each change kept as a `network.changed` event. (That the proxy follows
-//! the change, and cuts what it refuses, is the scenario
+//! each change stored as a `network.changed` event, listed in pages after
+//! the sandbox stops and after a restart, on SQLite and Postgres. (That the
+//! proxy follows the change, and cuts what it refuses, is the scenario
 //! `network_change` in tests/.)
+#![allow(clippy::unwrap_used)]
 
 use anyhow::Result;
 use reqwest::{Method, StatusCode};
@@ -10,10 +12,11 @@ use serde_json::json;
 
 use crate::common::{Db, Setup, TestServer, expect_error, send};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_allowlist_of_a_running_sandbox_changes_within_the_bounds() -> Result<()> {
+on_both_databases!(the_allowlist_of_a_running_sandbox_changes_within_the_bounds);
+
+async fn the_allowlist_of_a_running_sandbox_changes_within_the_bounds(db: Db) -> Result<()> {
     let data = tempfile::tempdir()?;
-    let mut setup = Setup::new(Db::Sqlite, data.path());
+    let mut setup = Setup::new(db, data.path());
     setup.network = Some(paddock_proto::NetworkBounds::new(
         paddock_proto::NetworkPolicy::None,
         "allow:a.test,b.test".parse()?,
@@ -93,6 +96,7 @@ async fn the_allowlist_of_a_running_sandbox_changes_within_the_bounds() -> Resul
     assert_eq!(status, StatusCode::OK, "{changed}");
     assert_eq!(changed["kind"], "network.changed");
     assert_eq!(changed["sandbox_id"], id.as_str());
+    assert_eq!(changed["seq"], 1);
     assert_eq!(changed["old"], json!({"allowlist": ["a.test"]}));
     assert_eq!(changed["new"], json!({"allowlist": ["b.test"]}));
     assert_eq!(changed["by"], server.setup.tenants.a.to_string());
@@ -101,10 +105,39 @@ async fn the_allowlist_of_a_running_sandbox_changes_within_the_bounds() -> Resul
 
     let (status, view) = send(server.a(Method::GET, &path)).await?;
     assert_eq!(status, StatusCode::OK, "{view}");
-    assert_eq!(view["network"], json!({"allowlist": ["b.test"]}));
-    assert_eq!(view["changes"], json!([changed]));
+    assert_eq!(view, json!({"network": {"allowlist": ["b.test"]}}));
     let (_, sandbox) = send(server.a(Method::GET, &format!("/v1/sandboxes/{id}"))).await?;
     assert_eq!(sandbox["network"], json!({"allowlist": ["b.test"]}));
+    // and back, so there are two to page through
+    let to_a_and_b = json!({"network": {"allowlist": ["a.test", "b.test"]}});
+    let (status, again) = send(server.a(Method::PUT, &path).json(&to_a_and_b)).await?;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["seq"], 2);
+    assert_eq!(again["old"], json!({"allowlist": ["b.test"]}));
+
+    let changes = format!("{path}/changes");
+    let (status, all) = send(server.a(Method::GET, &changes)).await?;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    assert_eq!(
+        all,
+        json!({"changes": [changed, again], "next_after": null})
+    );
+    let (_, first) = send(server.a(Method::GET, &format!("{changes}?limit=1"))).await?;
+    assert_eq!(first, json!({"changes": [changed], "next_after": 1}));
+    let (_, second) = send(server.a(Method::GET, &format!("{changes}?after=1&limit=1"))).await?;
+    assert_eq!(second["changes"], json!([again]));
+    expect_error(
+        server.a(Method::GET, &format!("{changes}?limit=0")),
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await?;
+    expect_error(
+        server.b(Method::GET, &changes),
+        StatusCode::NOT_FOUND,
+        "sandbox_not_found",
+    )
+    .await?;
 
     // a sandbox made without network has no egress to change
     let offline = server.create_sandbox(json!({"network": "none"})).await?;
@@ -124,7 +157,7 @@ async fn the_allowlist_of_a_running_sandbox_changes_within_the_bounds() -> Resul
         "{refused}"
     );
 
-    // once it is gone, it does not run
+    // once it is gone, it does not run, and its changes are still listed
     send(server.a(Method::DELETE, &format!("/v1/sandboxes/{id}"))).await?;
     expect_error(
         server.a(Method::PUT, &path).json(&to_b),
@@ -132,6 +165,16 @@ async fn the_allowlist_of_a_running_sandbox_changes_within_the_bounds() -> Resul
         "sandbox_not_running",
     )
     .await?;
+    let (status, after_stop) = send(server.a(Method::GET, &changes)).await?;
+    assert_eq!(status, StatusCode::OK, "{after_stop}");
+    assert_eq!(after_stop, all);
+
+    // and after a restart of the server
+    let setup = server.stop().await?;
+    let server = TestServer::start(setup).await?;
+    let (status, after_restart) = send(server.a(Method::GET, &changes)).await?;
+    assert_eq!(status, StatusCode::OK, "{after_restart}");
+    assert_eq!(after_restart, all);
     server.stop().await?;
     Ok(())
 }

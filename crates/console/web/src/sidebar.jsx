@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc } from './api.js';
 
-/** Workspaces and their sessions: new, open, rename, archive, fork. */
+/** Workspaces and their sessions: new, open, rename, archive, fork; and the running sandboxes. */
 export function Sidebar({ selection, onSelect, onError, refresh, onChanged }) {
   const [workspaces, setWorkspaces] = useState([]);
   const [sessions, setSessions] = useState({});
+  const [sandboxes, setSandboxes] = useState([]);
   const [open, setOpen] = useState(() => new Set(selection?.workspace ? [selection.workspace] : []));
 
   const loadSessions = (workspace) =>
@@ -15,6 +16,10 @@ export function Sidebar({ selection, onSelect, onError, refresh, onChanged }) {
 
   useEffect(() => {
     api('GET', '/v1/workspaces?limit=1000').then((page) => setWorkspaces(page.workspaces), onError);
+  }, [refresh]);
+
+  useEffect(() => {
+    api('GET', '/v1/sandboxes?state=running&limit=1000').then((page) => setSandboxes(page.sandboxes), onError);
   }, [refresh]);
 
   useEffect(() => {
@@ -124,6 +129,26 @@ export function Sidebar({ selection, onSelect, onError, refresh, onChanged }) {
                 </li>
               </ul>
             )}
+          </li>
+        ))}
+      </ul>
+      <div class="sidebar-head">
+        <h2>Sandboxes</h2>
+      </div>
+      <ul class="tree" data-testid="sandbox-list">
+        {sandboxes.length === 0 && <li class="hint">None running.</li>}
+        {sandboxes.map((sandbox) => (
+          <li key={sandbox.id} class={sandbox.id === selection?.sandbox ? 'selected' : ''}>
+            <button
+              type="button"
+              class="session-link sandbox-link"
+              data-testid="sandbox-link"
+              aria-current={sandbox.id === selection?.sandbox ? 'true' : undefined}
+              onClick={() => onSelect({ sandbox: sandbox.id })}
+            >
+              {sandbox.id}
+              <span class="badge">{sandbox.backend}</span>
+            </button>
           </li>
         ))}
       </ul>

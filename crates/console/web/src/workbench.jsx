@@ -3,6 +3,7 @@ import { api, enc } from './api.js';
 import { Sidebar } from './sidebar.jsx';
 import { Stage } from './stage.jsx';
 import { Panels } from './panels.jsx';
+import { SandboxPage } from './sandbox-page.jsx';
 import { useSession } from './use-session.js';
 import { keepAlive } from './use-sandbox.js';
 
@@ -12,6 +13,7 @@ export function Workbench({ onSignOut, theme, onTheme }) {
   const [notice, setNotice] = useState(null);
   const [refresh, setRefresh] = useState(0);
   const sessionId = selection?.session ?? null;
+  const sandboxId = selection?.sandbox ?? null;
   const { view, status } = useSession(sessionId);
 
   // a reload takes this tab's console sandbox back before it lapses
@@ -38,7 +40,7 @@ export function Workbench({ onSignOut, theme, onTheme }) {
       <header class="topbar">
         <span class="brand">Paddock</span>
         <span class="session-title" aria-live="polite">
-          {session ? session.title || session.id : 'No session open'}
+          {sandboxId ? `Sandbox ${sandboxId}` : session ? session.title || session.id : 'No session open'}
           {session?.status === 'archived' && <span class="badge">archived</span>}
         </span>
         <span class={`stream stream-${status}`} title="event stream" data-testid="stream-status">{sessionId ? status : ''}</span>
@@ -52,8 +54,12 @@ export function Workbench({ onSignOut, theme, onTheme }) {
         </div>
       )}
       <Sidebar selection={selection} onSelect={select} onError={report} refresh={refresh} onChanged={changed} />
-      <Stage session={session} view={view} onError={report} onChanged={changed} />
-      <Panels session={session} view={view} onError={report} onSelect={select} onChanged={changed} />
+      {sandboxId ? (
+        <SandboxPage key={sandboxId} id={sandboxId} onError={report} />
+      ) : (
+        <Stage session={session} view={view} onError={report} onChanged={changed} />
+      )}
+      <Panels session={sandboxId ? null : session} view={view} onError={report} onSelect={select} onChanged={changed} />
     </div>
   );
 }

@@ -465,6 +465,52 @@ try {
     await shot('17-terminal-ended');
   });
 
+  await step('a sandbox page changes its allowlist, which the server applies and lists, also after the sandbox stops', async () => {
+    const selection = await page.evaluate(() => sessionStorage.getItem('paddock.selection'));
+    const made = await apiCall('POST', '/v1/sandboxes', { network: { allowlist: ['a.example.invalid'] } });
+    await page.reload();
+    await page.locator('[data-testid=sandbox-link]', { hasText: made.id }).click();
+    const network = page.locator('[data-testid=sandbox-network]');
+    await network.filter({ hasText: 'allow a.example.invalid' }).waitFor({ timeout: TIMEOUT });
+    assert.equal(await page.locator('[data-testid=allowlist-input]').inputValue(), 'a.example.invalid');
+    assert.equal(await page.locator('[data-testid=network-change]').count(), 0);
+
+    // a list the server refuses says why, and changes nothing
+    await page.fill('[data-testid=allowlist-input]', '  ');
+    await page.click('[data-testid=allowlist-apply]');
+    await page.locator('[data-testid=allowlist-refused]').waitFor({ timeout: TIMEOUT });
+    assert.deepEqual((await apiCall('GET', `/v1/sandboxes/${made.id}/network`)).network, { allowlist: ['a.example.invalid'] });
+
+    await page.fill('[data-testid=allowlist-input]', 'a.example.invalid\nb.example.invalid:8443');
+    await page.click('[data-testid=allowlist-apply]');
+    await page.locator('[data-testid=allowlist-applied]', { hasText: 'Applied change #1' }).waitFor({ timeout: TIMEOUT });
+    await network.filter({ hasText: 'allow a.example.invalid, b.example.invalid:8443' }).waitFor({ timeout: TIMEOUT });
+    // applied by the server: its running sandbox has the new list
+    const now = await apiCall('GET', `/v1/sandboxes/${made.id}/network`);
+    assert.deepEqual(now.network, { allowlist: ['a.example.invalid', 'b.example.invalid:8443'] });
+    const row = page.locator('[data-testid=network-change]');
+    await row.first().waitFor({ timeout: TIMEOUT });
+    assert.equal(await row.count(), 1);
+    const cells = await row.first().locator('td').allTextContents();
+    const stored = (await apiCall('GET', `/v1/sandboxes/${made.id}/network/changes`)).changes;
+    assert.equal(stored.length, 1);
+    assert.deepEqual(cells, ['1', stored[0].at, stored[0].by, 'allow a.example.invalid', 'allow a.example.invalid, b.example.invalid:8443', '–']);
+    await shot('19-sandbox-allowlist');
+
+    // the history stays once the sandbox is gone; the control says it no longer changes
+    await apiCall('DELETE', `/v1/sandboxes/${made.id}`);
+    await page.reload();
+    await page.locator('[data-testid=sandbox-state]', { hasText: 'stopped' }).waitFor({ timeout: TIMEOUT });
+    await page.locator('[data-testid=network-change]').first().waitFor({ timeout: TIMEOUT });
+    assert.equal(await page.locator('[data-testid=network-change]').count(), 1);
+    assert.ok(await page.locator('[data-testid=allowlist-apply]').isDisabled());
+
+    // back to the session for the steps that follow
+    await page.evaluate((sel) => sessionStorage.setItem('paddock.selection', sel), selection);
+    await page.reload();
+    await page.locator('[data-testid=stage]').waitFor({ timeout: TIMEOUT });
+  });
+
   await step('keyboard: the panel tabs move with the arrow keys', async () => {
     await page.getByRole('tab', { name: 'Goal' }).click();
     await page.keyboard.press('ArrowRight');

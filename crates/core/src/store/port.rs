@@ -8,10 +8,11 @@ use async_trait::async_trait;
 
 use super::{
     Checkpoint, Compaction, Goal, GoalStatus, Lease, MemoryApproval, MemoryFilter, MemoryRecord,
-    NewEvent, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate, SandboxRecord, SandboxState,
-    Session, SessionDeletion, SessionPatch, SnapshotRecord, SteeringCaps, SteeringClose,
-    SteeringClosed, SteeringDelivered, SteeringDelivery, SteeringMessage, StoreError,
-    StoredMessage, StoredSessionMemory, Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
+    NetworkChangeRecord, NewEvent, Plan, QuarantinedRow, Rewind, Run, RunEvent, RunUpdate,
+    SandboxRecord, SandboxState, Session, SessionDeletion, SessionPatch, SnapshotRecord,
+    SteeringCaps, SteeringClose, SteeringClosed, SteeringDelivered, SteeringDelivery,
+    SteeringMessage, StoreError, StoredMessage, StoredSessionMemory, Tenant, Timestamp,
+    ToolInvocation, ToolOutcome, Workspace,
 };
 use crate::ids::{
     CheckpointId, GoalId, MemoryId, RunId, SessionId, SnapshotId, TenantId, ToolInvocationId,
@@ -407,6 +408,23 @@ pub trait Store: Send + Sync + fmt::Debug {
     ) -> Result<Vec<VolumeRecord>, StoreError>;
     /// Deletes the volume's row ([`StoreError::NotFound`] if there is none).
     async fn delete_volume(&self, tenant: &TenantId, name: &VolumeName) -> Result<(), StoreError>;
+
+    /// Records a change of the sandbox's network as its next `seq` (the
+    /// record's own is ignored) and returns it as stored;
+    /// [`StoreError::NotFound`] if the tenant has no such sandbox.
+    async fn append_network_change(
+        &self,
+        change: &NetworkChangeRecord,
+    ) -> Result<NetworkChangeRecord, StoreError>;
+    /// The sandbox's network changes with `seq > after_seq`, oldest first,
+    /// at most `limit` (capped at [`MAX_PAGE`]).
+    async fn list_network_changes(
+        &self,
+        tenant: &TenantId,
+        sandbox: &SandboxId,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<NetworkChangeRecord>, StoreError>;
 
     /// Records a checkpoint at the session's current position (its last
     /// message, event and plan version are read from the session in the same

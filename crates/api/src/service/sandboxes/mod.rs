@@ -53,7 +53,7 @@ pub use config::{
 pub use disk_quota::DiskUsage;
 pub use error::ServiceError;
 pub use live::ActivityGuard;
-pub use network::{NETWORK_CHANGES_KEPT, NetworkChanged, NetworkView, SetNetwork};
+pub use network::{NetworkChanged, NetworkView, SetNetwork};
 pub use ops::ExecStream;
 pub use pause::{PauseSandbox, RESUME_TIMEOUT, full_refusal, pause_mode};
 pub use ports::PortTunnel;

@@ -4,23 +4,21 @@
 //! against what a running sandbox can become
 //! ([`NetworkPolicy::change_to`]: an allowlist by another), then the
 //! backend swaps it in its egress proxy and cuts the open connections the
-//! new one refuses. Every change is kept as a `network.changed` event of
-//! the sandbox (old, new, by whom, when, what was cut), newest last.
+//! new one refuses. Every change is stored as a `network.changed` event of
+//! the sandbox (old, new, by whom, when, what was cut), numbered from 1, and
+//! listed after the sandbox stops and across restarts of the server
+//! (`GET /v1/sandboxes/{id}/network/changes`).
 //!
 //! A run's sandbox is not this API's to drive (409 `sandbox_owned_by_run`),
 //! so its changes never reach a session's events.
 
-use std::collections::VecDeque;
-
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{SandboxError, SandboxId};
+use paddock_core::store::NetworkChangeRecord;
 use paddock_proto::{NetworkPolicy, error_chain};
 use serde::{Deserialize, Serialize};
 
 use super::{SandboxService, ServiceError};
-
-/// How many changes a sandbox keeps; older ones go first.
-pub const NETWORK_CHANGES_KEPT: usize = 64;
 
 /// The body of `PUT /v1/sandboxes/{id}/network`: the network in the form a
 /// sandbox create takes.
@@ -37,6 +35,9 @@ pub struct NetworkChanged {
     #[schema(example = "network.changed")]
     pub kind: String,
     pub sandbox_id: SandboxId,
+    /// The sandbox's changes are numbered from 1 in the order they were made.
+    #[schema(minimum = 1)]
+    pub seq: u64,
     pub old: NetworkPolicy,
     pub new: NetworkPolicy,
     /// Who changed it: the tenant of the token the request carried.
@@ -47,42 +48,36 @@ pub struct NetworkChanged {
     pub cut: Vec<String>,
 }
 
-/// `GET /v1/sandboxes/{id}/network`: the network now and its changes.
+impl From<NetworkChangeRecord> for NetworkChanged {
+    fn from(r: NetworkChangeRecord) -> Self {
+        Self {
+            kind: "network.changed".to_owned(),
+            sandbox_id: r.sandbox,
+            seq: r.seq,
+            old: r.old,
+            new: r.new,
+            by: r.by,
+            at: r.at.to_string(),
+            cut: r.cut,
+        }
+    }
+}
+
+/// `GET /v1/sandboxes/{id}/network`: the network of a running sandbox now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NetworkView {
     pub network: NetworkPolicy,
-    /// The last changes (at most 64), oldest first.
-    pub changes: Vec<NetworkChanged>,
 }
 
-/// A live sandbox's network and its changes.
+/// A live sandbox's network now.
 #[derive(Debug)]
 pub(crate) struct NetworkState {
     pub(crate) policy: NetworkPolicy,
-    changes: VecDeque<NetworkChanged>,
 }
 
 impl NetworkState {
     pub(crate) fn new(policy: NetworkPolicy) -> Self {
-        Self {
-            policy,
-            changes: VecDeque::new(),
-        }
-    }
-
-    fn push(&mut self, change: NetworkChanged) {
-        if self.changes.len() == NETWORK_CHANGES_KEPT {
-            self.changes.pop_front();
-        }
-        self.policy = change.new.clone();
-        self.changes.push_back(change);
-    }
-
-    fn view(&self) -> NetworkView {
-        NetworkView {
-            network: self.policy.clone(),
-            changes: self.changes.iter().cloned().collect(),
-        }
+        Self { policy }
     }
 }
 
@@ -97,7 +92,8 @@ impl SandboxService {
     ) -> Result<NetworkChanged, ServiceError> {
         ServiceError::check_network(&self.config.network, &command.network)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
-        // Held across the swap: changes of one sandbox go one at a time.
+        // Held across the swap and its record: changes of one sandbox go one
+        // at a time, so they are stored in the order they were made.
         let handle = live.handle.lock().await;
         let Some(sandbox) = handle.as_ref() else {
             return Err(ServiceError::NotRunning {
@@ -121,69 +117,65 @@ impl SandboxService {
                     SandboxError::NetworkChange { source, .. } => conflict(error_chain(&**source)),
                     _ => conflict(error_chain(&err)),
                 })?;
-        let change = NetworkChanged {
-            kind: "network.changed".to_owned(),
-            sandbox_id: id.clone(),
+        // The proxy follows the new policy from here on, whether or not the
+        // record below is written.
+        live.network().policy = command.network.clone();
+        let record = NetworkChangeRecord {
+            tenant: tenant.clone(),
+            sandbox: id.clone(),
+            seq: 0,
             old,
             new: command.network,
             by: tenant.to_string(),
-            at: self.clock.now().to_string(),
             cut: swap.cut,
+            at: self.clock.now(),
         };
-        live.network().push(change.clone());
         tracing::info!(
             sandbox_id = %id,
             tenant = %tenant,
-            old = %change.old.label(),
-            new = %change.new.label(),
-            cut = change.cut.len(),
+            old = %record.old.label(),
+            new = %record.new.label(),
+            cut = record.cut.len(),
             "network.changed"
         );
-        Ok(change)
+        let stored = self
+            .store
+            .append_network_change(&record)
+            .await
+            .map_err(ServiceError::store("append_network_change"))?;
+        Ok(stored.into())
     }
 
-    /// The network of a running sandbox now, and its changes.
+    /// The network of a running sandbox now.
     pub async fn get_network(
         &self,
         tenant: &TenantId,
         id: &SandboxId,
     ) -> Result<NetworkView, ServiceError> {
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
-        Ok(live.network().view())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    fn change(n: usize) -> NetworkChanged {
-        NetworkChanged {
-            kind: "network.changed".to_owned(),
-            sandbox_id: SandboxId::parse("sb-1").unwrap_or_else(|_| SandboxId::generate()),
-            old: "allow:a.test".parse().unwrap(),
-            new: format!("allow:h{n}.test").parse().unwrap(),
-            by: "acme".to_owned(),
-            at: String::new(),
-            cut: Vec::new(),
-        }
+        let network = live.network().policy.clone();
+        Ok(NetworkView { network })
     }
 
-    #[test]
-    fn the_state_keeps_the_newest_policy_and_a_bounded_history() {
-        let mut state = NetworkState::new("allow:a.test".parse().unwrap());
-        for n in 0..NETWORK_CHANGES_KEPT + 3 {
-            state.push(change(n));
-        }
-        let view = state.view();
-        assert_eq!(
-            view.network,
-            format!("allow:h{}.test", NETWORK_CHANGES_KEPT + 2)
-                .parse()
-                .unwrap()
-        );
-        assert_eq!(view.changes.len(), NETWORK_CHANGES_KEPT);
-        assert_eq!(view.changes[0], change(3));
+    /// The tenant's sandbox's network changes after `after_seq`, oldest
+    /// first; running or not, across restarts.
+    pub async fn list_network_changes(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        after_seq: u64,
+        limit: Option<u32>,
+    ) -> Result<Vec<NetworkChanged>, ServiceError> {
+        let page = super::page(None, limit)?;
+        self.store
+            .get_sandbox(tenant, id)
+            .await
+            .map_err(ServiceError::store("get_sandbox"))?;
+        let changes = self
+            .store
+            .list_network_changes(tenant, id, after_seq, page.limit)
+            .await
+            .map_err(ServiceError::store("list_network_changes"))?;
+        Ok(changes.into_iter().map(NetworkChanged::from).collect())
     }
 }

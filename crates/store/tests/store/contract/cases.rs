@@ -25,7 +25,7 @@ fn event(session: &Session, run: Option<&Run>, kind: &str, n: u32) -> NewEvent {
     }
 }
 
-fn sandbox(
+pub fn sandbox(
     tenant: &TenantId,
     workspace: Option<&Workspace>,
     node: &str,

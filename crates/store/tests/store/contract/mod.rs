@@ -15,6 +15,7 @@ pub mod leases;
 #[path = "../../../../test-support/src/loop_fs.rs"]
 pub mod loop_fs;
 pub mod memory;
+pub mod network_changes;
 pub mod proxy;
 pub mod quarantine;
 #[path = "../../../../test-support/src/require.rs"]
@@ -199,6 +200,7 @@ macro_rules! contract_tests {
             forks::forks_share_their_parents_history_and_rewinds_stay_apart,
             forks::deleting_a_session_removes_its_rows_and_frees_only_its_blobs,
             volumes::volumes_are_per_tenant_and_listed_by_name,
+            network_changes::network_changes_are_numbered_per_sandbox_and_listed_in_pages,
         );
     };
     (@cases $factory:expr; $($module:ident :: $case:ident),+ $(,)?) => {
