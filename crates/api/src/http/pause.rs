@@ -11,7 +11,7 @@ use crate::service::{PauseSandbox, SandboxView};
 
 #[utoipa::path(post, path = "/v1/sandboxes/{id}/pause", tag = "sandboxes",
     summary = "Pause a sandbox",
-    description = "Releases everything the sandbox holds on the host (no process, no memory) and keeps what its tier can: `filesystem` keeps the workspace's files and stops its processes (`pause.processes_kept` is false); `full` would keep memory and processes too, and is refused (409 `pause_mode_unsupported`, naming the reason) on every tier today. No `mode`: the strongest the tier can do. The sandbox stays `paused` across a restart of the server; `POST .../resume`, or any request that needs it (exec, files, processes, ports), resumes it.",
+    description = "Releases everything the sandbox holds on the host (no process, no memory) and keeps what its tier can: `filesystem` keeps the workspace's files and stops its processes (`pause.processes_kept` is false); `full` keeps memory and processes too (the microVM tier saves the VM into a file on the server: `pause.processes_kept` is true), and is refused (409 `pause_mode_unsupported`, naming the reason) where the tier or the sandbox cannot (native, docker, gVisor; a microVM with network or whose workspace is a host directory), or while an exec runs in it. No `mode`: the strongest the sandbox can do. The sandbox stays `paused` across a restart of the server; `POST .../resume`, or any request that needs it (exec, files, processes, ports), resumes it.",
     params(("id" = SandboxId, Path)),
     request_body = PauseSandbox,
     responses(
