@@ -8,7 +8,7 @@
 //! resume). Prints the medians and the resume's ratio to the fresh
 //! create (floor: < 2x; a `full` microVM resume: < 1.5 s). Not a test.
 //!
-//!     cargo run -p paddock --bin paddock-bench-pause -- --server URL --backend docker [--iterations N] [--mode filesystem|full|both]
+//!     cargo run -p paddock --bin paddock-bench-pause -- --server URL --backend docker [--iterations N] [--mode filesystem|full|both] [--memory-mib N]
 
 use std::time::{Duration, Instant};
 
@@ -17,13 +17,14 @@ use paddock_bench_support::figures::median;
 use serde_json::{Value, json};
 
 const USAGE: &str = "\
-usage: paddock-bench-pause --server URL --backend NAME [--iterations N] [--mode M]
+usage: paddock-bench-pause --server URL --backend NAME [--iterations N] [--mode M] [--memory-mib N]
 
 Pause + resume (to the first exec) beside a fresh create (to the first
 exec) of the same backend on a running server; token in PADDOCK_TOKEN.
   --iterations N  timed rounds of each (default 5)
   --mode M        filesystem, full or both (default both; a backend that
-                  refuses `full` is reported so, with its reason)";
+                  refuses `full` is reported so, with its reason)
+  --memory-mib N  the sandboxes' memory limit (default: the server's)";
 
 struct Api {
     http: reqwest::Client,
@@ -80,6 +81,7 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mut server, mut backend, mut iterations) = (None, None, 5usize);
     let mut modes = vec!["filesystem", "full"];
+    let mut create = json!({});
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         let value = rest
@@ -89,6 +91,10 @@ fn main() -> anyhow::Result<()> {
             "--server" => server = Some(value.clone()),
             "--backend" => backend = Some(value.clone()),
             "--iterations" => iterations = value.parse().context("--iterations takes a number")?,
+            "--memory-mib" => {
+                let mib: u64 = value.parse().context("--memory-mib takes a number")?;
+                create["limits"] = json!({ "memory_bytes": mib << 20 });
+            }
             "--mode" => {
                 modes = match value.as_str() {
                     "both" => vec!["filesystem", "full"],
@@ -103,6 +109,7 @@ fn main() -> anyhow::Result<()> {
     let (Some(url), Some(backend)) = (server, backend) else {
         bail!("--server and --backend are needed\n{USAGE}");
     };
+    create["backend"] = json!(backend);
     if iterations == 0 {
         bail!("--iterations must be more than 0");
     }
@@ -118,7 +125,7 @@ fn main() -> anyhow::Result<()> {
         .build()?
         .block_on(async {
             for mode in modes {
-                bench(&api, &backend, mode, iterations).await?;
+                bench(&api, &create, mode, iterations).await?;
             }
             Ok(())
         })
@@ -131,16 +138,15 @@ fn mode_refusal(err: &anyhow::Error) -> Option<String> {
     text.contains("pause_mode_unsupported").then_some(text)
 }
 
-async fn bench(api: &Api, backend: &str, mode: &str, iterations: usize) -> anyhow::Result<()> {
+async fn bench(api: &Api, create: &Value, mode: &str, iterations: usize) -> anyhow::Result<()> {
+    let backend = create["backend"].as_str().unwrap_or_default();
     let mut fresh = Vec::new();
     let mut resumed = Vec::new();
     let mut pauses = Vec::new();
     let full = mode == "full";
     for _ in 0..iterations {
         let started = Instant::now();
-        let created = api
-            .post("/v1/sandboxes", Some(json!({"backend": backend})))
-            .await?;
+        let created = api.post("/v1/sandboxes", Some(create.clone())).await?;
         let id = created["id"].as_str().context("no id")?.to_owned();
         api.exec(&id, "true").await?;
         fresh.push(started.elapsed());
@@ -203,7 +209,11 @@ async fn bench(api: &Api, backend: &str, mode: &str, iterations: usize) -> anyho
         api.delete(&id).await?;
     }
     let (fresh, resumed, pauses) = (median(&fresh), median(&resumed), median(&pauses));
-    println!("backend {backend}, mode {mode}, {iterations} rounds, medians:");
+    let memory = create["limits"]["memory_bytes"].as_u64().map_or_else(
+        || "the server's default".to_owned(),
+        |b| format!("{} MiB", b >> 20),
+    );
+    println!("backend {backend}, mode {mode}, memory {memory}, {iterations} rounds, medians:");
     println!("  fresh create to first exec (baseline)  {fresh:>10.1?}");
     println!("  pause ({mode:<10})                     {pauses:>10.1?}");
     println!("  resume ({mode:<10}) to first exec      {resumed:>10.1?}");
