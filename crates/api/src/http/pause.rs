@@ -35,7 +35,7 @@ pub(super) async fn pause(
 
 #[utoipa::path(post, path = "/v1/sandboxes/{id}/resume", tag = "sandboxes",
     summary = "Resume a paused sandbox",
-    description = "Starts a fresh sandbox of the paused one's spec on its kept files, under the same id (in `filesystem` mode its processes start anew). Bounded: a resume that takes longer than 120 s is abandoned and the sandbox stays paused.",
+    description = "Restores the saved sandbox (`full` mode: its processes run on) or starts a fresh sandbox of the paused one's spec on its kept files (`filesystem` mode: its processes start anew), under the same id. Bounded: a resume that takes longer than 120 s is abandoned and the sandbox stays paused.",
     params(("id" = SandboxId, Path)),
     responses(
         (status = 200, description = "the running sandbox", body = SandboxView),
