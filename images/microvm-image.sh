@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Builds the microVM image from Debian packages only: the kernel of
 # linux-image-amd64 and an initramfs holding busybox-static, the virtio,
-# 9p and balloon modules that kernel needs, a minimal /etc and the /init script below.
+# 9p, block, ext4 and balloon modules that kernel needs, a minimal /etc and
+# the /init script below; and DIR/usr.img, a read-only ext4 copy of the
+# host's /usr (the VM's programs, on a virtio-blk disk: QEMU cannot save a
+# VM while a 9p export is mounted in it, so nothing the guest keeps mounted
+# for its whole life is 9p).
 #   images/microvm-image.sh [DIR]   (default $PADDOCK_MICROVM_DIR or
 #                                    /var/lib/paddock/microvm; as root)
-# Writes DIR/vmlinuz, DIR/initrd.img and DIR/image.txt (package versions and
-# the initrd's sha256). Idempotent: an image built from the same package
-# versions is kept as it is. The same versions give a byte-identical
-# initrd (fixed owners, order and times, SOURCE_DATE_EPOCH).
+# Writes DIR/vmlinuz, DIR/initrd.img, DIR/usr.img and DIR/image.txt (package
+# versions and the initrd's sha256). Idempotent: an image built from the
+# same package versions is kept as it is; usr.img is made again when the
+# host's installed packages changed (the sha256 of dpkg's status file). The
+# same versions give a byte-identical initrd (fixed owners, order and
+# times, SOURCE_DATE_EPOCH).
 #
-# The guest agent is not in the image: the microvm backend shares the host's
-# static paddock-guest read-only over 9p (tag `paddock`), so a new build of
-# the guest needs no new image.
+# The guest agent is not in the image: the microvm backend appends the
+# host's static paddock-guest to the initrd as a cpio archive of its own
+# (the kernel unpacks concatenated archives), so a new build of the guest
+# needs no new image.
 set -euo pipefail
 out=${1:-${PADDOCK_MICROVM_DIR:-/var/lib/paddock/microvm}}
 export DEBIAN_FRONTEND=noninteractive
@@ -34,6 +41,23 @@ if [ -z "$kernel_pkg" ]; then
 fi
 [ -n "$kernel_pkg" ] || { echo "$0: no package behind $kernel_meta" >&2; exit 1; }
 kernel_ver=$(apt-cache policy "$kernel_pkg" | awk '/Candidate:/{print $2}')
+usr_stamp="usr=$(sha256sum /var/lib/dpkg/status | cut -c1-16)"
+mkdir -p "$out"
+# The VM's /usr: every file of the host's /usr, owners and modes kept; no
+# journal and no metadata checksums (read-only). Sized from what /usr holds, with room for
+# ext4's own metadata.
+if ! { [ -f "$out/usr.img" ] && [ -f "$out/usr.txt" ] && grep -qxF "$usr_stamp" "$out/usr.txt"; }; then
+    echo "==> copying /usr into $out/usr.img ($usr_stamp)"
+    usr_bytes=$(du -sb --apparent-size /usr | cut -f1)
+    usr_inodes=$(find /usr -xdev | wc -l)
+    rm -f "$out/usr.img.new"
+    truncate -s $((usr_bytes + usr_bytes / 5 + (256 << 20))) "$out/usr.img.new"
+    mkfs.ext4 -q -F -d /usr -L paddock-usr -m 0 -N $((usr_inodes + usr_inodes / 5 + 1024)) \
+        -O ^has_journal,^metadata_csum -E root_owner=0:0 "$out/usr.img.new"
+    chmod 0644 "$out/usr.img.new"
+    mv "$out/usr.img.new" "$out/usr.img"
+    echo "$usr_stamp" >"$out/usr.txt"
+fi
 busybox_ver=$(apt-cache policy busybox-static | awk '/Candidate:/{print $2}')
 want="kernel=$kernel_pkg $kernel_ver busybox-static=$busybox_ver recipe=$(sha256sum "$0" | cut -c1-16)"
 if [ -f "$out/image.txt" ] && [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.img" ] \
@@ -62,7 +86,8 @@ cp "$work/busybox/bin/busybox" "$root/.paddock/busybox"
 
 # The modules the guest needs, dependencies first, from modules.dep:
 # virtio-mmio (microvm's transport), virtio-serial (the host connection),
-# 9p over virtio (workspace, /usr and the guest binary) and the balloon,
+# 9p over virtio (the workspace), virtio-blk with ext4 (/usr; this
+# kernel's ext4 loads the crc32c hash at every mount) and the balloon,
 # whose free-page reporting hands the pages the guest frees back to the
 # host (the kernel's CONFIG_PAGE_REPORTING), and virtio-net (with its
 # failover deps), the one NIC of a sandbox with network.
@@ -77,7 +102,7 @@ add_module() {
     done
     order+=("$path")
 }
-for name in virtio_mmio virtio_console 9pnet_virtio 9p virtio_balloon virtio_net; do
+for name in virtio_mmio virtio_console 9pnet_virtio 9p virtio_blk crc32c_generic ext4 virtio_balloon virtio_net; do
     path=$(grep -m1 "/$name.ko:" "$moddir/modules.dep" | cut -d: -f1 || true)
     [ -n "$path" ] || { echo "$0: module $name not in $kernel_pkg" >&2; exit 1; }
     add_module "$path"
@@ -128,9 +153,9 @@ if [ -n "${net:-}" ]; then
 fi
 $bb mount -t devtmpfs -o nosuid,noexec devtmpfs /dev
 $bb mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
-opts=trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144
-$bb mount -t 9p -o "$opts",nodev usr /usr || { echo "paddock-init: mounting /usr failed"; $bb poweroff -f; }
-$bb mount -t 9p -o "$opts",nodev,nosuid paddock /opt/paddock || { echo "paddock-init: mounting the guest failed"; $bb poweroff -f; }
+# /usr: the image's usr.img, the VM's first (and only) disk, read-only.
+$bb mount -t ext4 -o ro,nodev,noload /dev/vda /usr || { echo "paddock-init: mounting /usr failed"; $bb poweroff -f; }
+# The guest agent: in the archive the host appended to this initramfs.
 exec /opt/paddock/paddock-guest microvm
 EOF
 chmod 0755 "$root/init"

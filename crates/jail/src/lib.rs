@@ -42,7 +42,7 @@ pub use host::cgroup::{HostCgroup, remove_cgroup_parent, remove_sandbox_cgroups}
 pub use host::id_pool::{IdBlock, allocate_block};
 pub use host::oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
 pub use host::probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
-pub use host::workspace_quota::workspace_tmpfs;
+pub use host::workspace_quota::{workspace_in_sandbox_memory, workspace_tmpfs};
 pub use init::reaper::{ReaperError, fork_reaper};
 pub use process::{heap, pty, spawn};
 pub use seccomp::bpf::CommandFilter;

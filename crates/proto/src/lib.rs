@@ -62,7 +62,14 @@ pub use volume_mount::{
 /// `ProcessRead` (`wait_ms`). 4: paths and names are bytes ([`FsPath`]: a
 /// string when UTF-8, else `{"bytes": base64}`), every name listed.
 /// 5: port tunnels (`PortConnect`, `PortWrite`, `PortClose`).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// 6: `Suspend` (a guest detached from its host connection waits for the next).
+pub const PROTOCOL_VERSION: u32 = 6;
+
+/// How long a suspended guest (see [`Request::Suspend`]) waits, in its own
+/// time, for a new host once its transport reported an end of stream. A
+/// saved VM's guest does not run while saved, so this is the gap between
+/// a restored VM's start and its new host connection, not the pause.
+pub const SUSPEND_RECONNECT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Event payload bytes the guest may send for one request before the host
 /// grants more with [`Request::StreamCredit`]. The guest stops reading a

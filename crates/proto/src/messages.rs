@@ -175,6 +175,15 @@ pub enum Request {
 
     /// Ends the guest (and so the sandbox). Reply: [`Reply::Ok`], then the connection closes.
     Shutdown,
+    /// Detaches the guest from this host connection without ending it, so
+    /// the sandbox can be saved whole (a microVM's memory) and restored
+    /// behind a new connection. Refused ([`ErrorCode::Busy`]) while an
+    /// `Exec` runs. Tunnels and snapshot imports end as at a close;
+    /// background processes keep running. Reply: [`Reply::Ok`]; then the
+    /// guest reads on from the same transport, waits out an end of stream
+    /// (the host gone) for up to [`SUSPEND_RECONNECT`](crate::SUSPEND_RECONNECT)
+    /// of its own time, and the next request must be `Hello` (a new host).
+    Suspend,
 }
 
 impl Request {
@@ -210,6 +219,7 @@ impl Request {
             Request::PortWrite { .. } => "port_write",
             Request::PortClose { .. } => "port_close",
             Request::Shutdown => "shutdown",
+            Request::Suspend => "suspend",
         }
     }
 }
@@ -527,6 +537,9 @@ pub enum ErrorCode {
     Timeout,
     /// Nothing listens on the port a `PortConnect` asked for.
     NotListening,
+    /// The guest is doing something this request must not interrupt
+    /// (`Suspend` while an exec runs).
+    Busy,
     Io,
 }
 
@@ -718,6 +731,7 @@ mod tests {
             },
             Request::PortClose { target: 1 },
             Request::Shutdown,
+            Request::Suspend,
         ];
         let mut names = std::collections::BTreeSet::new();
         for request in &requests {

@@ -230,6 +230,14 @@ impl SandboxBackend for WarmPool {
         self.backend.check().await
     }
 
+    async fn restore(
+        &self,
+        spec: SandboxSpec,
+        state: &std::path::Path,
+    ) -> Result<Box<dyn Sandbox>, SandboxError> {
+        self.backend.restore(spec, state).await
+    }
+
     fn kept(&self) -> Vec<SandboxId> {
         self.ready_ids()
     }

@@ -74,6 +74,14 @@ fn poisoned() -> ErrorInfo {
 }
 
 impl ExecRegistry {
+    /// How many execs are in flight.
+    pub fn running(&self) -> usize {
+        match self.running.lock() {
+            Ok(running) => running.len(),
+            Err(poisoned) => poisoned.into_inner().len(),
+        }
+    }
+
     /// False when `id` is already in flight.
     fn register(&self, id: u64, stdin: Option<StdinFeed>) -> bool {
         let Ok(mut running) = self.running.lock() else {

@@ -20,6 +20,8 @@ use crate::{exec, files, ports, processes};
 pub enum Flow {
     Continue,
     Shutdown,
+    /// Detached from this host (`Suspend`); the next must greet anew.
+    Suspend,
 }
 
 const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -44,6 +46,11 @@ impl Session {
         }
     }
 
+    /// Whether this host's Hello was answered.
+    pub fn greeted(&self) -> bool {
+        self.greeted
+    }
+
     pub async fn dispatch(&mut self, frame: HostFrame, payload: Vec<u8>) -> Flow {
         let HostFrame { id, request } = frame;
         tracing::debug!(id, op = request.name(), "request");
@@ -65,6 +72,23 @@ impl Session {
             Request::Shutdown => {
                 self.outbox.finish(id, ok()).await;
                 return Flow::Shutdown;
+            }
+            Request::Suspend => {
+                let running = agent.execs.running();
+                if running > 0 {
+                    let error = ErrorInfo::new(
+                        ErrorCode::Busy,
+                        format!("{running} exec(s) still running; suspend waits for none"),
+                    );
+                    self.outbox.finish(id, Err(error)).await;
+                    return Flow::Continue;
+                }
+                // What belongs to this connection ends as at a close.
+                agent.imports.clear();
+                agent.ports.clear();
+                self.greeted = false;
+                self.outbox.finish(id, ok()).await;
+                return Flow::Suspend;
             }
             Request::Info => Ok((
                 Reply::Info {

@@ -8,7 +8,7 @@ pub mod outbox;
 use std::sync::Arc;
 use std::time::Duration;
 
-use paddock_proto::{FrameReader, HostFrame, error_chain};
+use paddock_proto::{FrameReader, HostFrame, SUSPEND_RECONNECT, error_chain};
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
 use self::dispatch::{Flow, Session};
@@ -23,10 +23,14 @@ const READ_BUFFER: usize = 64 << 10;
 
 /// How long queued frames get to reach the host when the guest shuts down.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a suspended guest whose transport ended looks for a new host.
+const RECONNECT_POLL: Duration = Duration::from_millis(50);
 
 /// Serves until the host closes the connection, sends `Shutdown`, or sends a
 /// frame that cannot even be attributed to a request. Then kills every
-/// process group it started.
+/// process group it started. After `Suspend` an end of stream is waited
+/// out (up to [`SUSPEND_RECONNECT`]) for the next host on the same
+/// transport (a restored microVM's new QEMU behind the same port).
 pub async fn serve<R, W>(agent: Arc<Agent>, reader: R, writer: W)
 where
     R: AsyncRead + Unpin,
@@ -35,6 +39,10 @@ where
     let (outbox, mut writer_stopped) = Outbox::start(writer);
     let mut frames = FrameReader::new(BufReader::with_capacity(READ_BUFFER, reader));
     let mut session = Session::new(agent.clone(), outbox.clone());
+    // Between `Suspend` and the next host's Hello; the second: since when
+    // the transport has been at its end meanwhile.
+    let mut suspended = false;
+    let mut detached_since: Option<tokio::time::Instant> = None;
     loop {
         let read = tokio::select! {
             read = frames.read_frame() => read,
@@ -45,6 +53,18 @@ where
         };
         let raw = match read {
             Ok(Some(raw)) => raw,
+            Ok(None) if suspended => {
+                let since = *detached_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= SUSPEND_RECONNECT {
+                    tracing::warn!(
+                        waited_s = SUSPEND_RECONNECT.as_secs(),
+                        "no new host after suspend"
+                    );
+                    break;
+                }
+                tokio::time::sleep(RECONNECT_POLL).await;
+                continue;
+            }
             Ok(None) => {
                 tracing::info!("host closed the connection");
                 break;
@@ -69,9 +89,17 @@ where
                 }
             },
         };
-        if session.dispatch(frame, raw.payload).await == Flow::Shutdown {
-            tracing::info!("shutdown requested");
-            break;
+        detached_since = None;
+        match session.dispatch(frame, raw.payload).await {
+            Flow::Shutdown => {
+                tracing::info!("shutdown requested");
+                break;
+            }
+            Flow::Suspend => {
+                tracing::info!("suspended: waiting for a new host");
+                suspended = true;
+            }
+            Flow::Continue => suspended &= !session.greeted(),
         }
     }
     agent.imports.clear();

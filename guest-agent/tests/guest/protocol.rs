@@ -168,6 +168,56 @@ async fn shutdown_replies_then_ends_the_guest_and_its_processes() {
 }
 
 #[tokio::test]
+async fn suspend_waits_for_no_exec_keeps_processes_and_asks_the_next_host_to_greet() {
+    let mut guest = Guest::start().await;
+    let (started, _) = guest
+        .call(Request::ProcessStart(argv(&["sleep", "30"])), &[])
+        .await
+        .unwrap();
+    let Reply::ProcessStarted { pid, .. } = started else {
+        panic!("{started:?}")
+    };
+    // a running exec holds the suspend off, with the reason
+    let exec = guest.send(Request::Exec(shell("sleep 1")), &[]).await;
+    assert!(matches!(
+        guest.next_for(exec).await,
+        (GuestMessage::Event(_), _)
+    ));
+    let busy = guest.error(Request::Suspend, &[]).await;
+    assert_eq!(busy.code, ErrorCode::Busy, "{busy}");
+    assert!(busy.message.contains("exec"), "{busy}");
+    guest.finish_of(exec).await.unwrap();
+
+    guest.ok(Request::Suspend).await;
+    // detached: nothing is served until the next host's Hello
+    assert_eq!(guest.error_code(Request::Info).await, ErrorCode::BadRequest);
+    guest
+        .call(
+            Request::Hello {
+                version: PROTOCOL_VERSION,
+            },
+            &[],
+        )
+        .await
+        .unwrap();
+    let Reply::Processes { processes } = guest.call(Request::ProcessList, &[]).await.unwrap().0
+    else {
+        panic!("not a process list")
+    };
+    assert!(
+        processes.iter().any(|p| p.pid == pid && p.running),
+        "{processes:?}"
+    );
+    assert!(parent_of(pid).is_some(), "process {pid} died at suspend");
+    // greeted again, the guest is back in normal operation: a close ends it
+    assert!(guest.close_and_wait().success());
+    assert!(
+        eventually_gone(pid).await,
+        "process {pid} survived the close"
+    );
+}
+
+#[tokio::test]
 async fn closing_the_connection_kills_every_process_group() {
     let mut guest = Guest::start().await;
     let (started, _) = guest

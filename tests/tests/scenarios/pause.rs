@@ -2,7 +2,8 @@
 //! host runs: a file written before the pause is there after the resume,
 //! across a kill -9 and restart of the server in between (the paused
 //! sandboxes are neither lost nor reaped); `full` is refused with the
-//! tier's reason.
+//! tier's reason on the tiers that cannot keep memory, and a microVM paused
+//! `full` comes back with its running process and its memory.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -132,20 +133,31 @@ fn a_paused_sandbox_keeps_its_files_across_a_server_restart_on_every_backend() {
         assert_eq!(status, 201, "{backend}: {created}");
         let id = created["id"].as_str().unwrap().to_owned();
         exec(&url, &id, &format!("echo {backend} > /workspace/kept.txt"));
-        let (status, refused) = api(
-            &url,
-            "POST",
-            &format!("/v1/sandboxes/{id}/pause"),
-            Some(json!({"mode": "full"})),
-        );
-        assert_eq!(status, 409, "{backend}: {refused}");
-        assert_eq!(
-            refused["error"]["code"], "pause_mode_unsupported",
-            "{refused}"
-        );
+        // the microVM keeps memory: `a_microvm_paused_full_...` below
+        if *backend != "microvm" {
+            let (status, refused) = api(
+                &url,
+                "POST",
+                &format!("/v1/sandboxes/{id}/pause"),
+                Some(json!({"mode": "full"})),
+            );
+            assert_eq!(status, 409, "{backend}: {refused}");
+            assert_eq!(
+                refused["error"]["code"], "pause_mode_unsupported",
+                "{refused}"
+            );
+        }
         // The CLI pauses it and says the processes were not kept.
         let out = Command::new(paddock_tests::bins::paddock())
-            .args(["sandbox", "pause", &id, "--server", &url])
+            .args([
+                "sandbox",
+                "pause",
+                &id,
+                "--mode",
+                "filesystem",
+                "--server",
+                &url,
+            ])
             .env("PADDOCK_TOKEN", TOKEN)
             .output()
             .unwrap();
@@ -184,5 +196,157 @@ fn a_paused_sandbox_keeps_its_files_across_a_server_restart_on_every_backend() {
         assert_eq!(out["stdout"], format!("{backend}\n"), "{backend}: {out}");
         api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
     }
+    kill(&mut server, "TERM");
+}
+
+/// Host pids of the QEMU processes of the server of `node` (their cgroup
+/// is under the node's).
+fn qemus_of(node: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).starts_with("/usr/bin/qemu-system")
+            && cgroup.contains(node)
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn saved_files(dir: &Path) -> Vec<(String, u64)> {
+    std::fs::read_dir(dir.join("server/paused"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| {
+                    let len = e.metadata().map_or(0, |m| m.len());
+                    (e.file_name().to_string_lossy().into_owned(), len)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart() {
+    if !microvm_available() {
+        eprintln!("SKIPPED microvm full pause: no microVM image or guest on this host");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let node = format!("pausefull-{}", std::process::id());
+    let (mut server, url) = serve(dir.path(), &node);
+    // A temporary workspace (the server gives it a quota: a tmpfs in the VM).
+    let (status, created) = api(
+        &url,
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({"backend": "microvm"})),
+    );
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    exec(&url, &id, "echo kept > /workspace/kept.txt");
+    // A background process counting, with a variable only its memory holds
+    // (written out once /tmp/go appears); its cwd is /workspace.
+    let (status, started) = api(
+        &url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/processes"),
+        Some(
+            json!({"shell": "v=remembered-$$; i=0; while [ ! -e /tmp/go ]; do \
+                              i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done; echo $v > /tmp/said"}),
+        ),
+    );
+    assert_eq!(status, 201, "{started}");
+    let pid = started["pid"].as_u64().unwrap();
+    exec(&url, &id, "while [ ! -s /tmp/count ]; do sleep 0.1; done");
+    assert_eq!(qemus_of(&node).len(), 1, "one VM runs");
+
+    let (status, paused) = api(
+        &url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/pause"),
+        Some(json!({"mode": "full"})),
+    );
+    assert_eq!(status, 200, "{paused}");
+    assert_eq!(paused["state"], "paused", "{paused}");
+    assert_eq!(paused["pause"]["mode"], "full", "{paused}");
+    assert_eq!(paused["pause"]["processes_kept"], true, "{paused}");
+    // Nothing of the VM runs or holds memory: its QEMU is gone; the VM is
+    // a file on the server's disk.
+    assert_eq!(qemus_of(&node), Vec::<u32>::new(), "QEMU still runs");
+    let saved = saved_files(dir.path());
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert!(
+        saved[0].0.starts_with(&id) && saved[0].1 > 1 << 20,
+        "{saved:?}"
+    );
+
+    kill(&mut server, "KILL");
+    let (mut server, url) = serve(dir.path(), &node);
+    let (_, got) = api(&url, "GET", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!(got["state"], "paused", "{got}");
+    assert_eq!(
+        saved_files(dir.path()).len(),
+        1,
+        "the restart kept the saved VM"
+    );
+    let out = Command::new(paddock_tests::bins::paddock())
+        .args(["sandbox", "resume", &id, "--server", &url])
+        .env("PADDOCK_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(qemus_of(&node).len(), 1, "the resumed VM runs");
+    assert!(
+        saved_files(dir.path()).is_empty(),
+        "the saved VM is removed once resumed"
+    );
+
+    // The file, the process (the same pid, still counting) and its memory.
+    let kept = exec(&url, &id, "cat /workspace/kept.txt");
+    assert_eq!(kept["stdout"], "kept\n", "{kept}");
+    let counted = exec(
+        &url,
+        &id,
+        "a=$(cat /tmp/count); sleep 1; b=$(cat /tmp/count); echo $a $b",
+    );
+    let counts: Vec<u64> = counted["stdout"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(
+        counts.len() == 2 && counts[1] > counts[0],
+        "not counting: {counted}"
+    );
+    let (_, listed) = api(&url, "GET", &format!("/v1/sandboxes/{id}/processes"), None);
+    assert!(
+        listed["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["pid"] == pid && p["running"] == true),
+        "{listed}"
+    );
+    let said = exec(
+        &url,
+        &id,
+        "touch /tmp/go; while [ ! -s /tmp/said ]; do sleep 0.1; done; cat /tmp/said",
+    );
+    assert_eq!(said["stdout"], format!("remembered-{pid}\n"), "{said}");
+
+    api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!(qemus_of(&node), Vec::<u32>::new());
     kill(&mut server, "TERM");
 }

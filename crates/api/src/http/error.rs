@@ -266,6 +266,7 @@ fn guest_error(id: &str, op: &'static str, source: GuestError) -> ApiError {
         ErrorCode::SpawnFailed => (StatusCode::UNPROCESSABLE_ENTITY, "spawn_failed"),
         ErrorCode::Timeout => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
         ErrorCode::NotListening => (StatusCode::BAD_GATEWAY, "port_not_listening"),
+        ErrorCode::Busy => (StatusCode::CONFLICT, "sandbox_busy"),
         ErrorCode::BadRequest => (StatusCode::BAD_REQUEST, "invalid_request"),
         ErrorCode::VersionMismatch | ErrorCode::Io => {
             tracing::error!(sandbox_id = id, op, error = %error, "guest operation failed");

@@ -11,7 +11,7 @@ use crate::service::{PauseSandbox, SandboxView};
 
 #[utoipa::path(post, path = "/v1/sandboxes/{id}/pause", tag = "sandboxes",
     summary = "Pause a sandbox",
-    description = "Releases everything the sandbox holds on the host (no process, no memory) and keeps what its tier can: `filesystem` keeps the workspace's files and stops its processes (`pause.processes_kept` is false); `full` would keep memory and processes too, and is refused (409 `pause_mode_unsupported`, naming the reason) on every tier today. No `mode`: the strongest the tier can do. The sandbox stays `paused` across a restart of the server; `POST .../resume`, or any request that needs it (exec, files, processes, ports), resumes it.",
+    description = "Releases everything the sandbox holds on the host (no process, no memory) and keeps what its tier can: `filesystem` keeps the workspace's files and stops its processes (`pause.processes_kept` is false); `full` keeps memory and processes too (the microVM tier saves the VM into a file on the server: `pause.processes_kept` is true), and is refused (409 `pause_mode_unsupported`, naming the reason) where the tier or the sandbox cannot (native, docker, gVisor; a microVM with network or whose workspace is a host directory), or while an exec runs in it. No `mode`: the strongest the sandbox can do. The sandbox stays `paused` across a restart of the server; `POST .../resume`, or any request that needs it (exec, files, processes, ports), resumes it.",
     params(("id" = SandboxId, Path)),
     request_body = PauseSandbox,
     responses(
@@ -35,7 +35,7 @@ pub(super) async fn pause(
 
 #[utoipa::path(post, path = "/v1/sandboxes/{id}/resume", tag = "sandboxes",
     summary = "Resume a paused sandbox",
-    description = "Starts a fresh sandbox of the paused one's spec on its kept files, under the same id (in `filesystem` mode its processes start anew). Bounded: a resume that takes longer than 120 s is abandoned and the sandbox stays paused.",
+    description = "Restores the saved sandbox (`full` mode: its processes run on) or starts a fresh sandbox of the paused one's spec on its kept files (`filesystem` mode: its processes start anew), under the same id. Bounded: a resume that takes longer than 120 s is abandoned and the sandbox stays paused.",
     params(("id" = SandboxId, Path)),
     responses(
         (status = 200, description = "the running sandbox", body = SandboxView),

@@ -43,6 +43,21 @@ pub enum SandboxError {
         #[source]
         source: BoxError,
     },
+    /// Saving the whole sandbox (memory and processes) failed; it keeps
+    /// running as it was.
+    #[error("saving sandbox {id} whole")]
+    Suspend {
+        id: SandboxId,
+        #[source]
+        source: BoxError,
+    },
+    /// Starting a sandbox from its saved state failed.
+    #[error("restoring a sandbox from {state}")]
+    Restore {
+        state: PathBuf,
+        #[source]
+        source: BoxError,
+    },
     #[error("destroying sandbox {id}")]
     Destroy {
         id: SandboxId,

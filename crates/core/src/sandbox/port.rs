@@ -1,6 +1,7 @@
 //! The backend port itself.
 
 use std::fmt::Debug;
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -31,6 +32,22 @@ pub trait SandboxBackend: Send + Sync + Debug {
     async fn reap_orphans(&self, keep: &[SandboxId]) -> Result<OrphanReport, SandboxError> {
         let _ = keep;
         Ok(OrphanReport::default())
+    }
+
+    /// Starts a sandbox of `spec` (the one the saved sandbox was made
+    /// with) from the state [`Sandbox::suspend`] wrote to `state`: its
+    /// memory and processes as they were, its guest greeted anew. The file
+    /// is only read; the caller removes it once the sandbox runs.
+    async fn restore(
+        &self,
+        spec: SandboxSpec,
+        state: &Path,
+    ) -> Result<Box<dyn Sandbox>, SandboxError> {
+        let _ = spec;
+        Err(SandboxError::Restore {
+            state: state.to_path_buf(),
+            source: format!("the {} backend cannot restore a saved sandbox", self.name()).into(),
+        })
     }
 
     /// Sandboxes this backend holds started for itself (a warm pool's ready
@@ -75,6 +92,27 @@ pub trait Sandbox: Send + Sync + Debug {
             source:
                 "this backend has no egress proxy whose rules can change while the sandbox runs"
                     .into(),
+        })
+    }
+
+    /// Why this sandbox cannot be saved whole by [`Sandbox::suspend`], or
+    /// None when it can.
+    fn suspend_refusal(&self) -> Option<String> {
+        Some("this backend cannot save a sandbox's memory".to_owned())
+    }
+
+    /// Saves the whole sandbox (memory, processes) into `state` and stops
+    /// it: afterwards it holds no CPU and no memory on the host, and only
+    /// [`Sandbox::destroy`] is left to release the rest. On an error the
+    /// sandbox keeps running as it was (and `state` may be partly written).
+    async fn suspend(&self, state: &Path) -> Result<(), SandboxError> {
+        let _ = state;
+        Err(SandboxError::Suspend {
+            id: self.info().id.clone(),
+            source: self
+                .suspend_refusal()
+                .unwrap_or_else(|| "not implemented".to_owned())
+                .into(),
         })
     }
 

@@ -74,6 +74,10 @@ pub struct SandboxPause {
     /// temporary (None: its workspace row holds them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotId>,
+    /// The file a `full` pause saved the whole sandbox into (memory and
+    /// processes; `Sandbox::suspend`), on this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_state: Option<std::path::PathBuf>,
     /// Why it was paused: `requested` or `idle`.
     pub reason: String,
     pub paused_at: Timestamp,

@@ -71,6 +71,19 @@ pub(crate) fn plan(
     })
 }
 
+/// Whether the workspace is a tmpfs inside the sandbox (in its memory),
+/// not the host's directory: what [`plan`] makes of a temporary, writable,
+/// unscoped workspace under a quota.
+pub fn workspace_in_sandbox_memory(
+    limits: &SandboxLimits,
+    temporary: bool,
+    read_only: bool,
+    has_write_scope: bool,
+) -> bool {
+    plan(limits, temporary, read_only, has_write_scope, |_| true)
+        .is_ok_and(|plan| plan.tmpfs.is_some())
+}
+
 /// The tmpfs that holds a temporary workspace under `limits`' quota (None:
 /// no quota asked). The native jail mounts it inside the sandbox; the
 /// container tier asks the engine for it.

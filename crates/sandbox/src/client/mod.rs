@@ -91,28 +91,39 @@ impl GuestClient {
                 oom_counter: OnceLock::new(),
             }),
         };
+        let agent_version = client.hello().await?;
+        let _ = client.inner.agent_version.set(agent_version);
+        Ok(client)
+    }
+
+    /// Greets the guest again on this connection (after a `Suspend` whose
+    /// save did not happen: the guest waits for a new Hello).
+    pub async fn greet(&self) -> Result<(), GuestError> {
+        self.hello().await.map(drop)
+    }
+
+    /// Hello, checking the guest speaks this protocol; its agent version.
+    async fn hello(&self) -> Result<String, GuestError> {
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
         };
-        let agent_version = match client.start(hello, &[]).await?.reply().await {
+        match self.start(hello, &[]).await?.reply().await {
             Ok((Reply::Hello { version, .. }, _)) if version != PROTOCOL_VERSION => {
-                return Err(GuestError::VersionMismatch {
+                Err(GuestError::VersionMismatch {
                     host: PROTOCOL_VERSION,
                     guest: version.to_string(),
-                });
+                })
             }
-            Ok((Reply::Hello { agent_version, .. }, _)) => agent_version,
-            Ok((other, _)) => return Err(ops::unexpected("hello", &other)),
+            Ok((Reply::Hello { agent_version, .. }, _)) => Ok(agent_version),
+            Ok((other, _)) => Err(ops::unexpected("hello", &other)),
             Err(GuestError::Refused { error, .. }) if error.code == ErrorCode::VersionMismatch => {
-                return Err(GuestError::VersionMismatch {
+                Err(GuestError::VersionMismatch {
                     host: PROTOCOL_VERSION,
                     guest: error.message,
-                });
+                })
             }
-            Err(err) => return Err(err),
-        };
-        let _ = client.inner.agent_version.set(agent_version);
-        Ok(client)
+            Err(err) => Err(err),
+        }
     }
 
     /// Has every exec of this connection tell an out-of-memory kill from

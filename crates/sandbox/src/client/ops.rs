@@ -38,6 +38,13 @@ pub(super) fn unexpected(op: &'static str, reply: &Reply) -> GuestError {
 }
 
 impl GuestClient {
+    /// Detaches the guest from this connection without ending it
+    /// ([`Request::Suspend`]): its processes keep running and it waits for
+    /// the next host's Hello. Refused while an exec runs.
+    pub async fn suspend(&self) -> Result<(), GuestError> {
+        self.call_ok(Request::Suspend, &[]).await
+    }
+
     pub(super) async fn call_ok(&self, request: Request, payload: &[u8]) -> Result<(), GuestError> {
         let op = request.name();
         match self.call(request, payload).await? {

@@ -22,6 +22,7 @@ use super::accel::{self, Accelerator, Choice};
 use super::config::MicroVmConfig;
 use super::qemu::{NAME_PREFIX, VmPlan};
 use super::sandbox::{MicroVmSandbox, Teardown};
+use super::save::{self, Boot};
 use crate::GuestClient;
 use crate::shared::egress::fill_egress_log;
 use crate::shared::host::owner_tag;
@@ -32,9 +33,6 @@ use crate::shared::workspace;
 const BACKEND: &str = "microvm";
 /// The smallest guest the image's kernel boots in with room for commands.
 const MIN_GUEST_MIB: u64 = 128;
-/// 9p tags the image's init mounts (/usr, /opt/paddock).
-const SYSTEM_TAG: &str = "usr";
-const GUEST_TAG: &str = "paddock";
 
 /// Makes microVM sandboxes (cheap to clone; the accelerator probe runs once).
 #[derive(Debug, Clone)]
@@ -42,6 +40,8 @@ pub struct MicroVmBackend {
     config: Arc<MicroVmConfig>,
     owner: String,
     accel: Arc<OnceCell<Choice>>,
+    /// The image's initramfs with the guest appended (`initrd::stage`).
+    initrd: PathBuf,
 }
 
 /// A planned VM whose socket directory exists, and what its start needs.
@@ -50,6 +50,8 @@ struct Planned {
     socket: PathBuf,
     guest_spec: paddock_jail::MicroVmSpec,
     vm_limits: SandboxLimits,
+    /// Why the VM cannot be saved whole, or None.
+    suspend_refusal: Option<String>,
 }
 
 fn unavailable(reason: String) -> SandboxError {
@@ -60,19 +62,20 @@ fn unavailable(reason: String) -> SandboxError {
 }
 
 impl MicroVmBackend {
-    /// Checks QEMU, the image and the guest binary, and copies the guest
-    /// where the VMs' read-only share finds it. The accelerator is probed
-    /// at the first sandbox (or [`MicroVmBackend::accelerator`]).
+    /// Checks QEMU, the image and the guest binary, and appends the guest
+    /// to the image's initramfs for the VMs to boot. The accelerator is
+    /// probed at the first sandbox (or [`MicroVmBackend::accelerator`]).
     pub fn new(config: MicroVmConfig) -> Result<Self, SandboxError> {
         let owner = owner_tag(&config.cgroup_parent);
-        let backend = Self {
+        let mut backend = Self {
             config: Arc::new(config),
             owner,
             accel: Arc::new(OnceCell::new()),
+            initrd: PathBuf::new(),
         };
         backend.check_files()?;
-        backend
-            .stage_guest()
+        backend.initrd = backend
+            .stage_initrd()
             .map_err(|e| unavailable(format!("staging the guest binary: {e}")))?;
         Ok(backend)
     }
@@ -95,6 +98,11 @@ impl MicroVmBackend {
                 &c.initrd,
                 "build it with images/microvm-image.sh",
             ),
+            (
+                "the /usr disk image",
+                &c.system_image,
+                "build it with images/microvm-image.sh",
+            ),
             ("the guest binary", &c.guest_bin, "build paddock-guest"),
         ] {
             if !path.is_file() {
@@ -112,43 +120,26 @@ impl MicroVmBackend {
         self.config.run_dir.join(&self.owner)
     }
 
-    /// One staged guest for every owner on the host (kept current by size
-    /// and time), so owners that come and go leave no copies behind.
+    /// One staged initramfs for every owner on the host (kept current by
+    /// size and time), so owners that come and go leave no copies behind.
     fn guest_dir(&self) -> PathBuf {
         self.config.run_dir.join("guest")
     }
 
-    /// A copy of the guest in a directory of its own, so the VM's share
-    /// holds nothing else of the host. World-readable: QEMU reads it after
-    /// dropping to the workspace owner.
-    fn stage_guest(&self) -> std::io::Result<()> {
+    /// Makes the run directories (searchable: QEMU opens the initramfs
+    /// after dropping to the workspace owner) and stages the initramfs.
+    fn stage_initrd(&self) -> std::io::Result<PathBuf> {
         let dir = self.guest_dir();
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(&dir)?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(self.owner_dir())?;
+        for d in [&dir, &self.owner_dir()] {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(d)?;
+        }
         for d in [&self.config.run_dir, &self.owner_dir(), &dir] {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
         }
-        let target = dir.join("paddock-guest");
-        let source = std::fs::metadata(&self.config.guest_bin)?;
-        if let Ok(staged) = std::fs::metadata(&target)
-            && staged.len() == source.len()
-            && staged.modified()? >= source.modified()?
-        {
-            return Ok(());
-        }
-        let staging = tempfile::Builder::new()
-            .prefix(".paddock-guest.")
-            .tempfile_in(&dir)?;
-        std::fs::copy(&self.config.guest_bin, staging.path())?;
-        std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))?;
-        // Atomic: a running VM keeps the copy it opened.
-        staging.persist(target).map(drop).map_err(|e| e.error)
+        super::initrd::stage(&self.config.initrd, &self.config.guest_bin, &dir)
     }
 
     fn plan(&self, name: String, accelerator: Accelerator, vcpus: u32, memory_mib: u64) -> VmPlan {
@@ -160,7 +151,10 @@ impl MicroVmBackend {
             kernel: self.config.kernel.clone(),
             initrd: self.config.initrd.clone(),
             socket: PathBuf::new(),
+            system_disk: self.config.system_image.clone(),
             shares: Vec::new(),
+            monitor: None,
+            incoming: false,
             run_as: None,
             marker_only: true,
             net: None,
@@ -205,6 +199,30 @@ impl MicroVmBackend {
 
     /// [`SandboxBackend::create`] with the concrete handle type.
     pub async fn create_vm(&self, spec: SandboxSpec) -> Result<MicroVmSandbox, SandboxError> {
+        self.launch(spec, None).await
+    }
+
+    /// [`SandboxBackend::restore`] with the concrete handle type.
+    pub async fn restore_vm(
+        &self,
+        spec: SandboxSpec,
+        state: &Path,
+    ) -> Result<MicroVmSandbox, SandboxError> {
+        if spec.policy.network.has_egress() {
+            return Err(SandboxError::Restore {
+                state: state.to_path_buf(),
+                source: save::NETWORK_REFUSAL.into(),
+            });
+        }
+        self.launch(spec, Some(state)).await
+    }
+
+    /// A fresh VM, or (`restore`) one loaded from a saved VM's state file.
+    async fn launch(
+        &self,
+        spec: SandboxSpec,
+        restore: Option<&Path>,
+    ) -> Result<MicroVmSandbox, SandboxError> {
         let start = Start::begin(BACKEND);
         if let Err(invalid) = spec.validate() {
             return Err(start.launch_error(Box::new(invalid)));
@@ -233,17 +251,26 @@ impl MicroVmBackend {
             Ok(planned) => planned,
             Err(err) => return Err(guard.abandon(err).await),
         };
+        planned.plan.incoming = restore.is_some();
         // After the socket directory: a namespace of a VM whose server dies
         // is found by it when the next one reaps (as its id).
         let egress_log = match self.start_egress(&spec, &mut planned, &mut guard).await {
             Ok(log) => log,
             Err(err) => return Err(guard.abandon(err).await),
         };
+        let boot = match restore {
+            Some(state) => Boot::Restore {
+                state,
+                monitor: planned.plan.monitor.as_deref(),
+                timeout: self.config.save_timeout,
+            },
+            None => Boot::Fresh(Box::new(planned.guest_spec)),
+        };
         match self
             .start(
                 &planned.plan,
                 &planned.socket,
-                planned.guest_spec,
+                boot,
                 &planned.vm_limits,
                 guard.teardown_mut(),
             )
@@ -251,9 +278,14 @@ impl MicroVmBackend {
         {
             Ok((client, host_pid)) => {
                 let (info, teardown) = guard.commit(spec.policy, ws.path, client.agent_version());
-                tracing::debug!(sandbox_id = %info.id, accelerator = planned.plan.accelerator.name(), "sandbox ready");
+                tracing::debug!(sandbox_id = %info.id, accelerator = planned.plan.accelerator.name(), restored = restore.is_some(), "sandbox ready");
+                let saving = save::Saving {
+                    monitor: planned.plan.monitor.clone().unwrap_or_default(),
+                    refusal: planned.suspend_refusal,
+                    timeout: self.config.save_timeout,
+                };
                 Ok(MicroVmSandbox::new(
-                    info, client, teardown, host_pid, egress_log,
+                    info, client, teardown, host_pid, egress_log, saving,
                 ))
             }
             Err(source) => Err(guard.fail(source).await),
@@ -336,16 +368,15 @@ impl MicroVmBackend {
         );
         plan.marker_only = false;
         plan.socket = socket.clone();
+        plan.initrd = self.initrd.clone();
+        plan.monitor = Some(vm_dir.join("qmp.sock"));
         plan.run_as = Some((ws.uid, ws.gid));
-        plan.shares = vec![
-            (SYSTEM_TAG.to_owned(), self.config.system_dir.clone(), true),
-            (GUEST_TAG.to_owned(), self.guest_dir(), true),
-            (
-                paddock_jail::WORKSPACE_TAG.to_owned(),
-                ws.path.clone(),
-                spec.policy.read_only,
-            ),
-        ];
+        plan.shares = vec![(
+            paddock_jail::WORKSPACE_TAG.to_owned(),
+            ws.path.clone(),
+            spec.policy.read_only,
+        )];
+        let suspend_refusal = save::refusal(spec, guard.teardown().temp_workspace.is_some());
         let guest_spec = paddock_jail::MicroVmSpec {
             sandbox_id: id.as_str().to_owned(),
             policy: spec.policy.clone(),
@@ -371,17 +402,19 @@ impl MicroVmBackend {
             socket,
             guest_spec,
             vm_limits,
+            suspend_refusal,
         })
     }
 
     /// Starts QEMU in its cgroup, takes its connection to the guest's port,
-    /// sends the spec and completes the guest's handshake, all bounded by
-    /// the start timeout and failing at once when QEMU exits.
+    /// sends the spec (or loads the saved VM) and completes the guest's
+    /// handshake, all bounded by the start timeout and failing at once when
+    /// QEMU exits.
     async fn start(
         &self,
         plan: &VmPlan,
         socket: &Path,
-        mut guest_spec: paddock_jail::MicroVmSpec,
+        boot: Boot<'_>,
         vm_limits: &SandboxLimits,
         teardown: &mut Teardown,
     ) -> Result<(GuestClient, Option<u32>), BoxError> {
@@ -389,10 +422,10 @@ impl MicroVmBackend {
         teardown.cgroup_parent = Some(self.config.cgroup_parent.clone());
         let cgroup = paddock_jail::HostCgroup::create(
             &self.config.cgroup_parent,
-            &guest_spec.sandbox_id,
+            teardown.id.as_str(),
             vm_limits,
         )?;
-        guest_spec.tier.cgroup = Some(cgroup.report(vm_limits));
+        let cgroup_report = cgroup.report(vm_limits);
         let mut command = Command::new(&self.config.qemu);
         command
             .args(plan.args())
@@ -427,17 +460,34 @@ impl MicroVmBackend {
         }
         teardown.child = Some(child);
         let handshake = async {
-            let (mut stream, _) = listener.accept().await?;
-            // Now, not at spawn: the VM (no RTC) takes the host's clock from
-            // it, and a TCG boot takes seconds.
-            guest_spec.tier.clock_unix_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()
-                .and_then(|d| u64::try_from(d.as_millis()).ok());
-            let frame = guest_spec.to_frame()?;
-            stream.write_all(&frame).await?;
-            let (reader, writer) = stream.into_split();
-            Ok::<_, BoxError>(GuestClient::connect(reader, writer).await?)
+            match boot {
+                Boot::Fresh(mut guest_spec) => {
+                    let (mut stream, _) = listener.accept().await?;
+                    guest_spec.tier.cgroup = Some(cgroup_report);
+                    // Now, not at spawn: the VM (no RTC) takes the host's clock
+                    // from it, and a TCG boot takes seconds.
+                    guest_spec.tier.clock_unix_ms = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .ok()
+                        .and_then(|d| u64::try_from(d.as_millis()).ok());
+                    let frame = guest_spec.to_frame()?;
+                    stream.write_all(&frame).await?;
+                    let (reader, writer) = stream.into_split();
+                    Ok::<_, BoxError>(GuestClient::connect(reader, writer).await?)
+                }
+                Boot::Restore {
+                    state,
+                    monitor,
+                    timeout,
+                } => {
+                    // QEMU connects to the port's socket as it starts; the
+                    // suspended guest greets its new host once it runs again.
+                    save::load(monitor, state, timeout).await?;
+                    let (stream, _) = listener.accept().await?;
+                    let (reader, writer) = stream.into_split();
+                    Ok(GuestClient::connect(reader, writer).await?)
+                }
+            }
         };
         let timeout = self.config.start_timeout;
         let child = teardown.child.as_mut().ok_or("QEMU is gone")?;
@@ -460,6 +510,14 @@ impl SandboxBackend for MicroVmBackend {
 
     async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
         Ok(Box::new(self.create_vm(spec).await?))
+    }
+
+    async fn restore(
+        &self,
+        spec: SandboxSpec,
+        state: &Path,
+    ) -> Result<Box<dyn Sandbox>, SandboxError> {
+        Ok(Box::new(self.restore_vm(spec, state).await?))
     }
 
     /// QEMU, the kernel, the initrd and the guest binary are there.

@@ -3,24 +3,25 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Where images/microvm-image.sh puts the kernel and initrd by default.
+/// Where images/microvm-image.sh puts the kernel, initrd and /usr disk by default.
 pub const DEFAULT_IMAGE_DIR: &str = "/var/lib/paddock/microvm";
 /// Overrides [`DEFAULT_IMAGE_DIR`].
 pub const IMAGE_DIR_ENV: &str = "PADDOCK_MICROVM_DIR";
 
 #[derive(Debug, Clone)]
 pub struct MicroVmConfig {
-    /// The static `paddock-guest` on the host; a copy is shared read-only
-    /// into every VM (9p tag `paddock`) and run as its init.
+    /// The static `paddock-guest` on the host; it is appended to every VM's
+    /// initramfs and run as its init.
     pub guest_bin: PathBuf,
     /// `qemu-system-x86_64` (Debian's qemu-system-x86).
     pub qemu: PathBuf,
     /// The kernel and initrd built by images/microvm-image.sh.
     pub kernel: PathBuf,
     pub initrd: PathBuf,
-    /// Host directory shared read-only as the VM's /usr (its programs).
-    pub system_dir: PathBuf,
-    /// Per-VM sockets and the guest copy live here (root only).
+    /// The read-only ext4 copy of the host's /usr the image script made,
+    /// the VM's /usr (its programs) on a virtio-blk disk.
+    pub system_image: PathBuf,
+    /// Per-VM sockets and the staged initramfs live here (root only).
     pub run_dir: PathBuf,
     /// Parent cgroup of the QEMU processes; also names this owner, so orphan
     /// reaping only touches its own VMs.
@@ -42,6 +43,8 @@ pub struct MicroVmConfig {
     pub start_timeout: Duration,
     /// How long `destroy` waits for the guest to stop before QEMU is killed.
     pub stop_timeout: Duration,
+    /// How long saving a VM into its state file (or loading it) may take.
+    pub save_timeout: Duration,
     /// A requested workspace that belongs to root is given to the sandbox
     /// uid instead of refused (as for the docker backend).
     pub adopt_root_workspaces: bool,
@@ -57,7 +60,7 @@ impl MicroVmConfig {
             qemu: PathBuf::from("/usr/bin/qemu-system-x86_64"),
             kernel: image_dir.join("vmlinuz"),
             initrd: image_dir.join("initrd.img"),
-            system_dir: PathBuf::from("/usr"),
+            system_image: image_dir.join("usr.img"),
             run_dir: PathBuf::from("/run/paddock-microvm"),
             cgroup_parent: "paddock-microvm".to_owned(),
             temp_root: None,
@@ -68,6 +71,7 @@ impl MicroVmConfig {
             probe_timeout: Duration::from_secs(15),
             start_timeout: Duration::from_secs(120),
             stop_timeout: Duration::from_secs(2),
+            save_timeout: Duration::from_secs(60),
             adopt_root_workspaces: false,
             egress: paddock_egress::EgressConfig::default(),
         }

@@ -34,8 +34,14 @@ pub(super) struct VmPlan {
     pub initrd: PathBuf,
     /// The unix socket (the backend listens) behind the guest's port.
     pub socket: PathBuf,
+    /// The read-only disk image the guest mounts as /usr.
+    pub system_disk: PathBuf,
     /// Host dirs shared over 9p: (tag, path, read-only).
     pub shares: Vec<(String, PathBuf, bool)>,
+    /// QEMU's QMP monitor socket (QEMU listens): saving and loading the VM.
+    pub monitor: Option<PathBuf>,
+    /// Start stopped, waiting for the saved VM to load (`migrate-incoming`).
+    pub incoming: bool,
     /// QEMU drops to this uid:gid once its devices are open.
     pub run_as: Option<(u32, u32)>,
     /// Boot only to a marker in the init and power off (probe, bench).
@@ -151,6 +157,16 @@ impl VmPlan {
                     paddock_jail::GUEST_PORT
                 ),
             );
+            // /usr: the image's read-only disk. Not 9p: QEMU cannot save a VM
+            // while a 9p export is mounted in it, and /usr is for its whole life.
+            push(
+                "-drive",
+                format!(
+                    "file={},if=none,id=usr,format=raw,readonly=on",
+                    escape(&path(&self.system_disk))
+                ),
+            );
+            push("-device", "virtio-blk-device,drive=usr".to_owned());
             if let Some(net) = &self.net {
                 // The sandbox's only way out: the tap, no helper script
                 // (QEMU's seccomp denies spawning one anyway).
@@ -181,6 +197,15 @@ impl VmPlan {
                 );
             }
         }
+        if let (Some(monitor), false) = (&self.monitor, self.marker_only) {
+            push(
+                "-qmp",
+                format!("unix:{},server=on,wait=off", escape(&path(monitor))),
+            );
+        }
+        if self.incoming {
+            push("-incoming", "defer".to_owned());
+        }
         if let Some((uid, gid)) = self.run_as {
             push("-runas", format!("{uid}:{gid}"));
         }
@@ -202,10 +227,10 @@ mod tests {
             kernel: "/img/vmlinuz".into(),
             initrd: "/img/initrd.img".into(),
             socket: "/run/x/guest.sock".into(),
-            shares: vec![
-                ("usr".to_owned(), "/usr".into(), true),
-                ("workspace".to_owned(), "/ws,odd".into(), false),
-            ],
+            system_disk: "/img/usr.img".into(),
+            shares: vec![("workspace".to_owned(), "/ws,odd".into(), false)],
+            monitor: Some("/run/x/qmp.sock".into()),
+            incoming: false,
             run_as: Some((100_000, 100_000)),
             marker_only: false,
             net: None,
@@ -229,19 +254,25 @@ mod tests {
                 "virtio-balloon-device,free-page-reporting=on",
                 "virtio-serial-device",
                 "virtserialport,chardev=guest,name=org.paddock.guest",
-                "virtio-9p-device,fsdev=fs0,mount_tag=usr",
-                "virtio-9p-device,fsdev=fs1,mount_tag=workspace",
+                "virtio-blk-device,drive=usr",
+                "virtio-9p-device,fsdev=fs0,mount_tag=workspace",
             ]
+        );
+        assert_eq!(
+            value_of(&args, "-drive"),
+            vec!["file=/img/usr.img,if=none,id=usr,format=raw,readonly=on"]
         );
         assert!(value_of(&args, "-netdev").is_empty());
         assert!(value_of(&args, "-nic").is_empty());
         assert_eq!(
             value_of(&args, "-fsdev"),
-            vec![
-                "local,id=fs0,path=/usr,security_model=none,readonly=on",
-                "local,id=fs1,path=/ws,,odd,security_model=none",
-            ]
+            vec!["local,id=fs0,path=/ws,,odd,security_model=none"]
         );
+        assert_eq!(
+            value_of(&args, "-qmp"),
+            vec!["unix:/run/x/qmp.sock,server=on,wait=off"]
+        );
+        assert!(value_of(&args, "-incoming").is_empty());
         assert_eq!(value_of(&args, "-runas"), vec!["100000:100000"]);
         assert!(value_of(&args, "-sandbox")[0].starts_with("on,"));
         assert!(value_of(&args, "-M")[0].ends_with(",memory-backend=ram"));
@@ -299,6 +330,18 @@ mod tests {
     }
 
     #[test]
+    fn a_restore_starts_waiting_for_the_saved_vm_with_the_same_devices() {
+        let fresh = plan().args();
+        let restore = VmPlan {
+            incoming: true,
+            ..plan()
+        }
+        .args();
+        assert_eq!(value_of(&restore, "-incoming"), vec!["defer"]);
+        assert_eq!(value_of(&restore, "-device"), value_of(&fresh, "-device"));
+    }
+
+    #[test]
     fn a_marker_boot_has_no_devices() {
         let args = VmPlan {
             marker_only: true,
@@ -306,6 +349,8 @@ mod tests {
         }
         .args();
         assert!(value_of(&args, "-device").is_empty());
+        assert!(value_of(&args, "-drive").is_empty());
+        assert!(value_of(&args, "-qmp").is_empty());
         assert!(value_of(&args, "-append")[0].ends_with(" paddock.marker"));
     }
 }

@@ -1,6 +1,6 @@
 //! A running microVM sandbox and its teardown.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use paddock_core::sandbox::{
 use tokio::process::Child;
 use tokio::task::JoinHandle;
 
+use super::save::{self, Saving};
 use crate::GuestClient;
 use crate::shared::start::StartTeardown;
 use crate::shared::stderr::StderrTail;
@@ -26,6 +27,7 @@ pub struct MicroVmSandbox {
     pub(super) teardown: Teardown,
     host_pid: Option<u32>,
     egress_log: Option<EgressLog>,
+    saving: Saving,
 }
 
 impl MicroVmSandbox {
@@ -35,6 +37,7 @@ impl MicroVmSandbox {
         teardown: Teardown,
         host_pid: Option<u32>,
         egress_log: Option<EgressLog>,
+        saving: Saving,
     ) -> Self {
         Self {
             info,
@@ -42,6 +45,7 @@ impl MicroVmSandbox {
             teardown,
             host_pid,
             egress_log,
+            saving,
         }
     }
 
@@ -97,6 +101,19 @@ impl Sandbox for MicroVmSandbox {
         policy: paddock_proto::NetworkPolicy,
     ) -> Result<NetworkSwap, SandboxError> {
         crate::shared::network::set_network(&self.info.id, self.teardown.egress.as_ref(), policy)
+    }
+
+    fn suspend_refusal(&self) -> Option<String> {
+        self.saving.refusal.clone()
+    }
+
+    async fn suspend(&self, state: &Path) -> Result<(), SandboxError> {
+        save::save(&self.saving, &self.client, self.host_pid, state)
+            .await
+            .map_err(|source| SandboxError::Suspend {
+                id: self.info.id.clone(),
+                source,
+            })
     }
 
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {

@@ -28,6 +28,9 @@ pub struct ServiceConfig {
     pub node: String,
     /// Where workspaces live: `<root>/<workspace id>` is mounted at /workspace.
     pub workspaces_root: PathBuf,
+    /// Where `full` pauses keep the saved sandboxes (one file each, named
+    /// in its record); by default `paused` beside the workspaces.
+    pub saved_states_root: PathBuf,
     /// A sandbox with no API activity for this long is destroyed (or
     /// paused: `on_idle`).
     pub idle_timeout: Duration,
@@ -69,6 +72,7 @@ impl ServiceConfig {
     pub fn new(node: impl Into<String>, workspaces_root: PathBuf) -> Self {
         Self {
             node: node.into(),
+            saved_states_root: workspaces_root.with_file_name("paused"),
             workspaces_root,
             idle_timeout: Duration::from_secs(30 * 60),
             on_idle: OnIdle::Stop,

@@ -102,7 +102,8 @@ impl SandboxService {
                 return false;
             }
         };
-        let Ok(mode) = super::pause_mode(&record.backend, None) else {
+        let refusal = live.suspend_refusal().await;
+        let Ok(mode) = super::pause_mode(&record.backend, None, refusal.as_deref()) else {
             return false;
         };
         match self.pause_live(&record, &live, mode, "idle").await {

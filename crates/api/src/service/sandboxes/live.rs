@@ -66,6 +66,15 @@ impl Live {
         }
     }
 
+    /// Why the sandbox cannot be saved whole (`full` pause), or None; a
+    /// sandbox already released says so too.
+    pub async fn suspend_refusal(&self) -> Option<String> {
+        match self.handle.lock().await.as_ref() {
+            Some(sandbox) => sandbox.suspend_refusal(),
+            None => Some("it is being stopped".to_owned()),
+        }
+    }
+
     /// Marks the sandbox in use until the guard is dropped; idle expiry never
     /// takes a sandbox while a request (or an exec stream) uses it.
     pub fn use_now(&self, clock: Arc<dyn Clock>) -> ActivityGuard {

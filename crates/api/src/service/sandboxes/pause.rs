@@ -1,25 +1,31 @@
 //! Pausing and resuming sandboxes.
 //!
 //! A pause keeps what the sandbox's tier can keep ([`full_refusal`] says
-//! why a tier cannot keep its memory) and releases everything it holds on
-//! the host: in `filesystem` mode the sandbox is destroyed (no process, no
-//! cgroup, no memory) and only its files are kept: a workspace row's
+//! why a tier cannot keep its memory, `Sandbox::suspend_refusal` why one
+//! sandbox cannot) and releases everything it holds on the host. In `full`
+//! mode the backend saves the whole sandbox (memory, processes) into a file
+//! under [`ServiceConfig::saved_states_root`](super::ServiceConfig) that the
+//! record names, and ends it (no process, no memory). In `filesystem` mode
+//! the sandbox is destroyed and only its files are kept: a workspace row's
 //! directory keeps itself, a temporary workspace is exported first into a
 //! snapshot that the record names. The record says `paused` with its
 //! [`SandboxPause`], so a restarted server lists it and can resume it.
 //!
-//! A resume starts a fresh sandbox of the recorded spec on the same files,
-//! under the same id (the service's id; the backend's own instance behind
-//! it is new). Any request that needs the sandbox (exec, files, processes,
+//! A resume restores the saved sandbox (`full`), or starts a fresh sandbox
+//! of the recorded spec on the same files (`filesystem`), under the same id
+//! (the service's id; the backend's own instance behind it is new). Any request that needs the sandbox (exec, files, processes,
 //! ports) resumes a paused one first ([`SandboxService::use_sandbox`]),
 //! within [`RESUME_TIMEOUT`].
 
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{SandboxId, SandboxSpec};
 use paddock_core::store::{PauseMode, SandboxPause, SandboxRecord, SandboxState};
+use paddock_proto::error_chain;
 use serde::{Deserialize, Serialize};
 
 use super::live::Live;
@@ -40,10 +46,12 @@ pub struct PauseSandbox {
 }
 
 /// What the sandbox's tier cannot do to keep its memory and processes, or
-/// None when it can. Every tier answers today (see docs/architecture.md,
-/// "Pause and resume", for what was tried on this host).
+/// None when it can (then the sandbox itself may still refuse:
+/// `Sandbox::suspend_refusal`). See docs/architecture.md, "Pause and
+/// resume", for what was tried on this host.
 pub fn full_refusal(backend: &str) -> Option<&'static str> {
     Some(match backend {
+        "microvm" => return None,
         "native" => {
             "a native sandbox is processes in namespaces on the host: their memory \
              cannot be saved and restored"
@@ -56,19 +64,21 @@ pub fn full_refusal(backend: &str) -> Option<&'static str> {
             "`runsc checkpoint` saves a gVisor sandbox, but restoring it needs \
              `docker start --checkpoint`, which dockerd refuses without its experimental mode"
         }
-        "microvm" => {
-            "QEMU refuses to save a VM while a virtio-9p export is mounted in its guest, \
-             and the microVM's /usr, guest agent and workspace are 9p shares"
-        }
         _ => "this backend cannot save a sandbox's memory",
     })
 }
 
-/// The mode a pause asked for (or the strongest the tier can do), or why
-/// it cannot be had.
-pub fn pause_mode(backend: &str, asked: Option<PauseMode>) -> Result<PauseMode, &'static str> {
-    match (asked, full_refusal(backend)) {
-        (Some(PauseMode::Full), Some(reason)) => Err(reason),
+/// The mode a pause asked for (or the strongest the sandbox can do), or
+/// why it cannot be had. `sandbox_refusal`: why this one sandbox cannot be
+/// saved whole (`Sandbox::suspend_refusal`), when its tier could.
+pub fn pause_mode(
+    backend: &str,
+    asked: Option<PauseMode>,
+    sandbox_refusal: Option<&str>,
+) -> Result<PauseMode, String> {
+    let refusal = full_refusal(backend).or(sandbox_refusal);
+    match (asked, refusal) {
+        (Some(PauseMode::Full), Some(reason)) => Err(reason.to_owned()),
         (Some(mode), _) => Ok(mode),
         (None, Some(_)) => Ok(PauseMode::Filesystem),
         (None, None) => Ok(PauseMode::Full),
@@ -93,13 +103,14 @@ impl SandboxService {
             Some(live) if &live.tenant == tenant => live,
             _ => return Err(not_running(&record, "pause")),
         };
-        let mode = pause_mode(&record.backend, command.mode).map_err(|reason| {
-            ServiceError::PauseRefused {
+        let sandbox_refusal = live.suspend_refusal().await;
+        let mode = pause_mode(&record.backend, command.mode, sandbox_refusal.as_deref()).map_err(
+            |reason| ServiceError::PauseRefused {
                 id: id.clone(),
                 mode: PauseMode::Full,
-                reason: reason.to_owned(),
-            }
-        })?;
+                reason,
+            },
+        )?;
         if live.secrets {
             return Err(ServiceError::PauseRefused {
                 id: id.clone(),
@@ -113,8 +124,9 @@ impl SandboxService {
         self.get_sandbox(tenant, id).await
     }
 
-    /// Keeps the files (a temporary workspace into a snapshot), records the
-    /// pause, then destroys the sandbox and releases what it held.
+    /// Saves the whole sandbox (`full`) or keeps its files (a temporary
+    /// workspace into a snapshot), records the pause, then destroys the
+    /// sandbox and releases what it held.
     pub(super) async fn pause_live(
         &self,
         record: &SandboxRecord,
@@ -123,23 +135,25 @@ impl SandboxService {
         reason: &str,
     ) -> Result<(), ServiceError> {
         let id = &record.id;
-        let snapshot = match &record.workspace {
-            Some(_) => None,
-            None => {
+        let (snapshot, saved_state) = match (mode, &record.workspace) {
+            (PauseMode::Full, _) => (None, Some(self.suspend_live(id, live).await?)),
+            (PauseMode::Filesystem, Some(_)) => (None, None),
+            (PauseMode::Filesystem, None) => {
                 let view = self
                     .create_snapshot(&live.tenant, id, CreateSnapshot::default())
                     .await?;
-                Some(view.id)
+                (Some(view.id), None)
             }
         };
         let pause = SandboxPause {
             mode,
             snapshot,
+            saved_state,
             reason: reason.to_owned(),
             paused_at: self.clock.now(),
         };
         let Some(live) = self.live_map().remove(id) else {
-            // retired meanwhile (deleted, expired): its snapshot is not needed
+            // retired meanwhile (deleted, expired): what it kept is not needed
             self.drop_pause_snapshot(&live.tenant, &pause).await;
             return Err(not_running(record, "pause"));
         };
@@ -154,6 +168,51 @@ impl SandboxService {
         }
         tracing::info!(sandbox_id = %id, mode = %mode, reason, snapshot = ?pause.snapshot, "sandbox paused");
         recorded.map(|_| ())
+    }
+
+    /// Has the backend save the whole sandbox into its file under
+    /// `saved_states_root` (the sandbox then runs no more; releasing it
+    /// removes the rest). On a refusal it runs on as it was.
+    async fn suspend_live(&self, id: &SandboxId, live: &Live) -> Result<PathBuf, ServiceError> {
+        let dir = self.config.saved_states_root.clone();
+        let made = tokio::task::spawn_blocking({
+            let dir = dir.clone();
+            move || {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&dir)
+            }
+        })
+        .await;
+        let refused = |reason: String| ServiceError::PauseRefused {
+            id: id.clone(),
+            mode: PauseMode::Full,
+            reason,
+        };
+        match made {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::error!(sandbox_id = %id, dir = %dir.display(), error = %e, "making the saved sandboxes' directory");
+                return Err(refused(
+                    "the server cannot store saved sandboxes".to_owned(),
+                ));
+            }
+            Err(e) => return Err(refused(format!("saving it was interrupted: {e}"))),
+        }
+        let path = dir.join(format!("{id}.vm"));
+        let handle = live.handle.lock().await;
+        let Some(sandbox) = handle.as_ref() else {
+            return Err(ServiceError::NotRunning {
+                id: id.clone(),
+                state: SandboxState::Stopped,
+            });
+        };
+        if let Err(err) = sandbox.suspend(&path).await {
+            remove_saved_state(&path).await;
+            return Err(refused(error_chain(&err).to_string()));
+        }
+        Ok(path)
     }
 
     /// Resumes a paused sandbox: a fresh one of its recorded spec on its
@@ -218,11 +277,11 @@ impl SandboxService {
             policy: record.spec.policy.clone(),
             secrets: Vec::new(),
         };
-        let sandbox = entry
-            .backend
-            .create(spec)
-            .await
-            .map_err(ServiceError::CreateSandbox)?;
+        let sandbox = match &pause.saved_state {
+            Some(state) => entry.backend.restore(spec, state).await,
+            None => entry.backend.create(spec).await,
+        }
+        .map_err(ServiceError::CreateSandbox)?;
         let writer = match (&record.workspace, record.spec.policy.read_only) {
             (Some(workspace), false) => {
                 let owner = format!("{}/{id}", self.config.node);
@@ -286,6 +345,9 @@ impl SandboxService {
         {
             tracing::warn!(sandbox_id = %id, snapshot_id = %snapshot, error = %err, "removing a resumed sandbox's pause snapshot");
         }
+        if let Some(state) = &pause.saved_state {
+            remove_saved_state(state).await;
+        }
         tracing::info!(sandbox_id = %id, mode = %pause.mode, "sandbox resumed");
         if self.shutdown.is_cancelled() {
             self.retire(id, SandboxState::Stopped, "shutdown").await?;
@@ -307,11 +369,27 @@ impl SandboxService {
         Ok(())
     }
 
+    /// Removes what a pause kept outside the workspace: its snapshot, its
+    /// saved sandbox.
     async fn drop_pause_snapshot(&self, tenant: &TenantId, pause: &SandboxPause) {
         if let Some(snapshot) = &pause.snapshot
             && let Err(err) = self.delete_snapshot(tenant, snapshot).await
         {
             tracing::warn!(snapshot_id = %snapshot, error = %err, "removing a pause snapshot");
+        }
+        if let Some(state) = &pause.saved_state {
+            remove_saved_state(state).await;
+        }
+    }
+}
+
+/// Removes a saved sandbox's file (gone already is fine).
+async fn remove_saved_state(path: &std::path::Path) {
+    match tokio::fs::remove_file(path).await {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "removing a saved sandbox");
         }
     }
 }
@@ -340,25 +418,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_tier_keeps_memory_today_and_each_says_why() {
-        for backend in ["native", "docker", "gvisor", "microvm", "other"] {
+    fn only_the_microvm_tier_keeps_memory_and_each_other_says_why() {
+        for backend in ["native", "docker", "gvisor", "other"] {
             let reason = full_refusal(backend).unwrap();
             assert!(!reason.is_empty(), "{backend}");
-            assert_eq!(pause_mode(backend, Some(PauseMode::Full)), Err(reason));
+            assert_eq!(
+                pause_mode(backend, Some(PauseMode::Full), None),
+                Err(reason.to_owned())
+            );
         }
-        assert!(full_refusal("microvm").unwrap().contains("9p"));
         assert!(full_refusal("gvisor").unwrap().contains("experimental"));
+        assert_eq!(full_refusal("microvm"), None);
+        assert_eq!(
+            pause_mode("microvm", Some(PauseMode::Full), None),
+            Ok(PauseMode::Full)
+        );
+        // a sandbox of the tier may still refuse, with its reason
+        assert_eq!(
+            pause_mode(
+                "microvm",
+                Some(PauseMode::Full),
+                Some("its workspace is 9p")
+            ),
+            Err("its workspace is 9p".to_owned())
+        );
     }
 
     #[test]
-    fn the_default_is_the_strongest_mode_the_tier_can_do() {
-        for backend in ["native", "docker", "gvisor", "microvm"] {
-            assert_eq!(pause_mode(backend, None), Ok(PauseMode::Filesystem));
+    fn the_default_is_the_strongest_mode_the_sandbox_can_do() {
+        for backend in ["native", "docker", "gvisor"] {
+            assert_eq!(pause_mode(backend, None, None), Ok(PauseMode::Filesystem));
             assert_eq!(
-                pause_mode(backend, Some(PauseMode::Filesystem)),
+                pause_mode(backend, Some(PauseMode::Filesystem), None),
                 Ok(PauseMode::Filesystem)
             );
         }
+        assert_eq!(pause_mode("microvm", None, None), Ok(PauseMode::Full));
+        assert_eq!(
+            pause_mode("microvm", None, Some("its workspace is 9p")),
+            Ok(PauseMode::Filesystem)
+        );
     }
 
     #[test]

@@ -937,6 +937,7 @@ pub async fn sandboxes_pause_and_resume(f: &dyn StoreFactory) -> anyhow::Result<
     let pause = SandboxPause {
         mode: PauseMode::Filesystem,
         snapshot: Some(SnapshotId::generate()),
+        saved_state: Some("/var/lib/paddock/paused/sb-1.vm".into()),
         reason: "idle".to_owned(),
         paused_at: store.now(),
     };
