@@ -230,6 +230,10 @@ impl SandboxBackend for WarmPool {
         self.backend.check().await
     }
 
+    fn mounts_volumes(&self) -> bool {
+        self.backend.mounts_volumes()
+    }
+
     fn kept(&self) -> Vec<SandboxId> {
         self.ready_ids()
     }

@@ -211,6 +211,8 @@ impl DockerBackend {
     ) -> Result<Created, SandboxError> {
         let id = guard.id();
         let writable = workspace::writable_binds(id, workspace, &spec.policy.writable_paths)?;
+        let volumes = spec.volume_binds(self.name())?;
+        crate::shared::volume_mounts::give_to(id, &volumes, workspace.uid, workspace.gid)?;
         let scope: Vec<String> = {
             let mut paths = spec.policy.writable_paths.clone();
             paths.sort();
@@ -246,6 +248,7 @@ impl DockerBackend {
             spec,
             workspace,
             writable: &writable,
+            volumes: &volumes,
             guest_socket: guest_socket.as_ref().map(GuestSocket::bind_spec),
             workspace_tmpfs,
             ca_bundle,
@@ -381,6 +384,10 @@ impl SandboxBackend for DockerBackend {
 
     async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
         Ok(Box::new(self.create_docker(spec).await?))
+    }
+
+    fn mounts_volumes(&self) -> bool {
+        true
     }
 
     /// The engine answers, the image is there, the runtime is registered,
