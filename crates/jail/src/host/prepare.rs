@@ -124,8 +124,8 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         !writable_paths.is_empty(),
         |layer| spec.allowed(layer),
     )?;
-    let volumes = volume_binds(spec, &ids, caller)?;
-    let volume_trees = volume_trees(&volumes, caller)?;
+    let volumes = volume_binds(spec, caller)?;
+    let volume_trees = volume_trees(&volumes, &ids, caller, &single)?;
     let hostname = validate::hostname(&spec.sandbox_id);
     let system_root = rootfs.as_deref().unwrap_or(Path::new("/"));
     // the system's roots (of the image, when there is one) and the sandbox's CA
@@ -174,14 +174,10 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
 
 /// Each of the policy's volumes with its canonical host directory (from the
 /// tier; one missing is an invalid spec, never a sandbox without it). Host
-/// root gives a read-write one's top directory to sandbox root's host ids,
-/// so sandbox root may create files in it (what it creates keeps those ids
-/// on disk); a read-only one is left as it is.
-fn volume_binds(
-    spec: &JailSpec,
-    ids: &IdPlan,
-    caller: Caller,
-) -> Result<Vec<VolumeBind>, JailError> {
+/// root gives a read-write one's top directory to the volume owner (the
+/// volume host makes it root's), whom the idmapped mount shows as sandbox
+/// root; a read-only one is left as it is.
+fn volume_binds(spec: &JailSpec, caller: Caller) -> Result<Vec<VolumeBind>, JailError> {
     spec.policy
         .volumes
         .iter()
@@ -198,8 +194,8 @@ fn volume_binds(
                 })?;
             let host = canonical_dir(dir)?;
             if !volume.read_only && caller.euid == 0 {
-                let (uid, gid) = (ids.uid.root_outside(), ids.gid.root_outside());
-                std::os::unix::fs::chown(&host, Some(uid), Some(gid)).map_err(|source| {
+                let owner = paddock_proto::VOLUME_OWNER_ID;
+                std::os::unix::fs::chown(&host, Some(owner), Some(owner)).map_err(|source| {
                     JailError::ResolvePath {
                         path: host.clone(),
                         source,
@@ -217,22 +213,42 @@ fn volume_binds(
 }
 
 /// Host root clones each volume's directory into a detached mount (the
-/// init, unprivileged on the host, may not be able to reach the path) with
-/// nosuid, nodev and read-only as asked already set.
-fn volume_trees(volumes: &[VolumeBind], caller: Caller) -> Result<Vec<Option<OwnedFd>>, JailError> {
+/// init, unprivileged on the host, may not be able to reach the path),
+/// idmapped so the volume owner's files ([`paddock_proto::VOLUME_OWNER_ID`])
+/// are sandbox root's and what sandbox root makes lands on disk as the
+/// volume owner's, with nosuid, nodev and read-only as asked already set.
+fn volume_trees(
+    volumes: &[VolumeBind],
+    plan: &IdPlan,
+    caller: Caller,
+    single: &SingleThreaded,
+) -> Result<Vec<Option<OwnedFd>>, JailError> {
+    if caller.euid != 0 || volumes.is_empty() {
+        return Ok(volumes.iter().map(|_| None).collect());
+    }
+    let owner = paddock_proto::VOLUME_OWNER_ID;
+    let map = |outside| ids::IdMap {
+        inside: owner,
+        outside,
+        count: 1,
+    };
+    let idmap = ids::WorkspaceIdmap {
+        uid: map(plan.uid.root_outside()),
+        gid: map(plan.gid.root_outside()),
+    };
+    let userns = idmap_mount::user_namespace_with(&idmap, single)
+        .map_err(|e| JailError::mount("volume-idmap", "/proc/<helper>/uid_map", e))?;
     volumes
         .iter()
         .map(|volume| {
-            if caller.euid != 0 {
-                return Ok(None);
-            }
             let attrs = layout::Attrs {
                 rdonly: volume.read_only,
                 ..layout::Attrs::DATA
             };
             let tree = sys::open_tree_clone(&volume.host)
                 .and_then(|tree| {
-                    sys::set_tree_attrs(tree.as_fd(), attrs.mount_attr_bits(), None, true)?;
+                    let bits = attrs.mount_attr_bits();
+                    sys::set_tree_attrs(tree.as_fd(), bits, Some(userns.as_fd()), false)?;
                     Ok(tree)
                 })
                 .map_err(|e| JailError::mount("volume-tree", &volume.host, e))?;

@@ -299,7 +299,7 @@ impl MicroVmBackend {
         workspace::writable_binds(&id, ws, &spec.policy.writable_paths)?;
         // The VM's commands and QEMU run as the workspace owner.
         let volumes = spec.volume_binds(BACKEND)?;
-        crate::shared::volume_mounts::give_to(&id, &volumes, ws.uid, ws.gid)?;
+        crate::shared::volume_mounts::give_to_owner(BACKEND, &id, &volumes, ws.uid)?;
         let (accelerator, accel_reason) = self.accelerator().await;
 
         let memory_bytes = spec
