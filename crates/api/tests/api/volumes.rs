@@ -404,6 +404,14 @@ async fn a_volume_has_one_writer_many_readers_and_outlives_its_sandboxes(db: Db)
     )
     .await?;
     ensure!(code == 0 && out == "kept\nkept\nmore\n", "{code} {out:?}");
+    // on disk every file is the volume owner's, whichever sandbox wrote it
+    let note = data
+        .path()
+        .join("volumes/mnt")
+        .join(server.setup.tenants.a.as_str())
+        .join("data/note");
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&note)?);
+    assert_eq!(owner, paddock_proto::VOLUME_OWNER_ID);
     for id in [&next, &reader, &second_reader] {
         delete_sandbox(&server, id).await?;
     }

@@ -78,6 +78,12 @@ pub fn volume_mount(ctx: &Ctx) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> 
             .await
             .unwrap();
         std::fs::write(seed.join("given"), "from the host\n").unwrap();
+        // the volume owner's, as a writer would have left it: only the
+        // read-only mount refuses the writes below, not permissions
+        for path in [seed.clone(), seed.join("given")] {
+            let owner = Some(paddock_proto::VOLUME_OWNER_ID);
+            std::os::unix::fs::chown(&path, owner, owner).unwrap();
+        }
 
         let sb = ctx
             .create(spec(
