@@ -31,6 +31,10 @@ fn has_btrfs() -> bool {
 fn serve(dir: &Path, node: &str, backends: &[&str]) -> (Child, String) {
     let config = dir.join("serve.toml");
     let mut toml = String::from("volume_pool_bytes = 268435456\n");
+    if backends.contains(&"gvisor") {
+        // gVisor has no landlock: the read-only mount alone holds there
+        toml.push_str("allow_downgrade = [\"landlock\"]\n");
+    }
     for backend in backends {
         toml.push_str(&format!("[[backends]]\nkind = \"{backend}\"\n"));
         if matches!(*backend, "docker" | "gvisor") {
@@ -39,6 +43,7 @@ fn serve(dir: &Path, node: &str, backends: &[&str]) -> (Child, String) {
     }
     std::fs::write(&config, toml).unwrap();
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    let _ = LOG.set(dir.join("server.log"));
     let mut child = Command::new(paddock_tests::bins::paddock())
         .args([
             "serve",
@@ -121,11 +126,15 @@ fn create(url: &str, backend: &str, volume: &str) -> Result<String, String> {
         ],
     );
     if ok {
-        Ok(out.trim().to_owned())
-    } else {
-        Err(out)
+        return Ok(out.trim().to_owned());
     }
+    let log = std::fs::read_to_string(LOG.get().unwrap()).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(5).collect();
+    Err(format!("{out}\nserver log: {tail:#?}"))
 }
+
+/// The server's log file (its stderr).
+static LOG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
 fn sh(url: &str, id: &str, script: &str) -> (i64, String) {
     let (status, out) = api(

@@ -355,6 +355,7 @@ impl SandboxService {
             None => None,
         };
         let volumes = self.resolve_volume_mounts(tenant, &command.volumes).await?;
+        self.refuse_held_volumes(tenant, &command.volumes).await?;
         if !volumes.is_empty() && !entry.backend.mounts_volumes() {
             return Err(ServiceError::invalid(
                 "volumes",

@@ -58,6 +58,46 @@ impl SandboxService {
         Ok(resolved)
     }
 
+    /// A conflict naming the holder when a read-write mount's volume has a
+    /// writer now: checked before a sandbox starts, so the refusal is the
+    /// conflict and no start is spent (the lease itself is taken after,
+    /// [`Self::lease_volumes`], which decides a race).
+    pub(super) async fn refuse_held_volumes(
+        &self,
+        tenant: &TenantId,
+        mounts: &[VolumeMount],
+    ) -> Result<(), ServiceError> {
+        let now = self.clock.now();
+        for mount in mounts.iter().filter(|m| !m.read_only) {
+            let name = volume_name(mount)?;
+            let held = self
+                .store
+                .get_lease(&Lease::volume_resource(tenant, &name))
+                .await
+                .map_err(ServiceError::store("get_lease"))?;
+            if let Some(lease) = held.filter(|l| l.expires_at > now) {
+                return Err(self.volume_busy(&name, &lease.owner, lease.expires_at));
+            }
+        }
+        Ok(())
+    }
+
+    fn volume_busy(
+        &self,
+        name: &VolumeName,
+        holder: &str,
+        until: paddock_core::store::Timestamp,
+    ) -> ServiceError {
+        ServiceError::Conflict {
+            entity: "volume",
+            id: name.to_string(),
+            reason: format!(
+                "it is mounted read-write by {}; a read-only mount may still use it",
+                self.describe_writer(holder, until)
+            ),
+        }
+    }
+
     /// Takes the lease of each read-write mount for `owner`; when one is
     /// held by another, gives back those taken and answers a conflict
     /// naming the holder.
@@ -79,15 +119,7 @@ impl SandboxService {
                     return Err(match err {
                         StoreError::LeaseHeld {
                             owner, expires_at, ..
-                        } => ServiceError::Conflict {
-                            entity: "volume",
-                            id: name.to_string(),
-                            reason: format!(
-                                "it is mounted read-write by {}; a read-only mount may \
-                                 still use it",
-                                self.describe_writer(&owner, expires_at)
-                            ),
-                        },
+                        } => self.volume_busy(&name, &owner, expires_at),
                         other => ServiceError::store("acquire_lease")(other),
                     });
                 }
