@@ -28,4 +28,4 @@ pub use paddock_proto::{
     DowngradeLayer, InvalidSandboxSpec, MAX_WRITABLE_PATH_LEN, MAX_WRITABLE_PATHS, NetworkPolicy,
     SandboxLimits, SandboxPolicy,
 };
-pub use spec::{SandboxInfo, SandboxSpec};
+pub use spec::{HostVolumeMount, SandboxInfo, SandboxSpec};

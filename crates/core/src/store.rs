@@ -82,4 +82,4 @@ pub use records::{
 pub use run::{
     NewEvent, Run, RunEvent, RunState, RunUpdate, ToolInvocation, ToolOutcome, ToolStatus,
 };
-pub use writer::{WriterLeaseError, acquire_writer, release_dead_writer};
+pub use writer::{WriterLeaseError, acquire_writer, release_dead_holder, release_dead_writer};

@@ -82,6 +82,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
             id_pool: None,
             temporary_workspace: false,
             rootfs: None,
+            volume_dirs: Vec::new(),
             cgroup_parent: "paddock".into(),
         },
     };

@@ -51,7 +51,7 @@ pub use seccomp::rules as seccomp_rules;
 pub use spec::{
     CA_BUNDLE_PATH, CA_BUNDLE_VARS, ContainerSpec, ContainerTier, GUEST_PORT, GuestSpec, IdMapping,
     IdPool, JailSpec, JailTier, MAX_SPEC_FRAME, MicroVmNetwork, MicroVmSpec, MicroVmTier,
-    SpecFrameError, Tier, WORKSPACE_TAG,
+    SpecFrameError, Tier, WORKSPACE_TAG, volume_tag,
 };
 
 use paddock_proto::Enforcement;

@@ -105,6 +105,13 @@ pub(crate) struct ScopeEntry {
 pub(crate) fn spec<T>(spec: &crate::GuestSpec<T>) -> Result<Vec<ScopeEntry>, JailError> {
     sandbox_id(&spec.sandbox_id)?;
     limits(&spec.policy.limits)?;
+    // the host's mount rule, checked again by whatever mounts them
+    paddock_proto::check_volume_mounts(&spec.policy.volumes).map_err(|e| {
+        JailError::InvalidSpec {
+            field: "volumes",
+            reason: e.to_string(),
+        }
+    })?;
     writable_paths(&spec.policy.writable_paths, spec.policy.read_only)
 }
 

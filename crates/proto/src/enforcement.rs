@@ -54,6 +54,11 @@ pub struct Enforcement {
     /// `read_only_workspace` says.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writable_paths: Vec<String>,
+    /// The named volumes mounted, each at its path, read-only where it
+    /// says (the native jail and the microVM guest mount them; a
+    /// container's guest checks the engine's mounts before it reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<crate::VolumeMount>,
     /// The network policy in force.
     pub network: NetworkPolicy,
     /// How the sandbox's egress is carried and guarded
@@ -159,6 +164,7 @@ impl Enforcement {
             pivot_root: LayerState::NotRequested,
             read_only_workspace: false,
             writable_paths: Vec::new(),
+            volumes: Vec::new(),
             network: NetworkPolicy::Full,
             egress_path: Some(
                 "the host's own network (unconfined: nothing is isolated)".to_owned(),

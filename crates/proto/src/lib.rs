@@ -54,7 +54,7 @@ pub use secret::{
 };
 pub use volume_mount::{
     InvalidVolumeMount, MAX_MOUNT_PATH_LEN, MAX_VOLUME_MOUNTS, MOUNT_PATH_RULES, MountPathRule,
-    Reach, VolumeMount, check_mount_path, check_volume_mounts,
+    Reach, VOLUME_OWNER_ID, VolumeMount, check_mount_path, check_volume_mounts,
 };
 
 /// Version of this protocol. Bumped on any incompatible change to framing or messages.

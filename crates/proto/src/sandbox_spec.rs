@@ -43,6 +43,12 @@ pub struct SandboxPolicy {
     /// that cannot be applied fails the sandbox.
     #[serde(default)]
     pub allow_downgrade: BTreeSet<DowngradeLayer>,
+    /// Named volumes bound into the sandbox (the host resolves their
+    /// directories): each at its path, read-only where asked, reachable
+    /// through landlock as the mount allows. Checked by
+    /// [`crate::check_volume_mounts`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<crate::VolumeMount>,
 }
 
 impl SandboxPolicy {
@@ -54,6 +60,7 @@ impl SandboxPolicy {
     /// on disk is the backend's check when it starts the sandbox.
     pub fn validate(&self) -> Result<(), InvalidSandboxSpec> {
         check_writable_paths(&self.writable_paths, self.read_only)?;
+        crate::check_volume_mounts(&self.volumes).map_err(InvalidSandboxSpec::Volumes)?;
         self.network.validate().map_err(InvalidSandboxSpec::Network)
     }
 
@@ -149,6 +156,8 @@ pub enum InvalidSandboxSpec {
     ReadOnlyWithWritablePaths,
     #[error("invalid network policy")]
     Network(#[source] crate::InvalidNetworkPolicy),
+    #[error("invalid volume mounts")]
+    Volumes(#[source] crate::InvalidVolumeMount),
 }
 
 /// What a write-scope path that does not exist yet is made as when the

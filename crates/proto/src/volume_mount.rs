@@ -19,6 +19,14 @@ pub struct VolumeMount {
     pub read_only: bool,
 }
 
+/// The host uid and gid every file of a named volume is owned by on disk,
+/// whichever sandbox wrote it: a container or microVM with a read-write
+/// volume runs as it, and the native jail maps it to sandbox root with an
+/// idmapped mount. So a volume passes between sandboxes and backends, each
+/// writer free to change what the one before it made. (The uid the server
+/// gives the workspaces it adopts, and the first of the native id pool's.)
+pub const VOLUME_OWNER_ID: u32 = 100_000;
+
 /// Most volumes one sandbox mounts.
 pub const MAX_VOLUME_MOUNTS: usize = 8;
 /// Longest mount path, in bytes.

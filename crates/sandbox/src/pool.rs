@@ -238,6 +238,10 @@ impl SandboxBackend for WarmPool {
         self.backend.restore(spec, state).await
     }
 
+    fn mounts_volumes(&self) -> bool {
+        self.backend.mounts_volumes()
+    }
+
     fn kept(&self) -> Vec<SandboxId> {
         self.ready_ids()
     }

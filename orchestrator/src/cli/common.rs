@@ -232,6 +232,24 @@ pub(super) fn parse_secret_arg(raw: &str) -> Result<SecretArg, String> {
     Ok(SecretArg::Server(name.to_owned()))
 }
 
+/// `NAME:PATH[:ro]` of `--volume` (the path rule is the server's, checked
+/// before asking it).
+pub(super) fn parse_volume_arg(raw: &str) -> Result<paddock_proto::VolumeMount, String> {
+    let (rest, read_only) = match raw.strip_suffix(":ro") {
+        Some(rest) => (rest, true),
+        None => (raw.strip_suffix(":rw").unwrap_or(raw), false),
+    };
+    let Some((name, path)) = rest.split_once(':') else {
+        return Err(format!("volume {raw:?}: expected NAME:PATH[:ro]"));
+    };
+    paddock_proto::check_mount_path(path).map_err(|e| format!("volume {raw:?}: {e}"))?;
+    Ok(paddock_proto::VolumeMount {
+        name: name.to_owned(),
+        path: path.to_owned(),
+        read_only,
+    })
+}
+
 /// `NAME@HOSTS[=HEADER]`, the value from this process's environment.
 pub(super) fn parse_secret(raw: &str) -> Result<paddock_proto::SecretSpec, String> {
     let request: paddock_proto::SecretRequest = raw.parse().map_err(|e| format!("{e}"))?;

@@ -114,6 +114,38 @@ mod tests {
     }
 
     #[test]
+    fn volume_takes_name_path_and_an_optional_read_only_mark() {
+        let cli = Cli::try_parse_from([
+            "paddock",
+            "sandbox",
+            "create",
+            "--volume",
+            "cache:/cache",
+            "--volume",
+            "data:/srv/data:ro",
+        ])
+        .unwrap();
+        let Command::Sandbox(SandboxCommand::Create(args)) = cli.command else {
+            panic!("not a create");
+        };
+        let mounts: Vec<_> = args
+            .volumes
+            .iter()
+            .map(|m| (m.name.as_str(), m.path.as_str(), m.read_only))
+            .collect();
+        assert_eq!(
+            mounts,
+            [("cache", "/cache", false), ("data", "/srv/data", true)]
+        );
+        for bad in ["cache", "cache:/etc/x", "cache:relative", "cache:/"] {
+            let err = Cli::try_parse_from(["paddock", "sandbox", "create", "--volume", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(bad), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn the_cli_is_consistent() {
         Cli::command().debug_assert();
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::common::{parse_env, parse_secret, parse_secret_arg};
+use super::common::{parse_env, parse_secret, parse_secret_arg, parse_volume_arg};
 use super::{
     BackendArgs, EgressArgs, Layer, LimitArgs, NetworkArgs, RmArgs, SecretArg, ServerArgs,
     ServerBackendArgs,
@@ -180,6 +180,11 @@ pub struct CreateArgs {
     /// environment's NAME (sent write-only). Needs --network allowing its hosts.
     #[arg(long = "secret", value_name = "NAME[@HOSTS]", value_parser = parse_secret_arg)]
     pub secrets: Vec<SecretArg>,
+    /// A named volume of yours (`paddock volume create`) mounted at PATH
+    /// (repeatable); `:ro` mounts it read-only. One sandbox at a time may
+    /// mount a volume read-write, any number read-only.
+    #[arg(long = "volume", value_name = "NAME:PATH[:ro]", value_parser = parse_volume_arg)]
+    pub volumes: Vec<paddock_proto::VolumeMount>,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Print the sandbox as JSON instead of its id.

@@ -146,8 +146,10 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
                 workspace_inodes: args.workspace_inodes,
             },
             allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
+            volumes: Vec::new(),
         },
         secrets: args.secrets.clone(),
+        volume_dirs: Vec::new(),
     }
 }
 

@@ -11,6 +11,8 @@ mod cases;
 mod network;
 #[path = "conformance/ports.rs"]
 mod ports;
+#[path = "conformance/volumes.rs"]
+mod volumes;
 
 macro_rules! per_backend {
     ($($case:ident),* $(,)?) => {
@@ -73,4 +75,5 @@ per_backend!(
     net_secret_only_to_its_host,
     net_full_guarded,
     net_orphans_reaped,
+    volume_mount,
 );

@@ -28,6 +28,7 @@ mod signals;
 mod streaming;
 mod timeouts;
 mod unprivileged;
+mod volumes;
 mod workloads;
 mod workspace;
 mod workspace_quota;

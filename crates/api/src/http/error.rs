@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use paddock_core::sandbox::GuestError;
+use paddock_core::sandbox::{GuestError, SandboxError};
 use paddock_core::store::StoreError;
 use paddock_proto::{ErrorCode, error_chain};
 use serde::{Deserialize, Serialize};
@@ -196,6 +196,11 @@ impl From<ServiceError> for ApiError {
                     format!("the volume {op} failed; the server log has the details"),
                 )
             }
+            ServiceError::CreateSandbox(SandboxError::Unsupported { backend, what }) => Self::new(
+                StatusCode::BAD_REQUEST,
+                "unsupported",
+                format!("the {backend} backend does not support {what}"),
+            ),
             ServiceError::CreateSandbox(source) => {
                 tracing::error!(error = %error_chain(&source), "creating a sandbox");
                 Self::new(

@@ -1,6 +1,8 @@
 //! Named volumes over real HTTP on a real btrfs pool: per tenant, checked
 //! names and quotas, a quota the kernel enforces (EDQUOT), a pool mounted
-//! again after a restart, delete.
+//! again after a restart, delete; mounted into native sandboxes: the mount
+//! rule, one read-write mount or many read-only ones (the lease), the quota
+//! inside, a volume in use kept from deletion, leases freed after a crash.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -17,6 +19,9 @@ use serde_json::json;
 on_both_databases!(
     volumes_are_per_tenant_and_their_quota_is_the_kernels,
     the_pool_is_mounted_again_after_a_restart,
+    volume_mounts_are_checked_before_a_sandbox_starts,
+    a_volume_has_one_writer_many_readers_and_outlives_its_sandboxes,
+    a_lost_sandbox_leaves_no_volume_lease_and_a_paused_one_keeps_its_volume,
 );
 
 const POOL_BYTES: u64 = 512 << 20;
@@ -185,6 +190,305 @@ async fn the_pool_is_mounted_again_after_a_restart(db: Db) -> Result<()> {
     // its quota came back with it
     let err = write(&file.with_file_name("big"), 8 << 20).expect_err("past the quota");
     assert_eq!(err.raw_os_error(), Some(EDQUOT), "{err}");
+    server.stop().await?;
+    Ok(())
+}
+
+async fn create_volume(server: &TestServer, name: &str, quota: u64) -> Result<()> {
+    let (status, body) = send(
+        server
+            .a(Method::POST, "/v1/volumes")
+            .json(&json!({"name": name, "quota_bytes": quota})),
+    )
+    .await?;
+    ensure!(status == StatusCode::CREATED, "{status} {body}");
+    Ok(())
+}
+
+/// Runs `script` in the sandbox; its exit code and stdout+stderr.
+async fn sh(server: &TestServer, id: &str, script: &str) -> Result<(i64, String)> {
+    let (status, out) = send(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{id}/exec"))
+            .json(&json!({"argv": ["sh", "-c", script]})),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status} {out}");
+    let text = format!(
+        "{}{}",
+        out["stdout"].as_str().unwrap_or_default(),
+        out["stderr"].as_str().unwrap_or_default()
+    );
+    Ok((out["exit_code"].as_i64().unwrap_or(-1), text))
+}
+
+async fn delete_sandbox(server: &TestServer, id: &str) -> Result<()> {
+    let (status, body) = send(server.a(Method::DELETE, &format!("/v1/sandboxes/{id}"))).await?;
+    ensure!(status.is_success(), "{status} {body}");
+    Ok(())
+}
+
+async fn volume_mounts_are_checked_before_a_sandbox_starts(db: Db) -> Result<()> {
+    if btrfs_missing("volume_mounts_are_checked")? {
+        return Ok(());
+    }
+    let data = tempfile::tempdir()?;
+    let _unmount = Unmount(data.path().join("volumes/mnt"));
+    let server = TestServer::start(setup(db, data.path())).await?;
+    create_volume(&server, "cache", 4 << 20).await?;
+    create_volume(&server, "other", 4 << 20).await?;
+    for (volumes, says) in [
+        (
+            json!([{"name": "cache", "path": "/workspace"}]),
+            "workspace",
+        ),
+        (json!([{"name": "cache", "path": "/etc/cache"}]), "identity"),
+        (json!([{"name": "cache", "path": "/"}]), "root filesystem"),
+        (json!([{"name": "cache", "path": "cache"}]), "not absolute"),
+        (
+            json!([{"name": "cache", "path": "/a/../etc"}]),
+            "normalized",
+        ),
+        (
+            json!([{"name": "cache", "path": "/a"}, {"name": "cache", "path": "/b"}]),
+            "twice",
+        ),
+        (
+            json!([{"name": "cache", "path": "/a"}, {"name": "other", "path": "/a/b"}]),
+            "overlap",
+        ),
+        (
+            json!([{"name": "../x", "path": "/a"}]),
+            "invalid volume name",
+        ),
+    ] {
+        let refused = expect_error(
+            server
+                .a(Method::POST, "/v1/sandboxes")
+                .json(&json!({"volumes": volumes})),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        ensure!(message.contains(says), "{volumes}: {refused}");
+    }
+    // a volume the tenant does not have, or another tenant's, is not found
+    expect_error(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"volumes": [{"name": "missing", "path": "/data"}]})),
+        StatusCode::NOT_FOUND,
+        "volume_not_found",
+    )
+    .await?;
+    expect_error(
+        server
+            .b(Method::POST, "/v1/sandboxes")
+            .json(&json!({"volumes": [{"name": "cache", "path": "/data"}]})),
+        StatusCode::NOT_FOUND,
+        "volume_not_found",
+    )
+    .await?;
+    expect_error(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"volumes": [{"name": "cache", "path": "/data", "mode": "rw"}]})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+    )
+    .await?;
+    // nothing started, nothing leased: a read-write mount still goes
+    let id = server
+        .create_sandbox(json!({"volumes": [{"name": "cache", "path": "/data"}]}))
+        .await?;
+    delete_sandbox(&server, &id).await?;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn a_volume_has_one_writer_many_readers_and_outlives_its_sandboxes(db: Db) -> Result<()> {
+    if btrfs_missing("a_volume_has_one_writer")? {
+        return Ok(());
+    }
+    let data = tempfile::tempdir()?;
+    let _unmount = Unmount(data.path().join("volumes/mnt"));
+    let server = TestServer::start(setup(db, data.path())).await?;
+    create_volume(&server, "data", 4 << 20).await?;
+
+    let (status, writer) = send(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"volumes": [{"name": "data", "path": "/srv/data"}]})),
+    )
+    .await?;
+    ensure!(status == StatusCode::CREATED, "{status} {writer}");
+    assert_eq!(
+        writer["volumes"],
+        json!([{"name": "data", "path": "/srv/data", "read_only": false}])
+    );
+    let writer = writer["id"].as_str().unwrap().to_owned();
+    let (code, out) = sh(
+        &server,
+        &writer,
+        "echo kept > /srv/data/note && cat /srv/data/note",
+    )
+    .await?;
+    ensure!(code == 0 && out.trim() == "kept", "{code} {out}");
+    // the kernel's quota holds inside
+    let (code, out) = sh(
+        &server,
+        &writer,
+        "dd if=/dev/zero of=/srv/data/big bs=1M count=8 conv=fsync 2>&1; echo rc=$?",
+    )
+    .await?;
+    ensure!(
+        code == 0 && out.contains("quota exceeded") && !out.contains("rc=0"),
+        "{out}"
+    );
+    sh(&server, &writer, "rm -f /srv/data/big").await?;
+
+    // a second read-write mount is refused naming the holder; readers go
+    let refused = expect_error(
+        server
+            .a(Method::POST, "/v1/sandboxes")
+            .json(&json!({"volumes": [{"name": "data", "path": "/data"}]})),
+        StatusCode::CONFLICT,
+        "conflict",
+    )
+    .await?;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    ensure!(message.contains(&writer), "{refused}");
+    let reader = server
+        .create_sandbox(json!({"volumes": [{"name": "data", "path": "/data", "read_only": true}]}))
+        .await?;
+    let (code, out) = sh(
+        &server,
+        &reader,
+        "cat /data/note; touch /data/x 2>&1; echo rc=$?",
+    )
+    .await?;
+    ensure!(
+        code == 0 && out.contains("kept") && out.contains("Read-only file system"),
+        "{out}"
+    );
+    ensure!(!out.contains("rc=0"), "{out}");
+    let second_reader = server
+        .create_sandbox(json!({"volumes": [{"name": "data", "path": "/data", "read_only": true}]}))
+        .await?;
+
+    // in use: not deleted
+    let refused = expect_error(
+        server.a(Method::DELETE, "/v1/volumes/data"),
+        StatusCode::CONFLICT,
+        "conflict",
+    )
+    .await?;
+    ensure!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("mounts it"),
+        "{refused}"
+    );
+
+    // the writer gone, another may write, and finds what it left
+    delete_sandbox(&server, &writer).await?;
+    let next = server
+        .create_sandbox(json!({"volumes": [{"name": "data", "path": "/data"}]}))
+        .await?;
+    let (code, out) = sh(
+        &server,
+        &next,
+        "cat /data/note && echo more >> /data/note && cat /data/note",
+    )
+    .await?;
+    ensure!(code == 0 && out == "kept\nkept\nmore\n", "{code} {out:?}");
+    // on disk every file is the volume owner's, whichever sandbox wrote it
+    let note = data
+        .path()
+        .join("volumes/mnt")
+        .join(server.setup.tenants.a.as_str())
+        .join("data/note");
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&note)?);
+    assert_eq!(owner, paddock_proto::VOLUME_OWNER_ID);
+    for id in [&next, &reader, &second_reader] {
+        delete_sandbox(&server, id).await?;
+    }
+    // the volume outlived them all, and may go now
+    let (status, got) = send(server.a(Method::GET, "/v1/volumes/data")).await?;
+    ensure!(status == StatusCode::OK, "{status} {got}");
+    let (status, deleted) = send(server.a(Method::DELETE, "/v1/volumes/data")).await?;
+    ensure!(status == StatusCode::OK, "{status} {deleted}");
+    server.stop().await?;
+    Ok(())
+}
+
+async fn a_lost_sandbox_leaves_no_volume_lease_and_a_paused_one_keeps_its_volume(
+    db: Db,
+) -> Result<()> {
+    if btrfs_missing("a_lost_sandbox_leaves_no_volume_lease")? {
+        return Ok(());
+    }
+    let data = tempfile::tempdir()?;
+    let _unmount = Unmount(data.path().join("volumes/mnt"));
+    let server = TestServer::start(setup(db, data.path())).await?;
+    create_volume(&server, "data", 4 << 20).await?;
+    let rw = json!({"volumes": [{"name": "data", "path": "/data"}]});
+    let first = server.create_sandbox(rw.clone()).await?;
+    sh(&server, &first, "echo one > /data/f").await?;
+
+    // a crash: the record says running, the lease is still held
+    let setup = server.crash().await;
+    let server = TestServer::start(setup).await?;
+    assert_eq!(server.reconciled.lost.len(), 1);
+    // reconciliation freed the lost sandbox's lease at once (not after its ttl)
+    let second = server.create_sandbox(rw.clone()).await?;
+    let (code, out) = sh(&server, &second, "cat /data/f").await?;
+    ensure!(code == 0 && out == "one\n", "{code} {out:?}");
+
+    // paused: it keeps the volume from deletion, and has it again resumed
+    let (status, paused) = send(
+        server
+            .a(Method::POST, &format!("/v1/sandboxes/{second}/pause"))
+            .json(&json!({})),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status} {paused}");
+    assert_eq!(paused["volumes"][0]["name"], "data");
+    let refused = expect_error(
+        server.a(Method::DELETE, "/v1/volumes/data"),
+        StatusCode::CONFLICT,
+        "conflict",
+    )
+    .await?;
+    ensure!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("paused"),
+        "{refused}"
+    );
+    // and its lease: no other writer meanwhile
+    expect_error(
+        server.a(Method::POST, "/v1/sandboxes").json(&rw),
+        StatusCode::CONFLICT,
+        "conflict",
+    )
+    .await?;
+    let (status, resumed) =
+        send(server.a(Method::POST, &format!("/v1/sandboxes/{second}/resume"))).await?;
+    ensure!(status == StatusCode::OK, "{status} {resumed}");
+    let (code, out) = sh(&server, &second, "echo two >> /data/f && cat /data/f").await?;
+    ensure!(code == 0 && out == "one\ntwo\n", "{code} {out:?}");
+    // resumed, it holds the lease again
+    expect_error(
+        server.a(Method::POST, "/v1/sandboxes").json(&rw),
+        StatusCode::CONFLICT,
+        "conflict",
+    )
+    .await?;
+    delete_sandbox(&server, &second).await?;
     server.stop().await?;
     Ok(())
 }

@@ -70,6 +70,9 @@ pub enum SandboxError {
         backend: &'static str,
         reason: String,
     },
+    /// The backend cannot give the sandbox something its spec asks for.
+    #[error("the {backend} backend does not support {what}")]
+    Unsupported { backend: &'static str, what: String },
     #[error("removing what dead {backend} sandboxes left behind")]
     ReapOrphans {
         backend: &'static str,

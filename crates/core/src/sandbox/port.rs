@@ -19,6 +19,12 @@ pub trait SandboxBackend: Send + Sync + Debug {
     /// returns, the guest is ready to serve requests.
     async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError>;
 
+    /// Whether it binds a spec's named volumes ([`SandboxSpec::volumes`]);
+    /// one that does not refuses a spec with any.
+    fn mounts_volumes(&self) -> bool {
+        false
+    }
+
     /// Whether the backend can make sandboxes now (for health checks).
     async fn check(&self) -> Result<(), SandboxError> {
         Ok(())

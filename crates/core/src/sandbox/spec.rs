@@ -24,6 +24,23 @@ pub struct SandboxSpec {
     /// serialized: the spec is stored, the values must not be.
     #[serde(skip)]
     pub secrets: Vec<paddock_proto::SecretSpec>,
+    /// The host directory of each of the policy's volumes
+    /// ([`SandboxPolicy::volumes`]), resolved and leased by the service.
+    /// Never serialized, like the secrets: a host path is not stored.
+    #[serde(skip)]
+    pub volume_dirs: Vec<(String, PathBuf)>,
+}
+
+/// A named volume's host directory bound at `path` inside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostVolumeMount {
+    /// The volume's name (for reports and errors).
+    pub name: String,
+    /// Its directory on the host (the volume host's subvolume).
+    pub host: PathBuf,
+    /// Where inside the sandbox.
+    pub path: String,
+    pub read_only: bool,
 }
 
 impl SandboxSpec {
@@ -48,6 +65,48 @@ impl SandboxSpec {
     /// the backend's check when it starts the sandbox.
     pub fn validate(&self) -> Result<(), InvalidSandboxSpec> {
         self.policy.validate()
+    }
+
+    /// The backend named `backend` cannot bind volumes: a spec with any is
+    /// refused rather than started without them.
+    pub fn refuse_volumes(&self, backend: &'static str) -> Result<(), super::SandboxError> {
+        match self.policy.volumes.first() {
+            None => Ok(()),
+            Some(volume) => Err(super::SandboxError::Unsupported {
+                backend,
+                what: format!("mounting volume {:?} at {}", volume.name, volume.path),
+            }),
+        }
+    }
+
+    /// Each of the policy's volumes with its host directory; a volume
+    /// without one is a [`SandboxError::Unsupported`](super::SandboxError)
+    /// (the caller did not resolve it), never a sandbox without it.
+    pub fn volume_binds(
+        &self,
+        backend: &'static str,
+    ) -> Result<Vec<HostVolumeMount>, super::SandboxError> {
+        self.policy
+            .volumes
+            .iter()
+            .map(|mount| {
+                let host = self
+                    .volume_dirs
+                    .iter()
+                    .find(|(name, _)| *name == mount.name)
+                    .map(|(_, dir)| dir.clone())
+                    .ok_or_else(|| super::SandboxError::Unsupported {
+                        backend,
+                        what: format!("volume {:?} without a host directory", mount.name),
+                    })?;
+                Ok(HostVolumeMount {
+                    name: mount.name.clone(),
+                    host,
+                    path: mount.path.clone(),
+                    read_only: mount.read_only,
+                })
+            })
+            .collect()
     }
 }
 

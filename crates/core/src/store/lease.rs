@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
-use crate::ids::{SessionId, WorkspaceId};
+use crate::ids::{SessionId, TenantId, WorkspaceId};
+use crate::volume::VolumeName;
 
 /// A time-limited claim on a resource.
 ///
@@ -30,5 +31,11 @@ impl Lease {
     /// that may write the workspace holds it; readers take none.
     pub fn workspace_resource(workspace: &WorkspaceId) -> String {
         format!("workspace:{workspace}")
+    }
+
+    /// The lease resource of a named volume's one read-write mount: the
+    /// sandbox that binds it read-write holds it; read-only mounts take none.
+    pub fn volume_resource(tenant: &TenantId, volume: &VolumeName) -> String {
+        format!("volume:{tenant}/{volume}")
     }
 }

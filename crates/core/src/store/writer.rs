@@ -62,12 +62,22 @@ pub async fn release_dead_writer(
     workspace: &WorkspaceId,
     owner: &str,
 ) -> Result<bool, StoreError> {
-    let resource = Lease::workspace_resource(workspace);
-    match store.get_lease(&resource).await? {
+    release_dead_holder(store, &Lease::workspace_resource(workspace), owner).await
+}
+
+/// Frees the lease a dead holder (`owner`) left on `resource` (a workspace's
+/// or a volume's), so the next holder need not wait for it to expire;
+/// another holder's lease is left alone. True when there was one to free.
+pub async fn release_dead_holder(
+    store: &dyn Store,
+    resource: &str,
+    owner: &str,
+) -> Result<bool, StoreError> {
+    match store.get_lease(resource).await? {
         Some(held) if held.owner == owner => {
             // acquiring as the same owner hands its lease over, then it is given up
             let lease = store
-                .acquire_lease(&resource, owner, Duration::from_secs(1))
+                .acquire_lease(resource, owner, Duration::from_secs(1))
                 .await?;
             store.release_lease(&lease).await?;
             Ok(true)

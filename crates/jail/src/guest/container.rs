@@ -42,6 +42,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
     }
     check_read_only_root()?;
     check_tmp(spec.policy.limits.tmp_bytes)?;
+    check_volumes(&spec.policy.volumes)?;
     if let Some(asked) = quota.tmpfs.take() {
         let (held, state) = check_workspace_tmpfs(
             &asked,
@@ -107,9 +108,13 @@ fn check_read_only_root() -> Result<(), JailError> {
 
 /// The last mount of "/" in /proc/self/mounts has the `ro` option.
 fn root_listed_read_only() -> bool {
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
-        return false;
-    };
+    listed_read_only("/") == Some(true)
+}
+
+/// Whether the last mount at `path` in /proc/self/mounts has the `ro`
+/// option; None when nothing is mounted there.
+fn listed_read_only(path: &str) -> Option<bool> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
     mounts
         .lines()
         .rev()
@@ -117,9 +122,34 @@ fn root_listed_read_only() -> bool {
             let mut fields = line.split_whitespace();
             let target = fields.nth(1)?;
             let options = fields.nth(1)?;
-            (target == "/").then_some(options)
+            (target == path).then_some(options)
         })
-        .is_some_and(|options| options.split(',').any(|o| o == "ro"))
+        .map(|options| options.split(',').any(|o| o == "ro"))
+}
+
+/// Each named volume is a mount of its own at its path (the engine bound
+/// it), read-only when the policy says so.
+fn check_volumes(volumes: &[paddock_proto::VolumeMount]) -> Result<(), JailError> {
+    for volume in volumes {
+        let Some(listed_ro) = listed_read_only(&volume.path) else {
+            return Err(missing(
+                "volumes",
+                format!("volume {:?} is not mounted at {}", volume.name, volume.path),
+            ));
+        };
+        let statvfs_ro =
+            statvfs(volume.path.as_str()).is_ok_and(|s| s.flags().contains(FsFlags::ST_RDONLY));
+        if volume.read_only && !(listed_ro || statvfs_ro) {
+            return Err(missing(
+                "volumes",
+                format!(
+                    "volume {:?} at {} is mounted read-write",
+                    volume.name, volume.path
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 const PAGE: u64 = 4096;

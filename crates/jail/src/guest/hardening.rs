@@ -75,6 +75,7 @@ pub(crate) fn harden(
     let (landlock_abi, landlock) = landlock_rules::enforce(
         layers.policy.read_only,
         &layers.writable_paths,
+        &layers.policy.volumes,
         sys::landlock_abi(),
         allowed(DowngradeLayer::Landlock),
     )?;
@@ -92,6 +93,7 @@ pub(crate) fn harden(
         pivot_root: LayerState::Enforced,
         read_only_workspace: layers.policy.read_only || !layers.writable_paths.is_empty(),
         writable_paths: layers.writable_paths,
+        volumes: layers.policy.volumes.clone(),
         network: layers.policy.network.clone(),
         egress_path: layers.egress_path,
         secrets: layers.secrets,

@@ -57,6 +57,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
         }
     };
     mount_tmp(spec.policy.limits.tmp_bytes)?;
+    mount_volumes(&spec.policy.volumes)?;
     mount_devpts()?;
     // The VM's RAM is the memory limit; the pids limit is a cgroup inside.
     if let Some(pids) = spec.policy.limits.pids {
@@ -142,6 +143,44 @@ fn write_network_files(network: &MicroVmNetwork) -> Result<(), JailError> {
     )?;
     if let Some(bundle) = &network.ca_bundle {
         write(crate::spec::CA_BUNDLE_PATH, bundle)?;
+    }
+    Ok(())
+}
+
+/// Each named volume's share (checked by `validate::spec`) at its path
+/// (after the workspace and /tmp: it
+/// may sit in either), its mount point made with its parents and reached
+/// without a symlink; nosuid and nodev, read-only when asked (QEMU opened
+/// that share read-only too).
+fn mount_volumes(volumes: &[paddock_proto::VolumeMount]) -> Result<(), JailError> {
+    for (i, volume) in volumes.iter().enumerate() {
+        let path = Path::new(&volume.path);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .create(path)
+            .map_err(|e| JailError::mount("make a volume's mount point", path, e))?;
+        let real = std::fs::canonicalize(path)
+            .map_err(|e| JailError::mount("resolve a volume's mount point", path, e))?;
+        if real != path {
+            return Err(JailError::mount(
+                "resolve a volume's mount point",
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("reached through a symlink (it leads to {})", real.display()),
+                ),
+            ));
+        }
+        let mut flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        flags.set(MsFlags::MS_RDONLY, volume.read_only);
+        mount(
+            Some(crate::spec::volume_tag(i).as_str()),
+            path,
+            Some("9p"),
+            flags,
+            Some(NINEP_OPTIONS),
+        )
+        .map_err(|e| JailError::mount("mount a volume's share", path, e.into()))?;
     }
     Ok(())
 }

@@ -73,7 +73,11 @@ impl Drop for Helper {
     }
 }
 
-fn user_namespace_with(map: &WorkspaceIdmap, single: &SingleThreaded) -> io::Result<OwnedFd> {
+/// A user namespace holding `map` (the idmapping an idmapped mount takes).
+pub(crate) fn user_namespace_with(
+    map: &WorkspaceIdmap,
+    single: &SingleThreaded,
+) -> io::Result<OwnedFd> {
     let pid = sys::clone_process(libc::CLONE_NEWUSER as libc::c_ulong, single)?;
     if pid == 0 {
         park();

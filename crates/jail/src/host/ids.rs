@@ -19,6 +19,12 @@ impl IdMap {
     pub(crate) fn as_tuple(&self) -> (u32, u32, u32) {
         (self.inside, self.outside, self.count)
     }
+
+    /// The host id sandbox root maps to: every plan's one range starts at
+    /// sandbox id 0.
+    pub(crate) fn root_outside(&self) -> u32 {
+        self.outside
+    }
 }
 
 /// Host uid/gid of the process calling `enter`.

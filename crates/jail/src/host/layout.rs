@@ -114,6 +114,12 @@ pub(crate) enum MountOp {
         rel: String,
         host_workspace: Option<PathBuf>,
     },
+    /// Mounts a named volume at its path: the detached tree the monitor
+    /// made of its host directory (nosuid, nodev, read-only when asked), or
+    /// without one the directory bound through the old root and restricted
+    /// so. The mount point is made with its parents and must be reached
+    /// without a symlink.
+    VolumeBind(VolumeBind),
     /// Hides a /proc entry if it exists: /dev/null over a file, an empty
     /// read-only tmpfs over a directory.
     Mask {
@@ -214,6 +220,20 @@ pub(crate) struct LayoutInput<'a> {
     /// Mount a tmpfs of (bytes, inodes) at /workspace instead of the host
     /// directory (a temporary workspace with a quota).
     pub workspace_tmpfs: Option<(u64, u64)>,
+    /// The named volumes, bound after the workspace and /tmp (a volume may
+    /// sit inside either).
+    pub volumes: &'a [VolumeBind],
+}
+
+/// A named volume's host directory and where it goes in the sandbox;
+/// `index` is its place in the policy's list (and in the trees the monitor
+/// made of them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VolumeBind {
+    pub index: usize,
+    pub host: PathBuf,
+    pub path: PathBuf,
+    pub read_only: bool,
 }
 
 fn under(root: &Path, rel: &str) -> PathBuf {
@@ -227,6 +247,7 @@ pub(crate) fn plan(input: &LayoutInput<'_>, host: &dyn HostFs) -> Vec<MountOp> {
     etc_dir(input, host, &mut ops);
     workspace(input, &mut ops);
     tmp(input, &mut ops);
+    volumes(input, &mut ops);
     dev(input, host, &mut ops);
     proc(&mut ops);
     ops.push(MountOp::DetachOldRoot);
@@ -380,6 +401,12 @@ fn workspace(input: &LayoutInput<'_>, ops: &mut Vec<MountOp>) {
             host_workspace: (!input.workspace_idmapped).then(|| input.workspace.to_path_buf()),
         });
     }
+}
+
+/// Each volume bound at its path, nosuid and nodev as all writable data,
+/// and read-only when asked.
+fn volumes(input: &LayoutInput<'_>, ops: &mut Vec<MountOp>) {
+    ops.extend(input.volumes.iter().cloned().map(MountOp::VolumeBind));
 }
 
 fn tmp(input: &LayoutInput<'_>, ops: &mut Vec<MountOp>) {
@@ -567,6 +594,7 @@ mod tests {
             tmp_bytes: 1 << 20,
             workspace_tmpfs: None,
             hostname: "paddock-x",
+            volumes: &[],
         }
     }
 
@@ -762,6 +790,32 @@ mod tests {
             path: "/workspace".into()
         }));
         assert!(!host_sources(&ops).contains(&PathBuf::from("/srv/ws")));
+    }
+
+    #[test]
+    fn volumes_are_mounted_after_the_workspace_and_tmp_before_the_root_goes_read_only() {
+        let volumes = [VolumeBind {
+            index: 0,
+            host: "/pool/t/cache".into(),
+            path: "/tmp/cache".into(),
+            read_only: true,
+        }];
+        let ops = plan(
+            &LayoutInput {
+                volumes: &volumes,
+                ..input(false, false, true)
+            },
+            &FakeHost::debian(),
+        );
+        let at = |wanted: &dyn Fn(&MountOp) -> bool| ops.iter().position(wanted).unwrap();
+        let volume = at(&|op| matches!(op, MountOp::VolumeBind(v) if v == &volumes[0]));
+        let tmp = at(&|op| matches!(op, MountOp::Tmpfs { path, .. } if path == Path::new("/tmp")));
+        let workspace = at(&|op| matches!(op, MountOp::MoveWorkspaceTree { .. }));
+        let detach = at(&|op| matches!(op, MountOp::DetachOldRoot));
+        assert!(
+            workspace < volume && tmp < volume && volume < detach,
+            "{ops:?}"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use seccompiler::BpfProgram;
 use crate::host::cgroup::{CgroupMounts, Hierarchies, SandboxCgroups};
 use crate::host::id_pool::{self, IdBlock};
 use crate::host::ids::{self, Caller, IdPlan, Owner};
-use crate::host::layout::{self, LayoutInput, MountOp, RealHost};
+use crate::host::layout::{self, LayoutInput, MountOp, RealHost, VolumeBind};
 use crate::host::workspace_quota::{self, QuotaPlan};
 use crate::host::writable::{self, WritableMount};
 use crate::process::threads::{SingleThreaded, ensure_single_threaded};
@@ -30,6 +30,9 @@ pub(crate) struct Prepared {
     pub id_block: Option<IdBlock>,
     /// The idmapped workspace tree; the init inherits the descriptor.
     pub workspace_tree: Option<OwnedFd>,
+    /// A detached tree of each volume's host directory (host root makes
+    /// them; None otherwise), in the policy's order.
+    pub volume_trees: Vec<Option<OwnedFd>>,
     /// The write scope's paths, resolved on the host (with their idmapped
     /// trees when the workspace is idmapped), in `writable_paths` order.
     pub writable: Vec<WritableMount>,
@@ -121,6 +124,8 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         !writable_paths.is_empty(),
         |layer| spec.allowed(layer),
     )?;
+    let volumes = volume_binds(spec, caller)?;
+    let volume_trees = volume_trees(&volumes, &ids, caller, &single)?;
     let hostname = validate::hostname(&spec.sandbox_id);
     let system_root = rootfs.as_deref().unwrap_or(Path::new("/"));
     // the system's roots (of the image, when there is one) and the sandbox's CA
@@ -141,6 +146,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
             tmp_bytes: spec.policy.limits.tmp_bytes,
             hostname: &hostname,
             workspace_tmpfs: workspace_quota.tmpfs.as_ref().map(|t| (t.bytes, t.inodes)),
+            volumes: &volumes,
         },
         &RealHost,
     );
@@ -152,6 +158,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         ids,
         id_block,
         workspace_tree,
+        volume_trees,
         writable,
         writable_paths,
         layout,
@@ -163,6 +170,91 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         cgroup_report,
         workspace_quota,
     })
+}
+
+/// Each of the policy's volumes with its canonical host directory (from the
+/// tier; one missing is an invalid spec, never a sandbox without it). Host
+/// root gives a read-write one's top directory to the volume owner (the
+/// volume host makes it root's), whom the idmapped mount shows as sandbox
+/// root; a read-only one is left as it is.
+fn volume_binds(spec: &JailSpec, caller: Caller) -> Result<Vec<VolumeBind>, JailError> {
+    spec.policy
+        .volumes
+        .iter()
+        .enumerate()
+        .map(|(index, volume)| {
+            let (_, dir) = spec
+                .tier
+                .volume_dirs
+                .iter()
+                .find(|(name, _)| *name == volume.name)
+                .ok_or_else(|| JailError::InvalidSpec {
+                    field: "volume_dirs",
+                    reason: format!("volume {:?} has no host directory", volume.name),
+                })?;
+            let host = canonical_dir(dir)?;
+            if !volume.read_only && caller.euid == 0 {
+                let owner = paddock_proto::VOLUME_OWNER_ID;
+                std::os::unix::fs::chown(&host, Some(owner), Some(owner)).map_err(|source| {
+                    JailError::ResolvePath {
+                        path: host.clone(),
+                        source,
+                    }
+                })?;
+            }
+            Ok(VolumeBind {
+                index,
+                host,
+                path: PathBuf::from(&volume.path),
+                read_only: volume.read_only,
+            })
+        })
+        .collect()
+}
+
+/// Host root clones each volume's directory into a detached mount (the
+/// init, unprivileged on the host, may not be able to reach the path),
+/// idmapped so the volume owner's files ([`paddock_proto::VOLUME_OWNER_ID`])
+/// are sandbox root's and what sandbox root makes lands on disk as the
+/// volume owner's, with nosuid, nodev and read-only as asked already set.
+fn volume_trees(
+    volumes: &[VolumeBind],
+    plan: &IdPlan,
+    caller: Caller,
+    single: &SingleThreaded,
+) -> Result<Vec<Option<OwnedFd>>, JailError> {
+    if caller.euid != 0 || volumes.is_empty() {
+        return Ok(volumes.iter().map(|_| None).collect());
+    }
+    let owner = paddock_proto::VOLUME_OWNER_ID;
+    let map = |outside| ids::IdMap {
+        inside: owner,
+        outside,
+        count: 1,
+    };
+    let idmap = ids::WorkspaceIdmap {
+        uid: map(plan.uid.root_outside()),
+        gid: map(plan.gid.root_outside()),
+    };
+    let userns = idmap_mount::user_namespace_with(&idmap, single)
+        .map_err(|e| JailError::mount("volume-idmap", "/proc/<helper>/uid_map", e))?;
+    volumes
+        .iter()
+        .map(|volume| {
+            let attrs = layout::Attrs {
+                rdonly: volume.read_only,
+                ..layout::Attrs::DATA
+            };
+            let tree = sys::open_tree_clone(&volume.host)
+                .and_then(|tree| {
+                    let bits = attrs.mount_attr_bits();
+                    sys::set_tree_attrs(tree.as_fd(), bits, Some(userns.as_fd()), false)?;
+                    Ok(tree)
+                })
+                .map_err(|e| JailError::mount("volume-tree", &volume.host, e))?;
+            Ok(Some(tree))
+        })
+        .collect()
 }
 
 fn canonical_dir(path: &Path) -> Result<PathBuf, JailError> {

@@ -10,7 +10,7 @@ use landlock::{
     ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
-use paddock_proto::LayerState;
+use paddock_proto::{LayerState, VolumeMount};
 
 use crate::JailError;
 
@@ -77,8 +77,10 @@ fn rule(path: &'static str, grant: Grant, reason: &'static str) -> FsRule {
 
 /// The table. Paths missing in the sandbox are skipped. With a write scope
 /// (`writable`, the validated paths relative to /workspace) the workspace
-/// is read-only and each scope path gets every right.
-pub(crate) fn rules(read_only: bool, writable: &[String]) -> Vec<FsRule> {
+/// is read-only and each scope path gets every right. Each named volume
+/// (checked by [`paddock_proto::check_volume_mounts`]) gets every right,
+/// or read and execute when mounted read-only.
+pub(crate) fn rules(read_only: bool, writable: &[String], volumes: &[VolumeMount]) -> Vec<FsRule> {
     let system = "system programs and libraries (read-only mounts)";
     let mut table = vec![
         rule(
@@ -153,6 +155,21 @@ pub(crate) fn rules(read_only: bool, writable: &[String]) -> Vec<FsRule> {
                  the file rights, so it can be rewritten but not replaced or removed",
         }
     }));
+    table.extend(volumes.iter().map(|volume| {
+        if volume.read_only {
+            FsRule {
+                path: Cow::Owned(volume.path.clone()),
+                grant: Grant::ReadExec,
+                reason: "a named volume mounted read-only (its mount is read-only too)",
+            }
+        } else {
+            FsRule {
+                path: Cow::Owned(volume.path.clone()),
+                grant: Grant::ReadWrite,
+                reason: "a named volume mounted read-write (its own mount, under its quota)",
+            }
+        }
+    }));
     table
 }
 
@@ -162,6 +179,7 @@ pub(crate) fn rules(read_only: bool, writable: &[String]) -> Vec<FsRule> {
 pub(crate) fn enforce(
     read_only: bool,
     writable: &[String],
+    volumes: &[VolumeMount],
     kernel_abi: Option<u32>,
     allow_missing: bool,
 ) -> Result<(Option<u32>, LayerState), JailError> {
@@ -171,7 +189,7 @@ pub(crate) fn enforce(
         }),
         Some(kernel_abi) => {
             let level = kernel_abi.min(NEWEST_KNOWN_ABI);
-            apply_at(read_only, writable, level).and_then(|status| {
+            apply_at(read_only, writable, volumes, level).and_then(|status| {
                 if status == RulesetStatus::FullyEnforced {
                     Ok(level)
                 } else {
@@ -194,7 +212,12 @@ pub(crate) fn enforce(
     }
 }
 
-fn apply_at(read_only: bool, writable: &[String], level: u32) -> Result<RulesetStatus, JailError> {
+fn apply_at(
+    read_only: bool,
+    writable: &[String],
+    volumes: &[VolumeMount],
+    level: u32,
+) -> Result<RulesetStatus, JailError> {
     let abi = ABI::from(level as i32);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -205,7 +228,7 @@ fn apply_at(read_only: bool, writable: &[String], level: u32) -> Result<RulesetS
         ruleset = ruleset.scope(scopes).map_err(JailError::Landlock)?;
     }
     let mut created = ruleset.create().map_err(JailError::Landlock)?;
-    for r in rules(read_only, writable) {
+    for r in rules(read_only, writable, volumes) {
         let path = Path::new(r.path.as_ref());
         let Ok(meta) = std::fs::metadata(path) else {
             continue;
@@ -231,7 +254,7 @@ mod tests {
     use super::*;
 
     fn grant_of(read_only: bool, path: &str) -> Grant {
-        grant_in(&rules(read_only, &[]), path)
+        grant_in(&rules(read_only, &[], &[]), path)
     }
 
     fn grant_in(table: &[FsRule], path: &str) -> Grant {
@@ -252,7 +275,7 @@ mod tests {
 
     #[test]
     fn only_workspace_tmp_shm_and_devices_are_writable() {
-        let table = rules(false, &[]);
+        let table = rules(false, &[], &[]);
         let writable = writable_paths(&table);
         assert_eq!(
             writable,
@@ -272,12 +295,35 @@ mod tests {
     }
 
     #[test]
+    fn a_read_write_volume_is_writable_and_a_read_only_one_is_not() {
+        let volumes = [
+            VolumeMount {
+                name: "cache".to_owned(),
+                path: "/cache".to_owned(),
+                read_only: false,
+            },
+            VolumeMount {
+                name: "seed".to_owned(),
+                path: "/srv/seed".to_owned(),
+                read_only: true,
+            },
+        ];
+        let table = rules(false, &[], &volumes);
+        assert_eq!(grant_in(&table, "/cache"), Grant::ReadWrite);
+        assert_eq!(grant_in(&table, "/srv/seed"), Grant::ReadExec);
+        assert!(table.iter().all(|r| !r.reason.is_empty()));
+        // nothing else changes
+        let without: Vec<_> = rules(false, &[], &[]);
+        assert_eq!(table[..without.len()], without[..]);
+    }
+
+    #[test]
     fn read_only_mode_makes_the_workspace_read_only_and_nothing_else_changes() {
         assert_eq!(grant_of(false, "/workspace"), Grant::ReadWrite);
         assert_eq!(grant_of(true, "/workspace"), Grant::ReadExec);
         assert_eq!(grant_of(true, "/tmp"), Grant::ReadWrite);
         let others = |ro| -> Vec<FsRule> {
-            rules(ro, &[])
+            rules(ro, &[], &[])
                 .into_iter()
                 .filter(|r| r.path != "/workspace")
                 .collect()
@@ -292,15 +338,23 @@ mod tests {
         }
         let scope = ["src".to_owned()];
         for read_only in [false, true] {
-            assert!(rules(read_only, &[]).iter().all(|r| !r.reason.is_empty()));
+            assert!(
+                rules(read_only, &[], &[])
+                    .iter()
+                    .all(|r| !r.reason.is_empty())
+            );
         }
-        assert!(rules(false, &scope).iter().all(|r| !r.reason.is_empty()));
+        assert!(
+            rules(false, &scope, &[])
+                .iter()
+                .all(|r| !r.reason.is_empty())
+        );
     }
 
     #[test]
     fn a_write_scope_makes_the_workspace_read_only_except_its_paths() {
         let scope = ["docs/notes.md".to_owned(), "src".to_owned()];
-        let table = rules(false, &scope);
+        let table = rules(false, &scope, &[]);
         assert_eq!(grant_in(&table, "/workspace"), Grant::ReadExec);
         assert_eq!(grant_in(&table, "/workspace/src"), Grant::ReadWrite);
         assert_eq!(
@@ -330,7 +384,10 @@ mod tests {
                 .filter(|r| !r.path.starts_with("/workspace"))
                 .collect()
         };
-        assert_eq!(system(rules(false, &scope)), system(rules(false, &[])));
+        assert_eq!(
+            system(rules(false, &scope, &[])),
+            system(rules(false, &[], &[]))
+        );
     }
 
     #[test]

@@ -53,7 +53,12 @@ pub(crate) fn run(
         net::loopback_up().map_err(JailError::LoopbackUp)?;
     }
     mount_ops::pivot_into_fresh_root()?;
-    mount_ops::apply(&prepared.layout, prepared.workspace_tree, prepared.writable)?;
+    mount_ops::apply(
+        &prepared.layout,
+        prepared.workspace_tree,
+        prepared.writable,
+        prepared.volume_trees,
+    )?;
     rlimits::apply(&spec.policy.limits)?;
     capabilities::drop_all()?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| JailError::NoNewPrivs(e.into()))?;
@@ -66,6 +71,7 @@ pub(crate) fn run(
     let (landlock_abi, landlock) = landlock_rules::enforce(
         spec.policy.read_only,
         &prepared.writable_paths,
+        &spec.policy.volumes,
         prepared.landlock_abi,
         allowed(DowngradeLayer::Landlock),
     )?;
@@ -82,6 +88,7 @@ pub(crate) fn run(
         pivot_root: LayerState::Enforced,
         read_only_workspace: spec.policy.read_only || !prepared.writable_paths.is_empty(),
         writable_paths: prepared.writable_paths,
+        volumes: spec.policy.volumes.clone(),
         network: spec.policy.network.clone(),
         egress_path: spec.policy.network.egress_path().map(str::to_owned),
         secrets: spec.tier.secrets.clone(),

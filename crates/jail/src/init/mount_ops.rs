@@ -7,14 +7,14 @@
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::{OpenOptionsExt, symlink};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, symlink};
 use std::path::{Path, PathBuf};
 
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sys::stat::Mode;
 
 use crate::JailError;
-use crate::host::layout::{Attrs, MountOp, Source};
+use crate::host::layout::{Attrs, MountOp, Source, VolumeBind};
 use crate::host::writable::{self, WritableMount};
 use crate::sys;
 
@@ -51,14 +51,16 @@ pub(crate) fn pivot_into_fresh_root() -> Result<(), JailError> {
 
 /// Applies every step of the plan. `workspace_tree` is the idmapped tree for
 /// [`MountOp::MoveWorkspaceTree`]; it is closed once moved. `writable` holds
-/// what [`MountOp::WritableBind`] needs, one entry per path.
+/// what [`MountOp::WritableBind`] needs, one entry per path; `volume_trees`
+/// the monitor's tree of each volume ([`MountOp::VolumeBind`]).
 pub(crate) fn apply(
     ops: &[MountOp],
     mut workspace_tree: Option<OwnedFd>,
     mut writable: Vec<WritableMount>,
+    mut volume_trees: Vec<Option<OwnedFd>>,
 ) -> Result<(), JailError> {
     for op in ops {
-        apply_one(op, &mut workspace_tree, &mut writable)?;
+        apply_one(op, &mut workspace_tree, &mut writable, &mut volume_trees)?;
     }
     Ok(())
 }
@@ -83,10 +85,55 @@ fn mkdir_exists_ok(path: &Path, mode: u32) -> io::Result<()> {
     }
 }
 
+/// [`MountOp::VolumeBind`], with the monitor's tree of it when there is one.
+fn bind_volume(volume: &VolumeBind, tree: Option<OwnedFd>) -> Result<(), JailError> {
+    let path = &volume.path;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(path)
+        .map_err(|e| JailError::mount("volume-mount-point", path, e))?;
+    // A symlink on the way (one the workspace holds) would put the volume
+    // somewhere else than its checked path.
+    let real =
+        std::fs::canonicalize(path).map_err(|e| JailError::mount("volume-mount-point", path, e))?;
+    if real != *path {
+        return Err(JailError::mount(
+            "volume-mount-point",
+            path,
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("reached through a symlink (it leads to {})", real.display()),
+            ),
+        ));
+    }
+    if let Some(tree) = tree {
+        // nosuid, nodev and read-only were set on it by the monitor
+        return sys::move_tree(tree.as_fd(), path)
+            .map_err(|e| JailError::mount("volume-move", path, e));
+    }
+    let none: Option<&str> = None;
+    mount(
+        Some(&host_path(&volume.host)),
+        path,
+        none,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        none,
+    )
+    .map_err(|e| JailError::mount("volume-bind", path, errno(e)))?;
+    let attrs = Attrs {
+        rdonly: volume.read_only,
+        ..Attrs::DATA
+    };
+    sys::restrict_mount(path, attrs.mount_attr_bits(), true)
+        .map_err(|e| JailError::mount("volume-restrict", path, e))
+}
+
 fn apply_one(
     op: &MountOp,
     workspace_tree: &mut Option<OwnedFd>,
     writable: &mut [WritableMount],
+    volume_trees: &mut [Option<OwnedFd>],
 ) -> Result<(), JailError> {
     let none: Option<&str> = None;
     match op {
@@ -183,6 +230,10 @@ fn apply_one(
             })?;
             let host_workspace = host_workspace.as_deref().map(host_path);
             writable::bind(mount, Path::new("/workspace"), host_workspace.as_deref())
+        }
+        MountOp::VolumeBind(volume) => {
+            let tree = volume_trees.get_mut(volume.index).and_then(Option::take);
+            bind_volume(volume, tree)
         }
         MountOp::Mask { path, dir } => {
             let result = if *dir {

@@ -49,7 +49,7 @@ fn every_seccomp_rule_is_documented() {
 fn every_landlock_path_is_documented() {
     assert_named(
         "landlock paths",
-        landlock_rules::rules(false, &["<path>".to_owned()])
+        landlock_rules::rules(false, &["<path>".to_owned()], &[])
             .iter()
             .map(|r| r.path.to_string()),
     );

@@ -7,6 +7,11 @@ use serde::{Deserialize, Serialize};
 /// The 9p mount tag of the workspace share (QEMU's `mount_tag`).
 pub const WORKSPACE_TAG: &str = "workspace";
 
+/// The 9p mount tag of the policy's `index`-th named volume.
+pub fn volume_tag(index: usize) -> String {
+    format!("volume{index}")
+}
+
 /// The name of the virtio-serial port the host talks to the guest on.
 pub const GUEST_PORT: &str = "org.paddock.guest";
 

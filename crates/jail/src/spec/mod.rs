@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use container::ContainerTier;
 pub use frame::{MAX_SPEC_FRAME, SpecFrameError};
-pub use microvm::{GUEST_PORT, MicroVmNetwork, MicroVmTier, WORKSPACE_TAG};
+pub use microvm::{GUEST_PORT, MicroVmNetwork, MicroVmTier, WORKSPACE_TAG, volume_tag};
 pub use native::{CA_BUNDLE_PATH, CA_BUNDLE_VARS, IdMapping, IdPool, JailTier};
 
 /// One sandbox's guest spec: `T` is the tier's own part, [`Tier`] on the
@@ -150,6 +150,7 @@ mod tests {
             network: NetworkPolicy::None,
             limits: SandboxLimits::default(),
             allow_downgrade: BTreeSet::from([DowngradeLayer::Landlock]),
+            volumes: Vec::new(),
         }
     }
 
@@ -167,6 +168,7 @@ mod tests {
                 id_mapping: None,
                 id_pool: None,
                 rootfs: None,
+                volume_dirs: Vec::new(),
                 cgroup_parent: "tenant-parent".to_owned(),
             }),
         }

@@ -64,6 +64,11 @@ pub struct JailTier {
     /// host's read-only system directories.
     #[serde(default)]
     pub rootfs: Option<PathBuf>,
+    /// The host directory of each of the policy's named volumes (name,
+    /// directory): bound at the policy's path, read-only where it says. A
+    /// read-write one's top directory is given to sandbox root's host ids.
+    #[serde(default)]
+    pub volume_dirs: Vec<(String, PathBuf)>,
     /// Parent cgroup name under each hierarchy.
     #[serde(default = "default_cgroup_parent")]
     pub cgroup_parent: String,

@@ -20,7 +20,7 @@ use super::sandbox::{DockerSandbox, Teardown};
 use super::stdio;
 use crate::GuestClient;
 use crate::shared::start::{Start, StartGuard};
-use crate::shared::workspace;
+use crate::shared::{volume_mounts, workspace};
 
 /// Below this the gVisor sentry (a Go program whose host threads the pids
 /// cgroup counts) cannot start.
@@ -89,7 +89,12 @@ impl DockerBackend {
         // (and the container's user) a block of host ids of its own, so no
         // other sandbox shares what the kernel counts per user. A requested
         // workspace keeps its owner's ids (see docs/security.md).
-        let id_block = if spec.workspace.is_none() && nix::unistd::geteuid().is_root() {
+        // A sandbox writing a volume runs as the volume owner instead
+        // (shared::volume_mounts).
+        let id_block = if spec.workspace.is_none()
+            && nix::unistd::geteuid().is_root()
+            && !volume_mounts::writes_a_volume(&spec)
+        {
             Some(
                 paddock_jail::allocate_block(self.config.id_pool)
                     .map_err(|e| start.launch_error(Box::new(e)))?,
@@ -211,6 +216,8 @@ impl DockerBackend {
     ) -> Result<Created, SandboxError> {
         let id = guard.id();
         let writable = workspace::writable_binds(id, workspace, &spec.policy.writable_paths)?;
+        let volumes = spec.volume_binds(self.name())?;
+        volume_mounts::give_to_owner(self.name(), id, &volumes, workspace.uid)?;
         let scope: Vec<String> = {
             let mut paths = spec.policy.writable_paths.clone();
             paths.sort();
@@ -246,6 +253,7 @@ impl DockerBackend {
             spec,
             workspace,
             writable: &writable,
+            volumes: &volumes,
             guest_socket: guest_socket.as_ref().map(GuestSocket::bind_spec),
             workspace_tmpfs,
             ca_bundle,
@@ -381,6 +389,10 @@ impl SandboxBackend for DockerBackend {
 
     async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
         Ok(Box::new(self.create_docker(spec).await?))
+    }
+
+    fn mounts_volumes(&self) -> bool {
+        true
     }
 
     /// The engine answers, the image is there, the runtime is registered,

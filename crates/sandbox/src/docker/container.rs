@@ -93,6 +93,8 @@ pub(super) struct Request<'a> {
     pub spec: &'a SandboxSpec,
     pub workspace: &'a Workspace,
     pub writable: &'a [(PathBuf, String)],
+    /// The spec's named volumes with their host directories.
+    pub volumes: &'a [paddock_core::sandbox::HostVolumeMount],
     /// The bind of the guest socket's directory, when the guest connects
     /// through one (else it speaks on the attached stdio).
     pub guest_socket: Option<String>,
@@ -111,6 +113,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         spec,
         workspace,
         writable,
+        volumes,
         guest_socket,
         workspace_tmpfs,
         ca_bundle,
@@ -157,6 +160,8 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
             .iter()
             .map(|file| format!("{}:{}:ro", file.display(), paddock_jail::CA_BUNDLE_PATH)),
     );
+    // The tenant's named volumes, read-only where asked.
+    binds.extend(crate::shared::volume_mounts::binds(volumes));
     // The write scope: each path its own read-write bind over the read-only workspace.
     binds.extend(
         writable
@@ -273,6 +278,7 @@ mod tests {
             spec,
             workspace: &workspace,
             writable,
+            volumes: &[],
             guest_socket: None,
             workspace_tmpfs: None,
             ca_bundle: None,
@@ -342,6 +348,53 @@ mod tests {
     }
 
     #[test]
+    fn each_volume_is_a_bind_read_only_where_asked() {
+        let id = SandboxId::generate();
+        let config = DockerConfig::new(Engine::Docker, PathBuf::from("/host/paddock-guest"));
+        let spec = SandboxSpec::default();
+        let workspace = Workspace {
+            path: PathBuf::from("/srv/ws"),
+            temporary: None,
+            uid: 1234,
+            gid: 5678,
+        };
+        let volumes = [
+            paddock_core::sandbox::HostVolumeMount {
+                name: "cache".to_owned(),
+                host: PathBuf::from("/pool/t/cache"),
+                path: "/cache".to_owned(),
+                read_only: false,
+            },
+            paddock_core::sandbox::HostVolumeMount {
+                name: "seed".to_owned(),
+                host: PathBuf::from("/pool/t/seed"),
+                path: "/workspace/seed".to_owned(),
+                read_only: true,
+            },
+        ];
+        let body = body(&Request {
+            id: &id,
+            config: &config,
+            spec: &spec,
+            workspace: &workspace,
+            writable: &[],
+            volumes: &volumes,
+            guest_socket: None,
+            workspace_tmpfs: None,
+            ca_bundle: None,
+        });
+        let binds = body.host_config.unwrap().binds.unwrap();
+        assert!(
+            binds.contains(&"/pool/t/cache:/cache:rw".to_owned()),
+            "{binds:?}"
+        );
+        assert!(
+            binds.contains(&"/pool/t/seed:/workspace/seed:ro".to_owned()),
+            "{binds:?}"
+        );
+    }
+
+    #[test]
     fn a_capped_temporary_workspace_is_the_engines_tmpfs_given_to_the_sandbox_ids() {
         let id = SandboxId::generate();
         let config = DockerConfig::new(Engine::Docker, PathBuf::from("/host/paddock-guest"));
@@ -369,6 +422,7 @@ mod tests {
             spec: &spec,
             workspace: &workspace,
             writable: &[],
+            volumes: &[],
             guest_socket: None,
             workspace_tmpfs: quota,
             ca_bundle: None,

@@ -329,6 +329,9 @@ impl MicroVmBackend {
         // Checked on the host (no symlink, made if missing) before the VM
         // can touch the workspace; the guest binds them inside.
         workspace::writable_binds(&id, ws, &spec.policy.writable_paths)?;
+        // The VM's commands and QEMU run as the workspace owner.
+        let volumes = spec.volume_binds(BACKEND)?;
+        crate::shared::volume_mounts::give_to_owner(BACKEND, &id, &volumes, ws.uid)?;
         let (accelerator, accel_reason) = self.accelerator().await;
 
         let memory_bytes = spec
@@ -376,6 +379,15 @@ impl MicroVmBackend {
             ws.path.clone(),
             spec.policy.read_only,
         )];
+        // One share per volume, tagged by its place in the policy's list
+        // (the guest mounts `volume_tag(i)` at the i-th volume's path);
+        // QEMU itself opens a read-only one read-only.
+        plan.shares.extend(
+            volumes
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (paddock_jail::volume_tag(i), v.host.clone(), v.read_only)),
+        );
         let suspend_refusal = save::refusal(spec, guard.teardown().temp_workspace.is_some());
         let guest_spec = paddock_jail::MicroVmSpec {
             sandbox_id: id.as_str().to_owned(),
@@ -518,6 +530,11 @@ impl SandboxBackend for MicroVmBackend {
         state: &Path,
     ) -> Result<Box<dyn Sandbox>, SandboxError> {
         Ok(Box::new(self.restore_vm(spec, state).await?))
+    }
+
+    /// Each volume is a 9p share of its own.
+    fn mounts_volumes(&self) -> bool {
+        true
     }
 
     /// QEMU, the kernel, the initrd and the guest binary are there.

@@ -31,6 +31,8 @@ const WORKSPACE_REFUSAL: &str = "its workspace is a host directory shared over v
      which QEMU cannot save while the guest has it mounted; only a temporary workspace \
      with a quota (workspace_bytes or workspace_inodes: a tmpfs in the VM's memory) is \
      saved with the VM";
+const VOLUME_REFUSAL: &str = "it mounts a volume, a host directory shared over virtio-9p, \
+     which QEMU cannot save while the guest has it mounted";
 /// The name the state file's descriptor has in QEMU.
 const STATE_FD: &str = "state";
 /// Migration speed cap (bytes/s): QEMU's default (128 MiB/s) is meant for
@@ -64,6 +66,9 @@ pub(crate) struct Saving {
 pub(super) fn refusal(spec: &SandboxSpec, temporary_workspace: bool) -> Option<String> {
     if spec.policy.network.has_egress() {
         return Some(NETWORK_REFUSAL.to_owned());
+    }
+    if !spec.policy.volumes.is_empty() {
+        return Some(VOLUME_REFUSAL.to_owned());
     }
     let in_memory = paddock_jail::workspace_in_sandbox_memory(
         &spec.policy.limits,
@@ -202,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_vm_whose_workspace_is_in_its_memory_and_without_network_is_saved() {
+    fn only_a_vm_whose_workspace_is_in_its_memory_without_network_or_volumes_is_saved() {
         assert_eq!(refusal(&spec(|_| {}), true), None);
         // the host's directory (a workspace row), or no quota: a 9p share
         assert_eq!(
@@ -220,5 +225,13 @@ mod tests {
         assert_eq!(refusal(&scoped, true).as_deref(), Some(WORKSPACE_REFUSAL));
         let networked = spec(|p| p.network = NetworkPolicy::Full);
         assert_eq!(refusal(&networked, true).as_deref(), Some(NETWORK_REFUSAL));
+        let with_volume = spec(|p| {
+            p.volumes = vec![paddock_proto::VolumeMount {
+                name: "data".to_owned(),
+                path: "/data".to_owned(),
+                read_only: true,
+            }]
+        });
+        assert_eq!(refusal(&with_volume, true).as_deref(), Some(VOLUME_REFUSAL));
     }
 }

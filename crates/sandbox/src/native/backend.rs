@@ -94,6 +94,10 @@ impl NativeBackend {
         if let Err(invalid) = spec.validate() {
             return Err(start.launch_error(Box::new(invalid)));
         }
+        if self.config.unconfined {
+            // no jail, no mount namespace to bind a volume in
+            spec.refuse_volumes("native")?;
+        }
 
         let net_marker = self.net_marker(&start.id, &spec)?;
         let (egress, decisions) = self.start_egress(&start.id, &spec).await?.unzip();
@@ -340,6 +344,11 @@ impl SandboxBackend for NativeBackend {
 
     async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
         Ok(Box::new(self.create_native(spec).await?))
+    }
+
+    /// The jail binds them; an unconfined sandbox (no jail) cannot.
+    fn mounts_volumes(&self) -> bool {
+        !self.config.unconfined
     }
 
     async fn check(&self) -> Result<(), SandboxError> {

@@ -36,6 +36,7 @@ pub(super) fn jail_spec(
             id_pool: config.id_pool,
             temporary_workspace,
             rootfs: config.rootfs.clone(),
+            volume_dirs: spec.volume_dirs.clone(),
             cgroup_parent: config.cgroup_parent.clone(),
         },
     }
@@ -72,6 +73,7 @@ mod tests {
                     DowngradeLayer::Landlock,
                     DowngradeLayer::Cgroups,
                 ]),
+                volumes: Vec::new(),
             },
             secrets: vec![
                 paddock_proto::SecretSpec::new(
@@ -82,6 +84,7 @@ mod tests {
                 )
                 .unwrap(),
             ],
+            volume_dirs: Vec::new(),
         };
         let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
         config.cgroup_parent = "paddock-test".to_owned();
@@ -126,6 +129,7 @@ mod tests {
                         DowngradeLayer::Cgroups,
                         DowngradeLayer::Landlock
                     ]),
+                    volumes: Vec::new(),
                 },
                 tier: JailTier {
                     workspace: PathBuf::from("/ws"),
@@ -140,6 +144,7 @@ mod tests {
                     id_pool: None,
                     temporary_workspace: true,
                     rootfs: None,
+                    volume_dirs: Vec::new(),
                     cgroup_parent: "paddock-test".to_owned(),
                 },
             }

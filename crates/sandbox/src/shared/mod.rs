@@ -10,4 +10,5 @@ pub(crate) mod host;
 pub(crate) mod network;
 pub(crate) mod start;
 pub(crate) mod stderr;
+pub(crate) mod volume_mounts;
 pub(crate) mod workspace;

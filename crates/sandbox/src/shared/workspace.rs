@@ -9,7 +9,7 @@ use paddock_proto::{MissingScopePath, writable_path_parts};
 /// Owner of the temporary workspaces this backend makes, and so the
 /// container's user: an unprivileged id no host account uses (the native
 /// jail's sandbox uid range starts here too).
-pub(crate) const SANDBOX_UID: u32 = 100_000;
+pub(crate) const SANDBOX_UID: u32 = paddock_proto::VOLUME_OWNER_ID;
 
 #[derive(Debug)]
 pub(crate) struct Workspace {

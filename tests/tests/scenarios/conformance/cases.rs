@@ -18,6 +18,7 @@ pub use super::network::{
     net_private_and_loopback_refused, net_secret_only_to_its_host,
 };
 pub use super::ports::port_tunnel;
+pub use super::volumes::volume_mount;
 
 const DEADLINE: Duration = Duration::from_secs(120);
 

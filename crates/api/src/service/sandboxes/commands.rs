@@ -64,6 +64,13 @@ pub struct CreateSandbox {
     /// stream under way).
     #[serde(default)]
     pub console: bool,
+    /// Named volumes of the tenant mounted into the sandbox (at most 8):
+    /// one sandbox at a time may mount a volume read-write (a second is
+    /// refused, 409), any number read-only. Paths follow the mount rule of
+    /// docs/security.md (not over /, /workspace, /tmp, nor under /proc,
+    /// /sys, /dev, /etc, /usr, /bin, /sbin, /lib, /lib64, /run).
+    #[serde(default)]
+    pub volumes: Vec<paddock_proto::VolumeMount>,
 }
 
 /// Limits asked for; each missing one takes the operator's default. Each has

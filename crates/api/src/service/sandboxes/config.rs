@@ -108,8 +108,10 @@ impl ServiceConfig {
                 network,
                 limits,
                 allow_downgrade: self.allow_downgrade.clone(),
+                volumes: Vec::new(),
             },
             secrets: Vec::new(),
+            volume_dirs: Vec::new(),
         }
     }
 

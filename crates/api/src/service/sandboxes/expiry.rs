@@ -49,6 +49,10 @@ impl SandboxService {
                     }
                 }
             }
+            if let Some(reason) = self.renew_volume_leases(sandbox, writer_ttl).await {
+                expired.push((sandbox.id.clone(), reason));
+                continue;
+            }
             let idle_until = sandbox
                 .last_active()
                 .saturating_add(self.config.idle_timeout);

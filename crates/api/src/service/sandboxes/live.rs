@@ -23,6 +23,8 @@ pub(crate) struct Live {
     pub expires_at: Timestamp,
     /// The workspace's writer lease of a read-write sandbox over one.
     pub writer: Option<Lease>,
+    /// The leases of its read-write volume mounts (`volume_mounts.rs`).
+    pub volume_leases: Vec<Lease>,
     pub created_at: Timestamp,
     /// It was started with secrets (their values are not stored: pausing
     /// it is refused, since a resume could not inject them).
@@ -55,6 +57,7 @@ impl Live {
             handle: Mutex::new(Some(sandbox)),
             expires_at,
             writer,
+            volume_leases: Vec::new(),
             created_at: now,
             secrets: false,
             keepalive_until: keepalive_until.map(|t| AtomicI64::new(t.as_millis())),

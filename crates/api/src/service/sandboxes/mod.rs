@@ -28,6 +28,7 @@ pub mod secrets;
 mod snapshots;
 mod terminal;
 mod views;
+mod volume_mounts;
 mod volumes;
 mod workspace_archive;
 mod write_probe;
@@ -353,11 +354,21 @@ impl SandboxService {
             }
             None => None,
         };
+        let volumes = self.resolve_volume_mounts(tenant, &command.volumes).await?;
+        self.refuse_held_volumes(tenant, &command.volumes).await?;
+        if !volumes.is_empty() && !entry.backend.mounts_volumes() {
+            return Err(ServiceError::invalid(
+                "volumes",
+                format!("the {} backend does not mount volumes", entry.name),
+            ));
+        }
         let (_slot, grant) = self.admit(tenant, quota::Grant::of(&limits)).await?;
         let mut spec =
             self.config
                 .sandbox_spec(workspace_dir, command.read_only, command.network, limits);
         spec.secrets = secrets;
+        spec.policy.volumes = command.volumes.clone();
+        spec.volume_dirs = volumes;
         let stored = RecordedSpec {
             restored_from,
             image: entry.image.clone(),
@@ -389,6 +400,22 @@ impl SandboxService {
             }
             _ => None,
         };
+        let owner = format!("{}/{id}", self.config.node);
+        let ttl = writer::ttl(self.config.effective_expiry_interval());
+        let volume_leases = match self
+            .lease_volumes(tenant, &command.volumes, &owner, ttl)
+            .await
+        {
+            Ok(leases) => leases,
+            Err(err) => {
+                destroy_quietly(sandbox).await;
+                self.quotas.release(&id);
+                if let Some(lease) = &writer {
+                    writer::release(self.store.as_ref(), lease).await;
+                }
+                return Err(err);
+            }
+        };
         let now = self.clock.now();
         let record = SandboxRecord {
             id: id.clone(),
@@ -412,6 +439,7 @@ impl SandboxService {
             if let Some(lease) = &writer {
                 writer::release(self.store.as_ref(), lease).await;
             }
+            self.release_volumes(&volume_leases).await;
             return Err(ServiceError::store("create_sandbox")(err));
         }
         let mut live = Live::new(
@@ -425,6 +453,7 @@ impl SandboxService {
                 .then(|| now.saturating_add(console::KEEPALIVE)),
         );
         live.secrets = !command.secrets.is_empty();
+        live.volume_leases = volume_leases;
         let live = Arc::new(live);
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");
@@ -651,9 +680,15 @@ impl SandboxService {
         view
     }
 
-    /// Gives back what a live sandbox holds on the host: its handle
-    /// (destroyed), its share of the quotas and its writer lease.
+    /// Gives back what a live sandbox holds: its handle (destroyed), its
+    /// share of the quotas, its writer lease and its volume leases.
     pub(super) async fn release_live(&self, id: &SandboxId, live: &Live) {
+        self.release_all_but_volumes(id, live).await;
+        self.release_volumes(&live.volume_leases).await;
+    }
+
+    /// [`Self::release_live`] but the volume leases (a paused sandbox keeps them).
+    pub(super) async fn release_all_but_volumes(&self, id: &SandboxId, live: &Live) {
         let handle = live.handle.lock().await.take();
         if let Some(sandbox) = handle {
             destroy_quietly(sandbox).await;

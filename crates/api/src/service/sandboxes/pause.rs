@@ -162,9 +162,12 @@ impl SandboxService {
             .pause_sandbox(&live.tenant, id, &pause)
             .await
             .map_err(ServiceError::store("pause_sandbox"));
-        self.release_live(id, &live).await;
+        self.release_all_but_volumes(id, &live).await;
         if recorded.is_err() {
+            self.release_volumes(&live.volume_leases).await;
             self.drop_pause_snapshot(&live.tenant, &pause).await;
+        } else {
+            self.hold_volumes_paused(record, &live.volume_leases).await;
         }
         tracing::info!(sandbox_id = %id, mode = %mode, reason, snapshot = ?pause.snapshot, "sandbox paused");
         recorded.map(|_| ())
@@ -272,10 +275,14 @@ impl SandboxService {
             Some(workspace) => Some(self.workspace_dir(workspace).await?),
             None => None,
         };
+        let volumes = self
+            .resolve_volume_mounts(tenant, &record.spec.policy.volumes)
+            .await?;
         let spec = SandboxSpec {
             workspace,
             policy: record.spec.policy.clone(),
             secrets: Vec::new(),
+            volume_dirs: volumes,
         };
         let sandbox = match &pause.saved_state {
             Some(state) => entry.backend.restore(spec, state).await,
@@ -297,11 +304,27 @@ impl SandboxService {
             }
             _ => None,
         };
+        let owner = format!("{}/{id}", self.config.node);
+        let ttl = writer::ttl(self.config.effective_expiry_interval());
+        let volume_leases = match self
+            .lease_volumes(tenant, &record.spec.policy.volumes, &owner, ttl)
+            .await
+        {
+            Ok(leases) => leases,
+            Err(err) => {
+                destroy_quietly(sandbox).await;
+                if let Some(lease) = &writer {
+                    writer::release(self.store.as_ref(), lease).await;
+                }
+                return Err(err);
+            }
+        };
         let release = |sandbox| async {
             destroy_quietly(sandbox).await;
             if let Some(lease) = &writer {
                 writer::release(self.store.as_ref(), lease).await;
             }
+            self.release_volumes(&volume_leases).await;
         };
         if let Some(snapshot) = &pause.snapshot {
             let guest = sandbox.guest();
@@ -339,6 +362,7 @@ impl SandboxService {
                 .then(|| now.saturating_add(super::console::KEEPALIVE)),
         );
         live.id = id.clone();
+        live.volume_leases = volume_leases;
         self.live_map().insert(id.clone(), Arc::new(live));
         if let Some(snapshot) = &pause.snapshot
             && let Err(err) = self.delete_snapshot(tenant, snapshot).await
@@ -362,6 +386,8 @@ impl SandboxService {
             .set_sandbox_state(&record.tenant, &record.id, SandboxState::Stopped)
             .await
             .map_err(ServiceError::store("set_sandbox_state"))?;
+        self.release_dead_volume_leases(&record.tenant, &record.id, &record.spec.policy.volumes)
+            .await;
         if let Some(pause) = &record.pause {
             self.drop_pause_snapshot(&record.tenant, pause).await;
         }

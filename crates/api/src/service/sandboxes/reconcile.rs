@@ -59,6 +59,12 @@ impl SandboxService {
                 .set_sandbox_state(&record.tenant, &record.id, SandboxState::Lost)
                 .await
                 .map_err(ServiceError::store("set_sandbox_state"))?;
+            self.release_dead_volume_leases(
+                &record.tenant,
+                &record.id,
+                &record.spec.policy.volumes,
+            )
+            .await;
             tracing::warn!(sandbox_id = %record.id, pid = ?record.pid, "sandbox lost");
             lost.push(record.id);
         }

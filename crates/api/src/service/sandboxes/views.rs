@@ -66,6 +66,10 @@ pub struct SandboxView {
     /// Set while it is paused (state `paused`): what the pause kept.
     #[serde(default)]
     pub pause: Option<PauseView>,
+    /// The named volumes it mounts (a paused one mounts them again when
+    /// resumed).
+    #[serde(default)]
+    pub volumes: Vec<paddock_proto::VolumeMount>,
 }
 
 /// What a paused sandbox kept, and why it was paused.
@@ -114,6 +118,7 @@ impl SandboxView {
             network: spec.policy.network.clone(),
             restored_from: spec.restored_from.clone(),
             limits: spec.policy.limits.clone(),
+            volumes: spec.policy.volumes.clone(),
             created_at: record.created_at.to_string(),
             last_active_at: last_active.to_string(),
             expires_at: record.expires_at.map(|t| t.to_string()),

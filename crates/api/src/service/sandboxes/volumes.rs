@@ -134,6 +134,13 @@ impl SandboxService {
             .get_volume(tenant, name)
             .await
             .map_err(ServiceError::store("get_volume"))?;
+        if let Some(user) = self.volume_user(tenant, name).await? {
+            return Err(ServiceError::Conflict {
+                entity: "volume",
+                id: name.to_string(),
+                reason: format!("{user} mounts it; delete or stop that sandbox first"),
+            });
+        }
         match self.volume_host()?.remove(tenant, name).await {
             Ok(()) | Err(VolumeError::Missing { .. }) => {}
             Err(source) => {
