@@ -120,6 +120,8 @@ impl SandboxService {
             secrets: Vec::new(),
             // a restored sandbox is the caller's, not a console page's
             console: false,
+            // a restore request names none: the server's
+            on_idle: None,
         };
         let origin = Some(snapshot.id.clone());
         if command.read_only {
