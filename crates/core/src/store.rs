@@ -76,8 +76,8 @@ pub use port::{MAX_PAGE, Page, SnapshotFilter, Store};
 pub use quarantine::QuarantinedRow;
 pub use recorded_spec::RecordedSpec;
 pub use records::{
-    PauseMode, SandboxPause, SandboxRecord, SandboxState, Session, SessionDeletion, SessionStatus,
-    SharedHistory, SnapshotRecord, Tenant, Workspace,
+    OnIdle, PauseMode, SandboxPause, SandboxRecord, SandboxState, Session, SessionDeletion,
+    SessionStatus, SharedHistory, SnapshotRecord, Tenant, Workspace,
 };
 pub use run::{
     NewEvent, Run, RunEvent, RunState, RunUpdate, ToolInvocation, ToolOutcome, ToolStatus,

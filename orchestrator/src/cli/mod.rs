@@ -307,6 +307,28 @@ mod tests {
     }
 
     #[test]
+    fn sandbox_create_takes_an_on_idle_action_or_leaves_it_to_the_server() {
+        let on_idle = |extra: &[&str]| {
+            let mut argv = vec!["paddock", "sandbox", "create", "--server", "http://h:1"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).map(|cli| cli.command) {
+                Ok(Command::Sandbox(SandboxCommand::Create(args))) => Ok(args.on_idle),
+                Ok(other) => panic!("not sandbox create: {other:?}"),
+                Err(err) => Err(err.to_string()),
+            }
+        };
+        use paddock_core::store::OnIdle;
+        assert_eq!(on_idle(&[]), Ok(None));
+        assert_eq!(on_idle(&["--on-idle", "pause"]), Ok(Some(OnIdle::Pause)));
+        assert_eq!(on_idle(&["--on-idle", "stop"]), Ok(Some(OnIdle::Stop)));
+        let refused = on_idle(&["--on-idle", "sleep"]).unwrap_err();
+        assert!(
+            refused.contains("`sleep` is not `stop` or `pause`"),
+            "{refused}"
+        );
+    }
+
+    #[test]
     fn options_are_taken_only_by_the_commands_they_apply_to() {
         let parses = |args: &[&str]| Cli::try_parse_from(args).is_ok();
         // A server for the commands that talk to one.

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use paddock_core::store::OnIdle;
 
 use super::common::{parse_env, parse_secret, parse_secret_arg, parse_volume_arg};
 use super::{
@@ -172,6 +173,11 @@ pub struct CreateArgs {
     /// Mount the workspace read-only.
     #[arg(long)]
     pub read_only: bool,
+    /// What the server does to the sandbox once idle for its idle timeout:
+    /// `stop` it, or `pause` it (its next request resumes it). Default:
+    /// the server's `on_idle`.
+    #[arg(long, value_name = "ACTION", value_parser = parse_on_idle)]
+    pub on_idle: Option<OnIdle>,
     #[command(flatten)]
     pub network: NetworkArgs,
     /// A secret injected at egress (repeatable): `NAME`, a secret the
@@ -321,4 +327,8 @@ pub struct InfoArgs {
     /// Without an id: the backends checked for whether this host can run them.
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+fn parse_on_idle(text: &str) -> Result<OnIdle, String> {
+    OnIdle::parse(text).ok_or_else(|| format!("`{text}` is not `stop` or `pause`"))
 }

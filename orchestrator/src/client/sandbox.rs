@@ -35,6 +35,7 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
         secrets: super::secret_refs(&args.secrets),
         console: false,
         volumes: args.volumes,
+        on_idle: args.on_idle,
     };
     let sandbox: SandboxView = client
         .answer(client.request(Method::POST, "/v1/sandboxes").json(&body))

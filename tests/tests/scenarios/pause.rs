@@ -3,7 +3,8 @@
 //! across a kill -9 and restart of the server in between (the paused
 //! sandboxes are neither lost nor reaped); `full` is refused with the
 //! tier's reason on the tiers that cannot keep memory, and a microVM paused
-//! `full` comes back with its running process and its memory.
+//! `full` comes back with its running process and its memory. A sandbox's
+//! own `on_idle` decides whether the expiry task pauses or stops it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -14,8 +15,13 @@ use serde_json::{Value, json};
 const TOKEN: &str = "pause-test-token-tenant-a";
 
 fn serve(dir: &Path, node: &str) -> (Child, String) {
+    serve_with(dir, node, "")
+}
+
+/// `top`: top-level settings written before the backends.
+fn serve_with(dir: &Path, node: &str, top: &str) -> (Child, String) {
     let config = dir.join("serve.toml");
-    let mut toml = String::from("[[backends]]\nkind = \"native\"\n");
+    let mut toml = format!("{top}[[backends]]\nkind = \"native\"\n");
     toml.push_str("[[backends]]\nkind = \"docker\"\nimage = \"paddock-sandbox:bookworm\"\n");
     if microvm_available() {
         toml.push_str("[[backends]]\nkind = \"microvm\"\n");
@@ -348,5 +354,121 @@ fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart(
 
     api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!(qemus_of(&node), Vec::<u32>::new());
+    kill(&mut server, "TERM");
+}
+
+/// Polls the sandbox until its state is `want` (at most 60 s).
+fn wait_state(url: &str, id: &str, want: &str) -> Value {
+    let mut got = Value::Null;
+    for _ in 0..600 {
+        got = api(url, "GET", &format!("/v1/sandboxes/{id}"), None).1;
+        if got["state"] == want {
+            return got;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("sandbox {id} never became {want}: {got}");
+}
+
+#[test]
+fn a_sandbox_chooses_to_be_paused_or_stopped_when_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = format!("on-idle-{}", std::process::id());
+    // The server stops idle sandboxes unless they chose otherwise.
+    let (mut server, url) = serve_with(
+        dir.path(),
+        &node,
+        "idle_timeout_secs = 2\non_idle = \"stop\"\n",
+    );
+    // The CLI's flag asks for a pause.
+    let out = Command::new(paddock_tests::bins::paddock())
+        .args([
+            "sandbox",
+            "create",
+            "--on-idle",
+            "pause",
+            "--backend",
+            "native",
+            "--json",
+            "--server",
+            &url,
+        ])
+        .env("PADDOCK_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pausing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pausing["on_idle"], "pause", "{pausing}");
+    let pausing = pausing["id"].as_str().unwrap().to_owned();
+    let (status, stopping) = api(
+        &url,
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({"backend": "native", "on_idle": "stop"})),
+    );
+    assert_eq!(status, 201, "{stopping}");
+    assert_eq!(stopping["on_idle"], "stop", "{stopping}");
+    let stopping = stopping["id"].as_str().unwrap().to_owned();
+    // What cannot be paused cannot ask to be.
+    let (status, refused) = api(
+        &url,
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({"backend": "native", "console": true, "on_idle": "pause"})),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("on_idle"),
+        "{refused}"
+    );
+    let (status, refused) = api(
+        &url,
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({"backend": "native", "on_idle": "sleep"})),
+    );
+    // an unreadable body is a 422, as every other's
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused.to_string().contains("on_idle"), "{refused}");
+
+    exec(
+        &url,
+        &pausing,
+        "echo before > /workspace/kept.txt; echo scratch > /tmp/gone.txt",
+    );
+    let paused = wait_state(&url, &pausing, "paused");
+    assert_eq!(paused["pause"]["reason"], "idle", "{paused}");
+    assert_eq!(paused["pause"]["mode"], "filesystem", "{paused}");
+    wait_state(&url, &stopping, "stopped");
+    // The paused one still is (it was paused, not stopped, by the same task).
+    let (_, still) = api(&url, "GET", &format!("/v1/sandboxes/{pausing}"), None);
+    assert_eq!(still["state"], "paused", "{still}");
+
+    // Its next exec resumes it, on its files (filesystem mode: /tmp is fresh).
+    let out = exec(
+        &url,
+        &pausing,
+        "cat /workspace/kept.txt; test -e /tmp/gone.txt && echo tmp-kept || echo tmp-fresh",
+    );
+    assert_eq!(out["stdout"], "before\ntmp-fresh\n", "{out}");
+    let (_, resumed) = api(&url, "GET", &format!("/v1/sandboxes/{pausing}"), None);
+    assert_eq!(resumed["state"], "running", "{resumed}");
+    assert_eq!(resumed["on_idle"], "pause", "{resumed}");
+    // The stopped one does not come back.
+    let (status, gone) = api(
+        &url,
+        "POST",
+        &format!("/v1/sandboxes/{stopping}/exec"),
+        Some(json!({"argv": ["true"]})),
+    );
+    assert_eq!(status, 409, "{gone}");
+    api(&url, "DELETE", &format!("/v1/sandboxes/{pausing}"), None);
     kill(&mut server, "TERM");
 }

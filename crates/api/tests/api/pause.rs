@@ -191,6 +191,8 @@ async fn an_idle_sandbox_is_paused_and_its_next_request_resumes_it(db: Db) -> Re
     setup.on_idle = paddock_api::service::OnIdle::Pause;
     let server = TestServer::start(setup).await?;
     let id = server.create_sandbox(json!({})).await?;
+    // its own choice over the server's
+    let stopping = server.create_sandbox(json!({"on_idle": "stop"})).await?;
     exec(&server, &id, "echo before > /workspace/f").await?;
     let mut state = Value::Null;
     for _ in 0..100 {
@@ -203,6 +205,19 @@ async fn an_idle_sandbox_is_paused_and_its_next_request_resumes_it(db: Db) -> Re
     }
     assert_eq!(state["state"], "paused", "{state}");
     assert_eq!(state["pause"]["reason"], "idle");
+    assert_eq!(state["on_idle"], "pause", "the server's: {state}");
+    // the same expiry pass may retire it after pausing the other
+    let mut stopped = Value::Null;
+    for _ in 0..100 {
+        let (_, got) = send(server.a(Method::GET, &format!("/v1/sandboxes/{stopping}"))).await?;
+        stopped = got;
+        if stopped["state"] == "stopped" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(stopped["state"], "stopped", "{stopped}");
+    assert_eq!(stopped["on_idle"], "stop", "{stopped}");
     // The next request resumes it, files and all.
     let out = exec(&server, &id, "cat /workspace/f").await?;
     assert_eq!(out["stdout"], "before\n", "{out}");

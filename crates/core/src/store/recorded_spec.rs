@@ -36,6 +36,10 @@ pub struct RecordedSpec {
     /// A console sandbox (kept alive by its page).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub console: bool,
+    /// What the expiry task does to it when idle, if the sandbox chose
+    /// (None: the server's `on_idle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_idle: Option<super::OnIdle>,
 }
 
 impl RecordedSpec {
@@ -47,6 +51,7 @@ impl RecordedSpec {
             restored_from: None,
             image: None,
             console: false,
+            on_idle: None,
         }
     }
 }
@@ -131,6 +136,7 @@ mod tests {
                 restored_from: None,
                 image: None,
                 console: false,
+                on_idle: None,
             }
         );
         let json = serde_json::to_string(&recorded).unwrap();
@@ -193,6 +199,7 @@ mod tests {
                     restored_from: Some(parent.clone()),
                     image: Some("alpine:3".to_owned()),
                     console: true,
+                    on_idle: None,
                 },
             ),
             (
@@ -206,6 +213,7 @@ mod tests {
                     restored_from: None,
                     image: None,
                     console: false,
+                    on_idle: None,
                 },
             ),
         ];

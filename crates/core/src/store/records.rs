@@ -65,6 +65,22 @@ text_enum!(
     }
 );
 
+text_enum!(
+    /// What the expiry task does to a sandbox left idle for the idle
+    /// timeout: the sandbox's own choice (`on_idle` at create), else the
+    /// server's (`on_idle` in its config).
+    #[derive(Default)]
+    OnIdle {
+        /// Destroy it (state `stopped`).
+        #[default]
+        Stop => "stop",
+        /// Pause it (state `paused`, the strongest mode its tier can do);
+        /// its next request resumes it. A console sandbox, or one with
+        /// secrets, cannot be paused: it is stopped.
+        Pause => "pause",
+    }
+);
+
 /// Where a paused sandbox's state is kept, recorded with it (the `pause`
 /// column) so that a restarted server can resume it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

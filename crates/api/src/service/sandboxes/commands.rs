@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use paddock_core::ids::WorkspaceId;
 use paddock_core::sandbox::SandboxLimits;
+use paddock_core::store::OnIdle;
 use paddock_proto::{ExecSpec, FsPath, NetworkPolicy, PtySize, SearchSpec, StdinMode};
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,34 @@ pub struct CreateSandbox {
     /// /sys, /dev, /etc, /usr, /bin, /sbin, /lib, /lib64, /run).
     #[serde(default)]
     pub volumes: Vec<paddock_proto::VolumeMount>,
+    /// What the server does once the sandbox has been idle for its idle
+    /// timeout: `stop` (destroy it) or `pause` (pause it, in the strongest
+    /// mode its tier can do; its next request resumes it). None: the
+    /// server's `on_idle`. `pause` is refused (400) for a console sandbox
+    /// and for one with secrets, which cannot be paused.
+    #[serde(default)]
+    pub on_idle: Option<OnIdle>,
+}
+
+impl CreateSandbox {
+    /// Refuses an `on_idle` the sandbox could not have.
+    pub fn check_on_idle(&self) -> Result<(), ServiceError> {
+        if self.on_idle != Some(OnIdle::Pause) {
+            return Ok(());
+        }
+        let why = if self.console {
+            "a console sandbox lives while its page keeps it alive: it is not paused"
+        } else if !self.secrets.is_empty() {
+            "a sandbox with secrets cannot be paused (their values are not kept to inject \
+             them again on resume)"
+        } else {
+            return Ok(());
+        };
+        Err(ServiceError::Invalid {
+            field: "on_idle".to_owned(),
+            reason: why.to_owned(),
+        })
+    }
 }
 
 /// Limits asked for; each missing one takes the operator's default. Each has

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use paddock_core::blob::BlobStore;
 use paddock_core::sandbox::{DowngradeLayer, SandboxLimits, SandboxPolicy, SandboxSpec};
+pub use paddock_core::store::OnIdle;
 use paddock_core::volume::VolumeHost;
 use paddock_proto::NetworkPolicy;
 use serde::Deserialize;
@@ -34,7 +35,8 @@ pub struct ServiceConfig {
     /// A sandbox with no API activity for this long is destroyed (or
     /// paused: `on_idle`).
     pub idle_timeout: Duration,
-    /// What becomes of an idle sandbox.
+    /// What becomes of an idle sandbox that did not choose (its own
+    /// `on_idle` at create).
     pub on_idle: OnIdle,
     /// Every sandbox is destroyed this long after it was created.
     pub max_lifetime: Duration,
@@ -134,20 +136,6 @@ impl ServiceConfig {
                 .clamp(Duration::from_millis(50), Duration::from_secs(10))
         })
     }
-}
-
-/// What the expiry task does to a sandbox idle for `idle_timeout`
-/// (`on_idle` in the server config).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnIdle {
-    /// Destroy it (state `stopped`).
-    #[default]
-    Stop,
-    /// Pause it (state `paused`, the strongest mode its tier can do); its
-    /// next request resumes it. A console sandbox, or one with secrets,
-    /// is stopped as before.
-    Pause,
 }
 
 /// Limits a sandbox gets when its request names none, and the most it may

@@ -86,13 +86,10 @@ impl SandboxService {
         }
     }
 
-    /// Pauses an idle sandbox where the operator asked (`on_idle = "pause"`);
-    /// false when it is to be stopped instead (not asked, a console
-    /// sandbox, one with secrets, or the pause failed).
+    /// Pauses an idle sandbox where it asked (its own `on_idle`, else the
+    /// server's is `pause`); false when it is to be stopped instead (not
+    /// asked, a console sandbox, one with secrets, or the pause failed).
     async fn pause_idle(&self, id: &SandboxId) -> bool {
-        if self.config.on_idle != OnIdle::Pause {
-            return false;
-        }
         let Some(live) = self.live_map().get(id).cloned() else {
             return false;
         };
@@ -106,6 +103,9 @@ impl SandboxService {
                 return false;
             }
         };
+        if record.spec.on_idle.unwrap_or(self.config.on_idle) != OnIdle::Pause {
+            return false;
+        }
         let refusal = live.suspend_refusal().await;
         let Ok(mode) = super::pause_mode(&record.backend, None, refusal.as_deref()) else {
             return false;

@@ -332,6 +332,7 @@ impl SandboxService {
         // A policy no backend could apply is the caller's mistake (400),
         // found before any sandbox starts.
         ServiceError::check_network(&self.config.network, &command.network)?;
+        command.check_on_idle()?;
         let secrets = self
             .config
             .secrets
@@ -373,6 +374,7 @@ impl SandboxService {
             restored_from,
             image: entry.image.clone(),
             console: command.console,
+            on_idle: command.on_idle,
             ..RecordedSpec::of(&spec)
         };
         let sandbox = entry
@@ -672,6 +674,7 @@ impl SandboxService {
             last_active,
             keepalive_until,
             self.config.idle_timeout,
+            self.config.on_idle,
         );
         // A change while it runs is kept by the live sandbox, not its record.
         if let Some(live) = self.live_map().get(&record.id) {

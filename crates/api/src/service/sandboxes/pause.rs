@@ -61,8 +61,11 @@ pub fn full_refusal(backend: &str) -> Option<&'static str> {
              which needs dockerd's experimental mode; this server does not use it"
         }
         "gvisor" => {
-            "`runsc checkpoint` saves a gVisor sandbox, but restoring it needs \
-             `docker start --checkpoint`, which dockerd refuses without its experimental mode"
+            "`docker checkpoint create` and `docker start --checkpoint` keep a gVisor \
+             sandbox's processes only on a dockerd in experimental mode (this one answers \
+             \"docker checkpoint create is only supported on a Docker daemon with \
+             experimental features enabled\"), and a checkpoint ends the container, which \
+             removes the sandbox's auto-removed one; this server does not do it yet"
         }
         _ => "this backend cannot save a sandbox's memory",
     })

@@ -3,7 +3,7 @@
 use paddock_core::ids::{RunId, SnapshotId, WorkspaceId};
 use paddock_core::sandbox::{SandboxId, SandboxLimits};
 use paddock_core::store::{
-    PauseMode, SandboxPause, SandboxRecord, SandboxState, Timestamp, Workspace,
+    OnIdle, PauseMode, SandboxPause, SandboxRecord, SandboxState, Timestamp, Workspace,
 };
 use paddock_proto::{
     DirEntry, ExitInfo, FileKind, FsPath, NetworkPolicy, ProcessInfo, SearchMatch,
@@ -51,6 +51,9 @@ pub struct SandboxView {
     /// When it will be destroyed if nothing uses it before (running sandboxes
     /// of the sandbox API only: a run's sandbox lives as long as its run).
     pub idle_expires_at: Option<String>,
+    /// What happens to it at `idle_expires_at`: `stop` or `pause`, its
+    /// own choice at create or else the server's `on_idle`.
+    pub on_idle: OnIdle,
     /// The agent run that owns it; null for a sandbox started through this
     /// API. Such a sandbox ends with its run: it cannot be deleted, nor
     /// driven through the sandbox routes, while the run goes on (409
@@ -79,7 +82,7 @@ pub struct PauseView {
     /// Whether its processes (and memory) were kept: false in `filesystem`
     /// mode, where a resume starts a fresh sandbox on the same files.
     pub processes_kept: bool,
-    /// `requested` (the pause route) or `idle` (`on_idle = "pause"`).
+    /// `requested` (the pause route) or `idle` (`on_idle: pause`).
     pub reason: String,
     /// RFC 3339 (UTC).
     pub paused_at: String,
@@ -104,6 +107,7 @@ impl SandboxView {
         last_active: Option<Timestamp>,
         keepalive_until: Option<Timestamp>,
         idle_timeout: std::time::Duration,
+        server_on_idle: OnIdle,
     ) -> Self {
         let spec = &record.spec;
         let last_active = last_active.unwrap_or(record.last_active_at);
@@ -124,6 +128,7 @@ impl SandboxView {
             expires_at: record.expires_at.map(|t| t.to_string()),
             idle_expires_at: (record.state == SandboxState::Running && record.run.is_none())
                 .then(|| last_active.saturating_add(idle_timeout).to_string()),
+            on_idle: spec.on_idle.unwrap_or(server_on_idle),
             run: record.run.clone(),
             console: spec.console,
             keepalive_until: keepalive_until

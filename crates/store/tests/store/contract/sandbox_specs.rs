@@ -101,6 +101,7 @@ pub async fn old_sandbox_specs_read_and_a_bad_one_is_quarantined(
             restored_from: Some(parent.clone()),
             image: Some("alpine:3".to_owned()),
             console: true,
+            on_idle: None,
         },
         ..api.clone()
     };
@@ -117,6 +118,7 @@ pub async fn old_sandbox_specs_read_and_a_bad_one_is_quarantined(
             restored_from: None,
             image: None,
             console: false,
+            on_idle: None,
         },
         ..run.clone()
     };

@@ -122,6 +122,8 @@ impl SandboxService {
             console: false,
             // nor does it name volumes
             volumes: Vec::new(),
+            // a restore request names none: the server's
+            on_idle: None,
         };
         let origin = Some(snapshot.id.clone());
         if command.read_only {
