@@ -36,3 +36,4 @@ pub use sandboxes::{
     SnapshotArchive, SnapshotView, StoreWrites, SuppliedSecret, VolumeView, WorkspaceArchive,
     WorkspaceView, commands, secrets,
 };
+pub use sandboxes::{CreateVolumeSnapshot, SnapshotSource, VolumeSnapshotView};

@@ -46,7 +46,8 @@ const SQLITE: &[Embedded] = embed!(
     "0013_shared_history.sql",
     "0014_queued_runs.sql",
     "0015_volumes.sql",
-    "0016_sandbox_pause.sql"
+    "0016_sandbox_pause.sql",
+    "0017_volume_snapshots.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -65,7 +66,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0013_shared_history.sql",
     "0014_queued_runs.sql",
     "0015_volumes.sql",
-    "0016_sandbox_pause.sql"
+    "0016_sandbox_pause.sql",
+    "0017_volume_snapshots.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

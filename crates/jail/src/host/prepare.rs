@@ -119,6 +119,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         spec.tier.temporary_workspace,
         spec.policy.read_only,
         !writable_paths.is_empty(),
+        spec.workspace_quota.as_ref(),
         |layer| spec.allowed(layer),
     )?;
     let hostname = validate::hostname(&spec.sandbox_id);

@@ -106,6 +106,7 @@ impl ServiceConfig {
                 allow_downgrade: self.allow_downgrade.clone(),
             },
             secrets: Vec::new(),
+            workspace_quota: None,
         }
     }
 

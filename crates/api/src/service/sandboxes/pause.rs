@@ -210,13 +210,18 @@ impl SandboxService {
         let limits = record.spec.policy.limits.clone();
         let (_slot, grant) = self.admit(tenant, quota::Grant::of(&limits)).await?;
         let workspace = match &record.workspace {
-            Some(workspace) => Some(self.workspace_dir(workspace).await?),
+            Some(workspace) => Some(self.workspace_location(tenant, workspace).await?),
             None => None,
+        };
+        let (workspace, workspace_quota) = match workspace {
+            Some(w) => (Some(w.path), w.quota),
+            None => (None, None),
         };
         let spec = SandboxSpec {
             workspace,
             policy: record.spec.policy.clone(),
             secrets: Vec::new(),
+            workspace_quota,
         };
         let sandbox = entry
             .backend
