@@ -148,6 +148,8 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
             allow_downgrade: args.allow_downgrade.iter().map(|l| (*l).into()).collect(),
         },
         secrets: args.secrets.clone(),
+        // a local `--workspace DIR` is outside any server's volume pool
+        workspace_quota: None,
     }
 }
 
