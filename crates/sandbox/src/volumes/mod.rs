@@ -70,8 +70,24 @@ impl BtrfsVolumes {
         name: &(impl ToString + Sync + ?Sized),
         f: impl FnOnce(&Inner) -> Result<T, VolumeError> + Send + 'static,
     ) -> Result<T, VolumeError> {
+        self.run_blocking(name, None, f).await
+    }
+
+    /// Runs `f` on a blocking thread once the pool is ready; with `absent`,
+    /// a pool never made is not made: `absent` is the answer.
+    async fn run_blocking<T: Send + 'static>(
+        &self,
+        name: &(impl ToString + Sync + ?Sized),
+        absent: Option<T>,
+        f: impl FnOnce(&Inner) -> Result<T, VolumeError> + Send + 'static,
+    ) -> Result<T, VolumeError> {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
+            if let Some(absent) = absent
+                && !inner.kernel.exists(&inner.image())
+            {
+                return Ok(absent);
+            }
             inner.ensure_pool()?;
             f(&inner)
         })
@@ -81,6 +97,19 @@ impl BtrfsVolumes {
             step: "running the volume task",
             source: e.into(),
         })?
+    }
+
+    /// [`Self::blocking`] for a lookup: where the pool was never made,
+    /// `absent` without making it (every workspace is looked up here; a
+    /// server whose tenants use no quota must not get a pool image, nor fail
+    /// where btrfs-progs is missing).
+    async fn blocking_if_made<T: Send + 'static>(
+        &self,
+        name: &(impl ToString + Sync + ?Sized),
+        absent: T,
+        f: impl FnOnce(&Inner) -> Result<T, VolumeError> + Send + 'static,
+    ) -> Result<T, VolumeError> {
+        self.run_blocking(name, Some(absent), f).await
     }
 }
 
@@ -466,7 +495,7 @@ impl VolumeHost for BtrfsVolumes {
         id: &WorkspaceId,
     ) -> Result<Option<PoolWorkspace>, VolumeError> {
         let (tenant, owned) = (tenant.clone(), id.clone());
-        self.blocking(id, move |inner| inner.workspace(&tenant, &owned))
+        self.blocking_if_made(id, None, move |inner| inner.workspace(&tenant, &owned))
             .await
     }
 
@@ -476,7 +505,7 @@ impl VolumeHost for BtrfsVolumes {
         id: &WorkspaceId,
     ) -> Result<(), VolumeError> {
         let (tenant, owned) = (tenant.clone(), id.clone());
-        self.blocking(id, move |inner| {
+        self.blocking_if_made(id, (), move |inner| {
             inner
                 .delete(&plan::workspace_dir(&inner.mount(), &tenant, &owned))
                 .map_err(|source| VolumeError::Volume {

@@ -227,7 +227,10 @@ async fn a_workspace_whose_qgroup_has_no_limit_is_an_error_not_a_quota() {
     let tenant = TenantId::parse("acme").unwrap();
     let id = WorkspaceId::generate();
     let dir = PathBuf::from("/d/volumes/mnt/acme/.workspaces").join(id.as_str());
-    fake.files.lock().unwrap().insert(dir);
+    let mut files = fake.files.lock().unwrap();
+    files.insert(PathBuf::from("/d/volumes/pool.img"));
+    files.insert(dir);
+    drop(files);
     let err = host.workspace(&tenant, &id).await.unwrap_err();
     assert!(matches!(err, VolumeError::Volume { .. }), "{err:?}");
 }
@@ -269,4 +272,14 @@ async fn a_snapshot_is_read_only_and_a_volume_made_from_it_gets_its_own_limit() 
     );
     host.remove_snapshot(&tenant, &name, &snap).await.unwrap();
     assert!(!fake.exists(Path::new("/d/volumes/mnt/acme/.snapshots/cache/monday")));
+}
+
+#[tokio::test]
+async fn looking_up_a_workspace_never_makes_the_pool() {
+    let (host, fake) = volumes(Fake::default());
+    let tenant = TenantId::parse("acme").unwrap();
+    let id = WorkspaceId::generate();
+    assert_eq!(host.workspace(&tenant, &id).await.unwrap(), None);
+    host.remove_workspace(&tenant, &id).await.unwrap();
+    assert_eq!(fake.calls(), Vec::<String>::new(), "no image, no mount");
 }
