@@ -227,10 +227,10 @@ async fn a_workspace_whose_qgroup_has_no_limit_is_an_error_not_a_quota() {
     let tenant = TenantId::parse("acme").unwrap();
     let id = WorkspaceId::generate();
     let dir = PathBuf::from("/d/volumes/mnt/acme/.workspaces").join(id.as_str());
-    let mut files = fake.files.lock().unwrap();
-    files.insert(PathBuf::from("/d/volumes/pool.img"));
-    files.insert(dir);
-    drop(files);
+    fake.files
+        .lock()
+        .unwrap()
+        .extend([PathBuf::from("/d/volumes/pool.img"), dir]);
     let err = host.workspace(&tenant, &id).await.unwrap_err();
     assert!(matches!(err, VolumeError::Volume { .. }), "{err:?}");
 }
