@@ -46,7 +46,9 @@ pub enum VolumeCommand {
 pub enum VolumeSnapshotCommand {
     /// Take a read-only snapshot of VOLUME named NAME; prints VOLUME/NAME.
     Create {
+        /// The volume to snapshot.
         volume: String,
+        /// The snapshot's name, unique per volume (a volume name's rules).
         name: String,
         /// Print the snapshot as JSON.
         #[arg(long)]
@@ -54,6 +56,7 @@ pub enum VolumeSnapshotCommand {
     },
     /// List VOLUME's snapshots with the bytes each holds alone.
     Ls {
+        /// The volume whose snapshots to list.
         volume: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -61,6 +64,7 @@ pub enum VolumeSnapshotCommand {
     },
     /// Delete snapshots of VOLUME and their data.
     Rm {
+        /// The volume the snapshots are of.
         volume: String,
         #[command(flatten)]
         names: RmArgs,
