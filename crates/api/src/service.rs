@@ -28,11 +28,11 @@ pub use sandboxes::{
     DEFAULT_EXEC_OUTPUT_CAP, DEFAULT_TENANT_RUNS, DEFAULT_TENANT_SANDBOXES, DiskUsage,
     DuplicateSecret, ExecResult, ExecStream, ExitView, ExportWorkspace, FileEntry, Health,
     HostTotals, ImportSnapshot, ImportWorkspace, KNOWN_BACKENDS, LimitsPolicy, MAX_EXEC_OUTPUT_CAP,
-    MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_FILES,
-    NetworkChanged, NetworkView, OnIdle, OperatorSecret, PauseSandbox, PauseView, PortTunnel,
-    ProcessFollow, ProcessOutputView, ProcessView, Quota, QuotaScope, Quotas, RESUME_TIMEOUT,
-    ReconcileReport, RestoreSnapshot, SandboxFilter, SandboxService, SandboxView, SearchView,
-    SecretCatalog, SecretGrant, SecretRef, SecretRefused, ServiceConfig, ServiceError, SetNetwork,
-    SnapshotArchive, SnapshotView, StoreWrites, SuppliedSecret, VolumeView, WorkspaceArchive,
-    WorkspaceView, commands, secrets,
+    MAX_RESTORE_COUNT, MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_FILES, NetworkChanged, NetworkView, OnIdle,
+    OperatorSecret, PauseSandbox, PauseView, PortTunnel, ProcessFollow, ProcessOutputView,
+    ProcessView, Quota, QuotaScope, Quotas, RESUME_TIMEOUT, ReconcileReport, RestoreSnapshot,
+    SandboxFilter, SandboxService, SandboxView, SearchView, SecretCatalog, SecretGrant, SecretRef,
+    SecretRefused, ServiceConfig, ServiceError, SetNetwork, SnapshotArchive, SnapshotView,
+    StoreWrites, SuppliedSecret, VolumeView, WorkspaceArchive, WorkspaceView, commands, secrets,
 };
+pub use sandboxes::{CreateVolumeSnapshot, SnapshotSource, VolumeSnapshotView};

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::ids::TenantId;
+use crate::ids::{TenantId, WorkspaceId};
 use crate::store::{BoxError, Timestamp};
 
 /// Longest volume name.
@@ -107,6 +107,16 @@ pub struct VolumeRecord {
     pub created_at: Timestamp,
 }
 
+/// A read-only snapshot of a volume, as the control plane records it
+/// (named per volume with a volume name's rules).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeSnapshotRecord {
+    pub tenant: TenantId,
+    pub volume: VolumeName,
+    pub name: VolumeName,
+    pub created_at: Timestamp,
+}
+
 /// Where the bytes of volumes live. Every call is idempotent, so a crash
 /// between the store's row and the host's directory is mended by the next
 /// call; an implementation that cannot enforce the quota fails the call
@@ -128,6 +138,74 @@ pub trait VolumeHost: Send + Sync + fmt::Debug {
     async fn used_bytes(&self, tenant: &TenantId, name: &VolumeName) -> Result<u64, VolumeError>;
     /// Removes the volume and its bytes; a volume already gone is fine.
     async fn remove(&self, tenant: &TenantId, name: &VolumeName) -> Result<(), VolumeError>;
+
+    /// Takes a read-only snapshot `snapshot` of the volume (instant: it
+    /// shares the volume's blocks until either changes); one already there
+    /// is kept.
+    async fn snapshot(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        snapshot: &VolumeName,
+    ) -> Result<(), VolumeError>;
+    /// Bytes only the snapshot holds (what deleting it frees; blocks still
+    /// shared with the volume are the volume's).
+    async fn snapshot_bytes(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        snapshot: &VolumeName,
+    ) -> Result<u64, VolumeError>;
+    /// Removes the snapshot; one already gone is fine.
+    async fn remove_snapshot(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        snapshot: &VolumeName,
+    ) -> Result<(), VolumeError>;
+    /// Makes the volume `name` (missing until now) a writable copy of the
+    /// snapshot with its quota set to `quota_bytes`; returns its host path.
+    async fn create_from_snapshot(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        snapshot: &VolumeName,
+        name: &VolumeName,
+        quota_bytes: u64,
+    ) -> Result<PathBuf, VolumeError>;
+
+    /// Makes a server-managed persistent workspace's directory in the pool
+    /// (if missing) with its quota set to `quota_bytes`, as a volume's.
+    async fn create_workspace(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+        quota_bytes: u64,
+    ) -> Result<PoolWorkspace, VolumeError>;
+    /// The workspace's directory in the pool and the quota the kernel holds
+    /// it to; None when the pool has no such workspace (one made without a
+    /// quota, or before workspaces could have one: a plain directory).
+    async fn workspace(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+    ) -> Result<Option<PoolWorkspace>, VolumeError>;
+    /// Removes the workspace's directory and its bytes; one already gone
+    /// is fine.
+    async fn remove_workspace(
+        &self,
+        tenant: &TenantId,
+        id: &WorkspaceId,
+    ) -> Result<(), VolumeError>;
+}
+
+/// A persistent workspace the pool holds under a quota.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolWorkspace {
+    pub path: PathBuf,
+    /// How the kernel holds it (`mechanism` names the quota group; no inode
+    /// limit: a quota group counts bytes only).
+    pub quota: paddock_proto::WorkspaceQuotaEnforcement,
 }
 
 #[derive(Debug, thiserror::Error)]

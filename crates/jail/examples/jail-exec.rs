@@ -72,6 +72,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<(JailSpec, bool, Vec<String>)> {
     let mut spec = JailSpec {
         sandbox_id: format!("jail-exec-{}", std::process::id()),
         policy: SandboxPolicy::default(),
+        workspace_quota: None,
         tier: JailTier {
             workspace: PathBuf::new(),
             netns: None,

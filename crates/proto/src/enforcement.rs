@@ -148,6 +148,9 @@ fn not_requested() -> LayerState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkspaceQuotaEnforcement {
     /// `tmpfs`: the workspace is a size- and inode-limited tmpfs.
+    /// `btrfs qgroup 0/N`: a persistent workspace is a btrfs subvolume of
+    /// the server's volume pool whose quota group N limits its bytes (the
+    /// host's kernel refuses the write past it; `inodes` is 0: no limit).
     pub mechanism: String,
     pub bytes: u64,
     pub inodes: u64,

@@ -33,6 +33,7 @@ mod snapshots;
 mod steering;
 mod tools;
 mod usage;
+mod volume_snapshots;
 mod volumes;
 
 pub use engine::Engine;

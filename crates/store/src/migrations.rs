@@ -47,7 +47,8 @@ const SQLITE: &[Embedded] = embed!(
     "0014_queued_runs.sql",
     "0015_volumes.sql",
     "0016_sandbox_pause.sql",
-    "0017_network_changes.sql"
+    "0017_network_changes.sql",
+    "0018_volume_snapshots.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -67,7 +68,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0014_queued_runs.sql",
     "0015_volumes.sql",
     "0016_sandbox_pause.sql",
-    "0017_network_changes.sql"
+    "0017_network_changes.sql",
+    "0018_volume_snapshots.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

@@ -16,13 +16,14 @@ use paddock_core::store::{
     SteeringDelivery, SteeringMessage, Store, StoreError, StoredMessage, StoredSessionMemory,
     Tenant, Timestamp, ToolInvocation, ToolOutcome, Workspace,
 };
-use paddock_core::volume::{VolumeName, VolumeRecord};
+use paddock_core::volume::{VolumeName, VolumeRecord, VolumeSnapshotRecord};
 
 use crate::error::db;
 use crate::open::SqlStore;
 use crate::{
     checkpoints, compactions, deletion, events, goals, leases, memories, messages, network_changes,
-    plans, quarantine, records, runs, sessions, snapshots, steering, tools, usage, volumes,
+    plans, quarantine, records, runs, sessions, snapshots, steering, tools, usage,
+    volume_snapshots, volumes,
 };
 
 #[async_trait]
@@ -491,6 +492,40 @@ impl Store for SqlStore {
 
     async fn delete_volume(&self, tenant: &TenantId, name: &VolumeName) -> Result<(), StoreError> {
         volumes::delete(self, tenant, name).await
+    }
+
+    async fn create_volume_snapshot(
+        &self,
+        snapshot: &VolumeSnapshotRecord,
+    ) -> Result<(), StoreError> {
+        volume_snapshots::create(self, snapshot).await
+    }
+
+    async fn get_volume_snapshot(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        name: &VolumeName,
+    ) -> Result<VolumeSnapshotRecord, StoreError> {
+        volume_snapshots::get(self, tenant, volume, name).await
+    }
+
+    async fn list_volume_snapshots(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        page: &Page,
+    ) -> Result<Vec<VolumeSnapshotRecord>, StoreError> {
+        volume_snapshots::list(self, tenant, volume, page).await
+    }
+
+    async fn delete_volume_snapshot(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        name: &VolumeName,
+    ) -> Result<(), StoreError> {
+        volume_snapshots::delete(self, tenant, volume, name).await
     }
 
     async fn create_checkpoint(

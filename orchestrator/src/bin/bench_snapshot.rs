@@ -238,6 +238,7 @@ impl Bench {
                 &self.tenant,
                 CreateWorkspace {
                     name: name.to_owned(),
+                    quota_bytes: None,
                 },
             )
             .await?;

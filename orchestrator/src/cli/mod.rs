@@ -37,7 +37,7 @@ pub use sandbox::{
 pub use serve::ServeArgs;
 pub use session::{SessionCli, SessionCommand};
 pub use snapshot::{RestoreArgs, SnapshotCli, SnapshotCommand};
-pub use volume::{VolumeCli, VolumeCommand};
+pub use volume::{VolumeCli, VolumeCommand, VolumeSnapshotCommand};
 pub use workspace::{WorkspaceCli, WorkspaceCommand};
 
 #[derive(Debug, Parser)]
@@ -275,7 +275,13 @@ mod tests {
         ])
         .unwrap();
         let Command::Volume(VolumeCli {
-            command: VolumeCommand::Create { name, size, json },
+            command:
+                VolumeCommand::Create {
+                    name,
+                    size,
+                    json,
+                    from_snapshot: None,
+                },
             ..
         }) = cli.command
         else {
@@ -304,6 +310,36 @@ mod tests {
             "http://h:1",
         ]);
         assert!(rm.is_ok());
+        let from = Cli::try_parse_from([
+            "paddock",
+            "volume",
+            "create",
+            "copy",
+            "--size",
+            "1G",
+            "--from-snapshot",
+            "cache/monday",
+            "--server",
+            "http://h:1",
+        ])
+        .unwrap();
+        assert!(matches!(
+            from.command,
+            Command::Volume(VolumeCli {
+                command: VolumeCommand::Create { from_snapshot: Some(ref s), .. },
+                ..
+            }) if s == "cache/monday"
+        ));
+        for args in [
+            &["paddock", "volume", "snapshot", "create", "cache", "monday"][..],
+            &["paddock", "volume", "snapshot", "ls", "cache"],
+            &[
+                "paddock", "volume", "snapshot", "rm", "cache", "monday", "tuesday",
+            ][..],
+        ] {
+            let with_server = [args, &["--server", "http://h:1"][..]].concat();
+            assert!(Cli::try_parse_from(&with_server).is_ok(), "{args:?}");
+        }
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub enum WorkspaceCommand {
         /// The workspace's name (default: the directory's name, or "workspace").
         #[arg(long)]
         name: Option<String>,
+        /// Bytes it may hold (64M, 1G): an empty workspace in the server's
+        /// volume pool whose quota the kernel enforces for every sandbox on it.
+        #[arg(long, value_name = "BYTES", value_parser = crate::size::parse_bytes, conflicts_with = "dir")]
+        size: Option<u64>,
         /// Print the workspace as JSON instead of its id.
         #[arg(long)]
         json: bool,

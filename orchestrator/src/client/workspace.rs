@@ -19,7 +19,12 @@ use crate::cli::{RmArgs, WorkspaceCommand};
 
 pub async fn workspace(client: &ApiClient, command: WorkspaceCommand) -> anyhow::Result<u8> {
     match command {
-        WorkspaceCommand::Create { dir, name, json } => {
+        WorkspaceCommand::Create {
+            dir,
+            name,
+            size,
+            json,
+        } => {
             let view = match dir {
                 Some(dir) => {
                     let dir = dir
@@ -30,6 +35,7 @@ pub async fn workspace(client: &ApiClient, command: WorkspaceCommand) -> anyhow:
                 None => {
                     let body = CreateWorkspace {
                         name: name.unwrap_or_else(|| "workspace".to_owned()),
+                        quota_bytes: size,
                     };
                     let request = client.request(Method::POST, "/v1/workspaces").json(&body);
                     client.answer(request).await?

@@ -150,6 +150,8 @@ fn sandbox_spec(args: &RunArgs) -> SandboxSpec {
         },
         secrets: args.secrets.clone(),
         volume_dirs: Vec::new(),
+        // a local `--workspace DIR` is outside any server's volume pool
+        workspace_quota: None,
     }
 }
 

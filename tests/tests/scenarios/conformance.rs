@@ -9,6 +9,8 @@
 mod cases;
 #[path = "conformance/network.rs"]
 mod network;
+#[path = "conformance/pool_workspace.rs"]
+mod pool_workspace;
 #[path = "conformance/ports.rs"]
 mod ports;
 #[path = "conformance/volumes.rs"]
@@ -55,6 +57,7 @@ per_backend!(
     streaming_exec,
     read_only_workspace,
     write_scope,
+    pool_workspace_quota,
     memory_and_tmp_limits,
     pids_limit,
     network_none,

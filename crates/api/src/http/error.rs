@@ -245,6 +245,7 @@ fn not_found_code(entity: &str) -> &'static str {
         "workspace" => "workspace_not_found",
         "snapshot" => "snapshot_not_found",
         "volume" => "volume_not_found",
+        "volume snapshot" => "volume_snapshot_not_found",
         _ => "not_found",
     }
 }

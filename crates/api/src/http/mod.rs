@@ -33,6 +33,7 @@ mod snapshots;
 mod streams;
 mod terminal;
 mod transport;
+mod volume_snapshots;
 mod volumes;
 mod workspace_archive;
 
@@ -71,6 +72,7 @@ pub use sessions::{DeleteAnswer, RunList, SessionDeletedView, SessionList};
 pub use snapshots::{Restored, SnapshotList};
 pub use streams::StreamSlots;
 pub use terminal::TerminalOutput;
+pub use volume_snapshots::VolumeSnapshotList;
 pub use volumes::VolumeList;
 
 use crate::service::{AgentService, SandboxService};
@@ -352,6 +354,12 @@ fn routes() -> Routes {
         .get("/v1/volumes", volumes::list)
         .get("/v1/volumes/{name}", volumes::get)
         .delete("/v1/volumes/{name}", volumes::delete)
+        .post("/v1/volumes/{name}/snapshots", volume_snapshots::create)
+        .get("/v1/volumes/{name}/snapshots", volume_snapshots::list)
+        .delete(
+            "/v1/volumes/{name}/snapshots/{snapshot}",
+            volume_snapshots::delete,
+        )
         .post("/v1/sessions", sessions::create)
         .get("/v1/sessions", sessions::list)
         .get("/v1/sessions/{id}", sessions::get)

@@ -14,7 +14,8 @@ use utoipa::{Modify, OpenApi};
 use super::error::Body as ErrorBody;
 use super::{
     checkpoints, doctor, egress, events, exec, files, memory, meta, network, pause, ports,
-    processes, runs, sandboxes, sessions, snapshots, terminal, volumes, workspace_archive,
+    processes, runs, sandboxes, sessions, snapshots, terminal, volume_snapshots, volumes,
+    workspace_archive,
 };
 
 #[derive(OpenApi)]
@@ -73,6 +74,9 @@ use super::{
         volumes::list,
         volumes::get,
         volumes::delete,
+        volume_snapshots::create,
+        volume_snapshots::list,
+        volume_snapshots::delete,
         sessions::create,
         sessions::list,
         sessions::get,

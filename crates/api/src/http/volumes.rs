@@ -37,6 +37,7 @@ pub struct VolumeList {
     responses(
         (status = 201, description = "created, empty", body = VolumeView),
         (status = 400, description = "a bad name or a quota out of bounds (`invalid_request`)", body = ErrorBody),
+        (status = 404, description = "`from_snapshot` names no snapshot of the tenant's (`volume_snapshot_not_found`)", body = ErrorBody),
         (status = 409, description = "the tenant has a volume of that name (`conflict`)", body = ErrorBody),
         (status = 503, description = "the server has no volume host (`volumes_unavailable`) or it failed, its quota included (`volume_failed`)", body = ErrorBody),
     ))]
@@ -91,6 +92,7 @@ pub(super) async fn get(
     params(("name" = VolumeName, Path)),
     responses(
         (status = 200, description = "the volume as it was", body = VolumeView),
+        (status = 409, description = "the volume has snapshots; delete them first (`conflict`)", body = ErrorBody),
         (status = 503, description = "the server has no volume host (`volumes_unavailable`) or it failed (`volume_failed`)", body = ErrorBody),
     ))]
 pub(super) async fn delete(
@@ -102,7 +104,7 @@ pub(super) async fn delete(
     Ok(Json(state.service.delete_volume(&tenant, &name).await?))
 }
 
-fn volume_name(name: &str) -> Result<VolumeName, ApiError> {
+pub(super) fn volume_name(name: &str) -> Result<VolumeName, ApiError> {
     VolumeName::parse(name)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
 }

@@ -24,4 +24,6 @@ mod snapshots;
 mod steering;
 mod storage;
 mod terminal;
+mod volume_snapshots;
 mod volumes;
+mod workspace_quota;

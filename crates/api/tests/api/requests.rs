@@ -710,7 +710,7 @@ fn the_openapi_document_lists_exactly_the_routes() -> Result<()> {
         .collect();
     let routed: BTreeSet<(String, String)> =
         paddock_api::http::registered_routes().into_iter().collect();
-    assert_eq!(routed.len(), 75, "{routed:?}");
+    assert_eq!(routed.len(), 78, "{routed:?}");
     assert_eq!(
         documented.difference(&routed).collect::<Vec<_>>(),
         Vec::<&(String, String)>::new(),

@@ -24,12 +24,12 @@ on_both_databases!(
     a_lost_sandbox_leaves_no_volume_lease_and_a_paused_one_keeps_its_volume,
 );
 
-const POOL_BYTES: u64 = 512 << 20;
+pub(crate) const POOL_BYTES: u64 = 512 << 20;
 /// Linux's "Disk quota exceeded".
-const EDQUOT: i32 = 122;
+pub(crate) const EDQUOT: i32 = 122;
 
 /// Whether this host can hold a btrfs pool (mkfs.btrfs from btrfs-progs).
-fn btrfs_missing(what: &str) -> Result<bool> {
+pub(crate) fn btrfs_missing(what: &str) -> Result<bool> {
     let found = std::process::Command::new("mkfs.btrfs")
         .arg("--version")
         .output()
@@ -46,7 +46,7 @@ fn btrfs_missing(what: &str) -> Result<bool> {
 
 /// Unmounts the pool when the test ends, pass or fail (its loop device goes
 /// with it: mount -o loop sets autoclear).
-struct Unmount(std::path::PathBuf);
+pub(crate) struct Unmount(pub(crate) std::path::PathBuf);
 
 impl Drop for Unmount {
     fn drop(&mut self) {
@@ -54,14 +54,14 @@ impl Drop for Unmount {
     }
 }
 
-fn setup(db: Db, data: &Path) -> Setup {
+pub(crate) fn setup(db: Db, data: &Path) -> Setup {
     let mut setup = Setup::new(db, data);
     setup.volume_pool_bytes = Some(POOL_BYTES);
     setup
 }
 
 /// Writes `bytes` into `path` and syncs it.
-fn write(path: &Path, bytes: usize) -> std::io::Result<()> {
+pub(crate) fn write(path: &Path, bytes: usize) -> std::io::Result<()> {
     let mut file = std::fs::File::create(path)?;
     file.write_all(&vec![7u8; bytes])?;
     file.sync_all()

@@ -29,6 +29,13 @@ pub struct SandboxSpec {
     /// Never serialized, like the secrets: a host path is not stored.
     #[serde(skip)]
     pub volume_dirs: Vec<(String, PathBuf)>,
+    /// The quota the host holds `workspace` to (the server's workspace in
+    /// its volume pool: a btrfs qgroup), handed to the guest, which reports
+    /// it enforced if it is as tight as `limits.workspace_bytes`. Set by the
+    /// server each time from the pool, never read from a request or the
+    /// stored spec: a quota claimed but not held would be a false report.
+    #[serde(skip)]
+    pub workspace_quota: Option<paddock_proto::WorkspaceQuotaEnforcement>,
 }
 
 /// A named volume's host directory bound at `path` inside the sandbox.

@@ -19,7 +19,7 @@ use crate::ids::{
     WorkspaceId,
 };
 use crate::sandbox::SandboxId;
-use crate::volume::{VolumeName, VolumeRecord};
+use crate::volume::{VolumeName, VolumeRecord, VolumeSnapshotRecord};
 
 /// Most rows one list call returns.
 pub const MAX_PAGE: u32 = 1_000;
@@ -408,6 +408,32 @@ pub trait Store: Send + Sync + fmt::Debug {
     ) -> Result<Vec<VolumeRecord>, StoreError>;
     /// Deletes the volume's row ([`StoreError::NotFound`] if there is none).
     async fn delete_volume(&self, tenant: &TenantId, name: &VolumeName) -> Result<(), StoreError>;
+    /// Records a volume's snapshot: [`StoreError::Conflict`] if the volume
+    /// has one of that name, [`StoreError::NotFound`] if there is no volume.
+    async fn create_volume_snapshot(
+        &self,
+        snapshot: &VolumeSnapshotRecord,
+    ) -> Result<(), StoreError>;
+    async fn get_volume_snapshot(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        name: &VolumeName,
+    ) -> Result<VolumeSnapshotRecord, StoreError>;
+    /// The volume's snapshots by name, the page after the name `page.after`.
+    async fn list_volume_snapshots(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        page: &Page,
+    ) -> Result<Vec<VolumeSnapshotRecord>, StoreError>;
+    /// Deletes the snapshot's row ([`StoreError::NotFound`] if there is none).
+    async fn delete_volume_snapshot(
+        &self,
+        tenant: &TenantId,
+        volume: &VolumeName,
+        name: &VolumeName,
+    ) -> Result<(), StoreError>;
 
     /// Records a change of the sandbox's network as its next `seq` (the
     /// record's own is ignored) and returns it as stored;

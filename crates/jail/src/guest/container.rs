@@ -31,6 +31,7 @@ pub fn enter_container(spec: &ContainerSpec) -> Result<Enforcement, JailError> {
         spec.tier.temporary_workspace,
         spec.policy.read_only,
         !writable_paths.is_empty(),
+        spec.workspace_quota.as_ref(),
         allowed,
     )?;
 

@@ -107,8 +107,8 @@ pub(crate) fn harden(
         seccomp,
         seccomp_allowed,
         seccomp_denied,
-        workspace_quota: layers.quota.state,
-        workspace_quota_limits: layers.quota.tmpfs,
+        workspace_quota: layers.quota.state.clone(),
+        workspace_quota_limits: layers.quota.limits(),
         vm: layers.vm,
         // the guest fills it in once its agent is forked
         guest: None,

@@ -34,6 +34,7 @@ pub fn enter_microvm(spec: &MicroVmSpec) -> Result<Enforcement, JailError> {
         spec.tier.temporary_workspace,
         spec.policy.read_only,
         !writable_paths.is_empty(),
+        spec.workspace_quota.as_ref(),
         allowed,
     )?;
     if nix::unistd::getpid().as_raw() != 1 {

@@ -122,6 +122,7 @@ pub(crate) fn prepare(spec: &JailSpec) -> Result<Prepared, JailError> {
         spec.tier.temporary_workspace,
         spec.policy.read_only,
         !writable_paths.is_empty(),
+        spec.workspace_quota.as_ref(),
         |layer| spec.allowed(layer),
     )?;
     let volumes = volume_binds(spec, caller)?;

@@ -102,8 +102,8 @@ pub(crate) fn run(
         seccomp,
         seccomp_allowed,
         seccomp_denied,
-        workspace_quota: prepared.workspace_quota.state,
-        workspace_quota_limits: prepared.workspace_quota.tmpfs,
+        workspace_quota: prepared.workspace_quota.state.clone(),
+        workspace_quota_limits: prepared.workspace_quota.limits(),
         vm: None,
         // the guest fills it in once its agent is forked
         guest: None,

@@ -15,7 +15,7 @@ mod native;
 
 use std::os::fd::AsFd;
 
-use paddock_proto::SandboxPolicy;
+use paddock_proto::{SandboxPolicy, WorkspaceQuotaEnforcement};
 use serde::{Deserialize, Serialize};
 
 pub use container::ContainerTier;
@@ -32,6 +32,11 @@ pub struct GuestSpec<T> {
     /// What the sandbox may do and hold, exactly as the caller asked it
     /// (the container tier's write scope sorted and deduplicated).
     pub policy: SandboxPolicy,
+    /// The quota the host holds the persistent workspace to (a btrfs qgroup
+    /// of the server's volume pool: the host's kernel refuses the write
+    /// past it, however the directory reaches the sandbox); None: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_quota: Option<WorkspaceQuotaEnforcement>,
     pub tier: T,
 }
 
@@ -91,6 +96,7 @@ impl<T> GuestSpec<T> {
         GuestSpec {
             sandbox_id: self.sandbox_id,
             policy: self.policy,
+            workspace_quota: self.workspace_quota,
             tier,
         }
     }
@@ -107,6 +113,7 @@ impl<T: Clone + Into<Tier>> GuestSpec<T> {
         frame::encode_frame(&GuestSpec {
             sandbox_id: self.sandbox_id.clone(),
             policy: self.policy.clone(),
+            workspace_quota: self.workspace_quota.clone(),
             tier: self.tier.clone().into(),
         })
     }
@@ -120,6 +127,7 @@ impl GuestSpec<Tier> {
             GuestSpec {
                 sandbox_id: self.sandbox_id,
                 policy: self.policy,
+                workspace_quota: self.workspace_quota,
                 tier: (),
             },
             tier,
@@ -158,6 +166,7 @@ mod tests {
         GuestSpec {
             sandbox_id: "sb-frame".to_owned(),
             policy: policy(),
+            workspace_quota: None,
             tier: Tier::Jail(JailTier {
                 workspace: PathBuf::from("/host/secret/ws"),
                 temporary_workspace: true,
@@ -182,6 +191,7 @@ mod tests {
                 writable_paths: Vec::new(),
                 ..policy()
             },
+            workspace_quota: None,
             tier: MicroVmTier {
                 uid: 100_000,
                 gid: 100_000,

@@ -76,6 +76,7 @@ pub(super) fn guest_spec(
             writable_paths,
             ..spec.policy.clone()
         },
+        workspace_quota: spec.workspace_quota.clone(),
         tier: ContainerTier {
             engine: config.engine.backend_name().to_owned(),
             namespaces: namespaces(config.engine, spec.policy.network.has_egress()),

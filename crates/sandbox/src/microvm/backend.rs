@@ -392,6 +392,7 @@ impl MicroVmBackend {
         let guest_spec = paddock_jail::MicroVmSpec {
             sandbox_id: id.as_str().to_owned(),
             policy: spec.policy.clone(),
+            workspace_quota: spec.workspace_quota.clone(),
             tier: paddock_jail::MicroVmTier {
                 uid: ws.uid,
                 gid: ws.gid,

@@ -26,6 +26,7 @@ pub(super) fn jail_spec(
     GuestSpec {
         sandbox_id: id.to_string(),
         policy: spec.policy.clone(),
+        workspace_quota: spec.workspace_quota.clone(),
         tier: JailTier {
             workspace,
             netns,
@@ -85,6 +86,11 @@ mod tests {
                 .unwrap(),
             ],
             volume_dirs: Vec::new(),
+            workspace_quota: Some(paddock_proto::WorkspaceQuotaEnforcement {
+                mechanism: "btrfs qgroup 0/257".to_owned(),
+                bytes: 4 << 20,
+                inodes: 0,
+            }),
         };
         let mut config = NativeConfig::new(PathBuf::from("/bin/guest"));
         config.cgroup_parent = "paddock-test".to_owned();
@@ -131,6 +137,7 @@ mod tests {
                     ]),
                     volumes: Vec::new(),
                 },
+                workspace_quota: spec.workspace_quota.clone(),
                 tier: JailTier {
                     workspace: PathBuf::from("/ws"),
                     netns,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use paddock_core::ids::TenantId;
+use paddock_core::ids::{TenantId, WorkspaceId};
 use paddock_core::volume::VolumeName;
 
 /// What the host shows of the pool before a call.
@@ -48,6 +48,32 @@ pub(crate) fn volume_dir(mount: &Path, tenant: &TenantId, name: &VolumeName) -> 
     mount.join(tenant.as_str()).join(name.as_str())
 }
 
+/// Where a tenant's quota-held persistent workspace lives:
+/// `<mount>/<tenant>/.workspaces/<id>`. A volume's name never starts with
+/// `.`, so no volume is this directory; the id is a checked `ws_<hex>`.
+pub(crate) fn workspace_dir(mount: &Path, tenant: &TenantId, id: &WorkspaceId) -> PathBuf {
+    mount
+        .join(tenant.as_str())
+        .join(".workspaces")
+        .join(id.as_str())
+}
+
+/// Where a snapshot of a tenant's volume lives:
+/// `<mount>/<tenant>/.snapshots/<volume>/<snapshot>`, apart from every
+/// volume (no volume's name starts with `.`); both names are checked.
+pub(crate) fn snapshot_dir(
+    mount: &Path,
+    tenant: &TenantId,
+    volume: &VolumeName,
+    snapshot: &VolumeName,
+) -> PathBuf {
+    mount
+        .join(tenant.as_str())
+        .join(".snapshots")
+        .join(volume.as_str())
+        .join(snapshot.as_str())
+}
+
 /// Whether `/proc/self/mountinfo` lists a mount at `path` (its fifth field,
 /// where the kernel writes space, tab, newline and backslash as octal
 /// escapes).
@@ -67,16 +93,36 @@ pub(crate) fn mountinfo_has(mountinfo: &str, path: &Path) -> bool {
         .any(|line| line.split(' ').nth(4) == Some(escaped.as_str()))
 }
 
-/// The referenced bytes of the one qgroup `btrfs qgroup show -rf --raw`
-/// printed (its rows start with a `level/id` qgroup id).
-pub(crate) fn parse_referenced(output: &str) -> Option<u64> {
+/// The one qgroup row `btrfs qgroup show -rf --raw` printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QgroupRow {
+    /// `level/id`, e.g. `0/257`.
+    pub id: String,
+    pub referenced: u64,
+    /// Bytes no other subvolume shares.
+    pub exclusive: u64,
+    /// The limit on referenced bytes; None where the tool prints `none`.
+    pub max_referenced: Option<u64>,
+}
+
+/// Reads the qgroup row (the first line starting with a `level/id` id):
+/// id, referenced, exclusive, max referenced.
+pub(crate) fn parse_qgroup(output: &str) -> Option<QgroupRow> {
     output.lines().find_map(|line| {
         let mut fields = line.split_whitespace();
         let id = fields.next()?;
         let (level, sub) = id.split_once('/')?;
         level.parse::<u64>().ok()?;
         sub.parse::<u64>().ok()?;
-        fields.next()?.parse().ok()
+        let referenced = fields.next()?.parse().ok()?;
+        let exclusive = fields.next()?.parse().ok()?;
+        let max_referenced = fields.next().and_then(|m| m.parse().ok());
+        Some(QgroupRow {
+            id: id.to_owned(),
+            referenced,
+            exclusive,
+            max_referenced,
+        })
     })
 }
 
@@ -144,14 +190,41 @@ mod tests {
     }
 
     #[test]
-    fn the_referenced_bytes_are_read_from_the_qgroup_row() {
+    fn the_qgroup_row_is_read_with_its_limit() {
         let out = "Qgroupid    Referenced    Exclusive  Max referenced   Path \n\
                    --------    ----------    ---------  --------------   ---- \n\
                    0/256           118784       118784         8388608   v1\n";
-        assert_eq!(parse_referenced(out), Some(118_784));
         assert_eq!(
-            parse_referenced("Qgroupid Referenced\n-------- ---\n"),
-            None
+            parse_qgroup(out),
+            Some(QgroupRow {
+                id: "0/256".into(),
+                referenced: 118_784,
+                exclusive: 118_784,
+                max_referenced: Some(8_388_608)
+            })
+        );
+        let unlimited = "0/257  16384  16384  none  t/.workspaces/ws\n";
+        assert_eq!(parse_qgroup(unlimited).unwrap().max_referenced, None);
+        assert_eq!(parse_qgroup("Qgroupid Referenced\n-------- ---\n"), None);
+    }
+
+    #[test]
+    fn a_workspace_lives_apart_from_every_volume_name() {
+        let tenant = TenantId::parse("acme").unwrap();
+        let id = WorkspaceId::generate();
+        let dir = workspace_dir(Path::new("/d/volumes/mnt"), &tenant, &id);
+        assert_eq!(
+            dir,
+            Path::new("/d/volumes/mnt/acme/.workspaces").join(id.as_str())
+        );
+        assert!(VolumeName::parse(".workspaces").is_err());
+        let (volume, snap) = (
+            VolumeName::parse("cache").unwrap(),
+            VolumeName::parse("monday").unwrap(),
+        );
+        assert_eq!(
+            snapshot_dir(Path::new("/m"), &tenant, &volume, &snap),
+            Path::new("/m/acme/.snapshots/cache/monday")
         );
     }
 }

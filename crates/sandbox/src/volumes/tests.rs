@@ -14,6 +14,8 @@ struct Fake {
     calls: Mutex<Vec<String>>,
     /// A command line starting with this fails.
     fail: Option<&'static str>,
+    /// The limit `qgroup show` prints (`none` when None).
+    limit: Option<&'static str>,
 }
 
 impl Fake {
@@ -63,8 +65,19 @@ impl Kernel for Fake {
         let last = PathBuf::from(args.last().cloned().unwrap_or_default());
         match (program, args.first().and_then(|a| a.to_str())) {
             ("mount", _) => self.mounts.lock().unwrap().push(last),
-            ("btrfs", Some("subvolume")) if line.contains(" create ") => {
+            ("btrfs", Some("subvolume"))
+                if line.contains(" create ") || line.contains(" snapshot ") =>
+            {
                 self.files.lock().unwrap().insert(last);
+            }
+            ("btrfs", Some("qgroup")) if line.contains(" show ") => {
+                return Ok(format!(
+                    "Qgroupid Referenced Exclusive Max referenced Path\n\
+                     -------- ---------- --------- -------------- ----\n\
+                     0/300 16384 4096 {} {}\n",
+                    self.limit.unwrap_or("none"),
+                    last.display()
+                ));
             }
             ("btrfs", Some("subvolume")) => {
                 self.files.lock().unwrap().remove(&last);
@@ -177,4 +190,96 @@ async fn removing_a_missing_volume_is_fine_and_its_path_is_missing() {
         host.path(&tenant, &name).await,
         Err(VolumeError::Missing { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_workspace_is_a_limited_subvolume_apart_from_the_volumes() {
+    let (host, fake) = volumes(Fake {
+        limit: Some("8388608"),
+        ..Fake::default()
+    });
+    let tenant = TenantId::parse("acme").unwrap();
+    let id = WorkspaceId::generate();
+    assert_eq!(host.workspace(&tenant, &id).await.unwrap(), None);
+    let ws = host.create_workspace(&tenant, &id, 8 << 20).await.unwrap();
+    let dir = PathBuf::from("/d/volumes/mnt/acme/.workspaces").join(id.as_str());
+    assert_eq!(ws.path, dir);
+    assert_eq!(
+        ws.quota,
+        WorkspaceQuotaEnforcement {
+            mechanism: "btrfs qgroup 0/300".into(),
+            bytes: 8 << 20,
+            inodes: 0,
+        }
+    );
+    assert!(
+        fake.calls()
+            .contains(&format!("btrfs qgroup limit 8388608 {}", dir.display()))
+    );
+    assert_eq!(host.workspace(&tenant, &id).await.unwrap(), Some(ws));
+    host.remove_workspace(&tenant, &id).await.unwrap();
+    assert_eq!(host.workspace(&tenant, &id).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_workspace_whose_qgroup_has_no_limit_is_an_error_not_a_quota() {
+    let (host, fake) = volumes(Fake::default());
+    let tenant = TenantId::parse("acme").unwrap();
+    let id = WorkspaceId::generate();
+    let dir = PathBuf::from("/d/volumes/mnt/acme/.workspaces").join(id.as_str());
+    fake.files
+        .lock()
+        .unwrap()
+        .extend([PathBuf::from("/d/volumes/pool.img"), dir]);
+    let err = host.workspace(&tenant, &id).await.unwrap_err();
+    assert!(matches!(err, VolumeError::Volume { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_snapshot_is_read_only_and_a_volume_made_from_it_gets_its_own_limit() {
+    let (host, fake) = volumes(Fake::default());
+    let (tenant, name) = ids();
+    let snap = VolumeName::parse("monday").unwrap();
+    let copy = VolumeName::parse("copy").unwrap();
+    assert!(matches!(
+        host.snapshot(&tenant, &name, &snap).await,
+        Err(VolumeError::Missing { .. })
+    ));
+    host.create(&tenant, &name, 8 << 20).await.unwrap();
+    host.snapshot(&tenant, &name, &snap).await.unwrap();
+    host.create_from_snapshot(&tenant, &name, &snap, &copy, 4 << 20)
+        .await
+        .unwrap();
+    let calls = fake.calls();
+    let tail: Vec<&str> = calls
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "btrfs subvolume snapshot -r /d/volumes/mnt/acme/cache /d/volumes/mnt/acme/.snapshots/cache/monday",
+            "btrfs subvolume snapshot /d/volumes/mnt/acme/.snapshots/cache/monday /d/volumes/mnt/acme/copy",
+            "btrfs qgroup limit 4194304 /d/volumes/mnt/acme/copy",
+        ]
+    );
+    assert_eq!(
+        host.snapshot_bytes(&tenant, &name, &snap).await.unwrap(),
+        4096
+    );
+    host.remove_snapshot(&tenant, &name, &snap).await.unwrap();
+    assert!(!fake.exists(Path::new("/d/volumes/mnt/acme/.snapshots/cache/monday")));
+}
+
+#[tokio::test]
+async fn looking_up_a_workspace_never_makes_the_pool() {
+    let (host, fake) = volumes(Fake::default());
+    let tenant = TenantId::parse("acme").unwrap();
+    let id = WorkspaceId::generate();
+    assert_eq!(host.workspace(&tenant, &id).await.unwrap(), None);
+    host.remove_workspace(&tenant, &id).await.unwrap();
+    assert_eq!(fake.calls(), Vec::<String>::new(), "no image, no mount");
 }

@@ -17,6 +17,7 @@ pub use super::network::{
     net_metadata_refused, net_orphans_reaped, net_other_host_refused,
     net_private_and_loopback_refused, net_secret_only_to_its_host,
 };
+pub use super::pool_workspace::pool_workspace_quota;
 pub use super::ports::port_tunnel;
 pub use super::volumes::volume_mount;
 

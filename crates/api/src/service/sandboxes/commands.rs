@@ -26,6 +26,15 @@ pub const MAX_PROCESS_READ: u64 = 4 << 20;
 #[serde(deny_unknown_fields)]
 pub struct CreateWorkspace {
     pub name: String,
+    /// Bytes the workspace may hold (at least 1 MiB, at most the tenant's
+    /// disk quota): the workspace is then a btrfs subvolume with a qgroup
+    /// limit in the server's volume pool, and the kernel refuses the write
+    /// past it ("Disk quota exceeded") from any sandbox on any backend.
+    /// 503 where the server has no volume pool. Left out: a plain directory
+    /// without a quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1048576)]
+    pub quota_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -114,6 +114,7 @@ impl ServiceConfig {
             },
             secrets: Vec::new(),
             volume_dirs: Vec::new(),
+            workspace_quota: None,
         }
     }
 

@@ -3,10 +3,11 @@
 //!
 //! One function, [`SandboxService::measure_disk`], counts it: the blocks
 //! and inodes ([`paddock_snapshot::disk`]) of the tenant's server-managed
-//! workspaces and of its part of the blob store (checkpoint files and
+//! workspaces (those in the volume pool walked there) and of its part of the blob store (checkpoint files and
 //! manifests), the archives of its snapshots (each charged its compressed
 //! size in blocks, also when another tenant's snapshot has the same
-//! content), and an estimate of its database rows
+//! content), the bytes its volume snapshots hold alone (btrfs's exclusive
+//! count: what deleting them frees), and an estimate of its database rows
 //! ([`paddock_core::store::Store::tenant_row_bytes`]). Registered host
 //! directories (`paddock run --workspace DIR`) are the caller's own disk
 //! and are not counted.
@@ -76,6 +77,8 @@ pub struct DiskUsage {
     pub workspaces: u64,
     pub checkpoints: u64,
     pub snapshots: u64,
+    /// Bytes the tenant's volume snapshots hold alone (btrfs exclusive).
+    pub volume_snapshots: u64,
     pub rows: u64,
 }
 
@@ -84,6 +87,7 @@ impl DiskUsage {
         self.workspaces
             .saturating_add(self.checkpoints)
             .saturating_add(self.snapshots)
+            .saturating_add(self.volume_snapshots)
             .saturating_add(self.rows)
     }
 }
@@ -223,11 +227,14 @@ impl SandboxService {
                 .map_err(ServiceError::store("list_workspaces"))?;
             let full = rows.len() == MAX_PAGE as usize;
             after = rows.last().map(|w| w.id.to_string());
-            dirs.extend(
-                rows.into_iter()
-                    .filter(|w| w.root.is_none())
-                    .map(|w| self.config.workspaces_root.join(w.id.as_str())),
-            );
+            for w in rows.iter().filter(|w| w.root.is_none()) {
+                // a workspace in the volume pool is walked there
+                let pool = self.pool_workspace(tenant, &w.id).await?;
+                dirs.push(match pool {
+                    Some(pool) => pool.path,
+                    None => self.config.workspaces_root.join(w.id.as_str()),
+                });
+            }
             if !full {
                 break;
             }
@@ -254,6 +261,7 @@ impl SandboxService {
             }
         }
         let rows = self.row_bytes(tenant, fresh_rows).await?;
+        let volume_snapshots = self.volume_snapshot_bytes(tenant).await?;
         let part = self.config.blobs.as_ref().map(|blobs| blobs.tenant(tenant));
         let (workspaces, checkpoints) = tokio::task::spawn_blocking(move || {
             let workspaces =
@@ -280,6 +288,7 @@ impl SandboxService {
             workspaces,
             checkpoints,
             snapshots,
+            volume_snapshots,
             rows,
         };
         tracing::debug!(tenant_id = %tenant, ?usage, "tenant disk measured");

@@ -29,8 +29,10 @@ mod snapshots;
 mod terminal;
 mod views;
 mod volume_mounts;
+mod volume_snapshots;
 mod volumes;
 mod workspace_archive;
+mod workspace_quota;
 mod write_probe;
 mod writer;
 
@@ -76,6 +78,7 @@ pub use views::{
     BackendHealth, ComponentHealth, ExecResult, ExitView, FileEntry, Health, PauseView,
     ProcessOutputView, ProcessView, SandboxView, SearchView, StoreWrites, WorkspaceView,
 };
+pub use volume_snapshots::{CreateVolumeSnapshot, SnapshotSource, VolumeSnapshotView};
 pub use volumes::{CreateVolume, VolumeView};
 pub use workspace_archive::{ExportWorkspace, ImportWorkspace, WorkspaceArchive};
 
@@ -228,12 +231,34 @@ impl SandboxService {
             ));
         }
         let workspace = Workspace::new(tenant.clone(), name, self.clock.now());
-        self.workspace_dir(&workspace.id).await?;
-        self.store
-            .create_workspace(&workspace)
-            .await
-            .map_err(ServiceError::store("create_workspace"))?;
-        Ok(WorkspaceView::from(&workspace))
+        let quota_bytes = match command.quota_bytes {
+            Some(bytes) => {
+                let pool = self
+                    .create_pool_workspace(tenant, &workspace.id, bytes)
+                    .await?;
+                Some(pool.quota.bytes)
+            }
+            None => {
+                self.workspace_dir(&workspace.id).await?;
+                None
+            }
+        };
+        if let Err(e) = self.store.create_workspace(&workspace).await {
+            // no subvolume left behind for a row that is not there
+            if quota_bytes.is_some()
+                && let Err(err) = self.remove_pool_workspace(tenant, &workspace.id).await
+            {
+                tracing::warn!(workspace_id = %workspace.id, error = %err, "removing the subvolume of a workspace that failed");
+            }
+            return Err(ServiceError::store("create_workspace")(e));
+        }
+        if let Some(bytes) = quota_bytes {
+            tracing::info!(tenant_id = %tenant, workspace_id = %workspace.id, quota_bytes = bytes, "workspace created in the volume pool");
+        }
+        Ok(WorkspaceView {
+            quota_bytes,
+            ..WorkspaceView::from(&workspace)
+        })
     }
 
     pub async fn get_workspace(
@@ -246,7 +271,11 @@ impl SandboxService {
             .get_workspace(tenant, id)
             .await
             .map_err(ServiceError::store("get_workspace"))?;
-        Ok(WorkspaceView::from(&workspace))
+        let pool = self.pool_workspace(tenant, id).await?;
+        Ok(WorkspaceView {
+            quota_bytes: pool.map(|p| p.quota.bytes),
+            ..WorkspaceView::from(&workspace)
+        })
     }
 
     pub async fn list_workspaces(
@@ -282,6 +311,7 @@ impl SandboxService {
             .await
             .map_err(ServiceError::store("delete_workspace"))?;
         if workspace.root.is_none() {
+            self.remove_pool_workspace(tenant, id).await?;
             let dir = self.config.workspaces_root.join(id.as_str());
             match tokio::fs::remove_dir_all(&dir).await {
                 Ok(()) => {}
@@ -345,13 +375,13 @@ impl SandboxService {
             command.limits.resolve(&self.config.limits)?,
             command.workspace.is_none() && !command.read_only,
         );
-        let workspace_dir = match &command.workspace {
+        let workspace = match &command.workspace {
             Some(id) => {
                 self.store
                     .get_workspace(tenant, id)
                     .await
                     .map_err(ServiceError::store("get_workspace"))?;
-                Some(self.workspace_dir(id).await?)
+                Some(self.workspace_location(tenant, id).await?)
             }
             None => None,
         };
@@ -364,12 +394,17 @@ impl SandboxService {
             ));
         }
         let (_slot, grant) = self.admit(tenant, quota::Grant::of(&limits)).await?;
+        let (workspace_dir, workspace_quota) = match workspace {
+            Some(w) => (Some(w.path), w.quota),
+            None => (None, None),
+        };
         let mut spec =
             self.config
                 .sandbox_spec(workspace_dir, command.read_only, command.network, limits);
         spec.secrets = secrets;
         spec.policy.volumes = command.volumes.clone();
         spec.volume_dirs = volumes;
+        spec.workspace_quota = workspace_quota;
         let stored = RecordedSpec {
             restored_from,
             image: entry.image.clone(),

@@ -275,17 +275,22 @@ impl SandboxService {
         let limits = record.spec.policy.limits.clone();
         let (_slot, grant) = self.admit(tenant, quota::Grant::of(&limits)).await?;
         let workspace = match &record.workspace {
-            Some(workspace) => Some(self.workspace_dir(workspace).await?),
+            Some(workspace) => Some(self.workspace_location(tenant, workspace).await?),
             None => None,
         };
         let volumes = self
             .resolve_volume_mounts(tenant, &record.spec.policy.volumes)
             .await?;
+        let (workspace, workspace_quota) = match workspace {
+            Some(w) => (Some(w.path), w.quota),
+            None => (None, None),
+        };
         let spec = SandboxSpec {
             workspace,
             policy: record.spec.policy.clone(),
             secrets: Vec::new(),
             volume_dirs: volumes,
+            workspace_quota,
         };
         let sandbox = match &pause.saved_state {
             Some(state) => entry.backend.restore(spec, state).await,

@@ -16,6 +16,11 @@ use crate::text::Encoding;
 pub struct WorkspaceView {
     pub id: WorkspaceId,
     pub name: String,
+    /// The quota the kernel holds the workspace to (a btrfs qgroup of the
+    /// volume pool); only creating and `GET /v1/workspaces/{id}` read it,
+    /// and it is left out for a workspace without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_bytes: Option<u64>,
     pub created_at: String,
 }
 
@@ -24,6 +29,7 @@ impl From<&Workspace> for WorkspaceView {
         Self {
             id: w.id.clone(),
             name: w.name.clone(),
+            quota_bytes: None,
             created_at: w.created_at.to_string(),
         }
     }

@@ -17,6 +17,10 @@ pub struct CreateVolume {
     /// quota); the kernel refuses the write past it ("Disk quota exceeded").
     #[schema(minimum = 1048576)]
     pub quota_bytes: u64,
+    /// Start as a writable copy of this snapshot of one of the tenant's
+    /// volumes (its quota is this volume's own `quota_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_snapshot: Option<super::volume_snapshots::SnapshotSource>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -42,7 +46,7 @@ impl VolumeView {
 }
 
 impl SandboxService {
-    fn volume_host(&self) -> Result<&dyn VolumeHost, ServiceError> {
+    pub(super) fn volume_host(&self) -> Result<&dyn VolumeHost, ServiceError> {
         self.config
             .volumes
             .as_deref()
@@ -72,15 +76,26 @@ impl SandboxService {
             .create_volume(&record)
             .await
             .map_err(ServiceError::store("create_volume"))?;
-        if let Err(source) = host.create(tenant, &record.name, record.quota_bytes).await {
-            // no row for a volume the host could not make (with its quota)
-            if let Err(e) = self.store.delete_volume(tenant, &record.name).await {
-                tracing::warn!(volume = %record.name, error = %e, "removing the row of a volume that failed");
+        let made = match &command.from_snapshot {
+            Some(source) => {
+                self.create_volume_from_snapshot(tenant, &record, source)
+                    .await
             }
-            return Err(ServiceError::Volume {
-                op: "create",
-                source,
-            });
+            None => host
+                .create(tenant, &record.name, record.quota_bytes)
+                .await
+                .map(drop)
+                .map_err(|source| ServiceError::Volume {
+                    op: "create",
+                    source,
+                }),
+        };
+        if let Err(e) = made {
+            // no row for a volume the host could not make (with its quota)
+            if let Err(err) = self.store.delete_volume(tenant, &record.name).await {
+                tracing::warn!(volume = %record.name, error = %err, "removing the row of a volume that failed");
+            }
+            return Err(e);
         }
         tracing::info!(tenant_id = %tenant, volume = %record.name, quota_bytes = record.quota_bytes, "volume created");
         Ok(VolumeView::of(&record, None))
@@ -141,6 +156,7 @@ impl SandboxService {
                 reason: format!("{user} mounts it; delete or stop that sandbox first"),
             });
         }
+        self.refuse_volume_with_snapshots(tenant, name).await?;
         match self.volume_host()?.remove(tenant, name).await {
             Ok(()) | Err(VolumeError::Missing { .. }) => {}
             Err(source) => {

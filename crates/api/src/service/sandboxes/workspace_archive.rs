@@ -86,7 +86,13 @@ impl SandboxService {
         }
         let name = query.name.unwrap_or_else(|| "upload".to_owned());
         let workspace = self
-            .create_workspace(tenant, CreateWorkspace { name })
+            .create_workspace(
+                tenant,
+                CreateWorkspace {
+                    name,
+                    quota_bytes: None,
+                },
+            )
             .await?;
         let dir = self.config.workspaces_root.join(workspace.id.as_str());
         // The unpack moves its finished tree into place: the (new, empty)
@@ -177,7 +183,7 @@ impl SandboxService {
             .map_err(ServiceError::store("get_workspace"))?;
         let dir = match &workspace.root {
             Some(root) => PathBuf::from(root),
-            None => self.config.workspaces_root.join(id.as_str()),
+            None => self.workspace_location(tenant, id).await?.path,
         };
         let defaults = PackOptions::default();
         let options = PackOptions {

@@ -82,6 +82,7 @@ impl SandboxService {
                 tenant,
                 CreateWorkspace {
                     name: format!("restore of {}", snapshot.id),
+                    quota_bytes: None,
                 },
             )
             .await?;
