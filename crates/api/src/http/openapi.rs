@@ -190,7 +190,8 @@ impl Modify for CommonAnswers {
                 "bearer",
                 SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
             );
-        for item in doc.paths.paths.values_mut() {
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let resumes = resumes_on_use(path);
             let operations = [
                 &mut item.get,
                 &mut item.put,
@@ -200,9 +201,25 @@ impl Modify for CommonAnswers {
             ];
             for operation in operations.into_iter().flatten() {
                 add_common_answers(operation);
+                if resumes {
+                    answer(
+                        operation,
+                        "429",
+                        "the sandbox is paused and resuming it found no room \
+                         (`too_many_sandboxes`, `quota_exceeded`)",
+                    );
+                }
             }
         }
     }
+}
+
+/// Whether a request to `path` resumes a paused sandbox first (the
+/// service's `use_sandbox`): every operation on one sandbox but reading,
+/// deleting, pausing or resuming it and its network history.
+fn resumes_on_use(path: &str) -> bool {
+    path.strip_prefix("/v1/sandboxes/{id}/")
+        .is_some_and(|rest| !matches!(rest, "pause" | "resume" | "network/changes" | "keepalive"))
 }
 
 fn add_common_answers(op: &mut Operation) {
