@@ -19,7 +19,7 @@ pub trait SandboxBackend: Send + Sync + Debug {
     /// returns, the guest is ready to serve requests.
     async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError>;
 
-    /// Whether it binds a spec's named volumes ([`SandboxSpec::volumes`]);
+    /// Whether it binds a spec's named volumes (the policy's `volumes`);
     /// one that does not refuses a spec with any.
     fn mounts_volumes(&self) -> bool {
         false

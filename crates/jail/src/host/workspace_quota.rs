@@ -111,7 +111,7 @@ fn held_covers(limits: &SandboxLimits, held: &WorkspaceQuotaEnforcement) -> Resu
 }
 
 /// Whether the workspace is a tmpfs inside the sandbox (in its memory),
-/// not the host's directory: what [`plan`] makes of a temporary, writable,
+/// not the host's directory: what `plan` makes of a temporary, writable,
 /// unscoped workspace under a quota.
 pub fn workspace_in_sandbox_memory(
     limits: &SandboxLimits,

@@ -86,6 +86,12 @@ impl SandboxService {
     /// Who holds a workspace's writer lease (`NODE/ID`, until `until`), for
     /// a `workspace_busy` refusal: what it is, since when, and how to free it.
     pub fn describe_writer(&self, holder: &str, until: Timestamp) -> String {
+        self.describe_holder(holder, until, "the workspace")
+    }
+
+    /// [`Self::describe_writer`] for the writer of `held` ("the workspace",
+    /// "the volume").
+    pub fn describe_holder(&self, holder: &str, until: Timestamp, held: &str) -> String {
         if let Some(id) = self.local_sandbox(holder) {
             let live = self.live_map().get(&id).cloned();
             if let Some(live) = live {
@@ -104,7 +110,7 @@ impl SandboxService {
                     None => (
                         "sandbox",
                         format!(
-                            "delete it to free the workspace: DELETE /v1/sandboxes/{id} \
+                            "delete it to free {held}: DELETE /v1/sandboxes/{id} \
                              (`paddock sandbox rm {id}`), or it ends at {} if nothing uses it",
                             used.saturating_add(self.config.idle_timeout)
                         ),
@@ -117,14 +123,14 @@ impl SandboxService {
         let (node, id) = holder.split_once('/').unwrap_or(("?", holder));
         if let Ok(run) = RunId::parse(id) {
             return format!(
-                "run {run} on node {node} (lease until {until}); it frees the workspace when it \
+                "run {run} on node {node} (lease until {until}); it frees {held} when it \
                  ends: cancel it with POST /v1/runs/{run}/cancel (`paddock runs cancel {run}`), \
                  or start a plan-mode run, which only reads"
             );
         }
         format!(
             "{holder} (lease until {until}); if that is a sandbox, DELETE /v1/sandboxes/{id} \
-             frees the workspace"
+             frees {held}"
         )
     }
 

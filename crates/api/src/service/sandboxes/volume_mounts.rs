@@ -93,7 +93,7 @@ impl SandboxService {
             id: name.to_string(),
             reason: format!(
                 "it is mounted read-write by {}; a read-only mount may still use it",
-                self.describe_writer(holder, until)
+                self.describe_holder(holder, until, "the volume")
             ),
         }
     }
