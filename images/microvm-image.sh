@@ -155,6 +155,9 @@ $bb mount -t devtmpfs -o nosuid,noexec devtmpfs /dev
 $bb mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
 # /usr: the image's usr.img, the VM's first (and only) disk, read-only.
 $bb mount -t ext4 -o ro,nodev,noload /dev/vda /usr || { echo "paddock-init: mounting /usr failed"; $bb poweroff -f; }
+# The mount holds the disk; its node goes, so no command in the VM sees a
+# block device (the escape battery's "no block devices under /dev").
+$bb rm -f /dev/vda || { echo "paddock-init: removing /dev/vda failed"; $bb poweroff -f; }
 # The guest agent: in the archive the host appended to this initramfs.
 exec /opt/paddock/paddock-guest microvm
 EOF
