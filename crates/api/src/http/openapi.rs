@@ -215,11 +215,12 @@ impl Modify for CommonAnswers {
 }
 
 /// Whether a request to `path` resumes a paused sandbox first (the
-/// service's `use_sandbox`): every operation on one sandbox but reading,
-/// deleting, pausing or resuming it and its network history.
+/// service's `use_sandbox`): every operation on one sandbox but reading or
+/// deleting it, pausing it, resuming it (which documents its own 429) and
+/// its network history.
 fn resumes_on_use(path: &str) -> bool {
     path.strip_prefix("/v1/sandboxes/{id}/")
-        .is_some_and(|rest| !matches!(rest, "pause" | "resume" | "network/changes" | "keepalive"))
+        .is_some_and(|rest| !matches!(rest, "pause" | "resume" | "network/changes"))
 }
 
 fn add_common_answers(op: &mut Operation) {
