@@ -193,10 +193,15 @@ fn dripped_bodies_are_cut_and_other_tenants_post() -> Result<()> {
                 && text.contains("max_body_memory_per_tenant_bytes")),
             "{answers:?}"
         );
+        // The other is cut when its body stalls (408), unless the server read
+        // both bodies side by side (the kernel buffered the first one's bytes
+        // while the test wrote the second) and each ran into the share: then
+        // both are refused. Never anything else.
         assert!(
-            answers
-                .iter()
-                .any(|(status, text)| *status == 408 && text.contains("body_timeout")),
+            answers.iter().all(
+                |(status, text)| (*status == 408 && text.contains("body_timeout"))
+                    || (*status == 429 && text.contains(r#""code":"body_budget_exceeded""#))
+            ),
             "{answers:?}"
         );
         assert!(victim_during < Duration::from_secs(1), "{victim_during:?}");
