@@ -9,21 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Body as ErrorBody;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::volumes::volume_name;
+use super::volumes::{ListQuery, volume_name};
 use super::{ApiError, AppState, Caller};
 use crate::service::{CreateVolumeSnapshot, VolumeSnapshotView};
-
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ListQuery {
-    /// The last name of the previous page.
-    #[param(value_type = Option<VolumeName>)]
-    after: Option<String>,
-    /// Page size, default 100.
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<u32>,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VolumeSnapshotList {

@@ -17,10 +17,10 @@ use crate::service::{CreateVolume, VolumeView};
 pub(super) struct ListQuery {
     /// The last name of the previous page.
     #[param(value_type = Option<VolumeName>)]
-    after: Option<String>,
+    pub(super) after: Option<String>,
     /// Page size, default 100.
     #[param(minimum = 1, maximum = 1000)]
-    limit: Option<u32>,
+    pub(super) limit: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
