@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what the docker and gvisor backends need, on a Debian 12
 # machine as root, skipping whatever is already there:
-#   docker.io (dockerd 20.10, API 1.41), runsc (gVisor) registered with dockerd
-#   as the `runsc` runtime, and the sandbox image built by images/docker-image.sh.
+#   docker.io (dockerd 20.10, API 1.41) in experimental mode, runsc (gVisor)
+#   registered with dockerd as the `runsc` and `runsc-net` runtimes, and the
+#   sandbox image built by images/docker-image.sh.
 # dockerd is started in the background (no systemd here), its log in
 # /var/log/paddock-dockerd.log. scripts/test.sh calls this.
 set -euo pipefail
@@ -25,36 +26,39 @@ fi
 # none), and `runsc-net` with host networking: the sentry's sockets are host
 # sockets in the namespace paddock owns and configures for a sandbox with
 # egress, so its redirect to the egress proxy applies (docs/security.md).
+# Experimental mode: the engine's checkpoint API, with which a gVisor
+# sandbox is paused `full` (docs/architecture.md, "Pause and resume").
 mkdir -p /etc/docker
-old='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}'
-want='{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runsc-net": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"]}}}'
+# This script's earlier files, which it replaces.
+earlier=(
+    '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}'
+    '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runsc-net": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"]}}}'
+)
+want='{"experimental": true, "runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}, "runsc-net": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"]}}}'
+compact() { tr -d ' \t\n'; }
 restart=no
-reload=no
-if ! grep -q '"runsc-net"' /etc/docker/daemon.json 2>/dev/null; then
-    existing=$(tr -d ' \t\n' </etc/docker/daemon.json 2>/dev/null || true)
-    if [ "$existing" = "$(printf '%s' "$old" | tr -d ' \t\n')" ]; then
-        # This script's earlier file: runtimes reload without a restart.
-        echo "$want" >/etc/docker/daemon.json
-        reload=yes
-    elif [ -n "$existing" ] && [ "$existing" != "{}" ]; then
-        echo "scripts/container-setup.sh: /etc/docker/daemon.json has settings but not the" \
-            "runsc and runsc-net runtimes; add the runtimes of $want to it (not overwritten)" >&2
+if ! grep -q '"runsc-net"' /etc/docker/daemon.json 2>/dev/null ||
+    ! compact </etc/docker/daemon.json | grep -q '"experimental":true'; then
+    existing=$({ compact </etc/docker/daemon.json; } 2>/dev/null || true)
+    ours=no
+    for file in "${earlier[@]}"; do
+        [ "$existing" = "$(printf '%s' "$file" | compact)" ] && ours=yes
+    done
+    if [ "$ours" = no ] && [ -n "$existing" ] && [ "$existing" != "{}" ]; then
+        echo "scripts/container-setup.sh: /etc/docker/daemon.json has settings but not" \
+            "all of $want; add what it lacks (not overwritten) and restart dockerd" >&2
         exit 1
-    else
-        echo "$want" >/etc/docker/daemon.json
-        restart=yes
     fi
+    # Experimental mode is read only at dockerd's start (SIGHUP reloads the
+    # runtimes but not it): a running dockerd is restarted.
+    echo "$want" >/etc/docker/daemon.json
+    restart=yes
 fi
 
 docker_cli=/usr/bin/docker
 [ -x "$docker_cli" ] || docker_cli=docker
-if [ "$reload" = yes ] && [ -e /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
-    echo "==> reloading dockerd's runtimes (SIGHUP: running containers stay)"
-    kill -HUP "$(cat /var/run/docker.pid)"
-    sleep 1
-fi
 if [ "$restart" = yes ] && [ -e /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
-    echo "==> restarting dockerd to register runsc"
+    echo "==> restarting dockerd to register runsc and its experimental mode"
     kill "$(cat /var/run/docker.pid)"
     for _ in $(seq 1 60); do [ -e /var/run/docker.pid ] || break; sleep 0.5; done
 fi

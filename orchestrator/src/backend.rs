@@ -62,6 +62,8 @@ pub struct Placement {
     pub stream_limits: StreamLimits,
     /// Where native sandboxes take their own block of host ids from.
     pub id_pool: Option<IdPool>,
+    /// This owner pauses sandboxes `full` (the server; see DockerConfig).
+    pub saves_sandboxes: bool,
 }
 
 impl Placement {
@@ -73,6 +75,7 @@ impl Placement {
             owns_workspaces: false,
             stream_limits: StreamLimits::default(),
             id_pool: None,
+            saves_sandboxes: false,
         }
     }
 }
@@ -110,6 +113,7 @@ pub async fn connect(
             config.temp_root = placement.temp_root.clone();
             config.adopt_root_workspaces = placement.owns_workspaces;
             config.id_pool = placement.id_pool;
+            config.saves_sandboxes = placement.saves_sandboxes;
             config.egress = egress;
             if let Some(image) = image.or(args.image.as_deref()) {
                 config.image = image.to_owned();

@@ -89,6 +89,11 @@ pub struct Record {
     /// reaping removes what is in them, never them.
     #[serde(default)]
     pub server: bool,
+    /// A server's directory of saved sandboxes (`<data dir>/paused`): what
+    /// each state file there keeps on the host (a gVisor sandbox paused
+    /// `full`: its checkpointed container) is spared by reaping.
+    #[serde(default)]
+    pub saved_states: Option<PathBuf>,
 }
 
 /// This process's held record.
@@ -189,6 +194,7 @@ fn record(pid: u32, start: u64, command: &str, owned: OwnedBackend) -> anyhow::R
         command: command.to_owned(),
         backends: vec![owned],
         server: false,
+        saved_states: None,
     };
     let name = format!("{pid}-{start}");
     // Locked before it gets the name reapers look for: a reaper never sees
@@ -246,6 +252,7 @@ mod tests {
                 image: Some("img".into()),
             }],
             server: false,
+            saved_states: None,
         };
         let text = serde_json::to_string(&record).unwrap();
         assert!(text.contains("\"kind\":\"docker\""), "{text}");

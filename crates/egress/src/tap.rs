@@ -16,6 +16,10 @@ use crate::{Egress, EgressError};
 pub const TAP_NAME: &str = "vmtap0";
 /// The namespace's end of the tap: the VM's gateway, resolver and proxy.
 pub const TAP_GATEWAY: Ipv4Addr = Ipv4Addr::new(100, 127, 255, 253);
+/// The tap's hardware address, the same for every VM: a VM restored from a
+/// saved state keeps the gateway's address in its ARP cache, and a new
+/// random one would leave it unreachable until that entry went stale.
+pub const TAP_MAC: &str = "02:70:64:00:00:01";
 /// The VM's own address on its eth0.
 pub const VM_ADDRESS: Ipv4Addr = Ipv4Addr::new(100, 127, 255, 254);
 /// The tap's /30 (shared address space, refused by the guard, so no
@@ -93,6 +97,10 @@ impl Egress {
         let mut steps: Vec<(Vec<&str>, Option<&str>)> = vec![
             (
                 vec!["-n", n, "tuntap", "add", "dev", TAP_NAME, "mode", "tap"],
+                None,
+            ),
+            (
+                vec!["-n", n, "link", "set", TAP_NAME, "address", TAP_MAC],
                 None,
             ),
             (

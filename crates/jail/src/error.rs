@@ -91,6 +91,8 @@ pub enum JailError {
         #[source]
         source: io::Error,
     },
+    #[error("host id block {host_base} is held by another sandbox")]
+    IdBlockTaken { host_base: u32 },
     #[error("every one of the {blocks} host id blocks from {base} is in use")]
     IdPoolExhausted { blocks: u32, base: u32 },
     #[error("switching the effective ids to {uid}:{gid} to create the user namespace")]

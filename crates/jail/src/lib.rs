@@ -39,7 +39,7 @@ pub use error::JailError;
 pub use guest::container::enter_container;
 pub use guest::microvm::enter_microvm;
 pub use host::cgroup::{HostCgroup, remove_cgroup_parent, remove_sandbox_cgroups};
-pub use host::id_pool::{IdBlock, allocate_block};
+pub use host::id_pool::{IdBlock, allocate_block, take_block};
 pub use host::oom::{oom_counter_in, parse_oom_kills, sandbox_oom_counter};
 pub use host::probe::{CgroupSupport, HostCapabilities, UserNamespaces, probe_host};
 pub use host::workspace_quota::{workspace_in_sandbox_memory, workspace_tmpfs};

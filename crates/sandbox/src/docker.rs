@@ -4,13 +4,16 @@
 //! container's attached stdin/stdout (no port, nothing published).
 
 mod backend;
+mod checkpoint;
 mod config;
 mod container;
 mod guest_socket;
 mod host_checks;
 mod network;
 mod orphans;
+mod restore;
 mod sandbox;
+mod save;
 mod stdio;
 
 pub use backend::DockerBackend;

@@ -238,6 +238,14 @@ impl SandboxBackend for WarmPool {
         self.backend.restore(spec, state).await
     }
 
+    async fn saved_instance(&self, state: &std::path::Path) -> Option<SandboxId> {
+        self.backend.saved_instance(state).await
+    }
+
+    async fn discard_saved(&self, state: &std::path::Path) -> Result<(), SandboxError> {
+        self.backend.discard_saved(state).await
+    }
+
     fn mounts_volumes(&self) -> bool {
         self.backend.mounts_volumes()
     }

@@ -110,7 +110,8 @@ async fn reap_owner(path: &Path, record: &Record, budget: Duration) {
     let mut clean = true;
     for owned in &record.backends {
         let left = deadline.saturating_duration_since(Instant::now());
-        let reaped = tokio::time::timeout(left, reap_backend(owned)).await;
+        let reaped =
+            tokio::time::timeout(left, reap_backend(owned, record.saved_states.as_deref())).await;
         let backend = owned.kind.name();
         match reaped {
             Ok(Ok(report)) => {
@@ -161,8 +162,12 @@ async fn reap_owner(path: &Path, record: &Record, budget: Duration) {
 }
 
 /// The owner's backend, connected as it was, reaps everything of its
-/// placement: the owner is dead, so nothing is kept.
-async fn reap_backend(owned: &OwnedBackend) -> anyhow::Result<OrphanReport> {
+/// placement: the owner is dead, so nothing is kept but what the saved
+/// sandboxes in `saved_states` (a server's) keep on the host.
+async fn reap_backend(
+    owned: &OwnedBackend,
+    saved_states: Option<&Path>,
+) -> anyhow::Result<OrphanReport> {
     let args = BackendArgs {
         guest_bin: owned.guest_bin.clone().filter(|p| p.is_file()),
         // Its namespaces, cgroups and NAT are found only when confined; an
@@ -179,7 +184,17 @@ async fn reap_backend(owned: &OwnedBackend) -> anyhow::Result<OrphanReport> {
         &owned.placement(),
     )
     .await?;
-    Ok(backend.reap_orphans(&[]).await?)
+    let mut keep = Vec::new();
+    if let Some(dir) = saved_states
+        && let Ok(mut entries) = tokio::fs::read_dir(dir).await
+    {
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            if let Some(id) = backend.saved_instance(&entry.path()).await {
+                keep.push(id);
+            }
+        }
+    }
+    Ok(backend.reap_orphans(&keep).await?)
 }
 
 /// Removes the owner's own cgroup parent (every hierarchy) and temporary

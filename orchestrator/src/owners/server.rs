@@ -24,6 +24,7 @@ pub async fn claim_server(
     placement: &Placement,
     backends: &[(BackendKind, Option<String>)],
     args: &BackendArgs,
+    saved_states: &Path,
 ) {
     if !nix::unistd::geteuid().is_root() {
         return;
@@ -53,6 +54,7 @@ pub async fn claim_server(
         command: "serve".to_owned(),
         backends: owned,
         server: true,
+        saved_states: Some(saved_states.to_path_buf()),
     };
     let path = Path::new(OWNERS_DIR).join(format!("server-{}.json", placement.node));
     let deadline = Instant::now() + SERVER_CLAIM_WAIT;

@@ -2,29 +2,36 @@
 //! host runs: a file written before the pause is there after the resume,
 //! across a kill -9 and restart of the server in between (the paused
 //! sandboxes are neither lost nor reaped); `full` is refused with the
-//! tier's reason on the tiers that cannot keep memory, and a microVM paused
-//! `full` comes back with its running process and its memory. A sandbox's
+//! tier's reason on the tiers that cannot keep memory, and a microVM or a
+//! gVisor sandbox paused `full` comes back with its running process and
+//! its memory. A sandbox's
 //! own `on_idle` decides whether the expiry task pauses or stops it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
+use paddock_tests::nethost::{DocRange, TestDns, TestHost};
+use paddock_tests::serve;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "pause-test-token-tenant-a";
 
 fn serve(dir: &Path, node: &str) -> (Child, String) {
-    serve_with(dir, node, "")
+    serve_with(dir, node, "", &[])
 }
 
-/// `top`: top-level settings written before the backends.
-fn serve_with(dir: &Path, node: &str, top: &str) -> (Child, String) {
+/// `top`: top-level settings written before the backends; `options`: the
+/// command line's.
+fn serve_with(dir: &Path, node: &str, top: &str, options: &[String]) -> (Child, String) {
     let config = dir.join("serve.toml");
     let mut toml = format!("{top}[[backends]]\nkind = \"native\"\n");
     toml.push_str("[[backends]]\nkind = \"docker\"\nimage = \"paddock-sandbox:bookworm\"\n");
     if microvm_available() {
         toml.push_str("[[backends]]\nkind = \"microvm\"\n");
+    }
+    if gvisor_unavailable().is_none() {
+        toml.push_str("[[backends]]\nkind = \"gvisor\"\nimage = \"paddock-sandbox:bookworm\"\n");
     }
     std::fs::write(&config, toml).unwrap();
     let log = std::fs::OpenOptions::new()
@@ -32,38 +39,13 @@ fn serve_with(dir: &Path, node: &str, top: &str) -> (Child, String) {
         .append(true)
         .open(dir.join("server.log"))
         .unwrap();
-    let mut child = Command::new(paddock_tests::bins::paddock())
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--node",
-            node,
-            "--data-dir",
-        ])
-        .arg(dir.join("server"))
+    let mut command = serve::command(node, &dir.join("server"), &format!("tenant-a:{TOKEN}"));
+    command
         .arg("--config")
         .arg(&config)
-        .env("PADDOCK_TOKENS", format!("tenant-a:{TOKEN}"))
-        .env_remove("PADDOCK_DATA_DIR")
-        .env_remove("PADDOCK_DATABASE_URL")
-        .env_remove("PADDOCK_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    use std::io::BufRead;
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    (child, url)
+        .args(options)
+        .stderr(log);
+    serve::spawn(command).unwrap()
 }
 
 fn microvm_available() -> bool {
@@ -71,6 +53,16 @@ fn microvm_available() -> bool {
         && paddock_sandbox::MicroVmConfig::image_dir_from_env()
             .join("vmlinuz")
             .exists()
+}
+
+/// Why this host cannot run the gVisor backend, or None.
+fn gvisor_unavailable() -> Option<String> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(paddock_tests::backends::connect(
+            paddock_tests::backends::Kind::Gvisor,
+        ))
+        .err()
 }
 
 fn api(url: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -100,6 +92,48 @@ fn exec(url: &str, id: &str, script: &str) -> Value {
     );
     assert_eq!(status, 200, "{out}");
     out
+}
+
+/// Starts a background process counting into /tmp/count, with a variable
+/// only its memory holds (written to /tmp/said once /tmp/go appears);
+/// returns its pid once it has counted.
+fn start_counter(url: &str, id: &str) -> u64 {
+    let (status, started) = api(
+        url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/processes"),
+        Some(
+            json!({"shell": "v=remembered-$$; i=0; while [ ! -e /tmp/go ]; do \
+                              i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done; echo $v > /tmp/said"}),
+        ),
+    );
+    assert_eq!(status, 201, "{started}");
+    exec(url, id, "while [ ! -s /tmp/count ]; do sleep 0.1; done");
+    started["pid"].as_u64().unwrap()
+}
+
+/// The background counter of the sandbox (/tmp/count) goes up (within 30
+/// s: a loaded host runs a TCG guest's `sleep` slowly).
+fn assert_counting(url: &str, id: &str) {
+    let counted = exec(
+        url,
+        id,
+        // a read between the writer's truncate and its write is empty
+        "i=0; a=; while [ -z \"$a\" ] && [ $i -lt 300 ]; do a=$(cat /tmp/count); i=$((i+1)); done; \
+         b=$a; i=0; \
+         while { [ -z \"$b\" ] || [ \"$b\" -le \"$a\" ]; } && [ $i -lt 300 ]; do \
+         sleep 0.1; b=$(cat /tmp/count); i=$((i+1)); done; echo $a $b",
+    );
+    let counts: Vec<u64> = counted["stdout"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(
+        counts.len() == 2 && counts[1] > counts[0],
+        "not counting: {counted}"
+    );
 }
 
 fn kill(child: &mut Child, signal: &str) {
@@ -246,31 +280,29 @@ fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart(
     }
     let dir = tempfile::tempdir().unwrap();
     let node = format!("pausefull-{}", std::process::id());
-    let (mut server, url) = serve(dir.path(), &node);
+    // With network: its resume makes the namespace, tap and proxy again.
+    let host = TestHost::start("pf", DocRange::Net2, 8080, None).unwrap();
+    let dns = TestDns::start().unwrap();
+    dns.set("a.test", &[host.ip]);
+    let options = [dns.option(), host.allow_option()];
+    let (mut server, url) = serve_with(dir.path(), &node, "", &options);
+    let fetch = "curl -sS -m 20 http://a.test:8080/";
     // A temporary workspace (the server gives it a quota: a tmpfs in the VM).
     let (status, created) = api(
         &url,
         "POST",
         "/v1/sandboxes",
-        Some(json!({"backend": "microvm"})),
+        Some(json!({"backend": "microvm", "network": {"allowlist": ["a.test:8080"]}})),
     );
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
     exec(&url, &id, "echo kept > /workspace/kept.txt");
-    // A background process counting, with a variable only its memory holds
-    // (written out once /tmp/go appears); its cwd is /workspace.
-    let (status, started) = api(
-        &url,
-        "POST",
-        &format!("/v1/sandboxes/{id}/processes"),
-        Some(
-            json!({"shell": "v=remembered-$$; i=0; while [ ! -e /tmp/go ]; do \
-                              i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done; echo $v > /tmp/said"}),
-        ),
+    let before = exec(&url, &id, fetch);
+    assert!(
+        before["stdout"].as_str().unwrap().contains("hello from pf"),
+        "{before}"
     );
-    assert_eq!(status, 201, "{started}");
-    let pid = started["pid"].as_u64().unwrap();
-    exec(&url, &id, "while [ ! -s /tmp/count ]; do sleep 0.1; done");
+    let pid = start_counter(&url, &id);
     assert_eq!(qemus_of(&node).len(), 1, "one VM runs");
 
     let (status, paused) = api(
@@ -294,7 +326,7 @@ fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart(
     );
 
     kill(&mut server, "KILL");
-    let (mut server, url) = serve(dir.path(), &node);
+    let (mut server, url) = serve_with(dir.path(), &node, "", &options);
     let (_, got) = api(&url, "GET", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!(got["state"], "paused", "{got}");
     assert_eq!(
@@ -318,24 +350,33 @@ fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart(
         "the saved VM is removed once resumed"
     );
 
-    // The file, the process (the same pid, still counting) and its memory.
+    // The file, the network, the process (the same pid, still counting)
+    // and its memory.
     let kept = exec(&url, &id, "cat /workspace/kept.txt");
     assert_eq!(kept["stdout"], "kept\n", "{kept}");
-    let counted = exec(
-        &url,
-        &id,
-        "a=$(cat /tmp/count); sleep 1; b=$(cat /tmp/count); echo $a $b",
-    );
-    let counts: Vec<u64> = counted["stdout"]
-        .as_str()
-        .unwrap()
-        .split_whitespace()
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let after = exec(&url, &id, fetch);
     assert!(
-        counts.len() == 2 && counts[1] > counts[0],
-        "not counting: {counted}"
+        after["stdout"].as_str().unwrap().contains("hello from pf"),
+        "{after}"
     );
+    // The allowlist holds as before: the host's address is not on it.
+    let literal = format!("curl -fsS -m 20 http://{}:8080/", host.ip);
+    let (status, refused) = api(
+        &url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/exec"),
+        Some(json!({"argv": ["sh", "-c", literal]})),
+    );
+    assert_eq!(status, 200, "{refused}");
+    assert_ne!(refused["exit_code"], 0, "{refused}");
+    assert!(
+        !refused["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("hello from pf"),
+        "{refused}"
+    );
+    assert_counting(&url, &id);
     let (_, listed) = api(&url, "GET", &format!("/v1/sandboxes/{id}/processes"), None);
     assert!(
         listed["processes"]
@@ -355,6 +396,159 @@ fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart(
     api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!(qemus_of(&node), Vec::<u32>::new());
     kill(&mut server, "TERM");
+}
+
+#[test]
+fn a_gvisor_sandbox_paused_full_keeps_its_processes_and_memory_across_a_server_restart() {
+    if let Some(reason) = gvisor_unavailable() {
+        paddock_test_support::require::skip_or_panic(
+            paddock_test_support::require::Need::Backend("gvisor"),
+            "gvisor full pause",
+            &format!("backend unavailable: {reason}"),
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let node = format!("pausegv-{}", std::process::id());
+    // gVisor has no landlock: the server allows that downgrade
+    let top = "allow_downgrade = [\"landlock\"]\n";
+    let (mut server, url) = serve_with(dir.path(), &node, top, &[]);
+    let (status, created) = api(
+        &url,
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({"backend": "gvisor"})),
+    );
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let container = format!("paddock-{id}");
+    exec(&url, &id, "echo kept > /workspace/kept.txt");
+    let pid = start_counter(&url, &id);
+    let before = count(&url, &id);
+    assert_eq!(container_status(&container), "running");
+    // A second one, deleted while paused after the restart.
+    let (status, created) = api(
+        &url,
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({"backend": "gvisor"})),
+    );
+    assert_eq!(status, 201, "{created}");
+    let other = created["id"].as_str().unwrap().to_owned();
+    let other_container = format!("paddock-{other}");
+    let (status, paused) = api(
+        &url,
+        "POST",
+        &format!("/v1/sandboxes/{other}/pause"),
+        Some(json!({"mode": "full"})),
+    );
+    assert_eq!(status, 200, "{paused}");
+
+    let (status, paused) = api(
+        &url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/pause"),
+        Some(json!({"mode": "full"})),
+    );
+    assert_eq!(status, 200, "{paused}");
+    assert_eq!(paused["pause"]["mode"], "full", "{paused}");
+    assert_eq!(paused["pause"]["processes_kept"], true, "{paused}");
+    // Nothing of it runs or holds memory: the container exited, its
+    // checkpoint kept with it; the server's file names it.
+    assert_eq!(container_status(&container), "exited");
+    assert_eq!(saved_files(dir.path()).len(), 2);
+
+    kill(&mut server, "KILL");
+    // Paused for a while: a counter that ran on (or started over) would show it.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let (mut server, url) = serve_with(dir.path(), &node, top, &[]);
+    let (_, got) = api(&url, "GET", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!(got["state"], "paused", "{got}");
+    for kept in [&container, &other_container] {
+        assert_eq!(
+            container_status(kept),
+            "exited",
+            "the restart's reaping kept the paused container"
+        );
+    }
+    let out = Command::new(paddock_tests::bins::paddock())
+        .args(["sandbox", "resume", &id, "--server", &url])
+        .env("PADDOCK_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(container_status(&container), "running");
+    assert_eq!(saved_files(dir.path()).len(), 1);
+
+    // The counter went on from where it was (not from 0, not 50 ahead),
+    // and counts still; the file, the process and its memory are there.
+    let after = count(&url, &id);
+    assert!(
+        before <= after && after < before + 40,
+        "before the pause {before}, after the resume {after}"
+    );
+    assert_counting(&url, &id);
+    let kept = exec(&url, &id, "cat /workspace/kept.txt");
+    assert_eq!(kept["stdout"], "kept\n", "{kept}");
+    let said = exec(
+        &url,
+        &id,
+        "touch /tmp/go; while [ ! -s /tmp/said ]; do sleep 0.1; done; cat /tmp/said",
+    );
+    assert_eq!(said["stdout"], format!("remembered-{pid}\n"), "{said}");
+
+    // runsc leaves a restored container's state behind at a second
+    // checkpoint: refused with that reason.
+    let (status, refused) = api(
+        &url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/pause"),
+        Some(json!({"mode": "full"})),
+    );
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(
+        refused["error"]["code"], "pause_mode_unsupported",
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("restored"),
+        "{refused}"
+    );
+    api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!(container_status(&container), "gone");
+
+    // Deleted while paused: its container and checkpoint go.
+    let (status, deleted) = api(&url, "DELETE", &format!("/v1/sandboxes/{other}"), None);
+    assert!(status < 300, "{status} {deleted}");
+    assert_eq!(container_status(&other_container), "gone");
+    assert!(saved_files(dir.path()).is_empty());
+    kill(&mut server, "TERM");
+}
+
+/// The counter of the background loop in the sandbox.
+fn count(url: &str, id: &str) -> u64 {
+    let out = exec(url, id, "cat /tmp/count");
+    out["stdout"].as_str().unwrap().trim().parse().unwrap()
+}
+
+/// The engine's state of `container` ("running", "exited", ...), or "gone".
+fn container_status(container: &str) -> String {
+    let out = paddock_tests::backends::docker_cli()
+        .args(["inspect", "-f", "{{.State.Status}}", container])
+        .output()
+        .unwrap();
+    if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    } else {
+        "gone".to_owned()
+    }
 }
 
 /// Polls the sandbox until its state is `want` (at most 60 s).
@@ -379,6 +573,7 @@ fn a_sandbox_chooses_to_be_paused_or_stopped_when_idle() {
         dir.path(),
         &node,
         "idle_timeout_secs = 2\non_idle = \"stop\"\n",
+        &[],
     );
     // The CLI's flag asks for a pause.
     let out = Command::new(paddock_tests::bins::paddock())

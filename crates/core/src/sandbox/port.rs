@@ -56,6 +56,21 @@ pub trait SandboxBackend: Send + Sync + Debug {
         })
     }
 
+    /// The backend's own sandbox that a saved sandbox's `state` keeps on
+    /// the host (a checkpointed container), for reaping to spare; None
+    /// when the state file is all there is (a microVM's).
+    async fn saved_instance(&self, state: &Path) -> Option<SandboxId> {
+        let _ = state;
+        None
+    }
+
+    /// Removes what a saved sandbox's `state` keeps on the host besides
+    /// the file itself, which the caller removes.
+    async fn discard_saved(&self, state: &Path) -> Result<(), SandboxError> {
+        let _ = state;
+        Ok(())
+    }
+
     /// Sandboxes this backend holds started for itself (a warm pool's ready
     /// ones): no caller owns them yet, and reaping must leave them alone,
     /// whichever backend of the same kind reaps.

@@ -42,6 +42,52 @@ pub fn allocate_block(pool: Option<IdPool>) -> Result<IdBlock, JailError> {
     allocate(&pool.unwrap_or_default(), Path::new(LOCK_DIR))
 }
 
+/// The block of `pool` that starts at `host_base`, locked again by this
+/// process (a saved container sandbox's, taken back when it is restored),
+/// or [`JailError::IdBlockTaken`] when another holds it.
+pub fn take_block(pool: Option<IdPool>, host_base: u32) -> Result<IdBlock, JailError> {
+    take(&pool.unwrap_or_default(), Path::new(LOCK_DIR), host_base)
+}
+
+pub(crate) fn take(pool: &IdPool, dir: &Path, host_base: u32) -> Result<IdBlock, JailError> {
+    let offset = host_base.checked_sub(pool.base);
+    let in_pool = offset.is_some_and(|o| o % BLOCK_IDS == 0 && o / BLOCK_IDS < pool.blocks);
+    if !in_pool {
+        return Err(JailError::InvalidSpec {
+            field: "id_pool",
+            reason: format!("{host_base} does not start a block of the pool"),
+        });
+    }
+    let path = dir.join(host_base.to_string());
+    let file = lock_file(&path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(IdBlock {
+            mapping: IdMapping {
+                host_base,
+                count: BLOCK_IDS,
+            },
+            _lock: file,
+        }),
+        Err(TryLockError::WouldBlock) => Err(JailError::IdBlockTaken { host_base }),
+        Err(TryLockError::Error(source)) => Err(JailError::IdPoolLock { path, source }),
+    }
+}
+
+fn lock_file(path: &Path) -> Result<File, JailError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|source| JailError::IdPoolLock {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
 /// The first free block of `pool`, locked.
 pub(crate) fn allocate(pool: &IdPool, dir: &Path) -> Result<IdBlock, JailError> {
     let bad = |reason: String| JailError::InvalidSpec {
@@ -75,15 +121,7 @@ pub(crate) fn allocate(pool: &IdPool, dir: &Path) -> Result<IdBlock, JailError> 
     for block in 0..pool.blocks {
         let host_base = pool.base + block * BLOCK_IDS;
         let path = dir.join(host_base.to_string());
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(lock_error(path.clone()))?;
+        let file = lock_file(&path)?;
         match file.try_lock() {
             Ok(()) => {
                 return Ok(IdBlock {
@@ -127,6 +165,32 @@ mod tests {
         drop(first);
         let again = allocate(&pool, dir.path()).unwrap();
         assert_eq!(again.mapping.host_base, 200_000);
+    }
+
+    #[test]
+    fn a_held_block_is_taken_back_only_once_released_and_only_at_a_block_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = IdPool {
+            base: 200_000,
+            blocks: 2,
+        };
+        let held = allocate(&pool, dir.path()).unwrap();
+        assert!(matches!(
+            take(&pool, dir.path(), 200_000),
+            Err(JailError::IdBlockTaken { host_base: 200_000 })
+        ));
+        drop(held);
+        let again = take(&pool, dir.path(), 200_000).unwrap();
+        assert_eq!(again.mapping.host_base, 200_000);
+        for outside in [200_001, 199_999, 200_000 + 2 * BLOCK_IDS] {
+            assert!(
+                matches!(
+                    take(&pool, dir.path(), outside),
+                    Err(JailError::InvalidSpec { .. })
+                ),
+                "{outside}"
+            );
+        }
     }
 
     #[test]

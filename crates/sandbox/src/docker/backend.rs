@@ -1,9 +1,11 @@
 //! Creating container sandboxes.
 
+use std::path::Path;
+
 use async_trait::async_trait;
 use bollard::Docker;
 use bollard::query_parameters::{
-    AttachContainerOptions, CreateContainerOptions, InspectContainerOptions, StartContainerOptions,
+    CreateContainerOptions, InspectContainerOptions, StartContainerOptions,
 };
 use paddock_core::sandbox::{
     BoxError, EgressLog, OrphanReport, Sandbox, SandboxBackend, SandboxError, SandboxId,
@@ -17,6 +19,7 @@ use super::guest_socket::GuestSocket;
 use super::host_checks;
 use super::network;
 use super::sandbox::{DockerSandbox, Teardown};
+use super::save::{self, HeldBlocks, Saving};
 use super::stdio;
 use crate::GuestClient;
 use crate::shared::start::{Start, StartGuard};
@@ -29,8 +32,10 @@ const GVISOR_MIN_PIDS: u64 = 64;
 /// Makes container sandboxes through one engine connection (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct DockerBackend {
-    config: DockerConfig,
-    docker: Docker,
+    pub(super) config: DockerConfig,
+    pub(super) docker: Docker,
+    /// The id blocks of the sandboxes this process saved.
+    pub(super) held: HeldBlocks,
 }
 
 /// A created container not started yet, and what its start needs.
@@ -67,7 +72,11 @@ impl DockerBackend {
             .await
             .map_err(|_| unavailable(&config, format!("{socket} did not answer")))?
             .map_err(|e| unavailable(&config, format!("negotiating the API version: {e}")))?;
-        let backend = Self { config, docker };
+        let backend = Self {
+            config,
+            docker,
+            held: HeldBlocks::default(),
+        };
         backend.check().await?;
         Ok(backend)
     }
@@ -113,19 +122,16 @@ impl DockerBackend {
         )?;
         let workspace_tmpfs = workspace.tmpfs(&spec);
         let planned = network::plan(&start.id, &spec, &self.config)?;
-        let teardown = Teardown {
-            id: start.id.clone(),
-            docker: self.docker.clone(),
-            container: String::new(),
-            temp_workspace: workspace.temporary.take(),
-            id_block,
-            stream_task: None,
-            tail: start.tail.clone(),
-            stop_timeout: self.config.stop_timeout,
-            egress: None,
-            egress_log_task: None,
-            net_marker: planned.marker,
-        };
+        let mut teardown = Teardown::new(
+            start.id.clone(),
+            self.docker.clone(),
+            start.tail.clone(),
+            self.config.stop_timeout,
+            self.held.clone(),
+        );
+        teardown.temp_workspace = workspace.temporary.take();
+        teardown.id_block = id_block;
+        teardown.net_marker = planned.marker;
         let mut guard = start.guard(teardown);
         let created = match self
             .create_container(
@@ -144,14 +150,62 @@ impl DockerBackend {
         match self.start(&spec, created, guard.teardown_mut()).await {
             Ok((client, host_pid, egress_log)) => {
                 let container = guard.teardown().container.clone();
+                let saving = self.saving(&spec);
                 let (info, teardown) =
                     guard.commit(spec.policy, workspace.path, client.agent_version());
                 tracing::debug!(sandbox_id = %info.id, container, "sandbox ready");
                 Ok(DockerSandbox::new(
-                    info, client, teardown, host_pid, egress_log,
+                    info, client, teardown, host_pid, egress_log, saving,
                 ))
             }
             Err(source) => Err(guard.fail(source).await),
+        }
+    }
+
+    /// Attaches to `container`'s stdio (before it starts, so nothing the
+    /// guest writes is lost): the guest's stdout as a reader, and its
+    /// stdin. The teardown holds the task splitting the stream (a former
+    /// attach's task is ended).
+    pub(super) async fn attach_guest(
+        &self,
+        container: &str,
+        teardown: &mut Teardown,
+    ) -> Result<(tokio::io::DuplexStream, stdio::Input), BoxError> {
+        let attached = self
+            .docker
+            .attach_container(container, Some(stdio::attach_options()))
+            .await?;
+        let (reader, task) =
+            stdio::split(teardown.id.clone(), attached.output, teardown.tail.clone());
+        if let Some(old) = teardown.stream_task.replace(task) {
+            old.abort();
+        }
+        Ok((reader, attached.input))
+    }
+
+    /// The host pid of `container`'s first process, which must run.
+    pub(super) async fn container_pid(&self, container: &str) -> Result<i64, BoxError> {
+        self.docker
+            .inspect_container(container, None::<InspectContainerOptions>)
+            .await?
+            .state
+            .and_then(|s| s.pid)
+            .filter(|pid| *pid > 0)
+            .ok_or_else(|| {
+                format!("container {container} has no process (it exited at once)").into()
+            })
+    }
+
+    /// Why a sandbox of `spec` could not be saved whole here, or None.
+    pub(super) fn save_refusal(&self, spec: &SandboxSpec) -> Option<&'static str> {
+        save::refusal(self.config.engine, spec, self.config.saves_sandboxes)
+    }
+
+    pub(super) fn saving(&self, spec: &SandboxSpec) -> Saving {
+        Saving {
+            refusal: self.save_refusal(spec),
+            socket: self.config.socket.clone(),
+            timeout: self.config.api_timeout,
         }
     }
 
@@ -257,6 +311,7 @@ impl DockerBackend {
             guest_socket: guest_socket.as_ref().map(GuestSocket::bind_spec),
             workspace_tmpfs,
             ca_bundle,
+            keep_exited: self.save_refusal(spec).is_none(),
         });
         let options = CreateContainerOptions {
             name: Some(format!("paddock-{id}")),
@@ -294,32 +349,11 @@ impl DockerBackend {
             ca,
         } = created;
         let container = container.as_str();
-        let attach = AttachContainerOptions {
-            stream: true,
-            stdin: true,
-            stdout: true,
-            stderr: true,
-            ..AttachContainerOptions::default()
-        };
-        let attached = self
-            .docker
-            .attach_container(container, Some(attach))
-            .await?;
-        let (reader, task) =
-            stdio::split(teardown.id.clone(), attached.output, teardown.tail.clone());
-        teardown.stream_task = Some(task);
+        let (reader, mut input) = self.attach_guest(container, teardown).await?;
         self.docker
             .start_container(container, None::<StartContainerOptions>)
             .await?;
-        let inspected = self
-            .docker
-            .inspect_container(container, None::<InspectContainerOptions>)
-            .await?;
-        let pid = inspected
-            .state
-            .and_then(|s| s.pid)
-            .filter(|pid| *pid > 0)
-            .ok_or("the container has no process (it exited at once)")?;
+        let pid = self.container_pid(container).await?;
         host_checks::check_namespaces(
             pid,
             &container::host_checked(self.config.engine, &guest_spec.tier.namespaces),
@@ -344,7 +378,6 @@ impl DockerBackend {
             egress_log = Some(log);
         }
         let timeout = self.config.start_timeout;
-        let mut input = attached.input;
         tokio::time::timeout(timeout, async {
             input.write_all(&spec_frame).await?;
             input.flush().await
@@ -435,6 +468,28 @@ impl SandboxBackend for DockerBackend {
                 )
             })?;
         Ok(())
+    }
+
+    async fn restore(
+        &self,
+        spec: SandboxSpec,
+        state: &Path,
+    ) -> Result<Box<dyn Sandbox>, SandboxError> {
+        Ok(Box::new(self.restore_docker(spec, state).await?))
+    }
+
+    async fn saved_instance(&self, state: &Path) -> Option<SandboxId> {
+        let saved = super::restore::read(state).await.ok()?;
+        SandboxId::parse(&saved.sandbox).ok()
+    }
+
+    async fn discard_saved(&self, state: &Path) -> Result<(), SandboxError> {
+        self.discard_docker(state)
+            .await
+            .map_err(|source| SandboxError::Restore {
+                state: state.to_path_buf(),
+                source,
+            })
     }
 
     /// Removes every container labelled with this node and backend whose

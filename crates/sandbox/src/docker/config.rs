@@ -87,6 +87,11 @@ pub struct DockerConfig {
     /// The egress proxy of sandboxes with network (resolver, private
     /// destinations the operator allows), as native's.
     pub egress: paddock_egress::EgressConfig,
+    /// This owner pauses sandboxes `full` (a server): a gVisor sandbox
+    /// that can be saved is made without auto-remove, since its checkpoint
+    /// ends its container. Otherwise (a one-shot command) every container
+    /// goes with its guest, and none is saved.
+    pub saves_sandboxes: bool,
 }
 
 /// The image the setup script builds.
@@ -108,6 +113,7 @@ impl DockerConfig {
             adopt_root_workspaces: false,
             id_pool: None,
             egress: paddock_egress::EgressConfig::default(),
+            saves_sandboxes: false,
         }
     }
 }

@@ -105,6 +105,9 @@ pub(super) struct Request<'a> {
     /// The host file holding the sandbox's CA bundle, when its secrets are
     /// intercepted: bound read-only at [`paddock_jail::CA_BUNDLE_PATH`].
     pub ca_bundle: Option<PathBuf>,
+    /// Whether the engine keeps the container once it exits: a sandbox
+    /// that can be saved whole, whose checkpoint ends its container.
+    pub keep_exited: bool,
 }
 
 pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
@@ -118,6 +121,7 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         guest_socket,
         workspace_tmpfs,
         ca_bundle,
+        keep_exited,
     } = request;
     let egress = spec.policy.network.has_egress();
     let workspace_mode = if spec.policy.read_only || !writable.is_empty() {
@@ -211,7 +215,9 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         runtime: config.engine.runtime_for(egress).map(str::to_owned),
         // The container goes with its guest: when the owner dies, the
         // attached stdin closes, the guest exits and the engine removes it.
-        auto_remove: Some(true),
+        // One that can be saved stays once it exits (its checkpoint ends
+        // it): the owner removes it, or orphan reaping at its next start.
+        auto_remove: Some(!keep_exited),
         ..HostConfig::default()
     };
     ContainerCreateBody {
@@ -265,6 +271,15 @@ mod tests {
         spec: &SandboxSpec,
         writable: &[(PathBuf, String)],
     ) -> ContainerCreateBody {
+        request_body_keeping(engine, spec, writable, false)
+    }
+
+    fn request_body_keeping(
+        engine: Engine,
+        spec: &SandboxSpec,
+        writable: &[(PathBuf, String)],
+        keep_exited: bool,
+    ) -> ContainerCreateBody {
         let id = SandboxId::generate();
         let config = DockerConfig::new(engine, PathBuf::from("/host/paddock-guest"));
         let workspace = Workspace {
@@ -283,6 +298,7 @@ mod tests {
             guest_socket: None,
             workspace_tmpfs: None,
             ca_bundle: None,
+            keep_exited,
         })
     }
 
@@ -312,6 +328,12 @@ mod tests {
         assert_eq!(host.pids_limit, Some(512));
         assert_eq!(host.runtime, None);
         assert_eq!(host.auto_remove, Some(true));
+        let kept = request_body_keeping(Engine::Gvisor, &spec, &[], true);
+        assert_eq!(
+            kept.host_config.unwrap().auto_remove,
+            Some(false),
+            "a container that can be saved outlives its checkpoint"
+        );
         assert!(
             host.binds
                 .as_ref()
@@ -383,6 +405,7 @@ mod tests {
             guest_socket: None,
             workspace_tmpfs: None,
             ca_bundle: None,
+            keep_exited: false,
         });
         let binds = body.host_config.unwrap().binds.unwrap();
         assert!(
@@ -427,6 +450,7 @@ mod tests {
             guest_socket: None,
             workspace_tmpfs: quota,
             ca_bundle: None,
+            keep_exited: false,
         });
         let host = body.host_config.unwrap();
         assert!(

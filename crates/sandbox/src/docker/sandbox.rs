@@ -1,16 +1,21 @@
 //! A running container sandbox and its teardown.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bollard::Docker;
-use bollard::query_parameters::{InspectContainerOptions, RemoveContainerOptions};
+use bollard::query_parameters::{
+    InspectContainerOptions, KillContainerOptions, RemoveContainerOptions,
+};
 use paddock_core::sandbox::{
     BoxError, EgressLog, GuestOps, NetworkSwap, Sandbox, SandboxError, SandboxId, SandboxInfo,
 };
 use tokio::task::JoinHandle;
 
+use super::save::HeldBlocks;
 use crate::GuestClient;
 use crate::shared::start::StartTeardown;
 use crate::shared::stderr::StderrTail;
@@ -32,6 +37,8 @@ pub struct DockerSandbox {
     pub(super) teardown: Teardown,
     host_pid: Option<u32>,
     egress_log: Option<EgressLog>,
+    /// How it is saved whole (gVisor), or why not.
+    pub(super) saving: super::save::Saving,
 }
 
 impl DockerSandbox {
@@ -41,6 +48,7 @@ impl DockerSandbox {
         teardown: Teardown,
         host_pid: Option<u32>,
         egress_log: Option<EgressLog>,
+        saving: super::save::Saving,
     ) -> Self {
         Self {
             info,
@@ -48,6 +56,7 @@ impl DockerSandbox {
             teardown,
             host_pid,
             egress_log,
+            saving,
         }
     }
 
@@ -111,6 +120,19 @@ impl Sandbox for DockerSandbox {
         crate::shared::network::set_network(&self.info.id, self.teardown.egress.as_ref(), policy)
     }
 
+    fn suspend_refusal(&self) -> Option<String> {
+        self.saving.refusal.map(str::to_owned)
+    }
+
+    async fn suspend(&self, state: &Path) -> Result<(), SandboxError> {
+        super::save::save(self, state)
+            .await
+            .map_err(|source| SandboxError::Suspend {
+                id: self.info.id.clone(),
+                source,
+            })
+    }
+
     async fn destroy(self: Box<Self>) -> Result<(), SandboxError> {
         DockerSandbox::destroy(*self).await
     }
@@ -136,10 +158,85 @@ pub(super) struct Teardown {
     /// Marks the namespace for the reaper and holds the CA bundle; after
     /// `egress`, dropped once the namespace is gone.
     pub net_marker: Option<tempfile::TempDir>,
+    /// The temporary workspace of a restored sandbox (its `TempDir` went
+    /// with the save), removed as `temp_workspace` is.
+    pub adopted_workspace: Option<PathBuf>,
+    /// The sandbox is saved in its container (or not restored yet): the
+    /// teardown stops the container but keeps it, its temporary workspace
+    /// and its id block (into `held`).
+    pub saved: AtomicBool,
+    pub held: HeldBlocks,
 }
 
 impl Teardown {
+    /// What a teardown built before anything was set up holds.
+    pub(super) fn new(
+        id: SandboxId,
+        docker: Docker,
+        tail: StderrTail,
+        stop_timeout: Duration,
+        held: HeldBlocks,
+    ) -> Self {
+        Self {
+            id,
+            docker,
+            container: String::new(),
+            temp_workspace: None,
+            id_block: None,
+            stream_task: None,
+            tail,
+            stop_timeout,
+            egress: None,
+            egress_log_task: None,
+            net_marker: None,
+            adopted_workspace: None,
+            saved: AtomicBool::new(false),
+            held,
+        }
+    }
+
+    /// Leaves the temporary workspace on disk and holds the id block for
+    /// the restore of a saved sandbox.
+    fn keep_for_restore(&mut self) {
+        if let Some(dir) = self.temp_workspace.take() {
+            let _ = dir.keep();
+        }
+        if let Some(block) = self.id_block.take() {
+            self.held.hold(block);
+        }
+    }
+
+    /// A saved sandbox's container stopped (if it runs) and left with its
+    /// checkpoint; its workspace and id block stay for the restore.
+    async fn keep_saved(&mut self) -> Result<(), BoxError> {
+        let container = std::mem::take(&mut self.container);
+        if let Some(task) = self.stream_task.take() {
+            task.abort();
+        }
+        self.keep_for_restore();
+        self.adopted_workspace = None;
+        if container.is_empty() {
+            return Ok(());
+        }
+        match self
+            .docker
+            .kill_container(&container, None::<KillContainerOptions>)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(err) if is_gone(&err) => Ok(()),
+            // not running: the save ended it already
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     pub(super) async fn remove(&mut self) -> Result<(), BoxError> {
+        if self.saved.load(Ordering::SeqCst) {
+            return self.keep_saved().await;
+        }
         let container = std::mem::take(&mut self.container);
         let removed = if container.is_empty() {
             Ok(())
@@ -161,13 +258,20 @@ impl Teardown {
             // No process of the container is left to run as these ids.
             self.id_block = None;
         }
-        let workspace = match self.temp_workspace.take() {
-            Some(dir) => tokio::task::spawn_blocking(move || dir.close())
-                .await
-                .map_err(|e| -> BoxError { e.into() })
-                .and_then(|r| r.map_err(|e| -> BoxError { e.into() })),
-            None => Ok(()),
-        };
+        let temp = self.temp_workspace.take();
+        let adopted = self.adopted_workspace.take();
+        let workspace = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = temp {
+                dir.close()?;
+            }
+            match adopted {
+                Some(dir) => remove_dir(&dir),
+                None => Ok(()),
+            }
+        })
+        .await
+        .map_err(|e| -> BoxError { e.into() })
+        .and_then(|r| r.map_err(|e| -> BoxError { e.into() }));
         removed.and(workspace)
     }
 }
@@ -185,7 +289,15 @@ impl StartTeardown for Teardown {
     }
 
     fn temporary_workspace(&self) -> bool {
-        self.temp_workspace.is_some()
+        self.temp_workspace.is_some() || self.adopted_workspace.is_some()
+    }
+}
+
+/// Removes a directory tree (gone already is fine).
+pub(super) fn remove_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
@@ -244,8 +356,14 @@ impl Drop for Teardown {
         if let Some(task) = self.egress_log_task.take() {
             task.abort();
         }
+        if self.saved.load(Ordering::SeqCst) {
+            // The save (or the restore that did not finish) keeps them.
+            self.keep_for_restore();
+            return;
+        }
         if self.container.is_empty()
             && self.temp_workspace.is_none()
+            && self.adopted_workspace.is_none()
             && self.id_block.is_none()
             && self.egress.is_none()
         {
@@ -261,6 +379,7 @@ impl Drop for Teardown {
             stop_timeout: self.stop_timeout,
             egress: self.egress.take(),
             net_marker: self.net_marker.take(),
+            adopted_workspace: self.adopted_workspace.take(),
         };
         // Without a runtime the temporary workspace goes with `leftover`; the
         // container exits when its stdin closes and the engine removes it
@@ -283,6 +402,7 @@ struct Leftover {
     stop_timeout: Duration,
     egress: Option<paddock_egress::Egress>,
     net_marker: Option<tempfile::TempDir>,
+    adopted_workspace: Option<PathBuf>,
 }
 
 impl Leftover {
@@ -299,6 +419,9 @@ impl Leftover {
         }
         drop(self.net_marker);
         drop(self.temp_workspace);
+        if let Some(dir) = self.adopted_workspace {
+            let _ = tokio::task::spawn_blocking(move || remove_dir(&dir)).await;
+        }
         drop(self.id_block);
     }
 }
@@ -322,19 +445,14 @@ mod tests {
             Docker::connect_with_unix(&socket.to_string_lossy(), 1, bollard::API_DEFAULT_VERSION)
                 .unwrap();
         let start = Start::begin("docker");
-        let teardown = Teardown {
-            id: start.id.clone(),
+        let mut teardown = Teardown::new(
+            start.id.clone(),
             docker,
-            container: String::new(),
-            temp_workspace: Some(workspace),
-            id_block: None,
-            stream_task: None,
-            tail: start.tail.clone(),
-            stop_timeout: Duration::from_secs(1),
-            egress: None,
-            egress_log_task: None,
-            net_marker: None,
-        };
+            start.tail.clone(),
+            Duration::from_secs(1),
+            HeldBlocks::default(),
+        );
+        teardown.temp_workspace = Some(workspace);
         let guard = start.guard(teardown);
         let err = guard.launch_error("no image".into());
         let err = guard.abandon(err).await;

@@ -6,6 +6,7 @@
 use std::pin::Pin;
 
 use bollard::container::LogOutput;
+use bollard::query_parameters::AttachContainerOptions;
 use futures_util::{Stream, StreamExt};
 use paddock_core::sandbox::SandboxId;
 use tokio::io::{AsyncWriteExt, DuplexStream};
@@ -15,6 +16,20 @@ use crate::shared::stderr::StderrTail;
 
 /// Bytes buffered between the engine's stream and the client's reader.
 const PIPE_BYTES: usize = 256 << 10;
+
+/// Attaching to the guest's stdio: a stream of stdin, stdout and stderr.
+pub(super) fn attach_options() -> AttachContainerOptions {
+    AttachContainerOptions {
+        stream: true,
+        stdin: true,
+        stdout: true,
+        stderr: true,
+        ..AttachContainerOptions::default()
+    }
+}
+
+/// The guest's stdin on the attached stream.
+pub(super) type Input = Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
 pub(super) type Output =
     Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;

@@ -208,12 +208,6 @@ impl MicroVmBackend {
         spec: SandboxSpec,
         state: &Path,
     ) -> Result<MicroVmSandbox, SandboxError> {
-        if spec.policy.network.has_egress() {
-            return Err(SandboxError::Restore {
-                state: state.to_path_buf(),
-                source: save::NETWORK_REFUSAL.into(),
-            });
-        }
         self.launch(spec, Some(state)).await
     }
 

@@ -13,7 +13,6 @@
 //! tmpfs in the VM (a temporary workspace under a quota).
 
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,10 +22,6 @@ use serde_json::json;
 use super::qmp::Qmp;
 use crate::GuestClient;
 
-/// Why a VM with network is not saved.
-pub(super) const NETWORK_REFUSAL: &str = "a microVM with network is not saved whole: its tap \
-     and egress live in a namespace a restore would have to make again with the same \
-     addresses, which the backend does not do";
 const WORKSPACE_REFUSAL: &str = "its workspace is a host directory shared over virtio-9p, \
      which QEMU cannot save while the guest has it mounted; only a temporary workspace \
      with a quota (workspace_bytes or workspace_inodes: a tmpfs in the VM's memory) is \
@@ -64,9 +59,6 @@ pub(crate) struct Saving {
 
 /// Why a VM of `spec` could not be saved whole, or None when it can.
 pub(super) fn refusal(spec: &SandboxSpec, temporary_workspace: bool) -> Option<String> {
-    if spec.policy.network.has_egress() {
-        return Some(NETWORK_REFUSAL.to_owned());
-    }
     if !spec.policy.volumes.is_empty() {
         return Some(VOLUME_REFUSAL.to_owned());
     }
@@ -121,13 +113,7 @@ fn write_state(qmp: &mut Qmp, path: &Path, timeout: Duration) -> Result<(), BoxE
         "migrate-set-parameters",
         Some(json!({ "max-bandwidth": SAVE_BANDWIDTH })),
     )?;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("creating {}: {e}", path.display()))?;
+    let file = crate::shared::saved_state::create(path)?;
     qmp.send_fd(STATE_FD, file.as_fd())?;
     qmp.execute("migrate", Some(json!({ "uri": format!("fd:{STATE_FD}") })))?;
     qmp.wait_migration(timeout)?;
@@ -207,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_vm_whose_workspace_is_in_its_memory_without_network_or_volumes_is_saved() {
+    fn only_a_vm_whose_workspace_is_in_its_memory_and_without_volumes_is_saved() {
         assert_eq!(refusal(&spec(|_| {}), true), None);
         // the host's directory (a workspace row), or no quota: a 9p share
         assert_eq!(
@@ -223,8 +209,10 @@ mod tests {
         );
         let scoped = spec(|p| p.writable_paths = vec!["out".to_owned()]);
         assert_eq!(refusal(&scoped, true).as_deref(), Some(WORKSPACE_REFUSAL));
+        // A restore makes its namespace, tap (same addresses, same MAC)
+        // and proxy again; connections open at the pause are cut.
         let networked = spec(|p| p.network = NetworkPolicy::Full);
-        assert_eq!(refusal(&networked, true).as_deref(), Some(NETWORK_REFUSAL));
+        assert_eq!(refusal(&networked, true), None);
         let with_volume = spec(|p| {
             p.volumes = vec![paddock_proto::VolumeMount {
                 name: "data".to_owned(),

@@ -20,6 +20,13 @@ use paddock_core::sandbox::{BoxError, SandboxError, SandboxId, SandboxInfo, Sand
 
 use super::stderr::StderrTail;
 
+/// Milliseconds since the Unix epoch now.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// What one backend has set up for a sandbox, and how it goes away.
 #[async_trait]
 pub(crate) trait StartTeardown: Send {
@@ -47,13 +54,21 @@ impl Start {
     pub(crate) fn begin(backend: &'static str) -> Self {
         let id = SandboxId::generate();
         tracing::debug!(sandbox_id = %id, backend, "creating sandbox");
-        let created_at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         Self {
             id,
             backend,
-            created_at_ms,
+            created_at_ms: now_ms(),
+            tail: StderrTail::default(),
+        }
+    }
+
+    /// The start of a saved sandbox again, under its id.
+    pub(crate) fn again(backend: &'static str, id: SandboxId) -> Self {
+        tracing::debug!(sandbox_id = %id, backend, "restoring sandbox");
+        Self {
+            created_at_ms: now_ms(),
+            id,
+            backend,
             tail: StderrTail::default(),
         }
     }

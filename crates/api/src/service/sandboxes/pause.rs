@@ -5,7 +5,10 @@
 //! sandbox cannot) and releases everything it holds on the host. In `full`
 //! mode the backend saves the whole sandbox (memory, processes) into a file
 //! under [`ServiceConfig::saved_states_root`](super::ServiceConfig) that the
-//! record names, and ends it (no process, no memory). In `filesystem` mode
+//! record names, and ends it (no process, no memory): the microVM into the
+//! file itself, gVisor into a checkpoint of its container that the file
+//! names (the backend removes it with `discard_saved` when the paused
+//! sandbox is deleted, and reaping spares it: `reconcile.rs`). In `filesystem` mode
 //! the sandbox is destroyed and only its files are kept: a workspace row's
 //! directory keeps itself, a temporary workspace is exported first into a
 //! snapshot that the record names. The record says `paused` with its
@@ -30,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use super::live::Live;
 use super::snapshots::CreateSnapshot;
-use super::{SandboxService, SandboxView, ServiceError, destroy_quietly, quota, writer};
+use super::{SandboxService, SandboxView, ServiceError, destroy_quietly, quota};
 
 /// The most a resume (a fresh sandbox and its files put back) may take.
 pub const RESUME_TIMEOUT: Duration = Duration::from_secs(120);
@@ -51,21 +54,15 @@ pub struct PauseSandbox {
 /// resume", for what was tried on this host.
 pub fn full_refusal(backend: &str) -> Option<&'static str> {
     Some(match backend {
-        "microvm" => return None,
+        "microvm" | "gvisor" => return None,
         "native" => {
             "a native sandbox is processes in namespaces on the host: their memory \
              cannot be saved and restored"
         }
         "docker" => {
-            "docker saves a container's memory only through `docker checkpoint` (CRIU), \
-             which needs dockerd's experimental mode; this server does not use it"
-        }
-        "gvisor" => {
-            "`docker checkpoint create` and `docker start --checkpoint` keep a gVisor \
-             sandbox's processes only on a dockerd in experimental mode (this one answers \
-             \"docker checkpoint create is only supported on a Docker daemon with \
-             experimental features enabled\"), and a checkpoint ends the container, which \
-             removes the sandbox's auto-removed one; this server does not do it yet"
+            "a runc container's memory is saved only through CRIU (`docker checkpoint` \
+             with runc), which this host does not have; the gVisor backend saves its \
+             sandboxes whole"
         }
         _ => "this backend cannot save a sandbox's memory",
     })
@@ -157,7 +154,8 @@ impl SandboxService {
         };
         let Some(live) = self.live_map().remove(id) else {
             // retired meanwhile (deleted, expired): what it kept is not needed
-            self.drop_pause_snapshot(&live.tenant, &pause).await;
+            self.drop_pause_snapshot(&live.tenant, &record.backend, &pause)
+                .await;
             return Err(not_running(record, "pause"));
         };
         let recorded = self
@@ -168,7 +166,8 @@ impl SandboxService {
         self.release_all_but_volumes(id, &live).await;
         if recorded.is_err() {
             self.release_volumes(&live.volume_leases).await;
-            self.drop_pause_snapshot(&live.tenant, &pause).await;
+            self.drop_pause_snapshot(&live.tenant, &record.backend, &pause)
+                .await;
         } else {
             self.hold_volumes_paused(record, &live.volume_leases).await;
         }
@@ -285,9 +284,11 @@ impl SandboxService {
             Some(w) => (Some(w.path), w.quota),
             None => (None, None),
         };
+        let mut policy = record.spec.policy.clone();
+        policy.network = self.current_network(tenant, id, &policy.network).await?;
         let spec = SandboxSpec {
             workspace,
-            policy: record.spec.policy.clone(),
+            policy,
             secrets: Vec::new(),
             volume_dirs: volumes,
             workspace_quota,
@@ -297,42 +298,25 @@ impl SandboxService {
             None => entry.backend.create(spec).await,
         }
         .map_err(ServiceError::CreateSandbox)?;
-        let writer = match (&record.workspace, record.spec.policy.read_only) {
-            (Some(workspace), false) => {
-                let owner = format!("{}/{id}", self.config.node);
-                let ttl = writer::ttl(self.config.effective_expiry_interval());
-                let describe = |holder: &str, until| self.describe_writer(holder, until);
-                match writer::acquire(self.store.as_ref(), workspace, &owner, ttl, describe).await {
-                    Ok(lease) => Some(lease),
-                    Err(err) => {
-                        destroy_quietly(sandbox).await;
-                        return Err(err);
-                    }
-                }
-            }
-            _ => None,
-        };
-        let owner = format!("{}/{id}", self.config.node);
-        let ttl = writer::ttl(self.config.effective_expiry_interval());
-        let volume_leases = match self
-            .lease_volumes(tenant, &record.spec.policy.volumes, &owner, ttl)
+        let leases = match self
+            .take_leases(
+                tenant,
+                id,
+                record.workspace.as_ref(),
+                record.spec.policy.read_only,
+                &record.spec.policy.volumes,
+            )
             .await
         {
             Ok(leases) => leases,
             Err(err) => {
                 destroy_quietly(sandbox).await;
-                if let Some(lease) = &writer {
-                    writer::release(self.store.as_ref(), lease).await;
-                }
                 return Err(err);
             }
         };
         let release = |sandbox| async {
             destroy_quietly(sandbox).await;
-            if let Some(lease) = &writer {
-                writer::release(self.store.as_ref(), lease).await;
-            }
-            self.release_volumes(&volume_leases).await;
+            self.release_leases(&leases).await;
         };
         if let Some(snapshot) = &pause.snapshot {
             let guest = sandbox.guest();
@@ -363,14 +347,14 @@ impl SandboxService {
             tenant.clone(),
             now,
             resumed.expires_at.unwrap_or(now),
-            writer,
+            leases.writer,
             resumed
                 .spec
                 .console
                 .then(|| now.saturating_add(super::console::KEEPALIVE)),
         );
         live.id = id.clone();
-        live.volume_leases = volume_leases;
+        live.volume_leases = leases.volumes;
         self.live_map().insert(id.clone(), Arc::new(live));
         if let Some(snapshot) = &pause.snapshot
             && let Err(err) = self.delete_snapshot(tenant, snapshot).await
@@ -397,21 +381,29 @@ impl SandboxService {
         self.release_dead_volume_leases(&record.tenant, &record.id, &record.spec.policy.volumes)
             .await;
         if let Some(pause) = &record.pause {
-            self.drop_pause_snapshot(&record.tenant, pause).await;
+            self.drop_pause_snapshot(&record.tenant, &record.backend, pause)
+                .await;
         }
         tracing::info!(sandbox_id = %record.id, "paused sandbox deleted");
         Ok(())
     }
 
     /// Removes what a pause kept outside the workspace: its snapshot, its
-    /// saved sandbox.
-    async fn drop_pause_snapshot(&self, tenant: &TenantId, pause: &SandboxPause) {
+    /// saved sandbox (what `backend` keeps of it on the host, and its file).
+    async fn drop_pause_snapshot(&self, tenant: &TenantId, backend: &str, pause: &SandboxPause) {
         if let Some(snapshot) = &pause.snapshot
             && let Err(err) = self.delete_snapshot(tenant, snapshot).await
         {
             tracing::warn!(snapshot_id = %snapshot, error = %err, "removing a pause snapshot");
         }
         if let Some(state) = &pause.saved_state {
+            if let Ok(entry) = self.backends.choose(Some(backend), None)
+                && let Err(err) = entry.backend.discard_saved(state).await
+            {
+                // Its file stays, so reaping at the next start spares nothing
+                // of it and removes the rest.
+                tracing::warn!(path = %state.display(), error = %error_chain(&err), "removing a saved sandbox's container");
+            }
             remove_saved_state(state).await;
         }
     }
@@ -452,8 +444,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_microvm_tier_keeps_memory_and_each_other_says_why() {
-        for backend in ["native", "docker", "gvisor", "other"] {
+    fn the_microvm_and_gvisor_tiers_keep_memory_and_each_other_says_why() {
+        for backend in ["native", "docker", "other"] {
             let reason = full_refusal(backend).unwrap();
             assert!(!reason.is_empty(), "{backend}");
             assert_eq!(
@@ -461,12 +453,14 @@ mod tests {
                 Err(reason.to_owned())
             );
         }
-        assert!(full_refusal("gvisor").unwrap().contains("experimental"));
-        assert_eq!(full_refusal("microvm"), None);
-        assert_eq!(
-            pause_mode("microvm", Some(PauseMode::Full), None),
-            Ok(PauseMode::Full)
-        );
+        assert!(full_refusal("docker").unwrap().contains("CRIU"));
+        for backend in ["microvm", "gvisor"] {
+            assert_eq!(full_refusal(backend), None);
+            assert_eq!(
+                pause_mode(backend, Some(PauseMode::Full), None),
+                Ok(PauseMode::Full)
+            );
+        }
         // a sandbox of the tier may still refuse, with its reason
         assert_eq!(
             pause_mode(
@@ -480,18 +474,20 @@ mod tests {
 
     #[test]
     fn the_default_is_the_strongest_mode_the_sandbox_can_do() {
-        for backend in ["native", "docker", "gvisor"] {
+        for backend in ["native", "docker"] {
             assert_eq!(pause_mode(backend, None, None), Ok(PauseMode::Filesystem));
             assert_eq!(
                 pause_mode(backend, Some(PauseMode::Filesystem), None),
                 Ok(PauseMode::Filesystem)
             );
         }
-        assert_eq!(pause_mode("microvm", None, None), Ok(PauseMode::Full));
-        assert_eq!(
-            pause_mode("microvm", None, Some("its workspace is 9p")),
-            Ok(PauseMode::Filesystem)
-        );
+        for backend in ["microvm", "gvisor"] {
+            assert_eq!(pause_mode(backend, None, None), Ok(PauseMode::Full));
+            assert_eq!(
+                pause_mode(backend, None, Some("it has network")),
+                Ok(PauseMode::Filesystem)
+            );
+        }
     }
 
     #[test]

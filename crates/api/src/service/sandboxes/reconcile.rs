@@ -25,6 +25,7 @@ impl SandboxService {
         // Warm pools' ready sandboxes carry the node's labels too.
         let mut spared = keep.clone();
         spared.extend(self.backends.kept());
+        spared.extend(self.saved_instances().await?);
         let mut orphans = OrphanReport::default();
         for entry in self.backends.one_per_name() {
             match entry.backend.reap_orphans(&spared).await {
@@ -69,5 +70,28 @@ impl SandboxService {
             lost.push(record.id);
         }
         Ok(ReconcileReport { lost, orphans })
+    }
+
+    /// What the sandboxes paused `full` on this node keep on the host (a
+    /// gVisor sandbox's checkpointed container), which reaping must spare.
+    async fn saved_instances(&self) -> Result<Vec<SandboxId>, ServiceError> {
+        let paused = self
+            .store
+            .list_node_sandboxes(&self.config.node, SandboxState::Paused)
+            .await
+            .map_err(ServiceError::store("list_node_sandboxes"))?;
+        let mut kept = Vec::new();
+        for record in paused {
+            let Some(state) = record.pause.as_ref().and_then(|p| p.saved_state.as_ref()) else {
+                continue;
+            };
+            let Ok(entry) = self.backends.choose(Some(&record.backend), None) else {
+                continue;
+            };
+            if let Some(instance) = entry.backend.saved_instance(state).await {
+                kept.push(instance);
+            }
+        }
+        Ok(kept)
     }
 }
