@@ -28,6 +28,10 @@ pub struct RuntimeConfig {
     /// over the API may ask ([`crate::StartRun::network`] is not bounded by
     /// it: a local `paddock run` asks what it wants).
     pub network: paddock_proto::NetworkBounds,
+    /// The volume pool, where a workspace made with a quota keeps its
+    /// files (a server's); None: every workspace is a directory under
+    /// `workspaces_root` or its own root.
+    pub volumes: Option<Arc<dyn paddock_core::volume::VolumeHost>>,
     /// How long a session lease lasts without renewal; a run renews it every third of this.
     pub lease_ttl: Duration,
     /// How long a run waits for space when a write finds the store's disk
@@ -71,6 +75,7 @@ impl RuntimeConfig {
             workspaces_root: workspaces_root.into(),
             sandbox: SandboxSpec::default(),
             network: paddock_proto::NetworkBounds::default(),
+            volumes: None,
             lease_ttl: Duration::from_secs(30),
             store_full_wait: Duration::from_secs(60),
             snapshot: SnapshotSettings::default(),

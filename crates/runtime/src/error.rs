@@ -111,6 +111,12 @@ pub enum RuntimeError {
         #[source]
         source: Box<crate::tools::ToolError>,
     },
+    #[error("finding workspace {workspace} in the volume pool")]
+    WorkspacePool {
+        workspace: paddock_core::ids::WorkspaceId,
+        #[source]
+        source: paddock_core::volume::VolumeError,
+    },
     #[error("preparing workspace directory {path}")]
     WorkspaceDir {
         path: PathBuf,

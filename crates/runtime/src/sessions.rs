@@ -197,7 +197,9 @@ impl Runtime {
                     .map_err(RuntimeError::store("get_snapshot"))?
             }
             None => {
-                let dir = workspace::workspace_dir(&shared.config, &source_workspace);
+                let dir = workspace::locate(&shared.config, &source_workspace)
+                    .await?
+                    .dir;
                 workspace::snapshot_dir(
                     store,
                     &shared.blobs,

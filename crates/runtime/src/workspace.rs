@@ -15,8 +15,45 @@ use paddock_snapshot::{Limits, PackOptions, PackStats, UnpackOptions, snapshot_r
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 
+/// Where an existing workspace's files are, and the quota the host's kernel
+/// holds them to.
+#[derive(Debug, Clone)]
+pub(crate) struct Located {
+    pub(crate) dir: PathBuf,
+    pub(crate) quota: Option<paddock_proto::WorkspaceQuotaEnforcement>,
+}
+
+/// Where an existing workspace's files are: its subvolume in the volume
+/// pool when it was made with a quota (as the server's sandboxes find it),
+/// else [`workspace_dir`].
+pub(crate) async fn locate(
+    config: &RuntimeConfig,
+    workspace: &Workspace,
+) -> Result<Located, RuntimeError> {
+    if let Some(volumes) = &config.volumes
+        && let Some(pool) = volumes
+            .workspace(&workspace.tenant, &workspace.id)
+            .await
+            .map_err(|source| RuntimeError::WorkspacePool {
+                workspace: workspace.id.clone(),
+                source,
+            })?
+    {
+        return Ok(Located {
+            dir: pool.path,
+            quota: Some(pool.quota),
+        });
+    }
+    Ok(Located {
+        dir: workspace_dir(config, workspace),
+        quota: None,
+    })
+}
+
 /// The host directory of a workspace: its registered root, or its default
-/// place under the runtime's workspaces root.
+/// place under the runtime's workspaces root. A new workspace (a fork's, a
+/// subagent's) is always here; an existing one may be in the pool
+/// ([`locate`]).
 pub(crate) fn workspace_dir(config: &RuntimeConfig, workspace: &Workspace) -> PathBuf {
     match &workspace.root {
         Some(root) => PathBuf::from(root),

@@ -49,11 +49,11 @@ fn demo_script() -> Result<Value> {
 }
 
 /// A script of `turns` as the API takes it inline.
-fn script(turns: Value) -> Value {
+pub(crate) fn script(turns: Value) -> Value {
     json!({"scripted": {"turns": turns}})
 }
 
-fn complete_turn() -> Value {
+pub(crate) fn complete_turn() -> Value {
     json!({"tool_calls": [{"name": "complete_task", "arguments": {
         "verdict": "met", "summary": "done", "evidence": ["nothing to show"]}}]})
 }
@@ -78,7 +78,11 @@ fn workspace_dir(server: &TestServer, id: &str) -> PathBuf {
     server.setup.data_dir.join("workspaces").join(id)
 }
 
-async fn create_session(server: &TestServer, workspace: &str, title: &str) -> Result<Value> {
+pub(crate) async fn create_session(
+    server: &TestServer,
+    workspace: &str,
+    title: &str,
+) -> Result<Value> {
     let (status, session) = send(
         server
             .a(Method::POST, "/v1/sessions")
@@ -89,7 +93,7 @@ async fn create_session(server: &TestServer, workspace: &str, title: &str) -> Re
     Ok(session)
 }
 
-async fn start_run(server: &TestServer, session: &str, body: Value) -> Result<Value> {
+pub(crate) async fn start_run(server: &TestServer, session: &str, body: Value) -> Result<Value> {
     let (status, run) = send(
         server
             .a(Method::POST, &format!("/v1/sessions/{session}/runs"))
@@ -101,7 +105,7 @@ async fn start_run(server: &TestServer, session: &str, body: Value) -> Result<Va
 }
 
 /// Polls the run until it ended.
-async fn wait_run(server: &TestServer, id: &str) -> Result<Value> {
+pub(crate) async fn wait_run(server: &TestServer, id: &str) -> Result<Value> {
     wait_run_ended(server, id, RUN_TIMEOUT).await
 }
 

@@ -1,14 +1,17 @@
 //! A persistent workspace's quota over real HTTP on a real btrfs pool and
 //! real jailed sandboxes (native): a workspace made with `quota_bytes` is a
 //! subvolume with a qgroup limit, and a write past it fails inside the
-//! sandbox with "Disk quota exceeded"; a quota the workspace cannot hold
-//! (no subvolume, or a looser limit than asked) still refuses the sandbox.
+//! sandbox with "Disk quota exceeded"; an agent run in a session on it
+//! works on the same files under the same quota; a quota the workspace
+//! cannot hold (no subvolume, or a looser limit than asked) still refuses
+//! the sandbox.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use crate::sessions::{complete_turn, create_session, script, start_run, wait_run};
 use crate::volumes::{Unmount, btrfs_missing, setup};
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use common::{Db, Setup, TestServer, expect_error, send};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -122,6 +125,59 @@ async fn a_workspace_quota_is_the_kernels_inside_the_sandbox(db: Db) -> Result<(
     // The workspace's bytes count in the tenant's disk usage, and go with it.
     let used = server.service.measure_disk(&server.setup.tenants.a).await?;
     ensure!(used.workspaces >= written, "{used:?} (wrote {written})");
+    // A run in a session on the workspace sees the sandbox's files (the
+    // pool's directory, not one of its own) under the same quota.
+    std::fs::remove_file(dir.join("big"))?;
+    // the qgroup gives the space back when the transaction commits
+    let synced = std::process::Command::new("sync")
+        .arg("-f")
+        .arg(&dir)
+        .status()?;
+    ensure!(synced.success(), "sync -f {}", dir.display());
+    std::fs::write(dir.join("seed.txt"), "planted\n")?;
+    let session = create_session(&server, &id, "held").await?;
+    let run = start_run(
+        &server,
+        session["id"].as_str().context("session id")?,
+        json!({"goal": "fill the disk", "model": script(json!([
+            {"tool_calls": [{"name": "run_command", "arguments": {"command":
+                "cat seed.txt; dd if=/dev/zero of=big2 bs=1M count=32 2>&1; echo dd=$?"}}]},
+            complete_turn(),
+        ]))}),
+    )
+    .await?;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let ended = wait_run(&server, &run_id).await?;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    let invocations = server
+        .store
+        .list_tool_invocations(
+            &server.setup.tenants.a,
+            &paddock_core::ids::RunId::parse(&run_id)?,
+        )
+        .await?;
+    let output = invocations
+        .iter()
+        .find(|i| i.tool == "run_command")
+        .and_then(|i| i.output.clone())
+        .unwrap_or_default();
+    assert!(output.contains("planted"), "{output}");
+    assert!(output.contains("Disk quota exceeded"), "{output}");
+    assert!(output.contains("dd=1"), "{output}");
+    let big2 = std::fs::metadata(dir.join("big2"))?.len();
+    ensure!(
+        big2 <= QUOTA,
+        "{big2} bytes reached the host past the quota"
+    );
+    let sid = session["id"].as_str().context("session id")?;
+    let (status, body) = send(
+        server
+            .a(Method::PATCH, &format!("/v1/sessions/{sid}"))
+            .json(&json!({"archived": true})),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status} {body}");
+
     let (status, body) = send(server.a(Method::DELETE, &format!("/v1/workspaces/{id}"))).await?;
     ensure!(status == StatusCode::OK, "{status} {body}");
     assert!(!dir.exists(), "the subvolume is gone");

@@ -127,7 +127,7 @@ impl Runtime {
             Some(c) => load_manifest(&blobs, &c.manifest_hash).await?,
             None => {
                 let workspace = self.workspace_of(&session).await?;
-                let dir = workspace::workspace_dir(&shared.config, &workspace);
+                let dir = workspace::locate(&shared.config, &workspace).await?.dir;
                 let previous = from_row.is_some().then(|| Arc::new(before.clone()));
                 capture_stored(&blobs, &dir, previous, self.capture_options())
                     .await?

@@ -78,7 +78,7 @@ impl Runtime {
             });
         }
         let workspace = self.workspace_of(&session).await?;
-        let dir = workspace::workspace_dir(&shared.config, &workspace);
+        let dir = workspace::locate(&shared.config, &workspace).await?.dir;
         let target = load_manifest(&shared.blobs.tenant(tenant), &checkpoint.manifest_hash).await?;
 
         let run = Run::new(

@@ -20,6 +20,8 @@ pub(super) struct Checked {
     pub(super) run: Run,
     pub(super) workspace: Workspace,
     pub(super) dir: PathBuf,
+    /// The quota the host's kernel holds `dir` to (a pool workspace's).
+    pub(super) quota: Option<paddock_proto::WorkspaceQuotaEnforcement>,
 }
 
 /// What the admission said.
@@ -78,7 +80,8 @@ impl Runtime {
             .get_workspace(tenant, &session.workspace)
             .await
             .map_err(RuntimeError::store("get_workspace"))?;
-        let dir = workspace::workspace_dir(&shared.config, &workspace);
+        let workspace::Located { dir, quota } =
+            workspace::locate(&shared.config, &workspace).await?;
         workspace::ensure_dir(&dir).await?;
 
         let mut run = Run::new(tenant.clone(), session.id.clone(), goal_text, store.now());
@@ -92,6 +95,7 @@ impl Runtime {
             run,
             workspace,
             dir,
+            quota,
         })
     }
 }

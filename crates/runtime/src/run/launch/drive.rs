@@ -191,6 +191,7 @@ async fn start_sandbox(
     );
     let mut template = paddock_core::sandbox::SandboxSpec {
         secrets: launched.request.secrets.clone(),
+        workspace_quota: launched.workspace_quota.clone(),
         ..shared.config.sandbox.clone()
     };
     template.policy.network = network_of(launched);

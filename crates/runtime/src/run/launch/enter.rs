@@ -98,6 +98,7 @@ impl Runtime {
             run,
             workspace,
             dir,
+            quota,
         } = checked;
         let Claimed { journal, cancel } = claimed;
         let mut recorded = entry == Entry::Dequeued;
@@ -246,6 +247,7 @@ impl Runtime {
                 options,
                 workspace,
                 dir,
+                workspace_quota: quota,
                 cancel,
                 writer,
                 checkpoints,

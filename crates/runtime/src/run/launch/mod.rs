@@ -56,6 +56,9 @@ struct Launched {
     options: RunOptions,
     workspace: Workspace,
     dir: PathBuf,
+    /// The quota the host's kernel holds `dir` to (a pool workspace's): the
+    /// sandbox reports it.
+    workspace_quota: Option<paddock_proto::WorkspaceQuotaEnforcement>,
     cancel: CancellationToken,
     /// The workspace's writer lease; None for a read-only run.
     writer: Option<Lease>,
