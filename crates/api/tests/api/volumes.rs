@@ -22,6 +22,7 @@ on_both_databases!(
     volume_mounts_are_checked_before_a_sandbox_starts,
     a_volume_has_one_writer_many_readers_and_outlives_its_sandboxes,
     a_lost_sandbox_leaves_no_volume_lease_and_a_paused_one_keeps_its_volume,
+    a_delete_racing_a_start_never_leaves_a_sandbox_on_a_deleted_volume,
 );
 
 pub(crate) const POOL_BYTES: u64 = 512 << 20;
@@ -489,6 +490,57 @@ async fn a_lost_sandbox_leaves_no_volume_lease_and_a_paused_one_keeps_its_volume
     )
     .await?;
     delete_sandbox(&server, &second).await?;
+    server.stop().await?;
+    Ok(())
+}
+
+/// A delete sent while a sandbox that mounts the volume is starting waits
+/// for it: either the start stored its row first and the delete is refused
+/// naming it, or the delete went first and the start finds no volume. A
+/// sandbox running on a deleted volume is never the outcome.
+async fn a_delete_racing_a_start_never_leaves_a_sandbox_on_a_deleted_volume(db: Db) -> Result<()> {
+    if btrfs_missing("a_delete_racing_a_start")? {
+        return Ok(());
+    }
+    let data = tempfile::tempdir()?;
+    let _unmount = Unmount(data.path().join("volumes/mnt"));
+    let server = TestServer::start(setup(db, data.path())).await?;
+    for round in 0..4 {
+        let name = format!("race{round}");
+        create_volume(&server, &name, 4 << 20).await?;
+        let start = send(
+            server
+                .a(Method::POST, "/v1/sandboxes")
+                .json(&json!({"volumes": [{"name": name, "path": "/srv/data"}]})),
+        );
+        // the delete leaves a little after the start, round by round later
+        let delete = async {
+            tokio::time::sleep(std::time::Duration::from_millis(2 * round)).await;
+            send(server.a(Method::DELETE, &format!("/v1/volumes/{name}"))).await
+        };
+        let ((started, sandbox), (deleted, answer)) = tokio::try_join!(start, delete)?;
+        match (started, deleted) {
+            (StatusCode::CREATED, StatusCode::CONFLICT) => {
+                let id = sandbox["id"].as_str().unwrap();
+                let message = answer["error"]["message"].as_str().unwrap_or_default();
+                ensure!(message.contains(id), "round {round}: {answer}");
+                let (code, out) =
+                    sh(&server, id, "echo ok > /srv/data/f && cat /srv/data/f").await?;
+                ensure!(
+                    code == 0 && out.trim() == "ok",
+                    "round {round}: {code} {out}"
+                );
+                let (status, body) =
+                    send(server.a(Method::DELETE, &format!("/v1/sandboxes/{id}"))).await?;
+                ensure!(status == StatusCode::OK, "{status} {body}");
+                let (status, body) =
+                    send(server.a(Method::DELETE, &format!("/v1/volumes/{name}"))).await?;
+                ensure!(status == StatusCode::OK, "{status} {body}");
+            }
+            (StatusCode::NOT_FOUND, StatusCode::OK) => {}
+            other => anyhow::bail!("round {round}: {other:?}: {sandbox} / {answer}"),
+        }
+    }
     server.stop().await?;
     Ok(())
 }

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{SandboxService, ServiceError};
 
+/// How long a volume delete waits for the starts under way that mount
+/// volumes (a microVM's boot under TCG takes tens of seconds).
+const VOLUME_GATE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// `POST /v1/volumes`, `paddock volume create`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -149,6 +153,17 @@ impl SandboxService {
             .get_volume(tenant, name)
             .await
             .map_err(ServiceError::store("get_volume"))?;
+        // Starts under way that mount volumes finish (stored, or failed) first.
+        let _deleting = tokio::time::timeout(VOLUME_GATE_WAIT, self.volume_gate.write())
+            .await
+            .map_err(|_| ServiceError::Conflict {
+                entity: "volume",
+                id: name.to_string(),
+                reason: format!(
+                    "sandboxes mounting volumes were still starting after {} s; try again",
+                    VOLUME_GATE_WAIT.as_secs()
+                ),
+            })?;
         if let Some(user) = self.volume_user(tenant, name).await? {
             return Err(ServiceError::Conflict {
                 entity: "volume",

@@ -269,6 +269,7 @@ impl TestServer {
             setup.node.clone(),
             setup.data_dir.join("workspaces"),
         );
+        runtime_config.volumes = service.config().volumes.clone();
         runtime_config.sandbox.policy.limits = service.config().limits.default.clone();
         if let Some(subagents) = setup.subagents {
             runtime_config.subagents = subagents;
