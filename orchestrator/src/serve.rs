@@ -72,6 +72,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         owns_workspaces: true,
         stream_limits: checked.streams.clone(),
         id_pool: config.id_pool,
+        saves_sandboxes: true,
     };
     let root = CancellationToken::new();
     // A tenant may be given network full: its NAT pool must not shadow a
@@ -92,7 +93,13 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     // Recorded before any sandbox is made, so that any later command reaps
     // what this server leaves if it is killed.
     let kinds: Vec<_> = sections.iter().map(|s| (s.kind, s.image.clone())).collect();
-    crate::owners::claim_server(&placement, &kinds, backend_args).await;
+    crate::owners::claim_server(
+        &placement,
+        &kinds,
+        backend_args,
+        &service_config.saved_states_root,
+    )
+    .await;
     let (backends, backend, pools) = enable_backends(
         backend_args,
         args.egress.config(),
@@ -124,6 +131,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
     runtime_config.steering = checked.steering;
     runtime_config.queue = checked.queue;
     runtime_config.network = service_config.network.clone();
+    runtime_config.volumes = service_config.volumes.clone();
     runtime_config.sandbox = SandboxSpec::with_policy(SandboxPolicy {
         limits: service_config.limits.default.clone(),
         allow_downgrade: service_config.allow_downgrade.clone(),

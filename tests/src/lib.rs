@@ -13,4 +13,5 @@ pub mod host;
 pub mod nethost;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod tlshost;

@@ -5,20 +5,16 @@
 //!
 //!     cargo run --release -p paddock --bin paddock-bench-api -- [--iterations N]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use paddock_api::http::HttpOptions;
-use paddock_api::{SandboxService, ServiceConfig, Tokens};
-use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{GuestOps, SandboxSpec};
-use paddock_core::store::Store;
 use paddock_proto::ExecSpec;
-use paddock_sandbox::{NativeBackend, NativeConfig, locate_guest_bin};
-use paddock_store::SqlStore;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+
+#[path = "common/bench_server.rs"]
+mod bench_server;
+use bench_server::{BenchServer, parse_iterations};
 
 const WARM_UP: usize = 20;
 
@@ -35,7 +31,7 @@ fn main() -> anyhow::Result<()> {
         println!("{USAGE}");
         return Ok(());
     }
-    let iterations = parse_iterations()?;
+    let iterations = parse_iterations(500, USAGE)?;
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -43,55 +39,10 @@ fn main() -> anyhow::Result<()> {
         .block_on(bench(iterations))
 }
 
-fn parse_iterations() -> anyhow::Result<usize> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.as_slice() {
-        [] => Ok(500),
-        [flag, n] if flag == "--iterations" => {
-            let n: usize = n.parse().context("--iterations takes a number")?;
-            if n == 0 {
-                bail!("--iterations must be more than 0");
-            }
-            Ok(n)
-        }
-        _ => bail!("unknown arguments {args:?}\n{USAGE}"),
-    }
-}
-
 async fn bench(iterations: usize) -> anyhow::Result<()> {
-    let data = tempfile::tempdir()?;
-    let node = format!("bench-{}", std::process::id());
-    let guest_bin = locate_guest_bin(None).context("build paddock-guest first")?;
-    let mut native = NativeConfig::new(guest_bin);
-    let cgroup_parent = format!("paddock/{node}");
-    native.cgroup_parent = cgroup_parent.clone();
-    native.temp_root = Some(data.path().to_path_buf());
-    let backend = Arc::new(NativeBackend::new(native));
-
     // The API path: a server with its store, on a loopback port.
-    let url = format!("sqlite://{}", data.path().join("paddock.db").display());
-    let store: Arc<dyn Store> = Arc::new(SqlStore::open(&url).await?);
-    let tenant = TenantId::parse("bench")?;
-    let token = "bench-token-0123456789".to_owned();
-    let tokens = Tokens::new(vec![(token.clone(), tenant.clone())])?;
-    let shutdown = CancellationToken::new();
-    let config = ServiceConfig::new(node, data.path().join("workspaces"));
-    let service = SandboxService::new(
-        store.clone(),
-        backend.clone() as Arc<dyn paddock_core::sandbox::SandboxBackend>,
-        config,
-        shutdown.child_token(),
-    );
-    service.register_tenants(&[tenant]).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let server = tokio::spawn(paddock_api::run(
-        listener,
-        service,
-        tokens,
-        HttpOptions::default(),
-        shutdown.clone(),
-    ));
+    let served = BenchServer::start().await?;
+    let (base, token) = (served.base.clone(), served.token.clone());
     let http = reqwest::Client::new();
     let created: Value = http
         .post(format!("{base}/v1/sandboxes"))
@@ -107,7 +58,7 @@ async fn bench(iterations: usize) -> anyhow::Result<()> {
     let body = json!({"argv": ["true"]});
 
     // The direct path: the same backend, the guest connection, no HTTP, no store.
-    let sandbox = backend.create_native(SandboxSpec::default()).await?;
+    let sandbox = served.backend.create_native(SandboxSpec::default()).await?;
     let guest = sandbox.client().clone();
     let spec = ExecSpec {
         argv: vec!["true".into()],
@@ -168,16 +119,7 @@ async fn bench(iterations: usize) -> anyhow::Result<()> {
     }
     let [direct, api_json, api_sse] = samples;
     sandbox.destroy().await?;
-    shutdown.cancel();
-    server.await??;
-    store.close().await;
-    for hierarchy in std::fs::read_dir("/sys/fs/cgroup")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let _ = std::fs::remove_dir(hierarchy.path().join(&cgroup_parent));
-    }
+    served.stop().await?;
 
     println!("exec round trip of `true`, {iterations} runs each after {WARM_UP} warm-up runs");
     println!(

@@ -16,7 +16,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -103,35 +103,14 @@ fn main() -> anyhow::Result<()> {
     dns.set("a.test", &[a.ip]);
     dns.set("b.test", &[b.ip]);
     let dir = tempfile::tempdir()?;
-    let mut child = Command::new(paddock_tests::bins::paddock())
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--node",
-            "bench-netchange",
-        ])
+    let mut command =
+        paddock_tests::serve::command("bench-netchange", dir.path(), &format!("tenant-a:{TOKEN}"));
+    command
         .arg(dns.option())
         .arg(a.allow_option())
         .arg(b.allow_option())
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env("PADDOCK_TOKENS", format!("tenant-a:{TOKEN}"))
-        .env_remove("PADDOCK_DATA_DIR")
-        .env_remove("PADDOCK_DATABASE_URL")
-        .env_remove("PADDOCK_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting paddock serve")?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut line)?;
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .with_context(|| format!("no address in {line:?}"))?
-        .to_owned();
+        .stderr(Stdio::null());
+    let (child, url) = paddock_tests::serve::spawn(command)?;
     let server = Server(child, url);
 
     let (status, body) = http(

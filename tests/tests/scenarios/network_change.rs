@@ -3,16 +3,17 @@
 //! namespaces the test makes: before the change host A is reached and B
 //! refused; after it B is reached and A refused, and a connection to A
 //! that was open is cut. The change is a `network.changed` event naming
-//! its tenant, and the cut is an egress decision.
+//! its tenant, and the cut is an egress decision. A sandbox paused after a
+//! change resumes with the changed allowlist, even after a server restart.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use paddock_tests::bins;
 use paddock_tests::host::require_root;
 use paddock_tests::nethost::{DocRange, TestDns, TestHost};
+use paddock_tests::{bins, serve};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "network-change-token";
@@ -26,8 +27,12 @@ struct World {
     b: TestHost,
     dns: TestDns,
     dir: tempfile::TempDir,
+    /// Its own per world: two servers of one node would reap each other's sandboxes.
+    node: String,
     server: Option<(Child, String)>,
 }
+
+static WORLDS: AtomicUsize = AtomicUsize::new(0);
 
 impl World {
     fn new() -> Self {
@@ -41,6 +46,11 @@ impl World {
             b,
             dns,
             dir: tempfile::tempdir().unwrap(),
+            node: format!(
+                "netchange-{}-{}",
+                std::process::id(),
+                WORLDS.fetch_add(1, Ordering::Relaxed)
+            ),
             server: None,
         };
         world.start_server();
@@ -62,29 +72,18 @@ impl World {
     }
 
     fn start_server(&mut self) {
-        let node = format!("netchange-{}", std::process::id());
-        let mut child = self
-            .paddock(&["serve", "--listen", "127.0.0.1:0", "--node", &node])
+        let mut command = serve::command(
+            &self.node,
+            &self.dir.path().join("server"),
+            &format!("tenant-a:{TOKEN}"),
+        );
+        command
             .arg(self.dns.option())
             .arg(self.a.allow_option())
             .arg(self.b.allow_option())
-            .arg("--data-dir")
-            .arg(self.dir.path().join("server"))
-            .env("PADDOCK_TOKENS", format!("tenant-a:{TOKEN}"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
-        self.server = Some((child, url));
+            .env_remove("PADDOCK_MODEL")
+            .stderr(Stdio::inherit());
+        self.server = Some(serve::spawn(command).unwrap());
     }
 
     fn url(&self) -> &str {
@@ -100,6 +99,17 @@ impl World {
             text(&out.stderr)
         );
         text(&out.stdout)
+    }
+
+    /// Host `reached` answers the sandbox; host `refused` is not allowed.
+    fn reaches_only(&self, id: &str, reached: &str, refused: &str) {
+        let answer = self.fetch(id, &format!("http://{reached}.test:8080/"));
+        assert!(
+            answer.contains(&format!("hello from {reached}")),
+            "{answer}"
+        );
+        let answer = self.fetch(id, &format!("http://{refused}.test:8080/"));
+        assert!(answer.contains("not allowed"), "{answer}");
     }
 
     /// `curl` inside the sandbox (through its proxy variables): its output.
@@ -149,13 +159,7 @@ fn a_running_sandboxs_allowlist_changes_and_open_connections_to_removed_hosts_ar
         .to_owned();
 
     // before: A reached, B refused
-    assert!(
-        world
-            .fetch(&id, "http://a.test:8080/")
-            .contains("hello from a"),
-    );
-    let refused = world.fetch(&id, "http://b.test:8080/");
-    assert!(refused.contains("not allowed"), "{refused}");
+    world.reaches_only(&id, "a", "b");
 
     // a connection to A held open (a program ignoring the proxy: the
     // transparent relay), which says when it is closed
@@ -205,13 +209,7 @@ fn a_running_sandboxs_allowlist_changes_and_open_connections_to_removed_hosts_ar
     assert_eq!(changed["cut"], json!(["a.test:8080"]), "{changed}");
 
     // after: B reached, A refused, the held connection closed
-    assert!(
-        world
-            .fetch(&id, "http://b.test:8080/")
-            .contains("hello from b"),
-    );
-    let refused = world.fetch(&id, "http://a.test:8080/");
-    assert!(refused.contains("not allowed"), "{refused}");
+    world.reaches_only(&id, "b", "a");
     let deadline = opened + Duration::from_secs(8);
     loop {
         let (_, out) = world.api(
@@ -249,5 +247,29 @@ fn a_running_sandboxs_allowlist_changes_and_open_connections_to_removed_hosts_ar
         (cut[0]["host"].clone(), cut[0]["via"].clone()),
         (json!("a.test"), json!("transparent"))
     );
+    world.ok(&["sandbox", "rm", &id]);
+}
+
+#[test]
+fn a_changed_allowlist_is_the_one_a_sandbox_resumes_with_after_a_server_restart() {
+    require_root();
+    let mut world = World::new();
+    let id = world
+        .ok(&["sandbox", "create", "--network", "allow:a.test:8080"])
+        .trim()
+        .to_owned();
+    world.ok(&["sandbox", "network", &id, "--allow", "b.test:8080"]);
+    world.ok(&["sandbox", "pause", &id]);
+
+    // kill -9: nothing of the server's memory survives, only its store
+    let (mut child, _) = world.server.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    world.start_server();
+    world.ok(&["sandbox", "resume", &id]);
+
+    let shown = world.ok(&["sandbox", "network", &id]);
+    assert!(shown.contains("network  allow:b.test:8080"), "{shown}");
+    world.reaches_only(&id, "b", "a");
     world.ok(&["sandbox", "rm", &id]);
 }

@@ -6,13 +6,12 @@
 //! the run's session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
-use paddock_tests::bins;
 use paddock_tests::host::require_root;
 use paddock_tests::nethost::{DocRange, TestDns, TestHost};
+use paddock_tests::{bins, serve};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "network-runs-token";
@@ -140,29 +139,20 @@ impl Server {
         let config = world.dir.path().join("serve.toml");
         std::fs::write(&config, network).unwrap();
         let node = format!("netruns-{}", std::process::id());
-        let mut child = world
-            .paddock(&["serve", "--listen", "127.0.0.1:0", "--node", &node])
-            .arg("--data-dir")
-            .arg(world.dir.path().join("server"))
+        let mut command = serve::command(
+            &node,
+            &world.dir.path().join("server"),
+            &format!("tenant-a:{TOKEN}"),
+        );
+        command
+            .arg(world.dns.option())
+            .arg(world.good.allow_option())
+            .arg(world.other.allow_option())
             .arg("--config")
             .arg(&config)
-            .env("PADDOCK_TOKENS", format!("tenant-a:{TOKEN}"))
-            .env_remove("PADDOCK_DATA_DIR")
-            .env_remove("PADDOCK_DATABASE_URL")
-            .env_remove("PADDOCK_CONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
+            .env_remove("PADDOCK_MODEL")
+            .stderr(Stdio::inherit());
+        let (child, url) = serve::spawn(command).unwrap();
         Self { child, url }
     }
 

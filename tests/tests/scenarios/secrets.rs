@@ -321,33 +321,24 @@ fn serve(
     extra: &[String],
     value: Option<&str>,
     log: &std::path::Path,
-) -> std::process::Child {
+) -> std::process::Command {
     let config_file = dir.join("serve.toml");
     std::fs::write(&config_file, config).unwrap();
-    let mut cmd = std::process::Command::new(paddock_tests::bins::paddock());
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--node"])
-        .arg(format!("secrets-{}", std::process::id()))
-        .arg("--data-dir")
-        .arg(dir.join("server"))
-        .arg("--config")
+    let mut cmd = paddock_tests::serve::command(
+        &format!("secrets-{}", std::process::id()),
+        &dir.join("server"),
+        &format!("tenant-a:{TOKEN_A},tenant-b:{TOKEN_B}"),
+    );
+    cmd.arg("--config")
         .arg(&config_file)
         .args(extra)
-        .env(
-            "PADDOCK_TOKENS",
-            format!("tenant-a:{TOKEN_A},tenant-b:{TOKEN_B}"),
-        )
         .env("RUST_LOG", "debug")
         .env_remove(SERVER_VAR)
-        .env_remove("PADDOCK_DATA_DIR")
-        .env_remove("PADDOCK_DATABASE_URL")
-        .env_remove("PADDOCK_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
         .stderr(std::fs::File::create(log).unwrap());
     if let Some(value) = value {
         cmd.env(SERVER_VAR, value);
     }
-    cmd.spawn().unwrap()
+    cmd
 }
 
 /// A running `paddock serve`, stopped with SIGTERM (its sandboxes go with it).
@@ -357,18 +348,8 @@ struct Server {
 }
 
 impl Server {
-    fn start(child: std::process::Child) -> Self {
-        use std::io::BufRead;
-        let mut child = child;
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
+    fn start(command: std::process::Command) -> Self {
+        let (child, url) = paddock_tests::serve::spawn(command).unwrap();
         Self { child, url }
     }
 
@@ -439,7 +420,9 @@ fn a_server_secret_from_its_environment_reaches_its_host_through_the_api_and_is_
 
     // The variable unset: the server does not start, naming the secret.
     let log = dir.path().join("refused.log");
-    let mut refused = serve(dir.path(), &config, &flags, None, &log);
+    let mut refused = serve(dir.path(), &config, &flags, None, &log)
+        .spawn()
+        .unwrap();
     let status = refused.wait().unwrap();
     let said = std::fs::read_to_string(&log).unwrap();
     assert_eq!(status.code(), Some(2), "{said}");

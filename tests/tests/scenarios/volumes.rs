@@ -8,8 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
+use paddock_tests::serve;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "volumes-test-token-tenant-a";
@@ -44,38 +45,9 @@ fn serve(dir: &Path, node: &str, backends: &[&str]) -> (Child, String) {
     std::fs::write(&config, toml).unwrap();
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
     let _ = LOG.set(dir.join("server.log"));
-    let mut child = Command::new(paddock_tests::bins::paddock())
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--node",
-            node,
-            "--data-dir",
-        ])
-        .arg(dir.join("server"))
-        .arg("--config")
-        .arg(&config)
-        .env("PADDOCK_TOKENS", format!("tenant-a:{TOKEN}"))
-        .env_remove("PADDOCK_DATA_DIR")
-        .env_remove("PADDOCK_DATABASE_URL")
-        .env_remove("PADDOCK_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    use std::io::BufRead;
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    (child, url)
+    let mut command = serve::command(node, &dir.join("server"), &format!("tenant-a:{TOKEN}"));
+    command.arg("--config").arg(&config).stderr(log);
+    serve::spawn(command).unwrap()
 }
 
 fn api(url: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {

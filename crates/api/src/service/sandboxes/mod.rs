@@ -118,6 +118,10 @@ pub struct SandboxService {
     /// Held by a resume (pause.rs): one at a time, so two requests that
     /// find one sandbox paused start it once.
     resuming: tokio::sync::Mutex<()>,
+    /// Read by a create that mounts volumes from resolving them until its
+    /// row is stored (volume_mounts.rs), written by a volume delete: a
+    /// delete never falls between a start's check and its row.
+    volume_gate: tokio::sync::RwLock<()>,
 }
 
 impl SandboxService {
@@ -142,6 +146,7 @@ impl SandboxService {
             shutdown,
             write_probe: write_probe::WriteProbe::default(),
             resuming: tokio::sync::Mutex::new(()),
+            volume_gate: tokio::sync::RwLock::new(()),
         })
     }
 
@@ -385,6 +390,11 @@ impl SandboxService {
             }
             None => None,
         };
+        let _mounting = if command.volumes.is_empty() {
+            None
+        } else {
+            Some(self.volume_gate.read().await)
+        };
         let volumes = self.resolve_volume_mounts(tenant, &command.volumes).await?;
         self.refuse_held_volumes(tenant, &command.volumes).await?;
         if !volumes.is_empty() && !entry.backend.mounts_volumes() {
@@ -421,35 +431,20 @@ impl SandboxService {
         // Held under its id from now on: its store row (about to exist)
         // must not count a second time as someone else's.
         grant.commit(&id);
-        let writer = match (&command.workspace, command.read_only) {
-            (Some(workspace), false) => {
-                let owner = format!("{}/{id}", self.config.node);
-                let ttl = writer::ttl(self.config.effective_expiry_interval());
-                let describe = |holder: &str, until| self.describe_writer(holder, until);
-                match writer::acquire(self.store.as_ref(), workspace, &owner, ttl, describe).await {
-                    Ok(lease) => Some(lease),
-                    Err(err) => {
-                        destroy_quietly(sandbox).await;
-                        self.quotas.release(&id);
-                        return Err(err);
-                    }
-                }
-            }
-            _ => None,
-        };
-        let owner = format!("{}/{id}", self.config.node);
-        let ttl = writer::ttl(self.config.effective_expiry_interval());
-        let volume_leases = match self
-            .lease_volumes(tenant, &command.volumes, &owner, ttl)
+        let leases = match self
+            .take_leases(
+                tenant,
+                &id,
+                command.workspace.as_ref(),
+                command.read_only,
+                &command.volumes,
+            )
             .await
         {
             Ok(leases) => leases,
             Err(err) => {
                 destroy_quietly(sandbox).await;
                 self.quotas.release(&id);
-                if let Some(lease) = &writer {
-                    writer::release(self.store.as_ref(), lease).await;
-                }
                 return Err(err);
             }
         };
@@ -473,10 +468,7 @@ impl SandboxService {
         if let Err(err) = self.store.create_sandbox(&record).await {
             destroy_quietly(sandbox).await;
             self.quotas.release(&id);
-            if let Some(lease) = &writer {
-                writer::release(self.store.as_ref(), lease).await;
-            }
-            self.release_volumes(&volume_leases).await;
+            self.release_leases(&leases).await;
             return Err(ServiceError::store("create_sandbox")(err));
         }
         let mut live = Live::new(
@@ -484,13 +476,13 @@ impl SandboxService {
             tenant.clone(),
             now,
             record.expires_at.unwrap_or(now),
-            writer,
+            leases.writer,
             command
                 .console
                 .then(|| now.saturating_add(console::KEEPALIVE)),
         );
         live.secrets = !command.secrets.is_empty();
-        live.volume_leases = volume_leases;
+        live.volume_leases = leases.volumes;
         let live = Arc::new(live);
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");

@@ -14,7 +14,7 @@
 
 use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{SandboxError, SandboxId};
-use paddock_core::store::NetworkChangeRecord;
+use paddock_core::store::{MAX_PAGE, NetworkChangeRecord};
 use paddock_proto::{NetworkPolicy, error_chain};
 use serde::{Deserialize, Serialize};
 
@@ -155,6 +155,30 @@ impl SandboxService {
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
         let network = live.network().policy.clone();
         Ok(NetworkView { network })
+    }
+
+    /// The network a stopped or paused sandbox has now: the last change's,
+    /// or `created` when it was never changed. A resume starts it with this
+    /// one, not the one it was created with.
+    pub(super) async fn current_network(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        created: &NetworkPolicy,
+    ) -> Result<NetworkPolicy, ServiceError> {
+        let mut current = None;
+        let mut after = 0;
+        loop {
+            let changes = self
+                .store
+                .list_network_changes(tenant, id, after, MAX_PAGE)
+                .await
+                .map_err(ServiceError::store("list_network_changes"))?;
+            let Some(last) = changes.last() else { break };
+            after = last.seq;
+            current = Some(last.new.clone());
+        }
+        Ok(current.unwrap_or_else(|| created.clone()))
     }
 
     /// The tenant's sandbox's network changes after `after_seq`, oldest

@@ -43,3 +43,53 @@ pub(super) async fn release(store: &dyn Store, lease: &Lease) {
         tracing::warn!(resource = %lease.resource, error = %err, "releasing the workspace lease");
     }
 }
+
+/// The leases a started sandbox holds while it lives: the workspace's
+/// writer lease (a read-write sandbox over a workspace) and one per
+/// read-write volume mount.
+#[derive(Debug, Default)]
+pub(super) struct SandboxLeases {
+    pub writer: Option<Lease>,
+    pub volumes: Vec<Lease>,
+}
+
+impl super::SandboxService {
+    /// Takes the leases of sandbox `id` (just started, on this node): all of
+    /// them, or none (those taken are given back) and the refusal naming
+    /// the holder.
+    pub(super) async fn take_leases(
+        &self,
+        tenant: &paddock_core::ids::TenantId,
+        id: &paddock_core::sandbox::SandboxId,
+        workspace: Option<&WorkspaceId>,
+        read_only: bool,
+        mounts: &[paddock_proto::VolumeMount],
+    ) -> Result<SandboxLeases, ServiceError> {
+        let owner = format!("{}/{id}", self.config.node);
+        let ttl = ttl(self.config.effective_expiry_interval());
+        let writer = match workspace.filter(|_| !read_only) {
+            Some(workspace) => {
+                let describe = |holder: &str, until| self.describe_writer(holder, until);
+                Some(acquire(self.store.as_ref(), workspace, &owner, ttl, describe).await?)
+            }
+            None => None,
+        };
+        match self.lease_volumes(tenant, mounts, &owner, ttl).await {
+            Ok(volumes) => Ok(SandboxLeases { writer, volumes }),
+            Err(err) => {
+                if let Some(lease) = &writer {
+                    release(self.store.as_ref(), lease).await;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Gives back what [`Self::take_leases`] took.
+    pub(super) async fn release_leases(&self, leases: &SandboxLeases) {
+        if let Some(lease) = &leases.writer {
+            release(self.store.as_ref(), lease).await;
+        }
+        self.release_volumes(&leases.volumes).await;
+    }
+}
