@@ -11,6 +11,7 @@ mod guest_socket;
 mod host_checks;
 mod network;
 mod orphans;
+mod preload;
 mod restore;
 mod sandbox;
 mod save;

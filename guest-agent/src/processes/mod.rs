@@ -204,7 +204,7 @@ pub async fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Hand
         &agent.workspace,
         &agent.spawner,
         command::proxied(&agent.enforcement),
-        &agent.egress_env,
+        &agent.tier_env,
     )
     .await?;
     let pid = spawned.pid;
