@@ -136,6 +136,20 @@ fn assert_counting(url: &str, id: &str) {
     );
 }
 
+/// `paddock sandbox resume ID` against the server at `url`; it must succeed.
+fn cli_resume(url: &str, id: &str) {
+    let out = Command::new(paddock_tests::bins::paddock())
+        .args(["sandbox", "resume", id, "--server", url])
+        .env("PADDOCK_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "resuming {id}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn kill(child: &mut Child, signal: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{signal}"))
@@ -222,16 +236,7 @@ fn a_paused_sandbox_keeps_its_files_across_a_server_restart_on_every_backend() {
     for (backend, id) in &ids {
         let (_, got) = api(&url, "GET", &format!("/v1/sandboxes/{id}"), None);
         assert_eq!(got["state"], "paused", "{backend}: {got}");
-        let out = Command::new(paddock_tests::bins::paddock())
-            .args(["sandbox", "resume", id, "--server", &url])
-            .env("PADDOCK_TOKEN", TOKEN)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{backend}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli_resume(&url, id);
         let out = exec(&url, id, "cat /workspace/kept.txt");
         assert_eq!(out["stdout"], format!("{backend}\n"), "{backend}: {out}");
         api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
@@ -334,16 +339,7 @@ fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart(
         1,
         "the restart kept the saved VM"
     );
-    let out = Command::new(paddock_tests::bins::paddock())
-        .args(["sandbox", "resume", &id, "--server", &url])
-        .env("PADDOCK_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli_resume(&url, &id);
     assert_eq!(qemus_of(&node).len(), 1, "the resumed VM runs");
     assert!(
         saved_files(dir.path()).is_empty(),
@@ -426,12 +422,21 @@ fn a_gvisor_sandbox_paused_full_keeps_its_processes_and_memory_across_a_server_r
     let pid = start_counter(&url, &id);
     let before = count(&url, &id);
     assert_eq!(container_status(&container), "running");
-    // A second one, deleted while paused after the restart.
+    // A second one, on a workspace of the server's, deleted while paused
+    // after the restart.
+    let (status, workspace) = api(
+        &url,
+        "POST",
+        "/v1/workspaces",
+        Some(json!({"name": "shared"})),
+    );
+    assert_eq!(status, 201, "{workspace}");
+    let workspace = workspace["id"].as_str().unwrap().to_owned();
     let (status, created) = api(
         &url,
         "POST",
         "/v1/sandboxes",
-        Some(json!({"backend": "gvisor"})),
+        Some(json!({"backend": "gvisor", "workspace": workspace})),
     );
     assert_eq!(status, 201, "{created}");
     let other = created["id"].as_str().unwrap().to_owned();
@@ -471,16 +476,7 @@ fn a_gvisor_sandbox_paused_full_keeps_its_processes_and_memory_across_a_server_r
             "the restart's reaping kept the paused container"
         );
     }
-    let out = Command::new(paddock_tests::bins::paddock())
-        .args(["sandbox", "resume", &id, "--server", &url])
-        .env("PADDOCK_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli_resume(&url, &id);
     assert_eq!(container_status(&container), "running");
     assert_eq!(saved_files(dir.path()).len(), 1);
 
@@ -523,6 +519,25 @@ fn a_gvisor_sandbox_paused_full_keeps_its_processes_and_memory_across_a_server_r
     );
     api(&url, "DELETE", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!(container_status(&container), "gone");
+
+    // Paused, it writes its workspace no more: another sandbox may. Its
+    // resume is then refused before the restore, which would spend the
+    // checkpoint: the container and its file stay for a later resume.
+    let (status, writer) = api(
+        &url,
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({"backend": "gvisor", "workspace": workspace})),
+    );
+    assert_eq!(status, 201, "{writer}");
+    let (status, refused) = api(&url, "POST", &format!("/v1/sandboxes/{other}/resume"), None);
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(container_status(&other_container), "exited");
+    assert_eq!(saved_files(dir.path()).len(), 1);
+    let (_, got) = api(&url, "GET", &format!("/v1/sandboxes/{other}"), None);
+    assert_eq!(got["state"], "paused", "{got}");
+    let writer = writer["id"].as_str().unwrap();
+    api(&url, "DELETE", &format!("/v1/sandboxes/{writer}"), None);
 
     // Deleted while paused: its container and checkpoint go.
     let (status, deleted) = api(&url, "DELETE", &format!("/v1/sandboxes/{other}"), None);

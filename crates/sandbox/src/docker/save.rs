@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::query_parameters::InspectContainerOptions;
+use bollard::query_parameters::{InspectContainerOptions, KillContainerOptions};
 use paddock_core::sandbox::{BoxError, SandboxSpec};
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +81,26 @@ pub(super) async fn save(sandbox: &DockerSandbox, state: &Path) -> Result<(), Bo
         return Err(err.into());
     }
     teardown.saved.store(true, Ordering::SeqCst);
-    wait_exited(&teardown.docker, container, sandbox.saving.timeout).await
+    // The checkpoint is taken and names everything a restore needs: a
+    // container that lingers is killed rather than the save failed, which
+    // would drop the state file and strand the checkpoint.
+    if let Err(err) = wait_exited(&teardown.docker, container, sandbox.saving.timeout).await {
+        tracing::warn!(sandbox_id = %sandbox.info().id, error = %err, "a checkpointed container runs on; killing it");
+        match teardown
+            .docker
+            .kill_container(container, None::<KillContainerOptions>)
+            .await
+        {
+            // 409: it stopped meanwhile
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => {}
+            Err(err) => return Err(err.into()),
+        }
+        wait_exited(&teardown.docker, container, sandbox.saving.timeout).await?;
+    }
+    Ok(())
 }
 
 /// Waits until the engine reports `container` no longer running.

@@ -293,12 +293,10 @@ impl SandboxService {
             volume_dirs: volumes,
             workspace_quota,
         };
-        let sandbox = match &pause.saved_state {
-            Some(state) => entry.backend.restore(spec, state).await,
-            None => entry.backend.create(spec).await,
-        }
-        .map_err(ServiceError::CreateSandbox)?;
-        let leases = match self
+        // Leases first: a workspace another sandbox writes now refuses the
+        // resume before a restore, which for gVisor spends the checkpoint
+        // (a restored sandbox destroyed could not be restored again).
+        let leases = self
             .take_leases(
                 tenant,
                 id,
@@ -306,12 +304,16 @@ impl SandboxService {
                 record.spec.policy.read_only,
                 &record.spec.policy.volumes,
             )
-            .await
-        {
-            Ok(leases) => leases,
+            .await?;
+        let started = match &pause.saved_state {
+            Some(state) => entry.backend.restore(spec, state).await,
+            None => entry.backend.create(spec).await,
+        };
+        let sandbox = match started {
+            Ok(sandbox) => sandbox,
             Err(err) => {
-                destroy_quietly(sandbox).await;
-                return Err(err);
+                self.release_leases(&leases).await;
+                return Err(ServiceError::CreateSandbox(err));
             }
         };
         let release = |sandbox| async {
