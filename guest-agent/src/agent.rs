@@ -27,8 +27,8 @@ pub struct Agent {
     pub imports: ImportRegistry,
     /// Port tunnels open (`PortConnect`).
     pub ports: Arc<PortRegistry>,
-    /// Variables the tier gives commands (with egress: besides the proxy's).
-    pub tier_env: crate::exec::command::TierEnv,
+    /// Variables of commands in a sandbox with egress, besides the proxy's.
+    pub egress_env: Vec<(String, String)>,
 }
 
 impl Agent {
@@ -47,7 +47,7 @@ impl Agent {
             groups: ProcessGroups::default(),
             imports: ImportRegistry::default(),
             ports: Arc::default(),
-            tier_env: crate::exec::command::TierEnv::default(),
+            egress_env: Vec::new(),
         }
     }
 }

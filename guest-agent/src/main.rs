@@ -56,9 +56,9 @@ pub(crate) struct Startup {
     /// taken before the init forks the agent so that the init (PID 1)
     /// keeps none of it.
     pub(crate) connection: conn::Connection,
-    /// Variables the tier gives every command (with egress: the secrets'
+    /// Variables every command of a sandbox with egress gets (secrets'
     /// placeholders, the CA bundle's paths).
-    pub(crate) tier_env: exec::command::TierEnv,
+    pub(crate) egress_env: Vec<(String, String)>,
     /// What the guest reports of its isolation from its commands.
     pub(crate) tier: isolation::Tier,
     /// The connection's fds have mode 0 (`conn::Seal::ModeZero`).
@@ -128,7 +128,7 @@ fn run_agent(startup: Startup, ring_bytes: usize) -> anyhow::Result<()> {
     let conn = startup.connection;
     let spawner = Spawner::start(runtime.handle().clone(), startup.command_filter, root)?;
     let mut agent = Agent::new(workspace, startup.enforcement, spawner, ring_bytes);
-    agent.tier_env = startup.tier_env;
+    agent.egress_env = startup.egress_env;
     let agent = Arc::new(agent);
     let span = tracing::info_span!("guest", sandbox_id = startup.sandbox_id.as_deref());
     let served = runtime.block_on(

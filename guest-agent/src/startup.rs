@@ -11,7 +11,6 @@ use paddock_jail::{GuestSpec, Tier};
 use paddock_proto::{Enforcement, WORKSPACE_MOUNT, error_chain};
 
 use crate::cli::{Mode, ServeArgs};
-use crate::exec::command::TierEnv;
 use crate::{EXIT_NO_INPUT, EXIT_SOFTWARE, EXIT_USAGE, Startup, conn, isolation, microvm};
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<Startup, u8> {
@@ -30,7 +29,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<Startup, u8> {
         command_filter: None,
         sandbox_id: None,
         connection: host_connection(conn::take_connection())?,
-        tier_env: TierEnv::default(),
+        egress_env: Vec::new(),
         tier: isolation::Tier::Unconfined,
         connection_sealed: false,
     })
@@ -83,19 +82,16 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
     // Before anything else: the jail's clone, landlock and seccomp need a
     // process with a single thread.
     let (spec, tier) = spec.split();
-    let (enforcement, connection, tier_env, tier, sealed) = match tier {
+    let (enforcement, connection, egress_env, tier, sealed) = match tier {
         Tier::Jail(jail) => {
-            let tier_env = TierEnv {
-                always: Vec::new(),
-                egress: jail.egress_env.clone(),
-            };
+            let egress_env = jail.egress_env.clone();
             let spec = spec.with_tier(jail);
             let enforcement = paddock_jail::enter(&spec).map_err(|e| setup_failed("sandbox", e))?;
             let connection = host_connection(conn::take_connection())?;
             (
                 enforcement,
                 connection,
-                tier_env,
+                egress_env,
                 isolation::Tier::Jail,
                 false,
             )
@@ -106,10 +102,7 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
             } else {
                 isolation::Tier::Docker
             };
-            let tier_env = TierEnv {
-                always: container.command_env.clone(),
-                egress: container.egress_env.clone(),
-            };
+            let egress_env = container.egress_env.clone();
             let spec = spec.with_tier(container);
             let enforcement =
                 paddock_jail::enter_container(&spec).map_err(|e| setup_failed("container", e))?;
@@ -118,17 +111,14 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
                 _ => None,
             };
             let connection = container_connection(connect)?;
-            (enforcement, connection, tier_env, tier, connect.is_none())
+            (enforcement, connection, egress_env, tier, connect.is_none())
         }
         Tier::MicroVm(vm) => {
-            let tier_env = TierEnv {
-                always: Vec::new(),
-                egress: vm
-                    .network
-                    .as_ref()
-                    .map(|n| n.egress_env.clone())
-                    .unwrap_or_default(),
-            };
+            let egress_env = vm
+                .network
+                .as_ref()
+                .map(|n| n.egress_env.clone())
+                .unwrap_or_default();
             let spec = spec.with_tier(vm);
             let enforcement =
                 paddock_jail::enter_microvm(&spec).map_err(|e| setup_failed("microvm", e))?;
@@ -136,7 +126,7 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
             (
                 enforcement,
                 connection,
-                tier_env,
+                egress_env,
                 isolation::Tier::MicroVm,
                 false,
             )
@@ -148,7 +138,7 @@ pub(crate) fn confined(mode: &Mode) -> Result<Startup, u8> {
         command_filter: Some(command_filter()?),
         sandbox_id: Some(sandbox_id),
         connection,
-        tier_env,
+        egress_env,
         tier,
         connection_sealed: sealed,
     })

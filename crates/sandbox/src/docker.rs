@@ -11,7 +11,6 @@ mod guest_socket;
 mod host_checks;
 mod network;
 mod orphans;
-mod preload;
 mod restore;
 mod sandbox;
 mod save;

@@ -64,23 +64,12 @@ pub fn proxied(enforcement: &Enforcement) -> bool {
     through_proxy && (!enforcement.namespaces.is_empty() || enforcement.vm.is_some())
 }
 
-/// Variables the tier gives commands, from the host's spec; a command's
-/// own (`ExecSpec::env`) win over them.
-#[derive(Debug, Clone, Default)]
-pub struct TierEnv {
-    /// Every command's (gVisor: the preload library that mends runsc's stat).
-    pub always: Vec<(String, String)>,
-    /// Those of a command whose traffic goes through the proxy: the
-    /// secrets' placeholders, the CA bundle's paths.
-    pub egress: Vec<(String, String)>,
-}
-
 pub async fn spawn(
     spec: &ExecSpec,
     ws: &Workspace,
     spawner: &Spawner,
     proxied: bool,
-    tier_env: &TierEnv,
+    egress_env: &[(String, String)],
 ) -> Result<Spawned, ErrorInfo> {
     let argv = match (&spec.shell, spec.argv.is_empty()) {
         (Some(_), true) | (None, false) => command_line(spec),
@@ -101,14 +90,13 @@ pub async fn spawn(
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
     env.insert("HOME".to_owned(), ws.root().display().to_string());
-    env.extend(tier_env.always.iter().cloned());
     if proxied {
         env.extend(
             PROXY_ENV
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
         );
-        env.extend(tier_env.egress.iter().cloned());
+        env.extend(egress_env.iter().cloned());
     }
     env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let (streams, master) = match spec.pty {

@@ -167,7 +167,7 @@ async fn run(
         &agent.workspace,
         &agent.spawner,
         command::proxied(&agent.enforcement),
-        &agent.tier_env,
+        &agent.egress_env,
     )
     .await?;
     let pid = spawned.pid;

@@ -204,7 +204,7 @@ pub async fn start(agent: &Arc<Agent>, spec: ExecSpec, payload: Vec<u8>) -> Hand
         &agent.workspace,
         &agent.spawner,
         command::proxied(&agent.enforcement),
-        &agent.tier_env,
+        &agent.egress_env,
     )
     .await?;
     let pid = spawned.pid;

@@ -28,11 +28,6 @@ pub struct ContainerTier {
     /// paths), as the native tier's.
     #[serde(default)]
     pub egress_env: Vec<(String, String)>,
-    /// Variables every command gets, network or not: under gVisor the
-    /// `LD_PRELOAD` of `paddock_gvisor_compat`'s library, bound in by the
-    /// backend.
-    #[serde(default)]
-    pub command_env: Vec<(String, String)>,
     /// The names and hosts of the secrets the host's egress proxy injects,
     /// for the enforcement report (never a value).
     #[serde(default)]

@@ -18,7 +18,6 @@ use super::container::{self, Request};
 use super::guest_socket::GuestSocket;
 use super::host_checks;
 use super::network;
-use super::preload;
 use super::sandbox::{DockerSandbox, Teardown};
 use super::save::{self, HeldBlocks, Saving};
 use super::stdio;
@@ -302,10 +301,6 @@ impl DockerBackend {
             .map_err(|e| guard.launch_error(e))?,
             Engine::Gvisor => None,
         };
-        let preload = match self.config.engine {
-            Engine::Gvisor => Some(preload::library_on_host().map_err(|e| guard.launch_error(e))?),
-            Engine::Docker => None,
-        };
         let body = container::body(&Request {
             id,
             config: &self.config,
@@ -317,7 +312,6 @@ impl DockerBackend {
             workspace_tmpfs,
             ca_bundle,
             keep_exited: self.save_refusal(spec).is_none(),
-            preload,
         });
         let options = CreateContainerOptions {
             name: Some(format!("paddock-{id}")),

@@ -83,22 +83,8 @@ pub(super) fn guest_spec(
             cgroup: cgroup_asked(spec, &config.cgroup_parent),
             temporary_workspace,
             egress_env: crate::shared::egress::egress_env(spec, intercepted),
-            command_env: command_env(config.engine),
             secrets: crate::shared::egress::secret_notices(spec, intercepted),
         },
-    }
-}
-
-/// Variables every command of a container gets from its tier: under
-/// gVisor the preload library that mends runsc's stat (see
-/// `paddock_gvisor_compat`), which [`Request::preload`] binds in.
-fn command_env(engine: Engine) -> Vec<(String, String)> {
-    match engine {
-        Engine::Docker => Vec::new(),
-        Engine::Gvisor => vec![(
-            "LD_PRELOAD".to_owned(),
-            paddock_gvisor_compat::PATH_INSIDE.to_owned(),
-        )],
     }
 }
 
@@ -122,9 +108,6 @@ pub(super) struct Request<'a> {
     /// Whether the engine keeps the container once it exits: a sandbox
     /// that can be saved whole, whose checkpoint ends its container.
     pub keep_exited: bool,
-    /// The host file of gVisor's preload library (`preload.rs`), bound
-    /// read-only where [`command_env`] names it.
-    pub preload: Option<PathBuf>,
 }
 
 pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
@@ -139,7 +122,6 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         workspace_tmpfs,
         ca_bundle,
         keep_exited,
-        preload,
     } = request;
     let egress = spec.policy.network.has_egress();
     let workspace_mode = if spec.policy.read_only || !writable.is_empty() {
@@ -177,13 +159,6 @@ pub(super) fn body(request: &Request<'_>) -> ContainerCreateBody {
         )),
     }
     binds.extend(guest_socket.iter().cloned());
-    binds.extend(preload.iter().map(|file| {
-        format!(
-            "{}:{}:ro",
-            file.display(),
-            paddock_gvisor_compat::PATH_INSIDE
-        )
-    }));
     // The sandbox trusts its own CA for its secrets' hosts; never writable.
     binds.extend(
         ca_bundle
@@ -324,7 +299,6 @@ mod tests {
             workspace_tmpfs: None,
             ca_bundle: None,
             keep_exited,
-            preload: (engine == Engine::Gvisor).then(|| PathBuf::from(PRELOAD_ON_HOST)),
         })
     }
 
@@ -380,46 +354,6 @@ mod tests {
         assert_eq!(labels[LABEL_NODE], "paddock");
     }
 
-    const PRELOAD_ON_HOST: &str = "/run/paddock/gvisor-compat/0011223344556677.so";
-
-    #[test]
-    fn gvisor_commands_preload_the_bound_stat_mend_and_runc_commands_do_not() {
-        let spec = SandboxSpec::default();
-        let preload_bind = format!("{PRELOAD_ON_HOST}:/opt/paddock/gvisor-compat.so:ro");
-        let config = DockerConfig::new(Engine::Gvisor, PathBuf::from("/host/paddock-guest"));
-        let id = SandboxId::generate();
-        let gvisor = guest_spec(&id, &config, &spec, Vec::new(), false, false);
-        assert_eq!(
-            gvisor.tier.command_env,
-            vec![(
-                "LD_PRELOAD".to_owned(),
-                "/opt/paddock/gvisor-compat.so".to_owned()
-            )]
-        );
-        let binds = request_body(Engine::Gvisor, &spec, &[])
-            .host_config
-            .unwrap()
-            .binds
-            .unwrap();
-        assert!(binds.contains(&preload_bind), "{binds:?}");
-        let config = DockerConfig::new(Engine::Docker, PathBuf::from("/host/paddock-guest"));
-        assert!(
-            guest_spec(&id, &config, &spec, Vec::new(), false, false)
-                .tier
-                .command_env
-                .is_empty()
-        );
-        let binds = request_body(Engine::Docker, &spec, &[])
-            .host_config
-            .unwrap()
-            .binds
-            .unwrap();
-        assert!(
-            !binds.iter().any(|b| b.contains("gvisor-compat")),
-            "{binds:?}"
-        );
-    }
-
     #[test]
     fn a_write_scope_binds_the_workspace_read_only_with_its_paths_writable() {
         let spec = SandboxSpec::with_policy(paddock_proto::SandboxPolicy {
@@ -472,7 +406,6 @@ mod tests {
             workspace_tmpfs: None,
             ca_bundle: None,
             keep_exited: false,
-            preload: None,
         });
         let binds = body.host_config.unwrap().binds.unwrap();
         assert!(
@@ -518,7 +451,6 @@ mod tests {
             workspace_tmpfs: quota,
             ca_bundle: None,
             keep_exited: false,
-            preload: None,
         });
         let host = body.host_config.unwrap();
         assert!(

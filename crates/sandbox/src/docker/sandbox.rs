@@ -26,6 +26,10 @@ const EGRESS_LOG_WAIT: Duration = Duration::from_secs(2);
 
 /// How often `destroy` looks whether the engine has removed the container.
 const GONE_POLL: Duration = Duration::from_millis(20);
+/// How many times a removal the engine does not answer in time is asked.
+const REMOVE_TRIES: u32 = 3;
+/// How long past the stop grace a removal may take to show.
+const REMOVE_SLACK: Duration = Duration::from_secs(30);
 
 /// A container sandbox: the container, the connection to its guest and
 /// the temporary workspace. Dropping it without [`DockerSandbox::destroy`]
@@ -312,8 +316,11 @@ fn is_gone(err: &bollard::errors::Error) -> bool {
 }
 
 /// Force-removes the container with its anonymous volumes, then waits
-/// (bounded by `grace` plus a few seconds) until the engine no longer lists
-/// it: with auto-remove the engine may be removing it already (409).
+/// (bounded by `grace` plus [`REMOVE_SLACK`]) until the engine no longer
+/// lists it: with auto-remove the engine may be removing it already (409).
+/// A busy host can make runsc slow to kill a sandbox (dockerd logs "get
+/// state ... context deadline exceeded"), so an engine that does not answer
+/// in time is asked again, and waited for, rather than the removal failed.
 pub(super) async fn remove_container(
     docker: &Docker,
     container: &str,
@@ -324,21 +331,37 @@ pub(super) async fn remove_container(
         v: true,
         link: false,
     };
-    match docker.remove_container(container, Some(options)).await {
-        Ok(()) => {}
-        Err(err) if is_gone(&err) => return Ok(()),
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 409, ..
-        }) => {}
-        Err(err) => return Err(err.into()),
+    let mut tries = 1;
+    loop {
+        match docker
+            .remove_container(container, Some(options.clone()))
+            .await
+        {
+            Ok(()) => break,
+            Err(err) if is_gone(&err) => return Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => break,
+            Err(bollard::errors::Error::RequestTimeoutError) if tries < REMOVE_TRIES => {
+                tracing::warn!(
+                    container,
+                    tries,
+                    "the engine did not answer a removal in time; asking again"
+                );
+                tries += 1;
+            }
+            Err(err) => return Err(err.into()),
+        }
     }
-    let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + grace + REMOVE_SLACK;
     loop {
         match docker
             .inspect_container(container, None::<InspectContainerOptions>)
             .await
         {
             Err(err) if is_gone(&err) => return Ok(()),
+            Err(bollard::errors::Error::RequestTimeoutError)
+                if tokio::time::Instant::now() < deadline => {}
             Err(err) => return Err(err.into()),
             Ok(_) if tokio::time::Instant::now() >= deadline => {
                 return Err(format!("container {container} is still there after removal").into());
