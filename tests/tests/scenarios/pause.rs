@@ -136,6 +136,16 @@ fn assert_counting(url: &str, id: &str) {
     );
 }
 
+/// `POST /v1/sandboxes/{id}/pause` in `full` mode: its status and body.
+fn pause_full(url: &str, id: &str) -> (u16, Value) {
+    api(
+        url,
+        "POST",
+        &format!("/v1/sandboxes/{id}/pause"),
+        Some(json!({"mode": "full"})),
+    )
+}
+
 /// `paddock sandbox resume ID` against the server at `url`; it must succeed.
 fn cli_resume(url: &str, id: &str) {
     let out = Command::new(paddock_tests::bins::paddock())
@@ -189,12 +199,7 @@ fn a_paused_sandbox_keeps_its_files_across_a_server_restart_on_every_backend() {
         exec(&url, &id, &format!("echo {backend} > /workspace/kept.txt"));
         // the microVM keeps memory: `a_microvm_paused_full_...` below
         if *backend != "microvm" {
-            let (status, refused) = api(
-                &url,
-                "POST",
-                &format!("/v1/sandboxes/{id}/pause"),
-                Some(json!({"mode": "full"})),
-            );
+            let (status, refused) = pause_full(&url, &id);
             assert_eq!(status, 409, "{backend}: {refused}");
             assert_eq!(
                 refused["error"]["code"], "pause_mode_unsupported",
@@ -310,12 +315,7 @@ fn a_microvm_paused_full_keeps_its_processes_and_memory_across_a_server_restart(
     let pid = start_counter(&url, &id);
     assert_eq!(qemus_of(&node).len(), 1, "one VM runs");
 
-    let (status, paused) = api(
-        &url,
-        "POST",
-        &format!("/v1/sandboxes/{id}/pause"),
-        Some(json!({"mode": "full"})),
-    );
+    let (status, paused) = pause_full(&url, &id);
     assert_eq!(status, 200, "{paused}");
     assert_eq!(paused["state"], "paused", "{paused}");
     assert_eq!(paused["pause"]["mode"], "full", "{paused}");
@@ -441,20 +441,10 @@ fn a_gvisor_sandbox_paused_full_keeps_its_processes_and_memory_across_a_server_r
     assert_eq!(status, 201, "{created}");
     let other = created["id"].as_str().unwrap().to_owned();
     let other_container = format!("paddock-{other}");
-    let (status, paused) = api(
-        &url,
-        "POST",
-        &format!("/v1/sandboxes/{other}/pause"),
-        Some(json!({"mode": "full"})),
-    );
+    let (status, paused) = pause_full(&url, &other);
     assert_eq!(status, 200, "{paused}");
 
-    let (status, paused) = api(
-        &url,
-        "POST",
-        &format!("/v1/sandboxes/{id}/pause"),
-        Some(json!({"mode": "full"})),
-    );
+    let (status, paused) = pause_full(&url, &id);
     assert_eq!(status, 200, "{paused}");
     assert_eq!(paused["pause"]["mode"], "full", "{paused}");
     assert_eq!(paused["pause"]["processes_kept"], true, "{paused}");
@@ -499,12 +489,7 @@ fn a_gvisor_sandbox_paused_full_keeps_its_processes_and_memory_across_a_server_r
 
     // runsc leaves a restored container's state behind at a second
     // checkpoint: refused with that reason.
-    let (status, refused) = api(
-        &url,
-        "POST",
-        &format!("/v1/sandboxes/{id}/pause"),
-        Some(json!({"mode": "full"})),
-    );
+    let (status, refused) = pause_full(&url, &id);
     assert_eq!(status, 409, "{refused}");
     assert_eq!(
         refused["error"]["code"], "pause_mode_unsupported",
