@@ -30,6 +30,17 @@ pub fn rate(bytes: u64, time: Duration) -> f64 {
     bytes as f64 / 1e6 / time.as_secs_f64()
 }
 
+/// "debug" or "release": the profile this bench was built with. A debug
+/// build measures unoptimised relays and servers, not what `paddock serve`
+/// ships, so every bench names it in its heading.
+pub fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
 /// Bytes in MiB.
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)

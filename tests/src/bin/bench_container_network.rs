@@ -4,8 +4,8 @@
 //! table. Needs root and dockerd with `runsc-net` registered
 //! (scripts/container-setup.sh).
 //!
-//!   cargo build -p paddock -p paddock-guest -p paddock-tests
-//!   target/x86_64-unknown-linux-gnu/debug/paddock-bench-container-network [--mib 64] [--rounds 3]
+//!   cargo build --release -p paddock -p paddock-guest -p paddock-tests
+//!   target/x86_64-unknown-linux-gnu/release/paddock-bench-container-network [--mib 64] [--rounds 3]
 //!
 //! The file comes from a test host in a network namespace of its own on
 //! this machine; the sandbox runs `paddock-test-probe download` (its image
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use paddock_bench_support::figures::{median, mib};
+use paddock_bench_support::figures::{build_profile, median, mib};
 use paddock_core::sandbox::{Sandbox, SandboxPolicy, SandboxSpec};
 use paddock_egress::EgressConfig;
 use paddock_proto::{ExecSpec, NetworkPolicy};
@@ -120,8 +120,10 @@ async fn main() -> anyhow::Result<()> {
         ..EgressConfig::default()
     };
     println!(
-        "download of {} MiB from a test host, {} rounds",
-        args.mib, args.rounds
+        "download of {} MiB from a test host, {} rounds ({} build)",
+        args.mib,
+        args.rounds,
+        build_profile()
     );
     println!(
         "{:<8} {:>16} {:>16} {:>8} {:>8}  floor",

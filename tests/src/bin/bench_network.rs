@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use paddock_bench_support::figures::{mib, percentile};
+use paddock_bench_support::figures::{build_profile, mib, percentile};
 use paddock_tests::cli::SandboxRun;
 use paddock_tests::nethost::{DocRange, TestDns, TestHost};
 
@@ -160,10 +160,11 @@ fn main() -> anyhow::Result<()> {
     let (allow, full, direct) = (sorted(allow), sorted(full), sorted(direct));
     let rate = |times: &[Duration]| mib(bytes as u64) / percentile(times, 0.5).as_secs_f64();
     println!(
-        "download of {} MiB (median of {} rounds x {} downloads, interleaved)",
+        "download of {} MiB (median of {} rounds x {} downloads, interleaved; {} build)",
         args.mib,
         args.rounds.max(1),
-        args.downloads
+        args.downloads,
+        build_profile()
     );
     println!("  {:<34} {:>10.1} MiB/s", "allowlist proxy", rate(&allow));
     println!(

@@ -529,11 +529,7 @@ fn main() -> anyhow::Result<()> {
     if args.microvm_only {
         return microvm::run(args.microvm_runs.max(1));
     }
-    let profile = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
+    let profile = paddock_bench_support::figures::build_profile();
     println!(
         "start latency of `true`: {} runs per line after {} warm-up runs ({profile} build)",
         args.runs, args.warmup
