@@ -191,6 +191,13 @@ pub struct CreateArgs {
     /// mount a volume read-write, any number read-only.
     #[arg(long = "volume", value_name = "NAME:PATH[:ro]", value_parser = parse_volume_arg)]
     pub volumes: Vec<paddock_proto::VolumeMount>,
+    /// A label of yours shown in the sandbox's view (repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub labels: Vec<(String, String)>,
+    /// An environment variable every command in the sandbox starts with
+    /// (repeatable); a command's own `--env` overrides it.
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Print the sandbox as JSON instead of its id.

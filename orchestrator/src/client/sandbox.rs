@@ -36,6 +36,8 @@ pub async fn create(client: &ApiClient, args: CreateArgs) -> anyhow::Result<u8> 
         console: false,
         volumes: args.volumes,
         on_idle: args.on_idle,
+        metadata: args.labels.into_iter().collect(),
+        env: args.env.into_iter().collect(),
     };
     let sandbox: SandboxView = client
         .answer(client.request(Method::POST, "/v1/sandboxes").json(&body))

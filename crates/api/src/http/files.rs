@@ -11,6 +11,9 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
+use std::sync::Arc;
+
+use paddock_core::ids::TenantId;
 use paddock_core::sandbox::{SandboxId, WriteOptions};
 use paddock_proto::FsPath;
 use serde::{Deserialize, Serialize};
@@ -20,7 +23,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery, FilesPath, RawBody, raw_query_v
 use super::openapi::Binary;
 use super::{ApiError, AppState, Caller};
 use crate::service::commands::SearchCommand;
-use crate::service::{FileEntry, SearchView};
+use crate::service::{FileEntry, SandboxService, SearchView, ServiceError};
 
 /// Bytes read from the guest per request while a file streams out.
 const READ_CHUNK: u64 = 4 << 20;
@@ -104,21 +107,30 @@ pub(super) async fn read(
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Response, ApiError> {
     let id = sandbox_id(&id)?;
-    let first_len = query.len.map_or(READ_CHUNK, |l| l.min(READ_CHUNK));
-    let first = state
-        .service
-        .read_file(&tenant, &id, &path, query.offset, Some(first_len))
+    Ok(file_response(state.service, tenant, id, path, query.offset, query.len).await?)
+}
+
+/// `[offset, offset+len)` of a file (to its end when `len` is None) as an
+/// `application/octet-stream` answer: one read when it fits a chunk, else
+/// streamed chunk by chunk (a failure midway cuts the answer short).
+pub(super) async fn file_response(
+    service: Arc<SandboxService>,
+    tenant: TenantId,
+    id: SandboxId,
+    path: FsPath,
+    offset: u64,
+    len: Option<u64>,
+) -> Result<Response, ServiceError> {
+    let first_len = len.map_or(READ_CHUNK, |l| l.min(READ_CHUNK));
+    let first = service
+        .read_file(&tenant, &id, &path, offset, Some(first_len))
         .await?;
-    let end = query.len.map_or(first.size, |l| {
-        first.size.min(query.offset.saturating_add(l))
-    });
+    let end = len.map_or(first.size, |l| first.size.min(offset.saturating_add(l)));
     let next = first.offset + first.data.len() as u64;
     let octet_stream = HeaderValue::from_static("application/octet-stream");
     if next >= end || first.data.is_empty() {
         return Ok(([(header::CONTENT_TYPE, octet_stream)], first.data).into_response());
     }
-    // More chunks: stream them; a failure midway cuts the response short.
-    let service = state.service.clone();
     let head = futures_util::stream::once(async move { Ok::<_, std::io::Error>(first.data) });
     let rest = stream::unfold(next, move |offset| {
         let (service, tenant, id, path) =

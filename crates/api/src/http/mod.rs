@@ -10,6 +10,7 @@ mod body_budget;
 mod checkpoints;
 mod connection_limits;
 mod doctor;
+mod e2b;
 mod egress;
 mod error;
 mod events;
@@ -167,6 +168,7 @@ fn router_with(services: Services, tokens: Arc<Tokens>, options: &HttpOptions) -
     };
     routes()
         .router
+        .merge(e2b::router())
         .merge(paddock_console::router())
         .fallback(|| async { ApiError::route_not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })

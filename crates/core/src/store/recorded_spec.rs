@@ -1,6 +1,8 @@
 //! What a sandbox's row keeps of its spec: the one shape of the `spec`
 //! column, whoever started the sandbox (the sandbox API or an agent run).
 
+use std::collections::BTreeMap;
+
 use paddock_proto::SandboxPolicy;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +42,13 @@ pub struct RecordedSpec {
     /// (None: the server's `on_idle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_idle: Option<super::OnIdle>,
+    /// The caller's labels (the sandbox API's `metadata`, E2B's too).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+    /// Environment every command in the sandbox starts with, beneath the
+    /// command's own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 impl RecordedSpec {
@@ -52,6 +61,8 @@ impl RecordedSpec {
             image: None,
             console: false,
             on_idle: None,
+            metadata: BTreeMap::new(),
+            env: BTreeMap::new(),
         }
     }
 }
@@ -137,6 +148,8 @@ mod tests {
                 image: None,
                 console: false,
                 on_idle: None,
+                metadata: Default::default(),
+                env: Default::default(),
             }
         );
         let json = serde_json::to_string(&recorded).unwrap();
@@ -200,6 +213,8 @@ mod tests {
                     image: Some("alpine:3".to_owned()),
                     console: true,
                     on_idle: None,
+                    metadata: Default::default(),
+                    env: Default::default(),
                 },
             ),
             (
@@ -214,6 +229,8 @@ mod tests {
                     image: None,
                     console: false,
                     on_idle: None,
+                    metadata: Default::default(),
+                    env: Default::default(),
                 },
             ),
         ];

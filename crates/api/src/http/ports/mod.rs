@@ -7,6 +7,7 @@
 //! sees neither `Authorization` nor any other hop-by-hop header.
 
 mod access;
+pub(crate) use access::now_secs;
 mod hop;
 mod host;
 mod proxy;

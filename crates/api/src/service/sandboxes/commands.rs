@@ -88,9 +88,70 @@ pub struct CreateSandbox {
     /// and for one with secrets, which cannot be paused.
     #[serde(default)]
     pub on_idle: Option<OnIdle>,
+    /// Labels of the caller's own, shown in the sandbox's view (at most
+    /// 64; keys up to 128 bytes, values up to 1024).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    /// Environment every command in the sandbox starts with, beneath the
+    /// command's own `env` (at most 128 variables; names of letters,
+    /// digits and `_`, values up to 32 KiB).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
+/// The most labels a sandbox carries, and their sizes.
+const MAX_METADATA: usize = 64;
+const MAX_METADATA_KEY: usize = 128;
+const MAX_METADATA_VALUE: usize = 1024;
+/// The most default variables a sandbox carries, and their value size.
+const MAX_ENV: usize = 128;
+const MAX_ENV_VALUE: usize = 32 * 1024;
+
 impl CreateSandbox {
+    /// Refuses labels and default environment past their bounds.
+    pub fn check_labels(&self) -> Result<(), ServiceError> {
+        if self.metadata.len() > MAX_METADATA {
+            return Err(ServiceError::invalid(
+                "metadata",
+                format!("at most {MAX_METADATA} entries"),
+            ));
+        }
+        if let Some((key, _)) = self.metadata.iter().find(|(k, v)| {
+            k.is_empty() || k.len() > MAX_METADATA_KEY || v.len() > MAX_METADATA_VALUE
+        }) {
+            return Err(ServiceError::invalid(
+                "metadata",
+                format!(
+                    "entry {key:?}: keys are 1 to {MAX_METADATA_KEY} bytes, values up to {MAX_METADATA_VALUE}"
+                ),
+            ));
+        }
+        if self.env.len() > MAX_ENV {
+            return Err(ServiceError::invalid(
+                "env",
+                format!("at most {MAX_ENV} variables"),
+            ));
+        }
+        let bad_name = |k: &str| {
+            k.is_empty()
+                || k.starts_with(|c: char| c.is_ascii_digit())
+                || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if let Some((key, _)) = self
+            .env
+            .iter()
+            .find(|(k, v)| bad_name(k) || v.len() > MAX_ENV_VALUE || v.contains('\0'))
+        {
+            return Err(ServiceError::invalid(
+                "env",
+                format!(
+                    "variable {key:?}: names are letters, digits and _ (not first a digit), values up to {MAX_ENV_VALUE} bytes without NUL"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Refuses an `on_idle` the sandbox could not have.
     pub fn check_on_idle(&self) -> Result<(), ServiceError> {
         if self.on_idle != Some(OnIdle::Pause) {

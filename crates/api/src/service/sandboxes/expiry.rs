@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 
+use paddock_core::ids::TenantId;
 use paddock_core::sandbox::SandboxId;
-use paddock_core::store::{SandboxState, StoreError};
+use paddock_core::store::{SandboxState, StoreError, Timestamp};
 use tokio::task::JoinHandle;
 
-use super::{OnIdle, SandboxService};
+use super::{OnIdle, SandboxService, ServiceError};
 
 const IDLE: &str = "idle timeout";
+const DEADLINE: &str = "its timeout passed";
 
 impl SandboxService {
     /// Runs until the service's shutdown token is cancelled.
@@ -61,9 +63,13 @@ impl SandboxService {
                 Some(alive) => now >= alive,
                 None => now >= idle_until,
             };
+            // a deadline replaces the idle rule: it ends then, busy or not
+            let deadline = sandbox.deadline();
             if now >= sandbox.expires_at {
                 expired.push((sandbox.id.clone(), "max lifetime reached"));
-            } else if !sandbox.is_busy() && left {
+            } else if deadline.is_some_and(|at| now >= at) {
+                expired.push((sandbox.id.clone(), DEADLINE));
+            } else if deadline.is_none() && !sandbox.is_busy() && left {
                 let reason = if sandbox.is_console() {
                     "console page gone (no keep-alive)"
                 } else {
@@ -77,13 +83,37 @@ impl SandboxService {
             }
         }
         for (id, reason) in expired {
-            if reason == IDLE && self.pause_idle(&id).await {
+            if (reason == IDLE || reason == DEADLINE) && self.pause_idle(&id).await {
                 continue;
             }
             if let Err(err) = self.retire(&id, SandboxState::Stopped, reason).await {
                 tracing::warn!(sandbox_id = %id, error = %err, "recording an expired sandbox");
             }
         }
+    }
+
+    /// Sets when a sandbox ends whatever it does (None: when idle, as
+    /// before): it is then paused where it asked to be on idle, else
+    /// stopped. A paused sandbox is resumed first, as by any request.
+    pub async fn set_deadline(
+        &self,
+        tenant: &TenantId,
+        id: &SandboxId,
+        at: Option<Timestamp>,
+    ) -> Result<(), ServiceError> {
+        let (live, _activity) = self.use_sandbox(tenant, id).await?;
+        live.set_deadline(at.map(|at| at.min(live.expires_at)));
+        Ok(())
+    }
+
+    /// A running sandbox's deadline, if it has one.
+    pub fn deadline(&self, id: &SandboxId) -> Option<Timestamp> {
+        self.live_map().get(id).and_then(|live| live.deadline())
+    }
+
+    /// The service's clock, now.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
     }
 
     /// Pauses an idle sandbox where it asked (its own `on_idle`, else the

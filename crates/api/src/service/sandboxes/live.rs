@@ -1,6 +1,7 @@
 //! A running sandbox the service owns: its handle, its guest, and when it was
 //! last used.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
@@ -34,6 +35,11 @@ pub(crate) struct Live {
     /// ordinary sandbox, kept until idle or too old.
     keepalive_until: Option<AtomicI64>,
     activity: Arc<Activity>,
+    /// Environment every command starts with, beneath its own.
+    pub env: Arc<BTreeMap<String, String>>,
+    /// When it ends whatever it does (milliseconds), set by the caller
+    /// (E2B's sandbox timeout); None: ended when idle or too old.
+    deadline: std::sync::Mutex<Option<Timestamp>>,
     /// Its network now and the changes made to it while it runs.
     network: std::sync::Mutex<NetworkState>,
 }
@@ -61,12 +67,32 @@ impl Live {
             created_at: now,
             secrets: false,
             keepalive_until: keepalive_until.map(|t| AtomicI64::new(t.as_millis())),
+            env: Arc::default(),
+            deadline: std::sync::Mutex::new(None),
             activity: Arc::new(Activity {
                 last: AtomicI64::new(now.as_millis()),
                 flushed: AtomicI64::new(now.as_millis()),
                 busy: AtomicUsize::new(0),
             }),
         }
+    }
+
+    /// When it ends whatever it does, if the caller set a deadline.
+    pub fn deadline(&self) -> Option<Timestamp> {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets (or with None clears) the deadline.
+    pub fn set_deadline(&self, at: Option<Timestamp>) {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = at;
+    }
+
+    /// `spec` with the sandbox's default environment beneath its own.
+    pub fn with_env(&self, mut spec: paddock_proto::ExecSpec) -> paddock_proto::ExecSpec {
+        for (name, value) in self.env.iter() {
+            spec.env.entry(name.clone()).or_insert_with(|| value.clone());
+        }
+        spec
     }
 
     /// Why the sandbox cannot be saved whole (`full` pause), or None; a

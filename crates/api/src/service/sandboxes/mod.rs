@@ -368,6 +368,7 @@ impl SandboxService {
         // found before any sandbox starts.
         ServiceError::check_network(&self.config.network, &command.network)?;
         command.check_on_idle()?;
+        command.check_labels()?;
         let secrets = self
             .config
             .secrets
@@ -420,6 +421,8 @@ impl SandboxService {
             image: entry.image.clone(),
             console: command.console,
             on_idle: command.on_idle,
+            metadata: command.metadata.clone(),
+            env: command.env.clone(),
             ..RecordedSpec::of(&spec)
         };
         let sandbox = entry
@@ -483,6 +486,7 @@ impl SandboxService {
         );
         live.secrets = !command.secrets.is_empty();
         live.volume_leases = leases.volumes;
+        live.env = Arc::new(command.env);
         let live = Arc::new(live);
         self.live_map().insert(id.clone(), live);
         tracing::info!(sandbox_id = %id, tenant = %tenant, "sandbox created");

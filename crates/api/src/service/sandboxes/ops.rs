@@ -31,7 +31,7 @@ impl SandboxService {
     ) -> Result<ExecResult, ServiceError> {
         let (spec, stdin) = command.validate(false)?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
-        let output = match live.guest.exec_output(spec, &stdin).await {
+        let output = match live.guest.exec_output(live.with_env(spec), &stdin).await {
             Ok(output) => output,
             Err(e) => return Err(self.guest_failed(id, "exec", e).await),
         };
@@ -53,7 +53,7 @@ impl SandboxService {
     ) -> Result<ExecStream, ServiceError> {
         let (spec, stdin) = command.validate(true)?;
         let (live, activity) = self.use_sandbox(tenant, id).await?;
-        match live.guest.exec(spec, &stdin).await {
+        match live.guest.exec(live.with_env(spec), &stdin).await {
             Ok(execution) => Ok(ExecStream {
                 sandbox: id.clone(),
                 execution,
@@ -83,7 +83,7 @@ impl SandboxService {
     ) -> Result<ProcessView, ServiceError> {
         let spec = command.validate()?;
         let (live, _activity) = self.use_sandbox(tenant, id).await?;
-        let started = match live.guest.process_start(spec.clone()).await {
+        let started = match live.guest.process_start(live.with_env(spec.clone())).await {
             Ok(started) => started,
             Err(e) => return Err(self.guest_failed(id, "process_start", e).await),
         };

@@ -357,6 +357,7 @@ impl SandboxService {
         );
         live.id = id.clone();
         live.volume_leases = leases.volumes;
+        live.env = Arc::new(resumed.spec.env.clone());
         self.live_map().insert(id.clone(), Arc::new(live));
         if let Some(snapshot) = &pause.snapshot
             && let Err(err) = self.delete_snapshot(tenant, snapshot).await

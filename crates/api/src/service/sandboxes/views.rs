@@ -79,6 +79,9 @@ pub struct SandboxView {
     /// resumed).
     #[serde(default)]
     pub volumes: Vec<paddock_proto::VolumeMount>,
+    /// The labels it was created with.
+    #[serde(default)]
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 /// What a paused sandbox kept, and why it was paused.
@@ -129,6 +132,7 @@ impl SandboxView {
             restored_from: spec.restored_from.clone(),
             limits: spec.policy.limits.clone(),
             volumes: spec.policy.volumes.clone(),
+            metadata: spec.metadata.clone(),
             created_at: record.created_at.to_string(),
             last_active_at: last_active.to_string(),
             expires_at: record.expires_at.map(|t| t.to_string()),

@@ -102,6 +102,8 @@ pub async fn old_sandbox_specs_read_and_a_bad_one_is_quarantined(
             image: Some("alpine:3".to_owned()),
             console: true,
             on_idle: None,
+            metadata: Default::default(),
+            env: Default::default(),
         },
         ..api.clone()
     };
@@ -119,6 +121,8 @@ pub async fn old_sandbox_specs_read_and_a_bad_one_is_quarantined(
             image: None,
             console: false,
             on_idle: None,
+            metadata: Default::default(),
+            env: Default::default(),
         },
         ..run.clone()
     };

@@ -125,6 +125,8 @@ impl SandboxService {
             volumes: Vec::new(),
             // a restore request names none: the server's
             on_idle: None,
+            metadata: Default::default(),
+            env: Default::default(),
         };
         let origin = Some(snapshot.id.clone());
         if command.read_only {

@@ -1,0 +1,153 @@
+//! envd's plain HTTP routes: `GET /health`, and `GET`/`POST /files`, a
+//! file's bytes down and files up (multipart, one part per file named
+//! `file` whose filename is its path, or one octet-stream body for
+//! `?path=`), on the sandbox's file operations.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Multipart, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use paddock_core::sandbox::WriteOptions;
+use paddock_core::store::SandboxState;
+use serde::{Deserialize, Serialize};
+
+use super::paths::{e2b_path, workspace_path};
+use crate::http::AppState;
+use crate::http::e2b::auth::{EnvdCaller, SANDBOX_ID_HEADER};
+use crate::http::e2b::error::E2bError;
+use crate::http::files::file_response;
+
+#[derive(Debug, Deserialize)]
+pub struct FileQuery {
+    path: Option<String>,
+}
+
+/// One file written, as envd answers it.
+#[derive(Debug, Serialize)]
+pub struct EntryWritten {
+    name: String,
+    r#type: &'static str,
+    path: String,
+}
+
+fn bad_path(why: String) -> E2bError {
+    E2bError::new(StatusCode::BAD_REQUEST, why)
+}
+
+/// 204 while the sandbox runs; 502 "not found" (what E2B's proxy says)
+/// once it is gone, so `Sandbox.is_running()` answers false. Without a
+/// valid token there is nothing to look up: envd's own health is 204.
+pub async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if !headers.contains_key(SANDBOX_ID_HEADER) {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    let Ok(caller) = EnvdCaller::from_headers(&headers, &state) else {
+        return StatusCode::NO_CONTENT.into_response();
+    };
+    match state
+        .service
+        .get_sandbox(&caller.tenant, &caller.sandbox)
+        .await
+    {
+        Ok(view) if view.state == SandboxState::Running => StatusCode::NO_CONTENT.into_response(),
+        _ => E2bError::new(
+            StatusCode::BAD_GATEWAY,
+            format!("The sandbox {} was not found", caller.sandbox),
+        )
+        .into_response(),
+    }
+}
+
+pub async fn download(
+    State(state): State<AppState>,
+    caller: EnvdCaller,
+    Query(query): Query<FileQuery>,
+) -> Result<Response, E2bError> {
+    let raw = query
+        .path
+        .ok_or_else(|| bad_path("the path query parameter is required".into()))?;
+    let path = workspace_path(&raw).map_err(bad_path)?;
+    Ok(file_response(
+        state.service.clone(),
+        caller.tenant,
+        caller.sandbox,
+        path,
+        0,
+        None,
+    )
+    .await?)
+}
+
+pub async fn upload(
+    State(state): State<AppState>,
+    caller: EnvdCaller,
+    Query(query): Query<FileQuery>,
+    request: Request,
+) -> Result<Json<Vec<EntryWritten>>, E2bError> {
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("multipart/form-data"));
+    let mut files: Vec<(String, Bytes)> = Vec::new();
+    if multipart {
+        let mut form = Multipart::from_request(request, &state)
+            .await
+            .map_err(|e| E2bError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+        while let Some(field) = form
+            .next_field()
+            .await
+            .map_err(|e| E2bError::new(StatusCode::BAD_REQUEST, e.body_text()))?
+        {
+            // one file: `?path=` names it; several: each part's filename
+            let name = match (&query.path, field.file_name()) {
+                (Some(path), _) => path.clone(),
+                (None, Some(name)) => name.to_owned(),
+                (None, None) => {
+                    return Err(bad_path(
+                        "a part without a filename, and no path query parameter".into(),
+                    ));
+                }
+            };
+            let data = field
+                .bytes()
+                .await
+                .map_err(|e| E2bError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+            files.push((name, data));
+        }
+    } else {
+        let path = query
+            .path
+            .clone()
+            .ok_or_else(|| bad_path("the path query parameter is required".into()))?;
+        let data = Bytes::from_request(request, &state)
+            .await
+            .map_err(|e| E2bError::new(StatusCode::PAYLOAD_TOO_LARGE, e.body_text()))?;
+        files.push((path, data));
+    }
+    let mut written = Vec::with_capacity(files.len());
+    for (raw, data) in files {
+        let path = workspace_path(&raw).map_err(bad_path)?;
+        state
+            .service
+            .write_file(
+                &caller.tenant,
+                &caller.sandbox,
+                &path,
+                &data,
+                WriteOptions {
+                    mode: None,
+                    create_parents: true,
+                },
+            )
+            .await?;
+        let shown = e2b_path(&path.display());
+        written.push(EntryWritten {
+            name: shown.rsplit('/').next().unwrap_or_default().to_owned(),
+            r#type: "file",
+            path: shown,
+        });
+    }
+    Ok(Json(written))
+}
