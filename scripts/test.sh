@@ -62,6 +62,14 @@ step "web console (scripts/console-setup.sh)"
 bash scripts/console-setup.sh
 export PADDOCK_REQUIRE_BROWSER=1
 
+# The E2B tier: the real E2B Python SDK (pinned) and pytest in a venv, for
+# the suite tests/tests/scenarios/e2b_sdk.rs runs against `paddock serve`;
+# it must not skip here.
+step "E2B SDK (scripts/e2b-setup.sh)"
+PADDOCK_E2B_PYTHON=$(bash scripts/e2b-setup.sh)
+export PADDOCK_E2B_PYTHON
+export PADDOCK_REQUIRE_E2B=1
+
 # The full-disk tests (the store's on SQLite and Postgres, the abuse test)
 # mount a small ext4 image on a loop device: here they must not skip.
 export PADDOCK_REQUIRE_LOOP=1

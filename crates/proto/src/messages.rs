@@ -483,6 +483,10 @@ pub enum Reply {
         dropped: u64,
         running: bool,
         exit: Option<ExitInfo>,
+        /// The absolute ranges of the payload that came from stderr (the
+        /// rest is stdout, or a terminal's screen).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stderr: Vec<std::ops::Range<u64>>,
     },
     ProcessStatus {
         running: bool,

@@ -1,5 +1,6 @@
 //! Background processes: started by one request, visible to later ones.
-//! Their combined stdout+stderr is kept in a bounded [`ring::OutputRing`].
+//! Their stdout and stderr are kept, in order and told apart, in a bounded
+//! [`ring::OutputRing`].
 
 pub mod ring;
 
@@ -117,6 +118,7 @@ impl ProcessTable {
             dropped: slice.dropped,
             running: exit.is_none(),
             exit,
+            stderr: slice.stderr,
         };
         Ok((reply, slice.data))
     }
@@ -282,9 +284,9 @@ struct RingSink {
 }
 
 impl OutputSink for RingSink {
-    async fn output(&mut self, _stream: OutputStream, data: &[u8]) {
+    async fn output(&mut self, stream: OutputStream, data: &[u8]) {
         if let Ok(mut ring) = self.process.output.lock() {
-            ring.push(data);
+            ring.push_from(data, stream == OutputStream::Stderr);
             self.process.output_end.send_replace(ring.end());
         }
     }

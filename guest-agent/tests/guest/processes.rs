@@ -54,6 +54,7 @@ async fn read(
                 dropped,
                 running,
                 exit,
+                ..
             },
             data,
         ) => {

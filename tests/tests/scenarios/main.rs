@@ -7,6 +7,7 @@
 //! microvm case (a second VM at once) it failed here where alone it passed.
 
 mod conformance;
+mod e2b_sdk;
 mod exit_codes;
 mod guest_ops;
 mod host_paths;

@@ -67,6 +67,8 @@ pub struct ProcessOutput {
     pub running: bool,
     pub exit: Option<ExitInfo>,
     pub data: Vec<u8>,
+    /// The absolute ranges of `data` that came from stderr.
+    pub stderr: Vec<std::ops::Range<u64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

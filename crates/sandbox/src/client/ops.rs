@@ -114,6 +114,7 @@ impl GuestClient {
                     dropped,
                     running,
                     exit,
+                    stderr,
                 },
                 data,
             ) => Ok(ProcessOutput {
@@ -123,6 +124,7 @@ impl GuestClient {
                 running,
                 exit,
                 data,
+                stderr,
             }),
             (other, _) => Err(unexpected("process_read", &other)),
         }

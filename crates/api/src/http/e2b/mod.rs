@@ -19,7 +19,10 @@ use super::AppState;
 /// The E2B routes.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/v2/sandboxes", post(sandboxes::create).get(sandboxes::list))
+        .route(
+            "/v2/sandboxes",
+            post(sandboxes::create).get(sandboxes::list),
+        )
         .route("/v2/sandboxes/{id}/connect", post(sandboxes::connect))
         .route(
             "/sandboxes/{id}",
@@ -31,5 +34,39 @@ pub fn router() -> Router<AppState> {
         .route(
             "/files",
             get(envd::files::download).post(envd::files::upload),
+        )
+        .route("/process.Process/Start", post(envd::process::start))
+        .route("/process.Process/Connect", post(envd::process::connect))
+        .route("/process.Process/List", post(envd::process::list))
+        .route(
+            "/process.Process/SendInput",
+            post(envd::process::send_input),
+        )
+        .route(
+            "/process.Process/StreamInput",
+            post(envd::process::stream_input),
+        )
+        .route(
+            "/process.Process/CloseStdin",
+            post(envd::process::close_stdin),
+        )
+        .route(
+            "/process.Process/SendSignal",
+            post(envd::process::send_signal),
+        )
+        .route("/process.Process/Update", post(envd::process::update))
+        .route("/filesystem.Filesystem/Stat", post(envd::filesystem::stat))
+        .route(
+            "/filesystem.Filesystem/ListDir",
+            post(envd::filesystem::list_dir),
+        )
+        .route(
+            "/filesystem.Filesystem/MakeDir",
+            post(envd::filesystem::make_dir),
+        )
+        .route("/filesystem.Filesystem/Move", post(envd::filesystem::move_))
+        .route(
+            "/filesystem.Filesystem/Remove",
+            post(envd::filesystem::remove),
         )
 }

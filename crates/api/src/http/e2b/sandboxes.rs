@@ -128,12 +128,12 @@ pub struct ListQuery {
     next_token: Option<String>,
 }
 
-fn sandbox_id(raw: &str) -> Result<SandboxId, E2bError> {
+pub(super) fn sandbox_id(raw: &str) -> Result<SandboxId, E2bError> {
     SandboxId::parse(raw).map_err(|_| E2bError::sandbox_not_found(raw))
 }
 
 /// A service error, with E2B's "not found" wording for a missing sandbox.
-fn for_sandbox(id: &str) -> impl FnOnce(crate::service::ServiceError) -> E2bError + '_ {
+pub(super) fn for_sandbox(id: &str) -> impl FnOnce(crate::service::ServiceError) -> E2bError + '_ {
     move |err| {
         let err = E2bError::from(err);
         if err.status == StatusCode::NOT_FOUND {
@@ -215,7 +215,10 @@ pub async fn create(
 /// The template a sandbox was made from rides in its labels.
 const TEMPLATE_LABEL: &str = "e2b.template";
 
-fn with_template(mut metadata: BTreeMap<String, String>, template: &str) -> BTreeMap<String, String> {
+fn with_template(
+    mut metadata: BTreeMap<String, String>,
+    template: &str,
+) -> BTreeMap<String, String> {
     metadata.insert(TEMPLATE_LABEL.to_owned(), template.to_owned());
     metadata
 }
@@ -255,7 +258,7 @@ fn access_token(
     Ok(key.mint(tenant, &view.id, ENVD_TOKEN_PORT, expires))
 }
 
-fn created_view(
+pub(super) fn created_view(
     state: &AppState,
     tenant: &TenantId,
     view: &SandboxView,
@@ -310,7 +313,7 @@ fn detail(state: &AppState, view: &SandboxView, token: Option<String>) -> Sandbo
 }
 
 /// A sandbox E2B may show: running or paused (stopped ones are gone to it).
-fn shown(view: &SandboxView) -> bool {
+pub(super) fn shown(view: &SandboxView) -> bool {
     matches!(view.state, SandboxState::Running | SandboxState::Paused)
 }
 
@@ -361,18 +364,29 @@ pub async fn set_timeout(
     Json(body): Json<TimeoutBody>,
 ) -> Result<StatusCode, E2bError> {
     let sandbox = sandbox_id(&id)?;
-    let secs = body.timeout.ok_or_else(|| {
-        E2bError::new(StatusCode::BAD_REQUEST, "timeout (seconds) is required")
-    })?;
+    let secs = body
+        .timeout
+        .ok_or_else(|| E2bError::new(StatusCode::BAD_REQUEST, "timeout (seconds) is required"))?;
     let until = state
         .service
         .now()
         .saturating_add(Duration::from_secs(secs));
-    state
+    let set = state
         .service
         .set_deadline(&tenant, &sandbox, Some(until))
-        .await
-        .map_err(for_sandbox(&id))?;
+        .await;
+    if let Err(err) = set {
+        // an ended sandbox is gone to E2B, not in a conflicting state
+        let ended = match state.service.get_sandbox(&tenant, &sandbox).await {
+            Ok(view) => !shown(&view),
+            Err(_) => true,
+        };
+        return Err(if ended {
+            E2bError::sandbox_not_found(&id)
+        } else {
+            for_sandbox(&id)(err)
+        });
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -529,9 +543,7 @@ pub async fn list(
             };
             let matches = shown(&view)
                 && states.contains(&state_name)
-                && wanted
-                    .iter()
-                    .all(|(k, v)| view.metadata.get(k) == Some(v));
+                && wanted.iter().all(|(k, v)| view.metadata.get(k) == Some(v));
             if matches {
                 found.push(detail(&state, &view, None));
                 if found.len() == limit {

@@ -17,6 +17,7 @@ mod console;
 mod disk_quota;
 mod error;
 mod expiry;
+mod file_ops;
 mod live;
 mod network;
 mod ops;

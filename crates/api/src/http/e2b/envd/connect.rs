@@ -61,7 +61,9 @@ impl CallShape {
             other => {
                 return Err(ConnectError::new(
                     Code::InvalidArgument,
-                    format!("content type {other:?}: expected application/json, application/proto or their connect+ stream forms"),
+                    format!(
+                        "content type {other:?}: expected application/json, application/proto or their connect+ stream forms"
+                    ),
                 ));
             }
         };
@@ -101,8 +103,6 @@ pub fn deadline(headers: &HeaderMap) -> Option<Duration> {
 /// Connect's error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
-    Canceled,
-    Unknown,
     InvalidArgument,
     DeadlineExceeded,
     NotFound,
@@ -119,8 +119,6 @@ pub enum Code {
 impl Code {
     pub fn as_str(self) -> &'static str {
         match self {
-            Code::Canceled => "canceled",
-            Code::Unknown => "unknown",
             Code::InvalidArgument => "invalid_argument",
             Code::DeadlineExceeded => "deadline_exceeded",
             Code::NotFound => "not_found",
@@ -138,8 +136,7 @@ impl Code {
     /// The HTTP status of a unary error with this code.
     fn status(self) -> StatusCode {
         match self {
-            Code::Canceled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
-            Code::Unknown | Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Code::InvalidArgument | Code::FailedPrecondition => StatusCode::BAD_REQUEST,
             Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
             Code::NotFound => StatusCode::NOT_FOUND,
@@ -199,9 +196,21 @@ impl ConnectError {
     }
 }
 
+/// A sandbox that is gone is `unavailable` with the words of E2B's proxy,
+/// so the SDK says it is not running (rather than naming a missing file).
 impl From<ServiceError> for ConnectError {
     fn from(err: ServiceError) -> Self {
-        crate::http::ApiError::from(err).into()
+        match &err {
+            ServiceError::NotFound {
+                entity: "sandbox",
+                id,
+            } => Self::new(Code::Unavailable, format!("The sandbox {id} was not found")),
+            ServiceError::NotRunning { id, state } => Self::new(
+                Code::Unavailable,
+                format!("The sandbox {id} was not found: it is {state}"),
+            ),
+            _ => crate::http::ApiError::from(err).into(),
+        }
     }
 }
 
@@ -222,7 +231,10 @@ impl IntoResponse for ConnectError {
         let body = serde_json::to_vec(&self.json()).unwrap_or_default();
         (
             self.code.status(),
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
             body,
         )
             .into_response()
@@ -234,7 +246,8 @@ pub trait Message: prost::Message + Default + Serialize + DeserializeOwned + 'st
 impl<T: prost::Message + Default + Serialize + DeserializeOwned + 'static> Message for T {}
 
 pub fn decode<T: Message>(codec: Codec, bytes: &[u8]) -> Result<T, ConnectError> {
-    let invalid = |e: String| ConnectError::new(Code::InvalidArgument, format!("the request message: {e}"));
+    let invalid =
+        |e: String| ConnectError::new(Code::InvalidArgument, format!("the request message: {e}"));
     match codec {
         Codec::Json if bytes.is_empty() => Ok(T::default()),
         Codec::Json => serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string())),
@@ -253,7 +266,11 @@ pub fn encode<T: Message>(codec: Codec, message: &T) -> Vec<u8> {
 fn envelope(flags: u8, payload: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(5 + payload.len());
     out.push(flags);
-    out.extend_from_slice(&u32::try_from(payload.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(
+        &u32::try_from(payload.len())
+            .unwrap_or(u32::MAX)
+            .to_be_bytes(),
+    );
     out.extend_from_slice(payload);
     Bytes::from(out)
 }
@@ -402,7 +419,13 @@ mod tests {
         ];
         let body = Body::from_stream(futures_util::stream::iter(chunks));
         let got: Vec<_> = request_envelopes(body).collect().await;
-        assert_eq!(got, vec![Ok(Bytes::from_static(b"{\"a\":1}")), Ok(Bytes::from_static(b"{}"))]);
+        assert_eq!(
+            got,
+            vec![
+                Ok(Bytes::from_static(b"{\"a\":1}")),
+                Ok(Bytes::from_static(b"{}"))
+            ]
+        );
     }
 
     #[tokio::test]
@@ -410,5 +433,17 @@ mod tests {
         let body = Body::from(envelope(FLAG_COMPRESSED, b"x").to_vec());
         let got: Vec<_> = request_envelopes(body).collect().await;
         assert!(matches!(&got[..], [Err(e)] if e.code == Code::Unimplemented));
+    }
+
+    #[test]
+    fn a_gone_sandbox_is_unavailable_as_the_proxy_says_it() {
+        let err = ConnectError::from(ServiceError::NotFound {
+            entity: "sandbox",
+            id: "sb-1".into(),
+        });
+        assert_eq!(err.code, Code::Unavailable);
+        assert!(err.message.contains("was not found"));
+        let err = ConnectError::from(ServiceError::invalid("path", "empty"));
+        assert_eq!(err.code, Code::InvalidArgument);
     }
 }

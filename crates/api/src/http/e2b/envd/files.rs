@@ -35,6 +35,18 @@ fn bad_path(why: String) -> E2bError {
     E2bError::new(StatusCode::BAD_REQUEST, why)
 }
 
+/// Bytes of a refused upload read (and dropped) before the answer, so a
+/// client still sending a small file reads the refusal rather than a broken
+/// pipe; a larger body is cut off.
+const REFUSED_BODY_DRAIN: usize = 1 << 20;
+/// How long that drain may take.
+const REFUSED_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn drain(request: Request) {
+    let body = axum::body::to_bytes(request.into_body(), REFUSED_BODY_DRAIN);
+    let _ = tokio::time::timeout(REFUSED_BODY_WAIT, body).await;
+}
+
 /// 204 while the sandbox runs; 502 "not found" (what E2B's proxy says)
 /// once it is gone, so `Sandbox.is_running()` answers false. Without a
 /// valid token there is nothing to look up: envd's own health is 204.
@@ -81,10 +93,17 @@ pub async fn download(
 
 pub async fn upload(
     State(state): State<AppState>,
-    caller: EnvdCaller,
+    caller: Result<EnvdCaller, E2bError>,
     Query(query): Query<FileQuery>,
     request: Request,
 ) -> Result<Json<Vec<EntryWritten>>, E2bError> {
+    let caller = match caller {
+        Ok(caller) => caller,
+        Err(refused) => {
+            drain(request).await;
+            return Err(refused);
+        }
+    };
     let multipart = request
         .headers()
         .get(header::CONTENT_TYPE)

@@ -3,8 +3,11 @@
 //! sandbox in `E2b-Sandbox-Id` and carries its access token in
 //! `X-Access-Token` (`super::auth`).
 
-pub mod files;
-pub mod paths;
 pub mod connect;
+pub mod files;
+pub mod filesystem;
+pub mod filesystem_pb;
 pub mod json;
+pub mod paths;
+pub mod process;
 pub mod process_pb;

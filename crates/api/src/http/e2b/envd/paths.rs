@@ -1,7 +1,10 @@
-//! E2B paths on Paddock's file operations, which reach the workspace only:
-//! the E2B user's home (`/home/user`, where relative paths start) is the
-//! sandbox's `/workspace`, so `/home/user/a.txt`, `/workspace/a.txt` and
-//! `a.txt` name one file. Any other absolute path is refused.
+//! E2B paths on Paddock's file operations, which reach the workspace only.
+//! The E2B user's home, where relative paths start and commands run, is
+//! the sandbox's `/workspace` on Paddock; E2B's own home, `/home/user`, is
+//! taken as another name of it (code written for E2B names it), so
+//! `/home/user/a.txt`, `/workspace/a.txt` and `a.txt` name one file. Answers
+//! name `/workspace`, the path commands in the sandbox see. Any other
+//! absolute path is refused.
 
 use paddock_proto::FsPath;
 
@@ -24,16 +27,29 @@ pub fn workspace_path(path: &str) -> Result<FsPath, String> {
         path
     };
     let relative = relative.trim_start_matches('/');
-    Ok(FsPath::from(if relative.is_empty() { "." } else { relative }))
+    Ok(FsPath::from(if relative.is_empty() {
+        "."
+    } else {
+        relative
+    }))
 }
 
-/// The E2B path of a workspace-relative one (under the E2B home).
+/// The E2B path of a workspace-relative one (under the workspace).
 pub fn e2b_path(relative: &str) -> String {
     let relative = relative.trim_start_matches("./").trim_start_matches('/');
     if relative.is_empty() || relative == "." {
-        E2B_HOME.to_owned()
+        WORKSPACE.to_owned()
     } else {
-        format!("{E2B_HOME}/{relative}")
+        format!("{WORKSPACE}/{relative}")
+    }
+}
+
+/// A command's working directory: E2B's home as the workspace; anything
+/// else as given (a command may run anywhere its sandbox lets it).
+pub fn workspace_cwd(cwd: &str) -> String {
+    match under(cwd, E2B_HOME) {
+        Some(rest) => format!("{WORKSPACE}{rest}"),
+        None => cwd.to_owned(),
     }
 }
 
@@ -53,8 +69,12 @@ mod tests {
             assert_eq!(workspace_path(path), Ok(FsPath::from("a/b.txt")), "{path}");
         }
         assert_eq!(workspace_path("/home/user"), Ok(FsPath::from(".")));
-        assert_eq!(e2b_path("a/b.txt"), "/home/user/a/b.txt");
-        assert_eq!(e2b_path("."), "/home/user");
+        assert_eq!(e2b_path("a/b.txt"), "/workspace/a/b.txt");
+        assert_eq!(e2b_path("."), "/workspace");
+        assert_eq!(workspace_cwd("/home/user/w d"), "/workspace/w d");
+        assert_eq!(workspace_cwd("/home/user"), "/workspace");
+        assert_eq!(workspace_cwd("/tmp"), "/tmp");
+        assert_eq!(workspace_cwd("/home/username"), "/home/username");
     }
 
     #[test]

@@ -1,0 +1,254 @@
+//! The real E2B Python SDK against `paddock serve`: the pytest suite in
+//! tests/e2b/python (the `e2b` package pinned by scripts/e2b-setup.sh)
+//! drives the server's E2B REST API and its envd routes, pointed at the
+//! server by `E2B_API_URL` and `E2B_SANDBOX_URL`, with a tenant's token as
+//! `E2B_API_KEY` and a second tenant's for the isolation cases.
+//!
+//! The suite needs the venv's python as `PADDOCK_E2B_PYTHON`; without it
+//! the test says SKIPPED, unless `PADDOCK_REQUIRE_E2B=1` or `CI` is set
+//! (scripts/test.sh sets both variables), when it fails: the rule of
+//! `paddock_test_support::require`, whose `Need` has no E2B variant yet.
+//!
+//! One test per backend the suite runs on (native, docker, gVisor), each a
+//! server whose config names that backend alone, so E2B's template "base"
+//! (the server's default backend) is it. A backend this host cannot run is
+//! skipped with its reason, or fails the run where it is required.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use paddock_tests::backends::{self, Kind};
+use paddock_tests::host::require_root;
+use paddock_tests::serve;
+
+/// Two tenants, each at least the server's shortest token (16 characters).
+const TENANT: (&str, &str) = ("e2b-a", "e2b-sdk-suite-tenant-a-token");
+const OTHER_TENANT: (&str, &str) = ("e2b-b", "e2b-sdk-suite-tenant-b-token");
+
+/// The whole suite's bound; one test's sandboxes live 120 s at most.
+const SUITE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The variable naming the venv's python, and the one that requires it.
+const PYTHON_VAR: &str = "PADDOCK_E2B_PYTHON";
+const REQUIRE_VAR: &str = "PADDOCK_REQUIRE_E2B";
+
+#[test]
+fn the_e2b_python_sdk_works_against_a_native_backend() {
+    suite_on("native", "[[backends]]\nkind = \"native\"\n");
+}
+
+#[test]
+fn the_e2b_python_sdk_works_against_a_docker_backend() {
+    if available(Kind::Docker) {
+        suite_on("docker", &container_table("docker"));
+    }
+}
+
+#[test]
+fn the_e2b_python_sdk_works_against_a_gvisor_backend() {
+    if available(Kind::Gvisor) {
+        // gVisor offers no landlock: the server must allow the downgrade
+        let table = format!(
+            "allow_downgrade = [\"landlock\"]\n{}",
+            container_table("gvisor")
+        );
+        suite_on("gvisor", &table);
+    }
+}
+
+fn container_table(kind: &str) -> String {
+    format!("[[backends]]\nkind = \"{kind}\"\nimage = \"paddock-sandbox:bookworm\"\n")
+}
+
+/// Whether this host runs `kind`; says SKIPPED (or panics where the run
+/// requires it) when it does not.
+fn available(kind: Kind) -> bool {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(backends::for_test(kind, "the E2B SDK suite"))
+        .is_some()
+}
+
+/// Runs the suite against a server whose only backend is `table`.
+fn suite_on(backend: &str, table: &str) {
+    let what = format!("the E2B SDK suite [{backend}]");
+    let Some(python) = e2b_python(&what) else {
+        return;
+    };
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(&config, table).unwrap();
+    let server_log = dir.path().join("server.log");
+    let server = Server::start(dir.path(), &config, &server_log);
+
+    let out_path = dir.path().join("pytest.out");
+    let suite = repo_root().join("tests/e2b/python");
+    let mut pytest = Command::new(&python);
+    pytest
+        .args(["-m", "pytest", "-q", "-rA", "--tb=short", "--color=no"])
+        .args(["-p", "no:cacheprovider"])
+        .arg(&suite)
+        .current_dir(&suite)
+        .env("E2B_API_URL", &server.url)
+        .env("E2B_SANDBOX_URL", &server.url)
+        .env("E2B_API_KEY", TENANT.1)
+        .env("E2B_TEST_OTHER_API_KEY", OTHER_TENANT.1)
+        // the E2B home on Paddock is the workspace (docs/e2b.md)
+        .env("E2B_TEST_DIR", "/workspace")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("E2B_DEBUG")
+        .env_remove("E2B_DOMAIN")
+        .env_remove("E2B_ACCESS_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::from(
+            std::fs::File::options()
+                .append(true)
+                .open(&out_path)
+                .unwrap(),
+        ));
+    let started = Instant::now();
+    let mut child = pytest
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {} -m pytest: {e}", python.display()));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > SUITE_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let output = read_lossy(&out_path);
+    if !status.is_some_and(|s| s.success()) {
+        server.stop();
+        panic!(
+            "{what} {} after {} s:\n{output}\n--- the server's log (last 80 lines):\n{}",
+            match status {
+                Some(status) => format!("failed ({status})"),
+                None => format!("did not end within {} s", SUITE_TIMEOUT.as_secs()),
+            },
+            started.elapsed().as_secs(),
+            tail(&read_lossy(&server_log), 80),
+        );
+    }
+    print!("{output}");
+    // exit 0 with every case run: pytest's last line counts passes only
+    let last = output.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(" passed") && !last.contains("skipped") && !last.contains("deselected"),
+        "{what}: {last}"
+    );
+    server.stop();
+}
+
+/// The venv's python from `PADDOCK_E2B_PYTHON`, or None after printing
+/// SKIPPED; panics instead when the run requires the suite.
+fn e2b_python(what: &str) -> Option<PathBuf> {
+    match std::env::var_os(PYTHON_VAR).filter(|v| !v.is_empty()) {
+        Some(python) => {
+            let python = PathBuf::from(python);
+            assert!(
+                python.is_file(),
+                "{what}: {PYTHON_VAR}={} is not a file (run scripts/e2b-setup.sh)",
+                python.display()
+            );
+            Some(python)
+        }
+        None => {
+            let reason = format!(
+                "{PYTHON_VAR} is not set (scripts/e2b-setup.sh installs the SDK and prints it)"
+            );
+            let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty());
+            let required = std::env::var(REQUIRE_VAR).as_deref() == Ok("1") || set("CI");
+            assert!(
+                !required,
+                "{what}: the E2B SDK is required here ({REQUIRE_VAR} or CI is set) but {reason}"
+            );
+            eprintln!("SKIPPED: {what}: {reason}");
+            None
+        }
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lies in the repository")
+        .to_path_buf()
+}
+
+fn read_lossy(path: &Path) -> String {
+    let mut bytes = Vec::new();
+    if let Ok(mut file) = std::fs::File::open(path) {
+        let _ = file.read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// `paddock serve` for the two tenants, its log in a file; stopped with
+/// SIGTERM (its sandboxes go with it), killed if it does not stop.
+struct Server {
+    child: Option<Child>,
+    url: String,
+}
+
+impl Server {
+    fn start(dir: &Path, config: &Path, log: &Path) -> Self {
+        let tokens = format!(
+            "{}:{},{}:{}",
+            TENANT.0, TENANT.1, OTHER_TENANT.0, OTHER_TENANT.1
+        );
+        let node = format!("e2b-sdk-{}", std::process::id());
+        let mut command = serve::command(&node, &dir.join("server"), &tokens);
+        command
+            .arg("--config")
+            .arg(config)
+            .stderr(std::fs::File::create(log).unwrap());
+        let (child, url) = serve::spawn(command).unwrap();
+        Self {
+            child: Some(child),
+            url: url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    fn stop(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
