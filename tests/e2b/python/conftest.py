@@ -29,6 +29,9 @@ LIFETIME_SECS = 120
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "smoke: the subset run on slow tiers (a microVM under TCG)"
+    )
     missing = [name for name in REQUIRED if not os.environ.get(name)]
     if missing:
         raise pytest.UsageError(

@@ -63,6 +63,7 @@ def wait_until(condition, seconds: float, what: str):
 # --- lifecycle (REST) ---------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_create_with_metadata_envs_and_timeout_then_kill(make_sandbox, tag):
     metadata = {"suite": tag, "purpose": "create and kill"}
     sandbox = make_sandbox(
@@ -174,6 +175,7 @@ def test_run_returns_stdout(sandbox):
     assert (result.stdout, result.stderr, result.exit_code) == ("hello e2b\n", "", 0)
 
 
+@pytest.mark.smoke
 def test_run_returns_stderr(sandbox):
     seen = []
     result = sandbox.commands.run("echo oops >&2", on_stderr=seen.append)
@@ -181,6 +183,7 @@ def test_run_returns_stderr(sandbox):
     assert "".join(seen) == "oops\n"
 
 
+@pytest.mark.smoke
 def test_a_nonzero_exit_raises_with_its_code_and_output(sandbox):
     with pytest.raises(CommandExitException) as raised:
         sandbox.commands.run("echo out; echo err >&2; exit 3")
@@ -242,6 +245,7 @@ def test_a_command_past_its_timeout_raises(sandbox):
     assert sandbox.commands.run("echo after").stdout == "after\n"
 
 
+@pytest.mark.smoke
 def test_a_background_command_is_listed_killed_and_waited_for(sandbox):
     handle = sandbox.commands.run("sleep 60", background=True)
     assert handle.pid > 0
@@ -339,6 +343,7 @@ def test_write_and_read_text(sandbox, home):
     assert sandbox.commands.run(f"cat {home}/notes/a.txt").stdout == text
 
 
+@pytest.mark.smoke
 def test_write_and_read_every_byte_value(sandbox, home):
     data = bytes(range(256)) * 3
     sandbox.files.write(f"{home}/bytes.bin", data)
@@ -360,6 +365,7 @@ def test_relative_paths_resolve_against_home(sandbox, home):
     assert sandbox.files.read(f"{home}/relative.txt") == "found\n"
 
 
+@pytest.mark.smoke
 def test_list_exists_make_dir_rename_remove(sandbox, home):
     d = f"{home}/tree"
     assert sandbox.files.make_dir(d) is True

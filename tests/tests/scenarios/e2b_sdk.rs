@@ -61,6 +61,19 @@ fn the_e2b_python_sdk_works_against_a_gvisor_backend() {
     }
 }
 
+/// The smoke subset (`-m smoke`): a microVM boots under TCG here, seconds
+/// per sandbox, so the whole suite would cost minutes.
+#[test]
+fn the_e2b_python_sdk_smoke_works_against_a_microvm_backend() {
+    if available(Kind::Microvm) {
+        suite_with(
+            "microvm",
+            "[[backends]]\nkind = \"microvm\"\n",
+            Some("smoke"),
+        );
+    }
+}
+
 fn container_table(kind: &str) -> String {
     format!("[[backends]]\nkind = \"{kind}\"\nimage = \"paddock-sandbox:bookworm\"\n")
 }
@@ -76,7 +89,16 @@ fn available(kind: Kind) -> bool {
 
 /// Runs the suite against a server whose only backend is `table`.
 fn suite_on(backend: &str, table: &str) {
-    let what = format!("the E2B SDK suite [{backend}]");
+    suite_with(backend, table, None);
+}
+
+/// Runs the suite, or the cases of one pytest marker, against a server
+/// whose only backend is `table`.
+fn suite_with(backend: &str, table: &str, marker: Option<&str>) {
+    let what = match marker {
+        Some(marker) => format!("the E2B SDK suite's {marker} cases [{backend}]"),
+        None => format!("the E2B SDK suite [{backend}]"),
+    };
     let Some(python) = e2b_python(&what) else {
         return;
     };
@@ -93,6 +115,7 @@ fn suite_on(backend: &str, table: &str) {
     pytest
         .args(["-m", "pytest", "-q", "-rA", "--tb=short", "--color=no"])
         .args(["-p", "no:cacheprovider"])
+        .args(marker.map(|m| ["-m", m]).into_iter().flatten())
         .arg(&suite)
         .current_dir(&suite)
         .env("E2B_API_URL", &server.url)
@@ -142,10 +165,13 @@ fn suite_on(backend: &str, table: &str) {
         );
     }
     print!("{output}");
-    // exit 0 with every case run: pytest's last line counts passes only
+    // exit 0 with every case run (of the marker's, when one is given):
+    // pytest's last line counts passes only, and deselections
     let last = output.lines().last().unwrap_or_default();
     assert!(
-        last.contains(" passed") && !last.contains("skipped") && !last.contains("deselected"),
+        last.contains(" passed")
+            && !last.contains("skipped")
+            && (marker.is_some() || !last.contains("deselected")),
         "{what}: {last}"
     );
     server.stop();
