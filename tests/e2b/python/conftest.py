@@ -10,7 +10,10 @@ reads the SDK's own variables and two of its own:
 - E2B_API_KEY: a key of one tenant (team);
 - E2B_TEST_OTHER_API_KEY: a key of a second tenant, for the isolation cases;
 - E2B_TEST_DIR: the sandbox's home directory, where relative paths resolve and
-  commands start (default /home/user, E2B's).
+  commands start (default /home/user, E2B's);
+- E2B_TEST_ENVD_DOMAIN: the domain under which the server routes envd by host
+  name (`49983-<id>.<domain>`, what E2B_DOMAIN makes the SDK call over TLS),
+  reached here by sending that Host to E2B_SANDBOX_URL.
 
 Every sandbox a test makes is killed when the test ends, passed or failed.
 """
@@ -21,7 +24,13 @@ import uuid
 import pytest
 from e2b import Sandbox
 
-REQUIRED = ("E2B_API_URL", "E2B_SANDBOX_URL", "E2B_API_KEY", "E2B_TEST_OTHER_API_KEY")
+REQUIRED = (
+    "E2B_API_URL",
+    "E2B_SANDBOX_URL",
+    "E2B_API_KEY",
+    "E2B_TEST_OTHER_API_KEY",
+    "E2B_TEST_ENVD_DOMAIN",
+)
 
 # Sandbox lifetime the tests ask for: long enough for any one test, short
 # enough that a sandbox a crashed run leaks goes by itself.

@@ -10,6 +10,7 @@ import os
 import re
 import time
 
+import httpx
 import pytest
 from packaging.version import Version
 
@@ -496,6 +497,27 @@ def test_envd_refuses_a_wrong_access_token(sandbox, home):
         with pytest.raises(AuthenticationException):
             stranger.files.list(home)
     assert sandbox.files.exists(f"{home}/should-not-exist") is False
+
+
+def test_envd_is_reached_by_host_name(sandbox, home):
+    """E2B_DOMAIN routing: envd at `49983-<id>.<domain>`, no sandbox header."""
+    sandbox.files.write(f"{home}/by-host.txt", "routed by host\n")
+    host = f"49983-{sandbox.sandbox_id}.{os.environ['E2B_TEST_ENVD_DOMAIN']}"
+    url = os.environ["E2B_SANDBOX_URL"].rstrip("/") + "/files"
+    params = {"path": f"{home}/by-host.txt"}
+    token = {"X-Access-Token": sandbox._envd_access_token}
+    answer = httpx.get(url, params=params, headers={"Host": host, **token})
+    assert (answer.status_code, answer.text) == (200, "routed by host\n")
+    # the token is still checked, and it is this sandbox's
+    assert httpx.get(url, params=params, headers={"Host": host}).status_code == 401
+    other = make_other_host(sandbox.sandbox_id)
+    assert httpx.get(url, params=params, headers={"Host": other, **token}).status_code == 401
+
+
+def make_other_host(sandbox_id: str) -> str:
+    """The host of a sandbox id that is not this one (its last digit changed)."""
+    last = "0" if sandbox_id[-1] != "0" else "1"
+    return f"49983-{sandbox_id[:-1]}{last}.{os.environ['E2B_TEST_ENVD_DOMAIN']}"
 
 
 def test_a_wrong_api_key_is_refused():

@@ -30,6 +30,9 @@ use paddock_tests::serve;
 const TENANT: (&str, &str) = ("e2b-a", "e2b-sdk-suite-tenant-a-token");
 const OTHER_TENANT: (&str, &str) = ("e2b-b", "e2b-sdk-suite-tenant-b-token");
 
+/// The ports domain the server routes envd's host names under.
+const ENVD_DOMAIN: &str = "e2b.paddock.test";
+
 /// The whole suite's bound; one test's sandboxes live 120 s at most.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -105,7 +108,12 @@ fn suite_with(backend: &str, table: &str, marker: Option<&str>) {
     require_root();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("serve.toml");
-    std::fs::write(&config, table).unwrap();
+    // E2B's host routing of envd (`49983-{id}.{domain}`) on this domain
+    std::fs::write(
+        &config,
+        format!("{table}[ports]\ndomain = \"{ENVD_DOMAIN}\"\n"),
+    )
+    .unwrap();
     let server_log = dir.path().join("server.log");
     let server = Server::start(dir.path(), &config, &server_log);
 
@@ -122,6 +130,7 @@ fn suite_with(backend: &str, table: &str, marker: Option<&str>) {
         .env("E2B_SANDBOX_URL", &server.url)
         .env("E2B_API_KEY", TENANT.1)
         .env("E2B_TEST_OTHER_API_KEY", OTHER_TENANT.1)
+        .env("E2B_TEST_ENVD_DOMAIN", ENVD_DOMAIN)
         // the E2B home on Paddock is the workspace (docs/e2b.md)
         .env("E2B_TEST_DIR", "/workspace")
         .env("PYTHONDONTWRITEBYTECODE", "1")

@@ -11,10 +11,16 @@ mod error;
 mod sandboxes;
 mod templates;
 
+pub use auth::SANDBOX_ID_HEADER;
+
 use axum::Router;
 use axum::routing::{get, post};
 
 use super::AppState;
+
+/// The port E2B's SDKs put in front of a sandbox id in envd's host name
+/// (`49983-{id}.{domain}`).
+pub const ENVD_PORT: &str = "49983";
 
 /// The E2B routes.
 pub fn router() -> Router<AppState> {

@@ -97,6 +97,8 @@ pub(super) async fn forward(
 
 /// Host-based routing (`{P}-{id}.{ports domain}`), before any route:
 /// such a request goes to the port whatever its path; any other passes on.
+/// Port 49983, envd's in E2B, is the server's own E2B envd routes for the
+/// sandbox (what `E2B_DOMAIN` makes the E2B SDKs call).
 pub(super) async fn host_route(
     State(state): State<AppState>,
     request: Request,
@@ -110,6 +112,22 @@ pub(super) async fn host_route(
     let Some((port, id)) = target else {
         return next.run(request).await;
     };
+    if port == crate::http::e2b::ENVD_PORT {
+        // E2B's host routing for envd: the same routes as the
+        // `E2b-Sandbox-Id` header's, the sandbox named by the host
+        let mut request = request;
+        match axum::http::HeaderValue::from_str(&id) {
+            Ok(value) => {
+                request
+                    .headers_mut()
+                    .insert(crate::http::e2b::SANDBOX_ID_HEADER, value);
+                return next.run(request).await;
+            }
+            Err(_) => {
+                return ApiError::invalid(format!("sandbox id: {id:?}")).into_response();
+            }
+        }
+    }
     let path = request
         .uri()
         .path_and_query()
