@@ -69,6 +69,11 @@ step "E2B SDK (scripts/e2b-setup.sh)"
 PADDOCK_E2B_PYTHON=$(bash scripts/e2b-setup.sh)
 export PADDOCK_E2B_PYTHON
 export PADDOCK_REQUIRE_E2B=1
+# The real E2B JavaScript SDK (pinned by tests/e2b/js/package-lock.json) for the
+# same scenario test, run with node --test; it must not skip here.
+step "E2B JS SDK (scripts/e2b-js-setup.sh)"
+PADDOCK_E2B_JS=$(bash scripts/e2b-js-setup.sh)
+export PADDOCK_E2B_JS
 
 # The full-disk tests (the store's on SQLite and Postgres, the abuse test)
 # mount a small ext4 image on a loop device: here they must not skip.

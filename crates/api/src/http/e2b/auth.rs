@@ -74,12 +74,17 @@ impl EnvdCaller {
             .ok_or(EnvdRefused::Unauthenticated(
                 "an X-Access-Token (the sandbox's envdAccessToken) is required",
             ))?;
-        let key = state.port_urls.as_ref().ok_or(EnvdRefused::Unauthenticated(
-            "this server has no key to check access tokens with",
-        ))?;
+        let key = state
+            .port_urls
+            .as_ref()
+            .ok_or(EnvdRefused::Unauthenticated(
+                "this server has no key to check access tokens with",
+            ))?;
         let tenant = key
             .verify(token.trim(), &sandbox, ENVD_TOKEN_PORT, now_secs())
-            .map_err(|_| EnvdRefused::Unauthenticated("the access token is not valid for this sandbox"))?;
+            .map_err(|_| {
+                EnvdRefused::Unauthenticated("the access token is not valid for this sandbox")
+            })?;
         Ok(Self { tenant, sandbox })
     }
 }

@@ -75,4 +75,20 @@ pub fn router() -> Router<AppState> {
             "/filesystem.Filesystem/Remove",
             post(envd::filesystem::remove),
         )
+        .route(
+            "/filesystem.Filesystem/WatchDir",
+            post(envd::filesystem::watch_dir),
+        )
+        .route(
+            "/filesystem.Filesystem/CreateWatcher",
+            post(envd::filesystem::create_watcher),
+        )
+        .route(
+            "/filesystem.Filesystem/GetWatcherEvents",
+            post(envd::filesystem::get_watcher_events),
+        )
+        .route(
+            "/filesystem.Filesystem/RemoveWatcher",
+            post(envd::filesystem::remove_watcher),
+        )
 }

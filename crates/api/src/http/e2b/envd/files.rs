@@ -1,7 +1,7 @@
 //! envd's plain HTTP routes: `GET /health`, and `GET`/`POST /files`, a
 //! file's bytes down and files up (multipart, one part per file named
 //! `file` whose filename is its path, or one octet-stream body for
-//! `?path=`), on the sandbox's file operations.
+//! `?path=`, gzip-encoded or not), on the sandbox's file operations.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -109,6 +109,13 @@ pub async fn upload(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("multipart/form-data"));
+    let gzip = match upload_encoding(request.headers(), multipart) {
+        Ok(gzip) => gzip,
+        Err(refused) => {
+            drain(request).await;
+            return Err(refused);
+        }
+    };
     let mut files: Vec<(String, Bytes)> = Vec::new();
     if multipart {
         let mut form = Multipart::from_request(request, &state)
@@ -143,6 +150,7 @@ pub async fn upload(
         let data = Bytes::from_request(request, &state)
             .await
             .map_err(|e| E2bError::new(StatusCode::PAYLOAD_TOO_LARGE, e.body_text()))?;
+        let data = if gzip { gunzip(data).await? } else { data };
         files.push((path, data));
     }
     let mut written = Vec::with_capacity(files.len());
@@ -169,4 +177,60 @@ pub async fn upload(
         });
     }
     Ok(Json(written))
+}
+
+/// Whether an upload's body is gzip-encoded (`Content-Encoding: gzip`, what
+/// the SDKs send for `write(..., gzip)`: an octet-stream body only); any
+/// other encoding is refused rather than written as it came.
+fn upload_encoding(headers: &HeaderMap, multipart: bool) -> Result<bool, E2bError> {
+    let Some(encoding) = headers.get(header::CONTENT_ENCODING) else {
+        return Ok(false);
+    };
+    let encoding = encoding.to_str().unwrap_or_default().trim();
+    if encoding.eq_ignore_ascii_case("identity") {
+        Ok(false)
+    } else if encoding.eq_ignore_ascii_case("gzip") && !multipart {
+        Ok(true)
+    } else {
+        Err(E2bError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "content encoding {encoding:?}: an octet-stream upload may be gzip, a multipart one identity only"
+            ),
+        ))
+    }
+}
+
+/// The largest file a gzip upload inflates to: what one write carries.
+const MAX_INFLATED: u64 = paddock_proto::MAX_PAYLOAD_LEN as u64;
+
+/// A gzip body inflated (every member), off the async workers; refused
+/// when it is not gzip or inflates past `MAX_INFLATED`.
+async fn gunzip(data: Bytes) -> Result<Bytes, E2bError> {
+    let inflate = move || {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&data[..])
+            .take(MAX_INFLATED + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| {
+                E2bError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("the gzip-encoded body does not inflate: {e}"),
+                )
+            })?;
+        if out.len() as u64 > MAX_INFLATED {
+            return Err(E2bError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the gzip-encoded body inflates past {MAX_INFLATED} bytes"),
+            ));
+        }
+        Ok(Bytes::from(out))
+    };
+    tokio::task::spawn_blocking(inflate).await.map_err(|_| {
+        E2bError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "inflating the upload stopped",
+        )
+    })?
 }

@@ -146,9 +146,7 @@ pub struct Empty {}
 
 pub type RemoveResponse = Empty;
 
-/// The watch methods' messages. Those methods are not served yet (a
-/// watch needs the guest to report file events, which it does not).
-#[allow(dead_code)]
+/// The watch methods' messages (served by polling, `filesystem::watch`).
 pub mod watch {
     use serde::{Deserialize, Serialize};
 
@@ -164,6 +162,10 @@ pub mod watch {
         (4, "EVENT_TYPE_RENAME"),
         (5, "EVENT_TYPE_CHMOD"),
     ];
+    pub const EVENT_TYPE_CREATE: i32 = 1;
+    pub const EVENT_TYPE_WRITE: i32 = 2;
+    pub const EVENT_TYPE_REMOVE: i32 = 3;
+    pub const EVENT_TYPE_CHMOD: i32 = 5;
 
     fn event_type_ser<S: serde::Serializer>(v: &i32, s: S) -> Result<S::Ok, S::Error> {
         json::enum_name(EVENT_TYPES, *v, s)

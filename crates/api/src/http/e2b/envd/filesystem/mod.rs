@@ -12,12 +12,17 @@
 //! - `Remove`: files and whole trees; a missing path is no error (envd
 //!   calls `os.RemoveAll`).
 //!
+//! - `CreateWatcher`, `GetWatcherEvents`, `RemoveWatcher`, `WatchDir`:
+//!   served by polling the directory's listing (`watch`).
+//!
 //! A sandbox that is gone answers `unavailable` (`connect.rs`), which the
-//! SDK reads as a sandbox no longer running. The watch
-//! methods are not served here (see `filesystem_pb`).
+//! SDK reads as a sandbox no longer running.
 
 mod entry;
 mod walk;
+mod watch;
+
+pub use self::watch::{create_watcher, get_watcher_events, remove_watcher, watch_dir};
 
 use std::future::Future;
 use std::sync::Arc;
