@@ -75,6 +75,15 @@ step "E2B JS SDK (scripts/e2b-js-setup.sh)"
 PADDOCK_E2B_JS=$(bash scripts/e2b-js-setup.sh)
 export PADDOCK_E2B_JS
 
+# The TypeScript SDK (sdk/typescript): npm ci, its generated types checked
+# against sdk/openapi.json, built, packed and installed from the tarball, for
+# the suite tests/tests/scenarios/sdk_typescript.rs runs against `paddock serve`;
+# it must not skip here.
+step "TypeScript SDK (scripts/sdk-typescript-setup.sh)"
+PADDOCK_SDK_TYPESCRIPT=$(bash scripts/sdk-typescript-setup.sh)
+export PADDOCK_SDK_TYPESCRIPT
+export PADDOCK_REQUIRE_SDK=1
+
 # The full-disk tests (the store's on SQLite and Postgres, the abuse test)
 # mount a small ext4 image on a loop device: here they must not skip.
 export PADDOCK_REQUIRE_LOOP=1
