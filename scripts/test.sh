@@ -84,6 +84,15 @@ PADDOCK_SDK_TYPESCRIPT=$(bash scripts/sdk-typescript-setup.sh)
 export PADDOCK_SDK_TYPESCRIPT
 export PADDOCK_REQUIRE_SDK=1
 
+# Paddock's own Python SDK (sdk/python): its wheel built and installed into a
+# venv with pytest, for the suite tests/tests/scenarios/sdk_python.rs runs
+# against `paddock serve`, and its generated models checked against
+# sdk/openapi.json; it must not skip here.
+step "Python SDK (scripts/sdk-python-setup.sh, sdk/python/generate.sh --check)"
+PADDOCK_SDK_PYTHON=$(bash scripts/sdk-python-setup.sh)
+export PADDOCK_SDK_PYTHON
+bash sdk/python/generate.sh --check
+
 # The full-disk tests (the store's on SQLite and Postgres, the abuse test)
 # mount a small ext4 image on a loop device: here they must not skip.
 export PADDOCK_REQUIRE_LOOP=1

@@ -127,7 +127,7 @@ fn suite_with(backend: &str, table: &str, marker: Option<&str>) {
     )
     .unwrap();
     let server_log = dir.path().join("server.log");
-    let server = Server::start(dir.path(), &config, &server_log);
+    let server = Server::start(backend, dir.path(), &config, &server_log);
 
     let out_path = dir.path().join("pytest.out");
     let suite = repo_root().join("tests/e2b/python");
@@ -390,12 +390,14 @@ struct Server {
 }
 
 impl Server {
-    fn start(dir: &Path, config: &Path, log: &Path) -> Self {
+    fn start(backend: &str, dir: &Path, config: &Path, log: &Path) -> Self {
         let tokens = format!(
             "{}:{},{}:{}",
             TENANT.0, TENANT.1, OTHER_TENANT.0, OTHER_TENANT.1
         );
-        let node = format!("e2b-sdk-{}", std::process::id());
+        // a node of its own: a starting server clears what its node left
+        // (sandboxes, cgroups), and the backends' tests run at once
+        let node = format!("e2b-sdk-{backend}-{}", std::process::id());
         let mut command = serve::command(&node, &dir.join("server"), &tokens);
         command
             .arg("--config")

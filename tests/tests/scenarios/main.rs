@@ -23,6 +23,7 @@ mod output_cap;
 mod pause;
 mod per_user_limits;
 mod read_only;
+mod sdk_python;
 mod sdk_typescript;
 mod secret_network;
 mod secrets;
