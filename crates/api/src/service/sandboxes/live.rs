@@ -90,7 +90,9 @@ impl Live {
     /// `spec` with the sandbox's default environment beneath its own.
     pub fn with_env(&self, mut spec: paddock_proto::ExecSpec) -> paddock_proto::ExecSpec {
         for (name, value) in self.env.iter() {
-            spec.env.entry(name.clone()).or_insert_with(|| value.clone());
+            spec.env
+                .entry(name.clone())
+                .or_insert_with(|| value.clone());
         }
         spec
     }
