@@ -8,13 +8,18 @@
 mod auth;
 mod envd;
 mod error;
+mod lifecycle;
+mod logs;
+mod metrics;
+mod network;
 mod sandboxes;
+mod snapshots;
 mod templates;
 
 pub use auth::SANDBOX_ID_HEADER;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post, put};
 
 use super::AppState;
 
@@ -36,6 +41,18 @@ pub fn router() -> Router<AppState> {
         )
         .route("/sandboxes/{id}/timeout", post(sandboxes::set_timeout))
         .route("/sandboxes/{id}/pause", post(sandboxes::pause))
+        .route("/sandboxes/{id}/resume", post(lifecycle::resume))
+        .route("/sandboxes/{id}/connect", post(sandboxes::connect))
+        .route("/sandboxes/{id}/fork", post(lifecycle::fork))
+        .route("/sandboxes/{id}/refreshes", post(lifecycle::refresh))
+        .route("/sandboxes/{id}/network", put(network::update_network))
+        .route("/sandboxes/{id}/snapshots", post(snapshots::create))
+        .route("/snapshots", get(snapshots::list))
+        .route("/templates/{id}", delete(snapshots::delete_template))
+        .route("/sandboxes/metrics", get(metrics::list_metrics))
+        .route("/sandboxes/{id}/metrics", get(metrics::sandbox_metrics))
+        .route("/sandboxes/{id}/logs", get(logs::logs_v1))
+        .route("/v2/sandboxes/{id}/logs", get(logs::logs_v2))
         .route("/health", get(envd::files::health))
         .route(
             "/files",

@@ -182,22 +182,34 @@ pub async fn create(
     ApiKey(tenant): ApiKey,
     Json(body): Json<NewSandbox>,
 ) -> Result<Response, E2bError> {
-    let template = Template::resolve(&body.template_id, &state)?;
     let network = network_of(&body, &state)?;
-    let command = CreateSandbox {
-        network,
-        backend: template.backend.clone(),
-        image: template.image.clone(),
-        on_idle: Some(if body.auto_pause {
-            OnIdle::Pause
-        } else {
-            OnIdle::Stop
-        }),
-        metadata: with_template(body.metadata, &body.template_id),
-        env: body.env_vars,
-        ..CreateSandbox::default()
+    let view = if let Some(snapshot) = super::snapshots::snapshot_template(&body.template_id) {
+        super::snapshots::create_from_snapshot(
+            &state,
+            &tenant,
+            &snapshot,
+            network,
+            &body.metadata,
+            &body.env_vars,
+        )
+        .await?
+    } else {
+        let template = Template::resolve(&body.template_id, &state)?;
+        let command = CreateSandbox {
+            network,
+            backend: template.backend.clone(),
+            image: template.image.clone(),
+            on_idle: Some(if body.auto_pause {
+                OnIdle::Pause
+            } else {
+                OnIdle::Stop
+            }),
+            metadata: with_template(body.metadata, &body.template_id),
+            env: body.env_vars,
+            ..CreateSandbox::default()
+        };
+        state.service.create_sandbox(&tenant, command).await?
     };
-    let view = state.service.create_sandbox(&tenant, command).await?;
     let timeout = Duration::from_secs(body.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS));
     let until = state.service.now().saturating_add(timeout);
     if let Err(err) = state
