@@ -241,9 +241,24 @@ async fn enable_backends(
         .await?;
         raw.push((section.kind, backend.clone()));
         let served: Arc<dyn SandboxBackend> = if section.warm_pool > 0 {
+            let network = match &section.warm_pool_network {
+                Some(raw) => {
+                    let network: paddock_proto::NetworkPolicy = raw
+                        .parse()
+                        .with_context(|| format!("warm_pool_network of {}", section.kind.name()))?;
+                    service_config.network.check(&network).with_context(|| {
+                        format!(
+                            "warm_pool_network of {}: beyond [network] max",
+                            section.kind.name()
+                        )
+                    })?;
+                    network
+                }
+                None => paddock_proto::NetworkPolicy::None,
+            };
             let pool = Arc::new(WarmPool::new(
                 backend,
-                service_config.default_sandbox_spec(),
+                service_config.default_sandbox_spec_on(network),
                 section.warm_pool,
             ));
             pools.push(pool.clone());

@@ -18,6 +18,11 @@ pub struct BackendSection {
     /// Sandboxes of the default request kept started (default 0).
     #[serde(default)]
     pub warm_pool: usize,
+    /// The network of the pool's sandboxes (`none`, `full`, `allow:...`;
+    /// default none): only a request for the default profile on this
+    /// network is served from the pool. `full` serves E2B's default create.
+    #[serde(default)]
+    pub warm_pool_network: Option<String>,
 }
 
 /// The most sandboxes one warm pool may keep started.
@@ -42,6 +47,7 @@ impl ServeConfig {
                     .then(|| image.map(str::to_owned))
                     .flatten(),
                 warm_pool: 0,
+                warm_pool_network: None,
             }]
         } else {
             if self.image.is_some() {

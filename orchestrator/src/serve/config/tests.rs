@@ -303,7 +303,8 @@ fn backends_are_enabled_from_the_file_or_the_flags() {
         [BackendSection {
             kind: BackendKind::Gvisor,
             image: Some("img:2".to_owned()),
-            warm_pool: 1
+            warm_pool: 1,
+            warm_pool_network: None,
         }]
     );
 }

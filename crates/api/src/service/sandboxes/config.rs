@@ -122,10 +122,17 @@ impl ServiceConfig {
     /// default limits): the profile a warm pool keeps started, since only
     /// that request is served from a pool.
     pub fn default_sandbox_spec(&self) -> SandboxSpec {
+        self.default_sandbox_spec_on(NetworkPolicy::None)
+    }
+
+    /// [`Self::default_sandbox_spec`] with `network`: the profile of a pool
+    /// that serves requests naming only a network (E2B's creates ask for
+    /// internet access, `full`).
+    pub fn default_sandbox_spec_on(&self, network: NetworkPolicy) -> SandboxSpec {
         self.sandbox_spec(
             None,
             false,
-            NetworkPolicy::None,
+            network,
             self.limits.for_workspace(self.limits.default.clone(), true),
         )
     }
