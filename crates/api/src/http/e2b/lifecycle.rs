@@ -27,7 +27,9 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::ApiKey;
 use super::error::E2bError;
-use super::sandboxes::{SandboxCreated, created_view, for_sandbox, sandbox_id, shown};
+use super::sandboxes::{
+    SandboxCreated, created_view, extend_deadline, for_sandbox, sandbox_id, shown,
+};
 use crate::http::AppState;
 use crate::service::{CreateSnapshot, MAX_RESTORE_COUNT, RestoreSnapshot, SandboxView};
 
@@ -185,19 +187,7 @@ pub async fn refresh(
         .and_then(|Json(b)| b.duration)
         .unwrap_or(E2B_MIN_TIMEOUT_SECS)
         .max(E2B_MIN_TIMEOUT_SECS);
-    let wanted = state
-        .service
-        .now()
-        .saturating_add(Duration::from_secs(secs));
-    let until = state
-        .service
-        .deadline(&sandbox)
-        .map_or(wanted, |current| current.max(wanted));
-    state
-        .service
-        .set_deadline(&tenant, &sandbox, Some(until))
-        .await
-        .map_err(for_sandbox(&id))?;
+    extend_deadline(&state, &tenant, &sandbox, &id, secs).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

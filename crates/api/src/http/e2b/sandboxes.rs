@@ -464,20 +464,32 @@ pub async fn connect(
     let secs = body
         .and_then(|Json(b)| b.timeout)
         .unwrap_or(DEFAULT_TIMEOUT_SECS);
+    extend_deadline(&state, &tenant, &sandbox, &id, secs).await?;
+    Ok(Json(created_view(&state, &tenant, &view)?))
+}
+
+/// Moves the sandbox's end to `secs` from now unless it already ends
+/// later: connect and refreshes extend a life, never shorten it.
+pub(super) async fn extend_deadline(
+    state: &AppState,
+    tenant: &TenantId,
+    sandbox: &SandboxId,
+    id: &str,
+    secs: u64,
+) -> Result<(), E2bError> {
     let wanted = state
         .service
         .now()
         .saturating_add(Duration::from_secs(secs));
     let until = state
         .service
-        .deadline(&sandbox)
+        .deadline(sandbox)
         .map_or(wanted, |current| current.max(wanted));
     state
         .service
-        .set_deadline(&tenant, &sandbox, Some(until))
+        .set_deadline(tenant, sandbox, Some(until))
         .await
-        .map_err(for_sandbox(&id))?;
-    Ok(Json(created_view(&state, &tenant, &view)?))
+        .map_err(for_sandbox(id))
 }
 
 /// `metadata` of a list query: `k=v&k2=v2` whose keys and values are
