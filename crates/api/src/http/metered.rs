@@ -10,8 +10,13 @@
 //!   the headers plus one second per `min_rate` bytes received
 //!   (`http.body_min_bytes_per_sec`): 408 `body_timeout`. A byte now and then
 //!   keeps no body open past the grace, however it is dripped.
+//!
+//! A body dropped before its end is reported ([`MeteredBody::left_unread`]):
+//! hyper then closes the connection after the answer without saying so, and
+//! a client that pooled it would send its next request into a closed socket.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -69,6 +74,10 @@ pub(super) struct MeteredBody<B = Incoming> {
     last: Instant,
     received: u64,
     timer: Pin<Box<Sleep>>,
+    /// Whether the body reached its end.
+    ended: bool,
+    /// Set when the body is dropped before its end.
+    unread: Arc<AtomicBool>,
 }
 
 impl<B: Body> MeteredBody<B> {
@@ -83,7 +92,10 @@ impl<B: Body> MeteredBody<B> {
             last: now,
             received: 0,
             timer: Box::pin(tokio::time::sleep_until(now)),
+            ended: false,
+            unread: Arc::default(),
         };
+        body.ended = body.inner.is_end_stream();
         body.rearm();
         body
     }
@@ -101,6 +113,11 @@ impl<B: Body> MeteredBody<B> {
     fn rearm(&mut self) {
         let deadline = self.deadline();
         self.timer.as_mut().reset(deadline);
+    }
+
+    /// A flag that turns true if this body is dropped before its end.
+    pub fn left_unread(&self) -> Arc<AtomicBool> {
+        self.unread.clone()
     }
 
     fn declared(&self) -> Option<u64> {
@@ -140,10 +157,14 @@ where
                     this.last = Instant::now();
                     this.rearm();
                 }
+                this.ended = this.inner.is_end_stream();
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(err))) => Poll::Ready(Some(Err(BodyError::Read(err.into())))),
-            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(None) => {
+                this.ended = true;
+                Poll::Ready(None)
+            }
             Poll::Pending => {
                 if this.timer.as_mut().poll(cx).is_pending() {
                     return Poll::Pending;
@@ -170,6 +191,14 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+impl<B> Drop for MeteredBody<B> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.unread.store(true, Ordering::Relaxed);
+        }
     }
 }
 

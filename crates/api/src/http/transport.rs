@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::Request;
+use axum::http::{HeaderValue, Request, header};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -121,14 +121,25 @@ async fn serve_connection(
         }
         let charge = Arc::new(Charge::new(shared.bodies.clone(), payer));
         let cut = Arc::new(OnceLock::new());
-        let request = request
-            .map(|body| Body::new(MeteredBody::new(body, charge.clone(), cut.clone(), pace)));
+        let (parts, body) = request.into_parts();
+        let body = MeteredBody::new(body, charge.clone(), cut.clone(), pace);
+        let unread = body.left_unread();
+        let request = Request::from_parts(parts, Body::new(body));
         async move {
             let response = app.call(request).await;
-            let response = match cut.get() {
+            let mut response = match cut.get() {
                 Some(cut) => Ok(cut.response(pace)),
                 None => response,
             };
+            // hyper closes a connection whose request body was dropped
+            // unread; saying so keeps the client from pooling it.
+            if let Ok(response) = &mut response
+                && unread.load(Ordering::Relaxed)
+            {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             // The handler held the body's bytes until now.
             drop(charge);
             drop(busy_request);

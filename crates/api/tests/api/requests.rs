@@ -1156,3 +1156,79 @@ async fn every_documented_route_is_served() -> Result<()> {
     server.stop().await?;
     Ok(())
 }
+
+/// Sends a request head over `stream` (and `body`, if any) and reads the
+/// answer's head and its declared body; the head, lower-cased.
+fn exchange(stream: &mut std::net::TcpStream, head: &str, body: &[u8]) -> Result<String> {
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        anyhow::ensure!(
+            stream.read(&mut byte)? == 1,
+            "closed before answering: {:?}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.push(byte[0]);
+    }
+    let head = String::from_utf8(seen)?.to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse())
+        .transpose()?
+        .unwrap_or(0);
+    let mut answer_body = vec![0u8; length];
+    stream.read_exact(&mut answer_body)?;
+    Ok(head)
+}
+
+/// A request refused before its body was read (here: no valid token) may
+/// not leave a pooled connection behind that the server is about to close:
+/// the answer says `Connection: close`. A request whose body was read keeps
+/// its connection alive for the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_that_left_the_body_unread_closes_the_connection() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(Db::Sqlite, data.path())).await?;
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let token = server.setup.tenants.a_token.clone();
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        let post = |token: &str, length: usize| {
+            format!(
+                "POST /v1/workspaces HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+            )
+        };
+        let body = br#"{"name": "kept-alive"}"#;
+
+        // Read whole: the connection serves a second request.
+        let mut stream = std::net::TcpStream::connect(&addr)?;
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+        let head = exchange(&mut stream, &post(&token, body.len()), body)?;
+        assert!(head.starts_with("http/1.1 201"), "{head}");
+        assert!(!head.contains("connection: close"), "{head}");
+        let head = exchange(
+            &mut stream,
+            &format!("GET /v1/health HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
+            b"",
+        )?;
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+
+        // Refused with the body still to come: the answer says it closes,
+        // and it does.
+        let mut stream = std::net::TcpStream::connect(&addr)?;
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+        let head = exchange(&mut stream, &post("not-a-token", 1 << 20), b"{")?;
+        assert!(head.starts_with("http/1.1 401"), "{head}");
+        assert!(head.contains("connection: close"), "{head}");
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
+        Ok(())
+    })
+    .await??;
+    server.stop().await?;
+    Ok(())
+}
