@@ -58,8 +58,8 @@ mod run;
 mod writer;
 
 pub use agent::{
-    Budgets, CriterionReview, EndReason, Goal, GoalStatus, Plan, Review, RunMode, RunUsage,
-    STEERING_TEXT_MAX, SessionPatch, SteeringCaps, SteeringClose, SteeringClosed,
+    Budgets, CriterionReview, DriverKind, EndReason, Goal, GoalStatus, Plan, Review, RunMode,
+    RunUsage, STEERING_TEXT_MAX, SessionPatch, SteeringCaps, SteeringClose, SteeringClosed,
     SteeringDelivered, SteeringDelivery, SteeringMessage, StoredMessage, SubagentProfile, Task,
     TaskStatus, Verdict,
 };

@@ -180,6 +180,14 @@ pub enum RuntimeError {
         "tenant {tenant}'s run queue is full: {queued} runs queued, the most runs.max_queued_per_tenant allows"
     )]
     QueueFull { tenant: TenantId, queued: usize },
+    /// The run's driver cannot do what was asked (it declares so in its
+    /// capabilities, `run.started`).
+    #[error("run {run} is driven by {driver}, which {cannot}")]
+    DriverCannot {
+        run: RunId,
+        driver: paddock_core::store::DriverKind,
+        cannot: &'static str,
+    },
     /// A steering message over one of the run's steering caps.
     #[error("run {run}: {reason}")]
     SteeringLimit { run: RunId, reason: String },

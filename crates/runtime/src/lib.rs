@@ -12,6 +12,7 @@ mod checkpoints;
 mod config;
 mod context;
 mod deletion;
+pub mod drivers;
 mod error;
 pub mod events;
 mod memory;
@@ -35,6 +36,9 @@ pub use config::{
     SubagentSettings,
 };
 pub use deletion::SessionDeleted;
+pub use drivers::{
+    AgentDriver, BuiltinDriver, DriverCapabilities, DriverUnavailable, Drivers, ResumeSupport,
+};
 pub use error::RuntimeError;
 pub use events::stream::EventStream;
 pub use memory::NewMemory;

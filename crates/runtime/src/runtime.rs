@@ -26,6 +26,10 @@ pub(crate) struct ActiveRun {
     /// A root run's subagent tools and its tool context, once its sandbox
     /// runs: a person's apply or reject goes through the same tools.
     pub(crate) subagents: Option<Arc<SubagentDesk>>,
+    pub(crate) tenant: TenantId,
+    /// What drives the run, and whether it takes steering messages.
+    pub(crate) driver: paddock_core::store::DriverKind,
+    pub(crate) steerable: bool,
 }
 
 /// What deciding on a child's change set from outside the run needs.

@@ -80,6 +80,20 @@ impl Runtime {
                 reason: format!("text: a steering message has at most {most} characters"),
             });
         }
+        // a run on another node is the store's to refuse once it ends
+        let driver = self
+            .shared
+            .active()
+            .get(run)
+            .filter(|active| &active.tenant == tenant && !active.steerable)
+            .map(|active| active.driver);
+        if let Some(driver) = driver {
+            return Err(RuntimeError::DriverCannot {
+                run: run.clone(),
+                driver,
+                cannot: "takes no steering messages",
+            });
+        }
         match self
             .shared
             .store

@@ -48,7 +48,8 @@ const SQLITE: &[Embedded] = embed!(
     "0015_volumes.sql",
     "0016_sandbox_pause.sql",
     "0017_network_changes.sql",
-    "0018_volume_snapshots.sql"
+    "0018_volume_snapshots.sql",
+    "0019_run_driver.sql"
 );
 const POSTGRES: &[Embedded] = embed!(
     "postgres",
@@ -69,7 +70,8 @@ const POSTGRES: &[Embedded] = embed!(
     "0015_volumes.sql",
     "0016_sandbox_pause.sql",
     "0017_network_changes.sql",
-    "0018_volume_snapshots.sql"
+    "0018_volume_snapshots.sql",
+    "0019_run_driver.sql"
 );
 
 fn embedded(engine: Engine) -> &'static [Embedded] {

@@ -2,8 +2,8 @@
 
 use paddock_core::ids::{RunId, SessionId, SnapshotId, TenantId};
 use paddock_core::store::{
-    EndReason, Lease, NewEvent, Run, RunEvent, RunMode, RunState, RunUpdate, StoreError,
-    SubagentProfile,
+    DriverKind, EndReason, Lease, NewEvent, Run, RunEvent, RunMode, RunState, RunUpdate,
+    StoreError, SubagentProfile,
 };
 use sqlx::AnyConnection;
 use sqlx::any::AnyRow;
@@ -22,7 +22,7 @@ macro_rules! run_columns {
     () => {
         "id, tenant_id, session_id, parent_run_id, state, goal, error, mode, profile, task_key, \
          budgets, usage, end_reason, review, end_snapshot_id, created_at, updated_at, finished_at, \
-         resumed_from"
+         resumed_from, driver"
     };
 }
 
@@ -92,7 +92,7 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
         "INSERT INTO runs (",
         run_columns!(),
         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-         $18, $19)"
+         $18, $19, $20)"
     ))
     .bind(run.id.as_str())
     .bind(tenant)
@@ -113,6 +113,7 @@ pub(crate) async fn create(store: &SqlStore, lease: &Lease, run: &Run) -> Result
     .bind(run.updated_at.as_millis())
     .bind(run.finished_at.map(|t| t.as_millis()))
     .bind(run.resumed_from.as_ref().map(|r| r.as_str()))
+    .bind(run.driver.as_str())
     .execute(&mut *tx)
     .await
     .map_err(insert_error(OP, "run", run.id.to_string()))?;
@@ -311,6 +312,7 @@ fn read_run(row: &AnyRow) -> Result<Run, StoreError> {
         goal: r.text("goal")?,
         error: r.opt_text("error")?,
         mode: r.parsed("mode", known(RunMode::parse))?,
+        driver: r.parsed("driver", known(DriverKind::parse))?,
         profile: r.opt_parsed("profile", known(SubagentProfile::parse))?,
         task_key: r.opt_text("task_key")?,
         budgets: r.json("budgets")?,

@@ -313,6 +313,7 @@ async fn start(
         mode: Some(request.mode),
         budgets: Some(request.budgets),
         model,
+        driver: Some(request.driver),
         subagent_models: extra.subagent_models,
         instructions: None,
         snapshot_limits: extra.snapshot_limits,

@@ -10,11 +10,11 @@ use futures_util::StreamExt;
 use paddock_api::service::checkpoints::undo_command;
 use paddock_core::ids::{RunId, SessionId};
 use paddock_core::model::{ModelProvider, Prices};
-use paddock_core::store::{Budgets, CheckpointReason, RunMode, Session};
+use paddock_core::store::{Budgets, CheckpointReason, DriverKind, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
 use paddock_runtime::subagents::ModelsByKey;
-use paddock_runtime::{ResumeRun, RuntimeError, StartRun, SubagentModels};
+use paddock_runtime::{Drivers, ResumeRun, RuntimeError, StartRun, SubagentModels};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::live::Screen;
@@ -139,6 +139,12 @@ fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
     let prices = super::parse_prices(&args.prices).map_err(|e| format!("--price: {e}"))?;
     let request = ResumeRun {
         provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
+        // the interrupted run's kind, which must be --driver's
+        driver: Some(
+            Drivers::default()
+                .get(args.driver)
+                .map_err(|refused| format!("--driver: {refused}"))?,
+        ),
         budgets: budget_flags_given(args)
             .then(|| budgets(args))
             .transpose()?,
@@ -212,6 +218,9 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             mode: request.mode,
             budgets: request.budgets,
             provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
+            driver: Drivers::default()
+                .get(request.driver)
+                .map_err(|refused| format!("--driver: {refused}"))?,
             instructions: None,
             subagent_models: subagent_models(args)?,
             snapshot_limits: snapshot_limits(args)?,
@@ -230,6 +239,7 @@ pub(super) struct Request {
     pub goal: String,
     pub success_criteria: Vec<String>,
     pub mode: RunMode,
+    pub driver: DriverKind,
     pub budgets: Budgets,
 }
 
@@ -249,6 +259,7 @@ pub(super) fn request(args: &GoalArgs) -> Result<Request, String> {
             Mode::Build => RunMode::Build,
             Mode::Plan => RunMode::Plan,
         },
+        driver: args.driver,
         budgets,
     })
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use paddock_core::store::DriverKind;
 use paddock_proto::NetworkPolicy;
 
 use super::common::{parse_network, parse_secret_arg};
@@ -46,6 +47,10 @@ pub struct GoalArgs {
     /// build: every tool; plan: read-only tools and a read-only workspace.
     #[arg(long, value_enum, default_value_t = Mode::Build)]
     pub mode: Mode,
+    /// What drives the agent: builtin (Paddock's own loop), or claude-code,
+    /// codex or opencode run inside the sandbox (where enabled).
+    #[arg(long, value_name = "DRIVER", default_value = "builtin", value_parser = parse_driver)]
+    pub driver: DriverKind,
     /// scripted:FILE, openai:MODEL or anthropic:MODEL (keys from OPENAI_API_KEY,
     /// ANTHROPIC_API_KEY).
     #[arg(long, env = "PADDOCK_MODEL", value_name = "SPEC")]
@@ -134,6 +139,13 @@ pub struct GoalArgs {
     /// Run on this server instead (the workspace is uploaded first).
     #[command(flatten)]
     pub server: ServerArgs,
+}
+
+fn parse_driver(text: &str) -> Result<DriverKind, String> {
+    DriverKind::parse(text).ok_or_else(|| {
+        let known: Vec<&str> = DriverKind::ALL.iter().map(|k| k.as_str()).collect();
+        format!("expected one of {}", known.join(", "))
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -614,6 +614,13 @@ async fn a_run_on_a_server_uses_the_backend_it_names() -> Result<()> {
         )),
         "{stderr}"
     );
+    let out = remote(&["--driver", "codex"])?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("driver: the codex driver is not enabled on this server"),
+        "{stderr}"
+    );
     let out = remote(&["--backend", "docker", "--image", "alpine:latest"])?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");

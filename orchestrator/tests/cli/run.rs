@@ -311,6 +311,35 @@ fn plan_mode_changes_nothing_and_does_not_claim_success() -> Result<()> {
     Ok(())
 }
 
+/// `--driver` names what drives the agent: one this build does not offer
+/// is refused before anything runs (usage, exit 2), naming it; a name
+/// that is no driver is refused by the parser, listing the known ones.
+#[test]
+fn a_driver_that_is_not_offered_is_refused_before_anything_runs() -> Result<()> {
+    let fx = Fixture::new()?;
+    let before = fx.files()?;
+    let out = fx.run_goal(&["--driver", "claude-code"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--driver: the claude-code driver is not enabled"),
+        "{stderr}"
+    );
+    let out = fx.run_goal(&["--driver", "gemini"])?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("expected one of builtin, claude-code, codex, opencode"),
+        "{stderr}"
+    );
+    assert_eq!(fx.files()?, before);
+    // the built-in loop, named, is the default's
+    let out = fx.run_goal(&["--driver", "builtin"])?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("== Review: goal met"));
+    Ok(())
+}
+
 fn usage_of(value: &Value) -> [u64; 4] {
     ["turns", "input_tokens", "output_tokens", "tool_calls"]
         .map(|field| value[field].as_u64().unwrap_or(u64::MAX))

@@ -100,6 +100,7 @@ async fn bench(rounds: usize) -> anyhow::Result<()> {
                 mode: RunMode::Build,
                 budgets,
                 provider: Arc::clone(&provider),
+                driver: paddock_runtime::BuiltinDriver::shared(),
                 instructions: None,
                 subagent_models: None,
                 snapshot_limits: None,

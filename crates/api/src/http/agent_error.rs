@@ -92,6 +92,7 @@ fn runtime_error(op: &'static str, err: RuntimeError) -> ApiError {
         RuntimeError::NoEndSnapshot { .. } => (StatusCode::CONFLICT, "no_end_snapshot"),
         RuntimeError::RunNotActive { .. } => (StatusCode::CONFLICT, "run_not_active"),
         RuntimeError::RunFinished { .. } => (StatusCode::CONFLICT, "run_finished"),
+        RuntimeError::DriverCannot { .. } => (StatusCode::CONFLICT, "driver_cannot"),
         RuntimeError::SteeringLimit { .. } => (StatusCode::TOO_MANY_REQUESTS, "steering_limit"),
         RuntimeError::QueueFull { .. } => (StatusCode::TOO_MANY_REQUESTS, "queue_full"),
         RuntimeError::NotResumable { .. } => (StatusCode::CONFLICT, "run_not_resumable"),

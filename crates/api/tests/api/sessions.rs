@@ -33,6 +33,7 @@ on_both_databases!(
     a_person_applies_one_childs_changes_and_rejects_anothers,
     an_interrupted_run_is_resumed_as_a_new_run_once,
     a_rewind_over_an_edit_is_refused_then_kept_and_undone,
+    a_run_names_its_driver_and_one_not_enabled_is_refused,
 );
 
 /// Longest a scripted run may take here.
@@ -1789,6 +1790,74 @@ async fn a_rewind_over_an_edit_is_refused_then_kept_and_undone(db: Db) -> Result
         "echo my own edit\n"
     );
     assert_eq!(std::fs::read_to_string(dir.join("notes.txt"))?, "v1\n");
+    server.stop().await?;
+    Ok(())
+}
+
+/// A run names its driver: the built-in loop by default or by name (the
+/// run, its view and `run.started` say so, with what it can do); a driver
+/// the server does not enable, or one that does not exist, is refused
+/// before anything is recorded.
+async fn a_run_names_its_driver_and_one_not_enabled_is_refused(db: Db) -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let server = TestServer::start(Setup::new(db, data.path())).await?;
+    let ws = demo_workspace(&server).await?;
+    let session = create_session(&server, &ws, "drivers").await?;
+    let sid = session["id"].as_str().unwrap().to_owned();
+    let runs = format!("/v1/sessions/{sid}/runs");
+
+    for driver in ["claude-code", "codex", "opencode"] {
+        let body = expect_error(
+            server.a(Method::POST, &runs).json(&json!({
+                "goal": "g", "driver": driver, "model": script(json!([complete_turn()]))})),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+        )
+        .await?;
+        let text = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            text.contains(&format!(
+                "the {driver} driver is not enabled on this server"
+            )) && text.contains(&format!("[drivers.{driver}]")),
+            "{text}"
+        );
+    }
+    expect_error(
+        server.a(Method::POST, &runs).json(&json!({
+            "goal": "g", "driver": "gemini-cli", "model": script(json!([complete_turn()]))})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+    )
+    .await?;
+    let (status, listed) = send(server.a(Method::GET, &format!("/v1/sessions/{sid}/runs"))).await?;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["runs"].as_array().map(Vec::len), Some(0), "{listed}");
+
+    for asked in [None, Some("builtin")] {
+        let mut body = json!({"goal": "finish", "model": script(json!([complete_turn()]))});
+        if let Some(driver) = asked {
+            body["driver"] = json!(driver);
+        }
+        let (status, run) = send(server.a(Method::POST, &runs).json(&body)).await?;
+        assert_eq!(status, StatusCode::ACCEPTED, "{run}");
+        assert_eq!(run["driver"], "builtin", "{run}");
+        let id = run["id"].as_str().unwrap().to_owned();
+        let ended = wait_run_ended(&server, &id, RUN_TIMEOUT).await?;
+        assert_eq!(ended["state"], "completed", "{ended}");
+        assert_eq!(ended["driver"], "builtin", "{ended}");
+        let mut events =
+            EventReader::open(server.a(Method::GET, &format!("/v1/runs/{id}/events"))).await?;
+        let first = events.next().await?.context("run.started")?;
+        assert_eq!(first.event, "run.started");
+        let driver = &first.data["payload"]["driver"];
+        assert_eq!(driver["kind"], "builtin", "{first:?}");
+        assert_eq!(
+            driver["capabilities"],
+            json!({"steer": true, "subagents": true, "tool_checkpoints": true,
+                   "memory": true, "resume": "history"}),
+            "{first:?}"
+        );
+    }
     server.stop().await?;
     Ok(())
 }

@@ -22,6 +22,7 @@ export function GoalPanel({ view }) {
       <p class="text">{run.goal}</p>
       <p>
         State: <strong data-testid="run-state">{run.state}</strong> · mode {run.mode} · model {run.model}
+        {run.driver && run.driver !== 'builtin' && <> · driver <span data-testid="run-driver">{run.driver}</span></>}
         {run.backend && <> · backend {run.backend}</>}
       </p>
       <p>

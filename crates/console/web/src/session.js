@@ -53,6 +53,7 @@ export function apply(view, event) {
         mode: p.mode,
         budgets: p.budgets,
         model: p.model,
+        driver: p.driver?.kind ?? 'builtin',
         backend: p.backend ?? null,
         network: p.network ?? null,
         state: 'preparing',

@@ -186,6 +186,7 @@ function Prompt({ session, run, onError, onChanged }) {
   const [goal, setGoal] = useState('');
   const [criteria, setCriteria] = useState('');
   const [mode, setMode] = useState('build');
+  const [driver, setDriver] = useState('builtin');
   const [model, setModel] = useState(() => localStorage.getItem('paddock.model') ?? 'openai:gpt-4o');
   const [script, setScript] = useState('');
   const [childModels, setChildModels] = useState('');
@@ -206,6 +207,7 @@ function Prompt({ session, run, onError, onChanged }) {
         const body = {
           goal,
           mode,
+          driver,
           success_criteria: criteria.split('\n').map((line) => line.trim()).filter(Boolean),
           model: script.trim() ? { scripted: JSON.parse(script) } : { spec: model },
         };
@@ -259,6 +261,15 @@ function Prompt({ session, run, onError, onChanged }) {
             <select value={mode} onChange={(e) => setMode(e.currentTarget.value)}>
               <option value="build">build</option>
               <option value="plan">plan (read-only)</option>
+            </select>
+          </label>
+          <label>
+            Driver (the server refuses one it does not enable)
+            <select value={driver} onChange={(e) => setDriver(e.currentTarget.value)} data-testid="driver">
+              <option value="builtin">builtin (Paddock's own loop)</option>
+              <option value="claude-code">Claude Code</option>
+              <option value="codex">Codex</option>
+              <option value="opencode">opencode</option>
             </select>
           </label>
           <label>

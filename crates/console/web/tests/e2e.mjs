@@ -386,6 +386,14 @@ try {
     await page.fill('[data-testid=script]', JSON.stringify(streamed));
     await page.fill('[data-testid=subagent-models]', '');
     await page.fill('[data-testid=network]', 'allow:example.invalid');
+    // a driver this server does not enable is refused, naming it; the form keeps what was typed
+    await page.selectOption('[data-testid=driver]', 'claude-code');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    const refused = page.locator('.notice[role=alert]', { hasText: 'claude-code driver is not enabled' });
+    await refused.waitFor({ timeout: TIMEOUT });
+    assert.equal(await page.inputValue('#goal'), 'Stream an answer and a command');
+    await refused.getByRole('button', { name: 'Dismiss' }).click();
+    await page.selectOption('[data-testid=driver]', 'builtin');
     await page.getByRole('button', { name: 'Start run' }).click();
     const growing = page.locator('[data-testid=assistant][data-streaming=true] .text');
     await growing.waitFor({ timeout: TIMEOUT });

@@ -18,6 +18,24 @@ text_enum!(
 );
 
 text_enum!(
+    /// What drives a run's agent: Paddock's own loop, or an agent CLI run
+    /// inside the run's sandbox as the untrusted process it is.
+    #[derive(Default)]
+    DriverKind {
+        /// Paddock's own loop (the default).
+        #[default]
+        Builtin => "builtin",
+        /// Claude Code (`claude -p`, stream-json).
+        #[serde(rename = "claude-code")]
+        ClaudeCode => "claude-code",
+        /// Codex CLI (`codex exec --json`).
+        Codex => "codex",
+        /// opencode (`opencode run`, JSON events).
+        Opencode => "opencode",
+    }
+);
+
+text_enum!(
     /// The role of a subagent run; a root run has none.
     SubagentProfile {
         /// Reads the workspace to answer a question (read-only).

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
-use super::agent::{Budgets, EndReason, Review, RunMode, RunUsage, SubagentProfile};
+use super::agent::{Budgets, DriverKind, EndReason, Review, RunMode, RunUsage, SubagentProfile};
 use crate::ids::{RunId, SessionId, SnapshotId, TenantId, ToolInvocationId};
 
 text_enum!(
@@ -53,6 +53,9 @@ pub struct Run {
     /// Why the run failed or was interrupted.
     pub error: Option<String>,
     pub mode: RunMode,
+    /// What drives the run's agent.
+    #[serde(default)]
+    pub driver: DriverKind,
     /// Set on subagent runs.
     pub profile: Option<SubagentProfile>,
     /// The parent's plan task a subagent works on.
@@ -87,6 +90,7 @@ impl Run {
             goal: goal.into(),
             error: None,
             mode: RunMode::Build,
+            driver: DriverKind::Builtin,
             profile: None,
             task_key: None,
             budgets: Budgets::default(),

@@ -154,6 +154,8 @@ impl Runtime {
                     mode: run.mode,
                     budgets: run.budgets,
                     model: "none (rewind)".to_owned(),
+                    // no agent drives a rewind
+                    driver: None,
                     parent_run: None,
                     profile: None,
                     task_key: None,

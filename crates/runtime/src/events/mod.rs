@@ -15,10 +15,10 @@ pub(crate) mod stream;
 pub(crate) use payload::cap_text;
 pub use payload::{
     BudgetSource, CallStatus, CheckpointCreated, CheckpointFailed, CheckpointsPruned,
-    ContextCompacted, ContextCompacting, EgressDecisionEvent, Event, EventPayload, ModelDelta,
-    ModelMessage, OUTPUT_CHUNK_CAP, OUTPUT_LIVE_CAP, OtherEvent, ParentMessage, PlanTask,
-    PlanUpdated, Progress, RESULT_EVENT_CAP, ResumeBudget, RunFinished, RunQueued, RunStarted,
-    RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
+    ContextCompacted, ContextCompacting, DriverNotice, EgressDecisionEvent, Event, EventPayload,
+    ModelDelta, ModelMessage, OUTPUT_CHUNK_CAP, OUTPUT_LIVE_CAP, OtherEvent, ParentMessage,
+    PlanTask, PlanUpdated, Progress, RESULT_EVENT_CAP, ResumeBudget, RunFinished, RunQueued,
+    RunStarted, RunStateChanged, SandboxReady, SandboxStopped, SnapshotLimitHit, SnapshotLimitKind,
     StoreWaiting, SubagentPhase, SubagentStatus, ToolCallEvent, ToolOutputChunk, ToolResultEvent,
     Transient, UserMessage, payload_json,
 };

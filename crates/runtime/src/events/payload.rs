@@ -32,6 +32,13 @@ pub trait EventPayload: Serialize + DeserializeOwned {
 /// (the invocation log keeps the whole result).
 pub const RESULT_EVENT_CAP: usize = 2_000;
 
+/// The driver of a run, as `run.started` names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverNotice {
+    pub kind: paddock_core::store::DriverKind,
+    pub capabilities: crate::drivers::DriverCapabilities,
+}
+
 /// `run.started`: the run row exists and its goal is recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStarted {
@@ -41,6 +48,10 @@ pub struct RunStarted {
     pub budgets: Budgets,
     /// `provider:model` of the model driving the run.
     pub model: String,
+    /// What drives the run's agent and what it can do (absent in events
+    /// written before runs named a driver: the built-in loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<DriverNotice>,
     pub parent_run: Option<RunId>,
     pub profile: Option<SubagentProfile>,
     pub task_key: Option<String>,

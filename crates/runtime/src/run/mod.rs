@@ -35,13 +35,16 @@ use tokio::task::JoinHandle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::drivers::{AgentDriver, BuiltinDriver};
 use crate::error::RuntimeError;
 use crate::tools::WriteScope;
 
 pub use admission::{AdmissionAsk, AdmissionGrant, AdmissionRefused, SandboxAdmission};
+pub(crate) use driver::Ending;
 pub(crate) use family_budget::FamilyBudget;
 pub(crate) use gate::{Admission, Gate};
-pub use launch::QueuedRun;
+pub(crate) use launch::drive_builtin;
+pub use launch::{DriveContext, QueuedRun};
 pub(crate) use queue::RunQueue;
 pub use queue::{MAX_QUEUE_WAIT, MAX_QUEUED_PER_TENANT, QueueSettings, WhenFull};
 pub use resume::ResumeRun;
@@ -65,6 +68,9 @@ pub struct StartRun {
     pub mode: RunMode,
     pub budgets: Budgets,
     pub provider: Arc<dyn ModelProvider>,
+    /// What drives the run's agent ([`crate::drivers::BuiltinDriver`]
+    /// unless the front end picked another it offers).
+    pub driver: Arc<dyn AgentDriver>,
     /// Extra instructions appended to the system prompt.
     pub instructions: Option<String>,
     /// Where the models of this run's subagents come from; None: they use
@@ -109,6 +115,7 @@ impl StartRun {
             mode: RunMode::Build,
             budgets: Budgets::default(),
             provider,
+            driver: BuiltinDriver::shared(),
             instructions: None,
             subagent_models: None,
             snapshot_limits: None,

@@ -76,6 +76,9 @@ const MAX_CHAIN: usize = 20;
 #[derive(Debug, Clone)]
 pub struct ResumeRun {
     pub provider: Arc<dyn ModelProvider>,
+    /// The driver of the new run, of the interrupted run's kind (else
+    /// [`RuntimeError::NotResumable`]); None: the built-in loop.
+    pub driver: Option<Arc<dyn crate::drivers::AgentDriver>>,
     /// None: what the interrupted run's family left of its budgets
     /// (resume_budget.rs); Some: these, the caller raising the limit.
     pub budgets: Option<Budgets>,
@@ -103,6 +106,7 @@ impl ResumeRun {
     pub fn new(provider: Arc<dyn ModelProvider>) -> Self {
         Self {
             provider,
+            driver: None,
             budgets: None,
             instructions: None,
             subagent_models: None,
@@ -148,6 +152,17 @@ impl Runtime {
                 format!("it is still {} (its driver holds the session)", old.state)
             };
             return Err(refuse(reason));
+        }
+        let driver = request
+            .driver
+            .clone()
+            .unwrap_or_else(crate::drivers::BuiltinDriver::shared);
+        if driver.kind() != old.driver {
+            return Err(refuse(format!(
+                "it was driven by {}; resume it with the same driver, not {}",
+                old.driver,
+                driver.kind()
+            )));
         }
         let runs = store
             .list_runs(tenant, &old.session)
@@ -227,6 +242,7 @@ impl Runtime {
             mode: old.mode,
             budgets,
             provider: request.provider,
+            driver,
             instructions: request.instructions,
             subagent_models: request.subagent_models,
             snapshot_limits: request.snapshot_limits,

@@ -359,6 +359,8 @@ impl Family {
             mode: request.profile.mode(),
             budgets: self.parts.budget.remaining(),
             provider,
+            // subagents run Paddock's own loop (only it starts them)
+            driver: crate::drivers::BuiltinDriver::shared(),
             instructions: Some(contract.instructions()),
             subagent_models: None,
             snapshot_limits: Some(self.parts.snapshot_limits),

@@ -591,6 +591,7 @@ fn started_with(
         mode: RunMode::Build,
         budgets: Budgets::default(),
         model: "scripted:dead".into(),
+        driver: None,
         parent_run: None,
         profile: None,
         task_key: None,

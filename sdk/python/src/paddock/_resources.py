@@ -605,6 +605,7 @@ class Runs(_Resource):
         *,
         success_criteria: builtins.list[str] | None = None,
         mode: str | None = None,
+        driver: str | None = None,
         budgets: Mapping[str, Any] | m.Budgets | None = None,
         instructions: str | None = None,
         network: NetworkSpec | None = None,
@@ -614,7 +615,9 @@ class Runs(_Resource):
     ) -> m.RunView:
         """Starts a run toward ``goal`` in the session (202: ``preparing`` or
         ``queued``); ``model`` a spec such as ``"openai:gpt-4o"``, a
-        ``ModelChoice``, or :func:`scripted` turns."""
+        ``ModelChoice``, or :func:`scripted` turns; ``driver`` what drives the
+        agent (``builtin``, or ``claude-code``, ``codex``, ``opencode`` where
+        the server enables them)."""
         return self._t.call(
             Request(
                 "POST",
@@ -625,6 +628,7 @@ class Runs(_Resource):
                     model=model_choice(model),
                     success_criteria=success_criteria,
                     mode=mode,
+                    driver=driver,
                     budgets=budgets,
                     instructions=instructions,
                     network=network_policy(network),

@@ -1271,6 +1271,12 @@ export interface components {
         DeleteAnswer: components["schemas"]["SessionView"] | components["schemas"]["SessionDeletedView"];
         /** @description `host`, `*.suffix` or an IP literal, with an optional `:port` */
         Destination: string;
+        /**
+         * @description What drives a run's agent: Paddock's own loop, or an agent CLI run
+         *     inside the run's sandbox as the untrusted process it is.
+         * @enum {string}
+         */
+        DriverKind: "builtin" | "claude-code" | "codex" | "opencode";
         /** @description One egress decision. Carries no payload and no header, so no secret. */
         EgressDecision: {
             allowed: boolean;
@@ -1892,6 +1898,8 @@ export interface components {
         RunView: {
             budgets: components["schemas"]["Budgets"];
             created_at: string;
+            /** @description What drives the run's agent. */
+            driver: components["schemas"]["DriverKind"];
             end_reason?: components["schemas"]["EndReason"] | null;
             end_snapshot?: components["schemas"]["SnapshotId"] | null;
             /** @description Why the run failed or was interrupted. */
@@ -2195,6 +2203,7 @@ export interface components {
              */
             backend?: string | null;
             budgets?: components["schemas"]["Budgets"] | null;
+            driver?: components["schemas"]["DriverKind"] | null;
             goal: string;
             /**
              * @description The container image, among those the server enabled for that

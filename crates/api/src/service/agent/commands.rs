@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use paddock_core::ids::{RunId, WorkspaceId};
-use paddock_core::store::{Budgets, RunMode};
+use paddock_core::store::{Budgets, DriverKind, RunMode};
 use paddock_proto::NetworkPolicy;
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +73,11 @@ pub struct StartRunCommand {
     #[serde(default)]
     pub budgets: Option<Budgets>,
     pub model: ModelChoice,
+    /// What drives the run's agent: `builtin` (Paddock's own loop, the
+    /// default) or an agent CLI run inside the run's sandbox, among those
+    /// the server enables.
+    #[serde(default)]
+    pub driver: Option<DriverKind>,
     /// The models of some subagents, keyed by task id or profile (`explore`,
     /// `plan`, `review`, `build`; a task id wins); the others use `model`.
     /// A scripted model is replayed from its first turn for each child.

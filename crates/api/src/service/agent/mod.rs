@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use paddock_core::ids::{RunId, TenantId};
-use paddock_runtime::{RunHandle, Runtime};
+use paddock_runtime::{Drivers, RunHandle, Runtime};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -67,6 +67,8 @@ pub struct AgentService {
     backends: Backends,
     /// The operator's secrets a run may name.
     secrets: SecretCatalog,
+    /// What a run may name as its driver.
+    drivers: Drivers,
     active: Mutex<HashMap<RunId, Active>>,
     /// The API's sandboxes: a run takes its workspace over from an idle
     /// console sandbox among them, and a refusal names the writer.
@@ -79,11 +81,13 @@ impl AgentService {
     /// backend); a run naming none gets the default entry. `secrets`: the
     /// operator's secrets a run may name. `sandboxes`: the API's sandbox
     /// service (a run may take its workspace from an idle console sandbox).
+    /// `drivers`: what a run may name as its driver.
     pub fn new(
         runtime: Arc<Runtime>,
         models: ModelPolicy,
         backends: Backends,
         secrets: SecretCatalog,
+        drivers: Drivers,
         sandboxes: Arc<SandboxService>,
         shutdown: CancellationToken,
     ) -> Arc<Self> {
@@ -100,6 +104,7 @@ impl AgentService {
             models,
             backends,
             secrets,
+            drivers,
             active: Mutex::new(HashMap::new()),
             sandboxes,
             shutdown,

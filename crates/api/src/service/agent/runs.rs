@@ -109,8 +109,14 @@ impl AgentService {
                     reason: format!("its sandbox cannot start here: {}", refused.reason),
                 })
             })?;
+        let interrupted = self
+            .runtime
+            .get_run(tenant, id)
+            .await
+            .map_err(AgentError::runtime("get_run"))?;
         let resume = ResumeRun {
             provider: self.models.resolve(&command.model)?,
+            driver: Some(self.driver(interrupted.driver)?),
             budgets,
             instructions: command.instructions,
             subagent_models: self.subagent_models(&command.subagent_models)?,

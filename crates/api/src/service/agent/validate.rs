@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use paddock_core::ids::TenantId;
-use paddock_core::store::{Budgets, RunMode};
+use paddock_core::store::{Budgets, DriverKind, RunMode};
 use paddock_proto::{NetworkPolicy, NetworkRefused};
 use paddock_runtime::subagents::ModelsByKey;
-use paddock_runtime::{RunBackend, StartRun, SubagentModels};
+use paddock_runtime::{AgentDriver, RunBackend, StartRun, SubagentModels};
 
 use super::models::ModelChoiceError;
 use super::{AgentError, AgentService, ModelChoice, StartRunCommand};
@@ -62,6 +62,7 @@ impl AgentService {
             .secrets
             .resolve(tenant, &command.secrets, &network)
             .map_err(AgentError::from)?;
+        let driver = self.driver(command.driver.unwrap_or_default())?;
         let provider = self.models.resolve(&command.model)?;
         let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
@@ -74,6 +75,7 @@ impl AgentService {
             mode: command.mode.unwrap_or(RunMode::Build),
             budgets,
             provider,
+            driver,
             instructions: command.instructions,
             subagent_models,
             snapshot_limits,
@@ -84,6 +86,13 @@ impl AgentService {
             // checkpoint is reported (`checkpoint.failed`), not refused
             require_checkpoint: false,
         })
+    }
+
+    /// The driver of `kind`, if this server offers it.
+    pub(super) fn driver(&self, kind: DriverKind) -> Result<Arc<dyn AgentDriver>, AgentError> {
+        self.drivers
+            .get(kind)
+            .map_err(|refused| AgentError::invalid("driver", refused.to_string()))
     }
 
     /// The network a run asks for (None: the server's default), if the

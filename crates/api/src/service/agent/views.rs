@@ -3,8 +3,8 @@
 
 use paddock_core::ids::{CheckpointId, RunId, SessionId, SnapshotId, WorkspaceId};
 use paddock_core::store::{
-    Budgets, EndReason, Review, Run, RunMode, RunState, RunUsage, Session, SessionMemory,
-    SessionStatus, SubagentProfile,
+    Budgets, DriverKind, EndReason, Review, Run, RunMode, RunState, RunUsage, Session,
+    SessionMemory, SessionStatus, SubagentProfile,
 };
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +53,8 @@ pub struct RunView {
     pub state: RunState,
     pub goal: String,
     pub mode: RunMode,
+    /// What drives the run's agent.
+    pub driver: DriverKind,
     pub profile: Option<SubagentProfile>,
     pub task_key: Option<String>,
     pub budgets: Budgets,
@@ -85,6 +87,7 @@ impl RunView {
             state: r.state,
             goal: r.goal.clone(),
             mode: r.mode,
+            driver: r.driver,
             profile: r.profile,
             task_key: r.task_key.clone(),
             budgets: r.budgets,

@@ -302,6 +302,7 @@ impl TestServer {
             },
             run_backends,
             paddock_api::service::SecretCatalog::default(),
+            paddock_runtime::Drivers::default(),
             service.clone(),
             shutdown.child_token(),
         );

@@ -86,6 +86,7 @@ impl Runtime {
 
         let mut run = Run::new(tenant.clone(), session.id.clone(), goal_text, store.now());
         run.mode = options.profile.map_or(request.mode, |p| p.mode());
+        run.driver = request.driver.kind();
         run.budgets = request.budgets;
         run.parent_run = options.parent_run.clone();
         run.profile = options.profile;

@@ -13,15 +13,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::super::driver::{Driver, DriverParts, Ending};
+use super::super::driver::Ending;
 use super::super::egress_events::EgressEvents;
 use super::super::sandbox::{RunSandbox, WorkspaceAccess};
-use super::super::{FamilyBudget, finish, live, prompt, renew, writer};
-use super::{Launched, run_backend};
-use crate::memory::{self, MemoryPlace};
-use crate::runtime::{Shared, SubagentDesk};
-use crate::subagents::{self, Family, FamilyParts};
-use crate::tools::{ToolContext, ToolRegistry};
+use super::super::{FamilyBudget, finish, renew, writer};
+use super::{DriveContext, Launched, run_backend};
+use crate::runtime::Shared;
 use crate::util::error_chain;
 
 /// The renewals of the run's session lease and writer lease; either lost
@@ -153,7 +150,20 @@ async fn work_in_sandbox(
             },
             launched.run.usage,
         ),
-        Ok(_) => run_agent(shared, launched, &sandbox, renewals, family_budget, started).await,
+        Ok(_) => {
+            let driver = Arc::clone(&launched.request.driver);
+            let outcome = driver
+                .drive(DriveContext {
+                    shared,
+                    launched,
+                    sandbox: &sandbox,
+                    lease_lost: &renewals.lost,
+                    family_budget,
+                    started,
+                })
+                .await;
+            (outcome.ending, outcome.usage)
+        }
     };
     let sandbox_id = sandbox.id().clone();
     let error = sandbox.stop(&shared.store).await;
@@ -176,7 +186,7 @@ async fn work_in_sandbox(
 }
 
 /// The run's network, as checked at its start (none when it had none).
-fn network_of(launched: &Launched) -> NetworkPolicy {
+pub(super) fn network_of(launched: &Launched) -> NetworkPolicy {
     launched.request.network.clone().unwrap_or_default()
 }
 
@@ -210,118 +220,8 @@ async fn start_sandbox(
     .await
 }
 
-/// The agent loop in the sandbox: a root run's subagent family and memory,
-/// the tools its mode offers, the system prompt; the family ends (and is
-/// reported) while the run still holds its lease.
-async fn run_agent(
-    shared: &Arc<Shared>,
-    launched: &mut Launched,
-    sandbox: &RunSandbox,
-    renewals: &Renewals,
-    family_budget: &Arc<FamilyBudget>,
-    started: Instant,
-) -> (Ending, RunUsage) {
-    let run = launched.run.clone();
-    let request = &launched.request;
-    let snapshot_limits = snapshot_limits(shared, launched);
-    let root = launched.options.parent_run.is_none();
-    let family = (root && shared.config.subagents.max_per_run > 0).then(|| {
-        Family::new(FamilyParts {
-            shared: Arc::clone(shared),
-            journal: Arc::clone(&launched.journal),
-            parent: run.clone(),
-            workspace: launched.workspace.clone(),
-            dir: launched.dir.clone(),
-            cancel: launched.cancel.clone(),
-            provider: Arc::clone(&request.provider),
-            models: request.subagent_models.clone(),
-            backend: request.backend.clone(),
-            budget: Arc::clone(family_budget),
-            snapshot_limits,
-            network: network_of(launched),
-            secrets: request.secrets.clone(),
-        })
-    });
-    let place = MemoryPlace {
-        store: Arc::clone(&shared.store),
-        tenant: run.tenant.clone(),
-        workspace: launched.workspace.id.clone(),
-        session: run.session.clone(),
-        run: run.id.clone(),
-    };
-    let mut registry = ToolRegistry::clone(&shared.registry);
-    if let Some(family) = &family {
-        subagents::register_tools(&mut registry, family);
-    }
-    memory::tools::register(&mut registry, &place);
-    let registry = Arc::new(registry);
-    let system = system_prompt(&run, request.instructions.as_deref(), &place).await;
-    let ctx = ToolContext {
-        guest: sandbox.guest(),
-        mode: run.mode,
-        write_scope: launched.options.write_scope.clone(),
-        session: run.session.clone(),
-        run: run.id.clone(),
-        cancel: launched.cancel.clone(),
-        live: live::tool_output(&launched.journal),
-        idempotency_key: None,
-    };
-    if family.is_some()
-        && let Some(active) = shared.active().get_mut(&run.id)
-    {
-        active.subagents = Some(Arc::new(SubagentDesk {
-            registry: Arc::clone(&registry),
-            ctx: ctx.clone(),
-        }));
-    }
-    let parts = DriverParts {
-        journal: Arc::clone(&launched.journal),
-        schemas: registry.schemas(run.mode),
-        registry,
-        provider: Arc::clone(&request.provider),
-        criteria: request.success_criteria.clone(),
-        ctx,
-        system,
-        history: std::mem::take(&mut launched.history),
-        context: launched.context.clone(),
-        started,
-        lease_lost: Arc::clone(&renewals.lost),
-        inbox: launched.options.inbox.take(),
-        memory: root.then(|| (place, shared.config.memory_review)),
-        price: shared.config.prices.of(request.provider.name()),
-        run,
-        family: Arc::clone(family_budget),
-        checkpoints: launched.checkpoints.take(),
-        resume: launched.resume.take(),
-    };
-    let (ending, used) = Driver::new(parts).run().await;
-    // children end (and are reported) while the parent still holds its lease
-    if let Some(family) = family {
-        family.shutdown().await;
-    }
-    (ending, used)
-}
-
-/// The run's system prompt, with the project memory its goal retrieves.
-async fn system_prompt(run: &Run, instructions: Option<&str>, place: &MemoryPlace) -> String {
-    let mut system = prompt::system_prompt(run.mode, instructions);
-    match place.for_goal(&run.goal).await {
-        Ok(records) => {
-            if let Some(section) = memory::prompt_section(&records) {
-                system.push('\n');
-                system.push_str(&section);
-            }
-        }
-        Err(err) => tracing::warn!(
-            error = %error_chain(&err),
-            "retrieving project memory for the system prompt"
-        ),
-    }
-    system
-}
-
 /// The limits of the run's end snapshot and its subagents' copies.
-fn snapshot_limits(shared: &Shared, launched: &Launched) -> paddock_snapshot::Limits {
+pub(super) fn snapshot_limits(shared: &Shared, launched: &Launched) -> paddock_snapshot::Limits {
     launched
         .request
         .snapshot_limits

@@ -342,6 +342,10 @@ async fn prepare(
         mode: run.mode,
         budgets: run.budgets,
         model: request.provider.name().to_owned(),
+        driver: Some(crate::events::DriverNotice {
+            kind: run.driver,
+            capabilities: request.driver.capabilities(),
+        }),
         parent_run: options.parent_run.clone(),
         profile: options.profile,
         task_key: options.task_key.clone(),

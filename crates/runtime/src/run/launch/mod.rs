@@ -14,6 +14,7 @@
 //! `queued` after `claim` instead, and waits on its task for a slot before
 //! it enters.
 
+mod builtin;
 mod check;
 mod drive;
 mod enter;
@@ -39,6 +40,8 @@ use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::runtime::{ActiveRun, Runtime, Shared};
 
+pub use builtin::DriveContext;
+pub(crate) use builtin::drive_builtin;
 pub use queued::QueuedRun;
 
 use check::Admitted;
@@ -46,7 +49,7 @@ use enter::{Entry, claim};
 
 /// What the run task needs besides the shared state.
 #[derive(Debug)]
-struct Launched {
+pub(crate) struct Launched {
     journal: Arc<Journal>,
     run: Run,
     goal: Goal,
@@ -133,7 +136,14 @@ impl Runtime {
         };
         let (done_tx, done_rx) = watch::channel(None);
         let launched = entered.launched;
-        register(&self.shared, &launched.run, &launched.cancel, done_rx);
+        let steerable = launched.request.driver.capabilities().steer;
+        register(
+            &self.shared,
+            &launched.run,
+            steerable,
+            &launched.cancel,
+            done_rx,
+        );
         let run = launched.run.clone();
         let task = tokio::spawn(drive::drive(Arc::clone(&self.shared), launched, done_tx));
         Ok(RunHandle {
@@ -149,6 +159,7 @@ impl Runtime {
 fn register(
     shared: &Shared,
     run: &Run,
+    steerable: bool,
     cancel: &CancellationToken,
     done: watch::Receiver<Option<Run>>,
 ) {
@@ -159,6 +170,9 @@ fn register(
             cancel: cancel.clone(),
             done,
             subagents: None,
+            tenant: run.tenant.clone(),
+            driver: run.driver,
+            steerable,
         },
     );
 }

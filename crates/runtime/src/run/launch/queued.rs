@@ -111,7 +111,14 @@ impl Runtime {
         options: RunOptions,
     ) -> RunHandle {
         let (done_tx, done_rx) = watch::channel(None);
-        register(&self.shared, &checked.run, &claimed.cancel, done_rx);
+        let steerable = request.driver.capabilities().steer;
+        register(
+            &self.shared,
+            &checked.run,
+            steerable,
+            &claimed.cancel,
+            done_rx,
+        );
         let run = checked.run.clone();
         let runtime = Runtime {
             shared: Arc::clone(&self.shared),

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use paddock_core::ids::{RunId, SnapshotId};
 use paddock_core::store::{
-    Budgets, CriterionReview, EndReason, NewEvent, Page, Review, Run, RunEvent, RunMode, RunState,
-    RunUpdate, RunUsage, Session, SessionPatch, SessionStatus, StoreError, SubagentProfile,
-    Verdict, Workspace,
+    Budgets, CriterionReview, DriverKind, EndReason, NewEvent, Page, Review, Run, RunEvent,
+    RunMode, RunState, RunUpdate, RunUsage, Session, SessionPatch, SessionStatus, StoreError,
+    SubagentProfile, Verdict, Workspace,
 };
 
 use super::{
@@ -220,6 +220,7 @@ pub async fn run_settings_and_results(f: &dyn StoreFactory) -> anyhow::Result<()
 
     let run = Run {
         mode: RunMode::Plan,
+        driver: DriverKind::ClaudeCode,
         profile: Some(SubagentProfile::Explore),
         task_key: Some("2".into()),
         budgets: Budgets {
