@@ -180,7 +180,7 @@ pub async fn serve(args: ServeArgs, backend_args: &BackendArgs) -> anyhow::Resul
         models,
         run_backends,
         run_secrets,
-        paddock_runtime::Drivers::default(),
+        config.drivers.drivers(),
         service.clone(),
         root.child_token(),
     );

@@ -9,6 +9,7 @@ pub mod backends;
 pub mod bins;
 pub mod cli;
 pub mod escape;
+pub mod fake_provider;
 pub mod host;
 pub mod nethost;
 pub mod report;

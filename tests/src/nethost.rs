@@ -89,6 +89,27 @@ impl TestHost {
         self.heads.lock().map(|h| h.clone()).unwrap_or_default()
     }
 
+    /// A host running `handler` on every connection to `port` (one thread
+    /// per connection), over TLS with `tls` when given: for services that
+    /// answer more than a fixed body, such as the fake model provider
+    /// ([`crate::fake_provider`]). The handler owns the connection; over TLS,
+    /// dropping it sends the close notification. [`Self::heads`] stays empty.
+    pub fn start_service(
+        name: &str,
+        range: DocRange,
+        port: u16,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        handler: ConnectionHandler,
+    ) -> anyhow::Result<Self> {
+        let (host, listener) = Self::make(range, port)?;
+        let counter = host.connections.clone();
+        std::thread::Builder::new()
+            .name(format!("test-host-{name}"))
+            .spawn(move || serve_service(listener, counter, tls, handler))
+            .context("starting the service thread")?;
+        Ok(host)
+    }
+
     fn start_with(
         name: &str,
         range: DocRange,
@@ -96,6 +117,19 @@ impl TestHost {
         body_bytes: Option<usize>,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> anyhow::Result<Self> {
+        let (host, listener) = Self::make(range, port)?;
+        let body = match body_bytes {
+            Some(len) => vec![0u8; len],
+            None => format!("hello from {name}\n").into_bytes(),
+        };
+        let counter = host.connections.clone();
+        let heads = host.heads.clone();
+        std::thread::spawn(move || serve_http(listener, counter, heads, body, tls));
+        Ok(host)
+    }
+
+    /// The namespace, the veth pair and a listener on `port` inside.
+    fn make(range: DocRange, port: u16) -> anyhow::Result<(Self, TcpListener)> {
         static REAPED: std::sync::Once = std::sync::Once::new();
         REAPED.call_once(reap_dead_processes_hosts);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -136,15 +170,8 @@ impl TestHost {
         ])?;
         ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
         ip(&["-n", &netns, "link", "set", "lo", "up"])?;
-        let body = match body_bytes {
-            Some(len) => vec![0u8; len],
-            None => format!("hello from {name}\n").into_bytes(),
-        };
         let listener = bind_in(&netns, SocketAddr::from((inside, port)))?;
-        let counter = host.connections.clone();
-        let heads = host.heads.clone();
-        std::thread::spawn(move || serve_http(listener, counter, heads, body, tls));
-        Ok(host)
+        Ok((host, listener))
     }
 
     /// A UDP echo on `port` of this host; returns the count of datagrams
@@ -236,6 +263,69 @@ fn serve_http(
                 }
                 None => answer(&mut { stream }, &heads, &body),
             }
+        });
+    }
+}
+
+/// A connection a [`ConnectionHandler`] is given: plain TCP or TLS.
+pub trait ReadWrite: Read + Write + Send {}
+
+impl<T: Read + Write + Send> ReadWrite for T {}
+
+/// What [`TestHost::start_service`] runs on each connection.
+pub type ConnectionHandler = Arc<dyn Fn(Box<dyn ReadWrite>) + Send + Sync>;
+
+/// A server-side TLS stream that sends its close notification when dropped.
+struct ClosingTls(rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>);
+
+impl Read for ClosingTls {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for ClosingTls {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Drop for ClosingTls {
+    fn drop(&mut self) {
+        self.0.conn.send_close_notify();
+        let _ = self.0.flush();
+    }
+}
+
+fn serve_service(
+    listener: TcpListener,
+    connections: Arc<AtomicUsize>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    handler: ConnectionHandler,
+) {
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        connections.fetch_add(1, Ordering::SeqCst);
+        let tls = tls.clone();
+        let handler = handler.clone();
+        std::thread::spawn(move || {
+            // Long enough for a client's idle keep-alive connection.
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(300)));
+            let _ = stream.set_nodelay(true);
+            let conn: Box<dyn ReadWrite> = match tls {
+                Some(config) => {
+                    let Ok(conn) = rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    Box::new(ClosingTls(rustls::StreamOwned::new(conn, stream)))
+                }
+                None => Box::new(stream),
+            };
+            handler(conn);
         });
     }
 }

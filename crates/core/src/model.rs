@@ -8,6 +8,7 @@
 //! [`ResponseAssembler`] turn the events into one [`ModelResponse`].
 
 mod config;
+mod endpoint;
 mod error;
 mod event;
 mod message;
@@ -16,6 +17,7 @@ mod price;
 mod profile;
 
 pub use config::{ModelConfig, ProviderKind};
+pub use endpoint::{api_root, same_api};
 pub use error::{BoxError, ModelError};
 pub use event::{ModelEvent, ModelResponse, ResponseAssembler, StopReason, Usage};
 pub use message::{
@@ -23,5 +25,7 @@ pub use message::{
     estimate_tokens,
 };
 pub use port::{ModelProvider, ModelStream, collect};
-pub use price::{MICRO_USD_PER_USD, Price, PriceError, Prices, Usd, usd_to_micro};
+pub use price::{
+    MICRO_USD_PER_USD, Price, PriceError, Prices, Usd, dollars_to_micro, usd_to_micro,
+};
 pub use profile::{AFTER_COMPACTION_PERCENT, COMPACT_AT_PERCENT, ContextProfile, TAIL_PERCENT};

@@ -5,20 +5,13 @@
 //! provider's public endpoint; a custom one gets the key if its variable is
 //! set, else none (local servers mostly take no key).
 
-/// `base` without trailing slashes and without a final `/v1`.
-pub fn api_root(base: &str) -> &str {
-    let base = base.trim_end_matches('/');
-    base.strip_suffix("/v1").unwrap_or(base)
-}
+pub use paddock_core::model::api_root;
+#[cfg(test)]
+use paddock_core::model::same_api;
 
 /// The URL of `path` (below `/v1`) on the API of `base`.
 pub(crate) fn v1_url(base: &str, path: &str) -> String {
     format!("{}/v1/{path}", api_root(base))
-}
-
-/// `a` and `b` name the same API, however each is written.
-pub fn same_api(a: &str, b: &str) -> bool {
-    api_root(a) == api_root(b)
 }
 
 #[cfg(test)]

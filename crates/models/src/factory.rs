@@ -6,7 +6,6 @@ use std::sync::Arc;
 use paddock_core::model::{ModelConfig, ModelError, ModelProvider, ProviderKind};
 
 use crate::anthropic::AnthropicProvider;
-use crate::endpoint;
 use crate::key::ApiKey;
 use crate::openai::OpenAiProvider;
 use crate::profiles::known_profile;
@@ -67,11 +66,7 @@ pub fn build_with_env(
             reason: format!("{}: the context window is 0", config.label()),
         });
     }
-    let key = match config.api_key_env.as_deref() {
-        None => None,
-        Some(env) if needs_key(config) => Some(ApiKey::from_env(env, &lookup)?),
-        Some(env) => ApiKey::from_env(env, &lookup).ok(),
-    };
+    let key = key_with_env(config, lookup)?;
     Ok(match config.provider {
         ProviderKind::Scripted => Arc::new(ScriptedProvider::load(
             Path::new(&config.model),
@@ -79,6 +74,21 @@ pub fn build_with_env(
         )?),
         ProviderKind::OpenAi => Arc::new(OpenAiProvider::new(config, key)?),
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(config, key)?),
+    })
+}
+
+/// The key requests to `config`'s endpoint carry: the provider's public
+/// endpoint needs it (an unset variable is [`ModelError::MissingApiKey`]);
+/// another base URL gets it if the variable is set and none otherwise;
+/// `api_key_env: None` never has one.
+pub fn key_with_env(
+    config: &ModelConfig,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<ApiKey>, ModelError> {
+    Ok(match config.api_key_env.as_deref() {
+        None => None,
+        Some(env) if needs_key(config) => Some(ApiKey::from_env(env, &lookup)?),
+        Some(env) => ApiKey::from_env(env, &lookup).ok(),
     })
 }
 
@@ -93,5 +103,5 @@ fn needs_key(config: &ModelConfig) -> bool {
     config
         .base_url
         .as_deref()
-        .is_none_or(|base| endpoint::same_api(base, public))
+        .is_none_or(|base| paddock_core::model::same_api(base, public))
 }

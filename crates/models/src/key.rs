@@ -28,6 +28,12 @@ impl ApiKey {
         }
     }
 
+    /// The key itself, for a component that sends it on its own (the
+    /// egress proxy injecting it for an agent CLI).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
     /// A header value marked sensitive, so `Debug` of headers hides it too.
     pub(crate) fn header(&self, prefix: &str) -> Result<HeaderValue, ModelError> {
         let mut value = HeaderValue::try_from(format!("{prefix}{}", self.0)).map_err(|_| {

@@ -16,13 +16,14 @@ mod scripted;
 mod sse;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider, DEFAULT_MAX_TOKENS};
-pub use endpoint::{api_root, same_api};
+pub use endpoint::api_root;
 pub use factory::{
     ANTHROPIC_BASE_URL, ANTHROPIC_KEY_ENV, OPENAI_BASE_URL, OPENAI_KEY_ENV, build, build_with_env,
-    parse_spec,
+    key_with_env, parse_spec,
 };
 pub use key::ApiKey;
 pub use openai::OpenAiProvider;
+pub use paddock_core::model::same_api;
 pub use profiles::{
     ANTHROPIC_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW, SCRIPTED_CONTEXT_WINDOW,
     UNKNOWN_OPENAI_CONTEXT_WINDOW, known_profile, profile_of,

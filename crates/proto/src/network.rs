@@ -322,6 +322,26 @@ impl NetworkPolicy {
         }
     }
 
+    /// This policy with `more` allowed too (`full` stays `full`; `none`
+    /// becomes an allowlist of `more`), each destination listed once.
+    pub fn with_destinations(self, more: &[Destination]) -> NetworkPolicy {
+        if more.is_empty() {
+            return self;
+        }
+        match self {
+            NetworkPolicy::Full => NetworkPolicy::Full,
+            NetworkPolicy::None => NetworkPolicy::Allowlist(more.to_vec()),
+            NetworkPolicy::Allowlist(mut list) => {
+                for destination in more {
+                    if !list.contains(destination) {
+                        list.push(destination.clone());
+                    }
+                }
+                NetworkPolicy::Allowlist(list)
+            }
+        }
+    }
+
     /// A short label for people: `none`, `full` or `allow:a,b`.
     pub fn label(&self) -> String {
         match self {
@@ -448,6 +468,29 @@ mod tests {
 
     fn name(n: &str) -> Target {
         Target::Name(n.to_owned())
+    }
+
+    #[test]
+    fn destinations_added_to_a_policy_widen_it_once() {
+        let model: Destination = "api.anthropic.com:443".parse().unwrap();
+        let other: Destination = "pypi.org".parse().unwrap();
+        assert_eq!(
+            NetworkPolicy::None.with_destinations(std::slice::from_ref(&model)),
+            NetworkPolicy::Allowlist(vec![model.clone()])
+        );
+        assert_eq!(
+            NetworkPolicy::Allowlist(vec![other.clone(), model.clone()])
+                .with_destinations(std::slice::from_ref(&model)),
+            NetworkPolicy::Allowlist(vec![other, model.clone()])
+        );
+        assert_eq!(
+            NetworkPolicy::Full.with_destinations(&[model]),
+            NetworkPolicy::Full
+        );
+        assert_eq!(
+            NetworkPolicy::None.with_destinations(&[]),
+            NetworkPolicy::None
+        );
     }
 
     #[test]

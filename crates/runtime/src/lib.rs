@@ -36,8 +36,12 @@ pub use config::{
     SubagentSettings,
 };
 pub use deletion::SessionDeleted;
+pub use drivers::external::{
+    DEFAULT_AGENTS_DIR, ExternalDriver, ExternalSettings, ExternalSettingsError,
+};
 pub use drivers::{
-    AgentDriver, BuiltinDriver, DriverCapabilities, DriverUnavailable, Drivers, ResumeSupport,
+    AgentDriver, BuiltinDriver, DriverCapabilities, DriverEgress, DriverRefused, Drivers,
+    ModelTarget, ResumeSupport,
 };
 pub use error::RuntimeError;
 pub use events::stream::EventStream;

@@ -9,12 +9,15 @@ use anyhow::Context;
 use futures_util::StreamExt;
 use paddock_api::service::checkpoints::undo_command;
 use paddock_core::ids::{RunId, SessionId};
-use paddock_core::model::{ModelProvider, Prices};
+use paddock_core::model::{ModelProvider, Prices, ProviderKind};
 use paddock_core::store::{Budgets, CheckpointReason, DriverKind, RunMode, Session};
 use paddock_proto::error_chain;
 use paddock_runtime::events::Event;
 use paddock_runtime::subagents::ModelsByKey;
-use paddock_runtime::{Drivers, ResumeRun, RuntimeError, StartRun, SubagentModels};
+use paddock_runtime::{
+    AgentDriver, DEFAULT_AGENTS_DIR, Drivers, ModelTarget, ResumeRun, RuntimeError, StartRun,
+    SubagentModels,
+};
 
 use super::exit::{self, EXIT_CANCELLED, EXIT_USAGE};
 use super::live::Screen;
@@ -140,11 +143,7 @@ fn resume_request(args: &GoalArgs) -> Result<(ResumeRun, Prices), String> {
     let request = ResumeRun {
         provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
         // the interrupted run's kind, which must be --driver's
-        driver: Some(
-            Drivers::default()
-                .get(args.driver)
-                .map_err(|refused| format!("--driver: {refused}"))?,
-        ),
+        driver: Some(local_driver(args)?),
         budgets: budget_flags_given(args)
             .then(|| budgets(args))
             .transpose()?,
@@ -218,9 +217,7 @@ fn prepare(args: &GoalArgs) -> Result<Prepared, String> {
             mode: request.mode,
             budgets: request.budgets,
             provider: model(&args.model, args.base_url.as_deref(), args.context_window)?,
-            driver: Drivers::default()
-                .get(request.driver)
-                .map_err(|refused| format!("--driver: {refused}"))?,
+            driver: local_driver(args)?,
             instructions: None,
             subagent_models: subagent_models(args)?,
             snapshot_limits: snapshot_limits(args)?,
@@ -321,6 +318,45 @@ pub(super) fn canonical_dir(dir: &Path) -> Result<std::path::PathBuf, String> {
 const MIN_CONTEXT_WINDOW: u32 = paddock_models::MIN_CONTEXT_WINDOW;
 
 /// The provider of `--model` (and `--base-url`); keys come from the environment.
+/// `--driver` of a local run: the built-in loop, or an agent CLI installed
+/// under `PADDOCK_AGENTS_DIR` (default [`DEFAULT_AGENTS_DIR`]) calling
+/// `--model` (and `--base-url`) with this environment's key for it.
+fn local_driver(args: &GoalArgs) -> Result<Arc<dyn AgentDriver>, String> {
+    let mut drivers = Drivers::default();
+    let agents_dir = std::env::var("PADDOCK_AGENTS_DIR")
+        .ok()
+        .filter(|dir| !dir.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_AGENTS_DIR.to_owned());
+    drivers.enable(args.driver, &agents_dir);
+    let target = match args.driver {
+        DriverKind::Builtin => None,
+        _ => model_target(&args.model, args.base_url.as_deref())?,
+    };
+    drivers
+        .driver(args.driver, target)
+        .map_err(|refused| format!("--driver: {refused}"))
+}
+
+/// The endpoint `--model` names for an agent CLI (None for a script), with
+/// this environment's key for it.
+fn model_target(spec: &str, base_url: Option<&str>) -> Result<Option<ModelTarget>, String> {
+    let mut config = paddock_models::parse_spec(spec).map_err(|e| format!("--model: {e}"))?;
+    if config.provider == ProviderKind::Scripted {
+        return Ok(None);
+    }
+    if let Some(url) = base_url {
+        config.base_url = Some(url.trim().to_owned());
+    }
+    let key = paddock_models::key_with_env(&config, |name| std::env::var(name).ok())
+        .map_err(|e| format!("--model {spec}: {}", error_chain(&e)))?;
+    Ok(Some(ModelTarget {
+        provider: config.provider,
+        base_url: config.base_url.clone().unwrap_or_default(),
+        model: config.model,
+        key: key.map(|k| paddock_proto::SecretValue::new(k.expose())),
+    }))
+}
+
 fn model(
     spec: &str,
     base_url: Option<&str>,

@@ -6,6 +6,7 @@
 //! the same process would fail them. So does `microvm`: beside conformance's
 //! microvm case (a second VM at once) it failed here where alone it passed.
 
+mod agent_clis;
 mod conformance;
 mod e2b_sdk;
 mod exit_codes;

@@ -42,7 +42,12 @@ pub enum PriceError {
 /// Dollars (a decimal such as `0.15`) as micro-dollars; None for a negative,
 /// non-finite or absurd amount.
 pub fn usd_to_micro(dollars: &str) -> Option<u64> {
-    let value: f64 = dollars.trim().parse().ok()?;
+    dollars_to_micro(dollars.trim().parse().ok()?)
+}
+
+/// Dollars (as a number, e.g. a cost an agent CLI reports) in
+/// micro-dollars; None when negative, not finite or absurd.
+pub fn dollars_to_micro(value: f64) -> Option<u64> {
     let micro = value * MICRO_USD_PER_USD as f64;
     // 1e15 micro-dollars is a billion dollars: beyond any real price or budget
     (value.is_finite() && (0.0..=1e15).contains(&micro)).then(|| micro.round() as u64)

@@ -113,6 +113,17 @@ pub(crate) fn before_tool_call_in(
     shared_limits(budgets, usage, scope)
 }
 
+/// Is what the run (or the family, by `scope`) spent still within its
+/// tokens, cost and wall clock? (A driver that learns what a call cost only
+/// after it was made checks this after each report.)
+pub(crate) fn within_spending(
+    budgets: &Budgets,
+    usage: &RunUsage,
+    scope: Scope,
+) -> Result<(), Exceeded> {
+    shared_limits(budgets, usage, scope)
+}
+
 /// May the run call the model once more?
 pub(crate) fn before_model_turn(budgets: &Budgets, usage: &RunUsage) -> Result<(), Exceeded> {
     before_model_turn_in(budgets, usage, Scope::Run)

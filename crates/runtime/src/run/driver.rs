@@ -18,8 +18,8 @@ use paddock_core::model::{
     ToolSchema, Usage, estimate_tokens,
 };
 use paddock_core::store::{
-    CheckpointReason, EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, SteeringClose,
-    SteeringMessage, Task, ToolInvocation, ToolOutcome,
+    EndReason, Plan, Review, Run, RunState, RunUpdate, RunUsage, SteeringClose, SteeringMessage,
+    Task, ToolInvocation, ToolOutcome,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{Budget, Exceeded, Scope};
+use super::checkpointed;
 use super::compact;
 use super::family_budget::{FamilyBudget, deadline_after};
 use super::live;
@@ -42,8 +43,8 @@ use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
 use crate::events::{
-    CallStatus, CheckpointFailed, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP,
-    RunStateChanged, ToolCallEvent, ToolResultEvent, cap_text,
+    CallStatus, ModelMessage, ParentMessage, Progress, RESULT_EVENT_CAP, RunStateChanged,
+    ToolCallEvent, ToolResultEvent, cap_text,
 };
 use crate::memory::MemoryPlace;
 use crate::tools::{Access, Completion, Effect, PlanStep, Tool, ToolContext, ToolRegistry};
@@ -488,55 +489,15 @@ impl Driver {
     }
 
     /// After a tool batch that could change the workspace: its results
-    /// message and, if the workspace changed, a checkpoint of it, written
-    /// together in one transaction, so the history never runs ahead of the
-    /// last checkpoint (what a resume restores, run/resume.rs). A
-    /// checkpoint that fails is logged and the results are appended alone;
-    /// the run goes on.
+    /// and a checkpoint (see [`checkpointed::append`]).
     async fn append_with_checkpoint(&mut self, message: Message) -> Result<(), RuntimeError> {
-        let Some(checkpoints) = self.tools.checkpoints.as_mut() else {
-            return self.out.pipe.append_message(message).await;
-        };
-        // the batch's invocations and results are on record first
-        self.out.pipe.barrier().await?;
-        let failed = |err: &RuntimeError| {
-            tracing::warn!(error = %error_chain(err), "checkpointing the workspace after a tool batch");
-            CheckpointFailed {
-                reason: CheckpointReason::ToolBatch,
-                error: error_chain(err),
-            }
-        };
-        let capture = match checkpoints.capture(CheckpointReason::ToolBatch).await {
-            Ok(None) => return self.out.pipe.append_message(message).await,
-            Ok(Some(capture)) => capture,
-            Err(err) => {
-                // on record before the results that run ahead of the last checkpoint
-                self.out.pipe.emit(&failed(&err)).await?;
-                return self.out.pipe.append_message(message).await;
-            }
-        };
-        let stored = self.out.journal.stored_message(message.clone());
-        match checkpoints
-            .record_with_message(self.out.journal.lease(), &stored, capture)
-            .await
-        {
-            Ok(event) => {
-                self.out.pipe.emit(&event).await?;
-                // past the session's cap, the oldest go (said in an event)
-                match checkpoints.prune(self.out.journal.lease()).await {
-                    Ok(Some(pruned)) => self.out.pipe.emit(&pruned).await,
-                    Ok(None) => Ok(()),
-                    Err(err) => {
-                        tracing::warn!(error = %error_chain(&err), "pruning the session's checkpoints");
-                        Ok(())
-                    }
-                }
-            }
-            Err(err) => {
-                self.out.pipe.emit(&failed(&err)).await?;
-                self.out.pipe.append_message(message).await
-            }
-        }
+        checkpointed::append(
+            &self.out.pipe,
+            &self.out.journal,
+            self.tools.checkpoints.as_mut(),
+            message,
+        )
+        .await
     }
 
     /// A resumed run first answers the calls its predecessor left without

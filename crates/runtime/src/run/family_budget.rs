@@ -115,6 +115,14 @@ impl FamilyBudget {
         Ok(())
     }
 
+    /// Whether the family and the member (`own`) are still within their
+    /// tokens, cost and wall clock.
+    pub(crate) fn within_spending(&self, own: (&Budgets, &RunUsage)) -> Result<(), Exceeded> {
+        let spent = self.lock();
+        budget::within_spending(&self.limits, &self.clocked(&spent), self.scope())?;
+        budget::within_spending(own.0, own.1, Scope::Run)
+    }
+
     /// Gives back a reserved turn whose model call gave no answer
     /// (cancelled, failed, out of time).
     pub(crate) fn release_turn(&self) {

@@ -2,6 +2,7 @@
 
 mod admission;
 mod budget;
+mod checkpointed;
 mod compact;
 mod driver;
 mod egress_events;
@@ -40,14 +41,18 @@ use crate::error::RuntimeError;
 use crate::tools::WriteScope;
 
 pub use admission::{AdmissionAsk, AdmissionGrant, AdmissionRefused, SandboxAdmission};
+pub(crate) use budget::{Budget, Exceeded, Scope};
+pub(crate) use checkpointed::append as append_with_checkpoint;
 pub(crate) use driver::Ending;
 pub(crate) use family_budget::FamilyBudget;
+pub(crate) use family_budget::deadline_after;
 pub(crate) use gate::{Admission, Gate};
-pub(crate) use launch::drive_builtin;
+pub(crate) use launch::{AgentParts, drive_builtin};
 pub use launch::{DriveContext, QueuedRun};
 pub(crate) use queue::RunQueue;
 pub use queue::{MAX_QUEUE_WAIT, MAX_QUEUED_PER_TENANT, QueueSettings, WhenFull};
 pub use resume::ResumeRun;
+pub(crate) use review::{Call as ReviewedCall, Evidence, observed, review};
 pub(crate) use writer::{
     acquire as acquire_writer, release as release_writer, release_dead as release_dead_writer,
 };

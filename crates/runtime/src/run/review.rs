@@ -9,7 +9,7 @@
 use paddock_core::store::{CriterionReview, Review, Verdict};
 
 use crate::events::CallStatus;
-use crate::tools::{Access, Completion, CriterionClaim, Effect, Role};
+use crate::tools::{Access, Completion, CriterionClaim, Effect, Role, VerdictArg};
 
 /// Setbacks listed by name in a review; the rest are counted.
 const LISTED_SETBACKS: usize = 3;
@@ -314,6 +314,57 @@ pub(crate) fn review(completion: &Completion, criteria: &[String], evidence: &Ev
     }
 }
 
+/// The claim made for an agent that reports no criteria of its own (an
+/// agent CLI): what the sandbox shows. A criterion is claimed met when the
+/// last command that succeeded after the last file change is the one it
+/// names (the criterion contains the command, or the command contains a
+/// command the criterion quotes in backticks); any other is left without a
+/// claim, so the review finds it unsure. The agent's own word is only the
+/// summary.
+pub(crate) fn observed(summary: String, criteria: &[String], evidence: &Evidence) -> Completion {
+    let verified = match (&evidence.last_success, evidence.unverified_change()) {
+        (Some((_, command)), None) => Some(command.as_str()),
+        _ => None,
+    };
+    let claims = criteria
+        .iter()
+        .filter_map(|criterion| {
+            let command = verified.filter(|command| names(criterion, command))?;
+            Some(CriterionClaim {
+                criterion: criterion.clone(),
+                verdict: VerdictArg::Met,
+                evidence: Some(format!(
+                    "`{}` succeeded after the last change",
+                    short(command)
+                )),
+            })
+        })
+        .collect();
+    Completion {
+        verdict: VerdictArg::Met,
+        summary,
+        evidence: verified
+            .map(|command| vec![format!("`{}` succeeded", short(command))])
+            .unwrap_or_default(),
+        remaining: Vec::new(),
+        criteria: claims,
+    }
+}
+
+/// Whether `criterion` names `command` (see [`observed`]).
+fn names(criterion: &str, command: &str) -> bool {
+    let command = command.trim();
+    if !command.is_empty() && criterion.contains(command) {
+        return true;
+    }
+    criterion
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .any(|quoted| !quoted.is_empty() && command.contains(quoted))
+}
+
 /// The review of a run that ended without `complete_task`.
 pub(crate) fn without_completion(summary: String, remaining: Vec<String>) -> Review {
     Review {
@@ -329,6 +380,40 @@ pub(crate) fn without_completion(summary: String, remaining: Vec<String>) -> Rev
 mod tests {
     use super::*;
     use crate::tools::{ToolRegistry, VerdictArg};
+
+    #[test]
+    fn what_the_sandbox_shows_backs_the_criteria_that_name_its_command() {
+        let criteria = vec![
+            "`sh test.sh` exits 0".to_owned(),
+            "the README explains the change".to_owned(),
+        ];
+        let mut evidence = Evidence::default();
+        command(&mut evidence, 1, "sh test.sh", 1);
+        write(&mut evidence, 2, "calc.py");
+        // a command before the last change backs nothing
+        let claim = observed("done".into(), &criteria, &evidence);
+        assert!(claim.criteria.is_empty(), "{claim:?}");
+        command(&mut evidence, 3, "cd /workspace && sh test.sh", 0);
+        let claim = observed("done".into(), &criteria, &evidence);
+        assert_eq!(claim.criteria.len(), 1, "{claim:?}");
+        assert_eq!(claim.criteria[0].criterion, criteria[0]);
+        let review = review(&claim, &criteria, &evidence);
+        assert_eq!(review.criteria[0].verdict, Verdict::Met);
+        assert_eq!(review.criteria[1].verdict, Verdict::Unsure);
+        // one criterion nothing shows: the goal is not shown met
+        assert_eq!(review.verdict, Verdict::Unsure);
+        let only_tests = &criteria[..1];
+        let review = review_of(only_tests, &evidence);
+        assert_eq!(review.verdict, Verdict::Met, "{review:?}");
+    }
+
+    fn review_of(criteria: &[String], evidence: &Evidence) -> Review {
+        review(
+            &observed("done".into(), criteria, evidence),
+            criteria,
+            evidence,
+        )
+    }
 
     fn claim(criterion: &str, verdict: VerdictArg, evidence: Option<&str>) -> CriterionClaim {
         CriterionClaim {

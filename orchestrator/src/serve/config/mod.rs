@@ -137,6 +137,36 @@ pub struct ServeConfig {
     /// NAME holding only a placeholder.
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretSection>,
+    /// `[drivers]`: the agent CLIs a run may name as its driver besides
+    /// the built-in loop (`enabled = ["claude-code", "codex", "opencode"]`),
+    /// installed under `agents_dir` in every sandbox (default
+    /// /usr/local/lib/paddock-agents, as images/agents-image.sh installs them).
+    #[serde(default)]
+    pub drivers: DriversSection,
+}
+
+/// `[drivers]` of the config.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriversSection {
+    #[serde(default)]
+    pub enabled: Vec<paddock_core::store::DriverKind>,
+    pub agents_dir: Option<String>,
+}
+
+impl DriversSection {
+    /// The drivers a run may name.
+    pub fn drivers(&self) -> paddock_runtime::Drivers {
+        let dir = self
+            .agents_dir
+            .as_deref()
+            .unwrap_or(paddock_runtime::DEFAULT_AGENTS_DIR);
+        let mut drivers = paddock_runtime::Drivers::default();
+        for kind in &self.enabled {
+            drivers.enable(*kind, dir);
+        }
+        drivers
+    }
 }
 
 #[derive(Deserialize)]

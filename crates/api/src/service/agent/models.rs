@@ -17,6 +17,8 @@ use std::sync::Arc;
 use paddock_core::model::{
     ModelConfig, ModelError, ModelProvider, ModelRequest, ModelStream, ProviderKind,
 };
+use paddock_proto::SecretValue;
+use paddock_runtime::ModelTarget;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -122,6 +124,18 @@ impl ModelPolicy {
         window: Option<u32>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Arc<dyn ModelProvider>, ModelChoiceError> {
+        let config = self.config(spec, base_url, window)?;
+        paddock_models::build_with_env(&config, lookup).map_err(|err| unavailable(&config, err))
+    }
+
+    /// A provider spec and base URL checked against the operator's rules:
+    /// a real provider (a script only inline), a base URL it allows.
+    fn config(
+        &self,
+        spec: &str,
+        base_url: Option<&str>,
+        window: Option<u32>,
+    ) -> Result<ModelConfig, ModelChoiceError> {
         let mut config: ModelConfig =
             paddock_models::parse_spec(spec).map_err(|e| refused(e.to_string()))?;
         if let Some(window) = window {
@@ -149,15 +163,33 @@ impl ModelPolicy {
             }
             config.base_url = Some(url.to_owned());
         }
-        paddock_models::build_with_env(&config, lookup).map_err(|err| match err {
-            ModelError::MissingApiKey { env } => ModelChoiceError::Unavailable {
-                reason: format!(
-                    "this server has no API key for {} (its operator sets {env})",
-                    config.provider
-                ),
-            },
-            other => refused(format!("model: {other}")),
-        })
+        Ok(config)
+    }
+
+    /// The endpoint an agent CLI driving a run calls for `choice`, with the
+    /// server's key for it; None for an inline script (no CLI calls one).
+    pub fn target(&self, choice: &ModelChoice) -> Result<Option<ModelTarget>, ModelChoiceError> {
+        self.target_with_env(choice, |name| std::env::var(name).ok())
+    }
+
+    /// [`Self::target`] with the environment lookup supplied (tests).
+    pub fn target_with_env(
+        &self,
+        choice: &ModelChoice,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ModelTarget>, ModelChoiceError> {
+        let Some(spec) = &choice.spec else {
+            return Ok(None);
+        };
+        let config = self.config(spec, choice.base_url.as_deref(), None)?;
+        let key = paddock_models::key_with_env(&config, lookup)
+            .map_err(|err| unavailable(&config, err))?;
+        Ok(Some(ModelTarget {
+            provider: config.provider,
+            base_url: config.base_url.clone().unwrap_or_default(),
+            model: config.model,
+            key: key.map(|k| SecretValue::new(k.expose())),
+        }))
     }
 
     fn inline_script(
@@ -185,6 +217,19 @@ impl ModelPolicy {
             other => refused(format!("model.scripted: {other}")),
         })?;
         Ok(Arc::new(Inline(provider)))
+    }
+}
+
+/// A model this server cannot serve (no key for it), or a bad config.
+fn unavailable(config: &ModelConfig, err: ModelError) -> ModelChoiceError {
+    match err {
+        ModelError::MissingApiKey { env } => ModelChoiceError::Unavailable {
+            reason: format!(
+                "this server has no API key for {} (its operator sets {env})",
+                config.provider
+            ),
+        },
+        other => refused(format!("model: {other}")),
     }
 }
 

@@ -116,7 +116,7 @@ impl AgentService {
             .map_err(AgentError::runtime("get_run"))?;
         let resume = ResumeRun {
             provider: self.models.resolve(&command.model)?,
-            driver: Some(self.driver(interrupted.driver)?),
+            driver: Some(self.driver(interrupted.driver, &command.model)?),
             budgets,
             instructions: command.instructions,
             subagent_models: self.subagent_models(&command.subagent_models)?,

@@ -62,8 +62,8 @@ impl AgentService {
             .secrets
             .resolve(tenant, &command.secrets, &network)
             .map_err(AgentError::from)?;
-        let driver = self.driver(command.driver.unwrap_or_default())?;
         let provider = self.models.resolve(&command.model)?;
+        let driver = self.driver(command.driver.unwrap_or_default(), &command.model)?;
         let subagent_models = self.subagent_models(&command.subagent_models)?;
         Ok(StartRun {
             goal: goal.to_owned(),
@@ -88,10 +88,19 @@ impl AgentService {
         })
     }
 
-    /// The driver of `kind`, if this server offers it.
-    pub(super) fn driver(&self, kind: DriverKind) -> Result<Arc<dyn AgentDriver>, AgentError> {
+    /// The driver of `kind` for a run of `model`, if this server offers it.
+    pub(super) fn driver(
+        &self,
+        kind: DriverKind,
+        model: &ModelChoice,
+    ) -> Result<Arc<dyn AgentDriver>, AgentError> {
+        let target = if kind == DriverKind::Builtin {
+            None
+        } else {
+            self.models.target(model)?
+        };
         self.drivers
-            .get(kind)
+            .driver(kind, target)
             .map_err(|refused| AgentError::invalid("driver", refused.to_string()))
     }
 

@@ -33,6 +33,50 @@ pub struct DriveContext<'a> {
     pub(crate) started: Instant,
 }
 
+/// What a driver other than the built-in loop works with.
+#[derive(Debug)]
+pub(crate) struct AgentParts {
+    pub(crate) journal: Arc<crate::events::journal::Journal>,
+    pub(crate) run: Run,
+    pub(crate) criteria: Vec<String>,
+    pub(crate) instructions: Option<String>,
+    /// The session's history up to this run's goal (which it ends with).
+    pub(crate) history: Vec<paddock_core::model::Message>,
+    /// The run resumes an interrupted one.
+    pub(crate) resumed: bool,
+    pub(crate) guest: Arc<dyn paddock_core::sandbox::GuestOps>,
+    pub(crate) cancel: tokio_util::sync::CancellationToken,
+    pub(crate) checkpoints: Option<crate::checkpoints::Checkpointer>,
+    pub(crate) family: Arc<FamilyBudget>,
+    pub(crate) started: Instant,
+    pub(crate) lease_lost: Arc<AtomicBool>,
+    /// The price of the model the agent calls, if the operator set one.
+    pub(crate) price: Option<paddock_core::model::Price>,
+}
+
+impl DriveContext<'_> {
+    /// The parts a driver other than the built-in loop works with;
+    /// `model` names its model for the operator's prices (`provider:model`).
+    pub(crate) fn agent_parts(self, model: &str) -> AgentParts {
+        let launched = self.launched;
+        AgentParts {
+            journal: Arc::clone(&launched.journal),
+            run: launched.run.clone(),
+            criteria: launched.request.success_criteria.clone(),
+            instructions: launched.request.instructions.clone(),
+            history: std::mem::take(&mut launched.history),
+            resumed: launched.options.resumed_from.is_some(),
+            guest: self.sandbox.guest(),
+            cancel: launched.cancel.clone(),
+            checkpoints: launched.checkpoints.take(),
+            family: Arc::clone(self.family_budget),
+            started: self.started,
+            lease_lost: Arc::clone(self.lease_lost),
+            price: self.shared.config.prices.of(model),
+        }
+    }
+}
+
 /// Paddock's own loop in the sandbox: a root run's subagent family and
 /// memory, the tools its mode offers, the system prompt; the family ends
 /// (and is reported) while the run still holds its lease.

@@ -69,7 +69,14 @@ impl Runtime {
         network.validate().map_err(|e| RuntimeError::Invalid {
             reason: format!("network: {e}"),
         })?;
-        request.network = Some(network);
+        // the driver's agent reaches its model provider, with its key
+        let egress = request.driver.egress();
+        request.network = Some(network.with_destinations(&egress.allow));
+        for secret in egress.secrets {
+            if !request.secrets.iter().any(|s| s.name == secret.name) {
+                request.secrets.push(secret);
+            }
+        }
         let session = self.get_session(tenant, session_id).await?;
         if session.status == SessionStatus::Archived {
             return Err(RuntimeError::SessionArchived {

@@ -41,7 +41,7 @@ use crate::events::journal::Journal;
 use crate::runtime::{ActiveRun, Runtime, Shared};
 
 pub use builtin::DriveContext;
-pub(crate) use builtin::drive_builtin;
+pub(crate) use builtin::{AgentParts, drive_builtin};
 pub use queued::QueuedRun;
 
 use check::Admitted;
