@@ -49,21 +49,22 @@ fi
 step "container tier (scripts/container-setup.sh)"
 bash scripts/container-setup.sh
 
-# The agent CLIs (Claude Code, Codex, opencode; pinned by
-# images/agents/package-lock.json) under /usr/local/lib, which native sandboxes
-# see with the host's /usr, and the paddock-agents:bookworm image (the sandbox
-# image plus them) for docker and gvisor: after the container tier, whose
-# image it builds on.
-step "agent CLIs (scripts/agents-setup.sh)"
-PADDOCK_AGENTS_DIR=$(bash scripts/agents-setup.sh)
-export PADDOCK_AGENTS_DIR
-
 # The microvm tier: qemu-system-x86 and the image (a Debian kernel and an
 # initramfs from Debian packages, kept in /var/lib/paddock/microvm and rebuilt
 # only when a package version or the recipe changes; about 20 s when it is).
 step "microvm tier (images/microvm-image.sh)"
 bash images/microvm-image.sh
 export PADDOCK_REQUIRE_BACKENDS=native,docker,gvisor,microvm
+
+# The agent CLIs (Claude Code, Codex, opencode; pinned by
+# images/agents/package-lock.json) under /usr/local/lib, which native sandboxes
+# see with the host's /usr, and the paddock-agents:bookworm image (the sandbox
+# image plus them) for docker and gvisor: after the container tier, whose
+# image it builds on, and after the microvm image, whose copy of /usr need
+# not carry them (about 1 GB); the agent CLI tests must not skip here.
+step "agent CLIs (scripts/agents-setup.sh)"
+PADDOCK_AGENTS_DIR=$(bash scripts/agents-setup.sh)
+export PADDOCK_AGENTS_DIR PADDOCK_REQUIRE_AGENTS=1
 
 # The web console: chromium, the npm packages, and its committed build
 # checked against its sources; the browser test must not skip here.

@@ -26,6 +26,8 @@ pub enum Need<'a> {
     Browser,
     /// Loop devices, for the full-disk tests (`PADDOCK_REQUIRE_LOOP=1`).
     Loop,
+    /// The agent CLIs of images/agents (`PADDOCK_REQUIRE_AGENTS=1`).
+    AgentClis,
 }
 
 impl Need<'_> {
@@ -36,6 +38,7 @@ impl Need<'_> {
             Need::Backend(_) => "PADDOCK_REQUIRE_BACKENDS",
             Need::Browser => "PADDOCK_REQUIRE_BROWSER",
             Need::Loop => "PADDOCK_REQUIRE_LOOP",
+            Need::AgentClis => "PADDOCK_REQUIRE_AGENTS",
         }
     }
 

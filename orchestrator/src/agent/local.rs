@@ -16,7 +16,7 @@ use paddock_store::SqlStore;
 
 use super::owner;
 use crate::backend::Placement;
-use crate::cli::{BackendArgs, DataDirArgs, EgressArgs};
+use crate::cli::{BackendArgs, DataDirArgs, EgressArgs, Layer};
 use crate::owners::Role;
 
 /// The tenant everything made on this machine without a server belongs to.
@@ -40,7 +40,8 @@ pub struct Local {
 /// Whether the command makes sandboxes here, and then how.
 #[derive(Debug, Clone, Copy)]
 pub enum Sandboxes<'a> {
-    Needed(&'a BackendArgs, &'a EgressArgs),
+    /// The backend, egress and the hardening layers allowed missing.
+    Needed(&'a BackendArgs, &'a EgressArgs, &'a [Layer]),
     /// Reading sessions, runs or memory: a native backend never started.
     NotNeeded,
 }
@@ -71,7 +72,7 @@ impl Local {
             .await?;
 
         let explicit = match sandboxes {
-            Sandboxes::Needed(backend_args, _) => backend_args.guest_bin.as_deref(),
+            Sandboxes::Needed(backend_args, _, _) => backend_args.guest_bin.as_deref(),
             Sandboxes::NotNeeded => None,
         };
         let guest_bin = match (locate_guest_bin(explicit), sandboxes) {
@@ -86,7 +87,7 @@ impl Local {
             &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
         );
         let backend: Arc<dyn SandboxBackend> = match sandboxes {
-            Sandboxes::Needed(backend_args, egress) => {
+            Sandboxes::Needed(backend_args, egress, _) => {
                 // This process's own cgroup parent, node label and directory,
                 // recorded so that the next command reaps them after a crash.
                 let placement = Placement {
@@ -108,6 +109,9 @@ impl Local {
         let mut config = RuntimeConfig::new(owner::this_process(&host), dir.join("workspaces"));
         config.owner_probe = Some(Arc::new(owner::LocalProcesses { host: host.clone() }));
         config.prices = prices;
+        if let Sandboxes::Needed(_, _, layers) = sandboxes {
+            config.sandbox.policy.allow_downgrade = layers.iter().map(|l| (*l).into()).collect();
+        }
         let runtime = Runtime::new(RuntimeDeps {
             store: store.clone(),
             backend,

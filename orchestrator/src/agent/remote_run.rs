@@ -89,6 +89,13 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
                     .to_owned(),
             ));
         }
+        if !args.allow_downgrade.is_empty() {
+            return Err(Failure::Usage(
+                "--allow-downgrade applies to a local run; a server's operator allows \
+                 downgrades (`allow_downgrade` in the server config)"
+                    .to_owned(),
+            ));
+        }
         let (model, extra) = model_and_extra(&args)?;
         if let Some(id) = &args.resume {
             if !args.secrets.is_empty() {

@@ -66,7 +66,7 @@ pub async fn run(args: GoalArgs, backend: &BackendArgs) -> anyhow::Result<u8> {
     prepared.start.require_checkpoint = !args.yes;
     let local = Local::open(
         &args.data,
-        Sandboxes::Needed(backend, &args.egress),
+        Sandboxes::Needed(backend, &args.egress, &args.allow_downgrade),
         prepared.prices.clone(),
     )
     .await?;
@@ -109,7 +109,8 @@ async fn resume(
             return Ok(EXIT_USAGE);
         }
     };
-    let local = Local::open(&args.data, Sandboxes::Needed(backend, &args.egress), prices).await?;
+    let sandboxes = Sandboxes::Needed(backend, &args.egress, &args.allow_downgrade);
+    let local = Local::open(&args.data, sandboxes, prices).await?;
     local.recover().await;
     let session = match local.runtime.get_run(&local.tenant, &id).await {
         Ok(run) => local.runtime.get_session(&local.tenant, &run.session).await,

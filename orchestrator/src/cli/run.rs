@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use paddock_core::store::DriverKind;
 use paddock_proto::NetworkPolicy;
 
+use super::common::Layer;
 use super::common::{parse_network, parse_secret_arg};
 use super::{BackendArgs, DataDirArgs, EgressArgs, SecretArg, ServerArgs};
 use crate::agent::{parse_duration_ms, parse_usd_micro};
@@ -134,6 +135,11 @@ pub struct GoalArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
+    /// Hardening layers the run's sandbox may lack on this host (repeatable
+    /// or comma separated; gVisor has no landlock, say): the sandbox
+    /// reports what it enforces.
+    #[arg(long, value_enum, value_name = "LAYER", num_args = 1.., value_delimiter = ',')]
+    pub allow_downgrade: Vec<Layer>,
     #[command(flatten)]
     pub egress: EgressArgs,
     /// Run on this server instead (the workspace is uploaded first).

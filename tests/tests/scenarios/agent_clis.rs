@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use paddock_test_support::require::{Need, skip_or_panic};
 use paddock_tests::bins::paddock;
 use paddock_tests::fake_provider::{FakeProvider, Script, Turn};
 use paddock_tests::host::require_root;
@@ -24,7 +25,7 @@ const KEY: &str = "sk-ant-real-key-never-inside-0123456789";
 const OPENAI_KEY: &str = "sk-openai-real-key-never-inside-0123456789";
 
 /// The directory the CLIs are installed under, or None after saying why
-/// the tests skip (a run that requires them fails instead).
+/// the test skips (a run that requires them fails instead).
 fn agents_dir(what: &str) -> Option<PathBuf> {
     let dir = std::env::var_os(AGENTS_VAR)
         .map(PathBuf::from)
@@ -36,12 +37,30 @@ fn agents_dir(what: &str) -> Option<PathBuf> {
         "{} has no agent CLIs (run scripts/agents-setup.sh)",
         dir.display()
     );
-    assert!(
-        std::env::var_os("PADDOCK_REQUIRE_AGENTS").is_none(),
-        "{what}: {reason}"
-    );
-    println!("SKIPPED {what}: {reason}");
+    skip_or_panic(Need::AgentClis, what, &reason);
     None
+}
+
+/// Whether the gVisor backend can run here; else says why it skips (or
+/// fails, where gvisor is required).
+fn gvisor(what: &str) -> bool {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let unavailable = runtime
+        .block_on(paddock_tests::backends::connect(
+            paddock_tests::backends::Kind::Gvisor,
+        ))
+        .err();
+    match unavailable {
+        None => true,
+        Some(reason) => {
+            skip_or_panic(
+                Need::Backend("gvisor"),
+                what,
+                &format!("backend unavailable: {reason}"),
+            );
+            false
+        }
+    }
 }
 
 /// A provider on `name` (TLS from a test CA the egress proxy trusts), the
@@ -172,78 +191,623 @@ fn events(out: &Output) -> Vec<Value> {
         .collect()
 }
 
-/// The command that shows what the sandbox's processes hold for the key.
-const KEY_PROBE: &str = "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' \
-     | grep '^ANTHROPIC_API_KEY=' | sort -u > keyseen.txt; env | grep -c sk-ant-real >> keyseen.txt; true";
+/// One agent CLI as the tests drive it: its driver name, model, provider
+/// host, the key variable and header, and how its shell tool is called.
+struct Cli {
+    driver: &'static str,
+    model: &'static str,
+    host: &'static str,
+    key: &'static str,
+    key_var: &'static str,
+    key_header: &'static str,
+    /// The header's value when it carries `key`.
+    sent: fn(&str) -> String,
+    shell: fn(&str) -> Turn,
+    /// Model calls besides the script's turns (opencode's title).
+    extra_calls: usize,
+}
 
-#[test]
-fn claude_code_fixes_the_workspace_with_its_key_only_at_the_provider() {
+const CLAUDE: Cli = Cli {
+    driver: "claude-code",
+    model: "anthropic:claude-sonnet-4-5",
+    host: "api.anthropic.test",
+    key: KEY,
+    key_var: "ANTHROPIC_API_KEY",
+    key_header: "x-api-key",
+    sent: |key| key.to_owned(),
+    shell: |command| Turn::tool("Bash", json!({"command": command})),
+    extra_calls: 0,
+};
+
+const CODEX: Cli = Cli {
+    driver: "codex",
+    model: "openai:gpt-5.1-codex",
+    host: "api.openai.test",
+    key: OPENAI_KEY,
+    key_var: "OPENAI_API_KEY",
+    key_header: "authorization",
+    sent: |key| format!("Bearer {key}"),
+    shell: |command| Turn::tool("exec_command", json!({"cmd": command})),
+    extra_calls: 0,
+};
+
+const OPENCODE: Cli = Cli {
+    driver: "opencode",
+    model: "openai:gpt-4o",
+    host: "api.openai.test",
+    key: OPENAI_KEY,
+    key_var: "OPENAI_API_KEY",
+    key_header: "authorization",
+    sent: |key| format!("Bearer {key}"),
+    shell: |command| {
+        Turn::tool(
+            "bash",
+            json!({"command": command, "description": "run a command"}),
+        )
+    },
+    extra_calls: 1,
+};
+
+/// The command that shows what the sandbox's processes hold for the key.
+fn key_probe(var: &str) -> String {
+    format!(
+        "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep '^{var}=' | sort -u > keyseen.txt; \
+         env | grep -c real-key-never-inside >> keyseen.txt; true"
+    )
+}
+
+/// The CLI fixes the workspace: it completes, reviewed met from what ran;
+/// its calls are bridged; its key reaches the provider and nothing inside.
+fn fixes_the_workspace(cli: &Cli, backend: &[&str]) {
     require_root();
-    let Some(agents) = agents_dir("claude code on native") else {
+    let what = format!("{} on {backend:?}", cli.driver);
+    if agents_dir(&what).is_none() {
         return;
-    };
+    }
     let provider = Provider::start(
-        "api.anthropic.test",
+        cli.host,
         Script::new(vec![
-            Turn::tool("Bash", json!({"command": KEY_PROBE})),
-            Turn::tool("Bash", json!({"command": "echo fixed > answer.txt"})),
-            Turn::tool("Bash", json!({"command": "sh test.sh"})),
+            (cli.shell)(&key_probe(cli.key_var)),
+            (cli.shell)("echo fixed > answer.txt"),
+            (cli.shell)("sh test.sh"),
             Turn::text("Done: answer.txt is fixed and test.sh passes."),
         ]),
     );
     let ws = workspace();
     let data = tempfile::tempdir().unwrap();
+    let mut extra = vec!["--json"];
+    extra.extend_from_slice(backend);
+    let base_url = format!("https://{}", cli.host);
     let out = run(
-        "claude-code",
-        "anthropic:claude-sonnet-4-5",
+        cli.driver,
+        cli.model,
+        &base_url,
+        ws.path(),
+        data.path(),
+        &provider,
+        &extra,
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{what}: {stdout}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("answer.txt")).unwrap(),
+        "fixed\n",
+        "{what}"
+    );
+
+    // the provider got the real key, on every model call
+    let calls = provider.fake.model_calls();
+    assert_eq!(calls.len(), 4 + cli.extra_calls, "{what}: {calls:#?}");
+    for call in &calls {
+        assert_eq!(
+            call.header(cli.key_header),
+            Some((cli.sent)(cli.key).as_str()),
+            "{what}: {call:#?}"
+        );
+    }
+    // inside: only the placeholder, in every process
+    let seen = std::fs::read_to_string(ws.path().join("keyseen.txt")).unwrap();
+    assert_eq!(
+        seen,
+        format!(
+            "{var}=paddock-secret-placeholder-{var}\n0\n",
+            var = cli.key_var
+        ),
+        "{what}: {stdout}"
+    );
+    // nowhere in the workspace (the CLI's state included), the data dir
+    // (the store's events and messages) or the output
+    assert_eq!(
+        files_holding(ws.path(), cli.key),
+        Vec::<PathBuf>::new(),
+        "{what}"
+    );
+    assert_eq!(
+        files_holding(data.path(), cli.key),
+        Vec::<PathBuf>::new(),
+        "{what}"
+    );
+    assert!(
+        !stdout.contains(cli.key) && !stderr.contains(cli.key),
+        "{what}"
+    );
+
+    // bridged: a model message per turn, each call and result, the review
+    let events = events(&out);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    let count = |kind: &str| kinds.iter().filter(|k| **k == kind).count();
+    assert_eq!(count("tool.call"), 3, "{what}: {kinds:?}");
+    assert_eq!(count("tool.result"), 3, "{what}: {kinds:?}");
+    let started = events.iter().find(|e| e["kind"] == "run.started").unwrap();
+    assert_eq!(started["data"]["driver"]["kind"], cli.driver, "{what}");
+    assert_eq!(started["data"]["driver"]["capabilities"]["steer"], false);
+    let finished = events.iter().find(|e| e["kind"] == "run.finished").unwrap();
+    assert_eq!(finished["data"]["state"], "completed", "{what}: {finished}");
+    // reviewed from what ran: `sh test.sh` succeeded after the last change
+    assert_eq!(finished["data"]["verdict"], "met", "{what}: {finished}");
+    let usage = &finished["data"]["usage"];
+    assert_eq!(usage["tool_calls"], 3, "{what}: {finished}");
+    assert!(usage["turns"].as_u64().unwrap() >= 3, "{what}: {finished}");
+    assert!(
+        usage["input_tokens"].as_u64().unwrap() > 0,
+        "{what}: {finished}"
+    );
+}
+
+#[test]
+fn claude_code_fixes_the_workspace_with_its_key_only_at_the_provider() {
+    fixes_the_workspace(&CLAUDE, &[]);
+}
+
+#[test]
+fn codex_fixes_the_workspace_with_its_key_only_at_the_provider() {
+    fixes_the_workspace(&CODEX, &[]);
+}
+
+#[test]
+fn opencode_fixes_the_workspace_with_its_key_only_at_the_provider() {
+    fixes_the_workspace(&OPENCODE, &[]);
+}
+
+/// The same in gVisor (the image with the CLIs; gVisor's kernel has no
+/// landlock, and the run says it allowed that downgrade).
+#[test]
+fn claude_code_fixes_the_workspace_on_gvisor() {
+    if !gvisor("claude code on gvisor") {
+        return;
+    }
+    fixes_the_workspace(
+        &CLAUDE,
+        &[
+            "--backend",
+            "gvisor",
+            "--image",
+            "paddock-agents:bookworm",
+            "--allow-downgrade",
+            "landlock",
+        ],
+    );
+}
+
+/// `paddock ARGS --data-dir data`, its stdout as JSON.
+fn paddock_json(data: &Path, args: &[&str]) -> Value {
+    let out = Command::new(paddock())
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--json")
+        .env_remove("PADDOCK_SERVER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A turns budget stops the CLI at the turn that passes it: the run fails
+/// `budget_exceeded`, naming it, and the script's later turns never come.
+#[test]
+fn a_turns_budget_stops_claude_code() {
+    require_root();
+    if agents_dir("claude code budget").is_none() {
+        return;
+    }
+    let provider = Provider::start(
+        CLAUDE.host,
+        Script::new(vec![
+            (CLAUDE.shell)("echo one > one.txt"),
+            (CLAUDE.shell)("echo two > two.txt"),
+            (CLAUDE.shell)("sleep 30; echo three > three.txt"),
+            (CLAUDE.shell)("echo four > four.txt"),
+            Turn::text("Done."),
+        ]),
+    );
+    let ws = workspace();
+    let data = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = run(
+        CLAUDE.driver,
+        CLAUDE.model,
+        "https://api.anthropic.test",
+        ws.path(),
+        data.path(),
+        &provider,
+        &["--json", "--max-turns", "2"],
+    );
+    let stdout = text(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let events = events(&out);
+    let finished = events.iter().find(|e| e["kind"] == "run.finished").unwrap();
+    assert_eq!(finished["data"]["state"], "failed", "{finished}");
+    assert_eq!(
+        finished["data"]["end_reason"], "budget_exceeded",
+        "{finished}"
+    );
+    let error = finished["data"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("turns budget exceeded: used 2 of 2"),
+        "{error}"
+    );
+    // stopped at the third turn: not after its 30 s command, never a fourth
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "{stdout}"
+    );
+    assert!(ws.path().join("two.txt").exists(), "{stdout}");
+    assert!(!ws.path().join("three.txt").exists(), "{stdout}");
+    assert!(!ws.path().join("four.txt").exists(), "{stdout}");
+    let turns: Vec<Option<usize>> = provider.fake.model_calls().iter().map(|c| c.turn).collect();
+    assert!(turns.iter().all(|t| t.is_some_and(|t| t < 3)), "{turns:?}");
+}
+
+/// A rewind undoes what the CLI's shell wrote: each tool batch that could
+/// change the workspace is a checkpoint, and the one before the run puts
+/// the workspace back.
+#[test]
+fn a_rewind_undoes_what_claude_code_wrote() {
+    require_root();
+    if agents_dir("claude code rewind").is_none() {
+        return;
+    }
+    let provider = Provider::start(
+        CLAUDE.host,
+        Script::new(vec![
+            (CLAUDE.shell)("echo fixed > answer.txt && echo new > added.txt"),
+            (CLAUDE.shell)("sh test.sh"),
+            Turn::text("Done."),
+        ]),
+    );
+    let ws = workspace();
+    let data = tempfile::tempdir().unwrap();
+    let out = run(
+        CLAUDE.driver,
+        CLAUDE.model,
         "https://api.anthropic.test",
         ws.path(),
         data.path(),
         &provider,
         &["--json"],
     );
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let session = events(&out)
+        .iter()
+        .find_map(|e| e["session"].as_str().map(str::to_owned))
+        .unwrap();
+    let checkpoints = paddock_json(data.path(), &["session", "checkpoints", &session]);
+    let reasons: Vec<&str> = checkpoints
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["reason"].as_str())
+        .collect();
+    assert_eq!(reasons.first(), Some(&"run_start"), "{checkpoints}");
+    assert!(reasons.contains(&"tool_batch"), "{checkpoints}");
+    let before = checkpoints[0]["id"].as_str().unwrap();
+    paddock_json(
+        data.path(),
+        &["session", "rewind", &session, "--to", before],
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("answer.txt")).unwrap(),
+        "broken\n"
+    );
+    assert!(!ws.path().join("added.txt").exists());
+    assert!(!ws.path().join(".paddock-agent").exists());
+}
+
+/// `paddock run` of Claude Code on `ws`, spawned with its stdout piped.
+fn spawn_run(ws: &Path, data: &Path, provider: &Provider, extra: &[&str]) -> std::process::Child {
+    Command::new(paddock())
+        .args([
+            "run",
+            "Make test.sh pass",
+            "--driver",
+            CLAUDE.driver,
+            "--model",
+            CLAUDE.model,
+            "--base-url",
+            "https://api.anthropic.test",
+            "--json",
+            "--workspace",
+        ])
+        .arg(ws)
+        .arg("--data-dir")
+        .arg(data)
+        .args(&provider.options)
+        .args(extra)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env_remove("PADDOCK_SERVER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits up to 60 s for `path` to exist.
+fn wait_for(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never came",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Cancel (Ctrl-C on `paddock run`) stops the CLI and the command it runs:
+/// the run ends cancelled in seconds, not when the command would have.
+#[test]
+fn a_cancel_stops_claude_code_and_its_children() {
+    require_root();
+    if agents_dir("claude code cancel").is_none() {
+        return;
+    }
+    let provider = Provider::start(
+        CLAUDE.host,
+        Script::new(vec![
+            (CLAUDE.shell)("touch started; sleep 120; touch finished"),
+            Turn::text("Done."),
+        ]),
+    );
+    let ws = workspace();
+    let data = tempfile::tempdir().unwrap();
+    let child = spawn_run(ws.path(), data.path(), &provider, &[]);
+    wait_for(&ws.path().join("started"));
+    let cancelled_at = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        cancelled_at.elapsed() < std::time::Duration::from_secs(30),
+        "{}",
+        text(&out.stdout)
+    );
+    let events = events(&out);
+    let finished = events.iter().find(|e| e["kind"] == "run.finished").unwrap();
+    assert_eq!(finished["data"]["state"], "cancelled", "{finished}");
+    // the CLI's command did not go on after the run ended
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(!ws.path().join("finished").exists());
+    let left = Command::new("pgrep")
+        .args(["-f", "sleep 120; touch finished"])
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "{}", text(&left.stdout));
+}
+
+/// Plan mode: the workspace is read-only whatever the CLI believes; its
+/// writes fail, nothing changes, and the review does not call it met.
+#[test]
+fn plan_mode_keeps_claude_code_from_writing() {
+    require_root();
+    if agents_dir("claude code plan mode").is_none() {
+        return;
+    }
+    let provider = Provider::start(
+        CLAUDE.host,
+        Script::new(vec![
+            (CLAUDE.shell)("echo fixed > answer.txt"),
+            (CLAUDE.shell)("sh test.sh"),
+            Turn::text("Done."),
+        ]),
+    );
+    let ws = workspace();
+    let data = tempfile::tempdir().unwrap();
+    let out = run(
+        CLAUDE.driver,
+        CLAUDE.model,
+        "https://api.anthropic.test",
+        ws.path(),
+        data.path(),
+        &provider,
+        &["--json", "--mode", "plan"],
+    );
     let stdout = text(&out.stdout);
-    let stderr = text(&out.stderr);
-    let _ = agents;
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("answer.txt")).unwrap(),
+        "broken\n",
+        "{stdout}"
+    );
+    assert!(!ws.path().join(".paddock-agent").exists());
+    let events = events(&out);
+    let failed = events
+        .iter()
+        .filter(|e| e["kind"] == "tool.result" && e["data"]["status"] == "failed")
+        .count();
+    assert_eq!(failed, 2, "{stdout}");
+    let finished = events.iter().find(|e| e["kind"] == "run.finished").unwrap();
+    assert_ne!(finished["data"]["verdict"], "met", "{finished}");
+}
+
+/// A killed `paddock run` is resumed through Claude Code's own session:
+/// the resumed CLI sends the conversation the dead one had, from the
+/// session kept in the workspace (restored with its last checkpoint).
+#[test]
+fn a_killed_claude_code_run_resumes_in_its_own_session() {
+    require_root();
+    if agents_dir("claude code resume").is_none() {
+        return;
+    }
+    let provider = Provider::start(
+        CLAUDE.host,
+        Script::new(vec![
+            (CLAUDE.shell)("echo one > one.txt"),
+            (CLAUDE.shell)("touch waiting; sleep 120"),
+        ]),
+    );
+    let ws = workspace();
+    let data = tempfile::tempdir().unwrap();
+    let mut child = spawn_run(ws.path(), data.path(), &provider, &[]);
+    wait_for(&ws.path().join("waiting"));
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let run = events(&out)
+        .iter()
+        .find_map(|e| e["run"].as_str().map(str::to_owned))
+        .expect("the run's events before the kill");
+    let before = provider.fake.model_calls().len();
+    // the workspace goes back to the checkpoint after the first command, so
+    // the resumed CLI asks for its second turn again: now it finishes
+    provider.fake.set_script(Script::new(vec![
+        (CLAUDE.shell)("echo one > one.txt"),
+        (CLAUDE.shell)("echo fixed > answer.txt && sh test.sh"),
+        Turn::text("Done."),
+    ]));
+
+    let out = Command::new(paddock())
+        .args([
+            "run",
+            "--resume",
+            &run,
+            "--force",
+            "--driver",
+            CLAUDE.driver,
+            "--model",
+            CLAUDE.model,
+            "--base-url",
+            "https://api.anthropic.test",
+            "--json",
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .args(&provider.options)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env_remove("PADDOCK_SERVER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert_eq!(
         std::fs::read_to_string(ws.path().join("answer.txt")).unwrap(),
         "fixed\n"
     );
-
-    // the provider got the real key, on every model call
+    assert!(ws.path().join("one.txt").exists());
+    assert!(!ws.path().join("waiting").exists());
     let calls = provider.fake.model_calls();
-    assert_eq!(calls.len(), 4, "{calls:#?}");
-    for call in &calls {
-        assert_eq!(call.header("x-api-key"), Some(KEY), "{call:#?}");
-    }
-    // inside: only the placeholder, in every process
-    let seen = std::fs::read_to_string(ws.path().join("keyseen.txt")).unwrap();
-    assert_eq!(
-        seen, "ANTHROPIC_API_KEY=paddock-secret-placeholder-ANTHROPIC_API_KEY\n0\n",
-        "{stdout}"
+    let resumed = &calls[before];
+    let body = resumed.body.to_string();
+    assert!(
+        body.contains("echo one > one.txt"),
+        "the resumed CLI did not send its session's conversation: {body}"
     );
-    // nowhere in the workspace (the CLI's state included), the data dir
-    // (the store's events and messages) or the output
-    assert_eq!(files_holding(ws.path(), KEY), Vec::<PathBuf>::new());
-    assert_eq!(files_holding(data.path(), KEY), Vec::<PathBuf>::new());
-    assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+}
 
-    // bridged: a model message per turn, each call and result, the review
+/// On a server that enables the driver: a run names it (`paddock run
+/// --server ... --driver claude-code`); the server's key is the one
+/// injected, and the run reads back over the API with its driver.
+#[test]
+fn a_server_runs_claude_code_for_a_tenant() {
+    require_root();
+    if agents_dir("claude code on a server").is_none() {
+        return;
+    }
+    let provider = Provider::start(
+        CLAUDE.host,
+        Script::new(vec![
+            (CLAUDE.shell)("echo fixed > answer.txt"),
+            (CLAUDE.shell)("sh test.sh"),
+            Turn::text("Done."),
+        ]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("paddock.toml");
+    std::fs::write(
+        &config,
+        "model_base_urls = [\"https://api.anthropic.test\"]\n\
+         [drivers]\nenabled = [\"claude-code\"]\n",
+    )
+    .unwrap();
+    let token = "agent-clis-token-0123456789abcdef";
+    let mut serve = paddock_tests::serve::command(
+        &format!("agents-{}", std::process::id()),
+        &dir.path().join("data"),
+        &format!("acme:{token}"),
+    );
+    serve
+        .arg("--config")
+        .arg(&config)
+        .args(&provider.options)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .stderr(Stdio::null());
+    let (mut server, url) = paddock_tests::serve::spawn(serve).unwrap();
+    let ws = workspace();
+    let out = Command::new(paddock())
+        .args([
+            "run",
+            "Make test.sh pass",
+            "--criteria",
+            "`sh test.sh` exits 0",
+            "--server",
+            &url,
+            "--token",
+            token,
+            "--driver",
+            "claude-code",
+            "--model",
+            CLAUDE.model,
+            "--base-url",
+            "https://api.anthropic.test",
+            "--network",
+            "none",
+            "--json",
+            "--workspace",
+        ])
+        .arg(ws.path())
+        // the client's key is not the one used: the server's is
+        .env("ANTHROPIC_API_KEY", "sk-client-side-key")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     let events = events(&out);
-    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
-    let count = |kind: &str| kinds.iter().filter(|k| **k == kind).count();
-    assert_eq!(count("tool.call"), 3, "{kinds:?}");
-    assert_eq!(count("tool.result"), 3, "{kinds:?}");
-    assert_eq!(count("model.message"), 4, "{kinds:?}");
+    let finished = events.iter().find(|e| e["kind"] == "run.finished").unwrap();
+    assert_eq!(finished["data"]["verdict"], "met", "{finished}");
     let started = events.iter().find(|e| e["kind"] == "run.started").unwrap();
     assert_eq!(started["data"]["driver"]["kind"], "claude-code");
-    assert_eq!(started["data"]["driver"]["capabilities"]["steer"], false);
-    let finished = events.iter().find(|e| e["kind"] == "run.finished").unwrap();
-    assert_eq!(finished["data"]["state"], "completed", "{finished}");
-    // reviewed from what ran: `sh test.sh` succeeded after the last change
-    assert_eq!(finished["data"]["verdict"], "met", "{finished}");
-    let usage = &finished["data"]["usage"];
-    assert_eq!(usage["turns"], 4, "{finished}");
-    assert_eq!(usage["tool_calls"], 3, "{finished}");
+    // `none` was asked: the model's host is what the driver added
+    assert_eq!(
+        started["data"]["network"],
+        json!({"allowlist": ["api.anthropic.test:443"]}),
+        "{started}"
+    );
+    for call in provider.fake.model_calls() {
+        assert_eq!(call.header("x-api-key"), Some(KEY), "{call:#?}");
+    }
+    assert!(!stdout.contains(KEY));
 }

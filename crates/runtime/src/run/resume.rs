@@ -197,9 +197,17 @@ impl Runtime {
                 Default::default()
             }
         };
+        // the driver gives its own (its provider's key) again
+        let from_driver = driver.egress().secrets;
         let missing: Vec<&str> = secrets
             .iter()
-            .filter(|notice| !request.secrets.iter().any(|s| s.name == notice.name))
+            .filter(|notice| {
+                !request
+                    .secrets
+                    .iter()
+                    .chain(&from_driver)
+                    .any(|s| s.name == notice.name)
+            })
             .map(|notice| notice.name.as_str())
             .collect();
         if !missing.is_empty() {

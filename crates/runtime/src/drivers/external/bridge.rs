@@ -10,7 +10,7 @@ use std::sync::Arc;
 use paddock_core::ids::ToolInvocationId;
 use paddock_core::model::{Message, Price, ToolCall, ToolResult, Usage};
 use paddock_core::store::{
-    Run, RunState, RunUpdate, RunUsage, ToolInvocation, ToolOutcome, ToolStatus,
+    CheckpointReason, Run, RunState, RunUpdate, RunUsage, ToolInvocation, ToolOutcome, ToolStatus,
 };
 use serde_json::json;
 use tokio::time::Instant;
@@ -21,11 +21,12 @@ use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
 use crate::events::{
-    CallStatus, ModelMessage, RESULT_EVENT_CAP, RunStateChanged, ToolCallEvent, ToolResultEvent,
-    cap_text,
+    CallStatus, CheckpointFailed, ModelMessage, RESULT_EVENT_CAP, RunStateChanged, ToolCallEvent,
+    ToolResultEvent, cap_text,
 };
 use crate::run::{Evidence, Exceeded, FamilyBudget, ReviewedCall, append_with_checkpoint};
 use crate::tools::{Access, Effect, Role};
+use crate::util::error_chain;
 
 /// Why bridging stopped the CLI.
 #[derive(Debug)]
@@ -375,6 +376,33 @@ impl Bridge {
             });
         }
         Ok(())
+    }
+
+    /// A checkpoint of what the CLI left besides its tool batches (its own
+    /// state, written as it ends), so the last checkpoint is the workspace
+    /// as the run left it and a rewind needs no force. Failures are
+    /// reported (`checkpoint.failed`), not fatal.
+    pub(crate) async fn checkpoint_end(&mut self) -> Result<(), RuntimeError> {
+        let Some(checkpoints) = self.checkpoints.as_mut() else {
+            return Ok(());
+        };
+        self.pipe.barrier().await?;
+        match checkpoints
+            .take(self.journal.lease(), CheckpointReason::ToolBatch)
+            .await
+        {
+            Ok(Some((_, created))) => self.pipe.emit(&created).await,
+            Ok(None) => Ok(()),
+            Err(err) => {
+                tracing::warn!(error = %error_chain(&err), "checkpointing what the agent CLI left");
+                self.pipe
+                    .emit(&CheckpointFailed {
+                        reason: CheckpointReason::ToolBatch,
+                        error: error_chain(&err),
+                    })
+                    .await
+            }
+        }
     }
 
     pub(crate) async fn set_state(&mut self, state: RunState) -> Result<(), RuntimeError> {

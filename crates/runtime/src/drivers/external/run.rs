@@ -1,7 +1,7 @@
 //! An agent CLI's run: its config files written, the CLI started in the
 //! sandbox, its stdout read line by line into the bridge until it exits,
 //! the run is cancelled, its wall clock runs out or a budget does (then the
-//! CLI is stopped: SIGTERM, and its process group killed after a grace),
+//! CLI's process group is killed),
 //! and the end reviewed from what happened in the sandbox.
 
 use std::collections::BTreeMap;
@@ -24,7 +24,7 @@ use crate::drivers::DriveOutcome;
 use crate::run::{AgentParts, Budget, Ending, Exceeded, Scope, deadline_after, observed, review};
 use crate::util::error_chain;
 
-/// How long a CLI has to end after SIGTERM before its group is killed.
+/// How long the events of a killed CLI are read for.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// Most bytes of the CLI's stderr kept for a failure's message.
 const STDERR_TAIL: usize = 16 << 10;
@@ -346,6 +346,9 @@ async fn settle(parts: &AgentParts, bridge: &mut Bridge, ending: Ending) -> Endi
             };
         }
     }
+    if let Err(err) = bridge.checkpoint_end().await {
+        tracing::warn!(error = %error_chain(&err), "recording the agent CLI's last checkpoint");
+    }
     if matches!(ending, Ending::Completed(_))
         && let Err(err) = bridge.set_state(RunState::Verifying).await
     {
@@ -354,13 +357,14 @@ async fn settle(parts: &AgentParts, bridge: &mut Bridge, ending: Ending) -> Endi
     ending
 }
 
-/// SIGTERM to the CLI's group; after the grace, dropping the execution
-/// kills what is left.
+/// Kills the CLI's process group (a stopped run needs nothing more of it:
+/// a graceful end would let it make another model call), then reads what
+/// is left of its events for a moment.
 async fn stop(guest: &dyn GuestOps, mut execution: Box<dyn Execution>) {
-    if let Err(err) = guest.exec_signal(execution.id(), libc_sigterm()).await {
-        tracing::debug!(error = %err, "signalling the agent CLI");
+    if let Err(err) = guest.exec_signal(execution.id(), SIGKILL).await {
+        tracing::debug!(error = %err, "killing the agent CLI");
     }
-    let waited = tokio::time::timeout(STOP_GRACE, async {
+    let drained = tokio::time::timeout(STOP_GRACE, async {
         while let Ok(Some(event)) = execution.next_event().await {
             if matches!(event, ExecEvent::Exited(_)) {
                 return;
@@ -368,15 +372,14 @@ async fn stop(guest: &dyn GuestOps, mut execution: Box<dyn Execution>) {
         }
     })
     .await;
-    if waited.is_err() {
-        tracing::info!("the agent CLI outlived its grace; its process group is killed");
+    if drained.is_err() {
+        tracing::info!("the agent CLI did not report its end; dropping it kills its group");
     }
     drop(execution);
 }
 
-const fn libc_sigterm() -> i32 {
-    15
-}
+/// The signal that ends the CLI's group at once.
+const SIGKILL: i32 = 9;
 
 fn keep_tail(kept: &mut Vec<u8>, data: &[u8]) {
     kept.extend_from_slice(data);
