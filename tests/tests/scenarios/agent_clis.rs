@@ -169,12 +169,13 @@ fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
             let path = entry.path();
             match entry.file_type() {
                 Ok(t) if t.is_dir() => stack.push(path),
-                Ok(t) if t.is_file() => {
-                    if std::fs::read(&path).is_ok_and(|bytes| {
-                        bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
-                    }) {
-                        found.push(path);
-                    }
+                Ok(t)
+                    if t.is_file()
+                        && std::fs::read(&path).is_ok_and(|bytes| {
+                            bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+                        }) =>
+                {
+                    found.push(path);
                 }
                 _ => {}
             }
