@@ -371,24 +371,36 @@ fn opencode_fixes_the_workspace_with_its_key_only_at_the_provider() {
     fixes_the_workspace(&OPENCODE, &[]);
 }
 
-/// The same in gVisor (the image with the CLIs; gVisor's kernel has no
-/// landlock, and the run says it allowed that downgrade).
+/// The options of a run in gVisor: the image with the CLIs; gVisor's
+/// kernel has no landlock, and the run says it allowed that downgrade.
+const GVISOR: &[&str] = &[
+    "--backend",
+    "gvisor",
+    "--image",
+    "paddock-agents:bookworm",
+    "--allow-downgrade",
+    "landlock",
+];
+
 #[test]
 fn claude_code_fixes_the_workspace_on_gvisor() {
-    if !gvisor("claude code on gvisor") {
-        return;
+    if gvisor("claude code on gvisor") {
+        fixes_the_workspace(&CLAUDE, GVISOR);
     }
-    fixes_the_workspace(
-        &CLAUDE,
-        &[
-            "--backend",
-            "gvisor",
-            "--image",
-            "paddock-agents:bookworm",
-            "--allow-downgrade",
-            "landlock",
-        ],
-    );
+}
+
+#[test]
+fn codex_fixes_the_workspace_on_gvisor() {
+    if gvisor("codex on gvisor") {
+        fixes_the_workspace(&CODEX, GVISOR);
+    }
+}
+
+#[test]
+fn opencode_fixes_the_workspace_on_gvisor() {
+    if gvisor("opencode on gvisor") {
+        fixes_the_workspace(&OPENCODE, GVISOR);
+    }
 }
 
 /// `paddock ARGS --data-dir data`, its stdout as JSON.
@@ -424,7 +436,8 @@ fn a_turns_budget_stops_claude_code() {
         Script::new(vec![
             (CLAUDE.shell)("echo one > one.txt"),
             (CLAUDE.shell)("echo two > two.txt"),
-            (CLAUDE.shell)("sleep 30; echo three > three.txt"),
+            // a slow command (Claude Code refuses a bare long `sleep`)
+            (CLAUDE.shell)("timeout 30 tail -f /dev/null; echo three > three.txt"),
             (CLAUDE.shell)("echo four > four.txt"),
             Turn::text("Done."),
         ]),
@@ -551,6 +564,24 @@ fn spawn_run(ws: &Path, data: &Path, provider: &Provider, extra: &[&str]) -> std
         .unwrap()
 }
 
+/// The lines of `child`'s stdout as they come.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// Waits up to 60 s for `path` to exist.
 fn wait_for(path: &Path) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -671,19 +702,38 @@ fn a_killed_claude_code_run_resumes_in_its_own_session() {
     let ws = workspace();
     let data = tempfile::tempdir().unwrap();
     let mut child = spawn_run(ws.path(), data.path(), &provider, &[]);
+    // killed once the first batch's checkpoint is on record (a resume
+    // restores it) and the second command runs
+    let lines = lines_of(&mut child);
+    let mut run = None;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let wait = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(wait)
+            .expect("the first batch's checkpoint");
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if let Some(id) = event["run"].as_str() {
+            run = Some(id.to_owned());
+        }
+        if event["kind"] == "checkpoint.created" && event["data"]["reason"] == "tool_batch" {
+            break;
+        }
+    }
     wait_for(&ws.path().join("waiting"));
     child.kill().unwrap();
-    let out = child.wait_with_output().unwrap();
-    let run = events(&out)
-        .iter()
-        .find_map(|e| e["run"].as_str().map(str::to_owned))
-        .expect("the run's events before the kill");
+    child.wait().unwrap();
+    let run = run.expect("the run's id");
     let before = provider.fake.model_calls().len();
-    // the workspace goes back to the checkpoint after the first command, so
-    // the resumed CLI asks for its second turn again: now it finishes
+    // the resumed CLI goes on from its session (which answers the killed
+    // call itself, or asks for it again): the next turns finish the goal
+    let fix = || (CLAUDE.shell)("echo fixed > answer.txt && sh test.sh");
     provider.fake.set_script(Script::new(vec![
         (CLAUDE.shell)("echo one > one.txt"),
-        (CLAUDE.shell)("echo fixed > answer.txt && sh test.sh"),
+        fix(),
+        fix(),
         Turn::text("Done."),
     ]));
 
@@ -718,17 +768,20 @@ fn a_killed_claude_code_run_resumes_in_its_own_session() {
     assert!(ws.path().join("one.txt").exists());
     assert!(!ws.path().join("waiting").exists());
     let calls = provider.fake.model_calls();
-    let resumed = &calls[before];
-    let body = resumed.body.to_string();
+    let resumed: Vec<String> = calls[before..].iter().map(|c| c.body.to_string()).collect();
     assert!(
-        body.contains("echo one > one.txt"),
-        "the resumed CLI did not send its session's conversation: {body}"
+        resumed.iter().any(
+            |body| body.contains("Your previous run on this goal was interrupted")
+                && body.contains("echo one > one.txt")
+        ),
+        "no call of the resumed CLI sent its session's conversation: {resumed:#?}"
     );
 }
 
 /// On a server that enables the driver: a run names it (`paddock run
 /// --server ... --driver claude-code`); the server's key is the one
-/// injected, and the run reads back over the API with its driver.
+/// injected; steering it is refused (the CLI takes no messages), and the
+/// run reads back over the API with its driver.
 #[test]
 fn a_server_runs_claude_code_for_a_tenant() {
     require_root();
@@ -738,7 +791,7 @@ fn a_server_runs_claude_code_for_a_tenant() {
     let provider = Provider::start(
         CLAUDE.host,
         Script::new(vec![
-            (CLAUDE.shell)("echo fixed > answer.txt"),
+            (CLAUDE.shell)("echo fixed > answer.txt").with_delay(std::time::Duration::from_secs(3)),
             (CLAUDE.shell)("sh test.sh"),
             Turn::text("Done."),
         ]),
@@ -765,7 +818,7 @@ fn a_server_runs_claude_code_for_a_tenant() {
         .stderr(Stdio::null());
     let (mut server, url) = paddock_tests::serve::spawn(serve).unwrap();
     let ws = workspace();
-    let out = Command::new(paddock())
+    let mut client = Command::new(paddock())
         .args([
             "run",
             "Make test.sh pass",
@@ -790,16 +843,57 @@ fn a_server_runs_claude_code_for_a_tenant() {
         // the client's key is not the one used: the server's is
         .env("ANTHROPIC_API_KEY", "sk-client-side-key")
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut client);
+    let mut seen = Vec::new();
+    let run = loop {
+        let line = lines
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the run's first event");
+        let event: Value = serde_json::from_str(&line).unwrap_or_default();
+        seen.push(event.clone());
+        if let Some(run) = event["run"].as_str() {
+            break run.to_owned();
+        }
+    };
+    // while its first model call is held: a steering message is refused
+    provider
+        .fake
+        .wait_for_model_calls(1, std::time::Duration::from_secs(60))
+        .unwrap();
+    let steer = Command::new("curl")
+        .args(["-sS", "-m", "30", "-w", "\n%{http_code}", "-X", "POST"])
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {token}"))
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            r#"{"text": "also add a README"}"#,
+        ])
+        .arg(format!("{url}/v1/runs/{run}/messages"))
         .output()
         .unwrap();
+    let steer = text(&steer.stdout);
+    assert!(steer.ends_with("\n409"), "{steer}");
+    assert!(
+        steer.contains("driver_cannot") && steer.contains("takes no steering messages"),
+        "{steer}"
+    );
+    seen.extend(
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok()),
+    );
+    let status = client.wait().unwrap();
     let _ = server.kill();
     let _ = server.wait();
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    let events = events(&out);
-    let finished = events.iter().find(|e| e["kind"] == "run.finished").unwrap();
+    assert!(status.success(), "{seen:#?}");
+    let finished = seen.iter().find(|e| e["kind"] == "run.finished").unwrap();
     assert_eq!(finished["data"]["verdict"], "met", "{finished}");
-    let started = events.iter().find(|e| e["kind"] == "run.started").unwrap();
+    let started = seen.iter().find(|e| e["kind"] == "run.started").unwrap();
     assert_eq!(started["data"]["driver"]["kind"], "claude-code");
     // `none` was asked: the model's host is what the driver added
     assert_eq!(
@@ -810,5 +904,5 @@ fn a_server_runs_claude_code_for_a_tenant() {
     for call in provider.fake.model_calls() {
         assert_eq!(call.header("x-api-key"), Some(KEY), "{call:#?}");
     }
-    assert!(!stdout.contains(KEY));
+    assert!(!seen.iter().any(|e| e.to_string().contains(KEY)));
 }

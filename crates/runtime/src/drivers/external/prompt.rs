@@ -7,21 +7,39 @@ use paddock_core::model::{ContentPart, Message, Role};
 /// Most characters of earlier history carried into a new CLI session.
 const HISTORY_CHARS: usize = 20_000;
 
-/// The prompt of a new CLI session (or of one resumed, when `resuming`).
+/// How the CLI starts on the run's goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// A new run: a new CLI session, told what the session said before.
+    New,
+    /// A resumed run going on in the CLI's own session (it has the history).
+    InItsSession,
+    /// A resumed run with no CLI session to go on with: a new one, told all
+    /// the session said, the interrupted run's steps included.
+    ResumedAfresh,
+}
+
+/// The prompt the CLI starts with.
 pub(crate) fn prompt(
     goal: &str,
     criteria: &[String],
     instructions: Option<&str>,
     history: &[Message],
-    resuming: bool,
+    start: Start,
 ) -> String {
     let mut text = String::new();
-    if resuming {
+    let earlier = match start {
+        Start::New => earlier(before_goal(history)),
+        Start::ResumedAfresh => earlier(history),
+        Start::InItsSession => None,
+    };
+    if start != Start::New {
         text.push_str(
             "Your previous run on this goal was interrupted; the workspace is as the last \
              finished step left it. Go on with the goal.\n\n",
         );
-    } else if let Some(earlier) = earlier(history) {
+    }
+    if let Some(earlier) = earlier {
         text.push_str("Earlier in this session (oldest first, cut to the latest):\n");
         text.push_str(&earlier);
         text.push_str("\n\n");
@@ -45,15 +63,18 @@ pub(crate) fn prompt(
     text
 }
 
-/// The session's messages before this run's goal (its last user message),
-/// as text, the latest kept when it is long.
-fn earlier(history: &[Message]) -> Option<String> {
-    let before_goal = match history.iter().rposition(|m| m.role == Role::User) {
+/// The session's messages before a new run's goal (its last user message).
+fn before_goal(history: &[Message]) -> &[Message] {
+    match history.iter().rposition(|m| m.role == Role::User) {
         Some(at) => &history[..at],
         None => history,
-    };
+    }
+}
+
+/// `messages` as text, the latest kept when it is long.
+fn earlier(messages: &[Message]) -> Option<String> {
     let mut lines: Vec<String> = Vec::new();
-    for message in before_goal {
+    for message in messages {
         for part in &message.content {
             let line = match (&message.role, part) {
                 (Role::User, ContentPart::Text { text }) => format!("user: {text}"),
@@ -99,7 +120,7 @@ mod tests {
             &["sh test.sh exits 0".to_owned()],
             Some("Be brief."),
             &history,
-            false,
+            Start::New,
         );
         assert!(text.starts_with("Earlier in this session"), "{text}");
         assert!(
@@ -108,10 +129,16 @@ mod tests {
         );
         assert!(text.contains("\n- sh test.sh exits 0"), "{text}");
         assert!(text.contains("Be brief."), "{text}");
-        let resumed = prompt("g", &[], None, &history, true);
+        let resumed = prompt("g", &[], None, &history, Start::InItsSession);
         assert!(resumed.starts_with("Your previous run"), "{resumed}");
         assert!(!resumed.contains("Earlier"), "{resumed}");
-        let first = prompt("g", &[], None, &[Message::user("g")], false);
+        // no session to go on with: everything the session said, its last goal too
+        let afresh = prompt("g", &[], None, &history, Start::ResumedAfresh);
+        assert!(
+            afresh.contains("agent: done\nuser: now subtract"),
+            "{afresh}"
+        );
+        let first = prompt("g", &[], None, &[Message::user("g")], Start::New);
         assert!(first.starts_with("g\n\nThe workspace"), "{first}");
     }
 }

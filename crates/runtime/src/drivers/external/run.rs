@@ -19,7 +19,7 @@ use super::ExternalDriver;
 use super::bridge::{Bridge, BridgeParts, Halt};
 use super::cli::Invocation;
 use super::lines::Lines;
-use super::prompt::prompt;
+use super::prompt::{Start, prompt};
 use crate::drivers::DriveOutcome;
 use crate::run::{AgentParts, Budget, Ending, Exceeded, Scope, deadline_after, observed, review};
 use crate::util::error_chain;
@@ -96,12 +96,17 @@ async fn drive(
     } else {
         None
     };
+    let how = match (&resume, parts.resumed) {
+        (Some(_), _) => Start::InItsSession,
+        (None, true) => Start::ResumedAfresh,
+        (None, false) => Start::New,
+    };
     let text = prompt(
         &parts.run.goal,
         &parts.criteria,
         parts.instructions.as_deref(),
         &parts.history,
-        resume.is_some(),
+        how,
     );
     let invocation = Invocation {
         program: &driver.settings.program,
