@@ -21,8 +21,8 @@ use crate::error::RuntimeError;
 use crate::events::journal::Journal;
 use crate::events::pipeline::Pipeline;
 use crate::events::{
-    CallStatus, CheckpointFailed, ModelMessage, RESULT_EVENT_CAP, RunStateChanged, ToolCallEvent,
-    ToolResultEvent, cap_text,
+    CallStatus, CheckpointFailed, ModelDelta, ModelMessage, RESULT_EVENT_CAP, RunStateChanged,
+    ToolCallEvent, ToolResultEvent, cap_text,
 };
 use crate::run::{Evidence, Exceeded, FamilyBudget, ReviewedCall, append_with_checkpoint};
 use crate::tools::{Access, Effect, Role};
@@ -136,6 +136,13 @@ impl Bridge {
         match report {
             Bridged::Session(id) => self.session = Some(id),
             Bridged::Turn => self.turn().await?,
+            Bridged::Delta(text) => {
+                let delta = ModelDelta::Text {
+                    turn: self.usage.turns,
+                    text,
+                };
+                self.journal.publish_transient(&delta)?;
+            }
             Bridged::Text(text) => {
                 if !self.text.is_empty() {
                     self.text.push('\n');

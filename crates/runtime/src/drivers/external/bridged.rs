@@ -28,6 +28,9 @@ pub(crate) enum Bridged {
     Session(String),
     /// The CLI asked its model again: one model turn.
     Turn,
+    /// A piece of the model's text as it streams (shown live, not stored;
+    /// the whole text comes as [`Bridged::Text`]).
+    Delta(String),
     /// Text the model wrote.
     Text(String),
     /// The model asked for a tool.

@@ -31,6 +31,8 @@ impl CliAdapter for Claude {
             "--output-format".to_owned(),
             "stream-json".to_owned(),
             "--verbose".to_owned(),
+            // the text as it streams, for the run's live view
+            "--include-partial-messages".to_owned(),
             // Paddock's sandbox is the boundary: the CLI asks no one
             "--dangerously-skip-permissions".to_owned(),
         ];
@@ -70,9 +72,29 @@ impl CliAdapter for Claude {
             Some("assistant") => self.assistant(line),
             Some("user") => self.tool_results(line),
             Some("result") => self.result(line),
+            Some("stream_event") => delta(line).map(|d| vec![d]).unwrap_or_default(),
             _ => Vec::new(),
         }
     }
+}
+
+/// A streamed piece of the run's own text (`--include-partial-messages`).
+fn delta(line: &Value) -> Option<Bridged> {
+    if line.get("parent_tool_use_id").is_some_and(|p| !p.is_null()) {
+        return None;
+    }
+    let event = line.get("event")?;
+    let delta = event.get("delta")?;
+    (event.get("type")?.as_str()? == "content_block_delta"
+        && delta.get("type")?.as_str()? == "text_delta")
+        .then(|| {
+            delta
+                .get("text")?
+                .as_str()
+                .map(|t| Bridged::Delta(t.to_owned()))
+        })
+        .flatten()
+        .filter(|d| !matches!(d, Bridged::Delta(t) if t.is_empty()))
 }
 
 fn tokens(usage: &Value) -> Spent {
@@ -319,6 +341,24 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn streamed_text_reads_as_deltas_and_other_stream_events_as_nothing() {
+        let mut claude = Claude::default();
+        let text = json!({"type": "stream_event", "parent_tool_use_id": null, "event": {
+            "type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": "Fixing"}}});
+        assert_eq!(claude.read(&text), vec![Bridged::Delta("Fixing".into())]);
+        let arguments = json!({"type": "stream_event", "event": {"type": "content_block_delta",
+            "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a"}}});
+        assert_eq!(claude.read(&arguments), Vec::new());
+        let start = json!({"type": "stream_event", "event": {"type": "message_start",
+            "message": {"id": "msg_9"}}});
+        assert_eq!(claude.read(&start), Vec::new());
+        let nested = json!({"type": "stream_event", "parent_tool_use_id": "toolu_1",
+            "event": {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "x"}}});
+        assert_eq!(claude.read(&nested), Vec::new());
     }
 
     #[test]
