@@ -41,26 +41,28 @@ fn agents_dir(what: &str) -> Option<PathBuf> {
     None
 }
 
-/// Whether the gVisor backend can run here; else says why it skips (or
-/// fails, where gvisor is required).
-fn gvisor(what: &str) -> bool {
+/// Whether the container backend `kind` can run here; else says why it
+/// skips (or fails, where the backend is required).
+fn backend(kind: paddock_tests::backends::Kind, what: &str) -> bool {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let unavailable = runtime
-        .block_on(paddock_tests::backends::connect(
-            paddock_tests::backends::Kind::Gvisor,
-        ))
+        .block_on(paddock_tests::backends::connect(kind))
         .err();
     match unavailable {
         None => true,
         Some(reason) => {
             skip_or_panic(
-                Need::Backend("gvisor"),
+                Need::Backend(kind.name()),
                 what,
                 &format!("backend unavailable: {reason}"),
             );
             false
         }
     }
+}
+
+fn gvisor(what: &str) -> bool {
+    backend(paddock_tests::backends::Kind::Gvisor, what)
 }
 
 /// A provider on `name` (TLS from a test CA the egress proxy trusts), the
@@ -389,6 +391,20 @@ fn claude_code_fixes_the_workspace_on_gvisor() {
     }
 }
 
+/// In docker, from the same image.
+#[test]
+fn claude_code_fixes_the_workspace_on_docker() {
+    if backend(
+        paddock_tests::backends::Kind::Docker,
+        "claude code on docker",
+    ) {
+        fixes_the_workspace(
+            &CLAUDE,
+            &["--backend", "docker", "--image", "paddock-agents:bookworm"],
+        );
+    }
+}
+
 #[test]
 fn codex_fixes_the_workspace_on_gvisor() {
     if gvisor("codex on gvisor") {
@@ -423,10 +439,10 @@ fn paddock_json(data: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// A turns budget stops the CLI at the turn that passes it: the run fails
-/// `budget_exceeded`, naming it, and the script's later turns never come.
-#[test]
-fn a_turns_budget_stops_claude_code() {
+/// A budget stops the CLI at the report that passes it: the run fails
+/// `budget_exceeded`, naming it (`error`), and the script's later turns
+/// never come: `flags` set a budget the third turn passes.
+fn a_budget_stops_claude_code(flags: &[&str], error: &str) {
     require_root();
     if agents_dir("claude code budget").is_none() {
         return;
@@ -452,7 +468,7 @@ fn a_turns_budget_stops_claude_code() {
         ws.path(),
         data.path(),
         &provider,
-        &["--json", "--max-turns", "2"],
+        &[&["--json"], flags].concat(),
     );
     let stdout = text(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
@@ -463,11 +479,8 @@ fn a_turns_budget_stops_claude_code() {
         finished["data"]["end_reason"], "budget_exceeded",
         "{finished}"
     );
-    let error = finished["data"]["error"].as_str().unwrap();
-    assert!(
-        error.contains("turns budget exceeded: used 2 of 2"),
-        "{error}"
-    );
+    let said = finished["data"]["error"].as_str().unwrap();
+    assert!(said.contains(error), "{said}");
     // stopped at the third turn: not after its 30 s command, never a fourth
     assert!(
         started.elapsed() < std::time::Duration::from_secs(25),
@@ -478,6 +491,30 @@ fn a_turns_budget_stops_claude_code() {
     assert!(!ws.path().join("four.txt").exists(), "{stdout}");
     let turns: Vec<Option<usize>> = provider.fake.model_calls().iter().map(|c| c.turn).collect();
     assert!(turns.iter().all(|t| t.is_some_and(|t| t < 3)), "{turns:?}");
+}
+
+#[test]
+fn a_turns_budget_stops_claude_code() {
+    a_budget_stops_claude_code(
+        &["--max-turns", "2"],
+        "turns budget exceeded: used 2 of 2 model turns",
+    );
+}
+
+/// Tokens are counted from what the CLI reports of each model call (123 in
+/// and 1 out at each message's start, as the fake streams them).
+#[test]
+fn a_tokens_budget_stops_claude_code() {
+    a_budget_stops_claude_code(
+        &["--max-tokens", "300"],
+        "tokens budget exceeded: used 372 of 300 tokens",
+    );
+}
+
+/// The wall clock runs out in the third turn's slow command.
+#[test]
+fn a_wall_clock_budget_stops_claude_code() {
+    a_budget_stops_claude_code(&["--timeout", "10s"], "wall clock budget exceeded");
 }
 
 /// A rewind undoes what the CLI's shell wrote: each tool batch that could
