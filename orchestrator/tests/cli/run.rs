@@ -311,18 +311,42 @@ fn plan_mode_changes_nothing_and_does_not_claim_success() -> Result<()> {
     Ok(())
 }
 
-/// `--driver` names what drives the agent: one this build does not offer
-/// is refused before anything runs (usage, exit 2), naming it; a name
-/// that is no driver is refused by the parser, listing the known ones.
+/// `--driver` names what drives the agent: an agent CLI given a model it
+/// cannot call (a script) is refused before anything runs (usage, exit 2),
+/// saying what it needs; a name that is no driver is refused by the
+/// parser, listing the known ones.
 #[test]
-fn a_driver_that_is_not_offered_is_refused_before_anything_runs() -> Result<()> {
+fn a_driver_that_cannot_call_the_model_is_refused_before_anything_runs() -> Result<()> {
     let fx = Fixture::new()?;
     let before = fx.files()?;
     let out = fx.run_goal(&["--driver", "claude-code"])?;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("--driver: the claude-code driver is not enabled"),
+        stderr.contains(
+            "--driver: the claude-code driver calls its model provider itself: give it a \
+             model of anthropic"
+        ),
+        "{stderr}"
+    );
+    let workspace = fx.workspace.to_string_lossy().into_owned();
+    let out = fx
+        .paddock(&[
+            "run",
+            GOAL,
+            "--workspace",
+            &workspace,
+            "--model",
+            "anthropic:claude-x",
+            "--driver",
+            "codex",
+        ])
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .output()?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the codex driver speaks openai's API, not anthropic's"),
         "{stderr}"
     );
     let out = fx.run_goal(&["--driver", "gemini"])?;
