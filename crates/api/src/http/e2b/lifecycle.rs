@@ -21,15 +21,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use paddock_core::ids::TenantId;
-use paddock_core::sandbox::SandboxId;
 use paddock_core::store::{OnIdle, PauseMode, SandboxState};
 use serde::{Deserialize, Serialize};
 
 use super::auth::ApiKey;
 use super::error::E2bError;
-use super::sandboxes::{
-    SandboxCreated, created_view, extend_deadline, for_sandbox, sandbox_id, shown,
-};
+use super::sandboxes::{SandboxCreated, created_view, extend_deadline, for_sandbox, shown_sandbox};
 use crate::http::AppState;
 use crate::service::{CreateSnapshot, MAX_RESTORE_COUNT, RestoreSnapshot, SandboxView};
 
@@ -81,24 +78,6 @@ impl From<E2bError> for ErrorEntry {
             message: err.message,
         }
     }
-}
-
-/// The sandbox E2B may see (running or paused), else its 404.
-pub(super) async fn shown_sandbox(
-    state: &AppState,
-    tenant: &TenantId,
-    id: &str,
-) -> Result<(SandboxId, SandboxView), E2bError> {
-    let sandbox = sandbox_id(id)?;
-    let view = state
-        .service
-        .get_sandbox(tenant, &sandbox)
-        .await
-        .map_err(for_sandbox(id))?;
-    if !shown(&view) {
-        return Err(E2bError::sandbox_not_found(id));
-    }
-    Ok((sandbox, view))
 }
 
 pub(super) fn paused_conflict(id: &str, what: &str) -> E2bError {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::ApiKey;
 use super::envd::paths::WORKSPACE;
 use super::error::E2bError;
-use super::sandboxes::{for_sandbox, sandbox_id, shown};
+use super::sandboxes::shown_sandbox;
 use crate::http::AppState;
 use crate::service::SandboxView;
 use crate::service::commands::ExecCommand;
@@ -92,15 +92,7 @@ pub async fn sandbox_metrics(
             "start must not be after end",
         ));
     }
-    let sandbox = sandbox_id(&id)?;
-    let view = state
-        .service
-        .get_sandbox(&tenant, &sandbox)
-        .await
-        .map_err(for_sandbox(&id))?;
-    if !shown(&view) {
-        return Err(E2bError::sandbox_not_found(&id));
-    }
+    let (_, view) = shown_sandbox(&state, &tenant, &id).await?;
     let now_secs = state.service.now().as_millis() / 1000;
     let within =
         query.start.is_none_or(|s| s <= now_secs) && query.end.is_none_or(|e| now_secs <= e);

@@ -15,8 +15,9 @@ use serde::Deserialize;
 
 use super::auth::ApiKey;
 use super::error::E2bError;
-use super::lifecycle::{paused_conflict, shown_sandbox};
+use super::lifecycle::paused_conflict;
 use super::sandboxes::for_sandbox;
+use super::sandboxes::shown_sandbox;
 use crate::http::AppState;
 use crate::service::SetNetwork;
 

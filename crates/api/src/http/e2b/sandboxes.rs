@@ -329,20 +329,30 @@ pub(super) fn shown(view: &SandboxView) -> bool {
     matches!(view.state, SandboxState::Running | SandboxState::Paused)
 }
 
+/// The sandbox E2B may see (running or paused), else its 404.
+pub(super) async fn shown_sandbox(
+    state: &AppState,
+    tenant: &TenantId,
+    id: &str,
+) -> Result<(SandboxId, SandboxView), E2bError> {
+    let sandbox = sandbox_id(id)?;
+    let view = state
+        .service
+        .get_sandbox(tenant, &sandbox)
+        .await
+        .map_err(for_sandbox(id))?;
+    if !shown(&view) {
+        return Err(E2bError::sandbox_not_found(id));
+    }
+    Ok((sandbox, view))
+}
+
 pub async fn get(
     State(state): State<AppState>,
     ApiKey(tenant): ApiKey,
     Path(id): Path<String>,
 ) -> Result<Json<SandboxDetail>, E2bError> {
-    let sandbox = sandbox_id(&id)?;
-    let view = state
-        .service
-        .get_sandbox(&tenant, &sandbox)
-        .await
-        .map_err(for_sandbox(&id))?;
-    if !shown(&view) {
-        return Err(E2bError::sandbox_not_found(&id));
-    }
+    let (_, view) = shown_sandbox(&state, &tenant, &id).await?;
     let token = access_token(&state, &tenant, &view)?;
     Ok(Json(detail(&state, &view, Some(token))))
 }
@@ -352,15 +362,7 @@ pub async fn kill(
     ApiKey(tenant): ApiKey,
     Path(id): Path<String>,
 ) -> Result<StatusCode, E2bError> {
-    let sandbox = sandbox_id(&id)?;
-    let view = state
-        .service
-        .get_sandbox(&tenant, &sandbox)
-        .await
-        .map_err(for_sandbox(&id))?;
-    if !shown(&view) {
-        return Err(E2bError::sandbox_not_found(&id));
-    }
+    let (sandbox, _) = shown_sandbox(&state, &tenant, &id).await?;
     state
         .service
         .delete_sandbox(&tenant, &sandbox)
@@ -408,12 +410,7 @@ pub async fn pause(
     Path(id): Path<String>,
     body: Option<Json<PauseBody>>,
 ) -> Result<StatusCode, E2bError> {
-    let sandbox = sandbox_id(&id)?;
-    let view = state
-        .service
-        .get_sandbox(&tenant, &sandbox)
-        .await
-        .map_err(for_sandbox(&id))?;
+    let (sandbox, view) = shown_sandbox(&state, &tenant, &id).await?;
     match view.state {
         SandboxState::Paused => {
             return Err(E2bError::new(
@@ -446,12 +443,7 @@ pub async fn connect(
     Path(id): Path<String>,
     body: Option<Json<TimeoutBody>>,
 ) -> Result<Json<SandboxCreated>, E2bError> {
-    let sandbox = sandbox_id(&id)?;
-    let view = state
-        .service
-        .get_sandbox(&tenant, &sandbox)
-        .await
-        .map_err(for_sandbox(&id))?;
+    let (sandbox, view) = shown_sandbox(&state, &tenant, &id).await?;
     let view = match view.state {
         SandboxState::Running => view,
         SandboxState::Paused => state

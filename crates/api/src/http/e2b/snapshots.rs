@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::ApiKey;
 use super::error::E2bError;
-use super::sandboxes::{for_sandbox, sandbox_id};
+use super::sandboxes::{for_sandbox, shown_sandbox};
 use super::templates::Template;
 use crate::http::AppState;
 use crate::service::{CreateSnapshot, RestoreSnapshot, SandboxView, ServiceError, SnapshotView};
@@ -131,12 +131,7 @@ pub async fn create(
             "memory snapshots are not supported: a Paddock snapshot keeps the workspace files (mode \"filesystem\")",
         ));
     }
-    let sandbox = sandbox_id(&id)?;
-    let view = state
-        .service
-        .get_sandbox(&tenant, &sandbox)
-        .await
-        .map_err(for_sandbox(&id))?;
+    let (sandbox, view) = shown_sandbox(&state, &tenant, &id).await?;
     match view.state {
         SandboxState::Running => {}
         SandboxState::Paused => {
