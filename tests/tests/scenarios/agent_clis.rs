@@ -117,16 +117,9 @@ fn workspace() -> tempfile::TempDir {
     ws
 }
 
-/// `paddock run` with `driver` on `ws`, its data in `data`.
-fn run(
-    driver: &str,
-    model: &str,
-    base_url: &str,
-    ws: &Path,
-    data: &Path,
-    provider: &Provider,
-    extra: &[&str],
-) -> Output {
+/// `paddock run` of `cli` on `ws` (its provider at `https://{cli.host}`),
+/// its data in `data`, with `extra` options.
+fn command(cli: &Cli, ws: &Path, data: &Path, provider: &Provider, extra: &[&str]) -> Command {
     let mut command = Command::new(paddock());
     command
         .args([
@@ -135,11 +128,11 @@ fn run(
             "--criteria",
             "`sh test.sh` exits 0",
             "--driver",
-            driver,
+            cli.driver,
             "--model",
-            model,
+            cli.model,
             "--base-url",
-            base_url,
+            &format!("https://{}", cli.host),
             "--workspace",
         ])
         .arg(ws)
@@ -152,7 +145,12 @@ fn run(
         .env_remove("PADDOCK_SERVER")
         .env_remove("PADDOCK_MODEL")
         .stdin(Stdio::null());
-    command.output().unwrap()
+    command
+}
+
+/// [`command`] run to its end.
+fn run(cli: &Cli, ws: &Path, data: &Path, provider: &Provider, extra: &[&str]) -> Output {
+    command(cli, ws, data, provider, extra).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -280,16 +278,7 @@ fn fixes_the_workspace(cli: &Cli, backend: &[&str]) {
     let data = tempfile::tempdir().unwrap();
     let mut extra = vec!["--json"];
     extra.extend_from_slice(backend);
-    let base_url = format!("https://{}", cli.host);
-    let out = run(
-        cli.driver,
-        cli.model,
-        &base_url,
-        ws.path(),
-        data.path(),
-        &provider,
-        &extra,
-    );
+    let out = run(cli, ws.path(), data.path(), &provider, &extra);
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{what}: {stdout}\n{stderr}");
@@ -462,9 +451,7 @@ fn a_budget_stops_claude_code(flags: &[&str], error: &str) {
     let data = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let out = run(
-        CLAUDE.driver,
-        CLAUDE.model,
-        "https://api.anthropic.test",
+        &CLAUDE,
         ws.path(),
         data.path(),
         &provider,
@@ -536,15 +523,7 @@ fn a_rewind_undoes_what_claude_code_wrote() {
     );
     let ws = workspace();
     let data = tempfile::tempdir().unwrap();
-    let out = run(
-        CLAUDE.driver,
-        CLAUDE.model,
-        "https://api.anthropic.test",
-        ws.path(),
-        data.path(),
-        &provider,
-        &["--json"],
-    );
+    let out = run(&CLAUDE, ws.path(), data.path(), &provider, &["--json"]);
     assert!(out.status.success(), "{}", text(&out.stdout));
     let session = events(&out)
         .iter()
@@ -572,29 +551,9 @@ fn a_rewind_undoes_what_claude_code_wrote() {
     assert!(!ws.path().join(".paddock-agent").exists());
 }
 
-/// `paddock run` of Claude Code on `ws`, spawned with its stdout piped.
+/// `paddock run --json` of Claude Code on `ws`, spawned with its stdout piped.
 fn spawn_run(ws: &Path, data: &Path, provider: &Provider, extra: &[&str]) -> std::process::Child {
-    Command::new(paddock())
-        .args([
-            "run",
-            "Make test.sh pass",
-            "--driver",
-            CLAUDE.driver,
-            "--model",
-            CLAUDE.model,
-            "--base-url",
-            "https://api.anthropic.test",
-            "--json",
-            "--workspace",
-        ])
-        .arg(ws)
-        .arg("--data-dir")
-        .arg(data)
-        .args(&provider.options)
-        .args(extra)
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env_remove("PADDOCK_SERVER")
-        .stdin(Stdio::null())
+    command(&CLAUDE, ws, data, provider, &[&["--json"], extra].concat())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -695,9 +654,7 @@ fn plan_mode_keeps_claude_code_from_writing() {
     let ws = workspace();
     let data = tempfile::tempdir().unwrap();
     let out = run(
-        CLAUDE.driver,
-        CLAUDE.model,
-        "https://api.anthropic.test",
+        &CLAUDE,
         ws.path(),
         data.path(),
         &provider,

@@ -90,8 +90,6 @@ pub(crate) struct Bridge {
     pub(crate) last_text: String,
     /// The last error the CLI reported.
     pub(crate) last_error: Option<String>,
-    /// Reports read (each line's), for the bench and the event counts.
-    pub(crate) reports: u64,
 }
 
 impl Bridge {
@@ -116,7 +114,6 @@ impl Bridge {
             finished: None,
             last_text: String::new(),
             last_error: None,
-            reports: 0,
         }
     }
 
@@ -132,7 +129,6 @@ impl Bridge {
 
     /// Records one report; a budget it exhausts halts the CLI.
     pub(crate) async fn apply(&mut self, report: Bridged) -> Result<(), Halt> {
-        self.reports += 1;
         match report {
             Bridged::Session(id) => self.session = Some(id),
             Bridged::Turn => self.turn().await?,

@@ -119,7 +119,10 @@ async fn drive(
     let mut adapter = driver.adapter();
     let launch = adapter.launch(&invocation);
     let mut files = launch.files;
-    files.push((format!("{home}/.keep"), Vec::new()));
+    if files.is_empty() {
+        // the CLI's home exists before it starts (writing a file makes it)
+        files.push((format!("{home}/.keep"), Vec::new()));
+    }
     for (path, bytes) in &files {
         write_file(guest.as_ref(), path, bytes)
             .await
